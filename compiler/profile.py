@@ -1,0 +1,43 @@
+"""Result records of profiling a compiled model on a real runtime.
+
+Every figure here was measured (`measured=True`, with `device` saying where). Predicted
+figures come from `simulator/` and carry their own label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class TaskTiming:
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    runs: int  # number of runs the task was seen in
+
+
+@dataclass(slots=True)
+class Profile:
+    target: str  # e.g. "ort-cpu/host"
+    runtime: str  # e.g. "onnxruntime 1.32.0 CPUExecutionProvider"
+    device: str  # e.g. CPU model string of this machine
+    threads: int
+    runs: int
+    warmup: int
+    latency_ms: float  # whole-model median
+    latency_p90_ms: float
+    peak_memory_bytes: int
+    input_shapes: dict[str, list[int]]
+    tasks: dict[str, TaskTiming] = field(default_factory=dict)  # compiled node id -> timing
+    measured: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Profile:
+        d = dict(d)
+        d["tasks"] = {k: TaskTiming(**v) for k, v in d.get("tasks", {}).items()}
+        return cls(**d)
