@@ -1,0 +1,174 @@
+// The server's JSON, mirrored in one place (docs/api.md, docs/option-table.md).
+// Keep field names exactly as the server writes them.
+
+/** Error body of every 4xx/5xx response. */
+export interface ApiErrorBody {
+  error: string;
+  code: string;
+}
+
+export type ModelStatus = "queued" | "running" | "ready" | "failed";
+export type StageName = "parse" | "compile" | "profile" | "simulate" | "store" | "done";
+export type StageStatus = "done" | "running" | "pending" | "failed";
+
+export interface Stage {
+  name: StageName | string;
+  status: StageStatus;
+  seconds: number | null;
+}
+
+export interface TargetSummary {
+  target: string;
+  latency_ms: number;
+  latency_p90_ms: number;
+  peak_memory_bytes: number;
+  measured: boolean;
+  label: string;
+}
+
+export interface ModelSummary {
+  source_op_count: number;
+  task_count: number;
+  weight_bytes: number;
+  inputs: Record<string, number[]>;
+  targets: TargetSummary[];
+}
+
+export interface Model {
+  id: string;
+  url: string;
+  name: string;
+  format: string;
+  size_bytes: number;
+  created_at: string;
+  status: ModelStatus;
+  stage: StageName;
+  progress: number;
+  error: string | null;
+  stages: Stage[];
+  targets: string[];
+  summary: ModelSummary | null;
+}
+
+export interface ModelList {
+  models: Model[];
+}
+
+export interface TensorInfo {
+  name: string;
+  shape: number[];
+  dtype: string;
+}
+
+/** One compiled task (a row of the table). */
+export interface Op {
+  id: string;
+  index: number;
+  name: string;
+  type: string;
+  namespace: string;
+  latency_ms: number;
+  p25_ms: number;
+  p75_ms: number;
+  share: number;
+  measured: boolean;
+  macs: number;
+  weight_bytes: number;
+  activation_bytes: number;
+  source_nodes: string[];
+  inputs: TensorInfo[];
+  outputs: TensorInfo[];
+}
+
+export interface OpsResponse {
+  target: string;
+  measured: boolean;
+  label: string;
+  latency_ms: number;
+  ops: Op[];
+}
+
+export interface GraphNode {
+  id: string;
+  name: string;
+  type: string;
+  namespace: string;
+  source_nodes: string[];
+}
+
+export interface GraphEdge {
+  src: string;
+  dst: string;
+  value: string;
+  shape: number[];
+  dtype: string;
+}
+
+export interface GraphResponse {
+  view: "compiled" | "source";
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  inputs: string[];
+  outputs: string[];
+}
+
+// ---- option table (docs/option-table.md, schema 1) ----
+
+export type Format = "fp32" | "fp16" | "int8" | "int4" | "lut1" | "lut2" | "lut4" | "lut6" | "lut8" | "-";
+
+export interface Preset {
+  name: string;
+  input: string;
+  output: string;
+  kernel: string;
+  sparsity: number;
+  description: string;
+}
+
+export interface OptionLabel {
+  kind: "predicted" | "measured";
+  profile: string;
+  error_pct_median: number;
+  error_models: number;
+}
+
+export interface OptionMetrics {
+  latency_ms: number[][];
+  weight_bytes: number[][];
+  activation_bytes: number[][];
+  dram_bytes: number[][];
+}
+
+export interface OptionTable {
+  schema: 1;
+  target: string;
+  label: OptionLabel;
+  ops: string[];
+  presets: Preset[];
+  metrics: OptionMetrics;
+  supported: boolean[][];
+  combos: string[][];
+  edges: { src: number[]; dst: number[]; elements: number[] };
+  conversion: { fixed_ms: number; ms_per_element: Record<string, number> };
+  constants: { dram_pj_per_byte: number; size_overhead_bytes: number };
+  base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number };
+}
+
+/** `GET /api/models/<id>/ops/<op>/options`: every combo of one op. */
+export interface OpOptions {
+  op: string;
+  combos: string[];
+  supported: boolean[];
+  latency_ms: number[];
+  weight_bytes: number[];
+  activation_bytes: number[];
+  dram_bytes: number[];
+  notes: string[];
+}
+
+/** What the browser keeps and a saved analysis stores. */
+export interface AnalysisState {
+  target: string;
+  model_wide: string;
+  overrides: Record<string, string>;
+}

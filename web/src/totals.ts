@@ -1,0 +1,163 @@
+// The totals rule of docs/option-table.md, evaluated in the browser.
+// Must agree to the last digit with simulator/totals.py, so every sum runs in the documented order
+// (ops in execution order, then edges in table order) with plain float64 `+=`, starting at 0.
+import type { AnalysisState, OpOptions, OptionTable } from "./api/types";
+
+/** Bytes per element of an activation format (conversion traffic). */
+export const ACTIVATION_BYTES: Readonly<Record<string, number>> = { fp32: 4, fp16: 2, int8: 1 };
+
+export interface Combo {
+  input: string;
+  output: string;
+  kernel: string;
+  sparsity: number;
+}
+
+export function parseCombo(combo: string): Combo {
+  const parts = combo.split("/");
+  if (parts.length !== 4) throw new Error(`bad combo "${combo}" (expected in/out/kernel/sparsity)`);
+  return { input: parts[0], output: parts[1], kernel: parts[2], sparsity: Number(parts[3]) };
+}
+
+export interface Totals {
+  latency_ms: number;
+  fps: number;
+  size_bytes: number;
+  peak_memory_bytes: number;
+  memory_power_mw: number;
+}
+
+/** Per-op result of evaluating a state: the chosen metrics plus conversion costs on incoming edges. */
+export interface Evaluation {
+  totals: Totals;
+  combo: string[];
+  latency_ms: Float64Array;
+  weight_bytes: Float64Array;
+  activation_bytes: Float64Array;
+  dram_bytes: Float64Array;
+  /** Sum of conversion latency on the op's incoming edges (for the table; not used in the totals sums). */
+  conversion_in_ms: Float64Array;
+  overridden: Uint8Array;
+}
+
+export function presetIndex(table: OptionTable, name: string): number {
+  const p = table.presets.findIndex((x) => x.name === name);
+  if (p < 0) throw new Error(`unknown preset "${name}" (known: ${table.presets.map((x) => x.name).join(", ")})`);
+  return p;
+}
+
+/** Conversion latency of one edge whose producer writes `out` and consumer reads `inp`. */
+export function conversionMs(table: OptionTable, out: string, inp: string, elements: number): number {
+  const key = `${out}>${inp}`;
+  const rate = table.conversion.ms_per_element[key];
+  if (rate === undefined) throw new Error(`no conversion rate for ${key}`);
+  return table.conversion.fixed_ms + elements * rate;
+}
+
+function activationBytes(fmt: string): number {
+  const b = ACTIVATION_BYTES[fmt];
+  if (b === undefined) throw new Error(`unknown activation format "${fmt}"`);
+  return b;
+}
+
+/**
+ * Evaluate `state` on the bulk table. `perOp` holds the per-op tables of every overridden op
+ * (`GET /api/models/<id>/ops/<op>/options`).
+ */
+export function evaluate(
+  table: OptionTable,
+  perOp: Readonly<Record<string, OpOptions>>,
+  state: Pick<AnalysisState, "model_wide" | "overrides">,
+): Evaluation {
+  const n = table.ops.length;
+  const p = presetIndex(table, state.model_wide);
+  const lat = new Float64Array(n);
+  const wgt = new Float64Array(n);
+  const act = new Float64Array(n);
+  const dram = new Float64Array(n);
+  const convIn = new Float64Array(n);
+  const overridden = new Uint8Array(n);
+  const combo: string[] = new Array(n);
+  const inFmt: string[] = new Array(n);
+  const outFmt: string[] = new Array(n);
+  const m = table.metrics;
+  for (let i = 0; i < n; i++) {
+    const id = table.ops[i];
+    const o = state.overrides[id];
+    if (o !== undefined) {
+      const t = perOp[id];
+      if (!t) throw new Error(`per-op options of ${id} not loaded`);
+      const k = t.combos.indexOf(o);
+      if (k < 0) throw new Error(`op ${id} has no combo ${o}`);
+      lat[i] = t.latency_ms[k];
+      wgt[i] = t.weight_bytes[k];
+      act[i] = t.activation_bytes[k];
+      dram[i] = t.dram_bytes[k];
+      combo[i] = o;
+      overridden[i] = 1;
+    } else {
+      lat[i] = m.latency_ms[i][p];
+      wgt[i] = m.weight_bytes[i][p];
+      act[i] = m.activation_bytes[i][p];
+      dram[i] = m.dram_bytes[i][p];
+      combo[i] = table.combos[i][p];
+    }
+    const c = parseCombo(combo[i]);
+    inFmt[i] = c.input;
+    outFmt[i] = c.output;
+  }
+
+  // 1. latency: ops in order, then conversions in edge order.
+  let latency = 0;
+  for (let i = 0; i < n; i++) latency += lat[i];
+  const es = table.edges.src;
+  const ed = table.edges.dst;
+  const el = table.edges.elements;
+  // conversion bytes are summed after the ops' dram bytes (rule 4), so collect them in edge order.
+  let dramTotal = 0;
+  for (let i = 0; i < n; i++) dramTotal += dram[i];
+  for (let e = 0; e < es.length; e++) {
+    const out = outFmt[es[e]];
+    const inp = inFmt[ed[e]];
+    if (out === inp) continue;
+    const c = conversionMs(table, out, inp, el[e]);
+    latency += c;
+    convIn[ed[e]] += c;
+    dramTotal += el[e] * (activationBytes(out) + activationBytes(inp));
+  }
+  // 2. size
+  let size = 0;
+  for (let i = 0; i < n; i++) size += wgt[i];
+  size = size + table.constants.size_overhead_bytes;
+  // 3. peak memory
+  let maxAct = 0;
+  for (let i = 0; i < n; i++) if (act[i] > maxAct) maxAct = act[i];
+  const peak = size + maxAct;
+  // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
+  const power = ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3;
+  // 5. fps
+  const fps = 1000 / latency;
+  return {
+    totals: { latency_ms: latency, fps, size_bytes: size, peak_memory_bytes: peak, memory_power_mw: power },
+    combo,
+    latency_ms: lat,
+    weight_bytes: wgt,
+    activation_bytes: act,
+    dram_bytes: dram,
+    conversion_in_ms: convIn,
+    overridden,
+  };
+}
+
+export function computeTotals(
+  table: OptionTable,
+  perOp: Readonly<Record<string, OpOptions>>,
+  state: Pick<AnalysisState, "model_wide" | "overrides">,
+): Totals {
+  return evaluate(table, perOp, state).totals;
+}
+
+/** Totals of the unoptimized model (the table's base preset, no overrides). */
+export function baseTotals(table: OptionTable): Totals {
+  return computeTotals(table, {}, { model_wide: table.base.preset, overrides: {} });
+}

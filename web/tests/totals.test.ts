@@ -1,0 +1,106 @@
+import { readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import type { OpOptions, OptionTable } from "../src/api/types";
+import { baseTotals, computeTotals, evaluate, parseCombo } from "../src/totals";
+
+const fixtureUrl = new URL("./fixtures/option_table_small.json", import.meta.url);
+const expectedUrl = new URL("./fixtures/totals_expected.json", import.meta.url);
+const fixture = JSON.parse(readFileSync(fixtureUrl, "utf8")) as { table: OptionTable; per_op: Record<string, OpOptions> };
+
+interface ExpectedState {
+  name: string;
+  state: { model_wide: string; overrides: Record<string, string> };
+  totals: Record<string, number>;
+}
+
+const STATES: Omit<ExpectedState, "totals">[] = [
+  ...fixture.table.presets.map((p) => ({ name: `preset ${p.name}`, state: { model_wide: p.name, overrides: {} } })),
+  { name: "int8-static + t2 fp32 lut4 pruned (conversions around t2)", state: { model_wide: "int8-static", overrides: { t2: "fp32/fp32/lut4/50" } } },
+  { name: "fp32 + t1 int8 in/out, t6 int4 weights", state: { model_wide: "fp32", overrides: { t1: "int8/int8/int8/0", t6: "fp32/fp32/int4/0" } } },
+  { name: "fp16 + mixed formats on t1,t2,t3", state: { model_wide: "fp16", overrides: { t1: "fp16/int8/lut8/50", t2: "int8/fp32/int8/0", t3: "fp32/fp16/-/0" } } },
+  { name: "prune-50+int8-static + t3 back to fp32", state: { model_wide: "prune-50+int8-static", overrides: { t3: "fp32/fp32/-/0" } } },
+];
+
+function tiny(): OptionTable {
+  return {
+    schema: 1, target: "x", label: { kind: "predicted", profile: "p", error_pct_median: 0, error_models: 0 },
+    ops: ["a", "b"],
+    presets: [
+      { name: "fp32", input: "fp32", output: "fp32", kernel: "fp32", sparsity: 0, description: "" },
+      { name: "int8-static", input: "int8", output: "int8", kernel: "int8", sparsity: 0, description: "" },
+    ],
+    metrics: { latency_ms: [[1, 0.5], [2, 1]], weight_bytes: [[100, 25], [0, 0]], activation_bytes: [[40, 10], [80, 20]], dram_bytes: [[1000, 300], [500, 100]] },
+    supported: [[true, true], [true, false]],
+    combos: [["fp32/fp32/fp32/0", "int8/int8/int8/0"], ["fp32/fp32/-/0", "fp32/fp32/-/0"]],
+    edges: { src: [0], dst: [1], elements: [1000] },
+    conversion: { fixed_ms: 0.5, ms_per_element: { "int8>fp32": 0.001, "fp32>int8": 0.002 } },
+    constants: { dram_pj_per_byte: 10, size_overhead_bytes: 4 },
+    base: { preset: "fp32", latency_ms: 3, peak_memory_bytes: 184, memory_power_mw: 0, size_bytes: 104 },
+  };
+}
+
+describe("totals rule on a hand-computed table", () => {
+  it("base", () => {
+    const t = baseTotals(tiny());
+    expect(t.latency_ms).toBe(3);
+    expect(t.fps).toBe(1000 / 3);
+    expect(t.size_bytes).toBe(104);
+    expect(t.peak_memory_bytes).toBe(184);
+    // 1500 bytes * 10 pJ = 15000 pJ = 1.5e-5 mJ over 3 ms = 5e-6 W = 5e-3 mW
+    expect(t.memory_power_mw).toBeCloseTo(0.005, 15);
+  });
+  it("model-wide preset with a fallback adds one conversion", () => {
+    const e = evaluate(tiny(), {}, { model_wide: "int8-static", overrides: {} });
+    // a int8 out -> b fp32 in: 0.5 + 1000 * 0.001 = 1.5 ms; bytes 1000 * (1 + 4)
+    expect(e.totals.latency_ms).toBe(0.5 + 1 + 1.5);
+    expect(e.conversion_in_ms[1]).toBe(1.5);
+    expect(e.totals.size_bytes).toBe(29);
+    expect(e.totals.peak_memory_bytes).toBe(29 + 20);
+    expect(e.totals.memory_power_mw).toBe(((400 + 5000) * 10 * 1e-9) / 3 * 1e3);
+  });
+  it("override comes from the per-op table", () => {
+    const perOp: Record<string, OpOptions> = {
+      b: { op: "b", combos: ["fp32/fp32/-/0", "int8/fp32/-/0"], supported: [true, true], latency_ms: [2, 0.25], weight_bytes: [0, 0], activation_bytes: [80, 50], dram_bytes: [500, 200], notes: [] },
+    };
+    const e = evaluate(tiny(), perOp, { model_wide: "int8-static", overrides: { b: "int8/fp32/-/0" } });
+    expect(e.totals.latency_ms).toBe(0.75);
+    expect(e.overridden[1]).toBe(1);
+    expect(e.combo[1]).toBe("int8/fp32/-/0");
+  });
+  it("errors name what is missing", () => {
+    expect(() => computeTotals(tiny(), {}, { model_wide: "nope", overrides: {} })).toThrow(/unknown preset "nope"/);
+    expect(() => computeTotals(tiny(), {}, { model_wide: "fp32", overrides: { a: "int8/int8/int8/0" } })).toThrow(/per-op options of a/);
+    expect(parseCombo("int8/int8/lut4/50")).toEqual({ input: "int8", output: "int8", kernel: "lut4", sparsity: 50 });
+  });
+});
+
+describe("totals rule on tests/fixtures/option_table_small.json", () => {
+  const computed: ExpectedState[] = STATES.map((s) => ({ ...s, totals: { ...computeTotals(fixture.table, fixture.per_op, s.state) } }));
+  if (process.env.UPDATE_FIXTURES) {
+    writeFileSync(expectedUrl, JSON.stringify({
+      about: "Totals of docs/option-table.md for states of option_table_small.json, computed by web/src/totals.ts. " +
+        "Python (simulator/totals.py) must reproduce every number exactly (float64, plain left-to-right sums: ops in order, then edges).",
+      fixture: "option_table_small.json",
+      states: computed,
+    }, null, 1) + "\n");
+  }
+  const expected = JSON.parse(readFileSync(expectedUrl, "utf8")) as { states: ExpectedState[] };
+  it("covers the same states", () => {
+    expect(expected.states.map((s) => s.name)).toEqual(STATES.map((s) => s.name));
+  });
+  for (const [k, s] of computed.entries()) {
+    it(`matches to the last digit: ${s.name}`, () => {
+      expect(expected.states[k].state).toEqual(s.state);
+      for (const key of ["latency_ms", "fps", "size_bytes", "peak_memory_bytes", "memory_power_mw"]) {
+        expect(Object.is(s.totals[key], expected.states[k].totals[key]), `${key}: ${s.totals[key]} vs ${expected.states[k].totals[key]}`).toBe(true);
+      }
+    });
+  }
+  it("overrides that cause conversions change latency", () => {
+    const a = computeTotals(fixture.table, fixture.per_op, { model_wide: "int8-static", overrides: {} });
+    const b = evaluate(fixture.table, fixture.per_op, STATES.find((s) => s.name.startsWith("int8-static +"))!.state);
+    expect(b.conversion_in_ms[2]).toBeGreaterThan(0);
+    expect(b.conversion_in_ms[3]).toBeGreaterThan(0);
+    expect(b.totals.latency_ms).not.toBe(a.latency_ms);
+  });
+});
