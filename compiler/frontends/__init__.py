@@ -1,0 +1,86 @@
+"""Model format registry: which formats we read, how to recognise them, which module loads them.
+
+Detection is deterministic: each format module's `sniff(head, filename)` looks at the first
+bytes (magic numbers / protobuf structure) and the file name; no trial parsing. A format whose
+`module` is None is known but not readable yet, so its files get a precise "not supported yet".
+To add a format: write `compiler/frontends/<name>.py` with `sniff` and `load`, then fill `module`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+from compiler.graph import Graph, ModelFormatError
+
+HEAD_BYTES = 4096  # enough for every sniffer: magic numbers plus the first protobuf fields
+
+
+@dataclass(frozen=True, slots=True)
+class FormatSpec:
+    name: str  # Graph.format and API `format` value
+    label: str  # for messages
+    extensions: tuple[str, ...]
+    module: str | None  # dotted path of the frontend module; None = not implemented yet
+
+
+FORMATS: tuple[FormatSpec, ...] = (
+    FormatSpec("onnx", "ONNX", (".onnx",), "compiler.frontends.onnx"),
+    FormatSpec("tflite", "TensorFlow Lite", (".tflite",), None),
+    FormatSpec("coreml", "Core ML", (".mlmodel", ".mlpackage"), None),
+    FormatSpec("pt2", "PyTorch ExportedProgram", (".pt2",), None),
+)
+
+
+def supported() -> list[FormatSpec]:
+    return [f for f in FORMATS if f.module]
+
+
+def supported_text() -> str:
+    return ", ".join(f"{f.label} ({', '.join(f.extensions)})" for f in supported())
+
+
+def _spec(name: str) -> FormatSpec:
+    for f in FORMATS:
+        if f.name == name:
+            return f
+    raise ModelFormatError(f"unknown format '{name}'; supported formats: {supported_text()}")
+
+
+def _module(spec: FormatSpec) -> ModuleType:
+    if spec.module is None:
+        raise ModelFormatError(f"{spec.label} models are not supported yet; supported formats: {supported_text()}")
+    return importlib.import_module(spec.module)
+
+
+def detect(path: str | os.PathLike[str], override: str | None = None) -> str:
+    """Name of the format of the file at `path`; `override` (user's choice) wins if it is readable."""
+    if override:
+        spec = _spec(override.lower())
+        _module(spec)
+        return spec.name
+    p = Path(path)
+    with open(p, "rb") as fh:
+        head = fh.read(HEAD_BYTES)
+    if not head:
+        raise ModelFormatError("the file is empty")
+    for spec in supported():
+        if _module(spec).sniff(head, p.name):
+            return spec.name
+    ext = p.suffix.lower()
+    for spec in FORMATS:
+        if ext in spec.extensions:
+            if spec.module is None:
+                _module(spec)  # raises "not supported yet"
+            raise ModelFormatError(f"the file is named {ext} but is not a valid {spec.label} model "
+                                   f"(its first bytes do not match the format)")
+    raise ModelFormatError(f"not a model file Edgescope can read; supported formats: {supported_text()}")
+
+
+def load(path: str | os.PathLike[str], format: str | None = None) -> Graph:
+    """Detect (or take `format`) and load the file into a Graph. Raises ModelFormatError."""
+    name = detect(path, format)
+    return _module(_spec(name)).load(path)
