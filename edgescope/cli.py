@@ -1,0 +1,246 @@
+"""The `edgescope` command: serve, worker, db, analyze, upload, and the simulator's commands."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .config import Settings
+
+
+def _parse_inputs(specs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, list[int]], dict[str, float]]:
+    from compiler.inputs import parse_shape_override, parse_value_override
+
+    try:
+        shapes = dict(parse_shape_override(s) for s in specs)
+        vals = dict(parse_value_override(v) for v in values)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    return shapes, vals
+
+
+def _ensure_schema(settings: Settings) -> None:
+    """A brand-new database is created; an old one is refused with the command to run."""
+    from sqlalchemy import inspect
+
+    from store.db import check_at_head, make_engine, upgrade
+
+    engine = make_engine(settings.database_url)
+    if not inspect(engine).get_table_names():
+        upgrade(settings.database_url)
+    check_at_head(engine)
+    engine.dispose()
+
+
+@click.group()
+def main() -> None:
+    """Edgescope: profile ML models op by op and predict what compression does on device."""
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option("--threads", default=8, show_default=True, help="Web request threads.")
+def serve(host: str, port: int, threads: int) -> None:
+    """Run the web service (and, without EDGESCOPE_BROKER_URL, a worker in the same process)."""
+    import logging
+
+    import waitress
+
+    from server.app import create_app
+    from store.db import SchemaOutOfDate
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings.from_env()
+    try:
+        _ensure_schema(settings)
+        app = create_app(settings)
+    except SchemaOutOfDate as e:
+        raise click.ClickException(str(e)) from None
+    if settings.embedded_worker:
+        from store.services import Services
+        from worker.embedded import start_embedded_worker
+        from worker.jobs import requeue_interrupted
+
+        celery = app.extensions["celery"]
+        start_embedded_worker(celery)
+        for job_id in requeue_interrupted(Services(settings)):
+            celery.send_task("edgescope.analyze_model", args=[job_id])
+        mode = f"embedded worker, data in {settings.data_dir}"
+    else:
+        mode = f"jobs sent to {settings.broker_url.split('@')[-1]}"
+    click.echo(f"Edgescope on http://{host}:{port}/ ({mode})", err=True)
+    waitress.serve(app, host=host, port=port, threads=threads, ident="edgescope",
+                   max_request_body_size=settings.max_upload_bytes + 1024 * 1024)
+
+
+@main.command()
+@click.option("--concurrency", default=1, show_default=True, type=int)
+@click.option("--loglevel", default="INFO", show_default=True)
+def worker(concurrency: int, loglevel: str) -> None:
+    """Run a separate Celery worker (needs EDGESCOPE_BROKER_URL)."""
+    from worker.celery_app import make_celery
+
+    settings = Settings.from_env()
+    if settings.embedded_worker:
+        raise click.ClickException("Set EDGESCOPE_BROKER_URL (e.g. redis://127.0.0.1:6379/0) to run separate "
+                                   "workers; without it `edgescope serve` runs its own.")
+    app = make_celery(settings)
+    app.worker_main(["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}",
+                     "--without-gossip", "--without-mingle"])
+
+
+@main.group()
+def db() -> None:
+    """Database schema commands."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(revision: str) -> None:
+    """Migrate the database (EDGESCOPE_DATABASE_URL) to the newest schema."""
+    from store.db import upgrade
+
+    settings = Settings.from_env()
+    upgrade(settings.database_url, revision)
+    click.echo(f"database at {revision}", err=True)
+
+
+@db.command("downgrade")
+@click.argument("revision")
+def db_downgrade(revision: str) -> None:
+    """Migrate the database back to REVISION (e.g. base)."""
+    from store.db import downgrade
+
+    downgrade(Settings.from_env().database_url, revision)
+    click.echo(f"database at {revision}", err=True)
+
+
+def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
+    from worker import results
+
+    targets = []
+    for r in result.targets:
+        table = results.ops_table(r)
+        summary = results.target_summary(r)
+        targets.append({
+            "target": r.target, "latency_ms": summary["latency_ms"],
+            "latency_p90_ms": summary["latency_p90_ms"], "peak_memory_bytes": summary["peak_memory_bytes"],
+            "measured": summary["measured"], "label": summary["label"],
+            "ops": [{"name": o["name"] or o["id"], "id": o["id"], "type": o["type"], "latency_ms": o["latency_ms"],
+                     "measured": o["measured"], "source_nodes": o["source_nodes"]} for o in table["ops"]],
+        })
+    src = result.source
+    return {
+        "model": {"name": model_path.name, "format": src.format, "op_count": len(src.nodes),
+                  "size_bytes": model_path.stat().st_size},
+        "targets": targets,
+        "stage_seconds": result.stage_seconds,
+    }
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--target", "targets", multiple=True, help="Target (repeatable); default ort-cpu/host.")
+@click.option("--format", "fmt", default=None, help="Override format detection.")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224", help="Input shape override.")
+@click.option("--input-value", "values", multiple=True, metavar="NAME=16000", help="Fill an input with a value.")
+@click.option("--runs", default=30, show_default=True, type=int)
+@click.option("--threads", default=1, show_default=True, type=int)
+@click.option("--top", default=10, show_default=True, type=int, help="Ops to list by time.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (schema in README).")
+def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tuple[str, ...],
+            values: tuple[str, ...], runs: int, threads: int, top: int, as_json: bool) -> None:
+    """Run the whole pipeline locally, without a server, and print totals and the slowest ops."""
+    from worker.pipeline import STAGE_WEIGHT, STAGES, AnalysisOptions, analyze as run, user_errors
+
+    settings = Settings.from_env()
+    shapes, vals = _parse_inputs(inputs, values)
+    opts = AnalysisOptions(targets=targets or settings.default_targets, format=fmt, input_shapes=shapes,
+                           input_values=vals, runs=runs, threads=threads,
+                           calibration_path=settings.data_dir / "calibration" / "host-cpu.json")
+    show = sys.stderr.isatty() and not as_json
+
+    def progress(stage: str, frac: float) -> None:
+        if show:
+            done = sum(STAGE_WEIGHT[s] for s in STAGES[: STAGES.index(stage)]) + STAGE_WEIGHT[stage] * frac
+            bar = "#" * int(done / 4)
+            click.echo(f"\r[{bar:<25}] {done:5.1f}% {stage:<9}", nl=False, err=True)
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="edgescope-analyze-") as d:
+            result = run(model, Path(d), opts, progress)
+            doc = _analysis_json(result, model)
+    except user_errors() as e:
+        raise click.ClickException(str(e)) from None
+    if show:
+        click.echo("", err=True)
+    if as_json:
+        click.echo(json.dumps(doc, indent=1))
+        return
+    m = doc["model"]
+    click.echo(f"{m['name']}: {m['format']}, {m['op_count']} ops, {m['size_bytes'] / 1e6:.2f} MB")
+    for t in doc["targets"]:
+        click.echo(f"\n{t['target']}: {t['latency_ms']:.3f} ms, peak memory "
+                   f"{t['peak_memory_bytes'] / 1e6:.1f} MB ({t['label']})")
+        ops = sorted(t["ops"], key=lambda o: -(o["latency_ms"] or 0))[:top]
+        for o in ops:
+            tag = "" if o["measured"] else " (predicted)"
+            click.echo(f"  {o['latency_ms'] or 0:9.4f} ms  {o['type']:<20} {o['name']}{tag}")
+
+
+@main.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--server", default="http://127.0.0.1:8000", show_default=True, envvar="EDGESCOPE_SERVER")
+@click.option("--name", default=None)
+@click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224")
+@click.option("--input-value", "values", multiple=True, metavar="NAME=16000")
+@click.option("--target", "targets", multiple=True)
+@click.option("--wait/--no-wait", default=False, help="Wait until the analysis ends.")
+def upload(model: Path, server: str, name: str | None, inputs: tuple[str, ...], values: tuple[str, ...],
+           targets: tuple[str, ...], wait: bool) -> None:
+    """Upload MODEL to a server and print its shareable URL."""
+    import requests
+
+    shapes, vals = _parse_inputs(inputs, values)
+    data: dict[str, str] = {"inputs": json.dumps(shapes), "input_values": json.dumps(vals)}
+    if name:
+        data["name"] = name
+    if targets:
+        data["targets"] = json.dumps(list(targets))
+    base = server.rstrip("/")
+    try:
+        with open(model, "rb") as f:
+            r = requests.post(f"{base}/api/models", files={"file": (model.name, f)}, data=data, timeout=600)
+    except requests.RequestException as e:
+        raise click.ClickException(f"could not reach {base}: {e}") from None
+    body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
+    if r.status_code != 201:
+        raise click.ClickException(f"upload refused ({r.status_code}): {body.get('error', r.text[:200])}")
+    click.echo(body["url"])
+    while wait:
+        m = requests.get(f"{base}/api/models/{body['id']}", timeout=30).json()
+        if m["status"] in ("ready", "failed"):
+            click.echo(f"{m['status']}{': ' + m['error'] if m['error'] else ''}", err=True)
+            if m["status"] == "failed":
+                sys.exit(1)
+            return
+        time.sleep(1)
+
+
+def _add_simulator_commands() -> None:
+    try:
+        from .commands.simulate import commands
+    except ImportError:  # pragma: no cover - shipped together; guards a broken install only
+        return
+    for c in commands:
+        main.add_command(c)
+
+
+_add_simulator_commands()

@@ -1,0 +1,80 @@
+"""Settings, read once from the environment (`EDGESCOPE_*`) with embedded defaults.
+
+With nothing set, everything lives under one data directory: SQLite, blobs on disk and a
+file-based Celery broker consumed by a worker thread inside the web process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any, Mapping
+
+PREFIX = "EDGESCOPE_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    # Everything of the embedded default lives here.
+    data_dir: Path = Path("instance")
+    # SQLAlchemy URL; default sqlite:///<data_dir>/edgescope.db
+    database_url: str = ""
+    # file:///path or s3://bucket/prefix; default file://<data_dir>/blobs
+    blob_url: str = ""
+    # Endpoint of an S3-compatible server (MinIO, moto); empty = AWS.
+    s3_endpoint_url: str = ""
+    # redis://... for separate workers; empty = embedded worker on a file broker.
+    broker_url: str = ""
+    max_upload_bytes: int = 512 * 1024 * 1024
+    # Targets analysed when an upload names none.
+    default_targets: tuple[str, ...] = ("ort-cpu/host",)
+    profile_runs: int = 30
+    profile_warmup: int = 5
+    profile_threads: int = 1
+    profile_timeout_s: int = 600
+    profile_memory_bytes: int = 8 * 1024**3
+    # Wall-clock limit of one analysis job in a worker.
+    job_time_limit_s: int = 3600
+    secret_key: str = ""
+    public_url: str = ""  # base of shareable URLs; empty = the request's host
+
+    @property
+    def embedded_worker(self) -> bool:
+        return not self.broker_url
+
+    def resolved(self) -> Settings:
+        """Fill URLs that default to places under data_dir."""
+        data_dir = self.data_dir.expanduser().resolve()
+        return replace(
+            self,
+            data_dir=data_dir,
+            database_url=self.database_url or f"sqlite:///{data_dir / 'edgescope.db'}",
+            blob_url=self.blob_url or f"file://{data_dir / 'blobs'}",
+        )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(PREFIX + f.name.upper())
+            if raw is None:
+                continue
+            values[f.name] = _parse(f.name, raw, f.type)
+        values.update(overrides)
+        return cls(**values).resolved()
+
+
+def _parse(name: str, raw: str, type_: Any) -> Any:
+    t = str(type_)
+    try:
+        if t == "int":
+            return int(raw)
+        if t == "Path":
+            return Path(raw)
+        if t.startswith("tuple"):
+            return tuple(s.strip() for s in raw.split(",") if s.strip())
+    except ValueError:
+        raise SystemExit(f"{PREFIX}{name.upper()}={raw!r} is not a valid {t}") from None
+    return raw

@@ -1,0 +1,186 @@
+"""Upload, list, read and delete models. Uploading queues the analysis job."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request
+from flask.typing import ResponseReturnValue
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+from werkzeug.utils import secure_filename
+
+from compiler import frontends
+from compiler.graph import ModelFormatError
+from store import keys
+from store.db import session_scope
+from store.models import Job, Model
+from store.services import Services
+
+from .errors import ApiError, handle_api_error
+from .serialize import model_json
+
+bp = Blueprint("models", __name__, url_prefix="/api/models")
+bp.register_error_handler(ApiError, handle_api_error)
+log = logging.getLogger(__name__)
+
+MAX_NAME = 200
+
+
+def _services() -> Services:
+    return current_app.extensions["edgescope"]
+
+
+def _json_field(name: str, kind: type) -> Any:
+    raw = request.form.get(name)
+    if raw is None or raw.strip() == "":
+        return kind()
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise ApiError(400, "bad_field", f"Field '{name}' is not valid JSON: {e.msg}.") from None
+    if not isinstance(value, kind):
+        raise ApiError(400, "bad_field", f"Field '{name}' must be a JSON {kind.__name__}.")
+    return value
+
+
+def _input_shapes() -> dict[str, list[int]]:
+    shapes = _json_field("inputs", dict)
+    for k, v in shapes.items():
+        if not (isinstance(v, list) and v and all(isinstance(d, int) and 0 < d <= 1 << 20 for d in v)):
+            raise ApiError(400, "bad_field", f"Input shape for '{k}' must be a list of positive integers, "
+                                             f"e.g. [1, 3, 224, 224].")
+    return shapes
+
+
+def _input_values() -> dict[str, float]:
+    values = _json_field("input_values", dict)
+    for k, v in values.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ApiError(400, "bad_field", f"Input value for '{k}' must be a number, e.g. 16000.")
+    return values
+
+
+def _targets() -> list[str]:
+    from simulator.targets import list_targets
+
+    targets = _json_field("targets", list) or list(_services().settings.default_targets)
+    known = {t.name for t in list_targets()}
+    bad = [t for t in targets if t not in known]
+    if bad:
+        raise ApiError(400, "unknown_target", f"Unknown target(s) {', '.join(map(str, bad))}; "
+                                              f"known: {', '.join(sorted(known))}.")
+    return list(dict.fromkeys(targets))
+
+
+def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
+    f = request.files.get("file")
+    if f is None:
+        raise ApiError(400, "no_file", "Send the model as a multipart form field named 'file'.")
+    filename = secure_filename(f.filename or "") or "model"
+    path = tmpdir / filename
+    digest, size = hashlib.sha256(), 0
+    with open(path, "wb") as out:
+        while chunk := f.stream.read(1 << 20):
+            size += len(chunk)
+            if size > _services().settings.max_upload_bytes:
+                raise ApiError(413, "too_large", f"The upload is larger than this server accepts "
+                                                 f"({_services().settings.max_upload_bytes} bytes).")
+            digest.update(chunk)
+            out.write(chunk)
+    if size == 0:
+        raise ApiError(400, "empty_file", f"The uploaded file '{filename}' is empty.")
+    return path, filename, size, digest.hexdigest()
+
+
+@bp.post("")
+def upload() -> ResponseReturnValue:
+    services = _services()
+    name = (request.form.get("name") or "").strip()[:MAX_NAME]
+    shapes, values, targets = _input_shapes(), _input_values(), _targets()
+    with tempfile.TemporaryDirectory(prefix="edgescope-upload-") as d:
+        path, filename, size, sha = _save_upload(Path(d))
+        try:
+            fmt = frontends.detect(path, request.form.get("format") or None)
+        except ModelFormatError as e:
+            raise ApiError(415, "unsupported_format", str(e)) from None
+        model = Model(name=name or filename, filename=filename, format=fmt, size_bytes=size, sha256=sha,
+                      input_shapes=shapes, input_values=values, targets=targets)
+        job = Job()
+        model.jobs.append(job)
+        with session_scope(services.sessions) as s:
+            s.add(model)
+            s.flush()  # assigns ids
+            # Blob first, row committed after: a committed model always has its file.
+            services.blobs.put_file(keys.upload(model.id, filename), path)
+        model_id, job_id = model.id, job.id
+    _enqueue(services, job_id)
+    with session_scope(services.sessions) as s:
+        m = s.scalar(select(Model).options(selectinload(Model.jobs)).where(Model.id == model_id))
+        body = model_json(m)
+    return jsonify(body), 201, {"Location": body["url"]}
+
+
+def _enqueue(services: Services, job_id: str) -> None:
+    try:
+        current_app.extensions["celery"].send_task("edgescope.analyze_model", args=[job_id])
+    except Exception as e:  # noqa: BLE001 - broker down: say so and keep the upload
+        log.exception("could not queue job %s", job_id)
+        with session_scope(services.sessions) as s:
+            job = s.get(Job, job_id)
+            job.status = "failed"
+            job.error = f"Could not queue the analysis (broker unavailable: {type(e).__name__}). Retry later."
+        raise ApiError(503, "queue_unavailable", "The upload was stored but the analysis could not be queued; "
+                                                 "the job broker is unavailable.") from None
+
+
+def get_model(s: Any, model_id: str) -> Model:
+    m = s.scalar(select(Model).options(selectinload(Model.jobs)).where(Model.id == model_id))
+    if m is None:
+        raise ApiError(404, "not_found", f"No model with id '{model_id}'.")
+    return m
+
+
+@bp.get("")
+def list_models() -> ResponseReturnValue:
+    with session_scope(_services().sessions) as s:
+        rows = s.scalars(select(Model).options(selectinload(Model.jobs))
+                         .order_by(Model.created_at.desc()).limit(500))
+        return jsonify(models=[model_json(m) for m in rows])
+
+
+@bp.get("/<model_id>")
+def read_model(model_id: str) -> ResponseReturnValue:
+    with session_scope(_services().sessions) as s:
+        return jsonify(model_json(get_model(s, model_id)))
+
+
+@bp.delete("/<model_id>")
+def delete_model(model_id: str) -> ResponseReturnValue:
+    services = _services()
+    with session_scope(services.sessions) as s:
+        s.delete(get_model(s, model_id))
+    services.blobs.delete_prefix(keys.model_prefix(model_id))
+    return "", 204
+
+
+@bp.post("/<model_id>/reanalyze")
+def reanalyze(model_id: str) -> ResponseReturnValue:
+    """Queue a fresh analysis job (after a failure, or on a new version of Edgescope)."""
+    services = _services()
+    with session_scope(services.sessions) as s:
+        m = get_model(s, model_id)
+        if m.job and m.job.status in ("queued", "running"):
+            raise ApiError(409, "busy", "The model is being analysed already.")
+        job = Job(model_id=m.id)
+        s.add(job)
+        s.flush()
+        job_id = job.id
+    _enqueue(services, job_id)
+    with session_scope(services.sessions) as s:
+        return jsonify(model_json(get_model(s, model_id))), 202

@@ -1,0 +1,129 @@
+"""Analysis results of a ready model, streamed from the documents the worker stored."""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+from typing import Any
+
+from flask import Blueprint, Response, current_app, request, send_file
+from flask.typing import ResponseReturnValue
+from sqlalchemy import select
+
+from store.blobs import BlobStore
+from store.db import session_scope
+from store.models import Artifact, Model
+from store.packed import read_record
+from store.services import Services
+
+from .errors import ApiError, handle_api_error
+from .models import get_model
+
+bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
+bp.register_error_handler(ApiError, handle_api_error)
+
+
+def _services() -> Services:
+    return current_app.extensions["edgescope"]
+
+
+def _ready_model(s: Any, model_id: str) -> Model:
+    m = get_model(s, model_id)
+    job = m.job
+    if job is None or job.status != "ready":
+        if job is not None and job.status == "failed":
+            raise ApiError(409, "failed", f"The analysis failed: {job.error}")
+        where = f" (stage {job.stage}, {job.progress}%)" if job else ""
+        raise ApiError(409, "not_ready", f"The model is still being analysed{where}; try again when its "
+                                         f"status is 'ready'.")
+    return m
+
+
+def _target(m: Model) -> str:
+    t = request.args.get("target") or (m.targets[0] if m.targets else "")
+    if t not in m.targets:
+        raise ApiError(404, "unknown_target", f"This model was not analysed for target '{t}'; "
+                                              f"its targets: {', '.join(m.targets)}.")
+    return t
+
+
+def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
+    a = s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
+                                        Artifact.target == target))
+    if a is None:
+        raise ApiError(404, "no_result", f"No stored '{kind}' result for this model"
+                                         f"{' and target ' + target if target else ''}.")
+    return a
+
+
+def _send_gz_json(key: str) -> Response:
+    data = _services().blobs.get_bytes(key)
+    if "gzip" in request.headers.get("Accept-Encoding", ""):
+        resp = Response(data, mimetype="application/json")
+        resp.headers["Content-Encoding"] = "gzip"
+        resp.headers["Vary"] = "Accept-Encoding"
+    else:
+        resp = Response(gzip.decompress(data), mimetype="application/json")
+    # Results of a ready job never change (a re-analysis is a new job); let the browser cache briefly.
+    resp.headers["Cache-Control"] = "private, max-age=60"
+    return resp
+
+
+def _document(model_id: str, kind: str, per_target: bool) -> Response:
+    with session_scope(_services().sessions) as s:
+        m = _ready_model(s, model_id)
+        key = _artifact(s, model_id, kind, _target(m) if per_target else "").key
+    return _send_gz_json(key)
+
+
+@bp.get("/ops")
+def ops(model_id: str) -> ResponseReturnValue:
+    return _document(model_id, "ops", per_target=True)
+
+
+@bp.get("/graph")
+def graph(model_id: str) -> ResponseReturnValue:
+    view = request.args.get("view", "compiled")
+    if view not in ("compiled", "source"):
+        raise ApiError(400, "bad_view", "view must be 'compiled' or 'source'.")
+    return _document(model_id, "graph", per_target=view == "compiled")
+
+
+@bp.get("/options")
+def options(model_id: str) -> ResponseReturnValue:
+    return _document(model_id, "options", per_target=True)
+
+
+@lru_cache(maxsize=64)
+def _op_index(blobs: BlobStore, key: str) -> tuple[dict[str, int], list[int]]:
+    # Stored keys are immutable per job, so caching by key is safe.
+    import json
+
+    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
+    return {op: i for i, op in enumerate(doc["ops"])}, doc["offsets"]
+
+
+@bp.get("/ops/<path:op_id>/options")
+def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
+    services = _services()
+    with session_scope(services.sessions) as s:
+        m = _ready_model(s, model_id)
+        t = _target(m)
+        index_key = _artifact(s, model_id, "op_options_index", t).key
+        pack_key = _artifact(s, model_id, "op_options", t).key
+    index, offsets = _op_index(services.blobs, index_key)
+    if op_id not in index:
+        raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
+    return read_record(services.blobs, pack_key, offsets, index[op_id])
+
+
+@bp.get("/download")
+def download(model_id: str) -> ResponseReturnValue:
+    from store import keys
+
+    services = _services()
+    with session_scope(services.sessions) as s:
+        m = get_model(s, model_id)
+        key, filename = keys.upload(m.id, m.filename), m.filename
+    return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
+                     mimetype="application/octet-stream")

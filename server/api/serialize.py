@@ -1,0 +1,36 @@
+"""Model rows as the JSON documented in docs/api.md."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app, request
+
+from store.models import Model
+
+
+def share_url(model_id: str) -> str:
+    base = current_app.extensions["edgescope"].settings.public_url or request.host_url
+    return f"{base.rstrip('/')}/m/{model_id}"
+
+
+def model_json(m: Model) -> dict[str, Any]:
+    job = m.job
+    return {
+        "id": m.id,
+        "url": share_url(m.id),
+        "name": m.name,
+        "format": m.format,
+        "size_bytes": m.size_bytes,
+        "created_at": m.created_at.isoformat().replace("+00:00", "Z"),
+        "status": job.status if job else "failed",
+        "stage": job.stage if job else None,
+        "progress": job.progress if job else 0,
+        "error": job.error if job else "no analysis job exists for this model",
+        "stages": job.stages if job else [],
+        "attempts": job.attempts if job else 0,
+        "targets": m.targets,
+        "input_shapes": m.input_shapes,
+        "input_values": m.input_values,
+        "summary": m.summary if job and job.status == "ready" else None,
+    }

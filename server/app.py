@@ -1,0 +1,67 @@
+"""Flask application factory: settings, then stored-state handles, then one blueprint per resource."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+
+from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from edgescope.config import Settings
+from store.db import check_at_head
+from store.services import Services
+from worker.celery_app import make_celery
+
+# Multipart framing around the file: the size limit applies to the model, not the envelope.
+MULTIPART_SLACK_BYTES = 64 * 1024
+
+
+def create_app(settings: Settings | None = None, *, check_schema: bool = True) -> Flask:
+    settings = settings or Settings.from_env()
+    app = Flask(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + MULTIPART_SLACK_BYTES
+    app.config["SECRET_KEY"] = settings.secret_key or secrets.token_hex(32)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    # Op ids may hold slashes ("/features/0/Conv"); clients percent-encode them, keep them intact.
+    app.url_map.merge_slashes = False
+
+    services = Services(settings)
+    if check_schema:
+        check_at_head(services.engine)  # raises SchemaOutOfDate naming the command to run
+    app.extensions["edgescope"] = services
+    app.extensions["celery"] = make_celery(settings)
+
+    from .api.models import bp as models_bp
+    from .api.results import bp as results_bp
+    from .openapi import bp as openapi_bp
+    from .pages import bp as pages_bp
+
+    app.register_blueprint(models_bp)
+    app.register_blueprint(results_bp)
+    app.register_blueprint(openapi_bp)
+    app.register_blueprint(pages_bp)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(e: HTTPException):  # type: ignore[no-untyped-def]
+        if not request.path.startswith("/api/"):
+            return e
+        message = e.description or e.name
+        if e.code == 413:
+            message = (f"The upload is larger than this server accepts "
+                       f"({settings.max_upload_bytes} bytes; EDGESCOPE_MAX_UPLOAD_BYTES).")
+        code = (e.name or "error").lower().replace(" ", "_")
+        return jsonify(error=message, code=code), e.code
+
+    @app.errorhandler(Exception)
+    def _unexpected(e: Exception):  # type: ignore[no-untyped-def]
+        logging.getLogger(__name__).exception("unhandled error on %s %s", request.method, request.path)
+        return jsonify(error="Internal server error; it was logged.", code="internal_error"), 500
+
+    return app
+
+
+def services() -> Services:
+    from flask import current_app
+
+    return current_app.extensions["edgescope"]

@@ -1,0 +1,15 @@
+"""Where each artifact lives in the blob store. One place, so readers and writers agree."""
+
+
+def upload(model_id: str, filename: str) -> str:
+    return f"models/{model_id}/upload/{filename}"
+
+
+def model_prefix(model_id: str) -> str:
+    return f"models/{model_id}"
+
+
+def result(model_id: str, kind: str, target: str = "", ext: str = "json") -> str:
+    # Target names hold a slash ("ort-cpu/host"); keep it as a folder level.
+    where = f"targets/{target}/" if target else ""
+    return f"models/{model_id}/{where}{kind}.{ext}"

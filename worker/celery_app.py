@@ -1,0 +1,41 @@
+"""The Celery application: Redis (or any broker URL) at scale, a file broker when embedded."""
+
+from __future__ import annotations
+
+from celery import Celery
+
+from edgescope.config import Settings
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("edgescope", include=["worker.tasks"])
+    conf: dict[str, object] = dict(
+        task_ignore_result=True,  # job state lives in our own table
+        task_acks_late=True,  # a worker that dies mid-job gets the job redelivered
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,  # jobs are long; don't hoard them
+        task_time_limit=settings.job_time_limit_s + 60,
+        task_soft_time_limit=settings.job_time_limit_s,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+    )
+    if settings.broker_url:
+        conf["broker_url"] = settings.broker_url
+        if settings.broker_url.startswith("redis"):
+            # Redelivery of un-acked jobs after a worker dies; longer than any job.
+            conf["broker_transport_options"] = {"visibility_timeout": settings.job_time_limit_s * 2}
+    else:
+        queue = settings.data_dir / "broker"
+        (queue / "queue").mkdir(parents=True, exist_ok=True)
+        (queue / "processed").mkdir(parents=True, exist_ok=True)
+        conf["broker_url"] = "filesystem://"
+        conf["broker_transport_options"] = {
+            "data_folder_in": str(queue / "queue"),
+            "data_folder_out": str(queue / "queue"),
+            "processed_folder": str(queue / "processed"),
+            "store_processed": False,
+        }
+        conf["worker_enable_remote_control"] = False  # the file transport has no broadcast
+    app.conf.update(conf)
+    app.conf.edgescope_settings = settings
+    return app

@@ -1,0 +1,150 @@
+"""The analysis pipeline as plain functions: parse -> compile -> profile -> simulate.
+
+`analyze()` knows nothing of databases, blobs or Celery; the CLI calls it directly and the
+worker's job runner (`worker/jobs.py`) wraps it and stores what it returns. Every stage
+reports progress through a callback so a long profile shows as moving.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.graph import Graph, Node
+from compiler.profile import Profile
+
+STAGES: tuple[str, ...] = ("parse", "compile", "profile", "simulate", "store")
+# Share of the progress bar each stage takes (sums to 100); profiling dominates.
+STAGE_WEIGHT: dict[str, int] = {"parse": 5, "compile": 15, "profile": 55, "simulate": 20, "store": 5}
+
+# (stage, fraction of that stage done 0..1) -> None
+ProgressFn = Callable[[str, float], None]
+
+
+class UserFacingError(Exception):
+    """A failure caused by the model or the request; its message is shown to the user as is."""
+
+
+@dataclass
+class AnalysisOptions:
+    targets: tuple[str, ...] = ("ort-cpu/host",)
+    format: str | None = None  # None = detect by content
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    input_values: dict[str, float] = field(default_factory=dict)
+    runs: int = 30
+    warmup: int = 5
+    threads: int = 1
+    timeout_s: int = 600
+    memory_limit_bytes: int = 8 * 1024**3
+    calibration_path: Path | None = None  # host-cpu calibration cache
+
+
+@dataclass
+class TargetResult:
+    target: str
+    compiled: Graph
+    compiled_model_path: Path | None = None  # the backend's compiled file, when it writes one
+    profile: Profile | None = None  # measured on this machine, when the runtime is here
+    sweep: Any = None  # simulator.sweep.SweepResult
+
+
+@dataclass
+class AnalysisResult:
+    source: Graph
+    targets: list[TargetResult]
+    stage_seconds: dict[str, float]
+
+
+def measured_backend(target: str) -> bool:
+    """Targets whose runtime runs on this machine; the rest are predicted by the simulator."""
+    return target.startswith("ort-cpu/")
+
+
+def as_tasks(source: Graph) -> Graph:
+    """A source graph taken as its own compiled form: each node is one task (for predicted targets)."""
+    nodes = [
+        Node(id=n.id, name=n.name, op_type=n.op_type, namespace=n.namespace, inputs=list(n.inputs),
+             outputs=list(n.outputs), attributes=n.attributes, domain=n.domain, source_nodes=[n.id],
+             location=n.location)
+        for n in source.nodes
+    ]
+    return Graph(name=source.name, format=source.format, nodes=nodes, values=source.values,
+                 inputs=source.inputs, outputs=source.outputs, metadata=source.metadata)
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    # Errors of the compiler and simulator that describe the model or the request.
+    from compiler import errors as cerr
+    from compiler.graph import ModelFormatError
+
+    found: list[type[BaseException]] = [UserFacingError, ModelFormatError]
+    found += [getattr(cerr, n) for n in ("ModelRunError", "SandboxError", "InputError") if hasattr(cerr, n)]
+    try:
+        from simulator.options import OptionError
+        from simulator.targets import UnknownTarget
+
+        found += [OptionError, UnknownTarget]
+    except ImportError:  # pragma: no cover - simulator always ships with the worker
+        pass
+    return tuple(found)
+
+
+def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
+            progress: ProgressFn = lambda stage, frac: None) -> AnalysisResult:
+    from compiler import frontends
+    from compiler.backends import ort
+    from simulator import sweep as sim_sweep
+    from simulator.targets import get_target
+
+    seconds: dict[str, float] = {}
+    for t in opts.targets:
+        get_target(t)  # unknown target names fail before any work
+
+    def timed(stage: str):  # type: ignore[no-untyped-def]
+        class _T:
+            def __enter__(self) -> None:
+                progress(stage, 0.0)
+                self.t0 = time.perf_counter()
+
+            def __exit__(self, *exc: object) -> None:
+                seconds[stage] = time.perf_counter() - self.t0
+                if exc[0] is None:
+                    progress(stage, 1.0)
+
+        return _T()
+
+    with timed("parse"):
+        source = frontends.load(model_path, opts.format)
+
+    results: list[TargetResult] = []
+    with timed("compile"):
+        for i, target in enumerate(opts.targets):
+            if measured_backend(target):
+                out = workdir / f"compiled-{i}.onnx"
+                compiled = ort.compile(model_path, out, source)
+                results.append(TargetResult(target, compiled, compiled_model_path=out))
+            else:
+                results.append(TargetResult(target, as_tasks(source)))
+            progress("compile", (i + 1) / len(opts.targets))
+
+    with timed("profile"):
+        measured = [r for r in results if r.compiled_model_path is not None]
+        for i, r in enumerate(measured):
+            settings = ort.ProfileSettings(
+                warmup=opts.warmup, runs=opts.runs, threads=opts.threads, timeout_s=opts.timeout_s,
+                memory_limit_bytes=opts.memory_limit_bytes, input_shapes=opts.input_shapes,
+                input_values=opts.input_values,
+            )
+            r.profile = ort.profile(r.compiled_model_path, r.compiled, settings, target=r.target)
+            progress("profile", (i + 1) / len(measured))
+
+    with timed("simulate"):
+        for i, r in enumerate(results):
+            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
+                                      calibration_path=opts.calibration_path)
+            progress("simulate", (i + 1) / len(results))
+
+    return AnalysisResult(source=source, targets=results, stage_seconds=seconds)

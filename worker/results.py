@@ -1,0 +1,110 @@
+"""Shape pipeline results into the JSON documents the API serves (see docs/api.md).
+
+Built once, in the worker, so a request only streams a stored document.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler.graph import Graph, Value
+from compiler.profile import Profile
+
+from .pipeline import AnalysisResult, TargetResult
+
+
+def _value_json(v: Value | None, name: str) -> dict[str, Any]:
+    if v is None:
+        return {"name": name, "shape": None, "dtype": "unknown"}
+    return {"name": name, "shape": v.shape, "dtype": v.dtype}
+
+
+def profile_label(p: Profile) -> str:
+    return f"measured: {p.runtime}, {p.threads} thread{'s' if p.threads != 1 else ''}, {p.device}"
+
+
+def predicted_label(bulk: dict[str, Any]) -> str:
+    lab = bulk.get("label", {})
+    err = lab.get("error_pct_median")
+    tail = f", median error {err:.1f}% on {lab.get('error_models')} models" if err is not None else ""
+    return f"predicted: profile {lab.get('profile', bulk.get('target'))}{tail}"
+
+
+def _base_metrics(r: TargetResult) -> tuple[dict[str, int], int, dict[str, list[list[float]]]]:
+    bulk = r.sweep.bulk
+    names = [p["name"] for p in bulk["presets"]]
+    base = names.index(bulk["base"]["preset"]) if bulk["base"]["preset"] in names else 0
+    return {op: i for i, op in enumerate(bulk["ops"])}, base, bulk["metrics"]
+
+
+def ops_table(r: TargetResult) -> dict[str, Any]:
+    g = r.compiled
+    index, base, metrics = _base_metrics(r)
+    tasks = r.profile.tasks if r.profile else {}
+    rows: list[dict[str, Any]] = []
+    for order, n in enumerate(g.nodes):
+        i = index.get(n.id)
+        m = (lambda key: metrics[key][i][base] if i is not None and key in metrics else None)
+        t = tasks.get(n.id)
+        row: dict[str, Any] = {
+            "id": n.id, "index": order, "name": n.name, "type": n.op_type, "namespace": n.namespace,
+            "latency_ms": t.median_ms if t else m("latency_ms"),
+            "p25_ms": t.p25_ms if t else None, "p75_ms": t.p75_ms if t else None,
+            "measured": t is not None,
+            "macs": m("macs"), "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
+            "source_nodes": n.source_nodes,
+            "inputs": [_value_json(g.values.get(v), v) for v in n.inputs if v],
+            "outputs": [_value_json(g.values.get(v), v) for v in n.outputs if v],
+        }
+        rows.append(row)
+    total_ops = sum(row["latency_ms"] or 0.0 for row in rows)
+    for row in rows:
+        row["share"] = (row["latency_ms"] or 0.0) / total_ops if total_ops > 0 else 0.0
+    if r.profile:
+        latency, measured, label = r.profile.latency_ms, True, profile_label(r.profile)
+    else:
+        latency, measured, label = r.sweep.bulk["base"]["latency_ms"], False, predicted_label(r.sweep.bulk)
+    return {"target": r.target, "measured": measured, "label": label, "latency_ms": latency, "ops": rows}
+
+
+def graph_view(g: Graph, view: str) -> dict[str, Any]:
+    nodes = [{"id": n.id, "name": n.name, "type": n.op_type, "namespace": n.namespace,
+              "source_nodes": n.source_nodes} for n in g.nodes]
+    edges = []
+    for src, dst, value in g.edges():
+        v = g.values.get(value)
+        edges.append({"src": src, "dst": dst, "value": value,
+                      "shape": v.shape if v else None, "dtype": v.dtype if v else "unknown"})
+    return {"view": view, "nodes": nodes, "edges": edges, "inputs": g.inputs, "outputs": g.outputs}
+
+
+def target_summary(r: TargetResult) -> dict[str, Any]:
+    base = r.sweep.bulk["base"]
+    if r.profile:
+        return {"target": r.target, "latency_ms": r.profile.latency_ms,
+                "latency_p90_ms": r.profile.latency_p90_ms,
+                "peak_memory_bytes": r.profile.peak_memory_bytes, "measured": True,
+                "label": profile_label(r.profile),
+                "predicted": {"latency_ms": base["latency_ms"], "peak_memory_bytes": base["peak_memory_bytes"]}}
+    return {"target": r.target, "latency_ms": base["latency_ms"], "latency_p90_ms": None,
+            "peak_memory_bytes": base["peak_memory_bytes"], "measured": False,
+            "label": predicted_label(r.sweep.bulk)}
+
+
+def summary(result: AnalysisResult) -> dict[str, Any]:
+    src = result.source
+    inputs = {}
+    for r in result.targets:
+        if r.profile:
+            inputs = r.profile.input_shapes
+            break
+    if not inputs:
+        inputs = {name: src.values[name].shape for name in src.inputs if name in src.values}
+    return {
+        "source_op_count": len(src.nodes),
+        "task_count": len(result.targets[0].compiled.nodes) if result.targets else 0,
+        "weight_bytes": src.weight_bytes,
+        "inputs": inputs,
+        "targets": [target_summary(r) for r in result.targets],
+        "stage_seconds": result.stage_seconds,
+    }
