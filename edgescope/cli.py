@@ -164,7 +164,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     shapes, vals = _parse_inputs(inputs, values)
     opts = AnalysisOptions(targets=targets or settings.default_targets, format=fmt, input_shapes=shapes,
                            input_values=vals, runs=runs, threads=threads,
-                           calibration_path=settings.data_dir / "calibration" / "host-cpu.json")
+                           calibration_path=settings.calibration_path)
     show = sys.stderr.isatty() and not as_json
 
     def progress(stage: str, frac: float) -> None:

@@ -26,6 +26,8 @@ class Settings:
     s3_endpoint_url: str = ""
     # redis://... for separate workers; empty = embedded worker on a file broker.
     broker_url: str = ""
+    # Celery queue the web process sends to and workers consume.
+    queue: str = "edgescope"
     max_upload_bytes: int = 512 * 1024 * 1024
     # Targets analysed when an upload names none.
     default_targets: tuple[str, ...] = ("ort-cpu/host",)
@@ -36,8 +38,14 @@ class Settings:
     profile_memory_bytes: int = 8 * 1024**3
     # Wall-clock limit of one analysis job in a worker.
     job_time_limit_s: int = 3600
+    # Host calibration cache (measured kernel efficiencies); default <data_dir>/calibration.
+    calibration_dir: Path | None = None
     secret_key: str = ""
     public_url: str = ""  # base of shareable URLs; empty = the request's host
+
+    @property
+    def calibration_path(self) -> Path:
+        return (self.calibration_dir or self.data_dir / "calibration") / "host-cpu.json"
 
     @property
     def embedded_worker(self) -> bool:
@@ -51,6 +59,7 @@ class Settings:
             data_dir=data_dir,
             database_url=self.database_url or f"sqlite:///{data_dir / 'edgescope.db'}",
             blob_url=self.blob_url or f"file://{data_dir / 'blobs'}",
+            calibration_dir=(self.calibration_dir or data_dir / "calibration").expanduser().resolve(),
         )
 
     @classmethod
@@ -71,7 +80,7 @@ def _parse(name: str, raw: str, type_: Any) -> Any:
     try:
         if t == "int":
             return int(raw)
-        if t == "Path":
+        if t in ("Path", "Path | None"):
             return Path(raw)
         if t.startswith("tuple"):
             return tuple(s.strip() for s in raw.split(",") if s.strip())
