@@ -1,0 +1,217 @@
+"""What a backend actually does with one task under one combo: the execution path.
+
+This is software behaviour (ORT's kernels, Core ML's placement), so it lives in code; the hardware
+figures it is combined with live in the YAML profiles. One pure function, `plan`, returns a frozen
+`Path`; the sweep turns paths into coefficient arrays once per (kind, combo) and vectorises over ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.formats import BITS, lut_bits
+from simulator.options import Combo
+from simulator.profiles import HardwareProfile, Unit
+from simulator.targets import Target
+
+# Compiled op types -> the op type placement rules (EP op lists) talk about.
+PLACEMENT_OP: dict[str, str] = {
+    "FusedConv": "Conv", "NhwcFusedConv": "Conv", "QLinearConv": "Conv", "ConvInteger": "Conv",
+    "FusedGemm": "Gemm", "QGemm": "Gemm", "FusedMatMul": "MatMul", "QLinearMatMul": "MatMul",
+    "MatMulNBits": "MatMul", "DynamicQuantizeMatMul": "MatMul", "MatMulIntegerToFloat": "MatMul",
+    "MatMulInteger": "MatMul", "QLinearAdd": "Add", "QLinearMul": "Mul", "QLinearAveragePool": "AveragePool",
+    "QLinearGlobalAveragePool": "GlobalAveragePool", "QLinearConcat": "Concat", "QLinearSigmoid": "Sigmoid",
+    "QLinearSoftmax": "Softmax", "QLinearLeakyRelu": "LeakyRelu", "ReorderInput": "Transpose",
+    "ReorderOutput": "Transpose", "SkipLayerNormalization": "LayerNormalization", "BiasGelu": "Gelu",
+    "FastGelu": "Gelu", "NhwcMaxPool": "MaxPool", "QuickGelu": "Gelu",
+}
+
+# Kernel formats a backend's exporter can store and the runtime decodes once at load (constant
+# folding in ORT; Core ML CPU/GPU decompress at load, hardware-facts P5; LiteRT dequantizes
+# dynamic-range weights, L1).
+_LOAD_DECODE: dict[str, frozenset[str]] = {
+    "ort-cpu": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "ort-xnnpack": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "ort-qnn": frozenset({"fp16", "int8", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "litert": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    unit: int  # index into profile.units
+    resolved: Combo  # the combo actually run (differs from the asked one on fallback)
+    supported: bool  # False = the asked combo fell back to `resolved`
+    compute: str  # key of unit.peak_ops_per_s
+    tag: str  # efficiency key suffix: fp32, fp16, int8, int8dyn, int4w
+    in_bytes: float  # per input activation element moved by the kernel
+    out_bytes: float
+    w_runtime_bytes: float  # per kernel element streamed per inference
+    runtime_sparse: bool  # runtime weight traffic shrinks with sparsity (JIT sparse decode)
+    aux_bytes: float  # per bias / gamma element stored
+    extra_in_bytes: float  # extra traffic per input element (casts, on-the-fly quantization)
+    extra_out_bytes: float  # extra traffic per output element (dequantize, unfused activation)
+    extra_dispatches: int  # extra kernels launched
+    eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
+    fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
+    note: str = ""
+
+
+def _float_compute(unit: Unit, fmt: str) -> str | None:
+    if fmt in unit.activation_formats:
+        return fmt
+    if fmt in unit.activation_formats_via_cast:
+        return "fp32" if "fp32" in unit.activation_formats else "fp16"
+    return None
+
+
+def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
+                  fused: bool) -> Path | None:
+    any_int8 = "int8" in (c.input, c.output)
+    if any_int8 and kind not in unit.int8_kinds:
+        return None
+    extra_in = extra_out = 0.0
+    dispatches = 0
+    notes: list[str] = []
+    floats = [f for f in (c.input, c.output) if f != "int8"]
+    fcompute = None
+    for f in floats:
+        fc = _float_compute(unit, f)
+        if fc is None:
+            return None
+        fcompute = fc
+    if fcompute is None:
+        fcompute = "fp32" if "fp32" in unit.activation_formats else "fp16"
+    # Activations the unit only reaches through a Cast (fp16 on x86 ORT): one cast pass per side.
+    if c.input in unit.activation_formats_via_cast and c.input not in unit.activation_formats:
+        extra_in += BITS[c.input] / 8 + BITS[fcompute] / 8
+        dispatches += 1
+        notes.append(f"{c.input} input cast to {fcompute}")
+    if c.output in unit.activation_formats_via_cast and c.output not in unit.activation_formats:
+        extra_out += BITS[c.output] / 8 + BITS[fcompute] / 8
+        dispatches += 1
+    in_b = 1.0 if c.input == "int8" else BITS[fcompute] / 8
+    out_b = 1.0 if c.output == "int8" else BITS[fcompute] / 8
+    if any_int8 and c.input != c.output:
+        # Mixed int8/float: a quantize or dequantize pass on the float side.
+        if c.input != "int8":
+            extra_in += in_b + 1
+        else:
+            extra_out += out_b + 1
+        dispatches += 1
+    eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
+    load_decode = _LOAD_DECODE.get(target.backend, frozenset())
+    if not has_kernel:
+        tag = "int8" if any_int8 else fcompute
+        # Float constants of weightless ops (Add's bias tensor) are stored in the op's activation format.
+        return Path(ui, c, True, "int8" if any_int8 else fcompute, tag, in_b, out_b, 0.0, False,
+                    2.0 if c.input == "fp16" else 4.0, extra_in, extra_out, dispatches, eliminated,
+                    (not any_int8 and fcompute == "fp32" and c.input == c.output == "fp32"), "; ".join(notes))
+    k = c.kernel
+    aux_b = 2.0 if k == "fp16" else 4.0
+    runtime_sparse = unit.sparse == "jit" and c.sparsity > 0
+    fp32_equiv = False
+    if any_int8:
+        if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
+            compute, tag, w_rt = "int8", "int8", BITS[k] / 8
+        elif lut_bits(k) and k in unit.kernel_formats_jit:
+            compute, tag, w_rt = "int8", "int8", BITS[k] / 8
+        else:
+            return None
+        if fused:
+            notes.append("activation folded into the int8 output range")
+    elif k in ("fp32", "fp16"):
+        compute, tag = fcompute, fcompute
+        w_rt = BITS[fcompute] / 8 if k not in unit.kernel_formats_native else BITS[k] / 8
+        fp32_equiv = fcompute == "fp32" and c.input == c.output == "fp32"
+    elif k == "int8" and unit.dynamic_int8 and kind in ("conv", "dwconv", "gemm"):
+        compute, tag, w_rt = "int8", "int8dyn", 1.0
+        # DynamicQuantizeLinear reads the input twice (range, then quantize) and writes uint8.
+        extra_in += 2 * in_b + 1
+        dispatches += 1
+        if kind in ("conv", "dwconv"):
+            # ConvInteger writes int32, then Cast, Mul by scale, Add bias run as separate fp32 kernels.
+            extra_out += 4 + 3 * 2 * out_b
+            dispatches += 3
+            if fused:
+                extra_out += 2 * out_b
+                dispatches += 1
+                notes.append("activation no longer fused: runs as its own kernel")
+            notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
+    elif k in unit.weight_only_fused and kind in unit.weight_only_fused[k]:
+        compute, tag, w_rt = k, "int4w", BITS[k] / 8
+    elif k in unit.kernel_formats_jit or k in unit.kernel_formats_native:
+        compute, tag, w_rt = fcompute, fcompute, BITS[k] / 8
+        notes.append(f"{k} weights decompressed just in time")
+    elif k in load_decode:
+        compute, tag, w_rt = fcompute, fcompute, BITS[fcompute] / 8
+        fp32_equiv = fcompute == "fp32" and c.input == c.output == "fp32"
+        notes.append(f"{k} weights decoded once at load; runs as {fcompute}")
+    else:
+        return None
+    if c.sparsity and not runtime_sparse:
+        notes.append("no sparse kernels: zeros are computed")
+    return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
+                dispatches, eliminated, fp32_equiv, "; ".join(notes))
+
+
+def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
+    """Nearer options first: keep the weights, drop int8 activations; then drop the weight format too."""
+    f = float_format
+    out = []
+    if "int8" in (c.input, c.output):
+        out.append(Combo(f, f, c.kernel, c.sparsity))
+    if c.kernel not in ("-", f):
+        out.append(Combo(c.input, c.output, f, c.sparsity))
+        out.append(Combo(f, f, f, c.sparsity))
+    out.append(Combo(f, f, "-" if c.kernel == "-" else f, c.sparsity))
+    out.append(Combo("fp32", "fp32", "-" if c.kernel == "-" else "fp32", c.sparsity))
+    return out
+
+
+def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
+         fused: bool) -> Path:
+    """The path of one task under one combo; falls back (supported=False) if no unit can run it."""
+    place_op = PLACEMENT_OP.get(op_type, op_type)
+    for ui, unit in enumerate(profile.units):
+        if unit.runs(place_op):
+            p = _plan_on_unit(target, ui, unit, op_type, kind, combo, has_kernel, fused)
+            if p is not None:
+                return p
+    for alt in _fallbacks(combo, target.float_format):
+        for ui, unit in enumerate(profile.units):
+            if unit.runs(place_op):
+                p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
+                if p is not None:
+                    import dataclasses
+                    return dataclasses.replace(p, supported=False,
+                                               note=f"{combo.name} not supported here; runs as {alt.name}"
+                                               + (f"; {p.note}" if p.note else ""))
+    raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU
+
+
+def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any) -> Any:
+    """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
+    Works elementwise on numpy arrays; tensors with 0 elements cost 0."""
+    bits = BITS[kernel]
+    lb = lut_bits(kernel)
+    onnx = target.export != "coreml"
+    if lb is not None and onnx and lb == 6:
+        bits = 8  # ORT export stores 6-bit indices one per byte (no 6-bit packing in ONNX)
+    if target.sparse_storage and sparsity:
+        nonzero = elements * (1 - sparsity / 100)
+        body = nonzero * bits / 8 + elements / 8  # values + 1-bit mask
+    else:
+        body = elements * bits / 8
+    has = elements > 0
+    if lb is not None:
+        body = body + has * (2 ** lb) * (4 if onnx else 2)  # the table (fp32 in ONNX, fp16 in Core ML)
+    elif kernel == "int8":
+        body = body + has * rows * (5 if onnx else 2)  # per-channel scale (+ int8 zero point in ONNX)
+    elif kernel == "int4":
+        # Block-wise: ONNX MatMulNBits block 128 with fp32 scale + 4-bit zero point; Core ML block 32 fp16 scale.
+        block = 128 if onnx else 32
+        body = body + (elements / block) * (4.5 if onnx else 2)
+    return body

@@ -1,0 +1,330 @@
+"""Work of one compiled task from shapes: MACs, other FLOPs, elements in/out, weights.
+
+One pure function per op family, one frozen record per task (as tinygrad's `Estimates`).
+Costs are counted on the compiled graph (ORT-fused ops, NCHWc ops, com.microsoft ops), as
+nn-Meter does: a fused task is one kernel launch, so it is one record.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
+
+# Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
+KINDS: tuple[str, ...] = ("folded", "conv", "dwconv", "gemm", "matmul", "attention", "pool", "elementwise",
+                          "norm", "softmax", "reduce", "layout", "view", "quant", "other")
+
+# Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
+WEIGHTED_KINDS = frozenset({"conv", "dwconv", "gemm", "attention"})
+
+_CONV = {"Conv", "FusedConv", "QLinearConv", "ConvInteger", "ConvTranspose", "NhwcFusedConv", "NhwcConv",
+         "QLinearConvTranspose"}
+_GEMM = {"Gemm", "FusedGemm", "QGemm", "MatMulNBits", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
+         "QLinearMatMul", "MatMulInteger", "MatMul", "FusedMatMul", "MatMulFp4", "GemmFastGelu"}
+_ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention", "PackedAttention",
+              "SparseAttention", "DecoderMaskedMultiHeadAttention"}
+_POOL = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "QLinearAveragePool",
+         "QLinearGlobalAveragePool", "NhwcMaxPool"}
+_NORM = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
+         "SkipSimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization",
+         "GroupNormalization", "GroupNorm", "EmbedLayerNormalization", "RMSNormalization", "LpNormalization",
+         "LRN", "MeanVarianceNormalization"}
+_SOFTMAX = {"Softmax", "LogSoftmax", "QLinearSoftmax"}
+_REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
+           "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK", "CumSum"}
+_LAYOUT = {"ReorderInput", "ReorderOutput", "Transpose", "Concat", "Split", "Slice", "Gather", "GatherND",
+           "GatherElements", "Pad", "Tile", "Expand", "DepthToSpace", "SpaceToDepth", "Resize", "Upsample",
+           "QLinearConcat", "ScatterND", "ScatterElements", "Trilu", "Range", "OneHot", "Einsum"}
+_VIEW = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Size", "Constant", "Dropout",
+         "ConstantOfShape", "NonZero"}
+_QUANT = {"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "Cast"}
+
+# FLOPs per output element of elementwise ops (transcendental ones count their polynomial).
+_ELEMENTWISE_FLOPS: dict[str, float] = {
+    "Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Relu": 1, "Clip": 2, "Max": 1, "Min": 1, "Neg": 1, "Abs": 1,
+    "LeakyRelu": 2, "PRelu": 2, "Sigmoid": 4, "Tanh": 6, "Exp": 4, "Log": 4, "Sqrt": 2, "Pow": 6,
+    "Reciprocal": 1, "Erf": 8, "Gelu": 10, "FastGelu": 8, "BiasGelu": 11, "QuickGelu": 6, "HardSwish": 4,
+    "HardSigmoid": 3, "Softplus": 6, "Elu": 4, "Selu": 4, "Mish": 10, "Swish": 5, "Where": 1, "Equal": 1,
+    "Less": 1, "Greater": 1, "Not": 1, "And": 1, "Or": 1, "Floor": 1, "Ceil": 1, "Round": 1, "Sin": 6,
+    "Cos": 6, "BiasAdd": 2, "BiasDropout": 2, "QLinearAdd": 3, "QLinearMul": 3, "QLinearSigmoid": 5,
+    "QLinearLeakyRelu": 3, "Sum": 1, "Mean": 1, "RotaryEmbedding": 4, "Silu": 5,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Countable work; add records of fused parts to get the task's."""
+
+    macs: float = 0.0
+    flops: float = 0.0  # non-MAC arithmetic (activation functions, normalisation, pooling)
+    bytes_read: float = 0.0
+    bytes_written: float = 0.0
+
+    def __add__(self, other: Estimate) -> Estimate:
+        return Estimate(self.macs + other.macs, self.flops + other.flops,
+                        self.bytes_read + other.bytes_read, self.bytes_written + other.bytes_written)
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """What one compiled task does, independent of formats (formats are applied by the sweep)."""
+
+    kind: str
+    macs: float
+    flops: float
+    in_elements: float  # activation elements read (all non-constant inputs)
+    out_elements: float  # activation elements written
+    kernel_elements: float  # elements of the option-controlled weight (0 = op has none)
+    kernel_out_channels: int  # rows that get their own scale (per-channel quantization)
+    aux_weight_elements: float  # other float constants (bias, LayerNorm gamma); stored at the float format
+    other_const_bytes: float  # non-float constants (shape tensors, int64 indices): never change
+    fused_activation: bool  # the task absorbs an activation that a non-fusing path runs separately
+    shapes_known: bool
+    notes: tuple[str, ...] = field(default=())
+
+    def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
+        return Estimate(self.macs, self.flops,
+                        self.in_elements * act_bytes + (self.kernel_elements + self.aux_weight_elements)
+                        * weight_bytes + self.other_const_bytes,
+                        self.out_elements * act_bytes)
+
+
+# Ops whose output is computed once at load when every input is a constant (ORT constant folding,
+# Core ML's const ops). Random ops and shape readers are not folded here.
+_NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                         "Bernoulli"})
+
+
+def fold_constants(graph: Graph) -> tuple[Graph, frozenset[str]]:
+    """A view of `graph` where outputs of constant-only ops are weights, and the ids of those ops.
+
+    Exporters wrap weights in Identity / Cast / Transpose nodes (TorchScript does); runtimes fold them
+    at load, so they cost nothing per inference and the consumer's kernel is the folded weight.
+    """
+    values = dict(graph.values)
+    folded: set[str] = set()
+    for nd in graph.nodes:
+        ins = [v for v in nd.inputs if v]
+        if nd.op_type in _NOT_FOLDED or not nd.outputs:
+            continue
+        if nd.op_type != "Constant" and (not ins or not all(
+                values.get(v) is not None and values[v].weight is not None for v in ins)):
+            continue
+        src = [values[v].weight for v in ins if values[v].weight is not None]
+        for o in nd.outputs:
+            ov = values.get(o)
+            if ov is None:
+                continue
+            if ov.weight is None:
+                n_el = ov.elements if ov.elements is not None else (src[0].elements if src else 0)
+                w0 = src[0] if src else None
+                b = int(n_el * DTYPE_BYTES.get(ov.dtype, 4))
+                ws = WeightStats(elements=int(n_el), bytes=b, min=w0.min if w0 else 0.0,
+                                 max=w0.max if w0 else 0.0, sparsity=w0.sparsity if w0 else 0.0)
+                values[o] = Value(name=o, shape=ov.shape if ov.shape is not None else
+                                  (values[ins[0]].shape if ins else None), dtype=ov.dtype, weight=ws, quant=ov.quant)
+        folded.add(nd.id)
+    if not folded:
+        return graph, frozenset()
+    view = Graph(name=graph.name, format=graph.format, nodes=graph.nodes, values=values, inputs=graph.inputs,
+                 outputs=graph.outputs, metadata=graph.metadata)
+    return view, frozenset(folded)
+
+
+def kind_of(node: Node, graph: Graph) -> str:
+    op = node.op_type
+    if op in _CONV:
+        return "dwconv" if _is_depthwise(node, graph) else "conv"
+    if op in _GEMM:
+        return "gemm" if _kernel_value(node, graph) is not None else "matmul"
+    if op in _ATTENTION:
+        return "attention"
+    if op in _POOL:
+        return "pool"
+    if op in _NORM:
+        return "norm"
+    if op in _SOFTMAX:
+        return "softmax"
+    if op in _REDUCE:
+        return "reduce"
+    if op in _LAYOUT:
+        return "layout"
+    if op in _VIEW:
+        return "view"
+    if op in _QUANT:
+        return "quant"
+    if op in _ELEMENTWISE_FLOPS:
+        return "elementwise"
+    return "other"
+
+
+def _elements(v: Value | None) -> float | None:
+    if v is None or not v.is_static:
+        return None
+    return float(math.prod(v.shape))  # type: ignore[arg-type]
+
+
+def _is_depthwise(node: Node, graph: Graph) -> bool:
+    group = int(node.attributes.get("group", 1))
+    if group <= 1:
+        return False
+    w = _kernel_value(node, graph)
+    # Depthwise: one input channel per group (W is [C_out, 1, kh, kw]).
+    return w is not None and w.shape is not None and len(w.shape) >= 2 and w.shape[1] == 1
+
+
+def _kernel_value(node: Node, graph: Graph) -> Value | None:
+    """The weight an option acts on: the constant data input of a Conv / Gemm / MatMul family op."""
+    op = node.op_type
+    if op in ("QLinearConv", "QLinearMatMul"):
+        idx = [3]
+    elif op == "QGemm":
+        idx = [3]
+    elif op in _CONV or op in ("Gemm", "FusedGemm", "MatMulNBits", "MatMulInteger", "DynamicQuantizeMatMul",
+                               "MatMulIntegerToFloat", "MatMul", "FusedMatMul", "GemmFastGelu"):
+        idx = [1]
+    elif op in _ATTENTION:
+        idx = [1]
+    else:
+        return None
+    for i in idx:
+        if i < len(node.inputs) and node.inputs[i]:
+            v = graph.values.get(node.inputs[i])
+            if v is not None and v.weight is not None and (v.shape is None or len(v.shape) >= 2):
+                return v
+    return None
+
+
+def work_of(node: Node, graph: Graph) -> Work:
+    kind = kind_of(node, graph)
+    kernel = _kernel_value(node, graph)
+    act_in: list[Value] = []
+    aux = 0.0
+    other_const = 0.0
+    for name in node.inputs:
+        if not name:
+            continue
+        v = graph.values.get(name)
+        if v is None:
+            continue
+        if v.weight is not None:
+            if v is kernel:
+                continue
+            if v.dtype in ("float32", "float16", "bfloat16", "float64"):
+                aux += v.weight.elements
+            else:
+                other_const += v.weight.bytes
+        else:
+            act_in.append(v)
+    outs = [graph.values.get(o) for o in node.outputs if o]
+    in_el = [_elements(v) for v in act_in]
+    out_el = [_elements(v) for v in outs]
+    known = all(e is not None for e in in_el + out_el) and (kernel is None or kernel.weight is not None)
+    in_elements = sum(e for e in in_el if e is not None)
+    out_elements = sum(e for e in out_el if e is not None)
+    notes: list[str] = []
+    if not known:
+        notes.append("some shapes unknown: costs count only the tensors with static shapes")
+    k_elems = float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0
+    k_rows = int(kernel.shape[0]) if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int) else 1
+    macs, flops = _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements)
+    fused = _fused_activation(node)
+    if kind not in WEIGHTED_KINDS:
+        # Constant operands of other ops (e.g. Add of a bias tensor) stay float; they count as aux.
+        k_elems, k_rows = 0.0, 1
+    return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
+                kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
+                other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes))
+
+
+def _fused_activation(node: Node) -> bool:
+    if node.op_type in ("FusedConv", "FusedGemm", "NhwcFusedConv"):
+        return bool(node.attributes.get("activation"))
+    if node.domain == "com.microsoft.nchwc" and node.op_type == "Conv":
+        return bool(node.attributes.get("activation"))
+    return False
+
+
+def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value], outs: list[Value | None],
+                in_elements: float, out_elements: float) -> tuple[float, float]:
+    """(MACs, other FLOPs) of one task."""
+    op = node.op_type
+    out0 = outs[0] if outs else None
+    out_e = _elements(out0) or 0.0
+    if kind in ("conv", "dwconv"):
+        if kernel is None or kernel.shape is None:
+            return 0.0, 0.0
+        per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw
+        if op in ("ConvTranspose", "QLinearConvTranspose"):
+            # Each input element scatters into C_out/group * kh * kw outputs.
+            in0 = _elements(act_in[0]) if act_in else 0.0
+            return (in0 or 0.0) * math.prod(int(d) for d in kernel.shape[1:]), 0.0
+        extra = out_e if _fused_activation(node) else 0.0
+        if op == "FusedConv" and len(node.inputs) > 3 and node.inputs[3]:
+            extra += out_e  # fused residual add (Z input)
+        return out_e * per_out, extra
+    if kind in ("gemm", "matmul"):
+        k = _reduction_dim(node, act_in, kernel)
+        flops = out_e if node.op_type in ("FusedGemm", "GemmFastGelu") else 0.0
+        return out_e * k, flops
+    if kind == "attention":
+        return _attention_macs(node, act_in, kernel)
+    if kind == "pool":
+        if op.startswith("Global") or op == "QLinearGlobalAveragePool":
+            return 0.0, in_elements
+        ks = node.attributes.get("kernel_shape") or [1]
+        return 0.0, out_e * math.prod(int(k) for k in ks)
+    if kind == "norm":
+        return 0.0, 8.0 * in_elements
+    if kind == "softmax":
+        return 0.0, 5.0 * out_e
+    if kind == "reduce":
+        return 0.0, in_elements
+    if kind == "elementwise":
+        return 0.0, _ELEMENTWISE_FLOPS.get(op, 1.0) * out_e
+    if kind == "quant":
+        return 0.0, 2.0 * out_e
+    return 0.0, 0.0
+
+
+def _reduction_dim(node: Node, act_in: list[Value], kernel: Value | None) -> float:
+    op = node.op_type
+    if op == "MatMulNBits":
+        return float(node.attributes.get("K", 0))
+    a = act_in[0] if act_in else None
+    if a is None or a.shape is None or not a.shape or not isinstance(a.shape[-1], int):
+        if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int):
+            return float(kernel.shape[0])
+        return 0.0
+    trans_a = int(node.attributes.get("transA", 0))
+    if op in ("Gemm", "FusedGemm", "QGemm") and trans_a and len(a.shape) >= 2 and isinstance(a.shape[-2], int):
+        return float(a.shape[-2])
+    return float(a.shape[-1])
+
+
+def _attention_macs(node: Node, act_in: list[Value], kernel: Value | None) -> tuple[float, float]:
+    """com.microsoft Attention: QKV projection (if it has weights) + QK^T + AV; MHA: the last two only."""
+    q = act_in[0] if act_in else None
+    if q is None or not q.is_static or len(q.shape) != 3:  # type: ignore[arg-type]
+        return 0.0, 0.0
+    b, s, h = (int(d) for d in q.shape)  # type: ignore[union-attr]
+    macs = 0.0
+    if kernel is not None and kernel.shape is not None:
+        macs += b * s * math.prod(int(d) for d in kernel.shape)  # [H, 3H]
+        hidden = int(kernel.shape[-1]) // 3
+        kv_len = s
+    else:
+        hidden = h
+        k = act_in[1] if len(act_in) > 1 else None
+        kv_len = int(k.shape[1]) if k is not None and k.is_static and len(k.shape) >= 2 else s  # type: ignore[arg-type]
+    macs += 2.0 * b * s * kv_len * hidden  # QK^T and AV over all heads
+    heads = int(node.attributes.get("num_heads", 1))
+    return macs, 5.0 * b * heads * s * kv_len  # softmax
+
+
+FOLDED = Work(kind="folded", macs=0.0, flops=0.0, in_elements=0.0, out_elements=0.0, kernel_elements=0.0,
+              kernel_out_channels=1, aux_weight_elements=0.0, other_const_bytes=0.0, fused_activation=False,
+              shapes_known=True, notes=("constant-folded at load: no cost per inference; its weights are "
+                                        "counted at the op that uses them",))

@@ -1,0 +1,138 @@
+"""Hardware profiles: YAML data in simulator/hardware/<name>.yaml, loaded into frozen records.
+
+Every figure in the YAML is `{value, source}`; the loader refuses a figure without a source so the
+files stay the single documented source of truth. Calibration results (host only) are applied as
+overrides on top (`with_overrides`), never written back into the YAML.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+HARDWARE_DIR = Path(__file__).parent / "hardware"
+
+
+class ProfileError(ValueError):
+    """A hardware profile file is missing or malformed. Message is user-facing."""
+
+
+# eq=False: hashed by identity, so the sweep can cache paths per loaded profile.
+@dataclass(frozen=True, slots=True, eq=False)
+class Unit:
+    name: str
+    ops: frozenset[str] | None  # None = every op type
+    ops_except: frozenset[str]
+    peak_ops_per_s: dict[str, float]  # per compute dtype; one MAC = 2 ops
+    cache_bandwidth_bytes_per_s: float
+    onchip_memory_bytes: float
+    dispatch_overhead_s: float
+    run_overhead_s: float
+    activation_formats: frozenset[str]
+    activation_formats_via_cast: frozenset[str]
+    int8_kinds: frozenset[str]
+    kernel_formats_native: frozenset[str]
+    kernel_formats_jit: frozenset[str]
+    weight_only_fused: dict[str, frozenset[str]]  # kernel format -> kinds with a fused decode kernel
+    dynamic_int8: bool
+    sparse: str  # "none" | "jit"
+    efficiency: dict[str, float]  # "<kind>.<path>" | "<kind>" | "default" -> share of peak
+    bandwidth_efficiency: float
+
+    def runs(self, op_type: str) -> bool:
+        if op_type in self.ops_except:
+            return False
+        return self.ops is None or op_type in self.ops
+
+    def eff(self, kind: str, path: str) -> float:
+        e = self.efficiency
+        return e.get(f"{kind}.{path}", e.get(kind, e.get("default", 0.1)))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class HardwareProfile:
+    name: str
+    description: str
+    dram_bandwidth_bytes_per_s: float
+    dram_energy_pj_per_byte: float
+    partition_crossing_s: float
+    units: tuple[Unit, ...]
+    calibrated: bool = False
+    error_pct_median: float | None = None  # measured prediction error on models not used to fit
+    error_models: int = 0
+
+    def with_overrides(self, overrides: dict[str, Any]) -> HardwareProfile:
+        """Apply fitted values: {"dram_bandwidth_bytes_per_s": x, "units": {"cpu": {field: value,
+        "efficiency": {key: value}}}, "error_pct_median": e, "error_models": n}."""
+        units = []
+        for u in self.units:
+            o = dict(overrides.get("units", {}).get(u.name, {}))
+            eff = {**u.efficiency, **o.pop("efficiency", {})}
+            units.append(dataclasses.replace(u, efficiency=eff, **o))
+        top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
+                                                           "error_models", "dram_energy_pj_per_byte")}
+        return dataclasses.replace(self, units=tuple(units), calibrated=True, **top)
+
+
+def _figure(d: Any, where: str) -> float:
+    if not isinstance(d, dict) or "value" not in d or not str(d.get("source", "")).strip():
+        raise ProfileError(f"{where}: every figure needs {{value, source}}")
+    return float(d["value"])
+
+
+def _figures(d: dict[str, Any], where: str) -> dict[str, float]:
+    return {k: _figure(v, f"{where}.{k}") for k, v in d.items()}
+
+
+def _unit(d: dict[str, Any], where: str) -> Unit:
+    ops = d.get("ops", "*")
+    return Unit(
+        name=d["name"],
+        ops=None if ops == "*" else frozenset(ops),
+        ops_except=frozenset(d.get("ops_except", [])),
+        peak_ops_per_s=_figures(d["peak_ops_per_s"], f"{where}.peak_ops_per_s"),
+        cache_bandwidth_bytes_per_s=_figure(d["cache_bandwidth_bytes_per_s"], f"{where}.cache_bandwidth"),
+        onchip_memory_bytes=_figure(d["onchip_memory_bytes"], f"{where}.onchip_memory_bytes"),
+        dispatch_overhead_s=_figure(d["dispatch_overhead_s"], f"{where}.dispatch_overhead_s"),
+        run_overhead_s=_figure(d["run_overhead_s"], f"{where}.run_overhead_s"),
+        activation_formats=frozenset(d["activation_formats"]),
+        activation_formats_via_cast=frozenset(d.get("activation_formats_via_cast", [])),
+        int8_kinds=frozenset(d.get("int8_kinds", [])),
+        kernel_formats_native=frozenset(d["kernel_formats_native"]),
+        kernel_formats_jit=frozenset(d.get("kernel_formats_jit", [])),
+        weight_only_fused={k: frozenset(v) for k, v in (d.get("weight_only_fused") or {}).items()},
+        dynamic_int8=bool(d.get("dynamic_int8", False)),
+        sparse=str(d.get("sparse", "none")),
+        efficiency=_figures(d.get("efficiency", {}), f"{where}.efficiency"),
+        bandwidth_efficiency=_figure(d["bandwidth_efficiency"], f"{where}.bandwidth_efficiency"),
+    )
+
+
+def parse_profile(data: dict[str, Any], where: str = "profile") -> HardwareProfile:
+    try:
+        return HardwareProfile(
+            name=data["name"], description=data.get("description", ""),
+            dram_bandwidth_bytes_per_s=_figure(data["dram_bandwidth_bytes_per_s"], f"{where}.dram_bandwidth"),
+            dram_energy_pj_per_byte=_figure(data["dram_energy_pj_per_byte"], f"{where}.dram_energy"),
+            partition_crossing_s=_figure(data["partition_crossing_s"], f"{where}.partition_crossing_s"),
+            units=tuple(_unit(u, f"{where}.units.{u.get('name')}") for u in data["units"]),
+        )
+    except KeyError as e:
+        raise ProfileError(f"{where}: missing key {e}") from None
+
+
+def list_profiles() -> list[str]:
+    return sorted(p.stem for p in HARDWARE_DIR.glob("*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def load_profile(name: str) -> HardwareProfile:
+    path = HARDWARE_DIR / f"{name}.yaml"
+    if not path.exists():
+        raise ProfileError(f"unknown hardware profile {name!r}; known: {', '.join(list_profiles())}")
+    return parse_profile(yaml.safe_load(path.read_text()), where=path.name)

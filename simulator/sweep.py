@@ -1,0 +1,348 @@
+"""The precomputed option table: every task x every combo (per-op table) and every preset (bulk).
+
+Vectorised: tasks are grouped by signature (op type, kind, weights, fused activation); the backend
+path of each combo is planned once per signature, turned into coefficient arrays, and broadcast
+against the group's per-task work arrays. Output shapes are those of docs/option-table.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from compiler.profile import Profile
+from simulator.backends import Path, plan, storage_bytes_per_kernel
+from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
+from simulator.formats import ACTIVATION_FORMATS, BITS
+from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
+from simulator.profiles import HardwareProfile, load_profile
+from simulator.targets import Target, get_target
+
+SCHEMA = 1
+METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class _Coeffs:
+    """One signature's paths as arrays over its combos."""
+
+    combos: list[Combo]
+    names: list[str]
+    supported: np.ndarray  # bool [C]
+    resolved: list[str]
+    notes: list[str]
+    unit: np.ndarray  # int [C]
+    peak: np.ndarray  # ops/s actually reached [C]
+    in_b: np.ndarray
+    out_b: np.ndarray
+    w_rt: np.ndarray
+    rt_keep: np.ndarray  # share of kernel bytes streamed (1 - sparsity where JIT sparse)
+    rt_mask: np.ndarray  # mask bytes per kernel element (JIT sparse)
+    aux_b: np.ndarray
+    extra_in: np.ndarray
+    extra_out: np.ndarray
+    dispatches: np.ndarray  # kernels launched (1 + extra)
+    eliminated: np.ndarray
+    fp32_equiv: np.ndarray
+    dispatch_s: np.ndarray
+    cache_bw: np.ndarray
+    dram_bw: np.ndarray
+    onchip: np.ndarray
+    kernel: list[str]
+    sparsity: np.ndarray
+
+
+@lru_cache(maxsize=4096)
+def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
+            combos: tuple[Combo, ...]) -> _Coeffs:
+    paths: list[Path] = [plan(target, hw, op_type, kind, c, has_kernel, fused) for c in combos]
+    units = hw.units
+    f = lambda fn: np.array([fn(p) for p in paths], dtype=np.float64)  # noqa: E731
+    return _Coeffs(
+        combos=list(combos), names=[c.name for c in combos],
+        supported=np.array([p.supported for p in paths]), resolved=[p.resolved.name for p in paths],
+        notes=[p.note for p in paths], unit=np.array([p.unit for p in paths], dtype=np.int64),
+        peak=f(lambda p: units[p.unit].peak_ops_per_s.get(p.compute, 0.0) * units[p.unit].eff(kind, p.tag)),
+        in_b=f(lambda p: p.in_bytes), out_b=f(lambda p: p.out_bytes), w_rt=f(lambda p: p.w_runtime_bytes),
+        rt_keep=f(lambda p: 1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0),
+        rt_mask=f(lambda p: 1 / 8 if p.runtime_sparse else 0.0),
+        aux_b=f(lambda p: p.aux_bytes), extra_in=f(lambda p: p.extra_in_bytes),
+        extra_out=f(lambda p: p.extra_out_bytes), dispatches=f(lambda p: 1 + p.extra_dispatches),
+        eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
+        dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
+        cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
+        dram_bw=f(lambda p: hw.dram_bandwidth_bytes_per_s * units[p.unit].bandwidth_efficiency),
+        onchip=f(lambda p: units[p.unit].onchip_memory_bytes),
+        kernel=[p.resolved.kernel for p in paths], sparsity=f(lambda p: p.resolved.sparsity),
+    )
+
+
+def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
+    """Cost of a quantize / dequantize / cast between two activation formats, run on the first unit."""
+    u = hw.units[0]
+    per_el: dict[str, float] = {}
+    for a in ACTIVATION_FORMATS:
+        for b in ACTIVATION_FORMATS:
+            if a != b:
+                # Streaming read of one format + write of the other, plus ~2 ops (scale, round).
+                s = (BITS[a] + BITS[b]) / 8 / u.cache_bandwidth_bytes_per_s + 2 / (
+                    u.peak_ops_per_s.get("fp32", 0) or u.peak_ops_per_s.get("fp16")) / u.eff("elementwise", "fp32")
+                per_el[f"{a}>{b}"] = s * 1e3
+    return {"fixed_ms": u.dispatch_overhead_s * 1e3, "ms_per_element": per_el}
+
+
+@dataclass
+class _Group:
+    rows: np.ndarray  # op indices
+    co: _Coeffs
+    metrics: dict[str, np.ndarray] = field(default_factory=dict)  # [n, C]
+
+
+class PerOpTable(Sequence[dict[str, Any]]):
+    """The per-op tables (one dict per op, docs/option-table.md), built on access: 10k ops x 405 combos
+    as Python lists would dominate the sweep's time, and the server reads one op at a time."""
+
+    def __init__(self, ops: list[str], where: list[tuple[_Group, int]], notes: list[list[str]]):
+        self._ops, self._where, self._notes = ops, where, notes
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:  # type: ignore[override]
+        g, r = self._where[i]
+        co = g.co
+        d: dict[str, Any] = {"op": self._ops[i], "combos": co.names, "supported": co.supported.tolist(),
+                             "resolved": co.resolved}
+        for m in METRICS:
+            d[m] = g.metrics[m][r].tolist()
+        d["notes"] = self._notes[i] + [f"{n}: {t}" for n, t in zip(co.names, co.notes) if t]
+        return d
+
+    def index_of(self, op_id: str) -> int:
+        return self._ops.index(op_id)
+
+
+@dataclass
+class SweepResult:
+    bulk: dict[str, Any]
+    per_op: PerOpTable
+    works: list[Work]
+
+
+def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
+          hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None
+          ) -> SweepResult:
+    """Predict every op x every option on `target`.
+
+    `profile`: a measured Profile of the same compiled graph on this target (its task medians become
+    the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
+    `calibration_path` applied for the host (calibrating first if the cache is missing)."""
+    t = get_target(target)
+    hw = hardware or _hardware(t, calibration_path)
+    nodes = compiled.nodes
+    n = len(nodes)
+    ops = [nd.id for nd in nodes]
+    view, folded = fold_constants(compiled)
+    works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
+    presets = [parse_preset(p) for p in BULK_PRESETS]
+    conv = conversion_constants(hw)
+    measured = _measured_ms(compiled, t, profile)
+
+    # Elements each op reads from graph inputs / writes to graph outputs (the model's I/O stays fp32).
+    gin, gout = set(compiled.inputs), set(compiled.outputs)
+    io_in = np.zeros(n)
+    io_out = np.zeros(n)
+    for i, nd in enumerate(nodes):
+        io_in[i] = sum(_el(compiled, v) for v in dict.fromkeys(nd.inputs) if v in gin)
+        io_out[i] = sum(_el(compiled, v) for v in nd.outputs if v in gout)
+
+    # Group ops by signature.
+    sig_rows: dict[tuple[str, str, bool, bool], list[int]] = {}
+    for i, (nd, w) in enumerate(zip(nodes, works)):
+        has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
+        sig_rows.setdefault((nd.op_type, w.kind, has_k, w.fused_activation), []).append(i)
+    where: list[tuple[_Group, int]] = [None] * n  # type: ignore[list-item]
+    bulk_m = {m: np.zeros((n, len(presets))) for m in METRICS}
+    bulk_supported = np.zeros((n, len(presets)), dtype=bool)
+    bulk_combo = np.empty((n, len(presets)), dtype=object)
+    bulk_unit = np.zeros((n, len(presets)), dtype=np.int64)
+    bulk_in = np.empty((n, len(presets)), dtype=object)
+    bulk_out = np.empty((n, len(presets)), dtype=object)
+    for (op_type, kind, has_k, fused), rows in sig_rows.items():
+        combos = tuple(all_combos(has_k))
+        co = _coeffs(t, hw, op_type, kind, has_k, fused, combos)
+        g = _Group(np.array(rows), co)
+        g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
+                             measured[rows])
+        for r, i in enumerate(rows):
+            where[i] = (g, r)
+        # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
+        idx = {c: j for j, c in enumerate(combos)}
+        cols = np.array([idx[p.resolve(t.float_format, has_k)] for p in presets])
+        for m in METRICS:
+            bulk_m[m][rows] = g.metrics[m][:, cols]
+        bulk_supported[rows] = co.supported[cols]
+        names = np.array(co.resolved, dtype=object)[cols]
+        bulk_combo[rows] = names
+        bulk_unit[rows] = co.unit[cols]
+        bulk_in[rows] = np.array([s.split("/")[0] for s in names], dtype=object)
+        bulk_out[rows] = np.array([s.split("/")[1] for s in names], dtype=object)
+
+    # The runtime's fixed cost per inference (InferenceSession.run, Core ML predict) is charged to the
+    # first task in every column, so the totals rule needs no extra term.
+    run_ms = hw.units[0].run_overhead_s * 1e3
+    if n:
+        g0, r0 = where[0]
+        g0.metrics["latency_ms"][r0] += run_ms
+        bulk_m["latency_ms"][0] += run_ms
+
+    src, dst, elements = _edges(compiled, folded)
+    # Partition crossings (bulk only): the consumer pays a sync + copy when its unit differs from its producer's.
+    if hw.partition_crossing_s > 0 and len(src):
+        cross = bulk_unit[src] != bulk_unit[dst]  # [E, P]
+        act_b = np.vectorize(lambda f: BITS[f] / 8)(bulk_out[src]).astype(np.float64)
+        cost_ms = (hw.partition_crossing_s + (elements[:, None] * act_b * 2) / hw.dram_bandwidth_bytes_per_s) * 1e3
+        np.add.at(bulk_m["latency_ms"], dst, np.where(cross, cost_ms, 0.0))
+        np.add.at(bulk_m["dram_bytes"], dst, np.where(cross, elements[:, None] * act_b * 2, 0.0))
+
+    unit_names = [u.name for u in hw.units]
+    label = {
+        "kind": "predicted", "profile": hw.name, "calibrated": hw.calibrated,
+        "error_pct_median": hw.error_pct_median, "error_models": hw.error_models,
+        "baseline": "measured" if measured.any() else "predicted",
+        "measured_runtime": profile.runtime if profile is not None and measured.any() else None,
+    }
+    bulk: dict[str, Any] = {
+        "schema": SCHEMA, "target": t.name, "label": label, "ops": ops,
+        "presets": [_preset_json(p, t) for p in presets],
+        "metrics": {m: bulk_m[m].tolist() for m in METRICS},
+        "supported": bulk_supported.tolist(),
+        "combos": bulk_combo.tolist(),
+        "units": [[unit_names[u] for u in row] for row in bulk_unit.tolist()],
+        "edges": {"src": src.tolist(), "dst": dst.tolist(), "elements": elements.tolist()},
+        "conversion": conv,
+        "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
+                      "size_overhead_bytes": _size_overhead(compiled)},
+    }
+    notes = [list(w.notes) for w in works]
+    if n:
+        notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)")
+    per_op = PerOpTable(ops, where, notes)
+    from simulator.totals import totals  # late import: totals reads the same structures
+    base = totals(bulk, per_op, "fp32", {})
+    bulk["base"] = {"preset": "fp32", **base}
+    return SweepResult(bulk=bulk, per_op=per_op, works=works)
+
+
+def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> HardwareProfile:
+    if calibration_path is not None and t.profile == "host-cpu":
+        from simulator.calibration import load_or_calibrate
+        return load_or_calibrate(calibration_path)
+    return load_profile(t.profile)
+
+
+def _preset_json(p: Any, t: Target) -> dict[str, Any]:
+    c = p.resolve(t.float_format, True)
+    return {"name": p.name, "input": c.input, "output": c.output, "kernel": c.kernel, "sparsity": c.sparsity,
+            "description": p.description}
+
+
+def _el(g: Graph, name: str) -> float:
+    v = g.values.get(name)
+    e = v.elements if v is not None else None
+    return float(e or 0)
+
+
+def _edges(g: Graph, folded: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights."""
+    index = {nd.id: i for i, nd in enumerate(g.nodes)}
+    seen: set[tuple[int, int, str]] = set()
+    src, dst, el = [], [], []
+    for s, d, v in g.edges():
+        if s in folded:
+            continue
+        key = (index[s], index[d], v)
+        if key in seen:
+            continue
+        seen.add(key)
+        src.append(key[0])
+        dst.append(key[1])
+        el.append(_el(g, v))
+    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
+
+
+def _size_overhead(g: Graph) -> float:
+    """File bytes beyond the weights: from the uploaded file's size when the frontend recorded it."""
+    fs = g.metadata.get("file_size_bytes") or g.metadata.get("source_file_size_bytes")
+    src_w = g.metadata.get("source_weight_bytes")
+    if fs and src_w:
+        return max(0.0, float(fs) - float(src_w))
+    return 4096.0 + 120.0 * len(g.nodes)  # estimate: protobuf node records + header
+
+
+def _measured_ms(g: Graph, t: Target, profile: Profile | None) -> np.ndarray:
+    out = np.zeros(len(g.nodes))
+    if profile is None or profile.target != t.name or not profile.measured:
+        return out
+    for i, nd in enumerate(g.nodes):
+        tt = profile.tasks.get(nd.id)
+        if tt is not None:
+            out[i] = tt.median_ms
+    return out
+
+
+def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
+             io_out: np.ndarray, measured: np.ndarray) -> dict[str, np.ndarray]:
+    col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
+    macs = col([w.macs for w in works])
+    flops = col([w.flops for w in works])
+    in_el = col([w.in_elements for w in works])
+    out_el = col([w.out_elements for w in works])
+    k_el = col([w.kernel_elements for w in works])
+    aux_el = col([w.aux_weight_elements for w in works])
+    other = col([w.other_const_bytes for w in works])
+
+    peak = np.where(co.peak > 0, co.peak, np.inf)
+    t_comp = (2 * macs + flops) / peak
+    act = in_el * co.in_b + out_el * co.out_b
+    w_rt = k_el * (co.w_rt * co.rt_keep + co.rt_mask)
+    moved = act + w_rt + aux_el * 4 + other
+    fits = moved <= co.onchip
+    bw = np.where(fits, co.cache_bw, co.dram_bw)
+    extra = in_el * co.extra_in + out_el * co.extra_out
+    lat_s = np.maximum(t_comp, moved / bw) + extra / bw + co.dispatches * co.dispatch_s
+    gone = co.eliminated | (kind == "folded")
+    lat_ms = np.where(gone, 0.0, lat_s * 1e3)
+    if measured.any():
+        # Measured fp32 task time replaces the prediction wherever the same kernel runs.
+        m = measured[:, None]
+        lat_ms = np.where((m > 0) & co.fp32_equiv, m, lat_ms)
+    # Graph input / output conversions stay with the op (the model's I/O is fp32).
+    pe = conv["ms_per_element"]
+    in_conv = col([0.0]).T + np.array([pe.get(f"fp32>{c.input}", 0.0) for c in co.combos])
+    out_conv = np.array([pe.get(f"{c.output}>fp32", 0.0) for c in co.combos])
+    lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * (conv["fixed_ms"] + io_in[:, None] * in_conv)
+    lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * (conv["fixed_ms"] + io_out[:, None] * out_conv)
+
+    # Storage: kernel bytes per combo depend on the kernel tensor's size and rows.
+    kern = np.zeros((len(works), len(co.combos)))
+    rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
+    cache: dict[tuple[str, int], np.ndarray] = {}
+    for j, (kf, sp) in enumerate(zip(co.kernel, co.sparsity)):
+        if kf == "-":
+            continue
+        key = (kf, int(sp))
+        if key not in cache:
+            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_el[:, 0], rows)
+        kern[:, j] = cache[key]
+    weight_bytes = kern + aux_el * co.aux_b + other
+    dram = w_rt + aux_el * co.aux_b + other + np.where(fits, 0.0, act + extra)
+    dram = np.where(gone, 0.0, dram)
+    act = np.where(gone, 0.0, act)
+    return {"latency_ms": lat_ms, "weight_bytes": weight_bytes, "activation_bytes": act, "dram_bytes": dram}

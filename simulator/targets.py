@@ -1,0 +1,60 @@
+"""Targets = backend + hardware profile. The one registry of target names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from simulator.options import OptionError
+
+
+class UnknownTarget(OptionError):
+    """A target name that is not in the registry. Message is user-facing."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    name: str  # "<backend>/<profile short name>"
+    backend: str  # "ort-cpu", "coreml", "ort-qnn", "litert", "ort-xnnpack"
+    profile: str  # file stem in simulator/hardware/
+    float_format: str  # what "float" activations mean on this backend
+    export: str  # "onnx" | "coreml" | "" (no exporter on this machine)
+    measurable: bool  # this machine can run and time it
+    sparse_storage: bool  # the exported file stores pruned weights compactly
+    description: str
+
+
+_TARGETS: dict[str, Target] = {t.name: t for t in [
+    Target("ort-cpu/host", "ort-cpu", "host-cpu", "fp32", "onnx", True, False,
+           "ONNX Runtime CPU EP on this machine, 1 intra-op thread, default graph optimizations"),
+    Target("coreml/apple-a17", "coreml", "apple-a17", "fp16", "coreml", False, True,
+           "Core ML ML Program on iPhone 15 Pro (A17 Pro): ANE, GPU, CPU as Core ML places ops"),
+    Target("ort-qnn/snapdragon-8g3", "ort-qnn", "snapdragon-8g3", "fp16", "onnx", False, False,
+           "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Gen 3, CPU EP fallback"),
+    Target("litert/pixel-8", "litert", "pixel-8", "fp32", "", False, False,
+           "LiteRT on Pixel 8 (Tensor G3): GPU delegate, XNNPACK CPU fallback"),
+    Target("ort-xnnpack/rpi5", "ort-xnnpack", "rpi5", "fp32", "onnx", False, False,
+           "ONNX Runtime XNNPACK EP on Raspberry Pi 5 (Cortex-A76, 1 thread), CPU EP fallback"),
+]}
+
+_DEFAULTS: dict[str, list[str]] = {
+    "onnx": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
+    "tflite": ["litert/pixel-8"],
+    "coreml": ["coreml/apple-a17"],
+    "pt2": ["ort-cpu/host", "coreml/apple-a17"],
+}
+
+
+def list_targets() -> list[str]:
+    return list(_TARGETS)
+
+
+def get_target(name: str) -> Target:
+    t = _TARGETS.get(name)
+    if t is None:
+        raise UnknownTarget(f"unknown target {name!r}; known targets: {', '.join(_TARGETS)}")
+    return t
+
+
+def default_targets(model_format: str) -> list[str]:
+    """Targets the worker sweeps for an upload of this format (first = the one measured here if any)."""
+    return list(_DEFAULTS.get(model_format, ["ort-cpu/host"]))

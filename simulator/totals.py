@@ -1,0 +1,79 @@
+"""The totals rule of docs/option-table.md, in Python. web/src/totals.ts implements the same rule;
+both sum in op order, then edge order, in float64, so they agree to the last digit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from simulator.formats import BITS
+from simulator.options import OptionError, parse_combo
+
+
+def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]], ops: list[str],
+                  op: str) -> Mapping[str, Any]:
+    if isinstance(per_op, Mapping):
+        return per_op[op]
+    return per_op[ops.index(op)]
+
+
+def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
+           model_wide: str, overrides: Mapping[str, str]) -> dict[str, float]:
+    """Totals for a model-wide preset plus per-op combo overrides {task id: "in/out/kernel/sparsity"}."""
+    preset_names = [p["name"] for p in bulk["presets"]]
+    if model_wide not in preset_names:
+        raise OptionError(f"model-wide option {model_wide!r} is not in this table; "
+                          f"choose one of {', '.join(preset_names)}")
+    p = preset_names.index(model_wide)
+    ops: list[str] = bulk["ops"]
+    op_index = {o: i for i, o in enumerate(ops)}
+    for op in overrides:
+        if op not in op_index:
+            raise OptionError(f"override names op {op!r}, which is not a task of this model")
+    m = bulk["metrics"]
+    n = len(ops)
+    lat, wb, act, dram = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
+    fin, fout = [""] * n, [""] * n
+    for i, op in enumerate(ops):
+        combo = overrides.get(op)
+        if combo is None:
+            lat[i], wb[i] = m["latency_ms"][i][p], m["weight_bytes"][i][p]
+            act[i], dram[i] = m["activation_bytes"][i][p], m["dram_bytes"][i][p]
+            name = bulk["combos"][i][p]
+        else:
+            entry = _per_op_entry(per_op, ops, op)
+            combos: list[str] = entry["combos"]
+            if combo not in combos:
+                has_kernel = combos[0].split("/")[2] != "-"
+                parse_combo(combo, has_kernel)  # raises a specific message for malformed combos
+                raise OptionError(f"combo {combo!r} is not offered for op {op!r}")
+            j = combos.index(combo)
+            lat[i], wb[i] = entry["latency_ms"][j], entry["weight_bytes"][j]
+            act[i], dram[i] = entry["activation_bytes"][j], entry["dram_bytes"][j]
+            name = combo  # the rule takes formats from the chosen combo as written (as web/src/totals.ts)
+        parts = name.split("/")
+        fin[i], fout[i] = parts[0], parts[1]
+    conv = bulk["conversion"]
+    const = bulk["constants"]
+    latency = 0.0
+    for i in range(n):
+        latency += lat[i]
+    conv_bytes = 0.0
+    e = bulk["edges"]
+    for s, d, el in zip(e["src"], e["dst"], e["elements"]):
+        a, b = fout[s], fin[d]
+        if a != b:
+            latency += conv["fixed_ms"] + el * conv["ms_per_element"][f"{a}>{b}"]
+            conv_bytes += el * (BITS[a] / 8 + BITS[b] / 8)
+    size = 0.0
+    for i in range(n):
+        size += wb[i]
+    size += const["size_overhead_bytes"]
+    dram_total = 0.0
+    for i in range(n):
+        dram_total += dram[i]
+    dram_total += conv_bytes
+    peak = size + (max(act) if act else 0.0)
+    power = dram_total * const["dram_pj_per_byte"] * 1e-9 / latency * 1e3 if latency > 0 else 0.0
+    return {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
+            "fps": 1000.0 / latency if latency > 0 else 0.0}
