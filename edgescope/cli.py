@@ -14,12 +14,11 @@ import click
 from .config import Settings
 
 
-def _parse_inputs(specs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, list[int]], dict[str, float]]:
-    from compiler.inputs import parse_shape_override, parse_value_override
+def _parse_inputs(specs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from compiler.inputs import parse_shape_args, parse_value_args
 
     try:
-        shapes = dict(parse_shape_override(s) for s in specs)
-        vals = dict(parse_value_override(v) for v in values)
+        shapes, vals = parse_shape_args(specs), parse_value_args(values)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
     return shapes, vals

@@ -16,11 +16,15 @@ class SchemaOutOfDate(RuntimeError):
     """The database is not at the newest migration; the message says what to run."""
 
 
+def _ensure_sqlite_dir(url: str) -> None:
+    path = url.split("sqlite:///", 1)[-1] if url.startswith("sqlite") else ""
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("sqlite:///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        _ensure_sqlite_dir(url)
         # Web threads and the embedded worker thread share the file; wait instead of failing.
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -65,6 +69,7 @@ def alembic_config(url: str):  # type: ignore[no-untyped-def]
 def upgrade(url: str, revision: str = "head") -> None:
     from alembic import command
 
+    _ensure_sqlite_dir(url)
     command.upgrade(alembic_config(url), revision)
 
 

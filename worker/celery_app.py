@@ -18,6 +18,7 @@ def make_celery(settings: Settings) -> Celery:
         task_soft_time_limit=settings.job_time_limit_s,
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
+        task_default_queue=settings.queue,
     )
     if settings.broker_url:
         conf["broker_url"] = settings.broker_url

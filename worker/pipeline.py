@@ -81,7 +81,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from compiler.graph import ModelFormatError
 
     found: list[type[BaseException]] = [UserFacingError, ModelFormatError]
-    found += [getattr(cerr, n) for n in ("ModelRunError", "SandboxError", "InputError") if hasattr(cerr, n)]
+    found += [cerr.ModelRunError, cerr.SandboxError, cerr.InputSpecError]
     try:
         from simulator.options import OptionError
         from simulator.targets import UnknownTarget

@@ -70,7 +70,7 @@ def _targets() -> list[str]:
     from simulator.targets import list_targets
 
     targets = _json_field("targets", list) or list(_services().settings.default_targets)
-    known = {t.name for t in list_targets()}
+    known = set(list_targets())
     bad = [t for t in targets if t not in known]
     if bad:
         raise ApiError(400, "unknown_target", f"Unknown target(s) {', '.join(map(str, bad))}; "

@@ -1,0 +1,23 @@
+# One image for the web process and the workers (docker-compose.yml picks the command).
+FROM node:20-bookworm-slim AS web
+WORKDIR /src/web
+COPY web/package.json web/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY web/ ./
+RUN npm run build
+
+FROM python:3.11-slim-bookworm
+WORKDIR /app
+COPY pyproject.toml requirements.lock README.md ./
+COPY compiler compiler
+COPY simulator simulator
+COPY worker worker
+COPY server server
+COPY store store
+COPY edgescope edgescope
+COPY migrations migrations
+RUN pip install --no-cache-dir -c requirements.lock -e .
+COPY --from=web /src/web/dist web/dist
+ENV EDGESCOPE_DATA_DIR=/data
+EXPOSE 8000
+CMD ["edgescope", "serve", "--host", "0.0.0.0", "--port", "8000"]

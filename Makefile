@@ -1,0 +1,36 @@
+# The two commands of the README: `make run` and `make test`. Everything else is a step of those.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lock
+
+.PHONY: run test install install-dev web chromium services
+
+run: install web
+	$(VENV)/bin/edgescope serve $(ARGS)
+
+test: install-dev web chromium services
+	$(PY) -m pytest $(ARGS)
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "Edgescope needs Python 3.11")'
+	$(PYTHON) -m venv $(VENV)
+
+install: $(VENV)/bin/python
+	$(PIP) -e .
+
+install-dev: $(VENV)/bin/python
+	$(PIP) -e '.[dev]'
+
+# Rebuilt only when its sources change; Flask serves web/dist.
+web: web/dist/index.html
+web/dist/index.html: web/package.json web/package-lock.json $(shell find web/src web/index.html -type f 2>/dev/null)
+	cd web && npm ci --no-audit --no-fund && npm run build
+
+chromium:
+	@command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+# PostgreSQL and Redis are started by the machine before a session; start them if they are down.
+services:
+	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
+	@redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no

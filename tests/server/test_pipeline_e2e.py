@@ -1,0 +1,126 @@
+"""Upload -> ready -> results, end to end, on the embedded default and on Redis + PostgreSQL + S3
+with a separate real Celery worker process."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from edgescope.config import Settings
+from tests.conftest import FAST_PROFILE, REDIS_URL, ROOT
+
+
+def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-def]
+    """The documented result documents exist and agree with each other."""
+    assert model["status"] == "ready", model.get("error")
+    assert model["progress"] == 100 and all(s["status"] == "done" for s in model["stages"])
+    summary = model["summary"]
+    host = next(t for t in summary["targets"] if t["target"] == "ort-cpu/host")
+    assert host["measured"] is True and host["latency_ms"] > 0 and host["peak_memory_bytes"] > 0
+    assert host["label"].startswith("measured: onnxruntime")
+
+    ops = get(f"/api/models/{model['id']}/ops?target=ort-cpu/host")
+    assert ops["measured"] is True and len(ops["ops"]) == summary["task_count"] > 0
+    assert [o["index"] for o in ops["ops"]] == list(range(len(ops["ops"])))
+    covered = {s for o in ops["ops"] for s in o["source_nodes"]}
+    assert covered, "compiled tasks map back to source nodes"
+    timed = [o for o in ops["ops"] if o["measured"]]
+    assert timed and all(o["latency_ms"] >= 0 for o in timed)
+    assert abs(sum(o["share"] for o in ops["ops"]) - 1.0) < 1e-6
+
+    graph = get(f"/api/models/{model['id']}/graph")
+    assert {n["id"] for n in graph["nodes"]} == {o["id"] for o in ops["ops"]}
+    source = get(f"/api/models/{model['id']}/graph?view=source")
+    assert len(source["nodes"]) == summary["source_op_count"]
+
+    table = get(f"/api/models/{model['id']}/options")
+    assert table["ops"] == [o["id"] for o in ops["ops"]]
+    one = get(f"/api/models/{model['id']}/ops/{requests.utils.quote(table['ops'][0], safe='')}/options")
+    assert one["op"] == table["ops"][0] and len(one["combos"]) >= 1
+
+
+def test_embedded_default_end_to_end(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    def get(path: str) -> dict:
+        r = requests.get(live_server.url + path, timeout=30)
+        assert r.status_code == 200, (path, r.text[:300])
+        return r.json()
+
+    model = live_server.upload(zoo.path("tiny_cnn"))
+    _check_ready_results(get, model)
+    page = requests.get(model["url"], timeout=10)
+    assert page.status_code == 200 and "<html" in page.text.lower()
+
+
+def test_bad_models_fail_with_reason_and_server_stays_up(live_server, zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    good = zoo.path("tiny_cnn").read_bytes()
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(good[: len(good) // 2])
+    m = live_server.upload(truncated)
+    assert m["status"] == "failed" and "truncated or corrupt" in m["error"]
+    assert m["summary"] is None
+    r = requests.get(f"{live_server.url}/api/models/{m['id']}/ops", timeout=10)
+    assert r.status_code == 409 and "failed" in r.json()["error"]
+
+    m = live_server.upload(zoo.path("unknown_op"))
+    assert m["status"] == "failed" and "FooBar" in m["error"]
+
+    # The same server goes on to analyse a good model.
+    assert live_server.upload(zoo.path("tiny_cnn"))["status"] == "ready"
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_redis_postgres_s3_with_separate_worker(tmp_path: Path, postgres_url: str, s3_endpoint: str,
+                                                s3_bucket: str, calibration_dir: Path, zoo) -> None:  # type: ignore[no-untyped-def]
+    from server.app import create_app
+    from store.db import upgrade
+
+    env = {
+        **FAST_PROFILE,
+        "EDGESCOPE_DATABASE_URL": postgres_url,
+        "EDGESCOPE_BROKER_URL": REDIS_URL,
+        "EDGESCOPE_QUEUE": f"edgescope-test-{secrets.token_hex(4)}",
+        "EDGESCOPE_BLOB_URL": f"s3://{s3_bucket}/blobs",
+        "EDGESCOPE_S3_ENDPOINT_URL": s3_endpoint,
+        "EDGESCOPE_DATA_DIR": str(tmp_path / "data"),
+        "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir),
+    }
+    settings = Settings.from_env(env=env)
+    upgrade(settings.database_url)
+    log = open(tmp_path / "worker.log", "wb")
+    worker = subprocess.Popen([sys.executable, "-m", "edgescope", "worker", "--loglevel", "WARNING"],
+                              env={**os.environ, **env}, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        client = create_app(settings).test_client()
+
+        def get(path: str) -> dict:
+            r = client.get(path)
+            assert r.status_code == 200, (path, r.get_data(as_text=True)[:300])
+            return r.get_json()
+
+        with open(zoo.path("tiny_cnn"), "rb") as f:
+            r = client.post("/api/models", data={"file": (f, "tiny.onnx")}, content_type="multipart/form-data")
+        assert r.status_code == 201
+        model_id = r.get_json()["id"]
+        deadline = time.monotonic() + 300
+        while (m := get(f"/api/models/{model_id}"))["status"] not in ("ready", "failed"):
+            assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, f"still {m['status']} {m['stage']}"
+            time.sleep(0.5)
+        _check_ready_results(get, m)
+        # The results really are in S3, not on local disk.
+        import boto3
+
+        keys = [o["Key"] for o in boto3.client("s3", endpoint_url=s3_endpoint)
+                .list_objects_v2(Bucket=s3_bucket, Prefix=f"blobs/models/{model_id}/")["Contents"]]
+        assert any(k.endswith("ops.json.gz") for k in keys) and any("/upload/" in k for k in keys)
+    finally:
+        worker.terminate()
+        worker.wait(30)
