@@ -102,6 +102,8 @@ class Graph:
     inputs: list[str]  # graph input value names (weights excluded)
     outputs: list[str]
     metadata: dict[str, str] = field(default_factory=dict)
+    # Compiled graphs: source node id -> why no task implements it ("constant-folded", "removed").
+    eliminated: dict[str, str] = field(default_factory=dict)
 
     # -- queries -----------------------------------------------------------------
     def node(self, node_id: str) -> Node:
@@ -134,6 +136,7 @@ class Graph:
             "inputs": self.inputs,
             "outputs": self.outputs,
             "metadata": self.metadata,
+            "eliminated": self.eliminated,
             "nodes": [_drop_empty(asdict(n)) for n in self.nodes],
             "values": [_drop_empty(asdict(v)) for v in self.values.values()],
         }
@@ -159,7 +162,8 @@ class Graph:
                 location=SourceLocation(**loc) if loc else None,
             ))
         return cls(name=data["name"], format=data["format"], nodes=nodes, values=values,
-                   inputs=data["inputs"], outputs=data["outputs"], metadata=data.get("metadata", {}))
+                   inputs=data["inputs"], outputs=data["outputs"], metadata=data.get("metadata", {}),
+                   eliminated=data.get("eliminated", {}))
 
 
 def _drop_empty(d: dict[str, JSON]) -> dict[str, JSON]:

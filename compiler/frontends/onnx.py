@@ -320,6 +320,22 @@ def _topological(nodes: list[Any], available: set[str]) -> list[int]:
     return order
 
 
+def _order_and_ids(g: Any) -> tuple[list[int], list[str]]:
+    nodes = list(g.node)
+    available = {i.name for i in g.input} | {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
+    order = _topological(nodes, available)
+    ids_sorted = assign_ids([nodes[i].name for i in order], [nodes[i].op_type for i in order])
+    file_ids = [""] * len(nodes)
+    for i, nid in zip(order, ids_sorted):
+        file_ids[i] = nid
+    return order, file_ids
+
+
+def node_ids(model: Any) -> list[str]:
+    """Graph ids of `model.graph.node`, in file order (what `load` would assign)."""
+    return _order_and_ids(model.graph)[1]
+
+
 def _to_graph(model: Any, fallback_name: str) -> Graph:
     g = model.graph
     values: dict[str, Value] = {}
@@ -335,10 +351,9 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
         values[st.values.name] = _tensor_value(st.values, st.values.name)
         init_names.add(st.values.name)
 
-    proto_nodes = list(g.node)
-    order = _topological(proto_nodes, {i.name for i in g.input} | init_names)
-    proto_nodes = [proto_nodes[i] for i in order]
-    ids = assign_ids([n.name for n in proto_nodes], [n.op_type for n in proto_nodes])
+    order, file_ids = _order_and_ids(g)
+    proto_nodes = [g.node[i] for i in order]
+    ids = [file_ids[i] for i in order]
 
     nodes: list[Node] = []
     for nid, pn in zip(ids, proto_nodes):

@@ -1,0 +1,275 @@
+"""ONNX Runtime CPU backend, target `ort-cpu/host`: compile (ORT's graph optimizer) and profile.
+
+Compile: a sandboxed child opens the model with `graph_optimization_level` (default ALL:
+constant folding, Conv/BN/activation fusions, MatMul+Add -> Gemm, LayerNorm/GELU/SkipLayerNorm
+fusions, NCHWc layout with ReorderInput/ReorderOutput) and `optimized_model_filepath`, which
+writes the graph ORT will execute. The parent renames nodes without a unique name to their
+Graph id (so profiler events, which carry node names, key straight into the compiled Graph),
+loads it through the ONNX frontend and rebuilds provenance with `provenance.map_provenance`:
+ORT keeps value names through most fusions, names fused nodes after a source node or value
+(`/x/MatMul/MatMulAddFusion`, `<value>_nchwc`), and the rest is matched structurally between
+the values both graphs share. Source nodes with no task are listed in `Graph.eliminated`.
+
+Profile: a sandboxed child opens the *compiled* file with optimizations off (it is already
+optimized; re-optimizing could rename nodes), sequential execution, `threads` intra-op threads
+and 1 inter-op thread. Latency: `warmup` runs, then `runs` timed `session.run` calls without the
+profiler (median, p90). Per task: a second session with `enable_profiling`, `warmup` + `runs`
+runs; node events (`cat == "Node"`, name `<node>_kernel_time`, `dur` in µs) of the last `runs`
+`model_run` spans give median and p25/p75 per node. Peak memory: the kernel's resident-set
+high-water mark (VmHWM) is reset after imports (`/proc/self/clear_refs` = 5) and read after the
+timed runs of the first session; minus the RSS at reset, this is the memory that loading and
+running the model added (weights, arena, activations). Without clear_refs, ru_maxrss is used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.backends.provenance import map_provenance
+from compiler.errors import ModelRunError
+from compiler.frontends import onnx as onnx_frontend
+from compiler.graph import Graph
+from compiler.profile import Profile, TaskTiming
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+
+TARGET = "ort-cpu/host"
+OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
+NAME_SUFFIXES = ("_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
+
+
+@dataclass(slots=True)
+class ProfileSettings:
+    warmup: int = 5
+    runs: int = 30
+    threads: int = 1  # intra-op threads; inter-op is always 1 (sequential execution)
+    timeout_s: float = 600.0
+    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    input_values: dict[str, int | float | bool] = field(default_factory=dict)
+
+
+# -- compile -------------------------------------------------------------------------------------
+
+def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], source: Graph,
+            opt_level: str = "all", timeout_s: float = 300.0,
+            memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Graph:
+    """Optimize with ORT, save the executed graph to `out_path`, return it with provenance."""
+    if opt_level not in OPT_LEVELS:
+        raise ValueError(f"opt_level must be one of {OPT_LEVELS}")
+    out_path = Path(out_path)
+    src = Path(src_model_path)
+    named = out_path.with_name(out_path.name + ".src.onnx")
+    if any(not n.name or n.name != n.id for n in source.nodes) and _name_nodes(src, named):
+        src = named  # ORT sees the source with names = ids, so its fused names point at ids
+    payload = {"src": os.fspath(src), "out": os.fspath(out_path), "opt_level": opt_level}
+    try:
+        info = run("compiler.backends.ort:_compile_child", payload,
+                   Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
+    finally:
+        named.unlink(missing_ok=True)
+    _name_nodes(out_path)
+    compiled = onnx_frontend.load(out_path)
+    map_provenance(source, compiled, NAME_SUFFIXES)
+    covered = {s for n in compiled.nodes for s in n.source_nodes}
+    compiled.metadata.update({
+        "target": TARGET, "runtime": f"onnxruntime {info['version']}", "opt_level": opt_level,
+        "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(covered)),
+        "source_nodes_eliminated": str(len(compiled.eliminated)),
+    })
+    return compiled
+
+
+def _session_options(ort: Any, opt_level: str, threads: int = 1) -> Any:
+    so = ort.SessionOptions()
+    so.graph_optimization_level = {
+        "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "layout": getattr(ort.GraphOptimizationLevel, "ORT_ENABLE_LAYOUT", ort.GraphOptimizationLevel.ORT_ENABLE_ALL),
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[opt_level]
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3  # errors only; the NCHWc "hardware specific" warning is expected
+    return so
+
+
+def _open(ort: Any, path: str, so: Any) -> Any:
+    try:
+        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise ModelRunError(f"ONNX Runtime cannot load the model: {_clean(str(e))}") from None
+
+
+def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import onnxruntime as ort
+
+    so = _session_options(ort, payload["opt_level"])
+    so.optimized_model_filepath = payload["out"]
+    _open(ort, payload["src"], so)
+    return {"version": ort.__version__}
+
+
+def _name_nodes(path: Path, out: Path | None = None) -> bool:
+    """Give every node its Graph id as name (writing to `out`, default in place) when some name is
+    empty or repeated: ORT rejects repeated names, and profiler events carry names, so names
+    equal to ids key straight into the Graph. Returns whether anything was renamed."""
+    import onnx
+
+    model = onnx.load(os.fspath(path), load_external_data=False)
+    nodes = model.graph.node
+    ids = onnx_frontend.node_ids(model)
+    if all(n.name == i for n, i in zip(nodes, ids)):
+        return False
+    for n, i in zip(nodes, ids):
+        n.name = i
+    onnx.save(model, os.fspath(out or path))
+    return True
+
+
+# -- profile -------------------------------------------------------------------------------------
+
+def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
+    """Measure the compiled model (the `out_path` of `compile`) in a sandboxed child."""
+    if settings.runs < 1 or settings.warmup < 0 or settings.threads < 1:
+        raise ValueError("runs and threads must be >= 1, warmup >= 0")
+    payload = {"model": os.fspath(model_path), "settings": asdict(settings)}
+    data = run("compiler.backends.ort:_profile_child", payload,
+               Limits(settings.timeout_s, settings.memory_limit_bytes, what="profiling"))
+    return Profile.from_json(data)
+
+
+def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import tempfile
+
+    import numpy as np
+    import onnxruntime as ort
+
+    from compiler.inputs import generate_inputs, resolve_shapes
+
+    s = ProfileSettings(**payload["settings"])
+    path = payload["model"]
+    graph = onnx_frontend.load(path)
+    shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
+    feeds = generate_inputs(graph, s.input_shapes, s.input_values)
+
+    base_rss = _reset_peak()
+    sess = _open(ort, path, _session_options(ort, "disable", s.threads))
+    for _ in range(s.warmup):
+        _run(sess, feeds, graph.inputs)
+    times = []
+    for _ in range(s.runs):
+        t0 = time.perf_counter()
+        _run(sess, feeds, graph.inputs)
+        times.append((time.perf_counter() - t0) * 1e3)
+    peak = max(0, _peak_rss() - base_rss)
+    del sess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        so = _session_options(ort, "disable", s.threads)
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tmp, "ort_profile")
+        psess = _open(ort, path, so)
+        for _ in range(s.warmup + s.runs):
+            _run(psess, feeds, graph.inputs)
+        trace = json.loads(Path(psess.end_profiling()).read_text())
+    tasks = task_timings(trace, s.runs)
+
+    times.sort()
+    return Profile(
+        target=TARGET, runtime=f"onnxruntime {ort.__version__} CPUExecutionProvider", device=cpu_name(),
+        threads=s.threads, runs=s.runs, warmup=s.warmup, latency_ms=statistics.median(times),
+        latency_p90_ms=float(np.percentile(times, 90)), peak_memory_bytes=peak,
+        input_shapes=shapes, tasks=tasks,
+    ).to_json()
+
+
+def task_timings(trace: list[dict[str, Any]], runs: int) -> dict[str, TaskTiming]:
+    """Per node name: median and quartiles (ms) of kernel time over the last `runs` model runs."""
+    import numpy as np
+
+    spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run")
+    spans = spans[-runs:]
+    start = spans[0][0] if spans else 0
+    per_node: dict[str, list[float]] = {}
+    for e in trace:
+        name = e.get("name", "")
+        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < start:
+            continue
+        per_node.setdefault(name[: -len("_kernel_time")], []).append(e["dur"] / 1e3)
+    out = {}
+    for node, durs in per_node.items():
+        p25, p50, p75 = np.percentile(durs, [25, 50, 75])
+        out[node] = TaskTiming(median_ms=float(p50), p25_ms=float(p25), p75_ms=float(p75), runs=len(durs))
+    return out
+
+
+def _run(sess: Any, feeds: dict[str, Any], inputs: list[str]) -> None:
+    try:
+        sess.run(None, feeds)
+    except Exception as e:
+        raise explain_run_error(str(e), inputs) from None
+
+
+def explain_run_error(message: str, inputs: list[str]) -> ModelRunError:
+    """ORT's run error, plus which input to set when ORT names one (shape/value mismatch)."""
+    msg = _clean(message)
+    named = [i for i in inputs if re.search(rf"\b{re.escape(i)}\b", msg)]
+    if named:
+        return ModelRunError(
+            f"ONNX Runtime could not run the model with the generated inputs ({msg}); set input "
+            f"'{named[0]}' explicitly: its shape (e.g. {named[0]}=1x3x224x224) or its value (e.g. {named[0]}=16000)")
+    return ModelRunError(f"ONNX Runtime could not run the model: {msg}")
+
+
+def _clean(message: str) -> str:
+    # ORT prefixes "[ONNXRuntimeError] : 1 : FAIL : "; users need the reason.
+    return re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", message.strip())[:800]
+
+
+def _reset_peak() -> int:
+    """Reset VmHWM if the kernel lets us; return the current RSS in bytes."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+    return _status_kb("VmRSS") * 1024
+
+
+def _peak_rss() -> int:
+    hwm = _status_kb("VmHWM")
+    if hwm:
+        return hwm * 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _status_kb(key: str) -> int:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -1,0 +1,252 @@
+"""Which source nodes each compiled task implements, rebuilt from two graphs alone.
+
+Runtimes rarely record provenance, so we infer it. Vocabulary: a *head* is a source node whose
+result a compiled node produces; a *helper* is a layout/reshape node the backend inserted
+(ORT's ReorderInput/ReorderOutput, the Reshapes around a fused Gemm); a *principal* is any
+other compiled node.
+
+1. Heads by value name: backends keep the graph's value names for most fusions (FusedConv writes
+   the Relu's output). A helper's named output credits the principal feeding it.
+2. Heads by node name: fused nodes are often named after a source node or value
+   (`/x/MatMul/MatMulAddFusion`, `<value>_nchwc`); the caller passes the suffixes to strip.
+3. Groups, principals in execution order: from its heads walk *back* through source values the
+   compiled graph no longer has, stopping at the principal's own inputs (translated to source
+   values), constants and nodes already owned; then walk *forward* over nodes that read only the
+   group's results and the principal's inputs (an Add fused into a Conv as its `Sum`). A renamed
+   output of the principal then corresponds to the group's last result, so later principals
+   can translate their inputs.
+4. Helpers take the principal they serve: the one feeding them, else the one they feed.
+5. Left-over source nodes are constant-folded (constants, shape arithmetic on static shapes,
+   results the compiled graph holds as initializers), removed no-ops, or absorbed by the task
+   owning their consumer. Every source node ends up in a task or in `Graph.eliminated`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from compiler.graph import Graph, Node
+
+HELPER_OPS = frozenset({"ReorderInput", "ReorderOutput", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
+                        "Flatten", "Identity", "Cast"})
+NO_OPS = frozenset({"Identity", "Dropout"})
+
+
+def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] = (),
+                   helper_ops: Collection[str] = HELPER_OPS) -> None:
+    """Fill `source_nodes` of every compiled node and `compiled.eliminated`, in place."""
+    s_nodes = {n.id: n for n in source.nodes}
+    s_index = {n.id: i for i, n in enumerate(source.nodes)}
+    s_prod = source.producers()
+    s_names: dict[str, str] = {}
+    for n in source.nodes:
+        if n.name:
+            s_names.setdefault(n.name, n.id)
+    s_consumers: dict[str, list[str]] = {}
+    for n in source.nodes:
+        for v in n.inputs:
+            s_consumers.setdefault(v, []).append(n.id)
+    s_values = set(s_prod) | set(source.inputs)
+
+    c_prod = compiled.producers()
+    c_consumers: dict[str, list[str]] = {}
+    for n in compiled.nodes:
+        for v in n.inputs:
+            c_consumers.setdefault(v, []).append(n.id)
+    c_weights = {k for k, v in compiled.values.items() if v.weight is not None}
+    c_nodes = {n.id: n for n in compiled.nodes}
+
+    const = _constant_values(source)
+    const_nodes = {n.id for n in source.nodes if n.outputs and all(o in const for o in n.outputs)}
+    folded = {v for v in c_weights if v in s_prod}  # results ORT turned into initializers
+    boundary = {v for v in s_values if v in c_prod or v in compiled.inputs}
+
+    def is_helper(c: Node) -> bool:
+        if c.op_type not in helper_ops or c.name in s_names:
+            return False
+        acts = [v for v in c.inputs + c.outputs if v and v not in c_weights]
+        return any(v not in s_values for v in acts)
+
+    helpers = {c.id for c in compiled.nodes if is_helper(c)}
+
+    def principal_upstream(c: Node) -> str | None:
+        seen = set()
+        while c.id in helpers and c.id not in seen:
+            seen.add(c.id)
+            acts = [v for v in c.inputs if v and v not in c_weights and v in c_prod]
+            if not acts:
+                return None
+            c = c_nodes[c_prod[acts[0]]]
+        return None if c.id in helpers else c.id
+
+    # -- 1 and 2: heads ---------------------------------------------------------------------
+    owner: dict[str, str] = {}
+    heads: dict[str, list[str]] = {c.id: [] for c in compiled.nodes}
+    hint_head: dict[str, str] = {}
+
+    def claim(c_id: str, s_id: str) -> None:
+        if s_id not in owner:
+            owner[s_id] = c_id
+            heads[c_id].append(s_id)
+
+    for c in compiled.nodes:
+        for o in c.outputs:
+            if o in s_prod and o not in const:
+                target = c.id if c.id not in helpers else principal_upstream(c)
+                if target:
+                    claim(target, s_prod[o])
+    for c in compiled.nodes:
+        if c.id in helpers:
+            continue
+        s_id = _hint(c.name, name_suffixes, s_names, s_prod)
+        if s_id and s_id not in const_nodes:
+            hint_head[c.id] = s_id
+            claim(c.id, s_id)
+
+    # -- 3: groups in execution order ---------------------------------------------------------
+    corr: dict[str, str] = {}  # compiled value name -> source value name
+
+    def to_source(v: str) -> str:
+        return v if v in s_values else corr.get(v, "")
+
+    groups: dict[str, list[str]] = {c.id: list(heads[c.id]) for c in compiled.nodes}
+    for c in compiled.nodes:
+        acts_in = [v for v in c.inputs if v and v not in c_weights]
+        if c.id in helpers:
+            if acts_in:
+                for o in c.outputs:
+                    if o not in s_values and to_source(acts_in[0]):
+                        corr[o] = to_source(acts_in[0])
+            continue
+        group = groups[c.id]
+        if not group:
+            continue
+        inputs_src = {to_source(v) for v in acts_in} - {""}
+        stops = boundary | inputs_src | const | folded | set(corr.values())
+        stack = list(group)
+        while stack:  # backward
+            for u in s_nodes[stack.pop()].inputs:
+                if not u or u in stops or u not in s_prod:
+                    continue
+                p = s_prod[u]
+                if p in owner:
+                    continue
+                owner[p] = c.id
+                group.append(p)
+                stack.append(p)
+        changed = True
+        while changed:  # forward: ops fused onto the result (Conv + Add as Sum)
+            changed = False
+            outs = {o for g in group for o in s_nodes[g].outputs}
+            for v in list(outs):
+                for n_id in s_consumers.get(v, []):
+                    n = s_nodes[n_id]
+                    if n_id in owner or any(o in boundary for o in n.outputs if o not in outs):
+                        continue
+                    live = [u for u in n.inputs if u and u not in const]
+                    if live and all(u in outs or u in inputs_src for u in live) and any(u in inputs_src for u in live):
+                        owner[n_id] = c.id
+                        group.append(n_id)
+                        changed = True
+        group.sort(key=s_index.__getitem__)
+        renamed = [o for o in c.outputs if o and o not in s_values]
+        if renamed:
+            corr[renamed[0]] = s_nodes[group[-1]].outputs[0]
+
+    # -- 4: helpers ---------------------------------------------------------------------------
+    for h in helpers:
+        c = c_nodes[h]
+        downstream = next((d for o in c.outputs for d in c_consumers.get(o, []) if d not in helpers), None)
+        upstream = principal_upstream(c)
+        # A helper writing a source value finishes its producer's work (ReorderOutput); one
+        # writing a new value prepares its consumer's input (ReorderInput, Gemm's input Reshape).
+        writes_source = any(o in s_values for o in c.outputs)
+        order = (upstream, downstream) if writes_source else (downstream, upstream)
+        served = next((p for p in order if p and groups.get(p)), None)
+        if served and groups.get(served):
+            groups[h] = _primary(c_nodes[served], groups[served], hint_head.get(served), s_nodes)
+
+    # -- 5: left-overs ------------------------------------------------------------------------
+    eliminated: dict[str, str] = {}
+    for n in reversed(source.nodes):  # consumers first, so folding spreads upstream
+        if n.id in owner:
+            continue
+        outs = [o for o in n.outputs if o]
+        users = [u for o in outs for u in s_consumers.get(o, [])]
+        if all(o in const or o in folded for o in outs) or (users and all(u in eliminated and eliminated[u] == "constant-folded" for u in users)):
+            eliminated[n.id] = "constant-folded"
+        elif not users and not any(o in source.outputs for o in outs):
+            eliminated[n.id] = "removed (result unused)"
+        elif n.op_type in NO_OPS:
+            eliminated[n.id] = "removed (no-op)"
+    for n in source.nodes:  # absorbed: the task owning a neighbour implements it
+        if n.id in owner or n.id in eliminated:
+            continue
+        near = [owner.get(u) for o in n.outputs for u in s_consumers.get(o, [])]
+        near += [owner.get(s_prod.get(u, "")) for u in n.inputs]
+        target = next((t for t in near if t), None)
+        if target:
+            owner[n.id] = target
+            groups[target].append(n.id)
+            groups[target].sort(key=s_index.__getitem__)
+        else:
+            eliminated[n.id] = "removed"
+
+    for c in compiled.nodes:
+        c.source_nodes = list(dict.fromkeys(groups.get(c.id, [])))
+        ns = _common_namespace([s_nodes[s].namespace for s in c.source_nodes])
+        if c.source_nodes:
+            c.namespace = ns
+    compiled.eliminated = eliminated
+
+
+def _constant_values(source: Graph) -> set[str]:
+    """Values a runtime can compute once at load: weights, Constant results, anything computed
+    only from those, and Shape/Size of statically shaped tensors."""
+    const = {k for k, v in source.values.items() if v.weight is not None}
+    for n in source.nodes:
+        live = [u for u in n.inputs if u]
+        if n.op_type in ("Shape", "Size") and live and source.values.get(live[0]) is not None \
+                and source.values[live[0]].is_static:
+            const.update(n.outputs)
+        elif live and all(u in const for u in live):
+            const.update(n.outputs)
+        elif not live and n.op_type == "Constant":
+            const.update(n.outputs)
+    return const
+
+
+def _hint(name: str, suffixes: Sequence[str], s_names: dict[str, str], s_prod: dict[str, str]) -> str | None:
+    """Source node id named by a compiled node's name, or None."""
+    if not name:
+        return None
+    candidates = [name] + [name[: -len(s)] for s in suffixes if s and name.endswith(s)]
+    parts = name.rstrip("/").split("/")
+    candidates += ["/".join(parts[:k]) for k in range(len(parts) - 1, 1, -1)]
+    for cand in candidates:
+        if cand in s_names:
+            return s_names[cand]
+        if cand in s_prod:
+            return s_prod[cand]
+    return None
+
+
+def _primary(principal: Node, group: list[str], hint: str | None, s_nodes: dict[str, Node]) -> list[str]:
+    """The source nodes a helper is credited with: those of the principal's own kind (the Conv of
+    an NCHWc Conv), else its named head, else its whole group."""
+    same = [s for s in group if s_nodes[s].op_type == principal.op_type]
+    if same:
+        return same
+    return [hint] if hint else list(group)
+
+
+def _common_namespace(namespaces: list[str]) -> str:
+    if not namespaces:
+        return ""
+    split = [ns.split("/") if ns else [] for ns in namespaces]
+    common = []
+    for parts in zip(*split):
+        if len(set(parts)) != 1:
+            break
+        common.append(parts[0])
+    return "/".join(common)

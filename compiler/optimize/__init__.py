@@ -1,0 +1,1 @@
+"""Export of optimized models: the options of simulator/ written into real model files."""

@@ -1,0 +1,280 @@
+"""Write the optimized ONNX model for a model-wide option plus per-op overrides.
+
+Uses ONNX Runtime's own tools so the file is what a user would ship: `quantize_static` (QDQ, per-node
+via nodes_to_quantize, calibrated on generated inputs), `quantize_dynamic`, `MatMulNBitsQuantizer`
+(4-bit), onnxruntime.transformers' float16 converter (per-node block list). Pruning zeroes the
+smallest-magnitude weights; palettization stores packed k-means indices + a table, with a small
+decode subgraph ORT constant-folds at load (so the file shrinks and run time is fp32's).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.optimize.choices import Choice, node_choices
+from simulator.formats import lut_bits
+from simulator.options import OptionError
+
+WEIGHTED_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+FLOAT_FORMAT = "fp32"  # ORT CPU's float
+
+
+@dataclass
+class ExportResult:
+    path: Path
+    size_bytes: int
+    choices: dict[str, str]  # node name -> combo name applied
+    notes: list[str] = field(default_factory=list)
+
+
+def kernel_input(node: onnx.NodeProto, inits: Mapping[str, onnx.TensorProto]) -> str | None:
+    """Name of the weight initializer an option acts on, or None."""
+    if node.op_type in WEIGHTED_OPS and len(node.input) > 1 and node.input[1] in inits:
+        t = inits[node.input[1]]
+        if len(t.dims) >= 2 and t.data_type in (TensorProto.FLOAT, TensorProto.FLOAT16):
+            return node.input[1]
+    return None
+
+
+def preprocess(src: str | os.PathLike[str], out: str | os.PathLike[str]) -> onnx.ModelProto:
+    """ORT basic optimizations (constant folding, BatchNorm into Conv, Identity removal): the weights
+    the runtime really has, and what the quantizers expect."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = os.fspath(out)
+    so.intra_op_num_threads = 1
+    ort.InferenceSession(os.fspath(src), so, providers=["CPUExecutionProvider"])
+    return onnx.load(os.fspath(out))
+
+
+def prune(w: np.ndarray, sparsity: int) -> np.ndarray:
+    """Zero the `sparsity`% smallest-magnitude values of w (ties broken by order)."""
+    if sparsity <= 0:
+        return w
+    flat = w.reshape(-1).copy()
+    k = int(round(flat.size * sparsity / 100))
+    if k:
+        flat[np.argsort(np.abs(flat), kind="stable")[:k]] = 0
+    return flat.reshape(w.shape)
+
+
+def kmeans_1d(w: np.ndarray, bits: int, iters: int = 12) -> tuple[np.ndarray, np.ndarray]:
+    """(table[2^bits] float32, indices uint8) by Lloyd's algorithm on the values, seeded at quantiles."""
+    x = w.reshape(-1).astype(np.float64)
+    k = 2 ** bits
+    table = np.quantile(x, (np.arange(k) + 0.5) / k)
+    for _ in range(iters):
+        # Sorted table + midpoints = nearest-centroid assignment in O(n log k).
+        table = np.sort(table)
+        idx = np.searchsorted((table[1:] + table[:-1]) / 2, x)
+        sums = np.bincount(idx, weights=x, minlength=k)
+        counts = np.bincount(idx, minlength=k)
+        table = np.where(counts > 0, sums / np.maximum(counts, 1), table)
+    table = np.sort(table)
+    idx = np.searchsorted((table[1:] + table[:-1]) / 2, x)
+    return table.astype(np.float32), idx.astype(np.uint8)
+
+
+def _pack(idx: np.ndarray, bits: int) -> np.ndarray:
+    """Pack `8 // bits` indices per byte (low bits first); 6- and 8-bit indices take a byte each."""
+    if bits >= 6:
+        return idx.astype(np.uint8)
+    per = 8 // bits
+    pad = (-idx.size) % per
+    v = np.concatenate([idx, np.zeros(pad, np.uint8)]).reshape(-1, per).astype(np.uint16)
+    shifts = (np.arange(per) * bits).astype(np.uint16)
+    return (v << shifts).sum(axis=1).astype(np.uint8)
+
+
+def _palettize_nodes(name: str, w: np.ndarray, bits: int) -> tuple[list[onnx.NodeProto], list[onnx.TensorProto]]:
+    """Initializers + decode nodes that rebuild `name` (float32, w.shape) from packed indices."""
+    table, idx = kmeans_1d(w, bits)
+    packed = _pack(idx, bits)
+    p = f"{name}__lut{bits}"
+    inits = [numpy_helper.from_array(table, f"{p}_table"), numpy_helper.from_array(packed, f"{p}_idx"),
+             numpy_helper.from_array(np.array(w.shape, np.int64), f"{p}_shape")]
+    nodes: list[onnx.NodeProto] = []
+    cur = f"{p}_idx"
+    if bits < 6:
+        per = 8 // bits
+        inits += [numpy_helper.from_array((np.arange(per) * bits).astype(np.uint8), f"{p}_shifts"),
+                  numpy_helper.from_array(np.array([2 ** bits - 1], np.uint8), f"{p}_mask"),
+                  numpy_helper.from_array(np.array([1], np.int64), f"{p}_axis"),
+                  numpy_helper.from_array(np.array([0], np.int64), f"{p}_zero"),
+                  numpy_helper.from_array(np.array([w.size], np.int64), f"{p}_n"),
+                  numpy_helper.from_array(np.array([-1], np.int64), f"{p}_flat")]
+        nodes += [
+            helper.make_node("Unsqueeze", [cur, f"{p}_axis"], [f"{p}_u"], name=f"{p}/Unsqueeze"),
+            helper.make_node("BitShift", [f"{p}_u", f"{p}_shifts"], [f"{p}_s"], direction="RIGHT", name=f"{p}/Shift"),
+            helper.make_node("BitwiseAnd", [f"{p}_s", f"{p}_mask"], [f"{p}_m"], name=f"{p}/And"),
+            helper.make_node("Reshape", [f"{p}_m", f"{p}_flat"], [f"{p}_r"], name=f"{p}/Flat"),
+            helper.make_node("Slice", [f"{p}_r", f"{p}_zero", f"{p}_n"], [f"{p}_sl"], name=f"{p}/Slice"),
+        ]
+        cur = f"{p}_sl"
+    nodes += [
+        helper.make_node("Cast", [cur], [f"{p}_i64"], to=TensorProto.INT64, name=f"{p}/Cast"),
+        helper.make_node("Gather", [f"{p}_table", f"{p}_i64"], [f"{p}_g"], axis=0, name=f"{p}/Gather"),
+        helper.make_node("Reshape", [f"{p}_g", f"{p}_shape"], [name], name=f"{p}/Reshape"),
+    ]
+    return nodes, inits
+
+
+class _RandomReader:
+    """Calibration data for quantize_static: `samples` random batches shaped like the inputs."""
+
+    def __init__(self, model: onnx.ModelProto, samples: int = 8, shapes: Mapping[str, list[int]] | None = None):
+        rng = np.random.default_rng(0)
+        inits = {t.name for t in model.graph.initializer}
+        feeds = []
+        for _ in range(samples):
+            feed = {}
+            for i in model.graph.input:
+                if i.name in inits:
+                    continue
+                shape = list((shapes or {}).get(i.name) or [d.dim_value if d.dim_value > 0 else 1
+                                                             for d in i.type.tensor_type.shape.dim])
+                et = i.type.tensor_type.elem_type
+                if et in (TensorProto.INT64, TensorProto.INT32):
+                    dt = np.int64 if et == TensorProto.INT64 else np.int32
+                    feed[i.name] = rng.integers(0, 2, size=shape).astype(dt)
+                else:
+                    feed[i.name] = rng.standard_normal(shape).astype(np.float32)
+            feeds.append(feed)
+        self._it = iter(feeds)
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._it, None)
+
+    def rewind(self) -> None:  # pragma: no cover - API of CalibrationDataReader
+        pass
+
+
+def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], model_wide: str,
+                overrides: Mapping[str, str] | None = None,
+                input_shapes: Mapping[str, list[int]] | None = None) -> ExportResult:
+    """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by node name (after ORT's basic
+    optimizations, which keep the names of the nodes they keep)."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                          quantize_static)
+
+    out_path = Path(out_path)
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        model = preprocess(model_path, tmp / "pre.onnx")
+        inits = {t.name: t for t in model.graph.initializer}
+        has_k = [(n.name, kernel_input(n, inits) is not None) for n in model.graph.node]
+        if len({n for n, _ in has_k}) != len(has_k):
+            raise OptionError("the model has nodes without unique names; per-op options need unique names")
+        ch = node_choices(has_k, model_wide, overrides or {}, FLOAT_FORMAT)
+        by_name = {n.name: n for n in model.graph.node}
+
+        # 1. Weights: pruning and palettization, once per initializer.
+        done: set[str] = set()
+        decode_nodes: list[onnx.NodeProto] = []
+        new_inits: dict[str, onnx.TensorProto] = {}
+        lut_nodes: set[str] = set()
+        for name, c in ch.items():
+            w_name = kernel_input(by_name[name], inits)
+            if w_name is None or w_name in done:
+                continue
+            done.add(w_name)
+            w = numpy_helper.to_array(inits[w_name]).astype(np.float32)
+            w = prune(w, c.combo.sparsity)
+            bits = lut_bits(c.combo.kernel)
+            if bits:
+                if c.combo.input == "int8":
+                    raise OptionError(f"{c.combo.name} on {name}: ONNX Runtime cannot combine palettized weights "
+                                      f"with int8 activations; use int8 weights or float activations")
+                nodes, extra = _palettize_nodes(w_name, w, bits)
+                decode_nodes += nodes
+                for t in extra:
+                    new_inits[t.name] = t
+                new_inits[w_name] = None  # type: ignore[assignment]
+                lut_nodes.add(name)
+            elif c.combo.sparsity:
+                new_inits[w_name] = numpy_helper.from_array(w, w_name)
+        if new_inits:
+            keep = [t for t in model.graph.initializer if t.name not in new_inits]
+            del model.graph.initializer[:]
+            model.graph.initializer.extend(keep + [t for t in new_inits.values() if t is not None])
+            nodes = decode_nodes + list(model.graph.node)
+            del model.graph.node[:]
+            model.graph.node.extend(nodes)
+            if decode_nodes:
+                _ensure_opset(model, 18)  # BitwiseAnd
+        current = tmp / "w.onnx"
+        onnx.save(model, os.fspath(current))
+
+        # 2. fp16 (per node via the converter's block list).
+        fp16 = [n for n, c in ch.items() if c.combo.input == "fp16" or c.combo.kernel == "fp16"]
+        if fp16:
+            from onnxruntime.transformers.float16 import convert_float_to_float16
+
+            m = onnx.load(os.fspath(current))
+            block = [n.name for n in m.graph.node if n.name not in set(fp16)]
+            m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
+            current = tmp / "fp16.onnx"
+            onnx.save(m, os.fspath(current))
+
+        # 3. Static int8 (QDQ), calibrated on generated inputs.
+        static = [n for n, c in ch.items() if "int8" in (c.combo.input, c.combo.output)]
+        if static:
+            m = onnx.load(os.fspath(current))
+            reader = _RandomReader(m, shapes=input_shapes)
+
+            class Reader(CalibrationDataReader):
+                def get_next(self):  # type: ignore[no-untyped-def]
+                    return reader.get_next()
+
+            nxt = tmp / "qdq.onnx"
+            quantize_static(os.fspath(current), os.fspath(nxt), Reader(), quant_format=QuantFormat.QDQ,
+                            per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                            nodes_to_quantize=static)
+            current = nxt
+
+        # 4. Dynamic int8 (float activations, int8 weights).
+        dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8"]
+        if dynamic:
+            nxt = tmp / "dyn.onnx"
+            quantize_dynamic(os.fspath(current), os.fspath(nxt), nodes_to_quantize=dynamic,
+                             weight_type=QuantType.QUInt8)
+            current = nxt
+
+        # 5. 4-bit weights: MatMulNBits for MatMul with constant weights; others stay float.
+        int4 = [n for n, c in ch.items() if c.combo.kernel == "int4"]
+        if int4:
+            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+            matmuls = [n for n in int4 if by_name[n].op_type == "MatMul"]
+            skipped = sorted(set(int4) - set(matmuls))
+            if skipped:
+                notes.append(f"int4 applies to MatMul only on ORT; kept float: {', '.join(skipped[:5])}"
+                             + (" ..." if len(skipped) > 5 else ""))
+            if matmuls:
+                q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
+                                         nodes_to_include=matmuls)
+                q.process()
+                nxt = tmp / "int4.onnx"
+                q.model.save_model_to_file(os.fspath(nxt))
+                current = nxt
+        m = onnx.load(os.fspath(current))
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        onnx.save(m, os.fspath(out_path))
+    return ExportResult(out_path, out_path.stat().st_size, {n: c.combo.name for n, c in ch.items()}, notes)
+
+
+def _ensure_opset(model: onnx.ModelProto, version: int) -> None:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version < version:
+            o.version = version

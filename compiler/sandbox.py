@@ -1,0 +1,121 @@
+"""Run untrusted-model work in a child process, so a crash never takes the caller down.
+
+`run(target, payload)` starts `python -m compiler.sandbox_child <target> <in.json> <out.json>` with
+`subprocess` (Celery prefork workers are daemonic and may not fork multiprocessing children).
+Limits: RLIMIT_AS (address space; ORT + numpy map ~1 GB before any model, so keep caps above
+that), RLIMIT_CPU (timeout + margin) and a wall-clock timeout that kills the child's process
+group. The child gets a minimal environment: no credentials from the worker leak into code that
+parses untrusted files. Results come back as JSON files; any failure becomes a `SandboxError`
+(crash, memory, time) or the child's own user-facing error (`ModelRunError`, `InputSpecError`,
+`ModelFormatError`), re-raised here with the child's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import InputSpecError, ModelRunError, SandboxError
+from compiler.graph import ModelFormatError
+
+DEFAULT_MEMORY_LIMIT = 8 * 1024**3
+_ROOT = str(Path(__file__).resolve().parent.parent)  # directory holding the `compiler` package
+_PASSED_ERRORS: dict[str, type[Exception]] = {
+    "ModelRunError": ModelRunError, "InputSpecError": InputSpecError, "ModelFormatError": ModelFormatError,
+}
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    timeout_s: float = 600.0
+    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
+    what: str = "the model run"  # for messages: "profiling", "compiling for ort-cpu/host"
+
+
+def _child_env() -> dict[str, str]:
+    env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
+    env["PYTHONPATH"] = _ROOT
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def _limit(memory: int | None, cpu_s: int) -> Any:
+    def apply() -> None:  # runs in the child between fork and exec
+        if memory:
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core dumps of user models on disk
+    return apply
+
+
+def run(target: str, payload: dict[str, Any], limits: Limits = Limits()) -> Any:
+    """Call `target` ("package.module:function", taking the payload dict, returning JSON-able data)
+    in a child process and return its result."""
+    with tempfile.TemporaryDirectory(prefix="edgescope-sandbox-") as tmp:
+        inp, out = Path(tmp, "in.json"), Path(tmp, "out.json")
+        inp.write_text(json.dumps(payload))
+        # CPU seconds across all threads; generous so the wall clock is the limit users see.
+        cpu = int(limits.timeout_s * max(1, os.cpu_count() or 1)) + 10
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "compiler.sandbox_child", target, str(inp), str(out)],
+            cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, start_new_session=True,
+            preexec_fn=_limit(limits.memory_limit_bytes, cpu),
+        )
+        try:
+            _, err = proc.communicate(timeout=limits.timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise SandboxError(f"{limits.what} exceeded the {limits.timeout_s:g} s limit") from None
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        result = _read(out)
+        if result is not None and result.get("ok"):
+            return result["result"]
+        if result is not None:
+            kind, message = result.get("error_type", ""), result.get("message", "")
+            if kind in _PASSED_ERRORS:
+                raise _PASSED_ERRORS[kind](message)
+            if kind == "MemoryError" or "bad_alloc" in message or "bad allocation" in message:
+                raise SandboxError(_oom(limits))
+            raise SandboxError(f"{limits.what} failed: {kind}: {message}")
+        raise SandboxError(_died(proc.returncode, err.decode("utf-8", "replace"), limits))
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _oom(limits: Limits) -> str:
+    cap = f" ({limits.memory_limit_bytes / 2**30:.1f} GiB cap)" if limits.memory_limit_bytes else ""
+    return f"{limits.what} ran out of memory{cap}"
+
+
+def _died(code: int, stderr: str, limits: Limits) -> str:
+    if code < 0:
+        sig = -code
+        if sig == signal.SIGXCPU or (sig == signal.SIGKILL and "MemoryError" not in stderr):
+            # SIGKILL without our timeout: the CPU hard limit or the kernel's OOM killer.
+            return f"{limits.what} was killed by the system (signal {sig}: {signal.Signals(sig).name}); " \
+                   "it ran out of CPU time or memory"
+        name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+        return f"ONNX Runtime crashed while running the model (signal {sig}: {name})"
+    tail = stderr.strip().splitlines()[-1:] or ["no output"]
+    if "MemoryError" in stderr or "bad_alloc" in stderr:
+        return _oom(limits)
+    return f"{limits.what} stopped with exit code {code}: {tail[0][:300]}"
