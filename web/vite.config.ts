@@ -1,4 +1,4 @@
-import { defineConfig } from "vite";
+import { defineConfig } from "vitest/config";
 import react from "@vitejs/plugin-react";
 
 // Flask serves dist/index.html for /, /m/<id>, /m/<id>/a/<analysis> and dist/assets/* at /assets/*.

@@ -1,0 +1,72 @@
+// Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
+import type { GraphResponse, Model, ModelList, OpOptions, OpsResponse, OptionTable } from "./types";
+
+export class ApiError extends Error {
+  constructor(message: string, readonly status: number, readonly code: string) {
+    super(message);
+  }
+}
+
+async function toError(r: Response): Promise<ApiError> {
+  let msg = `${r.status} ${r.statusText}`;
+  let code = "http_error";
+  try {
+    const body = await r.json();
+    if (body && typeof body.error === "string") {
+      msg = body.error;
+      code = body.code ?? code;
+    }
+  } catch {
+    /* not JSON */
+  }
+  return new ApiError(msg, r.status, code);
+}
+
+async function get<T>(url: string, signal?: AbortSignal): Promise<T> {
+  const r = await fetch(url, { signal, headers: { Accept: "application/json" } });
+  if (!r.ok) throw await toError(r);
+  return (await r.json()) as T;
+}
+
+const q = (target?: string) => (target ? `?target=${encodeURIComponent(target)}` : "");
+const m = (id: string) => `/api/models/${encodeURIComponent(id)}`;
+
+export const api = {
+  listModels: (signal?: AbortSignal) => get<ModelList>("/api/models", signal),
+  getModel: (id: string, signal?: AbortSignal) => get<Model>(m(id), signal),
+  ops: (id: string, target?: string, signal?: AbortSignal) => get<OpsResponse>(`${m(id)}/ops${q(target)}`, signal),
+  graph: (id: string, signal?: AbortSignal) => get<GraphResponse>(`${m(id)}/graph?view=compiled`, signal),
+  options: (id: string, target?: string, signal?: AbortSignal) => get<OptionTable>(`${m(id)}/options${q(target)}`, signal),
+  opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
+    get<OpOptions>(`${m(id)}/ops/${encodeURIComponent(op)}/options${q(target)}`, signal),
+  async deleteModel(id: string): Promise<void> {
+    const r = await fetch(m(id), { method: "DELETE" });
+    if (!r.ok && r.status !== 204) throw await toError(r);
+  },
+  /** Multipart upload with byte progress (XHR: fetch has no upload progress). */
+  upload(file: File, onProgress?: (fraction: number) => void): Promise<Model> {
+    return new Promise((resolve, reject) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/api/models");
+      xhr.responseType = "text";
+      xhr.upload.onprogress = (e) => e.lengthComputable && onProgress?.(e.loaded / e.total);
+      xhr.onerror = () => reject(new ApiError("Network error while uploading.", 0, "network"));
+      xhr.onload = () => {
+        let body: unknown = null;
+        try {
+          body = JSON.parse(xhr.responseText);
+        } catch {
+          /* ignore */
+        }
+        if (xhr.status >= 200 && xhr.status < 300) resolve(body as Model);
+        else {
+          const b = body as { error?: string; code?: string } | null;
+          reject(new ApiError(b?.error ?? `Upload failed (${xhr.status}).`, xhr.status, b?.code ?? "http_error"));
+        }
+      };
+      const fd = new FormData();
+      fd.append("file", file, file.name);
+      xhr.send(fd);
+    });
+  },
+};

@@ -1,0 +1,631 @@
+import Graph from "graphology";
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
+import Sigma from "sigma";
+import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
+import { fmtBytes, fmtMs, typeColor } from "../format";
+import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
+import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
+import type { Selection, SelectSource } from "../pages/ModelPage";
+import type { Evaluation } from "../totals";
+
+interface Props {
+  graph: GraphResponse | null;
+  ops: OpsResponse | null;
+  evaluation: Evaluation | null;
+  baseEvaluation: Evaluation | null;
+  table: OptionTable | null;
+  selection: Selection;
+  filtered: ReadonlySet<string> | null;
+  onSelect: (ids: string[], focus: string | null, source: SelectSource, additive?: boolean) => void;
+  onLasso: (ids: ReadonlySet<string> | null) => void;
+  onOptimize: (id: string) => void;
+}
+
+type MetricKey = "type" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
+const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; diverging?: boolean }[] = [
+  { key: "type", label: "Task type", unit: "" },
+  { key: "latency", label: "Time now (ms)", unit: "ms" },
+  { key: "delta", label: "Δ time vs unoptimized", unit: "ms", diverging: true },
+  { key: "measured", label: "Measured time (ms)", unit: "ms" },
+  { key: "weights", label: "Weight bytes now", unit: "B" },
+  { key: "activations", label: "Activation bytes now", unit: "B" },
+  { key: "conversion", label: "Conversion time (ms)", unit: "ms" },
+];
+
+const SEQ = ["#1d2b53", "#26547c", "#2a9d8f", "#8ab17d", "#e9c46a", "#f4a261", "#e76f51"];
+function lerpColor(stops: string[], t: number): string {
+  const x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(x));
+  const f = x - i;
+  const a = parseInt(stops[i].slice(1), 16), b = parseInt(stops[i + 1].slice(1), 16);
+  const ch = (s: number) => Math.round(((a >> s) & 255) * (1 - f) + ((b >> s) & 255) * f);
+  return `#${((1 << 24) | (ch(16) << 16) | (ch(8) << 8) | ch(0)).toString(16).slice(1)}`;
+}
+const DIV = ["#1a9850", "#91cf60", "#3a3f4b", "#fc8d59", "#d73027"];
+const SEL = "#ffcc00";
+const DIM = "#30343e";
+
+export interface GraphDebug {
+  nodeViewport(id: string): { x: number; y: number } | null;
+  highlighted(): string[];
+  expandAll(): void;
+  visibleCount(): number;
+}
+
+export default memo(function GraphView(p: Props) {
+  const root = useRef<HTMLDivElement>(null);
+  const container = useRef<HTMLDivElement>(null);
+  const boxesCanvas = useRef<HTMLCanvasElement>(null);
+  const lassoCanvas = useRef<HTMLCanvasElement>(null);
+  const minimap = useRef<HTMLCanvasElement>(null);
+  const sigmaRef = useRef<Sigma | null>(null);
+  const graphRef = useRef<Graph | null>(null);
+  const workerRef = useRef<Worker | null>(null);
+  const layoutRef = useRef<LayoutResult | null>(null);
+  const reqRef = useRef(0);
+  const pendingZoom = useRef<{ kind: "op"; op: number } | { kind: "box"; id: string } | "fit" | null>("fit");
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
+  const [layout, setLayout] = useState<LayoutResult | null>(null);
+  const [metric, setMetric] = useState<MetricKey>("latency");
+  const [lassoMode, setLassoMode] = useState(false);
+  const [showMinimap, setShowMinimap] = useState(true);
+  const [tip, setTip] = useState<{ x: number; y: number; html: React.ReactNode } | null>(null);
+  const [layoutMs, setLayoutMs] = useState(0);
+
+  const setState = (s: "loading" | "layout" | "rendered", nodes?: number) => {
+    const el = root.current;
+    if (!el) return;
+    el.dataset.state = s;
+    if (nodes !== undefined) el.dataset.nodes = String(nodes);
+  };
+
+  const nodes = p.graph?.nodes;
+  const hier = useMemo(() => (nodes ? buildHierarchy(nodes) : null), [nodes]);
+  useEffect(() => {
+    if (hier) setExpanded(initialExpanded(hier));
+  }, [hier]);
+  const idToNode = useMemo(() => new Map(nodes?.map((n, i) => [n.id, i]) ?? []), [nodes]);
+  // graph node index -> option-table index (metrics)
+  const toTable = useMemo(() => {
+    if (!nodes || !p.table) return null;
+    const pos = new Map(p.table.ops.map((id, k) => [id, k]));
+    return Int32Array.from(nodes.map((n) => pos.get(n.id) ?? -1));
+  }, [nodes, p.table]);
+  const opsByTable = useMemo(() => {
+    if (!p.ops || !p.table) return null;
+    const pos = new Map(p.ops.ops.map((o, k) => [o.id, k]));
+    return p.table.ops.map((id) => p.ops!.ops[pos.get(id) ?? -1]);
+  }, [p.ops, p.table]);
+
+  // ---- worker ----
+  useEffect(() => {
+    if (!hier || !p.graph) return;
+    const w = new Worker(new URL("../graph/layout.worker.ts", import.meta.url), { type: "module" });
+    workerRef.current = w;
+    const src = new Int32Array(p.graph.edges.length), dst = new Int32Array(p.graph.edges.length);
+    let m = 0;
+    for (const e of p.graph.edges) {
+      const a = idToNode.get(e.src), b = idToNode.get(e.dst);
+      if (a === undefined || b === undefined) continue;
+      src[m] = a;
+      dst[m++] = b;
+    }
+    const msg: ToWorker = {
+      type: "init",
+      groups: Array.from(hier.groups.values(), (g) => ({ id: g.id, parent: g.parent, groups: g.groups, ops: g.ops })),
+      opParent: hier.opParent,
+      src: src.slice(0, m),
+      dst: dst.slice(0, m),
+      opCount: p.graph.nodes.length,
+    };
+    w.postMessage(msg);
+    w.onmessage = (ev: MessageEvent<FromWorker>) => {
+      const r = ev.data;
+      if (r.type === "error") return console.error("layout failed:", r.message);
+      if (r.req !== reqRef.current) return; // superseded
+      layoutRef.current = r;
+      setLayoutMs(r.ms);
+      setLayout(r);
+    };
+    return () => w.terminate();
+  }, [hier, p.graph, idToNode]);
+
+  useEffect(() => {
+    if (!workerRef.current || !hier) return;
+    setState("layout");
+    const req = ++reqRef.current;
+    workerRef.current.postMessage({ type: "layout", req, expanded: Array.from(expanded) } satisfies ToWorker);
+  }, [expanded, hier]);
+
+  // ---- sigma ----
+  useEffect(() => {
+    if (!container.current) return;
+    const g = new Graph({ multi: false, type: "directed" });
+    graphRef.current = g;
+    const s = new Sigma(g, container.current, {
+      itemSizesReference: "positions",
+      zoomToSizeRatioFunction: (r) => r,
+      defaultEdgeType: "arrow",
+      defaultEdgeColor: "#59607a",
+      labelColor: { color: "#e8ebf2" },
+      labelSize: 12,
+      labelRenderedSizeThreshold: 7,
+      labelDensity: 1,
+      zIndex: true,
+      minCameraRatio: 0.002,
+      maxCameraRatio: 4,
+      stagePadding: 20,
+      allowInvalidContainer: true,
+    });
+    sigmaRef.current = s;
+    return () => {
+      s.kill();
+      sigmaRef.current = null;
+    };
+  }, []);
+
+  // build the drawn graph from a layout
+  const keyOfIndex = useCallback((k: number, L: LayoutResult) => (k < L.ops.length ? `o${L.ops[k]}` : `g${L.collapsed[k - L.ops.length].id}`), []);
+  useEffect(() => {
+    const g = graphRef.current, s = sigmaRef.current;
+    if (!layout || !g || !s || !hier || !nodes) return;
+    g.clear();
+    for (let k = 0; k < layout.ops.length; k++) {
+      const i = layout.ops[k];
+      const n = nodes[i];
+      g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: 9, label: n.name.split("/").pop() || n.id, kind: "op", op: i, color: "#888" });
+    }
+    for (const c of layout.collapsed) {
+      const grp = hier.groups.get(c.id)!;
+      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: 15, label: `${grp.label} (${grp.count})`, kind: "group", group: c.id, color: "#888", forceLabel: false });
+    }
+    for (let e = 0; e < layout.edges.length; e += 2) {
+      const a = keyOfIndex(layout.edges[e], layout), b = keyOfIndex(layout.edges[e + 1], layout);
+      if (!g.hasEdge(a, b)) g.addEdge(a, b, { size: 1.2 });
+    }
+    s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
+    drawMinimapBase();
+    colorize();
+    const z = pendingZoom.current;
+    pendingZoom.current = null;
+    let done = false;
+    const onRender = () => {
+      if (done) return;
+      done = true;
+      s.off("afterRender", onRender);
+      setState("rendered", g.order);
+    };
+    s.on("afterRender", onRender);
+    s.refresh();
+    if (z === "fit") fitTop(layout);
+    else if (z) zoomTo(z);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [layout]);
+
+  // ---- colors / highlight ----
+  const metricValues = useCallback((): { values: Float64Array; min: number; max: number } | null => {
+    const L = layoutRef.current, ev = p.evaluation, base = p.baseEvaluation;
+    if (!L || !ev || !base || !toTable || metric === "type") return null;
+    const n = L.ops.length + L.collapsed.length;
+    const values = new Float64Array(n);
+    for (let i = 0; i < L.rep.length; i++) {
+      const k = toTable[i];
+      if (k < 0) continue;
+      let v = 0;
+      switch (metric) {
+        case "latency": v = ev.latency_ms[k]; break;
+        case "delta": v = ev.latency_ms[k] - base.latency_ms[k]; break;
+        case "measured": v = opsByTable?.[k]?.latency_ms ?? 0; break;
+        case "weights": v = ev.weight_bytes[k]; break;
+        case "activations": v = ev.activation_bytes[k]; break;
+        case "conversion": v = ev.conversion_in_ms[k]; break;
+      }
+      values[L.rep[i]] += v;
+    }
+    let min = Infinity, max = -Infinity;
+    for (const v of values) (min = Math.min(min, v)), (max = Math.max(max, v));
+    return { values, min, max };
+  }, [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable]);
+
+  const [legend, setLegend] = useState<{ min: number; max: number } | null>(null);
+  const colorize = useCallback(() => {
+    const g = graphRef.current, L = layoutRef.current, s = sigmaRef.current;
+    if (!g || !L || !s || !nodes) return;
+    const mv = metricValues();
+    const m = METRICS.find((x) => x.key === metric)!;
+    const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
+    const sel = p.selection.ids;
+    const filt = p.filtered;
+    const overridden = p.evaluation?.overridden;
+    // which drawn items contain selected / filtered ops
+    const n = L.ops.length + L.collapsed.length;
+    const hasSel = new Uint8Array(n), hasFilt = new Uint8Array(n), hasOpt = new Uint8Array(n);
+    for (let i = 0; i < L.rep.length; i++) {
+      const id = nodes[i].id;
+      if (sel.has(id)) hasSel[L.rep[i]] = 1;
+      if (!filt || filt.has(id)) hasFilt[L.rep[i]] = 1;
+      if (overridden && toTable && toTable[i] >= 0 && overridden[toTable[i]]) hasOpt[L.rep[i]] = 1;
+    }
+    let idx = 0;
+    const index = new Map<string, number>();
+    for (let k = 0; k < L.ops.length; k++) index.set(`o${L.ops[k]}`, idx++);
+    for (const c of L.collapsed) index.set(`g${c.id}`, idx++);
+    g.updateEachNodeAttributes((key, a) => {
+      const k = index.get(key)!;
+      let color: string;
+      if (!mv) color = a.kind === "op" ? typeColor(nodes[a.op].type) : "#7b8199";
+      else if (m.diverging) color = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
+      else color = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
+      const selected = hasSel[k] === 1;
+      const dim = !!filt && !hasFilt[k];
+      const baseLabel = a.kind === "op" ? nodes[a.op].name.split("/").pop() || nodes[a.op].id : a.label.replace(/^◆ /, "");
+      return {
+        ...a,
+        color: selected ? SEL : dim ? DIM : color,
+        size: (a.kind === "op" ? 9 : 15) * (selected ? 1.6 : 1),
+        zIndex: selected ? 2 : dim ? 0 : 1,
+        forceLabel: selected,
+        highlighted: false,
+        label: (hasOpt[k] ? "◆ " : "") + baseLabel,
+      };
+    });
+    setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
+    const el = root.current;
+    if (el) {
+      const hl: string[] = [];
+      for (const id of sel) {
+        const i = idToNode.get(id);
+        if (i !== undefined && L.rep[i] < L.ops.length) hl.push(id);
+      }
+      el.dataset.highlighted = hl.join(",");
+      el.dataset.selected = p.selection.focus ?? "";
+      el.dataset.dimmed = String(filt ? n - hasFilt.reduce((a, b) => a + b, 0) : 0);
+    }
+    s.refresh();
+  }, [nodes, metricValues, metric, p.selection, p.filtered, p.evaluation, toTable, idToNode]);
+
+  useEffect(() => {
+    if (layoutRef.current) colorize();
+  }, [colorize]);
+
+  // ---- camera ----
+  /** Whole graph if it is compact; a tall chain is shown from its top at a readable scale. */
+  const fitTop = useCallback((L: LayoutResult) => {
+    const s = sigmaRef.current;
+    if (!s) return;
+    const ext = Math.max(L.width, L.height, 200);
+    const r = Math.min(1, Math.max(0.01, (1.4 * Math.max(L.width, 600)) / ext));
+    const cy = Math.min(L.height / 2, (r * ext) / 2);
+    const f = s.viewportToFramedGraph(s.graphToViewport({ x: L.width / 2, y: -cy }));
+    s.getCamera().setState({ x: f.x, y: f.y, ratio: r, angle: 0 });
+  }, []);
+  const zoomTo = useCallback(
+    (z: { kind: "op"; op: number } | { kind: "box"; id: string }) => {
+      const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
+      if (!s || !g || !L) return;
+      const ext = Math.max(L.width, L.height, 1);
+      if (z.kind === "op") {
+        const key = `o${z.op}`;
+        if (!g.hasNode(key)) return;
+        const d = s.getNodeDisplayData(key)!;
+        s.getCamera().animate({ x: d.x, y: d.y, ratio: Math.min(1, 900 / ext) }, { duration: 350 });
+      } else {
+        const b = L.boxes.find((x) => x.id === z.id);
+        if (!b) return;
+        const c = s.viewportToFramedGraph(s.graphToViewport({ x: b.x + b.w / 2, y: -(b.y + b.h / 2) }));
+        s.getCamera().animate({ x: c.x, y: c.y, ratio: Math.min(1, (1.15 * Math.max(b.w, b.h)) / ext) }, { duration: 350 });
+      }
+    },
+    [],
+  );
+
+  // follow selections made in the table / timeline: expand ancestors, then zoom
+  useEffect(() => {
+    if (p.selection.source === "graph" || !p.selection.focus || !hier) return;
+    const i = idToNode.get(p.selection.focus);
+    if (i === undefined) return;
+    const need = ancestors(hier, i).filter((gid) => !expanded.has(gid));
+    if (need.length) {
+      pendingZoom.current = { kind: "op", op: i };
+      setExpanded((e) => new Set([...e, ...need]));
+    } else zoomTo({ kind: "op", op: i });
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [p.selection.focus, p.selection.source, hier]);
+
+  // ---- events ----
+  const propsRef = useRef(p);
+  propsRef.current = p;
+  useEffect(() => {
+    const s = sigmaRef.current;
+    if (!s || !nodes || !hier) return;
+    const clickNode = ({ node, event }: { node: string; event: { original: MouseEvent | TouchEvent } }) => {
+      const a = graphRef.current!.getNodeAttributes(node);
+      if (a.kind === "group") {
+        pendingZoom.current = { kind: "box", id: a.group };
+        setExpanded((e) => new Set([...e, a.group]));
+      } else {
+        const add = (event.original as MouseEvent).ctrlKey || (event.original as MouseEvent).metaKey || (event.original as MouseEvent).shiftKey;
+        propsRef.current.onSelect([nodes[a.op].id], nodes[a.op].id, "graph", add);
+      }
+    };
+    const dbl = ({ node, preventSigmaDefault }: { node: string; preventSigmaDefault: () => void }) => {
+      preventSigmaDefault();
+      const a = graphRef.current!.getNodeAttributes(node);
+      if (a.kind === "op") propsRef.current.onOptimize(nodes[a.op].id);
+    };
+    const clickStage = ({ event }: { event: { x: number; y: number } }) => {
+      // a click on an expanded group's title bar collapses it
+      const L = layoutRef.current;
+      if (!L) return;
+      const pt = s.viewportToGraph({ x: event.x, y: event.y });
+      const y = -pt.y;
+      let best: { id: string; depth: number } | null = null;
+      for (const b of L.boxes) {
+        if (pt.x >= b.x && pt.x <= b.x + b.w && y >= b.y && y <= b.y + HEADER) {
+          const d = hier.groups.get(b.id)!.depth;
+          if (!best || d > best.depth) best = { id: b.id, depth: d };
+        }
+      }
+      if (best) {
+        const id = best.id;
+        setExpanded((e) => new Set([...e].filter((x) => x !== id && !x.startsWith(id + "/"))));
+      }
+    };
+    const enter = ({ node, event }: { node: string; event: { x: number; y: number } }) => {
+      const a = graphRef.current!.getNodeAttributes(node);
+      const pp = propsRef.current;
+      if (a.kind === "op") {
+        const n = nodes[a.op];
+        const k = toTable?.[a.op] ?? -1;
+        const ev = pp.evaluation;
+        const op = k >= 0 ? opsByTable?.[k] : undefined;
+        setTip({
+          x: event.x, y: event.y,
+          html: (
+            <>
+              <b>{n.name}</b><br />
+              {n.type} · {n.id}{n.namespace ? ` · ${n.namespace}` : ""}<br />
+              {op && <>measured {fmtMs(op.latency_ms)} ms · </>}
+              {ev && k >= 0 && <>now {fmtMs(ev.latency_ms[k])} ms · {ev.combo[k]}{ev.conversion_in_ms[k] > 0 ? ` · +${fmtMs(ev.conversion_in_ms[k])} ms conversion` : ""}</>}
+              {op && <><br />weights {fmtBytes(op.weight_bytes)} · activations {fmtBytes(op.activation_bytes)}</>}
+              <br /><span className="muted">click: select · double-click: optimize</span>
+            </>
+          ),
+        });
+      } else {
+        const grp = hier.groups.get(a.group)!;
+        setTip({ x: event.x, y: event.y, html: (<><b>{grp.auto ? `ops ${grp.label}` : grp.id}</b><br />{grp.count} tasks · click to expand</>) });
+      }
+    };
+    const leave = () => setTip(null);
+    s.on("clickNode", clickNode);
+    s.on("doubleClickNode", dbl);
+    s.on("clickStage", clickStage);
+    s.on("enterNode", enter);
+    s.on("leaveNode", leave);
+    const after = () => drawOverlay();
+    s.on("afterRender", after);
+    return () => {
+      s.off("clickNode", clickNode);
+      s.off("doubleClickNode", dbl);
+      s.off("clickStage", clickStage);
+      s.off("enterNode", enter);
+      s.off("leaveNode", leave);
+      s.off("afterRender", after);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [nodes, hier, toTable, opsByTable]);
+
+  // ---- overlay: group boxes + minimap viewport ----
+  const drawOverlay = useCallback(() => {
+    const s = sigmaRef.current, c = boxesCanvas.current, L = layoutRef.current;
+    if (!s || !c || !L || !hier) return;
+    const { width, height } = s.getDimensions();
+    const dpr = window.devicePixelRatio || 1;
+    if (c.width !== width * dpr) c.width = width * dpr;
+    if (c.height !== height * dpr) c.height = height * dpr;
+    const g = c.getContext("2d")!;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, width, height);
+    const toVp = (x: number, y: number) => s.graphToViewport({ x, y: -y });
+    g.font = "12px system-ui, sans-serif";
+    for (const b of L.boxes) {
+      const a = toVp(b.x, b.y), z = toVp(b.x + b.w, b.y + b.h);
+      if (z.x < 0 || a.x > width || z.y < 0 || a.y > height) continue;
+      const d = hier.groups.get(b.id)!.depth;
+      g.fillStyle = d % 2 ? "rgba(70,80,110,0.18)" : "rgba(90,100,140,0.14)";
+      g.strokeStyle = "rgba(150,160,200,0.5)";
+      g.fillRect(a.x, a.y, z.x - a.x, z.y - a.y);
+      g.strokeRect(a.x, a.y, z.x - a.x, z.y - a.y);
+      const hh = toVp(b.x, b.y + HEADER).y - a.y;
+      if (hh > 9) {
+        g.fillStyle = "rgba(120,130,170,0.35)";
+        g.fillRect(a.x, a.y, z.x - a.x, hh);
+        g.fillStyle = "#dfe3ee";
+        const grp = hier.groups.get(b.id)!;
+        g.fillText(`▾ ${grp.auto ? "ops " + grp.label : grp.label} (${grp.count})`, a.x + 6, a.y + Math.min(hh - 4, 16), Math.max(0, z.x - a.x - 12));
+      }
+    }
+    for (const b of L.collapsed) {
+      const a = toVp(b.x - b.w / 2, b.y - b.h / 2), z = toVp(b.x + b.w / 2, b.y + b.h / 2);
+      if (z.x < 0 || a.x > width || z.y < 0 || a.y > height) continue;
+      g.fillStyle = "rgba(110,120,160,0.22)";
+      g.strokeStyle = "rgba(170,180,220,0.7)";
+      g.fillRect(a.x, a.y, z.x - a.x, z.y - a.y);
+      g.strokeRect(a.x, a.y, z.x - a.x, z.y - a.y);
+    }
+    drawMinimapViewport();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [hier]);
+
+  const miniBase = useRef<HTMLCanvasElement | null>(null);
+  const MW = 200, MH = 140;
+  const miniScale = () => {
+    const L = layoutRef.current!;
+    const sc = Math.min(MW / Math.max(L.width, 1), MH / Math.max(L.height, 1));
+    return { sc, ox: (MW - L.width * sc) / 2, oy: (MH - L.height * sc) / 2 };
+  };
+  const drawMinimapBase = () => {
+    const L = layoutRef.current;
+    if (!L) return;
+    const c = miniBase.current ?? (miniBase.current = document.createElement("canvas"));
+    c.width = MW;
+    c.height = MH;
+    const g = c.getContext("2d")!;
+    g.fillStyle = "#0f1116";
+    g.fillRect(0, 0, MW, MH);
+    const { sc, ox, oy } = miniScale();
+    g.strokeStyle = "rgba(150,160,200,0.5)";
+    for (const b of L.boxes) g.strokeRect(ox + b.x * sc, oy + b.y * sc, b.w * sc, b.h * sc);
+    g.fillStyle = "#8a93b0";
+    for (let k = 0; k < L.ops.length; k++) g.fillRect(ox + L.opXY[2 * k] * sc - 0.5, oy + L.opXY[2 * k + 1] * sc - 0.5, 1.5, 1.5);
+    g.fillStyle = "#b9c0da";
+    for (const b of L.collapsed) g.fillRect(ox + (b.x - b.w / 2) * sc, oy + (b.y - b.h / 2) * sc, Math.max(1.5, b.w * sc), Math.max(1.5, b.h * sc));
+  };
+  const drawMinimapViewport = () => {
+    const c = minimap.current, s = sigmaRef.current, L = layoutRef.current;
+    if (!c || !s || !L || !miniBase.current) return;
+    const g = c.getContext("2d")!;
+    g.drawImage(miniBase.current, 0, 0);
+    const { width, height } = s.getDimensions();
+    const a = s.viewportToGraph({ x: 0, y: 0 }), z = s.viewportToGraph({ x: width, y: height });
+    const { sc, ox, oy } = miniScale();
+    g.strokeStyle = SEL;
+    g.lineWidth = 1.5;
+    g.strokeRect(ox + a.x * sc, oy - a.y * sc, (z.x - a.x) * sc, (a.y - z.y) * sc);
+  };
+  const miniDrag = (e: React.PointerEvent<HTMLCanvasElement>) => {
+    if (!(e.buttons & 1) && e.type !== "pointerdown") return;
+    const s = sigmaRef.current;
+    if (!s || !layoutRef.current) return;
+    const r = e.currentTarget.getBoundingClientRect();
+    const { sc, ox, oy } = miniScale();
+    const gx = (e.clientX - r.left - ox) / sc, gy = (e.clientY - r.top - oy) / sc;
+    const f = s.viewportToFramedGraph(s.graphToViewport({ x: gx, y: -gy }));
+    s.getCamera().setState({ x: f.x, y: f.y });
+  };
+
+  // ---- lasso ----
+  const lassoPts = useRef<{ x: number; y: number }[] | null>(null);
+  const lassoDown = (e: React.PointerEvent<HTMLCanvasElement>) => {
+    const r = e.currentTarget.getBoundingClientRect();
+    lassoPts.current = [{ x: e.clientX - r.left, y: e.clientY - r.top }];
+    e.currentTarget.setPointerCapture(e.pointerId);
+  };
+  const lassoMove = (e: React.PointerEvent<HTMLCanvasElement>) => {
+    const pts = lassoPts.current, c = lassoCanvas.current;
+    if (!pts || !c) return;
+    const r = c.getBoundingClientRect();
+    pts.push({ x: e.clientX - r.left, y: e.clientY - r.top });
+    c.width = r.width;
+    c.height = r.height;
+    const g = c.getContext("2d")!;
+    g.strokeStyle = SEL;
+    g.fillStyle = "rgba(255,204,0,0.08)";
+    g.setLineDash([5, 4]);
+    g.beginPath();
+    pts.forEach((pt, k) => (k ? g.lineTo(pt.x, pt.y) : g.moveTo(pt.x, pt.y)));
+    g.closePath();
+    g.fill();
+    g.stroke();
+  };
+  const lassoUp = () => {
+    const pts = lassoPts.current, s = sigmaRef.current, g = graphRef.current, c = lassoCanvas.current;
+    lassoPts.current = null;
+    if (c) c.getContext("2d")!.clearRect(0, 0, c.width, c.height);
+    if (!pts || pts.length < 3 || !s || !g || !hier || !nodes) return;
+    const inside = (x: number, y: number) => {
+      let r = false;
+      for (let i = 0, j = pts.length - 1; i < pts.length; j = i++) {
+        const a = pts[i], b = pts[j];
+        if (a.y > y !== b.y > y && x < ((b.x - a.x) * (y - a.y)) / (b.y - a.y) + a.x) r = !r;
+      }
+      return r;
+    };
+    const ids: string[] = [];
+    const addGroup = (gid: string) => {
+      const grp = hier.groups.get(gid)!;
+      for (const o of grp.ops) ids.push(nodes[o].id);
+      for (const c2 of grp.groups) addGroup(c2);
+    };
+    g.forEachNode((key, a) => {
+      const v = s.graphToViewport({ x: a.x, y: a.y });
+      if (!inside(v.x, v.y)) return;
+      if (a.kind === "op") ids.push(nodes[a.op].id);
+      else addGroup(a.group);
+    });
+    setLassoMode(false);
+    if (!ids.length) return;
+    p.onSelect(ids, null, "graph");
+    p.onLasso(new Set(ids));
+  };
+
+  // ---- test / benchmark hooks ----
+  useEffect(() => {
+    const dbg: GraphDebug = {
+      nodeViewport: (id) => {
+        const s = sigmaRef.current, g = graphRef.current, i = idToNode.get(id);
+        if (!s || !g || i === undefined || !g.hasNode(`o${i}`)) return null;
+        const a = g.getNodeAttributes(`o${i}`);
+        const v = s.graphToViewport({ x: a.x, y: a.y });
+        const r = container.current!.getBoundingClientRect();
+        return { x: v.x + r.left, y: v.y + r.top };
+      },
+      highlighted: () => (root.current?.dataset.highlighted ?? "").split(",").filter(Boolean),
+      expandAll: () => hier && setExpanded(new Set(hier.groups.keys())),
+      visibleCount: () => graphRef.current?.order ?? 0,
+    };
+    (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
+  }, [idToNode, hier]);
+
+  useEffect(() => {
+    if (!p.graph) setState("loading", 0);
+  }, [p.graph]);
+
+  const mdef = METRICS.find((x) => x.key === metric)!;
+  const fmtLegend = (v: number) => (mdef.unit === "B" ? fmtBytes(v) : fmtMs(v));
+  return (
+    <div className="graph-root" ref={root} data-state="loading" data-nodes="0" data-testid="graph">
+      <div className="graph-tools">
+        <label>
+          Color by{" "}
+          <select value={metric} onChange={(e) => setMetric(e.target.value as MetricKey)} data-testid="color-metric">
+            {METRICS.map((m) => (<option key={m.key} value={m.key}>{m.label}</option>))}
+          </select>
+        </label>
+        <button className={`small ${lassoMode ? "on" : ""}`} aria-pressed={lassoMode} onClick={() => setLassoMode((x) => !x)} data-testid="lasso" title="Draw around tasks to select them and filter the table">
+          Lasso
+        </button>
+        <button className="small" onClick={() => hier && ((pendingZoom.current = "fit"), setExpanded(initialExpanded(hier, 0)))} title="Collapse every group">Collapse all</button>
+        <button className="small" onClick={() => hier && ((pendingZoom.current = "fit"), setExpanded(new Set(hier.groups.keys())))} data-testid="expand-all" title="Expand every group">Expand all</button>
+        <button className="small" onClick={() => sigmaRef.current?.getCamera().animatedReset({ duration: 300 })}>Fit</button>
+        <label className="check"><input type="checkbox" checked={showMinimap} onChange={(e) => setShowMinimap(e.target.checked)} /> Minimap</label>
+        <span className="muted small-text" aria-live="polite">{layout ? `${layout.ops.length + layout.collapsed.length} nodes · layout ${layoutMs.toFixed(0)} ms` : "…"}</span>
+      </div>
+      <div className="graph-stage">
+        <canvas ref={boxesCanvas} className="graph-boxes" aria-hidden="true" />
+        <div ref={container} className="graph-sigma" role="img" aria-label="Compiled task graph. Click a group to expand it, click its title bar to collapse it." />
+        <canvas
+          ref={lassoCanvas}
+          className="graph-lasso"
+          style={{ pointerEvents: lassoMode ? "auto" : "none", cursor: lassoMode ? "crosshair" : undefined }}
+          onPointerDown={lassoDown}
+          onPointerMove={lassoMove}
+          onPointerUp={lassoUp}
+        />
+        {showMinimap && (
+          <canvas ref={minimap} className="minimap" width={MW} height={MH} aria-label="Minimap: drag to move the view" onPointerDown={miniDrag} onPointerMove={miniDrag} data-testid="minimap" />
+        )}
+        {legend && (
+          <div className="legend" data-testid="legend">
+            <span>{fmtLegend(legend.min)}</span>
+            <span className="legend-bar" style={{ background: `linear-gradient(to right, ${(mdef.diverging ? DIV : SEQ).join(",")})` }} />
+            <span>{fmtLegend(legend.max)}</span>
+          </div>
+        )}
+        {!legend && metric === "type" && <div className="legend muted">colors: task type</div>}
+        {tip && <div className="graph-tip" style={{ left: tip.x + 14, top: tip.y + 10 }}>{tip.html}</div>}
+      </div>
+    </div>
+  );
+});

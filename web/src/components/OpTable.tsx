@@ -1,0 +1,241 @@
+import {
+  type ColumnDef,
+  type SortingState,
+  type VisibilityState,
+  flexRender,
+  getCoreRowModel,
+  getSortedRowModel,
+  useReactTable,
+} from "@tanstack/react-table";
+import { useVirtualizer } from "@tanstack/react-virtual";
+import { memo, useEffect, useMemo, useRef, useState } from "react";
+import type { Op } from "../api/types";
+import { fmtBytes, fmtCount, fmtMs } from "../format";
+
+/** One table row: a compiled task with its values in the current optimization state. */
+export interface Row {
+  i: number;
+  op: Op;
+  pred_ms: number;
+  delta_ms: number;
+  conv_ms: number;
+  combo: string;
+  optimized: boolean;
+}
+
+interface ColMeta {
+  label: string;
+  help: string;
+  width: number;
+  numeric?: boolean;
+}
+
+const meta = (label: string, width: number, help: string, numeric = false): ColMeta => ({ label, help, width, numeric });
+
+export const COLUMN_HELP: Record<string, ColMeta> = {
+  mark: meta("", 26, "◆ marks tasks whose option you changed (per-op override)."),
+  index: meta("#", 56, "Position in execution order.", true),
+  name: meta("Name", 220, "Name of the compiled task (fused ops share one task)."),
+  type: meta("Type", 120, "Kind of compiled task, e.g. FusedConv = convolution with its activation fused in."),
+  namespace: meta("Namespace", 140, "Where the task sits in the model's module hierarchy."),
+  latency_ms: meta("Time (ms)", 130, "Measured time of this task on the target, unoptimized (median of runs).", true),
+  p25_ms: meta("p25 (ms)", 80, "25th percentile of the measured time: a quarter of the runs were faster.", true),
+  p75_ms: meta("p75 (ms)", 80, "75th percentile of the measured time: three quarters of the runs were faster.", true),
+  share: meta("Share", 66, "Fraction of the whole model's time spent in this task.", true),
+  pred_ms: meta("Now (ms)", 86, "Predicted time of this task with the optimization you chose (model-wide and per-op).", true),
+  delta_ms: meta("Δ (ms)", 80, "Change of this task's predicted time compared with the unoptimized model. Negative is faster.", true),
+  conv_ms: meta("Conv. (ms)", 80, "Time spent converting inputs to this task's format because a neighbour uses a different number format.", true),
+  combo: meta("Formats", 150, "Number formats now: input / output / weights / % of weights pruned."),
+  macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
+  weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
+  activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
+  actions: meta("", 84, "Open the list of every option for this task."),
+};
+
+const DEFAULT_HIDDEN: VisibilityState = { namespace: false, p25_ms: false, p75_ms: false, macs: false, activation_bytes: false };
+
+interface Props {
+  rows: Row[];
+  maxLatency: number;
+  selected: ReadonlySet<string>;
+  focus: string | null;
+  focusFromElsewhere: boolean;
+  onSelect: (ids: string[], focus: string | null, additive: boolean) => void;
+  onOptimize: (id: string) => void;
+}
+
+const num = (key: "latency_ms" | "p25_ms" | "p75_ms" | "macs" | "weight_bytes" | "activation_bytes" | "share") => (r: Row) => r.op[key];
+
+function useColumns(maxLatency: number, onOptimize: (id: string) => void): ColumnDef<Row>[] {
+  return useMemo<ColumnDef<Row>[]>(
+    () => [
+      { id: "mark", accessorFn: (r) => (r.optimized ? 1 : 0), cell: (c) => (c.getValue() ? <span title="optimized (per-op override)" aria-label="optimized">◆</span> : null) },
+      { id: "index", accessorFn: (r) => r.op.index },
+      { id: "name", accessorFn: (r) => r.op.name, cell: (c) => <span className="cell-text" title={String(c.getValue())}>{String(c.getValue())}</span> },
+      { id: "type", accessorFn: (r) => r.op.type },
+      { id: "namespace", accessorFn: (r) => r.op.namespace },
+      {
+        id: "latency_ms",
+        accessorFn: num("latency_ms"),
+        cell: (c) => {
+          const v = c.getValue() as number;
+          return (
+            <span className="spark">
+              <span className="spark-bar" style={{ width: `${Math.max(1, (44 * v) / (maxLatency || 1))}px` }} aria-hidden="true" />
+              {fmtMs(v)}
+            </span>
+          );
+        },
+      },
+      { id: "p25_ms", accessorFn: num("p25_ms"), cell: (c) => fmtMs(c.getValue() as number) },
+      { id: "p75_ms", accessorFn: num("p75_ms"), cell: (c) => fmtMs(c.getValue() as number) },
+      { id: "share", accessorFn: num("share"), cell: (c) => `${((c.getValue() as number) * 100).toFixed(1)}%` },
+      { id: "pred_ms", accessorFn: (r) => r.pred_ms, cell: (c) => fmtMs(c.getValue() as number) },
+      {
+        id: "delta_ms",
+        accessorFn: (r) => r.delta_ms,
+        cell: (c) => {
+          const v = c.getValue() as number;
+          return <span className={v < -1e-12 ? "better" : v > 1e-12 ? "worse" : "muted"}>{v === 0 ? "0" : (v > 0 ? "+" : "") + fmtMs(v)}</span>;
+        },
+      },
+      { id: "conv_ms", accessorFn: (r) => r.conv_ms, cell: (c) => ((c.getValue() as number) ? <span className="worse">{fmtMs(c.getValue() as number)}</span> : <span className="muted">0</span>) },
+      { id: "combo", accessorFn: (r) => r.combo },
+      { id: "macs", accessorFn: num("macs"), cell: (c) => fmtCount(c.getValue() as number) },
+      { id: "weight_bytes", accessorFn: num("weight_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
+      { id: "activation_bytes", accessorFn: num("activation_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
+      {
+        id: "actions",
+        enableSorting: false,
+        cell: (c) => (
+          <button className="small" onClick={(e) => (e.stopPropagation(), onOptimize(c.row.original.op.id))} aria-label={`Optimize ${c.row.original.op.name}`}>
+            Optimize
+          </button>
+        ),
+      },
+    ],
+    [maxLatency, onOptimize],
+  );
+}
+
+export const OpTable = memo(function OpTable({ rows, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize }: Props) {
+  const [sorting, setSorting] = useState<SortingState>([]);
+  const [visibility, setVisibility] = useState<VisibilityState>(DEFAULT_HIDDEN);
+  const [chooser, setChooser] = useState(false);
+  const columns = useColumns(maxLatency, onOptimize);
+  const table = useReactTable({
+    data: rows,
+    columns,
+    state: { sorting, columnVisibility: visibility },
+    onSortingChange: setSorting,
+    onColumnVisibilityChange: setVisibility,
+    getCoreRowModel: getCoreRowModel(),
+    getSortedRowModel: getSortedRowModel(),
+    getRowId: (r) => r.op.id,
+    sortDescFirst: true,
+  });
+  const model = table.getRowModel();
+  const visibleCols = table.getVisibleLeafColumns();
+  const template = visibleCols.map((c) => `${COLUMN_HELP[c.id].width}px`).join(" ");
+  const width = visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0);
+  const scroller = useRef<HTMLDivElement>(null);
+  const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => 28, overscan: 12 });
+
+  // bring the focused row into view when it was selected elsewhere (graph, timeline)
+  useEffect(() => {
+    if (!focus || !focusFromElsewhere) return;
+    const k = model.rows.findIndex((r) => r.id === focus);
+    if (k >= 0) virt.scrollToIndex(k, { align: "center" });
+  }, [focus, focusFromElsewhere, model.rows, virt]);
+
+  const move = (d: number) => {
+    const k = focus ? model.rows.findIndex((r) => r.id === focus) : -1;
+    const n = Math.min(model.rows.length - 1, Math.max(0, k + d));
+    if (model.rows[n]) {
+      onSelect([model.rows[n].id], model.rows[n].id, false);
+      virt.scrollToIndex(n);
+    }
+  };
+
+  return (
+    <div className="optable" data-testid="op-table" data-rows={model.rows.length}>
+      <div className="optable-tools">
+        <span className="muted" aria-live="polite">{model.rows.length.toLocaleString()} tasks</span>
+        <div className="chooser">
+          <button className="small" aria-expanded={chooser} onClick={() => setChooser((c) => !c)}>
+            Columns
+          </button>
+          {chooser && (
+            <div className="chooser-menu" role="menu">
+              {table.getAllLeafColumns().filter((c) => COLUMN_HELP[c.id].label).map((c) => (
+                <label key={c.id} title={COLUMN_HELP[c.id].help} role="menuitemcheckbox" aria-checked={c.getIsVisible()}>
+                  <input type="checkbox" checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
+                  {COLUMN_HELP[c.id].label}
+                  <span className="help">{COLUMN_HELP[c.id].help}</span>
+                </label>
+              ))}
+            </div>
+          )}
+        </div>
+      </div>
+      <div
+        className="optable-scroll"
+        ref={scroller}
+        tabIndex={0}
+        role="grid"
+        aria-label="Compiled tasks"
+        aria-rowcount={model.rows.length + 1}
+        onKeyDown={(e) => {
+          if (e.key === "ArrowDown") (e.preventDefault(), move(1));
+          else if (e.key === "ArrowUp") (e.preventDefault(), move(-1));
+          else if (e.key === "PageDown") (e.preventDefault(), move(20));
+          else if (e.key === "PageUp") (e.preventDefault(), move(-20));
+          else if (e.key === "Enter" && focus) onOptimize(focus);
+        }}
+      >
+        <div className="optable-head" role="row" style={{ gridTemplateColumns: template, width }}>
+          {table.getHeaderGroups()[0].headers.map((h) => {
+            const m = COLUMN_HELP[h.column.id];
+            const s = h.column.getIsSorted();
+            return (
+              <div key={h.id} role="columnheader" aria-sort={s === "asc" ? "ascending" : s === "desc" ? "descending" : "none"} className={m.numeric ? "num" : ""}>
+                {h.column.getCanSort() && m.label ? (
+                  <button className="th" data-col={h.column.id} title={m.help} onClick={h.column.getToggleSortingHandler()}>
+                    {m.label}
+                    <span aria-hidden="true">{s === "asc" ? " ▲" : s === "desc" ? " ▼" : ""}</span>
+                  </button>
+                ) : (
+                  <span title={m.help}>{m.label}</span>
+                )}
+              </div>
+            );
+          })}
+        </div>
+        <div style={{ height: virt.getTotalSize(), width, position: "relative" }}>
+          {virt.getVirtualItems().map((v) => {
+            const row = model.rows[v.index];
+            const sel = selected.has(row.id);
+            return (
+              <div
+                key={row.id}
+                role="row"
+                aria-rowindex={v.index + 2}
+                aria-selected={sel}
+                data-op-id={row.id}
+                className={`optable-row ${sel ? "selected" : ""} ${row.id === focus ? "focus" : ""} ${row.original.optimized ? "optimized" : ""}`}
+                style={{ transform: `translateY(${v.start}px)`, gridTemplateColumns: template, width }}
+                onClick={(e) => onSelect([row.id], row.id, e.ctrlKey || e.metaKey || e.shiftKey)}
+              >
+                {row.getVisibleCells().map((c) => (
+                  <div key={c.id} role="gridcell" className={COLUMN_HELP[c.column.id].numeric ? "num" : ""} data-col={c.column.id}>
+                    {flexRender(c.column.columnDef.cell ?? ((x) => String(x.getValue() ?? "")), c.getContext())}
+                  </div>
+                ))}
+              </div>
+            );
+          })}
+        </div>
+      </div>
+    </div>
+  );
+});

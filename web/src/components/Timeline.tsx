@@ -1,0 +1,168 @@
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
+import type { Op } from "../api/types";
+import { fmtMs, typeColor } from "../format";
+import type { Selection } from "../pages/ModelPage";
+
+interface Props {
+  ops: Op[];
+  latency: Float64Array;
+  conversion: Float64Array;
+  selection: Selection;
+  filtered: ReadonlySet<string> | null;
+  onSelect: (ids: string[], focus: string) => void;
+}
+
+const H = 92;
+
+/** Tasks in execution order on one time axis (predicted times of the current state; conversions in grey before each task). */
+export const Timeline = memo(function Timeline({ ops, latency, conversion, selection, filtered, onSelect }: Props) {
+  const canvas = useRef<HTMLCanvasElement>(null);
+  const wrap = useRef<HTMLDivElement>(null);
+  const [width, setWidth] = useState(800);
+  const [hover, setHover] = useState<{ x: number; k: number } | null>(null);
+  // starts[k] = start time of the conversions in front of task k; task itself begins at starts[k] + conversion[k]
+  const starts = useMemo(() => {
+    const s = new Float64Array(ops.length + 1);
+    for (let k = 0; k < ops.length; k++) s[k + 1] = s[k] + conversion[k] + latency[k];
+    return s;
+  }, [ops, latency, conversion]);
+  const total = starts[ops.length] || 1;
+  const [view, setView] = useState<[number, number]>([0, total]);
+  useEffect(() => setView([0, total]), [total]);
+  const byId = useMemo(() => new Map(ops.map((o, k) => [o.id, k])), [ops]);
+
+  useEffect(() => {
+    const ro = new ResizeObserver(() => wrap.current && setWidth(wrap.current.clientWidth));
+    if (wrap.current) ro.observe(wrap.current);
+    return () => ro.disconnect();
+  }, []);
+
+  // follow selections made elsewhere
+  useEffect(() => {
+    if (selection.source === "timeline" || !selection.focus) return;
+    const k = byId.get(selection.focus);
+    if (k === undefined) return;
+    const [a, b] = view;
+    if (starts[k] < a || starts[k + 1] > b) {
+      const span = Math.max(b - a, (starts[k + 1] - starts[k]) * 8);
+      const c = (starts[k] + starts[k + 1]) / 2;
+      setView([Math.max(0, c - span / 2), Math.min(total, c + span / 2)]);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [selection.focus, selection.source]);
+
+  const toX = useCallback((t: number) => ((t - view[0]) / (view[1] - view[0])) * width, [view, width]);
+  const find = useCallback(
+    (x: number) => {
+      const t = view[0] + (x / width) * (view[1] - view[0]);
+      let lo = 0, hi = ops.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid] <= t) lo = mid;
+        else hi = mid - 1;
+      }
+      return lo;
+    },
+    [view, width, ops.length, starts],
+  );
+
+  useEffect(() => {
+    const c = canvas.current;
+    if (!c) return;
+    const dpr = window.devicePixelRatio || 1;
+    c.width = width * dpr;
+    c.height = H * dpr;
+    const g = c.getContext("2d")!;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.fillStyle = "#14161c";
+    g.fillRect(0, 0, width, H);
+    const k0 = find(0);
+    const k1 = find(width);
+    const y = 18, h = 46;
+    let lastPx = -1;
+    for (let k = k0; k <= k1; k++) {
+      const x0 = toX(starts[k]);
+      const xc = toX(starts[k] + conversion[k]);
+      const x1 = toX(starts[k + 1]);
+      if (Math.floor(x1) === lastPx && x1 - x0 < 1 && !selection.ids.has(ops[k].id)) continue; // many tasks per pixel
+      lastPx = Math.floor(x1);
+      if (conversion[k] > 0) {
+        g.fillStyle = "#666";
+        g.fillRect(x0, y + 8, Math.max(0.5, xc - x0), h - 16);
+      }
+      const dim = filtered && !filtered.has(ops[k].id);
+      g.globalAlpha = dim ? 0.2 : 1;
+      g.fillStyle = typeColor(ops[k].type);
+      g.fillRect(xc, y, Math.max(1, x1 - xc - (x1 - xc > 3 ? 1 : 0)), h);
+      g.globalAlpha = 1;
+    }
+    // selection on top, always at least 3px wide
+    g.strokeStyle = "#ffcc00";
+    g.lineWidth = 2;
+    for (const id of selection.ids) {
+      const k = byId.get(id);
+      if (k === undefined) continue;
+      const x0 = toX(starts[k] + conversion[k]), x1 = toX(starts[k + 1]);
+      if (x1 < 0 || x0 > width) continue;
+      g.strokeRect(x0 - 1, y - 3, Math.max(3, x1 - x0) + 2, h + 6);
+    }
+    // axis
+    g.fillStyle = "#aab";
+    g.font = "11px system-ui, sans-serif";
+    const span = view[1] - view[0];
+    const step = Math.pow(10, Math.floor(Math.log10(span / 6)));
+    const st = span / step > 30 ? step * 5 : span / step > 12 ? step * 2 : step;
+    for (let t = Math.ceil(view[0] / st) * st; t <= view[1]; t += st) {
+      const x = toX(t);
+      g.fillRect(x, H - 22, 1, 4);
+      g.fillText(`${fmtMs(t)} ms`, x + 2, H - 8);
+    }
+  }, [width, view, ops, starts, conversion, selection, filtered, byId, toX, find]);
+
+  const drag = useRef<{ x: number; v: [number, number]; moved: boolean } | null>(null);
+  return (
+    <section className="timeline" aria-label="Timeline" ref={wrap} data-testid="timeline">
+      <canvas
+        ref={canvas}
+        style={{ width, height: H }}
+        role="img"
+        aria-label={`Timeline of ${ops.length} tasks, ${fmtMs(total)} ms in total. Click a bar to select its task.`}
+        onWheel={(e) => {
+          const r = e.currentTarget.getBoundingClientRect();
+          const t = view[0] + ((e.clientX - r.left) / width) * (view[1] - view[0]);
+          const f = Math.exp(e.deltaY * 0.002);
+          const a = Math.max(0, t - (t - view[0]) * f), b = Math.min(total, t + (view[1] - t) * f);
+          if (b - a > 1e-9) setView([a, b]);
+        }}
+        onPointerDown={(e) => (drag.current = { x: e.clientX, v: view, moved: false })}
+        onPointerMove={(e) => {
+          const r = e.currentTarget.getBoundingClientRect();
+          setHover({ x: e.clientX - r.left, k: find(e.clientX - r.left) });
+          const d = drag.current;
+          if (!d || !(e.buttons & 1)) return;
+          const dt = ((d.x - e.clientX) / width) * (d.v[1] - d.v[0]);
+          if (Math.abs(d.x - e.clientX) > 3) d.moved = true;
+          const span = d.v[1] - d.v[0];
+          const a = Math.min(Math.max(0, d.v[0] + dt), total - span);
+          setView([a, a + span]);
+        }}
+        onPointerLeave={() => setHover(null)}
+        onPointerUp={(e) => {
+          const d = drag.current;
+          drag.current = null;
+          if (d?.moved) return;
+          const r = e.currentTarget.getBoundingClientRect();
+          const k = find(e.clientX - r.left);
+          if (ops[k]) onSelect([ops[k].id], ops[k].id);
+        }}
+        onDoubleClick={() => setView([0, total])}
+      />
+      {hover && ops[hover.k] && (
+        <div className="tl-tip" style={{ left: Math.min(hover.x + 10, width - 260) }}>
+          #{ops[hover.k].index} {ops[hover.k].name} · {ops[hover.k].type} · {fmtMs(latency[hover.k])} ms
+          {conversion[hover.k] > 0 ? ` (+${fmtMs(conversion[hover.k])} ms conversion)` : ""}
+        </div>
+      )}
+    </section>
+  );
+});

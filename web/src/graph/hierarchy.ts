@@ -1,0 +1,151 @@
+// Group tree of the compiled graph: namespaces become groups; any group with too many direct items
+// (and a model without namespaces) is split into automatic groups along execution order, aligned to the
+// period of repeated blocks when the op types repeat. So no single layout gets more than MAX_ITEMS nodes.
+
+export const ROOT = "";
+export const MAX_ITEMS = 40;
+
+export interface Group {
+  id: string;
+  label: string;
+  parent: string | null;
+  groups: string[];
+  ops: number[];
+  first: number;
+  count: number;
+  depth: number;
+  auto: boolean;
+}
+
+export interface Hierarchy {
+  groups: Map<string, Group>;
+  /** direct parent group of each op */
+  opParent: string[];
+}
+
+/** Smallest period p (2..64) with which the type sequence repeats for at least 90% of positions, else 0. */
+export function detectPeriod(types: string[]): number {
+  const n = types.length;
+  if (n < 16) return 0;
+  const sample = Math.min(n, 4000);
+  for (let p = 2; p <= 64 && p * 3 <= n; p++) {
+    let same = 0, total = 0;
+    for (let i = 0; i + p < sample; i++) {
+      total++;
+      if (types[i] === types[i + p]) same++;
+    }
+    if (total && same / total >= 0.9) return p;
+  }
+  return 0;
+}
+
+export function buildHierarchy(nodes: { name: string; type: string; namespace: string }[], maxItems = MAX_ITEMS): Hierarchy {
+  const groups = new Map<string, Group>();
+  const mk = (id: string, parent: string | null, label: string, first: number, auto: boolean): Group => {
+    const g: Group = { id, label, parent, groups: [], ops: [], first, count: 0, depth: parent === null ? 0 : groups.get(parent)!.depth + 1, auto };
+    groups.set(id, g);
+    if (parent !== null) groups.get(parent)!.groups.push(id);
+    return g;
+  };
+  mk(ROOT, null, "model", 0, false);
+  const opParent: string[] = new Array(nodes.length);
+  for (let i = 0; i < nodes.length; i++) {
+    const ns = (nodes[i].namespace || "").replace(/^\/+|\/+$/g, "");
+    if (ns && !groups.has(ns)) {
+      let path = "";
+      for (const part of ns.split("/")) {
+        const next = path ? `${path}/${part}` : part;
+        if (!groups.has(next)) mk(next, path, part, i, false);
+        path = next;
+      }
+    }
+    groups.get(ns)!.ops.push(i);
+    opParent[i] = ns;
+  }
+
+  // split crowded groups, top-down
+  let autoSeq = 0;
+  const queue = [ROOT];
+  while (queue.length) {
+    const g = groups.get(queue.pop()!)!;
+    const items: { first: number; group?: string; op?: number }[] = [
+      ...g.groups.map((id) => ({ first: groups.get(id)!.first, group: id })),
+      ...g.ops.map((op) => ({ first: op, op })),
+    ].sort((a, b) => a.first - b.first);
+    if (items.length > maxItems) {
+      let size = maxItems;
+      while (Math.ceil(items.length / size) > maxItems) size *= maxItems;
+      let chunk = Math.ceil(items.length / Math.ceil(items.length / size));
+      if (g.groups.length === 0) {
+        const p = detectPeriod(g.ops.map((i) => nodes[i].type));
+        if (p > 1 && p <= chunk) chunk = Math.max(p, Math.floor(chunk / p) * p);
+      }
+      g.groups = [];
+      g.ops = [];
+      for (let k = 0; k < items.length; k += chunk) {
+        const part = items.slice(k, k + chunk);
+        const a = part[0].first;
+        const lastItem = part[part.length - 1];
+        const b = lastItem.op ?? lastItem.first;
+        const sub = mk(`${g.id ? g.id + "/" : ""}\u00a7${autoSeq++}`, g.id, `#${a}…#${b}`, a, true);
+        for (const it of part) {
+          if (it.group !== undefined) {
+            sub.groups.push(it.group);
+            const c = groups.get(it.group)!;
+            c.parent = sub.id;
+          } else {
+            sub.ops.push(it.op!);
+            opParent[it.op!] = sub.id;
+          }
+        }
+      }
+    }
+    queue.push(...g.groups);
+  }
+  // depths and counts (children were re-parented, so recompute)
+  const order: Group[] = [];
+  const stack = [groups.get(ROOT)!];
+  while (stack.length) {
+    const g = stack.pop()!;
+    g.depth = g.parent === null ? 0 : groups.get(g.parent)!.depth + 1;
+    order.push(g);
+    for (const c of g.groups) stack.push(groups.get(c)!);
+  }
+  for (let k = order.length - 1; k >= 0; k--) {
+    const g = order[k];
+    g.count = g.ops.length + g.groups.reduce((s, c) => s + groups.get(c)!.count, 0);
+    g.groups.sort((a, b) => groups.get(a)!.first - groups.get(b)!.first);
+  }
+  return { groups, opParent };
+}
+
+/** Groups from the root down to the op's direct parent (root excluded). */
+export function ancestors(h: Hierarchy, op: number): string[] {
+  const out: string[] = [];
+  let g: string | null = h.opParent[op];
+  while (g !== null && g !== ROOT) {
+    out.push(g);
+    g = h.groups.get(g)!.parent;
+  }
+  return out.reverse();
+}
+
+/** Groups to open first: the top level, then breadth-first while the drawn node count stays within `budget`. */
+export function initialExpanded(h: Hierarchy, budget = 60): Set<string> {
+  const out = new Set([ROOT]);
+  const items = (id: string) => {
+    const g = h.groups.get(id)!;
+    return g.groups.length + g.ops.length;
+  };
+  let visible = items(ROOT);
+  const queue = [...h.groups.get(ROOT)!.groups];
+  while (queue.length) {
+    const id = queue.shift()!;
+    const n = items(id);
+    if (visible - 1 + n > budget) continue;
+    out.add(id);
+    visible += n - 1;
+    queue.push(...h.groups.get(id)!.groups);
+  }
+  return out;
+}

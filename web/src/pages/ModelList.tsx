@@ -1,0 +1,176 @@
+import { useCallback, useEffect, useRef, useState } from "react";
+import { api, ApiError } from "../api/client";
+import type { Model } from "../api/types";
+import { fmtBytes } from "../format";
+import { navigate } from "../router";
+
+interface PendingUpload {
+  key: number;
+  name: string;
+  fraction: number;
+  error: string | null;
+}
+
+export function StageList({ model }: { model: Model }) {
+  return (
+    <ol className="stages" aria-label={`Progress of ${model.name}`}>
+      {model.stages.map((s) => (
+        <li key={s.name} className={`stage stage-${s.status}`} data-stage={s.name} data-status={s.status}>
+          <span className="stage-dot" aria-hidden="true" />
+          {s.name}
+          <span className="sr-only">: {s.status}</span>
+          {s.seconds != null && <span className="muted"> {s.seconds.toFixed(1)} s</span>}
+        </li>
+      ))}
+    </ol>
+  );
+}
+
+function ModelRow({ m, onDelete }: { m: Model; onDelete: (id: string) => void }) {
+  const ready = m.status === "ready";
+  const t = m.summary?.targets[0];
+  return (
+    <li className={`model-row status-${m.status}`} data-model-id={m.id} data-status={m.status}>
+      <div className="model-main">
+        {ready ? (
+          <a href={`/m/${m.id}`} onClick={(e) => (e.preventDefault(), navigate(`/m/${m.id}`))} className="model-name">
+            {m.name}
+          </a>
+        ) : (
+          <span className="model-name">{m.name}</span>
+        )}
+        <span className="muted">
+          {m.format} · {fmtBytes(m.size_bytes)} · {new Date(m.created_at).toLocaleString()}
+        </span>
+        <span className={`badge badge-${m.status}`}>{m.status}</span>
+      </div>
+      {m.status !== "ready" && <StageList model={m} />}
+      {m.status === "failed" && (
+        <p className="error" role="alert" data-testid="model-error">
+          {m.error ?? "Processing failed."}
+        </p>
+      )}
+      {ready && m.summary && t && (
+        <div className="muted">
+          {m.summary.task_count} tasks · {t.latency_ms.toFixed(2)} ms on {t.target} ({t.measured ? "measured" : "predicted"}) ·{" "}
+          {fmtBytes(m.summary.weight_bytes)} weights
+        </div>
+      )}
+      <button className="link danger" onClick={() => onDelete(m.id)} aria-label={`Delete ${m.name}`}>
+        Delete
+      </button>
+    </li>
+  );
+}
+
+export function ModelListPage() {
+  const [models, setModels] = useState<Model[] | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const [uploads, setUploads] = useState<PendingUpload[]>([]);
+  const [drag, setDrag] = useState(false);
+  const input = useRef<HTMLInputElement>(null);
+  const seq = useRef(0);
+
+  const refresh = useCallback(async () => {
+    try {
+      const r = await api.listModels();
+      setModels(r.models);
+      setLoadError(null);
+    } catch (e) {
+      setLoadError((e as Error).message);
+    }
+  }, []);
+
+  useEffect(() => {
+    refresh();
+  }, [refresh]);
+
+  // poll while anything is in flight
+  const busy = models?.some((m) => m.status === "queued" || m.status === "running") ?? false;
+  useEffect(() => {
+    if (!busy) return;
+    const t = setInterval(refresh, 700);
+    return () => clearInterval(t);
+  }, [busy, refresh]);
+
+  const upload = useCallback(
+    async (files: FileList | File[]) => {
+      for (const file of Array.from(files)) {
+        const key = ++seq.current;
+        setUploads((u) => [...u, { key, name: file.name, fraction: 0, error: null }]);
+        try {
+          await api.upload(file, (f) => setUploads((u) => u.map((x) => (x.key === key ? { ...x, fraction: f } : x))));
+          setUploads((u) => u.filter((x) => x.key !== key));
+          await refresh();
+        } catch (e) {
+          const msg = e instanceof ApiError ? e.message : String(e);
+          setUploads((u) => u.map((x) => (x.key === key ? { ...x, error: msg } : x)));
+        }
+      }
+    },
+    [refresh],
+  );
+
+  const onDelete = async (id: string) => {
+    await api.deleteModel(id);
+    refresh();
+  };
+
+  return (
+    <main className="page list-page">
+      <header className="topbar">
+        <h1>Edgescope</h1>
+        <span className="muted">Profile a model op by op; see what quantization, palettization and pruning would do.</span>
+      </header>
+      <section
+        className={`dropzone ${drag ? "drag" : ""}`}
+        onDragOver={(e) => (e.preventDefault(), setDrag(true))}
+        onDragLeave={() => setDrag(false)}
+        onDrop={(e) => {
+          e.preventDefault();
+          setDrag(false);
+          if (e.dataTransfer.files.length) upload(e.dataTransfer.files);
+        }}
+        aria-label="Upload a model"
+      >
+        <p>Drop a model file here (ONNX, TFLite, Core ML, PyTorch) or</p>
+        <button onClick={() => input.current?.click()}>Choose a file…</button>
+        <input
+          ref={input}
+          type="file"
+          data-testid="upload-input"
+          aria-label="Model file"
+          hidden
+          onChange={(e) => {
+            if (e.target.files?.length) upload(e.target.files);
+            e.target.value = "";
+          }}
+        />
+        {uploads.map((u) => (
+          <div key={u.key} className="upload" data-testid="upload">
+            <span>{u.name}</span>
+            {u.error ? (
+              <p className="error" role="alert" data-testid="upload-error">
+                Upload of {u.name} failed: {u.error}
+                <button className="link" onClick={() => setUploads((x) => x.filter((y) => y.key !== u.key))}>
+                  Dismiss
+                </button>
+              </p>
+            ) : (
+              <progress max={1} value={u.fraction} aria-label={`Uploading ${u.name}`} />
+            )}
+          </div>
+        ))}
+      </section>
+      <section aria-label="Models">
+        <h2>My models</h2>
+        {loadError && <p className="error" role="alert">Could not load models: {loadError}</p>}
+        {models === null && !loadError && <p className="muted">Loading…</p>}
+        {models?.length === 0 && <p className="muted">No models yet. Upload one above.</p>}
+        <ul className="model-list">
+          {models?.map((m) => <ModelRow key={m.id} m={m} onDelete={onDelete} />)}
+        </ul>
+      </section>
+    </main>
+  );
+}

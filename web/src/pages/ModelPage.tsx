@@ -1,0 +1,296 @@
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
+import { api } from "../api/client";
+import type { AnalysisState, GraphResponse, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
+import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
+import { Header } from "../components/Header";
+import { OpTable, type Row } from "../components/OpTable";
+import { Timeline } from "../components/Timeline";
+import { evaluate } from "../totals";
+import { StageList } from "./ModelList";
+
+const GraphView = lazy(() => import("../components/GraphView"));
+
+export type SelectSource = "table" | "graph" | "timeline";
+export interface Selection {
+  ids: ReadonlySet<string>;
+  focus: string | null;
+  source: SelectSource;
+}
+
+interface Filters {
+  text: string;
+  type: string;
+  minLatency: string;
+}
+
+const EMPTY_SEL: Selection = { ids: new Set(), focus: null, source: "table" };
+
+export function ModelPage({ id }: { id: string }) {
+  const [model, setModel] = useState<Model | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [target, setTarget] = useState<string | null>(null);
+  const [ops, setOps] = useState<OpsResponse | null>(null);
+  const [table, setTable] = useState<OptionTable | null>(null);
+  const [graph, setGraph] = useState<GraphResponse | null>(null);
+  const [perOp, setPerOp] = useState<Record<string, OpOptions>>({});
+  const [hist, setHist] = useState<{ cur: AnalysisState | null; past: AnalysisState[] }>({ cur: null, past: [] });
+  const analysis = hist.cur;
+  const history = hist.past;
+  const [sel, setSel] = useState<Selection>(EMPTY_SEL);
+  const [filters, setFilters] = useState<Filters>({ text: "", type: "", minLatency: "" });
+  const [lasso, setLasso] = useState<ReadonlySet<string> | null>(null);
+  const [dialog, setDialog] = useState<{ kind: "model" } | { kind: "op"; op: string } | null>(null);
+  const [opErr, setOpErr] = useState<string | null>(null);
+  const [showTimeline, setShowTimeline] = useState(true);
+
+  // model: poll until ready or failed
+  useEffect(() => {
+    let stop = false;
+    let timer: ReturnType<typeof setTimeout>;
+    const tick = async () => {
+      try {
+        const m = await api.getModel(id);
+        if (stop) return;
+        setModel(m);
+        if (m.status === "queued" || m.status === "running") timer = setTimeout(tick, 700);
+      } catch (e) {
+        if (!stop) setError((e as Error).message);
+      }
+    };
+    tick();
+    return () => ((stop = true), clearTimeout(timer));
+  }, [id]);
+
+  const ready = model?.status === "ready";
+  useEffect(() => {
+    if (ready && model && !target) setTarget(model.targets[0] ?? null);
+  }, [ready, model, target]);
+
+  useEffect(() => {
+    if (!ready) return;
+    const ac = new AbortController();
+    api.graph(id, ac.signal).then(setGraph, (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
+    return () => ac.abort();
+  }, [id, ready]);
+
+  useEffect(() => {
+    if (!ready || !target) return;
+    const ac = new AbortController();
+    setOps(null);
+    setTable(null);
+    setPerOp({});
+    Promise.all([api.ops(id, target, ac.signal), api.options(id, target, ac.signal)]).then(
+      ([o, t]) => {
+        setOps(o);
+        setTable(t);
+        setHist((h) => ({
+          cur: { target, model_wide: h.cur && t.presets.some((p) => p.name === h.cur!.model_wide) ? h.cur.model_wide : t.base.preset, overrides: {} },
+          past: [],
+        }));
+      },
+      (e) => !ac.signal.aborted && setError(e.message),
+    );
+    return () => ac.abort();
+  }, [id, ready, target]);
+
+  const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
+  const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
+
+  const rows: Row[] = useMemo(() => {
+    if (!ops || !evaluation || !baseEval || !table) return [];
+    // the option table is in execution order like /ops; map by id to be safe
+    const pos = new Map(table.ops.map((x, k) => [x, k]));
+    return ops.ops.map((op, i) => {
+      const k = pos.get(op.id) ?? i;
+      return {
+        i,
+        op,
+        pred_ms: evaluation.latency_ms[k],
+        delta_ms: evaluation.latency_ms[k] - baseEval.latency_ms[k],
+        conv_ms: evaluation.conversion_in_ms[k],
+        combo: evaluation.combo[k],
+        optimized: evaluation.overridden[k] === 1,
+      };
+    });
+  }, [ops, evaluation, baseEval, table]);
+
+  const maxLatency = useMemo(() => rows.reduce((m, r) => Math.max(m, r.op.latency_ms), 0), [rows]);
+  const types = useMemo(() => Array.from(new Set(ops?.ops.map((o) => o.type) ?? [])).sort(), [ops]);
+
+  const filterActive = !!(filters.text || filters.type || filters.minLatency || lasso);
+  const filtered = useMemo(() => {
+    if (!filterActive) return rows;
+    const text = filters.text.trim().toLowerCase();
+    const min = filters.minLatency === "" ? -Infinity : Number(filters.minLatency);
+    return rows.filter(
+      (r) =>
+        (!lasso || lasso.has(r.op.id)) &&
+        (!filters.type || r.op.type === filters.type) &&
+        !(r.pred_ms <= min) &&
+        (!text || r.op.name.toLowerCase().includes(text) || r.op.id.toLowerCase() === text || r.op.type.toLowerCase().includes(text)),
+    );
+  }, [rows, filters, lasso, filterActive]);
+  const filteredIds = useMemo(() => (filterActive ? new Set(filtered.map((r) => r.op.id)) : null), [filtered, filterActive]);
+
+  const select = useCallback((ids: string[], focus: string | null, source: SelectSource, additive = false) => {
+    setSel((s) => {
+      if (!additive) return { ids: new Set(ids), focus, source };
+      const n = new Set(s.ids);
+      for (const x of ids) n.has(x) ? n.delete(x) : n.add(x);
+      return { ids: n, focus, source };
+    });
+  }, []);
+  const onTableSelect = useCallback((ids: string[], focus: string | null, add: boolean) => select(ids, focus, "table", add), [select]);
+
+  const push = useCallback((next: AnalysisState) => setHist((h) => ({ cur: next, past: h.cur ? [...h.past, h.cur] : h.past })), []);
+  const undo = useCallback(() => setHist((h) => (h.past.length ? { cur: h.past[h.past.length - 1], past: h.past.slice(0, -1) } : h)), []);
+  const reset = useCallback(() => {
+    if (table && target) push({ target, model_wide: table.base.preset, overrides: {} });
+  }, [table, target, push]);
+
+  useEffect(() => {
+    const k = (e: KeyboardEvent) => {
+      if ((e.ctrlKey || e.metaKey) && e.key === "z" && !(e.target instanceof HTMLInputElement)) (e.preventDefault(), undo());
+    };
+    window.addEventListener("keydown", k);
+    return () => window.removeEventListener("keydown", k);
+  }, [undo]);
+
+  const openOp = useCallback(
+    (op: string) => {
+      setDialog({ kind: "op", op });
+      setOpErr(null);
+      if (!perOp[op] && target)
+        api.opOptions(id, op, target).then(
+          (o) => setPerOp((p) => ({ ...p, [op]: o })),
+          (e) => setOpErr(e.message),
+        );
+    },
+    [id, target, perOp],
+  );
+
+  if (error) return <main className="page"><p className="error" role="alert">{error}</p></main>;
+  if (!model) return <main className="page"><p className="muted">Loading…</p></main>;
+  if (model.status !== "ready")
+    return (
+      <main className="page" data-testid="model-pending">
+        <h1>{model.name}</h1>
+        <p>{model.status === "failed" ? "Processing failed." : "Processing…"}</p>
+        <StageList model={model} />
+        {model.error && <p className="error" role="alert" data-testid="model-error">{model.error}</p>}
+      </main>
+    );
+
+  const unoptimized = !!analysis && !!table && analysis.model_wide === table.base.preset && Object.keys(analysis.overrides).length === 0;
+  const focusOp = dialog?.kind === "op" ? ops?.ops.find((o) => o.id === dialog.op) : null;
+
+  return (
+    <div className="model-page" data-testid="model-page" data-ready={!!evaluation}>
+      <Header
+        model={model}
+        target={target ?? ""}
+        onTarget={setTarget}
+        totals={evaluation?.totals ?? null}
+        base={baseEval?.totals ?? null}
+        unoptimized={unoptimized}
+        latencyMeasured={!!ops?.measured}
+        measuredLabel={ops?.label ?? ""}
+        predictedLabel={table ? `predicted (${table.label.profile}, median error ${table.label.error_pct_median}% over ${table.label.error_models} models)` : ""}
+        optimizedCount={analysis ? Object.keys(analysis.overrides).length : 0}
+        modelWide={analysis?.model_wide ?? ""}
+        canUndo={history.length > 0}
+        onUndo={undo}
+        onReset={reset}
+        onOptimize={() => setDialog({ kind: "model" })}
+      />
+      <div className="toolbar" role="search">
+        <input
+          type="search"
+          placeholder="Search name, id or type"
+          aria-label="Search tasks by name, id or type"
+          value={filters.text}
+          data-testid="search"
+          onChange={(e) => setFilters((f) => ({ ...f, text: e.target.value }))}
+        />
+        <label>
+          Type{" "}
+          <select value={filters.type} onChange={(e) => setFilters((f) => ({ ...f, type: e.target.value }))} data-testid="filter-type">
+            <option value="">all</option>
+            {types.map((t) => (<option key={t} value={t}>{t}</option>))}
+          </select>
+        </label>
+        <label>
+          Time &gt;{" "}
+          <input type="number" min={0} step={0.01} className="narrow" value={filters.minLatency} aria-label="Only tasks slower than (ms)" data-testid="filter-latency"
+            onChange={(e) => setFilters((f) => ({ ...f, minLatency: e.target.value }))} /> ms
+        </label>
+        {lasso && (
+          <span className="chip" data-testid="lasso-chip">
+            lasso: {lasso.size} tasks <button className="link" onClick={() => setLasso(null)} aria-label="Clear lasso filter">✕</button>
+          </span>
+        )}
+        {filterActive && <button className="link" onClick={() => (setFilters({ text: "", type: "", minLatency: "" }), setLasso(null))}>Clear filters</button>}
+        <span className="spacer" />
+        <label className="check"><input type="checkbox" checked={showTimeline} onChange={(e) => setShowTimeline(e.target.checked)} /> Timeline</label>
+      </div>
+      <div className="panes">
+        <section className="pane pane-table" aria-label="Table">
+          {ops && evaluation ? (
+            <OpTable rows={filtered} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} />
+          ) : (
+            <p className="muted pad">Loading tasks…</p>
+          )}
+        </section>
+        <section className="pane pane-graph" aria-label="Graph">
+          <Suspense fallback={<div className="graph-root" data-state="loading" data-nodes="0" data-testid="graph" />}>
+            <GraphView
+              graph={graph}
+              ops={ops}
+              evaluation={evaluation}
+              baseEvaluation={baseEval}
+              table={table}
+              selection={sel}
+              filtered={filteredIds}
+              onSelect={select}
+              onLasso={setLasso}
+              onOptimize={openOp}
+            />
+          </Suspense>
+        </section>
+      </div>
+      {showTimeline && ops && evaluation && (
+        <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={(ids, f) => select(ids, f, "timeline")} />
+      )}
+      {dialog?.kind === "model" && table && analysis && baseEval && (
+        <ModelWideDialog
+          table={table}
+          perOp={perOp}
+          state={analysis}
+          base={baseEval.totals}
+          onClose={() => setDialog(null)}
+          onApply={(preset, keep) => (push({ ...analysis, model_wide: preset, overrides: keep ? analysis.overrides : {} }), setDialog(null))}
+        />
+      )}
+      {dialog?.kind === "op" && table && analysis && evaluation && (
+        <OpOptionsDialog
+          table={table}
+          opId={dialog.op}
+          opName={focusOp?.name ?? dialog.op}
+          options={perOp[dialog.op] ?? null}
+          error={opErr}
+          perOp={perOp}
+          state={analysis}
+          evaluation={evaluation}
+          onClose={() => setDialog(null)}
+          onApply={(combo) => {
+            const o = { ...analysis.overrides };
+            if (combo === null) delete o[dialog.op];
+            else o[dialog.op] = combo;
+            push({ ...analysis, overrides: o });
+            setDialog(null);
+          }}
+        />
+      )}
+    </div>
+  );
+}
