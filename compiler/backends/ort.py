@@ -165,11 +165,11 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     base_rss = _reset_peak()
     sess = _open(ort, path, _session_options(ort, "disable", s.threads))
     for _ in range(s.warmup):
-        _run(sess, feeds, graph.inputs)
+        _run(sess, feeds, graph)
     times = []
     for _ in range(s.runs):
         t0 = time.perf_counter()
-        _run(sess, feeds, graph.inputs)
+        _run(sess, feeds, graph)
         times.append((time.perf_counter() - t0) * 1e3)
     peak = max(0, _peak_rss() - base_rss)
     del sess
@@ -180,7 +180,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         so.profile_file_prefix = os.path.join(tmp, "ort_profile")
         psess = _open(ort, path, so)
         for _ in range(s.warmup + s.runs):
-            _run(psess, feeds, graph.inputs)
+            _run(psess, feeds, graph)
         trace = json.loads(Path(psess.end_profiling()).read_text())
     tasks = task_timings(trace, s.runs)
 
@@ -213,22 +213,49 @@ def task_timings(trace: list[dict[str, Any]], runs: int) -> dict[str, TaskTiming
     return out
 
 
-def _run(sess: Any, feeds: dict[str, Any], inputs: list[str]) -> None:
+def _run(sess: Any, feeds: dict[str, Any], graph: Graph) -> None:
     try:
         sess.run(None, feeds)
     except Exception as e:
-        raise explain_run_error(str(e), inputs) from None
+        raise explain_run_error(str(e), graph) from None
 
 
-def explain_run_error(message: str, inputs: list[str]) -> ModelRunError:
-    """ORT's run error, plus which input to set when ORT names one (shape/value mismatch)."""
+def explain_run_error(message: str, graph: Graph) -> ModelRunError:
+    """ORT's run error plus the inputs to set: those ORT names, else the inputs feeding the
+    failing node (ORT names the node: "... running Reshape node. Name:'r' ...")."""
     msg = _clean(message)
-    named = [i for i in inputs if re.search(rf"\b{re.escape(i)}\b", msg)]
+    named = [i for i in graph.inputs if re.search(rf"(?<![\w.]){re.escape(i)}(?![\w.])", msg)]
+    node = re.search(r"Name:'([^']*)'", msg)
+    if not named and node:
+        named = _feeding_inputs(graph, node.group(1))
     if named:
+        listed = ", ".join(f"'{n}'" for n in named)
         return ModelRunError(
-            f"ONNX Runtime could not run the model with the generated inputs ({msg}); set input "
-            f"'{named[0]}' explicitly: its shape (e.g. {named[0]}=1x3x224x224) or its value (e.g. {named[0]}=16000)")
+            f"ONNX Runtime could not run the model with generated inputs ({msg}); set input {listed} "
+            f"explicitly: a shape (e.g. {named[0]}=1x3x224x224) or a value (e.g. {named[0]}=16000)")
     return ModelRunError(f"ONNX Runtime could not run the model: {msg}")
+
+
+def _feeding_inputs(graph: Graph, node_name: str) -> list[str]:
+    """Graph inputs upstream of the node, integer/bool ones first (they steer shapes and indices)."""
+    try:
+        node = graph.node(node_name)
+    except KeyError:
+        return []
+    prod = graph.producers()
+    by_id = {n.id: n for n in graph.nodes}
+    seen, stack, found = set(), list(node.inputs), []
+    while stack:
+        v = stack.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in graph.inputs:
+            found.append(v)
+        elif v in prod:
+            stack.extend(by_id[prod[v]].inputs)
+    found.sort(key=lambda i: (graph.values[i].dtype.startswith("float"), graph.inputs.index(i)))
+    return found
 
 
 def _clean(message: str) -> str:

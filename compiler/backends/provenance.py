@@ -105,6 +105,7 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
 
     # -- 3: groups in execution order ---------------------------------------------------------
     corr: dict[str, str] = {}  # compiled value name -> source value name
+    corr_targets: set[str] = set()
 
     def to_source(v: str) -> str:
         return v if v in s_values else corr.get(v, "")
@@ -117,16 +118,17 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
                 for o in c.outputs:
                     if o not in s_values and to_source(acts_in[0]):
                         corr[o] = to_source(acts_in[0])
+                        corr_targets.add(corr[o])
             continue
         group = groups[c.id]
         if not group:
             continue
         inputs_src = {to_source(v) for v in acts_in} - {""}
-        stops = boundary | inputs_src | const | folded | set(corr.values())
         stack = list(group)
         while stack:  # backward
             for u in s_nodes[stack.pop()].inputs:
-                if not u or u in stops or u not in s_prod:
+                if not u or u in inputs_src or u in boundary or u in const or u in folded or u in corr_targets \
+                        or u not in s_prod:
                     continue
                 p = s_prod[u]
                 if p in owner:
@@ -152,6 +154,7 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
         renamed = [o for o in c.outputs if o and o not in s_values]
         if renamed:
             corr[renamed[0]] = s_nodes[group[-1]].outputs[0]
+            corr_targets.add(corr[renamed[0]])
 
     # -- 4: helpers ---------------------------------------------------------------------------
     for h in helpers:

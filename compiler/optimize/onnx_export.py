@@ -53,7 +53,9 @@ def preprocess(src: str | os.PathLike[str], out: str | os.PathLike[str]) -> onnx
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
     so.optimized_model_filepath = os.fspath(out)
     so.intra_op_num_threads = 1
-    ort.InferenceSession(os.fspath(src), so, providers=["CPUExecutionProvider"])
+    # MatMul+Add stays MatMul + Add: MatMulNBits quantizes MatMul only, and ORT fuses again at load.
+    ort.InferenceSession(os.fspath(src), so, providers=["CPUExecutionProvider"],
+                         disabled_optimizers=["MatMulAddFusion"])
     return onnx.load(os.fspath(out))
 
 
