@@ -64,7 +64,7 @@ export function ModelWideDialog(p: {
           </thead>
           <tbody>
             {rows.map(({ pr, t, fallbacks }) => (
-              <tr key={pr.name} className={chosen === pr.name ? "chosen" : ""} onClick={() => setChosen(pr.name)} data-preset={pr.name}>
+              <tr key={pr.name} className={chosen === pr.name ? "chosen" : ""} onClick={() => setChosen(pr.name)} data-preset={pr.name} data-latency={t.latency_ms}>
                 <td><input type="radio" name="preset" aria-label={pr.name} checked={chosen === pr.name} onChange={() => setChosen(pr.name)} /></td>
                 <td title={pr.description}><b>{pr.name}</b><div className="muted small-text">{pr.description}</div></td>
                 <td className="num">{fmtMs(t.latency_ms)} ms <span className={cls(t.latency_ms - p.base.latency_ms)}>{fmtPct(rel(t.latency_ms, p.base.latency_ms))}</span></td>

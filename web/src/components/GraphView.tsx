@@ -43,7 +43,7 @@ function lerpColor(stops: string[], t: number): string {
 }
 const DIV = ["#1a9850", "#91cf60", "#3a3f4b", "#fc8d59", "#d73027"];
 const SEL = "#ffcc00";
-const DIM = "#30343e";
+const DIM = "#3c4150";
 
 export interface GraphDebug {
   nodeViewport(id: string): { x: number; y: number } | null;
@@ -149,7 +149,7 @@ export default memo(function GraphView(p: Props) {
       defaultEdgeColor: "#59607a",
       labelColor: { color: "#e8ebf2" },
       labelSize: 12,
-      labelRenderedSizeThreshold: 7,
+      labelRenderedSizeThreshold: 4,
       labelDensity: 1,
       zIndex: true,
       minCameraRatio: 0.002,
@@ -267,6 +267,7 @@ export default memo(function GraphView(p: Props) {
         forceLabel: selected,
         highlighted: false,
         label: (hasOpt[k] ? "◆ " : "") + baseLabel,
+        optimized: hasOpt[k] === 1,
       };
     });
     setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
@@ -453,6 +454,21 @@ export default memo(function GraphView(p: Props) {
       g.strokeStyle = "rgba(170,180,220,0.7)";
       g.fillRect(a.x, a.y, z.x - a.x, z.y - a.y);
       g.strokeRect(a.x, a.y, z.x - a.x, z.y - a.y);
+    }
+    // optimized tasks: a yellow halo behind the node
+    const gr = graphRef.current;
+    if (gr) {
+      g.strokeStyle = SEL;
+      g.lineWidth = 2;
+      gr.forEachNode((_key, a) => {
+        if (!a.optimized) return;
+        const v = s.graphToViewport({ x: a.x, y: a.y });
+        if (v.x < -20 || v.y < -20 || v.x > width + 20 || v.y > height + 20) return;
+        const r = s.scaleSize(a.size) + 4;
+        g.beginPath();
+        g.arc(v.x, v.y, Math.max(4, r), 0, 2 * Math.PI);
+        g.stroke();
+      });
     }
     drawMinimapViewport();
     // eslint-disable-next-line react-hooks/exhaustive-deps

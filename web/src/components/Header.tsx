@@ -23,6 +23,7 @@ interface Props {
 
 interface TileProps {
   id: string;
+  raw: number | null;
   label: string;
   help: string;
   value: string;
@@ -32,12 +33,12 @@ interface TileProps {
   sourceHelp: string;
 }
 
-function Tile({ id, label, help, value, change, lowerIsBetter, source, sourceHelp }: TileProps) {
+function Tile({ id, raw, label, help, value, change, lowerIsBetter, source, sourceHelp }: TileProps) {
   const good = change == null || Math.abs(change) < 1e-12 ? "" : (change < 0) === lowerIsBetter ? "better" : "worse";
   return (
     <div className="tile" data-metric={id} title={help}>
       <div className="tile-label">{label}</div>
-      <div className="tile-value" data-testid={`total-${id}`}>{value}</div>
+      <div className="tile-value" data-testid={`total-${id}`} data-value={raw ?? ""}>{value}</div>
       <div className="tile-sub">
         <span className={`delta ${good}`} data-testid={`delta-${id}`}>{change == null ? "–" : fmtPct(change)}</span>
         <span className={`src src-${source}`} title={sourceHelp}>{source}</span>
@@ -66,17 +67,17 @@ export function Header(p: Props) {
         </label>
       </div>
       <div className="tiles" aria-live="polite">
-        <Tile id="latency" label="Latency" help="Time for one inference (sum of tasks plus format conversions)."
+        <Tile id="latency" raw={t ? t.latency_ms : null} label="Latency" help="Time for one inference (sum of tasks plus format conversions)."
           value={t ? `${t.latency_ms.toFixed(3)} ms` : "…"} change={rel("latency_ms")} lowerIsBetter
           source={p.unoptimized && p.latencyMeasured ? "measured" : "predicted"} sourceHelp={p.unoptimized && p.latencyMeasured ? p.measuredLabel : p.predictedLabel} />
-        <Tile id="fps" label="Throughput" help="Inferences per second, one after another (1000 / latency)."
+        <Tile id="fps" raw={t ? t.fps : null} label="Throughput" help="Inferences per second, one after another (1000 / latency)."
           value={t ? `${t.fps.toFixed(1)} fps` : "…"} change={rel("fps")} lowerIsBetter={false}
           source={p.unoptimized && p.latencyMeasured ? "measured" : "predicted"} sourceHelp={p.predictedLabel} />
-        <Tile id="peak" label="Peak memory" help="Weights plus the largest working set of one task."
+        <Tile id="peak" raw={t ? t.peak_memory_bytes : null} label="Peak memory" help="Weights plus the largest working set of one task."
           value={t ? fmtBytes(t.peak_memory_bytes) : "…"} change={rel("peak_memory_bytes")} lowerIsBetter source="predicted" sourceHelp={p.predictedLabel} />
-        <Tile id="power" label="Memory power" help="Average power spent moving bytes to and from DRAM during one inference."
+        <Tile id="power" raw={t ? t.memory_power_mw : null} label="Memory power" help="Average power spent moving bytes to and from DRAM during one inference."
           value={t ? `${t.memory_power_mw.toFixed(2)} mW` : "…"} change={rel("memory_power_mw")} lowerIsBetter source="predicted" sourceHelp={p.predictedLabel} />
-        <Tile id="size" label="Size" help="Bytes of the model file after optimization (weights plus overhead)."
+        <Tile id="size" raw={t ? t.size_bytes : null} label="Size" help="Bytes of the model file after optimization (weights plus overhead)."
           value={t ? fmtBytes(t.size_bytes) : "…"} change={rel("size_bytes")} lowerIsBetter source="predicted" sourceHelp={p.predictedLabel} />
       </div>
       <div className="hdr-actions">

@@ -1,0 +1,103 @@
+"""Fixtures for the browser tests: Debian's Chromium through Playwright, and the server the UI talks to.
+
+`ui_server` is the real `edgescope serve` (the session-wide `live_server` of tests/conftest.py). With
+EDGESCOPE_UI_MOCK=1 it is tests/browser/mock_server.py instead (synthetic data; for UI work without the pipeline).
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+CHROMIUM = os.environ.get("EDGESCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@dataclass
+class UiServer:
+    url: str
+    mock: bool
+    _live: Any = None
+
+    def upload(self, path: Path, wait: bool = True) -> str:
+        """Upload through the API (not the UI) and return the model id once ready."""
+        if self._live is not None:
+            m = self._live.upload(path, wait=wait)
+            return m["id"] if isinstance(m, dict) else m
+        with open(path, "rb") as f:
+            r = requests.post(f"{self.url}/api/models", files={"file": (path.name, f)}, timeout=60)
+        r.raise_for_status()
+        mid = r.json()["id"]
+        if wait:
+            import time
+            for _ in range(600):
+                if requests.get(f"{self.url}/api/models/{mid}", timeout=10).json()["status"] in ("ready", "failed"):
+                    break
+                time.sleep(0.2)
+        return mid
+
+
+@pytest.fixture(scope="session")
+def ui_server(request: pytest.FixtureRequest) -> Iterator[UiServer]:
+    if not (ROOT / "web" / "dist" / "index.html").exists():
+        pytest.fail("web/dist is not built: run `make web` (cd web && npm ci && npm run build)")
+    if os.environ.get("EDGESCOPE_UI_MOCK") == "1":
+        from tests.browser.mock_server import serve
+
+        srv = serve(0, ROOT / "web" / "dist", stage_seconds=0.25)
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        try:
+            yield UiServer(url=f"http://127.0.0.1:{srv.server_address[1]}", mock=True)
+        finally:
+            srv.shutdown()
+        return
+    live = request.getfixturevalue("live_server")
+    yield UiServer(url=live.url, mock=False, _live=live)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    pg = ctx.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.set_default_timeout(30_000)
+    try:
+        yield pg
+    finally:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        try:
+            pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}-end.png"))
+        except Exception:  # noqa: BLE001 - a closed page has nothing to show
+            pass
+        ctx.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def shot(page: Any, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))

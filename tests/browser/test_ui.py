@@ -1,0 +1,171 @@
+"""The web UI in a real browser (Debian Chromium via Playwright) against `edgescope serve`."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import modelzoo
+from tests.browser.conftest import shot
+
+pytestmark = pytest.mark.browser
+
+GRAPH = "[data-testid=graph]"
+ROWS = "[data-testid=op-table] [role=row][data-op-id]"
+
+
+def header_value(page: Any, metric: str) -> float:
+    return float(page.get_attribute(f"[data-testid=total-{metric}]", "data-value"))
+
+
+def open_model(page: Any, url: str, mid: str) -> None:
+    page.goto(f"{url}/m/{mid}")
+    page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]")
+    page.wait_for_selector(ROWS)
+
+
+@pytest.fixture(scope="module")
+def model_id(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("ui") / "mobilenet_v2_like.onnx")
+    return ui_server.upload(path)
+
+
+def test_upload_by_drop_zone_shows_progress_then_ready(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    path = modelzoo.tiny_cnn(tmp_path / "tiny_cnn.onnx")
+    page.goto(ui_server.url + "/")
+    page.set_input_files("[data-testid=upload-input]", str(path))
+    row = page.locator(".model-row", has_text="tiny_cnn.onnx").first
+    row.wait_for()
+    shot(page, "list-uploading")
+    page.wait_for_selector(".model-row[data-status=ready] >> text=tiny_cnn.onnx", timeout=300_000)
+    shot(page, "list-ready")
+    page.click(".model-row[data-status=ready] >> text=tiny_cnn.onnx")
+    page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
+    assert int(page.get_attribute(GRAPH, "data-nodes")) > 0
+    for metric in ("latency", "fps", "peak", "power", "size"):
+        assert page.get_attribute(f"[data-testid=total-{metric}]", "data-value")
+    shot(page, "model-tiny")
+
+
+def test_sort_by_latency_and_search(ui_server: Any, page: Any, model_id: str) -> None:
+    open_model(page, ui_server.url, model_id)
+    page.click("[data-testid=op-table] button.th[data-col=latency_ms]")
+    times = [float(t.split()[-1]) for t in page.locator(f"{ROWS} [data-col=latency_ms]").all_inner_texts()[:10]]
+    assert times == sorted(times, reverse=True) and len(times) > 2
+    shot(page, "table-sorted")
+    typ = page.locator(f"{ROWS} [data-col=type]").first.inner_text()
+    page.fill("[data-testid=search]", typ)
+    page.wait_for_timeout(200)
+    types = page.locator(f"{ROWS} [data-col=type]").all_inner_texts()
+    assert types and all(typ.lower() in t.lower() for t in types)
+    # filtered rows are highlighted in the graph: the others are dimmed
+    assert int(page.get_attribute(GRAPH, "data-dimmed")) >= 0
+    shot(page, "table-search")
+
+
+def test_select_row_highlights_node(ui_server: Any, page: Any, model_id: str) -> None:
+    open_model(page, ui_server.url, model_id)
+    row = page.locator(ROWS).nth(3)
+    op = row.get_attribute("data-op-id")
+    row.click()
+    page.wait_for_function("id => document.querySelector('[data-testid=graph]').dataset.highlighted.split(',').includes(id)", arg=op)
+    page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
+    assert page.get_attribute(GRAPH, "data-selected") == op
+    page.wait_for_timeout(500)  # camera animation
+    pos = page.evaluate("id => window.edgescopeGraph.nodeViewport(id)", op)
+    box = page.locator(".graph-stage").bounding_box()
+    assert box["x"] <= pos["x"] <= box["x"] + box["width"] and box["y"] <= pos["y"] <= box["y"] + box["height"]
+    shot(page, "graph-selected")
+
+
+def test_lasso_in_graph_filters_table(ui_server: Any, page: Any, model_id: str) -> None:
+    open_model(page, ui_server.url, model_id)
+    rows = page.locator(ROWS)
+    ids = [rows.nth(k).get_attribute("data-op-id") for k in range(3)]
+    rows.nth(1).click()  # brings the neighbourhood into view, expanded
+    page.wait_for_timeout(600)
+    pts = [page.evaluate("id => window.edgescopeGraph.nodeViewport(id)", i) for i in ids]
+    pts = [p for p in pts if p]
+    assert pts, "no selected-neighbour nodes drawn"
+    x0, x1 = min(p["x"] for p in pts) - 12, max(p["x"] for p in pts) + 12
+    y0, y1 = min(p["y"] for p in pts) - 12, max(p["y"] for p in pts) + 12
+    page.click("[data-testid=lasso]")
+    page.mouse.move(x0, y0)
+    page.mouse.down()
+    for x, y in ((x1, y0), (x1, y1), (x0, y1), (x0, y0 + 1)):
+        page.mouse.move(x, y, steps=4)
+    page.mouse.up()
+    chip = page.locator("[data-testid=lasso-chip]")
+    chip.wait_for()
+    n = int(chip.inner_text().split()[1])
+    shown = [r.get_attribute("data-op-id") for r in page.locator(ROWS).all()]
+    assert 0 < n == len(shown) <= 10
+    assert set(i for i, p in zip(ids, pts) if p) <= set(shown)
+    shot(page, "graph-lasso")
+
+
+def test_per_op_option_changes_header_by_predicted_amount(ui_server: Any, page: Any, model_id: str) -> None:
+    open_model(page, ui_server.url, model_id)
+    before = header_value(page, "latency")
+    row = page.locator(ROWS).filter(has_text="Conv").first
+    op = row.get_attribute("data-op-id")
+    row.locator("button", has_text="Optimize").click()
+    dlg = page.locator("[data-testid=op-dialog]")
+    dlg.locator("[data-testid=op-options] tbody tr").first.wait_for()
+    dlg.locator("[data-testid=filter-kernel]").select_option("int8")
+    shot(page, "op-dialog-int8")
+    cands = dlg.locator("[data-testid=op-options] tbody tr")
+    assert cands.count() > 0
+    assert all("/int8/" in c for c in cands.evaluate_all("rs => rs.map(r => r.dataset.combo)"))
+    pick = cands.first
+    combo = pick.get_attribute("data-combo")
+    total = float(pick.get_attribute("data-total"))
+    delta = float(pick.get_attribute("data-total-delta"))
+    pick.locator("button", has_text="Apply").click()
+    page.wait_for_function(f"() => document.querySelector('[data-testid=total-latency]').dataset.value !== '{before!r}'")
+    after = header_value(page, "latency")
+    assert after == total  # the header shows exactly what the dialog predicted
+    assert after - before == pytest.approx(delta, abs=1e-12)
+    marked = page.locator(f"{ROWS}[data-op-id='{op}']")
+    assert "optimized" in marked.get_attribute("class")
+    assert marked.locator("[data-col=combo]").inner_text() == combo
+    shot(page, "op-applied")
+
+
+def test_model_wide_option_undo_reset(ui_server: Any, page: Any, model_id: str) -> None:
+    open_model(page, ui_server.url, model_id)
+    base = header_value(page, "latency")
+    page.click("[data-testid=optimize-model]")
+    dlg = page.locator("[data-testid=model-wide-dialog]")
+    presets = dlg.locator("tr[data-preset]").evaluate_all("rs => rs.map(r => [r.dataset.preset, +r.dataset.latency])")
+    name, predicted = next((p, v) for p, v in presets if p != "fp32" and v != base)
+    dlg.locator(f"tr[data-preset='{name}']").click()
+    shot(page, "model-wide-dialog")
+    dlg.locator("[data-testid=apply-preset]").click()
+    assert header_value(page, "latency") == predicted
+    assert name in page.inner_text("[data-testid=state-line]")
+    page.click("[data-testid=undo]")
+    assert header_value(page, "latency") == base
+    page.click("[data-testid=optimize-model]")
+    page.locator(f"[data-testid=model-wide-dialog] tr[data-preset='{name}']").click()
+    page.click("[data-testid=apply-preset]")
+    assert header_value(page, "latency") == predicted
+    page.click("[data-testid=reset]")
+    assert header_value(page, "latency") == base
+    page.click("[data-testid=undo]")
+    assert header_value(page, "latency") == predicted
+    shot(page, "model-wide-undo")
+
+
+def test_failed_upload_shows_its_error(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "not_a_model.onnx"
+    bad.write_bytes(b"this is not a model at all\n" * 10)
+    page.goto(ui_server.url + "/")
+    page.set_input_files("[data-testid=upload-input]", str(bad))
+    err = page.locator("[data-testid=upload-error], .model-row:has-text('not_a_model.onnx') [data-testid=model-error]").first
+    err.wait_for(timeout=120_000)
+    text = err.inner_text()
+    assert "not_a_model.onnx" in text or len(text) > 20
+    shot(page, "upload-failed")
