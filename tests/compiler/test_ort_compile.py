@@ -1,0 +1,136 @@
+"""ORT compile: fused tasks map back to the source nodes they implement.
+
+Fusions depend on the ORT version; the expectations below were recorded with the version in
+EXPECTED. A new ORT gets skipped with a message until someone records its behaviour.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import onnxruntime
+import pytest
+
+from compiler.backends import ort
+from compiler.errors import ModelRunError
+from compiler.graph import Graph
+
+ORT = ".".join(onnxruntime.__version__.split(".")[:2])
+EXPECTED = {  # ORT minor version -> compiled op counts on the zoo models
+    "1.32": {
+        ("mobilenet_v2_like", "all"): {"Conv": 25, "ReorderOutput": 4, "ReduceMean": 1, "Gemm": 1},
+        ("mobilenet_v2_like", "extended"): {"FusedConv": 17, "Conv": 8, "Add": 3, "ReduceMean": 1, "Gemm": 1},
+        ("bert_like", "all"): {"Gemm": 24, "FusedGemm": 1, "FusedMatMul": 4, "SkipLayerNormalization": 9, "Gelu": 4},
+    },
+}
+known = pytest.mark.skipif(ORT not in EXPECTED, reason=f"fusions not recorded for onnxruntime {ORT}; add them to EXPECTED")
+
+
+def compile_zoo(zoo, tmp_path, name: str, level: str = "all", **kw) -> tuple[Graph, Graph]:
+    source = zoo.graph(name, **kw)
+    return source, ort.compile(zoo.path(name, **kw), tmp_path / f"{name}.{level}.onnx", source, opt_level=level)
+
+
+def by_op(g: Graph, op: str) -> list:
+    return [n for n in g.nodes if n.op_type == op]
+
+
+def assert_complete(source: Graph, compiled: Graph) -> None:
+    """Every source node is in some task or eliminated, never both; every task has sources."""
+    covered = {s for n in compiled.nodes for s in n.source_nodes}
+    ids = {n.id for n in source.nodes}
+    assert covered <= ids
+    assert covered | set(compiled.eliminated) == ids
+    assert not covered & set(compiled.eliminated)
+    assert [n.id for n in compiled.nodes if not n.source_nodes] == []
+
+
+def src_ops(source: Graph, node) -> list[str]:
+    return [source.node(s).op_type for s in node.source_nodes]
+
+
+@known
+def test_mobilenet_nchwc(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "mobilenet_v2_like", "all")
+    counts = Counter(n.op_type for n in compiled.nodes)
+    assert {k: counts[k] for k in EXPECTED[ORT][("mobilenet_v2_like", "all")]} == EXPECTED[ORT][("mobilenet_v2_like", "all")]
+    assert compiled.metadata["runtime"] == f"onnxruntime {onnxruntime.__version__}"
+    assert_complete(source, compiled)
+    nchwc = [n for n in compiled.nodes if n.domain == "com.microsoft.nchwc" and n.op_type == "Conv"]
+    assert len(nchwc) == 25
+    for n in nchwc:  # Conv + folded BatchNorm (+ ReLU6 Clip) in one kernel
+        assert Counter(src_ops(source, n))["Conv"] == 1 and "BatchNormalization" in src_ops(source, n)
+    # the residual Add fused into the projecting conv as its Sum input
+    assert sum(1 for n in nchwc if "Add" in src_ops(source, n)) == 3
+    for r in by_op(compiled, "ReorderOutput"):  # layout transforms map to the Conv they serve
+        assert src_ops(source, r) == ["Conv"]
+        producer = compiled.node(compiled.producers()[r.inputs[0]])
+        assert r.source_nodes[0] in producer.source_nodes
+    assert set(source.node(s).op_type for s in compiled.eliminated) <= {"Constant", "Identity"}
+
+
+@known
+def test_mobilenet_fused_conv(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "mobilenet_v2_like", "extended")
+    counts = Counter(n.op_type for n in compiled.nodes)
+    exp = EXPECTED[ORT][("mobilenet_v2_like", "extended")]
+    assert {k: counts[k] for k in exp} == exp
+    assert_complete(source, compiled)
+    for n in by_op(compiled, "FusedConv"):
+        assert src_ops(source, n) == ["Conv", "BatchNormalization", "Clip"]
+        assert n.attributes["activation"] == "Clip"
+
+
+@known
+def test_tiny_cnn_conv_relu(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "tiny_cnn", "extended")
+    (fused,) = by_op(compiled, "FusedConv")
+    assert fused.source_nodes == ["/conv/Conv", "/relu/Relu"]
+    assert_complete(source, compiled)
+
+
+@known
+def test_bert_fusions(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "bert_like", "all")
+    counts = Counter(n.op_type for n in compiled.nodes)
+    exp = EXPECTED[ORT][("bert_like", "all")]
+    assert {k: counts[k] for k in exp} == exp
+    assert_complete(source, compiled)
+    gemms = [n for n in by_op(compiled, "Gemm") if n.name.endswith("MatMulAddFusion")]
+    assert len(gemms) == 24 and all(src_ops(source, n) == ["MatMul", "Add"] for n in gemms)
+    for n in by_op(compiled, "FusedMatMul"):  # Q.K^T / sqrt(d)
+        assert src_ops(source, n) == ["MatMul", "Div"]
+    for n in by_op(compiled, "SkipLayerNormalization"):  # residual Add + LayerNorm
+        assert src_ops(source, n) == ["Add", "LayerNormalization"]
+    for n in by_op(compiled, "Gelu"):  # erf GELU: x * 0.5 * (1 + erf(x / sqrt 2))
+        assert sorted(src_ops(source, n)) == ["Add", "Div", "Erf", "Mul", "Mul"]
+        assert n.namespace.startswith("encoder.")
+    (pooler,) = by_op(compiled, "FusedGemm")  # Gemm + Tanh
+    assert pooler.source_nodes == ["/pooler/Gemm", "/Tanh"]
+    reshapes = [n for n in by_op(compiled, "Reshape") if n.name.startswith("gemm_")]
+    assert reshapes and all(src_ops(source, n) == ["MatMul"] for n in reshapes)
+    # ORT's core optimizer does not fuse this attention pattern (onnxruntime.transformers does)
+    assert counts["Attention"] == 0 and counts["Softmax"] == 4
+
+
+def test_flat_and_duplicate_names(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "flat_names", "all")
+    assert_complete(source, compiled)  # ORT refuses repeated names: compile renamed them to ids
+    assert {s for n in compiled.nodes for s in n.source_nodes} >= {"Relu_1", "Relu_3", "Relu_5"}
+
+
+def test_large_chain_mapping_scales(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "large_chain", "all", n_nodes=10_000)
+    assert_complete(source, compiled)
+    assert len(compiled.nodes) < len(source.nodes)  # Mul by 1 removed
+
+
+def test_compiled_node_names_are_ids(zoo, tmp_path) -> None:
+    _, compiled = compile_zoo(zoo, tmp_path, "tiny_cnn", "all")
+    assert all(n.name == n.id for n in compiled.nodes)  # profiler events key by name
+
+
+def test_unknown_op_is_a_clear_error(zoo, tmp_path) -> None:
+    source = zoo.graph("unknown_op")
+    with pytest.raises(ModelRunError, match="ONNX Runtime cannot load the model.*FooBar"):
+        ort.compile(zoo.path("unknown_op"), tmp_path / "u.onnx", source)

@@ -1,0 +1,92 @@
+"""ORT profiling: every compiled task timed, whole-model figures sane, input errors explained."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+from compiler.backends import ort
+from compiler.errors import ModelRunError
+
+SETTINGS = ort.ProfileSettings(warmup=2, runs=20)
+
+
+@pytest.fixture(scope="module")
+def mobilenet(zoo, tmp_path_factory):
+    out = tmp_path_factory.mktemp("mb") / "mobilenet.ort.onnx"
+    compiled = ort.compile(zoo.path("mobilenet_v2_like"), out, zoo.graph("mobilenet_v2_like"))
+    return compiled, ort.profile(out, SETTINGS)
+
+
+def test_every_task_timed(mobilenet) -> None:
+    compiled, prof = mobilenet
+    assert set(prof.tasks) == {n.id for n in compiled.nodes}
+    for node in compiled.nodes:
+        t = prof.tasks[node.id]
+        assert t.runs == SETTINGS.runs
+        assert t.p25_ms <= t.median_ms <= t.p75_ms
+        if node.op_type == "Conv":
+            assert t.median_ms > 0
+
+
+def test_whole_model_figures(mobilenet) -> None:
+    _, prof = mobilenet
+    assert (prof.target, prof.threads, prof.runs, prof.warmup) == ("ort-cpu/host", 1, 20, 2)
+    assert prof.runtime == f"onnxruntime {onnxruntime.__version__} CPUExecutionProvider"
+    assert prof.measured and prof.device
+    assert 0 < prof.latency_ms <= prof.latency_p90_ms
+    # Kernel times exclude session overhead but the profiler adds its own; same order of magnitude.
+    total = sum(t.median_ms for t in prof.tasks.values())
+    assert 0.3 < total / prof.latency_ms < 3
+    assert 0 < prof.peak_memory_bytes < 512 * 2**20
+    assert prof.input_shapes == {"input": [1, 3, 96, 96]}
+
+
+def test_profile_json_round_trip(mobilenet) -> None:
+    from compiler.profile import Profile
+
+    _, prof = mobilenet
+    assert Profile.from_json(prof.to_json()) == prof
+
+
+def test_symbolic_inputs_with_overrides(zoo, tmp_path) -> None:
+    out = tmp_path / "dyn.onnx"
+    ort.compile(zoo.path("dynamic_dims"), out, zoo.graph("dynamic_dims"))
+    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20, input_shapes={"input_ids": [2, 5]}))
+    assert prof.input_shapes == {"input_ids": [2, 5], "mask": [2, 5]}
+    assert prof.tasks
+
+
+def _reshape_model(path) -> None:
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")], "needs_value",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 6]),
+         helper.make_tensor_value_info("shape", TensorProto.INT64, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+def test_run_error_names_the_input_to_set(tmp_path) -> None:
+    path = tmp_path / "needs_value.onnx"
+    _reshape_model(path)
+    with pytest.raises(ModelRunError, match="set input 'shape' explicitly"):
+        ort.profile(path, ort.ProfileSettings(warmup=0, runs=1))
+    prof = ort.profile(path, ort.ProfileSettings(warmup=0, runs=2, input_values={"shape": 6}))
+    assert set(prof.tasks) == {"reshape"}
+
+
+def test_task_timings_parser_keeps_last_runs() -> None:
+    trace = []
+    for run in range(4):
+        t0 = run * 1000
+        trace.append({"cat": "Session", "name": "model_run", "ts": t0, "dur": 500})
+        trace.append({"cat": "Node", "name": "conv_kernel_time", "ts": t0 + 10, "dur": 100 * (run + 1),
+                      "args": {"op_name": "Conv"}})
+        trace.append({"cat": "Node", "name": "conv_fence_before", "ts": t0 + 5, "dur": 0})
+    timings = ort.task_timings(trace, runs=2)
+    assert set(timings) == {"conv"}
+    assert timings["conv"].runs == 2 and timings["conv"].median_ms == pytest.approx(0.35)
+    assert np.isclose(timings["conv"].p25_ms, 0.325)
