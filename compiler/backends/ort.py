@@ -158,12 +158,13 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
 
     s = ProfileSettings(**payload["settings"])
     path = payload["model"]
-    graph = onnx_frontend.load(path)
-    shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
-    feeds = generate_inputs(graph, s.input_shapes, s.input_values)
-
+    # Baseline before anything model-sized exists; inputs come from the session, not from a
+    # second parse of the file, whose freed memory would hide part of ORT's own.
     base_rss = _reset_peak()
     sess = _open(ort, path, _session_options(ort, "disable", s.threads))
+    graph = _inputs_graph(sess, path)
+    shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
+    feeds = generate_inputs(graph, s.input_shapes, s.input_values)
     for _ in range(s.warmup):
         _run(sess, feeds, graph)
     times = []
@@ -193,6 +194,22 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     ).to_json()
 
 
+_ORT_TYPES = {"float": "float32", "double": "float64"}
+
+
+def _inputs_graph(sess: Any, path: str) -> Graph:
+    """A node-less Graph declaring the session's inputs (enough for `compiler.inputs`)."""
+    from compiler.graph import Value
+
+    values = {}
+    for i in sess.get_inputs():
+        elem = i.type.removeprefix("tensor(").removesuffix(")")
+        shape = None if i.shape is None else [d if isinstance(d, int) else (d or "?") for d in i.shape]
+        values[i.name] = Value(name=i.name, shape=shape, dtype=_ORT_TYPES.get(elem, elem))
+    return Graph(name=Path(path).stem, format="onnx", nodes=[], values=values, inputs=list(values),
+                 outputs=[o.name for o in sess.get_outputs()], metadata={"path": path})
+
+
 def task_timings(trace: list[dict[str, Any]], runs: int) -> dict[str, TaskTiming]:
     """Per node name: median and quartiles (ms) of kernel time over the last `runs` model runs."""
     import numpy as np
@@ -217,6 +234,8 @@ def _run(sess: Any, feeds: dict[str, Any], graph: Graph) -> None:
     try:
         sess.run(None, feeds)
     except Exception as e:
+        if not graph.nodes and "path" in graph.metadata:
+            graph = onnx_frontend.load(graph.metadata["path"])  # nodes needed to explain the failure
         raise explain_run_error(str(e), graph) from None
 
 
