@@ -42,7 +42,8 @@ def _init(name: str, shape: list[int], rng: np.random.Generator, scale: float = 
 
 
 def _torch_export(module, args: tuple, path: PathLike, *, input_names: list[str], output_names: list[str],
-                  dynamic_axes: dict | None = None, dynamo: bool = False, keep_batchnorm: bool = False) -> Path:
+                  dynamic_axes: dict | None = None, dynamo: bool = False, keep_batchnorm: bool = False,
+                  opset: int = OPSET) -> Path:
     import logging
 
     import torch
@@ -62,7 +63,7 @@ def _torch_export(module, args: tuple, path: PathLike, *, input_names: list[str]
                               output_names=output_names, dynamic_shapes=dynamic_shapes, verbose=False,
                               external_data=False)
         else:
-            torch.onnx.export(module, args, os.fspath(path), dynamo=False, opset_version=OPSET,
+            torch.onnx.export(module, args, os.fspath(path), dynamo=False, opset_version=opset,
                               input_names=input_names, output_names=output_names,
                               dynamic_axes=dynamic_axes, do_constant_folding=True,
                               # PRESERVE keeps BatchNormalization nodes in eval mode (EVAL folds them into Conv)
@@ -130,9 +131,14 @@ def mobilenet_v2_like(path: PathLike, width: float = 0.5, resolution: int = 96, 
 
 
 def bert_like(path: PathLike, layers: int = 4, hidden: int = 128, heads: int = 4, seq: int = 32,
-              vocab: int = 1000, dynamo: bool = False) -> Path:
+              vocab: int = 1000, dynamo: bool = False, opset: int = OPSET) -> Path:
     """BERT-shaped encoder: token + position embeddings, LayerNorm, per layer multi-head attention
-    written out (Q/K/V MatMul, scaled softmax with mask), GELU MLP, residuals and LayerNorm."""
+    written out (Q/K/V MatMul, scaled softmax with mask), GELU MLP, residuals and LayerNorm.
+
+    `opset=11` writes LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div arithmetic (no LayerNormalization
+    op before opset 17), which ORT's LayerNormFusion then has to find. ORT 1.32's built-in
+    AttentionFusion matches neither export (it wants opset <= 12 op versions and a plain
+    LayerNormalization feeding Q/K/V); attention stays separate ops on `ort-cpu/host`."""
     import math
 
     import torch
@@ -188,7 +194,7 @@ def bert_like(path: PathLike, layers: int = 4, hidden: int = 128, heads: int = 4
     ids = torch.randint(0, vocab, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
     return _torch_export(BertLike(), (ids, mask), path, input_names=["input_ids", "attention_mask"],
-                         output_names=["pooled"], dynamo=dynamo)
+                         output_names=["pooled"], dynamo=dynamo, opset=opset)
 
 
 # -- onnx.helper models --------------------------------------------------------------------

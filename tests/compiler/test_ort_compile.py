@@ -113,6 +113,18 @@ def test_bert_fusions(zoo, tmp_path) -> None:
     assert counts["Attention"] == 0 and counts["Softmax"] == 4
 
 
+@known
+def test_layernorm_fusion_from_arithmetic(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "bert_like", "all", opset=11)
+    assert "LayerNormalization" not in {n.op_type for n in source.nodes}  # opset 11: written out
+    assert_complete(source, compiled)
+    skips = by_op(compiled, "SkipLayerNormalization")
+    assert len(skips) == 9
+    for n in skips:  # residual Add + mean, centre, square, mean, +eps, sqrt, divide, scale, shift
+        assert Counter(src_ops(source, n)) == Counter(
+            {"Add": 3, "ReduceMean": 2, "Sub": 1, "Pow": 1, "Sqrt": 1, "Div": 1, "Mul": 1})
+
+
 def test_flat_and_duplicate_names(zoo, tmp_path) -> None:
     source, compiled = compile_zoo(zoo, tmp_path, "flat_names", "all")
     assert_complete(source, compiled)  # ORT refuses repeated names: compile renamed them to ids
