@@ -54,6 +54,7 @@ class Path:
     extra_in_bytes: float  # extra traffic per input element (casts, on-the-fly quantization)
     extra_out_bytes: float  # extra traffic per output element (dequantize, unfused activation)
     extra_dispatches: int  # extra kernels launched
+    decode_ops: float  # ops per kernel element to unpack weights on every run (MatMulNBits at fp32)
     eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
     fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
     note: str = ""
@@ -107,12 +108,13 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         tag = "int8" if any_int8 else fcompute
         # Float constants of weightless ops (Add's bias tensor) are stored in the op's activation format.
         return Path(ui, c, True, "int8" if any_int8 else fcompute, tag, in_b, out_b, 0.0, False,
-                    2.0 if c.input == "fp16" else 4.0, extra_in, extra_out, dispatches, eliminated,
+                    2.0 if c.input == "fp16" else 4.0, extra_in, extra_out, dispatches, 0.0, eliminated,
                     (not any_int8 and fcompute == "fp32" and c.input == c.output == "fp32"), "; ".join(notes))
     k = c.kernel
     aux_b = 2.0 if k == "fp16" else 4.0
     runtime_sparse = unit.sparse == "jit" and c.sparsity > 0
     fp32_equiv = False
+    decode = 0.0
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
             compute, tag, w_rt = "int8", "int8", BITS[k] / 8
@@ -141,7 +143,9 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                 notes.append("activation no longer fused: runs as its own kernel")
             notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
     elif k in unit.weight_only_fused and kind in unit.weight_only_fused[k]:
+        # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
         compute, tag, w_rt = k, "int4w", BITS[k] / 8
+        decode = 1.0
     elif k in unit.kernel_formats_jit or k in unit.kernel_formats_native:
         compute, tag, w_rt = fcompute, fcompute, BITS[k] / 8
         notes.append(f"{k} weights decompressed just in time")
@@ -154,7 +158,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     if c.sparsity and not runtime_sparse:
         notes.append("no sparse kernels: zeros are computed")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, eliminated, fp32_equiv, "; ".join(notes))
+                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes))
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

@@ -43,6 +43,7 @@ class Unit:
     sparse: str  # "none" | "jit"
     efficiency: dict[str, float]  # "<kind>.<path>" | "<kind>" | "default" -> share of peak
     bandwidth_efficiency: float
+    profiler_overhead_s: float = 0.0  # time ORT's profiler adds to each recorded task (calibrated)
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -110,6 +111,8 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         sparse=str(d.get("sparse", "none")),
         efficiency=_figures(d.get("efficiency", {}), f"{where}.efficiency"),
         bandwidth_efficiency=_figure(d["bandwidth_efficiency"], f"{where}.bandwidth_efficiency"),
+        profiler_overhead_s=_figure(d["profiler_overhead_s"], f"{where}.profiler_overhead_s")
+        if "profiler_overhead_s" in d else 0.0,
     )
 
 

@@ -21,6 +21,7 @@ from simulator.backends import Path, plan, storage_bytes_per_kernel
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
+from simulator.shapes import fill_shapes
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.targets import Target, get_target
 
@@ -48,6 +49,7 @@ class _Coeffs:
     extra_in: np.ndarray
     extra_out: np.ndarray
     dispatches: np.ndarray  # kernels launched (1 + extra)
+    decode_s: np.ndarray  # seconds per kernel element of per-run weight unpacking
     eliminated: np.ndarray
     fp32_equiv: np.ndarray
     dispatch_s: np.ndarray
@@ -74,6 +76,9 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         rt_mask=f(lambda p: 1 / 8 if p.runtime_sparse else 0.0),
         aux_b=f(lambda p: p.aux_bytes), extra_in=f(lambda p: p.extra_in_bytes),
         extra_out=f(lambda p: p.extra_out_bytes), dispatches=f(lambda p: 1 + p.extra_dispatches),
+        decode_s=f(lambda p: p.decode_ops / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) or units[p.unit]
+                                            .peak_ops_per_s["fp16"]) / units[p.unit].eff("decode", p.tag)
+                   if p.decode_ops else 0.0),
         eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
         cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
@@ -136,32 +141,42 @@ class SweepResult:
 
 
 def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
-          hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None
-          ) -> SweepResult:
+          hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
+          source: Graph | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
     the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
-    `calibration_path` applied for the host (calibrating first if the cache is missing)."""
+    `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
+    source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops)."""
     t = get_target(target)
     hw = hardware or _hardware(t, calibration_path)
     nodes = compiled.nodes
     n = len(nodes)
     ops = [nd.id for nd in nodes]
+    compiled = fill_shapes(compiled, source)
     view, folded = fold_constants(compiled)
     works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
-    measured = _measured_ms(compiled, t, profile)
+    measured = _measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s)
 
     # Elements each op reads from graph inputs / writes to graph outputs (the model's I/O stays fp32).
+    # A graph input is converted once, by (and charged to) its first consumer.
     gin, gout = set(compiled.inputs), set(compiled.outputs)
     io_in = np.zeros(n)
     io_out = np.zeros(n)
+    seen_in: set[str] = set()
     for i, nd in enumerate(nodes):
-        io_in[i] = sum(_el(compiled, v) for v in dict.fromkeys(nd.inputs) if v in gin)
+        for v in dict.fromkeys(nd.inputs):
+            if v in gin and v not in seen_in:
+                seen_in.add(v)
+                io_in[i] += _el(compiled, v)
         io_out[i] = sum(_el(compiled, v) for v in nd.outputs if v in gout)
 
+    # Weights stay on chip between inferences only if all of them fit (else each run streams them).
+    total_w = sum((w.kernel_elements + w.aux_weight_elements) * 4 + w.other_const_bytes for w in works)
+    weights_resident = total_w <= hw.units[0].onchip_memory_bytes
     # Group ops by signature.
     sig_rows: dict[tuple[str, str, bool, bool], list[int]] = {}
     for i, (nd, w) in enumerate(zip(nodes, works)):
@@ -179,7 +194,7 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows])
+                             measured[rows], weights_resident)
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
@@ -286,19 +301,20 @@ def _size_overhead(g: Graph) -> float:
     return 4096.0 + 120.0 * len(g.nodes)  # estimate: protobuf node records + header
 
 
-def _measured_ms(g: Graph, t: Target, profile: Profile | None) -> np.ndarray:
+def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_s: float) -> np.ndarray:
+    """Measured task medians (ms), less the time the profiler itself adds to each recorded task."""
     out = np.zeros(len(g.nodes))
     if profile is None or profile.target != t.name or not profile.measured:
         return out
     for i, nd in enumerate(g.nodes):
         tt = profile.tasks.get(nd.id)
         if tt is not None:
-            out[i] = tt.median_ms
+            out[i] = max(tt.median_ms - profiler_overhead_s * 1e3, 0.25 * tt.median_ms)
     return out
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
-             io_out: np.ndarray, measured: np.ndarray) -> dict[str, np.ndarray]:
+             io_out: np.ndarray, measured: np.ndarray, weights_resident: bool) -> dict[str, np.ndarray]:
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
@@ -312,11 +328,14 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     t_comp = (2 * macs + flops) / peak
     act = in_el * co.in_b + out_el * co.out_b
     w_rt = k_el * (co.w_rt * co.rt_keep + co.rt_mask)
-    moved = act + w_rt + aux_el * 4 + other
-    fits = moved <= co.onchip
+    w_all = w_rt + aux_el * 4 + other
+    moved = act + w_all
+    fits = moved <= co.onchip  # this op's activations stay in cache
     bw = np.where(fits, co.cache_bw, co.dram_bw)
+    w_bw = co.cache_bw if weights_resident else co.dram_bw
     extra = in_el * co.extra_in + out_el * co.extra_out
-    lat_s = np.maximum(t_comp, moved / bw) + extra / bw + co.dispatches * co.dispatch_s
+    t_mem = act / bw + w_all / w_bw
+    lat_s = np.maximum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + k_el * co.decode_s
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():
@@ -342,7 +361,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
             cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_el[:, 0], rows)
         kern[:, j] = cache[key]
     weight_bytes = kern + aux_el * co.aux_b + other
-    dram = w_rt + aux_el * co.aux_b + other + np.where(fits, 0.0, act + extra)
+    dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)
     dram = np.where(gone, 0.0, dram)
     act = np.where(gone, 0.0, act)
     return {"latency_ms": lat_ms, "weight_bytes": weight_bytes, "activation_bytes": act, "dram_bytes": dram}

@@ -1,0 +1,334 @@
+"""Calibrate the host-cpu profile: time kernels with ONNX Runtime (1 intra-op thread) and fit.
+
+Each case is a chain of R identical ops (so the per-inference fixed cost and the layout changes at
+the ends are amortised), compiled by ORT at its default level like `ort-cpu/host`. fp32 cases fix
+the fixed costs and bandwidths directly; every efficiency factor is then fitted by bisection so that
+the sweep's own prediction for the case equals the measured time: the fit goes through the same
+code as every prediction. Quantized variants are written by compiler/optimize/onnx_export.py, so
+`int8-static` on a Conv chain is fitted against ORT running the real QDQ model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.profiles import HardwareProfile, load_profile
+
+CACHE_VERSION = 3
+R = 8  # ops per chain
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str  # the kind whose efficiency this case fits
+    build: Callable[[Path], Path]
+    variants: tuple[tuple[str, str], ...]  # (preset, efficiency tag) pairs fitted on this model
+
+
+def _save(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any], path: Path) -> Path:
+    import onnx
+    from onnx import helper
+
+    g = helper.make_graph(nodes, path.stem, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, os.fspath(path))
+    return path
+
+
+def _chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str, Any] | None = None,
+           weight: Callable[[int], Any] | None = None, binary_self: bool = False) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    for i in range(r):
+        ins = [f"v{i}"]
+        if weight is not None:
+            w = weight(i)
+            inits.append(numpy_helper.from_array(w, f"w{i}"))
+            ins.append(f"w{i}")
+        elif binary_self:
+            # x_{i+1} = x_i (op) x_0: a fixed second operand keeps values bounded for the quantizer.
+            ins.append("v0")
+        nodes.append(helper.make_node(op, ins, [f"v{i + 1}"], name=f"{op}_{i}", **(attrs or {})))
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{r}", TensorProto.FLOAT, shape)], inits, path)
+
+
+def _rng_w(shape: list[int]) -> Callable[[int], Any]:
+    rng = np.random.default_rng(0)
+    return lambda i: (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
+
+
+def _layernorm_chain(shape: list[int], path: Path) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = shape[-1]
+    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
+    nodes = [helper.make_node("LayerNormalization", [f"v{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")
+             for i in range(R)]
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
+
+
+def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
+    return lambda p: _chain("Conv", [1, c, hw, hw], p, attrs={"pads": [k // 2] * 4, "group": group},
+                            weight=_rng_w([c, c // group, k, k]))
+
+
+def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
+    return lambda p: _chain("MatMul", [m, k], p, weight=_rng_w([k, k]))
+
+
+Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
+CASES: tuple[Case, ...] = (
+    Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"), *Q)),
+    Case("conv-128x14-3x3", "conv", _conv(128, 14, 3), (("fp32", "fp32"), *Q)),
+    Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"), *Q)),
+    Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"), *Q)),
+    Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"), *Q)),
+    Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"), *Q)),
+    # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
+    Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("fp32", "fp32"), *Q, ("int4-weights", "decode.int4w"))),
+    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"))),
+    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"))),
+    Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("maxpool-64x56", "pool", lambda p: _chain("MaxPool", [1, 64, 56, 56], p,
+                                                   attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("layernorm-128x768", "norm", lambda p: _layernorm_chain([128, 768], p), (("fp32", "fp32"),)),
+    Case("softmax-12x128x128", "softmax", lambda p: _chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
+         (("fp32", "fp32"),)),
+    Case("sigmoid-1x262144", "elementwise", lambda p: _chain("Sigmoid", [1, 262144], p), (("fp32", "fp32"),)),
+    Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
+         (("int8-static", "int8"),)),
+)
+
+
+def _session(path: Path, opt: str = "all") -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    if opt == "disable":
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
+
+
+def _feeds(sess: Any) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(1)
+    return {i.name: rng.standard_normal([d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+            for i in sess.get_inputs()}
+
+
+def wall_ms(path: Path, min_runs: int = 10, budget_s: float = 0.15, opt: str = "all") -> float:
+    """Median wall time of session.run (ms), 1 intra-op thread, after warm-up."""
+    sess = _session(path, opt)
+    feeds = _feeds(sess)
+    for _ in range(3):
+        sess.run(None, feeds)
+    times: list[float] = []
+    t_end = time.perf_counter() + budget_s
+    while len(times) < min_runs or (time.perf_counter() < t_end and len(times) < 400):
+        t0 = time.perf_counter()
+        sess.run(None, feeds)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def compile_for_host(path: Path, out: Path) -> Graph:
+    """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
+    import onnxruntime as ort
+
+    from compiler.frontends import onnx as onnx_frontend
+    from simulator.shapes import fill_shapes
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    so.optimized_model_filepath = os.fspath(out)
+    ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
+    return fill_shapes(onnx_frontend.load(out), onnx_frontend.load(path))
+
+
+def _predict_ms(g: Graph, hw: HardwareProfile, preset: str) -> float:
+    """Predicted latency of `preset` on g, without the per-inference fixed cost."""
+    from simulator.sweep import sweep
+    from simulator.totals import totals
+
+    r = sweep(g, "ort-cpu/host", hardware=hw)
+    return totals(r.bulk, r.per_op, preset, {})["latency_ms"] - hw.units[0].run_overhead_s * 1e3
+
+
+def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: float) -> float:
+    """Efficiency for `key` (e.g. conv.int8) that makes the prediction equal the measurement."""
+    # Up to 3x: efficiencies are relative to the nominal peak at the base clock; turbo exceeds it.
+    lo, hi = np.log(1e-4), np.log(3.0)
+    for _ in range(14):
+        mid = (lo + hi) / 2
+        p = _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(mid))}}}}), preset)
+        if p > measured_ms:
+            lo = mid  # too slow: needs a higher efficiency
+        else:
+            hi = mid
+    return float(np.exp((lo + hi) / 2))
+
+
+def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Measure and fit; returns the JSON-able cache (overrides for HardwareProfile.with_overrides)."""
+    import onnxruntime as ort
+
+    from compiler.optimize.onnx_export import export_onnx
+
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing advice is noise here
+    t_start = time.perf_counter()
+    base = load_profile("host-cpu")
+    cases_out: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
+        one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
+        many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
+        t1, t64 = wall_ms(one, 200, 0.3, opt="disable"), wall_ms(many, 200, 0.3, opt="disable")
+        dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
+        run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
+        n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
+        mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
+        t_mid = (wall_ms(mid, 20, 0.3, opt="disable") * 1e-3 - run_s) / 16 - dispatch_s
+        cache_bw = 3 * 4 * n_mid / max(t_mid, 1e-9)
+        # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 x 2.4 MB of
+        # weights per run (this VM's large L3 serves them; a streaming Add over 192 MB would measure the
+        # DRAM that models of this size never reach).
+        k = 768
+        stream = _matmul_w(1, k)(tmp / "stream.onnx")
+        t_stream = (wall_ms(stream, 20, 0.3) * 1e-3 - run_s) / R - dispatch_s
+        dram_bw = k * k * 4 / max(t_stream, 1e-9)
+        progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
+                 f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
+        # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
+        prof_over = _profiler_overhead(many, dispatch_s, tmp)
+        over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
+            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over, "cache_bandwidth_bytes_per_s": cache_bw,
+            "bandwidth_efficiency": 1.0, "efficiency": {}}}}
+        hw = base.with_overrides(over)
+        # 2. Efficiency per kind and path.
+        fits: dict[str, list[float]] = {}
+        graphs: dict[str, Graph] = {}
+        for case in CASES:
+            src = case.build(tmp / f"{case.name}.onnx")
+            g = graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
+            for preset, tag in case.variants:
+                model = src
+                if preset != "fp32":
+                    model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
+                meas = wall_ms(model) - run_s * 1e3
+                key = tag if "." in tag else f"{case.kind}.{tag}"
+                eff = _fit_eff(g, hw, preset, key, meas)
+                fits.setdefault(key, []).append(eff)
+                cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
+                                  "efficiency": eff})
+            progress(f"{case.name}: " + ", ".join(f"{c['preset']} {c['measured_ms']:.3f} ms"
+                                                  for c in cases_out if c["case"] == case.name))
+        # Geometric median-ish: the median of per-case fits (robust to one odd shape).
+        effs = {k: float(np.median(v)) for k, v in fits.items()}
+        effs["default"] = effs.get("elementwise.fp32", 0.1)
+        over["units"]["cpu"]["efficiency"] = effs
+        hw = base.with_overrides(over)
+        # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
+        for c in cases_out:
+            c["predicted_ms"] = _predict_ms(graphs[c["case"]], hw, c["preset"])
+    return {
+        "version": CACHE_VERSION, "profile": "host-cpu", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": _machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - t_start,
+        "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
+    }
+
+
+def _profiler_overhead(model: Path, dispatch_s: float, tmp: Path) -> float:
+    """Median profiled kernel time of a 1x8 Relu minus its dispatch cost from wall-clock timing."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.enable_profiling = True
+    so.profile_file_prefix = os.fspath(tmp / "prof")
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.log_severity_level = 3
+    sess = ort.InferenceSession(os.fspath(model), so, providers=["CPUExecutionProvider"])
+    feeds = _feeds(sess)
+    for _ in range(20):
+        sess.run(None, feeds)
+    trace = json.loads(Path(sess.end_profiling()).read_text())
+    durs = [e["dur"] for e in trace if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")]
+    if not durs:
+        return 0.0
+    return max(0.0, statistics.median(durs) * 1e-6 - dispatch_s)
+
+
+def _machine() -> str:
+    try:
+        from compiler.backends.ort import cpu_name
+
+        return cpu_name()
+    except Exception:  # pragma: no cover - the compiler backend is optional here
+        return platform.processor() or platform.machine()
+
+
+def profile_from_cache(cache: dict[str, Any]) -> HardwareProfile:
+    over = dict(cache["overrides"])
+    if cache.get("fidelity"):
+        over["error_pct_median"] = cache["fidelity"]["error_pct_median"]
+        over["error_models"] = cache["fidelity"]["models"]
+    hw = load_profile("host-cpu").with_overrides(over)
+    return hw
+
+
+def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], None] = lambda s: None,
+                      force: bool = False) -> HardwareProfile:
+    """The calibrated host-cpu profile, from the JSON cache at `path` (calibrating and writing it first
+    if it is missing, of another version, or made on another machine / ORT version)."""
+    import onnxruntime as ort
+
+    p = Path(path)
+    if p.exists() and not force:
+        try:
+            cache = json.loads(p.read_text())
+            if (cache.get("version") == CACHE_VERSION and cache.get("onnxruntime") == ort.__version__
+                    and cache.get("machine") == _machine()):
+                return profile_from_cache(cache)
+        except (ValueError, KeyError):
+            pass  # unreadable cache: calibrate again
+    cache = calibrate(progress)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1))
+    tmp.replace(p)  # atomic: a concurrent reader never sees half a file
+    return profile_from_cache(cache)
+
+
+def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int) -> None:
+    """Store the held-out error (benchmarks/fidelity.py) in the cache so predictions can cite it."""
+    p = Path(path)
+    cache = json.loads(p.read_text())
+    cache["fidelity"] = {"error_pct_median": error_pct_median, "models": models}
+    p.write_text(json.dumps(cache, indent=1))
