@@ -131,14 +131,16 @@ def mobilenet_v2_like(path: PathLike, width: float = 0.5, resolution: int = 96, 
 
 
 def bert_like(path: PathLike, layers: int = 4, hidden: int = 128, heads: int = 4, seq: int = 32,
-              vocab: int = 1000, dynamo: bool = False, opset: int = OPSET) -> Path:
+              vocab: int = 1000, dynamo: bool = False, opset: int = OPSET, dynamic: bool = False) -> Path:
     """BERT-shaped encoder: token + position embeddings, LayerNorm, per layer multi-head attention
     written out (Q/K/V MatMul, scaled softmax with mask), GELU MLP, residuals and LayerNorm.
 
     `opset=11` writes LayerNorm as ReduceMean/Sub/Pow/Sqrt/Div arithmetic (no LayerNormalization
     op before opset 17), which ORT's LayerNormFusion then has to find. ORT 1.32's built-in
     AttentionFusion matches neither export (it wants opset <= 12 op versions and a plain
-    LayerNormalization feeding Q/K/V); attention stays separate ops on `ort-cpu/host`."""
+    LayerNormalization feeding Q/K/V); attention stays separate ops on `ort-cpu/host`.
+    `dynamic=True` makes batch and sequence symbolic (`batch`, `seq`): shape arithmetic
+    (Shape/Gather/Concat) then stays in the graph."""
     import math
 
     import torch
@@ -194,7 +196,8 @@ def bert_like(path: PathLike, layers: int = 4, hidden: int = 128, heads: int = 4
     ids = torch.randint(0, vocab, (1, seq))
     mask = torch.ones(1, seq, dtype=torch.int64)
     return _torch_export(BertLike(), (ids, mask), path, input_names=["input_ids", "attention_mask"],
-                         output_names=["pooled"], dynamo=dynamo, opset=opset)
+                         output_names=["pooled"], dynamo=dynamo, opset=opset,
+                         dynamic_axes={n: {0: "batch", 1: "seq"} for n in ("input_ids", "attention_mask")} if dynamic else None)
 
 
 # -- onnx.helper models --------------------------------------------------------------------

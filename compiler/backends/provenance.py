@@ -15,6 +15,7 @@ other compiled node.
    group's results and the principal's inputs (an Add fused into a Conv as its `Sum`). A renamed
    output of the principal then corresponds to the group's last result, so later principals
    can translate their inputs.
+   Source nodes identical to a head (same op, inputs, attributes) were merged into it (CSE).
 4. Helpers take the principal they serve: the one feeding them, else the one they feed.
 5. Left-over source nodes are constant-folded (constants, shape arithmetic on static shapes,
    results the compiled graph holds as initializers), removed no-ops, or absorbed by the task
@@ -102,6 +103,15 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
         if s_id and s_id not in const_nodes:
             hint_head[c.id] = s_id
             claim(c.id, s_id)
+
+    # Common-subexpression elimination: a source node identical to a head (same op, inputs and
+    # attributes) was merged into that head's task.
+    signature = {_signature(s_nodes[s]): c_id for c_id, hs in heads.items() for s in hs}
+    for n in source.nodes:
+        if n.id not in owner and n.id not in const_nodes:
+            c_id = signature.get(_signature(n))
+            if c_id:
+                claim(c_id, n.id)
 
     # -- 3: groups in execution order ---------------------------------------------------------
     corr: dict[str, str] = {}  # compiled value name -> source value name
@@ -201,6 +211,10 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
         if c.source_nodes:
             c.namespace = ns
     compiled.eliminated = eliminated
+
+
+def _signature(n: Node) -> tuple:
+    return (n.domain, n.op_type, tuple(n.inputs), repr(sorted(n.attributes.items())))
 
 
 def _constant_values(source: Graph) -> set[str]:

@@ -125,6 +125,15 @@ def test_layernorm_fusion_from_arithmetic(zoo, tmp_path) -> None:
             {"Add": 3, "ReduceMean": 2, "Sub": 1, "Pow": 1, "Sqrt": 1, "Div": 1, "Mul": 1})
 
 
+def test_dynamic_bert_shape_arithmetic(zoo, tmp_path) -> None:
+    source, compiled = compile_zoo(zoo, tmp_path, "bert_like", "all", layers=2, dynamic=True)
+    assert source.values["input_ids"].shape == ["batch", "seq"]
+    assert_complete(source, compiled)
+    # ORT merges identical Shape nodes (CSE): the survivor implements all of them
+    merged = [n for n in by_op(compiled, "Shape") if len(n.source_nodes) > 1]
+    assert merged and all(set(src_ops(source, n)) == {"Shape"} for n in merged)
+
+
 def test_flat_and_duplicate_names(zoo, tmp_path) -> None:
     source, compiled = compile_zoo(zoo, tmp_path, "flat_names", "all")
     assert_complete(source, compiled)  # ORT refuses repeated names: compile renamed them to ids
