@@ -180,10 +180,15 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "ort_profile")
         psess = _open(ort, path, so)
-        for _ in range(s.warmup + s.runs):
+        n_nodes = _node_count(path)
+        # ORT keeps at most ~1M profiler events (one per node per run); past that it drops them.
+        # Huge graphs therefore get fewer profiled runs; TaskTiming.runs says how many.
+        prof_runs = max(3, min(s.runs, MAX_PROFILE_EVENTS // max(1, n_nodes) - 1))
+        prof_warmup = min(s.warmup, max(1, MAX_PROFILE_EVENTS // max(1, n_nodes) - 1 - prof_runs))
+        for _ in range(prof_warmup + prof_runs):
             _run(psess, feeds, graph)
-        trace = json.loads(Path(psess.end_profiling()).read_text())
-    tasks = task_timings(trace, s.runs)
+        trace = read_trace(Path(psess.end_profiling()))
+    tasks = task_timings(trace, prof_runs)
 
     times.sort()
     return Profile(
@@ -208,6 +213,37 @@ def _inputs_graph(sess: Any, path: str) -> Graph:
         values[i.name] = Value(name=i.name, shape=shape, dtype=_ORT_TYPES.get(elem, elem))
     return Graph(name=Path(path).stem, format="onnx", nodes=[], values=values, inputs=list(values),
                  outputs=[o.name for o in sess.get_outputs()], metadata={"path": path})
+
+
+MAX_PROFILE_EVENTS = 900_000
+_EVENT = re.compile(r'\{"cat" : "(?P<cat>\w+)","pid" :\d+,"tid" :\d+,"dur" :(?P<dur>\d+),"ts" :(?P<ts>\d+),'
+                    r'"ph" : "X","name" :"(?P<name>[^"]*)"')
+
+
+def _node_count(path: str) -> int:
+    import onnx
+
+    return len(onnx.load(path, load_external_data=False).graph.node)
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The events we use from ORT's trace. ORT writes one event per line; parsing only the
+    Node and model_run lines keeps a 50k-node trace from costing gigabytes of Python dicts."""
+    events: list[dict[str, Any]] = []
+    try:
+        with open(path) as fh:
+            for line in fh:
+                is_node = line.startswith('{"cat" : "Node"') and "_kernel_time" in line
+                if not is_node and '"model_run"' not in line:
+                    continue
+                m = _EVENT.match(line)  # fast path; the args dicts are large and unused
+                if m and "\\" not in m["name"]:
+                    events.append({"cat": m["cat"], "dur": int(m["dur"]), "ts": int(m["ts"]), "name": m["name"]})
+                else:
+                    events.append(json.loads(line.rstrip().rstrip(",")))
+        return events
+    except ValueError:  # a layout we did not expect: parse it whole
+        return json.loads(path.read_text())
 
 
 def task_timings(trace: list[dict[str, Any]], runs: int) -> dict[str, TaskTiming]:

@@ -56,7 +56,46 @@ def preprocess(src: str | os.PathLike[str], out: str | os.PathLike[str]) -> onnx
     # MatMul+Add stays MatMul + Add: MatMulNBits quantizes MatMul only, and ORT fuses again at load.
     ort.InferenceSession(os.fspath(src), so, providers=["CPUExecutionProvider"],
                          disabled_optimizers=["MatMulAddFusion"])
-    return onnx.load(os.fspath(out))
+    model = onnx.load(os.fspath(out))
+    if _gemm_to_matmul(model):
+        onnx.save(model, os.fspath(out))
+    return model
+
+
+def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
+    """Rewrite Gemm(A, const B, C) as MatMul + Add: quantize_dynamic and MatMulNBits only handle MatMul,
+    and ORT fuses MatMul + Add back into Gemm when it loads the fp32 parts. The MatMul keeps the
+    Gemm's name, so per-op options keyed by it still apply."""
+    inits = {t.name: t for t in model.graph.initializer}
+    nodes: list[onnx.NodeProto] = []
+    changed = False
+    transposed: set[str] = set()
+    transposed_by_other = {n.input[1] for n in model.graph.node if n.op_type == "Gemm" and len(n.input) > 1 and not
+                           any(x.name == "transB" and helper.get_attribute_value(x) for x in n.attribute)}
+    for n in model.graph.node:
+        a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
+        if (n.op_type != "Gemm" or len(n.input) < 2 or n.input[1] not in inits or a.get("transA", 0)
+                or a.get("alpha", 1.0) != 1.0 or a.get("beta", 1.0) != 1.0):
+            nodes.append(n)
+            continue
+        b = inits[n.input[1]]
+        if a.get("transB", 0) and b.name in transposed_by_other:
+            nodes.append(n)  # a weight shared with a Gemm that reads it untransposed: leave as is
+            continue
+        if a.get("transB", 0) and b.name not in transposed:
+            transposed.add(b.name)
+            arr = numpy_helper.to_array(b).T.copy()
+            b.CopyFrom(numpy_helper.from_array(arr, b.name))
+        has_c = len(n.input) > 2 and n.input[2]
+        mm_out = f"{n.output[0]}__matmul" if has_c else n.output[0]
+        nodes.append(helper.make_node("MatMul", [n.input[0], n.input[1]], [mm_out], name=n.name))
+        if has_c:
+            nodes.append(helper.make_node("Add", [mm_out, n.input[2]], [n.output[0]], name=f"{n.name}/bias"))
+        changed = True
+    if changed:
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+    return changed
 
 
 def prune(w: np.ndarray, sparsity: int) -> np.ndarray:

@@ -90,3 +90,22 @@ def test_task_timings_parser_keeps_last_runs() -> None:
     assert set(timings) == {"conv"}
     assert timings["conv"].runs == 2 and timings["conv"].median_ms == pytest.approx(0.35)
     assert np.isclose(timings["conv"].p25_ms, 0.325)
+
+
+def test_fast_trace_reader_matches_json(zoo, tmp_path) -> None:
+    import json
+
+    import onnxruntime as rt
+
+    so = rt.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "trace")
+    sess = rt.InferenceSession(str(zoo.path("tiny_cnn")), so, providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        sess.run(None, {"input": np.zeros((1, 3, 16, 16), np.float32)})
+    path = tmp_path / sess.end_profiling()
+    wanted = [e for e in json.loads(path.read_text())
+              if (e.get("cat") == "Node" and e["name"].endswith("_kernel_time")) or e.get("name") == "model_run"]
+    fast = ort.read_trace(path)
+    assert len(fast) == len(wanted) == 3 + 3 * 5
+    assert ort.task_timings(fast, 3) == ort.task_timings(wanted, 3)
