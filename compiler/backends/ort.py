@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.backends.provenance import map_provenance
+from compiler.backends.provenance import fill_shapes_from_source, map_provenance
 from compiler.errors import ModelRunError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
@@ -77,7 +77,8 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         named.unlink(missing_ok=True)
     _name_nodes(out_path)
     compiled = onnx_frontend.load(out_path)
-    map_provenance(source, compiled, NAME_SUFFIXES)
+    corr = map_provenance(source, compiled, NAME_SUFFIXES)
+    fill_shapes_from_source(source, compiled, corr)
     covered = {s for n in compiled.nodes for s in n.source_nodes}
     compiled.metadata.update({
         "target": TARGET, "runtime": f"onnxruntime {info['version']}", "opt_level": opt_level,

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from compiler.graph import Graph, Node
+from compiler.graph import Graph, Node, Value
 
 HELPER_OPS = frozenset({"ReorderInput", "ReorderOutput", "Reshape", "Transpose", "Squeeze", "Unsqueeze",
                         "Flatten", "Identity", "Cast"})
@@ -34,8 +34,9 @@ NO_OPS = frozenset({"Identity", "Dropout"})
 
 
 def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] = (),
-                   helper_ops: Collection[str] = HELPER_OPS) -> None:
-    """Fill `source_nodes` of every compiled node and `compiled.eliminated`, in place."""
+                   helper_ops: Collection[str] = HELPER_OPS) -> dict[str, str]:
+    """Fill `source_nodes` of every compiled node and `compiled.eliminated`, in place. Returns
+    the correspondence of renamed compiled values to the source values they stand for."""
     s_nodes = {n.id: n for n in source.nodes}
     s_index = {n.id: i for i, n in enumerate(source.nodes)}
     s_prod = source.producers()
@@ -211,6 +212,70 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
         if c.source_nodes:
             c.namespace = ns
     compiled.eliminated = eliminated
+    return corr
+
+
+def fill_shapes_from_source(source: Graph, compiled: Graph, corr: dict[str, str]) -> int:
+    """Give compiled activations with unknown shapes the logical shape of the source value they
+    stand for (ORT's shape inference stops at contrib ops such as NCHWc). Layout helpers change
+    shapes, so their outputs are skipped, except the 2-D flattening ORT puts around a Gemm made
+    from a 3-D MatMul. Returns how many values were filled."""
+    prod = compiled.producers()
+    consumers: dict[str, list[Node]] = {}
+    for n in compiled.nodes:
+        for v in n.inputs:
+            consumers.setdefault(v, []).append(n)
+    by_id = {n.id: n for n in compiled.nodes}
+    filled = 0
+
+    def known(v: str) -> list | None:
+        cv = compiled.values.get(v)
+        return cv.shape if cv is not None and cv.shape is not None else None
+
+    def put(v: str, shape: list, dtype: str) -> None:
+        nonlocal filled
+        old = compiled.values.get(v)
+        compiled.values[v] = Value(name=v, shape=list(shape), dtype=dtype if not old or old.dtype == "unknown" else old.dtype,
+                                   weight=old.weight if old else None, quant=old.quant if old else None)
+        filled += 1
+
+    def from_source(renamed: bool) -> None:
+        for n in compiled.nodes:
+            for v in n.inputs + n.outputs:
+                if not v or known(v) is not None:
+                    continue
+                if not renamed:
+                    sv = source.values.get(v)
+                elif v in prod and by_id[prod[v]].op_type in HELPER_OPS:
+                    continue  # a helper's output has its own layout
+                else:
+                    sv = source.values.get(corr.get(v, ""))
+                if sv is not None and sv.shape is not None and sv.weight is None:
+                    put(v, sv.shape, sv.dtype)
+
+    from_source(renamed=False)
+    for n in compiled.nodes:  # Reshape -> Gemm -> Reshape around a 3-D MatMul + Add
+        if n.op_type != "Gemm":
+            continue
+        a, out = n.inputs[0], n.outputs[0]
+        if known(a) is None and a in prod and by_id[prod[a]].op_type == "Reshape" and known(by_id[prod[a]].inputs[0]):
+            put(a, _flatten2d(known(by_id[prod[a]].inputs[0])), compiled.values[by_id[prod[a]].inputs[0]].dtype)
+        nxt = [c for c in consumers.get(out, []) if c.op_type == "Reshape"]
+        if known(out) is None and nxt and known(nxt[0].outputs[0]):
+            put(out, _flatten2d(known(nxt[0].outputs[0])), compiled.values[nxt[0].outputs[0]].dtype)
+    from_source(renamed=True)
+    return filled
+
+
+def _flatten2d(shape: list) -> list:
+    lead = shape[:-1]
+    if all(isinstance(d, int) for d in lead):
+        first: int | str = 1
+        for d in lead:
+            first *= d  # type: ignore[operator]
+    else:
+        first = "*".join(str(d) for d in lead)
+    return [first, shape[-1]]
 
 
 def _signature(n: Node) -> tuple:

@@ -62,6 +62,8 @@ def test_mobilenet_nchwc(zoo, tmp_path) -> None:
         assert Counter(src_ops(source, n))["Conv"] == 1 and "BatchNormalization" in src_ops(source, n)
     # the residual Add fused into the projecting conv as its Sum input
     assert sum(1 for n in nchwc if "Add" in src_ops(source, n)) == 3
+    for n in nchwc:  # logical NCHW shapes, taken from the source values they stand for
+        assert len(compiled.values[n.outputs[0]].shape) == 4
     for r in by_op(compiled, "ReorderOutput"):  # layout transforms map to the Conv they serve
         assert src_ops(source, r) == ["Conv"]
         producer = compiled.node(compiled.producers()[r.inputs[0]])
@@ -105,6 +107,10 @@ def test_bert_fusions(zoo, tmp_path) -> None:
     for n in by_op(compiled, "Gelu"):  # erf GELU: x * 0.5 * (1 + erf(x / sqrt 2))
         assert sorted(src_ops(source, n)) == ["Add", "Div", "Erf", "Mul", "Mul"]
         assert n.namespace.startswith("encoder.")
+    # shapes through contrib ops: every activation has one; Gemm runs on the 2-D flattening
+    acts = {v for n in compiled.nodes for v in n.inputs + n.outputs if v}
+    assert all(compiled.values[v].shape is not None for v in acts)
+    assert compiled.values[gemms[0].outputs[0]].shape == [32, 128]
     (pooler,) = by_op(compiled, "FusedGemm")  # Gemm + Tanh
     assert pooler.source_nodes == ["/pooler/Gemm", "/Tanh"]
     reshapes = [n for n in by_op(compiled, "Reshape") if n.name.startswith("gemm_")]
