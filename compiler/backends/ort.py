@@ -181,7 +181,8 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "ort_profile")
         psess = _open(ort, path, so)
-        n_nodes = _node_count(path)
+        names = _node_names(path)
+        n_nodes = len(names)
         # ORT keeps at most ~1M profiler events (one per node per run); past that it drops them.
         # Huge graphs therefore get fewer profiled runs; TaskTiming.runs says how many.
         prof_runs = max(3, min(s.runs, MAX_PROFILE_EVENTS // max(1, n_nodes) - 1))
@@ -189,7 +190,9 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         for _ in range(prof_warmup + prof_runs):
             _run(psess, feeds, graph)
         trace = read_trace(Path(psess.end_profiling()))
-    tasks = task_timings(trace, prof_runs)
+    # Nodes inside If/Loop bodies report their own events; their time is already inside the
+    # If/Loop node's kernel time, and they are not tasks of the compiled graph.
+    tasks = {k: v for k, v in task_timings(trace, prof_runs).items() if k in names}
 
     times.sort()
     return Profile(
@@ -221,10 +224,10 @@ _EVENT = re.compile(r'\{"cat" : "(?P<cat>\w+)","pid" :\d+,"tid" :\d+,"dur" :(?P<
                     r'"ph" : "X","name" :"(?P<name>[^"]*)"')
 
 
-def _node_count(path: str) -> int:
+def _node_names(path: str) -> set[str]:
     import onnx
 
-    return len(onnx.load(path, load_external_data=False).graph.node)
+    return {n.name for n in onnx.load(path, load_external_data=False).graph.node}
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

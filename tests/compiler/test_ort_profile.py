@@ -109,3 +109,27 @@ def test_fast_trace_reader_matches_json(zoo, tmp_path) -> None:
     fast = ort.read_trace(path)
     assert len(fast) == len(wanted) == 3 + 3 * 5
     assert ort.task_timings(fast, 3) == ort.task_timings(wanted, 3)
+
+
+def test_if_subgraph_is_one_task(tmp_path) -> None:
+    from compiler import frontends
+
+    def branch(name: str, op: str) -> onnx.GraphProto:
+        n = helper.make_node(op, ["x"], [f"{name}_out"], name=f"{name}_{op}")
+        return helper.make_graph([n], name, [], [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [1, 4])])
+
+    g = helper.make_graph(
+        [helper.make_node("Relu", ["x0"], ["x"], name="pre"),
+         helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0, name="sum"),
+         helper.make_node("Greater", ["s", "zero"], ["cond"], name="gt"),
+         helper.make_node("If", ["cond"], ["y"], then_branch=branch("then", "Sigmoid"),
+                          else_branch=branch("else", "Tanh"), name="if")],
+        "with_if", [helper.make_tensor_value_info("x0", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [onnx.numpy_helper.from_array(np.array(0, np.float32), "zero")])
+    src_path, out = tmp_path / "if.onnx", tmp_path / "if.ort.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), src_path)
+    compiled = ort.compile(src_path, out, frontends.load(src_path))
+    assert compiled.node("if").source_nodes == ["if"]
+    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20))
+    assert set(prof.tasks) == {"pre", "sum", "gt", "if"}  # the branch's Sigmoid is inside "if"
