@@ -106,9 +106,10 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     load_decode = _LOAD_DECODE.get(target.backend, frozenset())
     if not has_kernel:
         tag = "int8" if any_int8 else fcompute
-        # Float constants of weightless ops (Add's bias tensor) are stored in the op's activation format.
+        # Float constants of weightless ops (Add's bias tensor, Gather's table) are stored in the op's
+        # activation format: the QDQ quantizer quantizes them too.
         return Path(ui, c, True, "int8" if any_int8 else fcompute, tag, in_b, out_b, 0.0, False,
-                    2.0 if c.input == "fp16" else 4.0, extra_in, extra_out, dispatches, 0.0, eliminated,
+                    {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), extra_in, extra_out, dispatches, 0.0, eliminated,
                     (not any_int8 and fcompute == "fp32" and c.input == c.output == "fp32"), "; ".join(notes))
     k = c.kernel
     aux_b = 2.0 if k == "fp16" else 4.0
@@ -196,7 +197,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU
 
 
-def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any) -> Any:
+def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
+                             static: bool = False) -> Any:
     """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
     Works elementwise on numpy arrays; tensors with 0 elements cost 0."""
     bits = BITS[kernel]
@@ -212,10 +214,33 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
     has = elements > 0
     if lb is not None:
         body = body + has * (2 ** lb) * (4 if onnx else 2)  # the table (fp32 in ONNX, fp16 in Core ML)
+    elif kernel == "int8" and onnx and static:
+        # QDQ per channel: weight scale fp32 + zero point int8, and the int32 bias's scale + zero point.
+        body = body + has * rows * 13
+    elif kernel == "int8" and onnx:
+        body = body + has * 5  # quantize_dynamic: one scale + zero point per tensor
     elif kernel == "int8":
-        body = body + has * rows * (5 if onnx else 2)  # per-channel scale (+ int8 zero point in ONNX)
+        body = body + has * rows * 2  # Core ML: per-channel fp16 scale
     elif kernel == "int4":
         # Block-wise: ONNX MatMulNBits block 128 with fp32 scale + 4-bit zero point; Core ML block 32 fp16 scale.
         block = 128 if onnx else 32
         body = body + (elements / block) * (4.5 if onnx else 2)
     return body
+
+
+def export_nodes(target: Target, kind: str, c: Combo, has_kernel: bool) -> float:
+    """Node records the ONNX exporter (compiler/optimize/onnx_export.py) adds to a task under combo c,
+    counted on its output: QDQ wraps each quantized tensor in a Q/DQ pair, dynamic quantization expands a
+    Conv into six nodes, a packed palette adds its decode subgraph. Core ML stores compression in place."""
+    if target.export != "onnx":
+        return 0.0
+    n = 0.0
+    if "int8" in (c.input, c.output):
+        n += 2.0 + (2.0 if has_kernel else 0.0)  # Q + DQ of the output; DQ of weight and bias
+    elif has_kernel and c.kernel == "int8":
+        n += 6.0 if kind in ("conv", "dwconv") else 5.0
+    if has_kernel:
+        lb = lut_bits(c.kernel)
+        if lb is not None:
+            n += 9.0 if lb < 6 else 3.0
+    return n

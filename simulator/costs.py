@@ -83,6 +83,18 @@ class Work:
     fused_activation: bool  # the task absorbs an activation that a non-fusing path runs separately
     shapes_known: bool
     notes: tuple[str, ...] = field(default=())
+    kernel_name: str = ""
+    aux_weights: tuple[tuple[str, float], ...] = ()  # (value name, elements) of float constants
+    kernel_store_elements: float = -1.0  # elements this task stores (0 if another task owns the weight)
+    aux_store_elements: float = -1.0
+    record_bytes: float = 0.0  # protobuf bytes of one node record like this one (names dominate)
+
+    def __post_init__(self) -> None:
+        # Frozen record: defaults that depend on other fields are set through object.__setattr__.
+        if self.kernel_store_elements < 0:
+            object.__setattr__(self, "kernel_store_elements", self.kernel_elements)
+        if self.aux_store_elements < 0:
+            object.__setattr__(self, "aux_store_elements", self.aux_weight_elements)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -202,6 +214,7 @@ def work_of(node: Node, graph: Graph) -> Work:
     kernel = _kernel_value(node, graph)
     act_in: list[Value] = []
     aux = 0.0
+    aux_names: list[tuple[str, float]] = []
     other_const = 0.0
     for name in node.inputs:
         if not name:
@@ -214,6 +227,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 continue
             if v.dtype in ("float32", "float16", "bfloat16", "float64"):
                 aux += v.weight.elements
+                aux_names.append((name, float(v.weight.elements)))
             else:
                 other_const += v.weight.bytes
         else:
@@ -231,12 +245,14 @@ def work_of(node: Node, graph: Graph) -> Work:
     k_rows = int(kernel.shape[0]) if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int) else 1
     macs, flops = _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements)
     fused = _fused_activation(node)
+    k_name = kernel.name if kernel is not None else ""
     if kind not in WEIGHTED_KINDS:
         # Constant operands of other ops (e.g. Add of a bias tensor) stay float; they count as aux.
-        k_elems, k_rows = 0.0, 1
+        k_elems, k_rows, k_name = 0.0, 1, ""
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
-                other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes))
+                other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
+                kernel_name=k_name, aux_weights=tuple(aux_names), record_bytes=_record_bytes(node))
 
 
 def _fused_activation(node: Node) -> bool:
@@ -328,3 +344,10 @@ FOLDED = Work(kind="folded", macs=0.0, flops=0.0, in_elements=0.0, out_elements=
               kernel_out_channels=1, aux_weight_elements=0.0, other_const_bytes=0.0, fused_activation=False,
               shapes_known=True, notes=("constant-folded at load: no cost per inference; its weights are "
                                         "counted at the op that uses them",))
+
+
+def _record_bytes(node: Node) -> float:
+    """Rough protobuf size of a node like this one plus its output's value_info: names and a few tags.
+    Exporters name added nodes and tensors after the original (`<name>_QuantizeLinear`, `<w>_quantized`)."""
+    names = len(node.name) + sum(len(v) for v in node.inputs) + 2 * sum(len(v) for v in node.outputs)
+    return 1.0 * names + 40.0

@@ -44,6 +44,7 @@ class Unit:
     efficiency: dict[str, float]  # "<kind>.<path>" | "<kind>" | "default" -> share of peak
     bandwidth_efficiency: float
     profiler_overhead_s: float = 0.0  # time ORT's profiler adds to each recorded task (calibrated)
+    kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -74,7 +75,8 @@ class HardwareProfile:
         for u in self.units:
             o = dict(overrides.get("units", {}).get(u.name, {}))
             eff = {**u.efficiency, **o.pop("efficiency", {})}
-            units.append(dataclasses.replace(u, efficiency=eff, **o))
+            kov = {**u.kind_overhead_s, **o.pop("kind_overhead_s", {})}
+            units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
         top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
                                                            "error_models", "dram_energy_pj_per_byte")}
         return dataclasses.replace(self, units=tuple(units), calibrated=True, **top)
@@ -113,6 +115,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         bandwidth_efficiency=_figure(d["bandwidth_efficiency"], f"{where}.bandwidth_efficiency"),
         profiler_overhead_s=_figure(d["profiler_overhead_s"], f"{where}.profiler_overhead_s")
         if "profiler_overhead_s" in d else 0.0,
+        kind_overhead_s=_figures(d.get("kind_overhead_s", {}), f"{where}.kind_overhead_s"),
     )
 
 

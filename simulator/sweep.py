@@ -7,6 +7,7 @@ against the group's per-task work arrays. Output shapes are those of docs/option
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -17,7 +18,7 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.profile import Profile
-from simulator.backends import Path, plan, storage_bytes_per_kernel
+from simulator.backends import Path, export_nodes, plan, storage_bytes_per_kernel
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
@@ -53,6 +54,8 @@ class _Coeffs:
     eliminated: np.ndarray
     fp32_equiv: np.ndarray
     dispatch_s: np.ndarray
+    setup_s: np.ndarray
+    export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
     cache_bw: np.ndarray
     dram_bw: np.ndarray
     onchip: np.ndarray
@@ -80,7 +83,10 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
                                             .peak_ops_per_s["fp16"]) / units[p.unit].eff("decode", p.tag)
                    if p.decode_ops else 0.0),
         eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
+        # Per-kernel launch cost, plus the kind's fixed setup (small NCHWc convs pay ~10 us on the host).
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
+        setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(kind, 0.0)),
+        export_nodes=f(lambda p: export_nodes(target, kind, p.resolved, has_kernel)),
         cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
         dram_bw=f(lambda p: hw.dram_bandwidth_bytes_per_s * units[p.unit].bandwidth_efficiency),
         onchip=f(lambda p: units[p.unit].onchip_memory_bytes),
@@ -156,7 +162,7 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
     ops = [nd.id for nd in nodes]
     compiled = fill_shapes(compiled, source)
     view, folded = fold_constants(compiled)
-    works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
+    works = _dedupe_storage([FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes])
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
     measured = _measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s)
@@ -262,6 +268,25 @@ def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> Hardwa
     return load_profile(t.profile)
 
 
+def _dedupe_storage(works: list[Work]) -> list[Work]:
+    """A weight read by several tasks is stored once: the first reader owns its bytes."""
+    seen: set[str] = set()
+    out = []
+    for w in works:
+        k_store = w.kernel_elements
+        if w.kernel_name:
+            if w.kernel_name in seen:
+                k_store = 0.0
+            seen.add(w.kernel_name)
+        aux = 0.0
+        for name, el in w.aux_weights:
+            if name not in seen:
+                aux += el
+                seen.add(name)
+        out.append(dataclasses.replace(w, kernel_store_elements=k_store, aux_store_elements=aux))
+    return out
+
+
 def _preset_json(p: Any, t: Target) -> dict[str, Any]:
     c = p.resolve(t.float_format, True)
     return {"name": p.name, "input": c.input, "output": c.output, "kernel": c.kernel, "sparsity": c.sparsity,
@@ -335,7 +360,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     w_bw = co.cache_bw if weights_resident else co.dram_bw
     extra = in_el * co.extra_in + out_el * co.extra_out
     t_mem = act / bw + w_all / w_bw
-    lat_s = np.maximum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + k_el * co.decode_s
+    lat_s = np.maximum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + co.setup_s + k_el * co.decode_s
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():
@@ -350,17 +375,21 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * (conv["fixed_ms"] + io_out[:, None] * out_conv)
 
     # Storage: kernel bytes per combo depend on the kernel tensor's size and rows.
+    k_store = col([w.kernel_store_elements for w in works])[:, 0]
+    aux_store = col([w.aux_store_elements for w in works])
     kern = np.zeros((len(works), len(co.combos)))
     rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     cache: dict[tuple[str, int], np.ndarray] = {}
-    for j, (kf, sp) in enumerate(zip(co.kernel, co.sparsity)):
+    for j, (kf, sp, c) in enumerate(zip(co.kernel, co.sparsity, co.combos)):
         if kf == "-":
             continue
-        key = (kf, int(sp))
+        static = c.input == "int8"
+        key = (kf, int(sp), static)
         if key not in cache:
-            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_el[:, 0], rows)
+            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static)
         kern[:, j] = cache[key]
-    weight_bytes = kern + aux_el * co.aux_b + other
+    # Nodes an exporter adds (Q/DQ pairs, decode subgraphs) are file bytes too: each about one node record.
+    weight_bytes = kern + aux_store * co.aux_b + other + col([w.record_bytes for w in works]) * co.export_nodes
     dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)
     dram = np.where(gone, 0.0, dram)
     act = np.where(gone, 0.0, act)

@@ -17,6 +17,13 @@ class Choice:
 def resolve_option(option: str, float_format: str, has_kernel: bool) -> Choice:
     """A preset name (`int8-static`, `prune-50+int8-static`) or a combo (`int8/int8/int8/50`)."""
     if "/" in option:
+        parts = option.split("/")
+        # A task's combo applies to every source node it implements: a fused Relu takes the Conv's
+        # activation formats without its kernel, and a weighted node given "-" keeps float weights.
+        if len(parts) == 4 and not has_kernel and parts[2] != "-":
+            option = f"{parts[0]}/{parts[1]}/-/0"
+        elif len(parts) == 4 and has_kernel and parts[2] == "-":
+            option = f"{parts[0]}/{parts[1]}/{float_format if parts[0] != 'int8' else float_format}/0"
         c = parse_combo(option, has_kernel)
         return Choice(c, dynamic=c.kernel == "int8" and c.input != "int8")
     p = parse_preset(option)

@@ -1,0 +1,1 @@
+"""Click command groups contributed by parts of Edgescope (added to the main group in edgescope/cli.py)."""

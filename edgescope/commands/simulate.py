@@ -1,0 +1,271 @@
+"""Simulator commands: `predict`, `optimize`, `options`, `calibrate` (added to `edgescope` by edgescope/cli.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _calibration_path(explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    from edgescope.config import Settings
+
+    return Path(Settings.from_env().calibration_path)
+
+
+def _fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+def _parse_ops(ops: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for o in ops:
+        if "=" not in o:
+            _fail(f"--op {o!r}: write NAME=OPTION, e.g. --op /conv1/Conv=int8/int8/int8/50")
+        k, v = o.rsplit("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _overrides_for_tasks(compiled: Any, per_op: Any, ops: dict[str, str], float_format: str) -> dict[str, str]:
+    """--op keys may be task ids, task names or source node names; values presets or combos."""
+    from simulator.options import OptionError, parse_combo, parse_preset
+
+    by_key: dict[str, str] = {}
+    for n in compiled.nodes:
+        by_key.setdefault(n.id, n.id)
+        if n.name:
+            by_key.setdefault(n.name, n.id)
+        for s in n.source_nodes:
+            by_key.setdefault(s, n.id)
+    out = {}
+    ids = [n.id for n in compiled.nodes]
+    for key, option in ops.items():
+        tid = by_key.get(key)
+        if tid is None:
+            raise OptionError(f"--op names {key!r}, which is neither a task nor a source node of this model")
+        combos = per_op[ids.index(tid)]["combos"]
+        has_kernel = combos[0].split("/")[2] != "-"
+        if "/" in option:
+            combo = parse_combo(option, has_kernel).name
+        else:
+            combo = parse_preset(option).resolve(float_format, has_kernel).name
+        out[tid] = combo
+    return out
+
+
+def _predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], calibration: Path | None,
+             workdir: Path) -> tuple[dict[str, Any], Any, Any, dict[str, str]]:
+    from simulator.model import compile_for
+    from simulator.options import parse_preset
+    from simulator.sweep import sweep
+    from simulator.targets import get_target
+    from simulator.totals import totals
+
+    t = get_target(target)
+    preset = parse_preset(model_wide).name
+    source, compiled = compile_for(model, target, workdir)
+    hw = None
+    if t.profile == "host-cpu":
+        from simulator.calibration import load_or_calibrate
+
+        hw = load_or_calibrate(_calibration_path(calibration),
+                               progress=lambda s: click.echo(f"calibrating: {s}", err=True))
+    r = sweep(compiled, target, hardware=hw, source=source)
+    names = [p["name"] for p in r.bulk["presets"]]
+    if preset not in names:
+        # Any valid combination works, not only the listed ones: resolve it per op through the overrides.
+        over_all = {n.id: preset for n in compiled.nodes}
+        overrides = {**_overrides_for_tasks(compiled, r.per_op, over_all, t.float_format),
+                     **_overrides_for_tasks(compiled, r.per_op, _parse_ops(ops), t.float_format)}
+        base_preset = "fp32"
+    else:
+        overrides = _overrides_for_tasks(compiled, r.per_op, _parse_ops(ops), t.float_format)
+        base_preset = preset
+    tot = totals(r.bulk, r.per_op, base_preset, overrides)
+    p = names.index(base_preset)
+    rows = []
+    for i, n in enumerate(compiled.nodes):
+        if n.id in overrides:
+            e = r.per_op[i]
+            j = e["combos"].index(overrides[n.id])
+            vals = {m: e[m][j] for m in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")}
+            combo, sup = overrides[n.id], e["supported"][j]
+        else:
+            vals = {m: r.bulk["metrics"][m][i][p] for m in ("latency_ms", "weight_bytes", "activation_bytes",
+                                                            "dram_bytes")}
+            combo, sup = r.bulk["combos"][i][p], r.bulk["supported"][i][p]
+        rows.append({"id": n.id, "name": n.name, "type": n.op_type, "combo": combo, "supported": sup,
+                     "unit": r.bulk["units"][i][p], **vals})
+    out = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
+           "totals": tot, "ops": rows}
+    return out, source, compiled, overrides
+
+
+def _label_text(label: dict[str, Any]) -> str:
+    err = label.get("error_pct_median")
+    tail = f", median error {err:.1f}% on {label.get('error_models')} held-out models" if err is not None else \
+        ", error not yet measured (run benchmarks/fidelity.py --record)"
+    cal = "calibrated" if label.get("calibrated") else "uncalibrated"
+    return f"predicted: profile {label['profile']} ({cal}){tail}"
+
+
+def _print_totals(out: dict[str, Any]) -> None:
+    t = out["totals"]
+    click.echo(f"{out['target']}  {out['model_wide']}" + (f" + {len(out['overrides'])} overrides" if out["overrides"]
+                                                        else ""))
+    click.echo(f"  {_label_text(out['label'])}")
+    click.echo(f"  latency {t['latency_ms']:.3f} ms ({t['fps']:.1f} fps)   size {t['size_bytes'] / 1e6:.3f} MB   "
+               f"peak memory {t['peak_memory_bytes'] / 1e6:.2f} MB   memory power {t['memory_power_mw']:.1f} mW")
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    from compiler.graph import ModelFormatError
+    from simulator.options import OptionError
+
+    return (OptionError, ModelFormatError)
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--target", default="ort-cpu/host", show_default=True, help="See `edgescope options`.")
+@click.option("--model-wide", default="fp32", show_default=True, help="Option for every op (preset name).")
+@click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
+              help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
+@click.option("--calibration", type=click.Path(path_type=Path), default=None,
+              help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
+@click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label and every op.")
+def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], calibration: Path | None, top: int,
+            as_json: bool) -> None:
+    """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
+    try:
+        with tempfile.TemporaryDirectory() as td:
+            out, *_ = _predict(model, target, model_wide, ops, calibration, Path(td))
+    except _user_errors() as e:
+        _fail(str(e))
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    _print_totals(out)
+    for r in sorted(out["ops"], key=lambda r: -r["latency_ms"])[:top]:
+        click.echo(f"  {r['latency_ms']:9.4f} ms  {r['type']:18s} {r['combo']:20s} {r['unit']:8s} {r['name'] or r['id']}")
+
+
+@click.command()
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--target", default="ort-cpu/host", show_default=True)
+@click.option("--model-wide", required=True, help="Option for every op (preset name).")
+@click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--calibration", type=click.Path(path_type=Path), default=None)
+@click.option("--json", "as_json", is_flag=True)
+def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
+             calibration: Path | None, as_json: bool) -> None:
+    """Write the optimized model for TARGET and print its predicted totals next to its real size."""
+    from simulator.targets import get_target
+
+    try:
+        t = get_target(target)
+        if t.export != "onnx":
+            _fail(f"{target}: optimized models are exported for ONNX targets here; Core ML export needs a PyTorch "
+                  f"model (compiler.optimize.coreml_export.export_coreml)")
+        with tempfile.TemporaryDirectory() as td:
+            out, source, compiled, overrides = _predict(model, target, model_wide, ops, calibration, Path(td))
+        # Export works on source nodes: each task override applies to the source nodes it implements.
+        src_over: dict[str, str] = {}
+        by_id = {n.id: n for n in compiled.nodes}
+        src_names = {n.id: n.name or n.id for n in source.nodes}
+        for tid, combo in overrides.items():
+            for s in by_id[tid].source_nodes or [tid]:
+                src_over[src_names.get(s, s)] = combo
+        from compiler.optimize.onnx_export import export_onnx
+
+        res = export_onnx(model, out_path, out["model_wide"], _known(src_over, model))
+    except _user_errors() as e:
+        _fail(str(e))
+    pred = out["totals"]["size_bytes"]
+    result = {**out, "path": str(res.path), "size_bytes": res.size_bytes,
+              "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes}
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    _print_totals(out)
+    click.echo(f"  wrote {res.path}: {res.size_bytes / 1e6:.3f} MB measured (predicted {pred / 1e6:.3f} MB, "
+               f"{result['size_error_pct']:+.1f}%)")
+    for n in res.notes:
+        click.echo(f"  note: {n}")
+
+
+def _known(overrides: dict[str, str], model: Path) -> dict[str, str]:
+    """Drop overrides of source nodes that ORT's basic pass removes (BatchNorm folded into its Conv)."""
+    import onnx
+
+    names = {n.name for n in onnx.load(str(model), load_external_data=False).graph.node}
+    return {k: v for k, v in overrides.items() if k in names}
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def options(as_json: bool) -> None:
+    """List the option names and what each means on each backend."""
+    from simulator.formats import ACTIVATION_FORMATS, KERNEL_FORMATS, SPARSITIES
+    from simulator.options import BACKEND_NOTES, BULK_PRESETS, all_presets
+    from simulator.targets import get_target, list_targets
+
+    presets = [{"name": p.name, "description": p.description} for p in all_presets()]
+    data = {"presets": presets, "combinations": [p for p in BULK_PRESETS if "+" in p],
+            "combo": {"format": "input/output/kernel/sparsity", "activation_formats": list(ACTIVATION_FORMATS),
+                      "kernel_formats": list(KERNEL_FORMATS), "sparsities": list(SPARSITIES)},
+            "targets": [{"name": n, "description": get_target(n).description,
+                         "notes": BACKEND_NOTES.get(get_target(n).backend, {})} for n in list_targets()]}
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    click.echo("Presets (use with --model-wide or --op NAME=OPTION; combine pruning with one other: prune-50+int8-static):")
+    for p in presets:
+        click.echo(f"  {p['name']:16s} {p['description']}")
+    click.echo("Per-op combos: input/output/kernel/sparsity, e.g. int8/int8/lut4/50; activations "
+               f"{', '.join(ACTIVATION_FORMATS)}; kernels {', '.join(KERNEL_FORMATS)}; sparsity {SPARSITIES}")
+    for t in data["targets"]:
+        click.echo(f"\n{t['name']}: {t['description']}")
+        for k, v in t["notes"].items():
+            click.echo(f"  {k:14s} {v}")
+
+
+@click.command()
+@click.option("--out", "out_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Cache file (default <data dir>/calibration/host-cpu.json).")
+@click.option("--force", is_flag=True, help="Measure again even if the cache is current.")
+@click.option("--json", "as_json", is_flag=True)
+def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
+    """Measure kernels with ONNX Runtime (1 thread) and fit the host-cpu profile (about 20 s)."""
+    from simulator.calibration import load_or_calibrate
+
+    path = _calibration_path(out_path)
+    load_or_calibrate(path, progress=lambda s: None if as_json else click.echo(s, err=True), force=force)
+    cache = json.loads(path.read_text())
+    if as_json:
+        click.echo(json.dumps(cache))
+        return
+    cpu = cache["overrides"]["units"]["cpu"]
+    click.echo(f"host-cpu calibrated in {cache['seconds']:.1f} s on {cache['machine']} (onnxruntime "
+               f"{cache['onnxruntime']}) -> {path}")
+    click.echo(f"  per inference {cpu['run_overhead_s'] * 1e6:.1f} us, per kernel {cpu['dispatch_overhead_s'] * 1e6:.2f} us, "
+               f"cache {cpu['cache_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, weights "
+               f"{cache['overrides']['dram_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    for k, v in sorted(cpu["efficiency"].items()):
+        click.echo(f"  efficiency {k:18s} {v:.3f}")
+
+
+commands: list[click.Command] = [predict, optimize, options, calibrate]
+
+if __name__ == "__main__":  # pragma: no cover
+    grp = click.Group("simulate", commands={c.name: c for c in commands if c.name})
+    grp(sys.argv[1:])

@@ -1,0 +1,38 @@
+"""Graphs built directly in the IR for simulator tests (no ONNX file needed)."""
+
+from __future__ import annotations
+
+import math
+
+from compiler.graph import Graph, Node, Value, WeightStats
+
+
+def act(name: str, shape: list[int], dtype: str = "float32") -> Value:
+    return Value(name, shape, dtype)
+
+
+def weight(name: str, shape: list[int], dtype: str = "float32") -> Value:
+    n = math.prod(shape)
+    return Value(name, shape, dtype, weight=WeightStats(n, n * (4 if dtype == "float32" else 8), -1.0, 1.0, 0.0))
+
+
+def graph(nodes: list[Node], values: list[Value], inputs: list[str], outputs: list[str]) -> Graph:
+    return Graph("t", "onnx", nodes, {v.name: v for v in values}, inputs, outputs)
+
+
+def conv_chain() -> Graph:
+    """x -> Conv(3->16, 3x3) -> Relu -> Conv(16->16 depthwise) -> GlobalAveragePool -> Gemm(16->10)."""
+    values = [act("x", [1, 3, 32, 32]), weight("w1", [16, 3, 3, 3]), weight("b1", [16]), act("c1", [1, 16, 32, 32]),
+              act("r1", [1, 16, 32, 32]), weight("w2", [16, 1, 3, 3]), act("c2", [1, 16, 32, 32]),
+              act("g", [1, 16, 1, 1]), act("f", [1, 16]), weight("w3", [16, 10]), act("y", [1, 10])]
+    nodes = [
+        Node("conv1", "conv1", "Conv", inputs=["x", "w1", "b1"], outputs=["c1"],
+             attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+        Node("relu1", "relu1", "Relu", inputs=["c1"], outputs=["r1"]),
+        Node("dw", "dw", "Conv", inputs=["r1", "w2"], outputs=["c2"],
+             attributes={"pads": [1, 1, 1, 1], "group": 16, "kernel_shape": [3, 3]}),
+        Node("gap", "gap", "GlobalAveragePool", inputs=["c2"], outputs=["g"]),
+        Node("flat", "flat", "Flatten", inputs=["g"], outputs=["f"], attributes={"axis": 1}),
+        Node("fc", "fc", "Gemm", inputs=["f", "w3"], outputs=["y"]),
+    ]
+    return graph(nodes, values, ["x"], ["y"])

@@ -1,0 +1,109 @@
+"""Cost functions against hand-computed MACs, FLOPs and element counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.graph import Node
+from simulator.costs import Estimate, fold_constants, work_of
+from tests.simulator.helpers import act, conv_chain, graph, weight
+
+
+def test_conv_macs_and_elements() -> None:
+    g = conv_chain()
+    w = work_of(g.node("conv1"), g)
+    # 16 x 32 x 32 outputs, each 3 x 3 x 3 MACs.
+    assert w.kind == "conv"
+    assert w.macs == 16 * 32 * 32 * 27
+    assert w.in_elements == 3 * 32 * 32 and w.out_elements == 16 * 32 * 32
+    assert w.kernel_elements == 16 * 27 and w.kernel_out_channels == 16
+    assert w.aux_weight_elements == 16  # the bias
+
+
+def test_depthwise_conv() -> None:
+    g = conv_chain()
+    w = work_of(g.node("dw"), g)
+    assert w.kind == "dwconv"
+    assert w.macs == 16 * 32 * 32 * 9  # one input channel per output
+    assert w.kernel_elements == 16 * 9
+
+
+def test_gemm_and_matmul() -> None:
+    g = conv_chain()
+    w = work_of(g.node("fc"), g)
+    assert (w.kind, w.macs, w.kernel_elements) == ("gemm", 16 * 10, 160)
+    # Activation x activation MatMul (attention scores): [2, 8, 64] x [2, 64, 8].
+    g2 = graph([Node("mm", "mm", "MatMul", inputs=["q", "k"], outputs=["s"])],
+               [act("q", [2, 8, 64]), act("k", [2, 64, 8]), act("s", [2, 8, 8])], ["q", "k"], ["s"])
+    w2 = work_of(g2.nodes[0], g2)
+    assert (w2.kind, w2.macs, w2.kernel_elements) == ("matmul", 2 * 8 * 8 * 64, 0)
+    assert w2.in_elements == 2 * 8 * 64 * 2 and w2.out_elements == 128
+
+
+def test_gemm_trans_a_uses_rows_of_a() -> None:
+    g = graph([Node("g", "g", "Gemm", inputs=["a", "b"], outputs=["y"], attributes={"transA": 1})],
+              [act("a", [32, 4]), weight("b", [32, 6]), act("y", [4, 6])], ["a"], ["y"])
+    assert work_of(g.nodes[0], g).macs == 4 * 6 * 32
+
+
+def test_attention_contrib_op() -> None:
+    # com.microsoft Attention: input [1, 16, 64], fused QKV weight [64, 192], 4 heads.
+    g = graph([Node("att", "att", "Attention", inputs=["x", "w", "b"], outputs=["y"], domain="com.microsoft",
+                    attributes={"num_heads": 4})],
+              [act("x", [1, 16, 64]), weight("w", [64, 192]), weight("b", [192]), act("y", [1, 16, 64])], ["x"], ["y"])
+    w = work_of(g.nodes[0], g)
+    proj = 1 * 16 * 64 * 192  # QKV projection
+    scores = 2 * 1 * 16 * 16 * 64  # QK^T and AV over all heads
+    assert w.kind == "attention"
+    assert w.macs == proj + scores
+    assert w.flops == 5 * 1 * 4 * 16 * 16  # softmax
+
+
+def test_pooling() -> None:
+    g = conv_chain()
+    w = work_of(g.node("gap"), g)
+    assert (w.kind, w.macs, w.flops) == ("pool", 0, 16 * 32 * 32)
+    g2 = graph([Node("mp", "mp", "MaxPool", inputs=["x"], outputs=["y"],
+                     attributes={"kernel_shape": [3, 3], "strides": [2, 2]})],
+               [act("x", [1, 8, 9, 9]), act("y", [1, 8, 4, 4])], ["x"], ["y"])
+    assert work_of(g2.nodes[0], g2).flops == 8 * 4 * 4 * 9
+
+
+@pytest.mark.parametrize("op,flops_per", [("Add", 1), ("Relu", 1), ("Sigmoid", 4), ("Gelu", 10)])
+def test_elementwise(op: str, flops_per: int) -> None:
+    ins = ["a", "b"] if op == "Add" else ["a"]
+    g = graph([Node("e", "e", op, inputs=ins, outputs=["y"])],
+              [act("a", [2, 100]), act("b", [2, 100]), act("y", [2, 100])], ins, ["y"])
+    w = work_of(g.nodes[0], g)
+    assert w.kind == "elementwise" and w.flops == flops_per * 200
+    assert w.in_elements == 200 * len(ins) and w.out_elements == 200
+    est = w.estimate()
+    assert est.bytes_read == 4 * 200 * len(ins) and est.bytes_written == 800
+
+
+def test_estimate_adds() -> None:
+    assert Estimate(1, 2, 3, 4) + Estimate(10, 20, 30, 40) == Estimate(11, 22, 33, 44)
+
+
+def test_fused_conv_counts_activation_and_residual() -> None:
+    g = graph([Node("fc", "fc", "FusedConv", inputs=["x", "w", "", "z"], outputs=["y"], domain="com.microsoft",
+                    attributes={"activation": "Relu"})],
+              [act("x", [1, 4, 8, 8]), weight("w", [4, 4, 1, 1]), act("z", [1, 4, 8, 8]), act("y", [1, 4, 8, 8])],
+              ["x", "z"], ["y"])
+    w = work_of(g.nodes[0], g)
+    assert w.macs == 4 * 8 * 8 * 4 and w.flops == 2 * 4 * 8 * 8 and w.fused_activation
+
+
+def test_constant_only_ops_are_folded_into_weights() -> None:
+    # TorchScript wraps weights in Identity; the Conv's kernel is the folded weight.
+    g = graph([Node("id", "id", "Identity", inputs=["w0"], outputs=["w"]),
+               Node("c", "c", "Conv", inputs=["x", "w"], outputs=["y"])],
+              [weight("w0", [8, 4, 1, 1]), Value_("w", [8, 4, 1, 1]), act("x", [1, 4, 2, 2]), act("y", [1, 8, 2, 2])],
+              ["x"], ["y"])
+    view, folded = fold_constants(g)
+    assert folded == {"id"}
+    assert work_of(g.node("c"), view).kernel_elements == 32
+
+
+def Value_(name: str, shape: list[int]):  # noqa: N802 - an activation-typed value filled by folding
+    return act(name, shape)
