@@ -64,13 +64,14 @@ def serve(host: str, port: int, threads: int) -> None:
         raise click.ClickException(str(e)) from None
     if settings.embedded_worker:
         from store.services import Services
+        from worker.celery_app import enqueue
         from worker.embedded import start_embedded_worker
         from worker.jobs import requeue_interrupted
 
         celery = app.extensions["celery"]
         start_embedded_worker(celery)
         for job_id in requeue_interrupted(Services(settings)):
-            celery.send_task("edgescope.analyze_model", args=[job_id])
+            enqueue(celery, job_id)
         mode = f"embedded worker, data in {settings.data_dir}"
     else:
         mode = f"jobs sent to {settings.broker_url.split('@')[-1]}"

@@ -53,13 +53,13 @@ class Settings:
 
     def resolved(self) -> Settings:
         """Fill URLs that default to places under data_dir."""
-        data_dir = self.data_dir.expanduser().resolve()
+        data_dir = Path(self.data_dir).expanduser().resolve()
         return replace(
             self,
             data_dir=data_dir,
             database_url=self.database_url or f"sqlite:///{data_dir / 'edgescope.db'}",
             blob_url=self.blob_url or f"file://{data_dir / 'blobs'}",
-            calibration_dir=(self.calibration_dir or data_dir / "calibration").expanduser().resolve(),
+            calibration_dir=Path(self.calibration_dir or data_dir / "calibration").expanduser().resolve(),
         )
 
     @classmethod

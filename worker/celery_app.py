@@ -6,9 +6,11 @@ from celery import Celery
 
 from edgescope.config import Settings
 
+from . import tasks
+
 
 def make_celery(settings: Settings) -> Celery:
-    app = Celery("edgescope", include=["worker.tasks"])
+    app = Celery("edgescope")
     conf: dict[str, object] = dict(
         task_ignore_result=True,  # job state lives in our own table
         task_acks_late=True,  # a worker that dies mid-job gets the job redelivered
@@ -38,5 +40,10 @@ def make_celery(settings: Settings) -> Celery:
         }
         conf["worker_enable_remote_control"] = False  # the file transport has no broadcast
     app.conf.update(conf)
-    app.conf.edgescope_settings = settings
+    tasks.register(app, settings)
     return app
+
+
+def enqueue(app: Celery, job_id: str) -> None:
+    """Send an analysis job to the workers. Call after the job row is committed."""
+    app.send_task(tasks.ANALYZE, args=[job_id])

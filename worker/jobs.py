@@ -81,7 +81,7 @@ class _Progress:
                               for st in job.stages]
 
 
-def _fail(services: Services, job_id: str, message: str) -> None:
+def fail(services: Services, job_id: str, message: str) -> None:
     with session_scope(services.sessions) as s:
         job = s.get(Job, job_id)
         if job is None:
@@ -164,11 +164,11 @@ def run_job(services: Services, job_id: str, redelivered: bool = False) -> str:
             summary = store_results(services, model_id, result)
             result.stage_seconds["store"] = time.perf_counter() - t0
     except pipeline.user_errors() as e:
-        _fail(services, job_id, str(e))
+        fail(services, job_id, str(e))
         return "failed"
     except Exception as e:  # noqa: BLE001 - the job must end failed, never stuck in running
         log.error("job %s failed:\n%s", job_id, traceback.format_exc())
-        _fail(services, job_id, f"Internal error while analysing the model ({type(e).__name__}: {e}). "
+        fail(services, job_id, f"Internal error while analysing the model ({type(e).__name__}: {e}). "
                                 "The failure was logged.")
         return "failed"
     progress.record_seconds(result.stage_seconds)

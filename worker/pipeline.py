@@ -138,7 +138,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
                 memory_limit_bytes=opts.memory_limit_bytes, input_shapes=opts.input_shapes,
                 input_values=opts.input_values,
             )
-            r.profile = ort.profile(r.compiled_model_path, r.compiled, settings, target=r.target)
+            r.profile = ort.profile(r.compiled_model_path, settings)
             progress("profile", (i + 1) / len(measured))
 
     with timed("simulate"):

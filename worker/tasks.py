@@ -1,10 +1,14 @@
-"""Celery tasks: thin wrappers that take ids and call plain functions in worker.jobs."""
+"""Celery tasks: thin wrappers that take ids and call plain functions in worker.jobs.
+
+Registered on each app by `register` with the app's settings closed over: in a worker thread
+`task.app` may resolve to Celery's default app, so tasks must not look their settings up there.
+"""
 
 from __future__ import annotations
 
 from functools import cache
 
-from celery import shared_task
+from celery import Celery
 from celery.app.task import Task
 
 from edgescope.config import Settings
@@ -12,14 +16,27 @@ from store.services import Services
 
 from . import jobs
 
+ANALYZE = "edgescope.analyze_model"
+
 
 @cache
 def _services(settings: Settings) -> Services:
     return Services(settings)
 
 
-@shared_task(name="edgescope.analyze_model", bind=True, acks_late=True)
-def analyze_model(self: Task, job_id: str) -> str:
-    services = _services(self.app.conf.edgescope_settings)
-    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
-    return jobs.run_job(services, job_id, redelivered=redelivered)
+def analyze_model(settings: Settings, task: Task, job_id: str) -> str:
+    services = _services(settings)
+    redelivered = bool((task.request.delivery_info or {}).get("redelivered"))
+    try:
+        return jobs.run_job(services, job_id, redelivered=redelivered)
+    except Exception as e:
+        # run_job ends its own failures; this catches the store itself failing (database or
+        # blob store down) so the job is not left "running" when the store comes back.
+        jobs.fail(services, job_id, f"Internal error while running the job ({type(e).__name__}).")
+        raise
+
+
+def register(app: Celery, settings: Settings) -> None:
+    @app.task(name=ANALYZE, bind=True, acks_late=True)
+    def _analyze(task: Task, job_id: str) -> str:
+        return analyze_model(settings, task, job_id)

@@ -21,6 +21,7 @@ from store import keys
 from store.db import session_scope
 from store.models import Job, Model
 from store.services import Services
+from worker.celery_app import enqueue
 
 from .errors import ApiError, handle_api_error
 from .serialize import model_json
@@ -128,7 +129,7 @@ def upload() -> ResponseReturnValue:
 
 def _enqueue(services: Services, job_id: str) -> None:
     try:
-        current_app.extensions["celery"].send_task("edgescope.analyze_model", args=[job_id])
+        enqueue(current_app.extensions["celery"], job_id)
     except Exception as e:  # noqa: BLE001 - broker down: say so and keep the upload
         log.exception("could not queue job %s", job_id)
         with session_scope(services.sessions) as s:
