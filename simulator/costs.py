@@ -350,4 +350,4 @@ def _record_bytes(node: Node) -> float:
     """Rough protobuf size of a node like this one plus its output's value_info: names and a few tags.
     Exporters name added nodes and tensors after the original (`<name>_QuantizeLinear`, `<w>_quantized`)."""
     names = len(node.name) + sum(len(v) for v in node.inputs) + 2 * sum(len(v) for v in node.outputs)
-    return 1.0 * names + 40.0
+    return 1.25 * names + 40.0
