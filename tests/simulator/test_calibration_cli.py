@@ -1,0 +1,139 @@
+"""Calibration cache handling, a real (tiny) kernel fit, and the CLI commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from simulator import calibration
+from tests import modelzoo
+
+
+def _fake_cache() -> dict:
+    import onnxruntime as ort
+
+    return {"version": calibration.CACHE_VERSION, "profile": "host-cpu", "machine": calibration._machine(),
+            "onnxruntime": ort.__version__, "seconds": 0.0, "profiler_overhead_s": 1e-6, "cases": [],
+            "overrides": {"dram_bandwidth_bytes_per_s": 2e10, "units": {"cpu": {
+                "run_overhead_s": 5e-6, "dispatch_overhead_s": 3e-7, "profiler_overhead_s": 1e-6,
+                "efficiency": {"conv.fp32": 0.77}, "kind_overhead_s": {"conv": 2e-6}}}}}
+
+
+def test_cache_is_reused_and_refreshed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    monkeypatch.setattr(calibration, "calibrate", lambda progress=None: calls.append(1) or _fake_cache())
+    path = tmp_path / "calibration" / "host-cpu.json"
+    hw = calibration.load_or_calibrate(path)
+    assert calls == [1] and path.exists() and hw.calibrated
+    assert hw.units[0].eff("conv", "fp32") == 0.77 and hw.units[0].kind_overhead_s["conv"] == 2e-6
+    calibration.load_or_calibrate(path)
+    assert calls == [1]  # cached
+    data = json.loads(path.read_text())
+    data["onnxruntime"] = "0.0.1"
+    path.write_text(json.dumps(data))
+    calibration.load_or_calibrate(path)
+    assert calls == [1, 1]  # another ORT version: measured again
+    calibration.record_fidelity(path, 7.5, 6)
+    hw = calibration.load_or_calibrate(path)
+    assert hw.error_pct_median == 7.5 and hw.error_models == 6
+
+
+def test_one_kernel_fit_reproduces_its_measurement(tmp_path: Path) -> None:
+    """The efficiency found by bisection makes the sweep predict the measured time of that chain."""
+    from simulator.profiles import load_profile
+
+    case = next(c for c in calibration.CASES if c.name == "conv-256x14-1x1")
+    src = case.build(tmp_path / "c.onnx")
+    g = calibration.compile_for_host(src, tmp_path / "c.opt.onnx")
+    hw = load_profile("host-cpu")
+    meas = calibration.wall_ms(src) - hw.units[0].run_overhead_s * 1e3
+    eff = calibration._fit_eff(g, hw, "fp32", "conv.fp32", meas)
+    assert 0.01 < eff < 3.0
+    pred = calibration._predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.fp32": eff}}}}),
+                                   "fp32")
+    assert pred == pytest.approx(meas, rel=0.01)
+
+
+@pytest.fixture()
+def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[CliRunner, Path, Path]:
+    cache = tmp_path / "host-cpu.json"
+    cache.write_text(json.dumps(_fake_cache()))
+    model = modelzoo.tiny_cnn(tmp_path / "tiny.onnx")
+    return CliRunner(), model, cache
+
+
+def test_predict_json(cli: tuple[CliRunner, Path, Path]) -> None:
+    from edgescope.commands.simulate import predict
+
+    runner, model, cache = cli
+    r = runner.invoke(predict, [str(model), "--calibration", str(cache), "--model-wide", "int8-static", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["target"] == "ort-cpu/host" and out["model_wide"] == "int8-static"
+    assert set(out["totals"]) == {"latency_ms", "peak_memory_bytes", "memory_power_mw", "size_bytes", "fps"}
+    assert out["label"]["kind"] == "predicted" and out["label"]["calibrated"] is True
+    assert out["ops"] and all("latency_ms" in o and "combo" in o for o in out["ops"])
+    # An override by task id shows up as that op's combo.
+    first = out["ops"][0]["id"]
+    r2 = runner.invoke(predict, [str(model), "--calibration", str(cache), "--op", f"{first}=fp16", "--json"])
+    assert r2.exit_code == 0, r2.output
+    o2 = json.loads(r2.output)
+    assert o2["ops"][0]["combo"].startswith("fp16/fp16/") and o2["overrides"] == {first: o2["ops"][0]["combo"]}
+
+
+def test_predict_other_targets_and_errors(cli: tuple[CliRunner, Path, Path]) -> None:
+    from edgescope.commands.simulate import predict
+
+    runner, model, cache = cli
+    r = runner.invoke(predict, [str(model), "--target", "coreml/apple-a17", "--model-wide", "palettize-4bit",
+                                "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["label"]["profile"] == "apple-a17"
+    bad = runner.invoke(predict, [str(model), "--model-wide", "int7", "--calibration", str(cache)])
+    assert bad.exit_code != 0 and "unknown option 'int7'" in bad.output
+    bad = runner.invoke(predict, [str(model), "--target", "gpu/h100"])
+    assert bad.exit_code != 0 and "unknown target 'gpu/h100'" in bad.output
+    bad = runner.invoke(predict, [str(model), "--op", "nosuchop=fp16", "--calibration", str(cache)])
+    assert bad.exit_code != 0 and "neither a task nor a source node" in bad.output
+
+
+def test_optimize_writes_a_runnable_model(cli: tuple[CliRunner, Path, Path], tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    from edgescope.commands.simulate import optimize
+
+    runner, model, cache = cli
+    out = tmp_path / "opt.onnx"
+    r = runner.invoke(optimize, [str(model), "--calibration", str(cache), "--model-wide", "int8-dynamic",
+                                 "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.output)
+    assert res["size_bytes"] == out.stat().st_size and "latency_ms" in res["totals"]
+    ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+
+
+def test_options_lists_every_preset_per_backend() -> None:
+    from edgescope.commands.simulate import commands, options
+
+    assert {c.name for c in commands} == {"predict", "optimize", "options", "calibrate"}
+    r = CliRunner().invoke(options, ["--json"])
+    data = json.loads(r.output)
+    names = {p["name"] for p in data["presets"]}
+    assert {"fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-2bit", "palettize-4bit",
+            "palettize-6bit", "palettize-8bit", "prune-25", "prune-50", "prune-75", "prune-90"} <= names
+    assert "prune-50+int8-static" in data["combinations"]
+    assert all(t["notes"] for t in data["targets"])
+    text = CliRunner().invoke(options, []).output
+    assert "coreml/apple-a17" in text and "int8-static" in text
+
+
+def test_option_table_doc_names_every_preset() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "option-table.md").read_text()
+    from simulator.options import BULK_PRESETS
+
+    for name in ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-4bit", "prune-50"):
+        assert name in doc
+    assert "prune-50+int8-static" in doc and len(BULK_PRESETS) >= 33
