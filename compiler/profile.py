@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT
+
 
 @dataclass(frozen=True, slots=True)
 class TaskTiming:
@@ -41,3 +43,14 @@ class Profile:
         d = dict(d)
         d["tasks"] = {k: TaskTiming(**v) for k, v in d.get("tasks", {}).items()}
         return cls(**d)
+
+
+@dataclass(slots=True)
+class ProfileSettings:
+    warmup: int = 5
+    runs: int = 30
+    threads: int = 1  # intra-op threads; inter-op is always 1 (sequential execution)
+    timeout_s: float = 600.0
+    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
+    input_shapes: dict[str, list[int]] = field(default_factory=dict)
+    input_values: dict[str, int | float | bool] = field(default_factory=dict)

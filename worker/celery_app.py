@@ -37,6 +37,7 @@ def make_celery(settings: Settings) -> Celery:
             "data_folder_out": str(queue / "queue"),
             "processed_folder": str(queue / "processed"),
             "store_processed": False,
+            "control_folder": str(queue / "control"),
         }
         conf["worker_enable_remote_control"] = False  # the file transport has no broadcast
     app.conf.update(conf)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from compiler.graph import Graph, Node
+from compiler.graph import Graph
 from compiler.profile import Profile
 
 STAGES: tuple[str, ...] = ("parse", "compile", "profile", "simulate", "store")
@@ -58,23 +58,6 @@ class AnalysisResult:
     stage_seconds: dict[str, float]
 
 
-def measured_backend(target: str) -> bool:
-    """Targets whose runtime runs on this machine; the rest are predicted by the simulator."""
-    return target.startswith("ort-cpu/")
-
-
-def as_tasks(source: Graph) -> Graph:
-    """A source graph taken as its own compiled form: each node is one task (for predicted targets)."""
-    nodes = [
-        Node(id=n.id, name=n.name, op_type=n.op_type, namespace=n.namespace, inputs=list(n.inputs),
-             outputs=list(n.outputs), attributes=n.attributes, domain=n.domain, source_nodes=[n.id],
-             location=n.location)
-        for n in source.nodes
-    ]
-    return Graph(name=source.name, format=source.format, nodes=nodes, values=source.values,
-                 inputs=source.inputs, outputs=source.outputs, metadata=source.metadata)
-
-
 def user_errors() -> tuple[type[BaseException], ...]:
     # Errors of the compiler and simulator that describe the model or the request.
     from compiler import errors as cerr
@@ -94,8 +77,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             progress: ProgressFn = lambda stage, frac: None) -> AnalysisResult:
-    from compiler import frontends
-    from compiler.backends import ort
+    from compiler import backends, frontends
+    from compiler.profile import ProfileSettings
     from simulator import sweep as sim_sweep
     from simulator.targets import get_target
 
@@ -122,23 +105,23 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     results: list[TargetResult] = []
     with timed("compile"):
         for i, target in enumerate(opts.targets):
-            if measured_backend(target):
-                out = workdir / f"compiled-{i}.onnx"
-                compiled = ort.compile(model_path, out, source)
-                results.append(TargetResult(target, compiled, compiled_model_path=out))
-            else:
-                results.append(TargetResult(target, as_tasks(source)))
+            backend = backends.for_target(target)
+            tdir = workdir / f"target-{i}"
+            tdir.mkdir()
+            compiled, compiled_path = backend.compile(model_path, tdir, source)
+            results.append(TargetResult(target, compiled, compiled_model_path=compiled_path))
             progress("compile", (i + 1) / len(opts.targets))
 
     with timed("profile"):
-        measured = [r for r in results if r.compiled_model_path is not None]
+        measured = [r for r in results if backends.for_target(r.target).measures]
         for i, r in enumerate(measured):
-            settings = ort.ProfileSettings(
+            settings = ProfileSettings(
                 warmup=opts.warmup, runs=opts.runs, threads=opts.threads, timeout_s=opts.timeout_s,
                 memory_limit_bytes=opts.memory_limit_bytes, input_shapes=opts.input_shapes,
                 input_values=opts.input_values,
             )
-            r.profile = ort.profile(r.compiled_model_path, settings)
+            assert r.compiled_model_path is not None
+            r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)
             progress("profile", (i + 1) / len(measured))
 
     with timed("simulate"):

@@ -1,0 +1,76 @@
+"""Backends by target: which compiles a model into hardware tasks and which can measure them here.
+
+A target is `<backend>/<device profile>` (`ort-cpu/host`, `coreml/apple-a17`). A backend whose
+runtime runs on this machine compiles with the real runtime and is profiled; the others hand the
+simulator a task graph (their own compiler's where we have it, else one task per source node).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from compiler.graph import Graph, Node
+from compiler.profile import Profile
+
+
+class Backend(Protocol):
+    name: str
+    measures: bool  # has a runtime on this machine
+
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]: ...
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile: ...
+
+
+def as_tasks(source: Graph) -> Graph:
+    """A source graph taken as its own compiled form: each node is one task."""
+    nodes = [
+        Node(id=n.id, name=n.name, op_type=n.op_type, namespace=n.namespace, inputs=list(n.inputs),
+             outputs=list(n.outputs), attributes=n.attributes, domain=n.domain, source_nodes=[n.id],
+             location=n.location)
+        for n in source.nodes
+    ]
+    return Graph(name=source.name, format=source.format, nodes=nodes, values=source.values,
+                 inputs=source.inputs, outputs=source.outputs, metadata=dict(source.metadata))
+
+
+@dataclass(frozen=True)
+class OrtCpu:
+    name: str = "ort-cpu"
+    measures: bool = True
+
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        from . import ort
+
+        out = workdir / "ort-cpu.onnx"
+        return ort.compile(src, out, source), out
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile:
+        from . import ort
+
+        return ort.profile(compiled_path, settings)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """A backend with no runtime here: the simulator predicts it on one task per source node."""
+
+    name: str
+    measures: bool = False
+
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        return as_tasks(source), None
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile:
+        raise RuntimeError(f"{self.name} has no runtime on this machine")
+
+
+# Backend name (the part of a target before "/") -> implementation. Unlisted backends are predicted.
+BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu()}
+
+
+def for_target(target: str) -> Backend:
+    name = target.split("/", 1)[0]
+    return BACKENDS.get(name) or Predicted(name)

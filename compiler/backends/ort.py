@@ -37,23 +37,12 @@ from compiler.backends.provenance import fill_shapes_from_source, map_provenance
 from compiler.errors import ModelRunError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
-from compiler.profile import Profile, TaskTiming
+from compiler.profile import Profile, ProfileSettings, TaskTiming
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "ort-cpu/host"
 OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
 NAME_SUFFIXES = ("_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
-
-
-@dataclass(slots=True)
-class ProfileSettings:
-    warmup: int = 5
-    runs: int = 30
-    threads: int = 1  # intra-op threads; inter-op is always 1 (sequential execution)
-    timeout_s: float = 600.0
-    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
-    input_shapes: dict[str, list[int]] = field(default_factory=dict)
-    input_values: dict[str, int | float | bool] = field(default_factory=dict)
 
 
 # -- compile -------------------------------------------------------------------------------------

@@ -124,3 +124,13 @@ def test_redis_postgres_s3_with_separate_worker(tmp_path: Path, postgres_url: st
     finally:
         worker.terminate()
         worker.wait(30)
+
+
+def test_input_overrides_through_the_api(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    m = live_server.upload(zoo.path("dynamic_dims"), inputs={"input_ids": [2, 24]})
+    assert m["status"] == "ready", m["error"]
+    # The same symbolic dims (batch, seq) take the same sizes on every input.
+    assert m["summary"]["inputs"] == {"input_ids": [2, 24], "mask": [2, 24]}
+    assert m["input_shapes"] == {"input_ids": [2, 24]}
+    m = live_server.upload(zoo.path("dynamic_dims"), inputs={"nope": [1, 2]})
+    assert m["status"] == "failed" and "nope" in m["error"]

@@ -1,0 +1,58 @@
+"""The `edgescope` command as a user runs it: analyze --json schema, input overrides, upload."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import FAST_PROFILE, ROOT
+
+
+def _cli(*args: str, calibration_dir: Path, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, **FAST_PROFILE, "EDGESCOPE_DATA_DIR": str(cwd / "data"),
+           "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "edgescope", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=600)
+
+
+def test_analyze_json_schema(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    p = _cli("analyze", str(zoo.path("tiny_cnn")), "--json", "--runs", "20",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["model"]["format"] == "onnx" and doc["model"]["op_count"] > 0
+    assert doc["model"]["size_bytes"] == zoo.path("tiny_cnn").stat().st_size
+    (host,) = doc["targets"]
+    assert host["target"] == "ort-cpu/host" and host["measured"] is True
+    assert host["latency_ms"] > 0 and host["peak_memory_bytes"] > 0
+    assert host["ops"] and {"name", "type", "latency_ms", "source_nodes"} <= set(host["ops"][0])
+    assert all(op["source_nodes"] for op in host["ops"] if op["measured"])
+
+
+def test_analyze_with_input_overrides(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = zoo.path("dynamic_dims")
+    p = _cli("analyze", str(model), "--json", "--runs", "20", "--input", "input_ids=2x24",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["targets"][0]["latency_ms"] > 0
+    bad = _cli("analyze", str(model), "--input", "nonexistent=1x2", calibration_dir=calibration_dir, cwd=tmp_path)
+    assert bad.returncode != 0 and "nonexistent" in bad.stderr
+
+
+def test_analyze_bad_file(calibration_dir: Path, tmp_path: Path) -> None:
+    f = tmp_path / "junk.onnx"
+    f.write_bytes(os.urandom(3000))
+    p = _cli("analyze", str(f), calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 1 and "ONNX" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_upload_prints_url(live_server, zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    p = _cli("upload", str(zoo.path("tiny_cnn")), "--server", live_server.url, "--wait",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    url = p.stdout.strip()
+    assert url.startswith(f"{live_server.url}/m/") and "ready" in p.stderr
