@@ -50,6 +50,8 @@ export interface GraphDebug {
   highlighted(): string[];
   expandAll(): void;
   visibleCount(): number;
+  sigma(): Sigma | null;
+  setOverlay(on: boolean): void;
 }
 
 export default memo(function GraphView(p: Props) {
@@ -183,6 +185,8 @@ export default memo(function GraphView(p: Props) {
       const a = keyOfIndex(layout.edges[e], layout), b = keyOfIndex(layout.edges[e + 1], layout);
       if (!g.hasEdge(a, b)) g.addEdge(a, b, { size: 1.2 });
     }
+    // software-rendered WebGL struggles with tens of thousands of edges while moving
+    s.setSetting("hideEdgesOnMove", g.size > 8000);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
     drawMinimapBase();
     colorize();
@@ -418,9 +422,10 @@ export default memo(function GraphView(p: Props) {
   }, [nodes, hier, toTable, opsByTable]);
 
   // ---- overlay: group boxes + minimap viewport ----
+  const overlayOn = useRef(true);
   const drawOverlay = useCallback(() => {
     const s = sigmaRef.current, c = boxesCanvas.current, L = layoutRef.current;
-    if (!s || !c || !L || !hier) return;
+    if (!s || !c || !L || !hier || !overlayOn.current) return;
     const { width, height } = s.getDimensions();
     const dpr = window.devicePixelRatio || 1;
     if (c.width !== width * dpr) c.width = width * dpr;
@@ -590,6 +595,8 @@ export default memo(function GraphView(p: Props) {
       highlighted: () => (root.current?.dataset.highlighted ?? "").split(",").filter(Boolean),
       expandAll: () => hier && setExpanded(new Set(hier.groups.keys())),
       visibleCount: () => graphRef.current?.order ?? 0,
+      sigma: () => sigmaRef.current,
+      setOverlay: (on) => (overlayOn.current = on),
     };
     (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
   }, [idToNode, hier]);

@@ -63,6 +63,51 @@ function init(m: Extract<ToWorker, { type: "init" }>) {
 
 let laidOut = 0;
 
+/**
+ * Fast path for the common case of a chain or a residual block: when longest-path layering puts every item
+ * on its own rank, the layered layout is a single column, so skip dagre (a few ms per call).
+ */
+function stackIfSingleFile(sizes: { key: string; w: number; h: number }[], edges: Set<string> | undefined): Omit<Local, "key"> | null {
+  const idx = new Map(sizes.map((s, k) => [s.key, k]));
+  const n = sizes.length;
+  const succ: number[][] = Array.from({ length: n }, () => []);
+  const indeg = new Int32Array(n);
+  for (const e of edges ?? []) {
+    const [a, b] = e.split("\n");
+    const i = idx.get(a)!, j = idx.get(b)!;
+    succ[i].push(j);
+    indeg[j]++;
+  }
+  const rank = new Int32Array(n);
+  const queue: number[] = [];
+  for (let i = 0; i < n; i++) if (indeg[i] === 0) queue.push(i);
+  let seen = 0;
+  while (queue.length) {
+    const i = queue.shift()!;
+    seen++;
+    for (const j of succ[i]) {
+      rank[j] = Math.max(rank[j], rank[i] + 1);
+      if (--indeg[j] === 0) queue.push(j);
+    }
+  }
+  if (seen !== n) return null; // cycle: let dagre handle it
+  const byRank = new Int32Array(n).fill(-1);
+  for (let i = 0; i < n; i++) {
+    if (byRank[rank[i]] !== -1) return null;
+    byRank[rank[i]] = i;
+  }
+  let w = 0;
+  for (const s of sizes) w = Math.max(w, s.w);
+  const pos = new Map<string, { x: number; y: number; w: number; h: number }>();
+  let y = 0;
+  for (let r = 0; r < n; r++) {
+    const s = sizes[byRank[r]];
+    pos.set(s.key, { x: w / 2, y: y + s.h / 2, w: s.w, h: s.h });
+    y += s.h + 30;
+  }
+  return { w: Math.max(w, GROUP_W), h: Math.max(0, y - 30), pos };
+}
+
 function layoutGroup(id: string, expanded: Set<string>): Local {
   const g = groups.get(id)!;
   const sizes: { key: string; w: number; h: number }[] = [];
@@ -77,6 +122,11 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   const hit = cache.get(id);
   if (hit && hit.key === sig) return hit;
   laidOut++;
+  const stacked = stackIfSingleFile(sizes, edgesByGroup.get(id));
+  if (stacked) {
+    cache.set(id, { ...stacked, key: sig });
+    return cache.get(id)!;
+  }
   const dg = new dagre.graphlib.Graph({ multigraph: false });
   dg.setGraph({ rankdir: "TB", nodesep: 18, ranksep: 30, marginx: 0, marginy: 0 });
   dg.setDefaultEdgeLabel(() => ({}));
