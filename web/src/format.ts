@@ -29,3 +29,9 @@ export function typeColor(type: string): string {
   for (let i = 0; i < type.length; i++) h = (h * 31 + type.charCodeAt(i)) >>> 0;
   return `hsl(${h % 360} 55% 55%)`;
 }
+
+import type { OptionLabel } from "./api/types";
+export function labelText(l: OptionLabel): string {
+  const err = l.error_pct_median == null ? "error not measured yet" : `median error ${l.error_pct_median}% over ${l.error_models} models`;
+  return `${l.kind} (${l.profile}${l.calibrated ? ", calibrated" : ""}; ${err}${l.baseline === "measured" ? `; fp32 baseline measured${l.measured_runtime ? ` with ${l.measured_runtime}` : ""}` : ""})`;
+}

@@ -113,9 +113,8 @@ export function evaluate(
   const es = table.edges.src;
   const ed = table.edges.dst;
   const el = table.edges.elements;
-  // conversion bytes are summed after the ops' dram bytes (rule 4), so collect them in edge order.
-  let dramTotal = 0;
-  for (let i = 0; i < n; i++) dramTotal += dram[i];
+  // conversion bytes: their own sum in edge order, added to the ops' dram bytes at the end (rule 4)
+  let convBytes = 0;
   for (let e = 0; e < es.length; e++) {
     const out = outFmt[es[e]];
     const inp = inFmt[ed[e]];
@@ -123,20 +122,23 @@ export function evaluate(
     const c = conversionMs(table, out, inp, el[e]);
     latency += c;
     convIn[ed[e]] += c;
-    dramTotal += el[e] * (activationBytes(out) + activationBytes(inp));
+    convBytes += el[e] * (activationBytes(out) + activationBytes(inp));
   }
+  let dramTotal = 0;
+  for (let i = 0; i < n; i++) dramTotal += dram[i];
+  dramTotal += convBytes;
   // 2. size
   let size = 0;
   for (let i = 0; i < n; i++) size += wgt[i];
   size = size + table.constants.size_overhead_bytes;
   // 3. peak memory
   let maxAct = 0;
-  for (let i = 0; i < n; i++) if (act[i] > maxAct) maxAct = act[i];
+  for (let i = 0; i < n; i++) if (i === 0 || act[i] > maxAct) maxAct = act[i];
   const peak = size + maxAct;
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
-  const power = ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3;
+  const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps
-  const fps = 1000 / latency;
+  const fps = latency > 0 ? 1000 / latency : 0;
   return {
     totals: { latency_ms: latency, fps, size_bytes: size, peak_memory_bytes: peak, memory_power_mw: power },
     combo,

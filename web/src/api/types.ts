@@ -128,8 +128,14 @@ export interface Preset {
 export interface OptionLabel {
   kind: "predicted" | "measured";
   profile: string;
-  error_pct_median: number;
-  error_models: number;
+  /** host efficiencies come from `edgescope calibrate` */
+  calibrated?: boolean;
+  /** median whole-model error on held-out models; null if not measured yet */
+  error_pct_median: number | null;
+  error_models: number | null;
+  /** "measured" when fp32 cells of ops running the fp32 kernel are measured medians */
+  baseline?: "measured" | "predicted";
+  measured_runtime?: string;
 }
 
 export interface OptionMetrics {
@@ -148,10 +154,12 @@ export interface OptionTable {
   metrics: OptionMetrics;
   supported: boolean[][];
   combos: string[][];
+  /** compute unit per op and preset (cpu, ane, gpu, htp, xnnpack); informational */
+  units?: string[][];
   edges: { src: number[]; dst: number[]; elements: number[] };
   conversion: { fixed_ms: number; ms_per_element: Record<string, number> };
   constants: { dram_pj_per_byte: number; size_overhead_bytes: number };
-  base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number };
+  base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
 }
 
 /** `GET /api/models/<id>/ops/<op>/options`: every combo of one op. */
@@ -159,6 +167,8 @@ export interface OpOptions {
   op: string;
   combos: string[];
   supported: boolean[];
+  /** what combo k actually runs as (differs where supported[k] is false) */
+  resolved?: string[];
   latency_ms: number[];
   weight_bytes: number[];
   activation_bytes: number[];

@@ -1,6 +1,6 @@
 import { useEffect, useMemo, useRef, useState } from "react";
 import type { AnalysisState, OpOptions, OptionTable } from "../api/types";
-import { fmtBytes, fmtMs, fmtPct } from "../format";
+import { fmtBytes, fmtMs, fmtPct, labelText } from "../format";
 import { type Evaluation, type Totals, computeTotals, parseCombo } from "../totals";
 
 function Modal({ title, onClose, children, testid }: { title: string; onClose: () => void; children: React.ReactNode; testid: string }) {
@@ -51,7 +51,7 @@ export function ModelWideDialog(p: {
   const rel = (a: number, b: number) => a / b - 1;
   return (
     <Modal title="Optimize the whole model" onClose={p.onClose} testid="model-wide-dialog">
-      <p className="muted">Predicted totals for each preset ({p.table.label.kind}, {p.table.label.profile}; median error {p.table.label.error_pct_median}% over {p.table.label.error_models} models). Changes are against the unoptimized model.</p>
+      <p className="muted">Predicted totals for each preset: {labelText(p.table.label)}. Changes are against the unoptimized model.</p>
       <label className="check">
         <input type="checkbox" checked={keep} onChange={(e) => setKeep(e.target.checked)} /> Keep my per-op choices
       </label>
@@ -112,6 +112,7 @@ export function OpOptionsDialog(p: {
       const total = computeTotals(p.table, perOp, { model_wide: p.state.model_wide, overrides: { ...p.state.overrides, [p.opId]: c } });
       return {
         combo: c,
+        k,
         parts: parseCombo(c),
         supported: o.supported[k],
         lat: o.latency_ms[k],
@@ -165,7 +166,7 @@ export function OpOptionsDialog(p: {
               <tbody>
                 {shown.map((r) => (
                   <tr key={r.combo} data-combo={r.combo} data-total-delta={r.dTotal} data-total={r.total} className={r.combo === current ? "chosen" : ""}>
-                    <td>{r.combo}{!r.supported && <span className="badge badge-warn" title="Emulated or falls back on this target"> emulated</span>}</td>
+                    <td>{r.combo}{!r.supported && <span className="badge badge-warn" title={`Not supported as written on this target; runs as ${o.resolved?.[r.k] ?? "a fallback"}`}> runs as {o.resolved?.[r.k] ?? "fallback"}</span>}</td>
                     <td className="num">{fmtMs(r.lat)} ms</td>
                     <td className={`num ${cls(r.dLat)}`}>{signed(r.dLat, fmtMs)}</td>
                     <td className={`num ${cls(r.dMem)}`}>{signed(r.dMem, fmtBytes)}</td>

@@ -5,6 +5,7 @@ import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
 import { Header } from "../components/Header";
 import { OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
+import { labelText } from "../format";
 import { evaluate } from "../totals";
 import { StageList } from "./ModelList";
 
@@ -195,7 +196,7 @@ export function ModelPage({ id }: { id: string }) {
         unoptimized={unoptimized}
         latencyMeasured={!!ops?.measured}
         measuredLabel={ops?.label ?? ""}
-        predictedLabel={table ? `predicted (${table.label.profile}, median error ${table.label.error_pct_median}% over ${table.label.error_models} models)` : ""}
+        predictedLabel={table ? labelText(table.label) : ""}
         optimizedCount={analysis ? Object.keys(analysis.overrides).length : 0}
         modelWide={analysis?.model_wide ?? ""}
         canUndo={history.length > 0}
