@@ -160,9 +160,16 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     """Run the whole pipeline locally, without a server, and print totals and the slowest ops."""
     from worker.pipeline import STAGE_WEIGHT, STAGES, AnalysisOptions, analyze as run, user_errors
 
+    from compiler.frontends import detect
+    from simulator.targets import default_targets
+
     settings = Settings.from_env()
     shapes, vals = _parse_inputs(inputs, values)
-    opts = AnalysisOptions(targets=targets or settings.default_targets, format=fmt, input_shapes=shapes,
+    try:
+        targets = targets or settings.default_targets or tuple(default_targets(detect(model, fmt)))
+    except user_errors() as e:
+        raise click.ClickException(str(e)) from None
+    opts = AnalysisOptions(targets=targets, format=fmt, input_shapes=shapes,
                            input_values=vals, runs=runs, threads=threads,
                            calibration_path=settings.calibration_path)
     show = sys.stderr.isatty() and not as_json

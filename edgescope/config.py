@@ -29,8 +29,8 @@ class Settings:
     # Celery queue the web process sends to and workers consume.
     queue: str = "edgescope"
     max_upload_bytes: int = 512 * 1024 * 1024
-    # Targets analysed when an upload names none.
-    default_targets: tuple[str, ...] = ("ort-cpu/host",)
+    # Targets analysed when an upload names none; empty = the simulator's default set per format.
+    default_targets: tuple[str, ...] = ()
     profile_runs: int = 30
     profile_warmup: int = 5
     profile_threads: int = 1

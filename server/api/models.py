@@ -67,10 +67,10 @@ def _input_values() -> dict[str, float]:
     return values
 
 
-def _targets() -> list[str]:
-    from simulator.targets import list_targets
+def _targets(fmt: str) -> list[str]:
+    from simulator.targets import default_targets, list_targets
 
-    targets = _json_field("targets", list) or list(_services().settings.default_targets)
+    targets = _json_field("targets", list) or list(_services().settings.default_targets or default_targets(fmt))
     known = set(list_targets())
     bad = [t for t in targets if t not in known]
     if bad:
@@ -103,13 +103,15 @@ def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
 def upload() -> ResponseReturnValue:
     services = _services()
     name = (request.form.get("name") or "").strip()[:MAX_NAME]
-    shapes, values, targets = _input_shapes(), _input_values(), _targets()
+    shapes, values = _input_shapes(), _input_values()
+    _json_field("targets", list)  # a malformed field fails before the upload is read
     with tempfile.TemporaryDirectory(prefix="edgescope-upload-") as d:
         path, filename, size, sha = _save_upload(Path(d))
         try:
             fmt = frontends.detect(path, request.form.get("format") or None)
         except ModelFormatError as e:
             raise ApiError(415, "unsupported_format", str(e)) from None
+        targets = _targets(fmt)
         model = Model(name=name or filename, filename=filename, format=fmt, size_bytes=size, sha256=sha,
                       input_shapes=shapes, input_values=values, targets=targets)
         job = Job()

@@ -25,8 +25,12 @@ def test_analyze_json_schema(zoo, calibration_dir: Path, tmp_path: Path) -> None
     doc = json.loads(p.stdout)
     assert doc["model"]["format"] == "onnx" and doc["model"]["op_count"] > 0
     assert doc["model"]["size_bytes"] == zoo.path("tiny_cnn").stat().st_size
-    (host,) = doc["targets"]
-    assert host["target"] == "ort-cpu/host" and host["measured"] is True
+    by_target = {t["target"]: t for t in doc["targets"]}
+    host = by_target["ort-cpu/host"]
+    assert host["measured"] is True
+    # Device targets without a runtime here are predicted, and say so.
+    apple = by_target["coreml/apple-a17"]
+    assert apple["measured"] is False and apple["label"].startswith("predicted") and apple["latency_ms"] > 0
     assert host["latency_ms"] > 0 and host["peak_memory_bytes"] > 0
     assert host["ops"] and {"name", "type", "latency_ms", "source_nodes"} <= set(host["ops"][0])
     assert all(op["source_nodes"] for op in host["ops"] if op["measured"])
