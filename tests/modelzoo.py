@@ -341,3 +341,19 @@ BUILDERS = {
     "namespaced": namespaced, "flat_names": flat_names, "tiny_cnn": tiny_cnn, "unknown_op": unknown_op,
     "large_chain": large_chain,
 }
+
+
+# -- other formats (issue 6): TFLite written with LiteRT's flatbuffer schema, no TensorFlow --------
+
+def tflite_cnn(path: PathLike, resolution: int = 32, width: int = 16) -> Path:
+    """NHWC CNN .tflite: CONV_2D, DEPTHWISE_CONV_2D, ADD, MEAN, DEQUANTIZE (int8 weight), FULLY_CONNECTED."""
+    from tests.formats import tflite_builder
+
+    return tflite_builder.cnn(path, resolution=resolution, width=width)
+
+
+def tflite_transformer_block(path: PathLike, seq: int = 16, hidden: int = 32) -> Path:
+    """One attention + MLP block .tflite: FULLY_CONNECTED, BATCH_MATMUL, SOFTMAX, MUL, ADD."""
+    from tests.formats import tflite_builder
+
+    return tflite_builder.transformer_block(path, seq=seq, hidden=hidden)

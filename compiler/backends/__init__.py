@@ -68,7 +68,9 @@ class Predicted:
 
 
 # Backend name (the part of a target before "/") -> implementation. Unlisted backends are predicted.
-BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu()}
+from compiler.backends.litert import LiteRtCpu  # noqa: E402  (after Backend/as_tasks, which it uses)
+
+BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu()}
 
 
 def for_target(target: str) -> Backend:

@@ -29,7 +29,7 @@ class FormatSpec:
 
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("onnx", "ONNX", (".onnx",), "compiler.frontends.onnx"),
-    FormatSpec("tflite", "TensorFlow Lite", (".tflite",), None),
+    FormatSpec("tflite", "TensorFlow Lite", (".tflite",), "compiler.frontends.tflite"),
     FormatSpec("coreml", "Core ML", (".mlmodel", ".mlpackage"), None),
     FormatSpec("pt2", "PyTorch ExportedProgram", (".pt2",), None),
 )

@@ -1,0 +1,268 @@
+"""TFLite / LiteRT frontend: `sniff` recognises a TFLite flatbuffer, `load` turns it into a `Graph`.
+
+No TensorFlow: the flatbuffer is read with the schema module LiteRT itself ships
+(`ai_edge_litert.schema_py_generated`, generated from `schema.fbs` by flatc), whose table
+accessors read lazily from the bytes. Flatbuffers do no bounds checking of their own, so every
+index the file names (buffer, tensor, operator code) and every vector length is checked against
+the file before use; anything else that goes wrong while reading is a truncated or corrupt file.
+
+Mapping: operators of subgraph 0 (the model's entry; further subgraphs are While/If bodies,
+counted in metadata) become Nodes with `op_type` = builtin operator name (`CONV_2D`) or the custom
+code; node id = `<op_type>_<operator index>`, so the runtime's node index maps straight to it.
+Tensors become Values (constant ones with WeightStats from their buffer), quantization
+parameters become `Quantization`, the namespace comes from the output tensor's name
+(`model/block1/conv/Conv2D` -> `model/block1/conv`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Dim, Graph, ModelFormatError, Node, Quantization, Value, WeightStats, namespace_from_name
+
+MAGIC = b"TFL3"  # flatbuffer file identifier, bytes 4..8
+
+# TensorType enum value -> (normalised dtype name, numpy dtype or None when not a plain array).
+_DTYPES: dict[int, tuple[str, str | None]] = {
+    0: ("float32", "<f4"), 1: ("float16", "<f2"), 2: ("int32", "<i4"), 3: ("uint8", "u1"),
+    4: ("int64", "<i8"), 5: ("string", None), 6: ("bool", "u1"), 7: ("int16", "<i2"),
+    8: ("complex64", "<c8"), 9: ("int8", "i1"), 10: ("float64", "<f8"), 11: ("complex128", "<c16"),
+    12: ("uint64", "<u8"), 13: ("unknown", None), 14: ("unknown", None), 15: ("uint32", "<u4"),
+    16: ("uint16", "<u2"), 17: ("int4", None), 18: ("bfloat16", None), 19: ("int2", None),
+}
+
+
+def _schema() -> Any:
+    from ai_edge_litert import schema_py_generated as schema
+
+    return schema
+
+
+def _enum_names(cls: type) -> dict[int, str]:
+    return {v: k for k, v in vars(cls).items() if not k.startswith("_") and isinstance(v, int)}
+
+
+# -- sniffing --------------------------------------------------------------------------------
+
+def sniff(head: bytes, filename: str) -> bool:
+    """The flatbuffer file identifier `TFL3` at offset 4 and a root offset inside the file's
+    first bytes' plausible range (4-byte aligned, past the identifier)."""
+    if len(head) < 8 or head[4:8] != MAGIC:
+        return False
+    root = int.from_bytes(head[:4], "little")
+    return root >= 8 and root % 4 == 0
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+def load(path: str | os.PathLike[str]) -> Graph:
+    path = Path(path)
+    buf = path.read_bytes()
+    return parse(buf, path.stem)
+
+
+def parse(buf: bytes, fallback_name: str = "model") -> Graph:
+    """Graph of a TFLite flatbuffer held in memory. Raises ModelFormatError, never anything else."""
+    if len(buf) < 8:
+        raise ModelFormatError("the TFLite file is truncated: it is shorter than a flatbuffer header")
+    if buf[4:8] != MAGIC:
+        raise ModelFormatError(f"not a TFLite model: the file identifier at bytes 4-8 is {bytes(buf[4:8])!r}, "
+                               f"expected {MAGIC!r}")
+    try:
+        return _Reader(buf).graph(fallback_name)
+    except ModelFormatError:
+        raise
+    except Exception as e:  # struct.error, IndexError, UnicodeDecodeError...: bytes cut or garbled
+        raise ModelFormatError(f"the TFLite file is truncated or corrupt ({type(e).__name__}: {e})") from None
+
+
+class _Reader:
+    def __init__(self, buf: bytes) -> None:
+        self.schema = _schema()
+        self.buf = buf
+        root = int.from_bytes(buf[:4], "little")
+        if not 8 <= root < len(buf):
+            raise ModelFormatError(f"the TFLite file is truncated or corrupt: its root table offset {root} "
+                                   f"lies outside the {len(buf)}-byte file")
+        self.model = self.schema.Model.GetRootAs(buf, 0)
+        self.ops = _enum_names(self.schema.BuiltinOperator)
+        self.act = _enum_names(self.schema.ActivationFunctionType)
+        self.pad = _enum_names(self.schema.Padding)
+
+    def _count(self, n: int, what: str, min_bytes: int = 4) -> int:
+        # A vector of n entries takes at least n * min_bytes bytes; a larger n is a garbled length
+        # that would otherwise have us loop billions of times.
+        if n < 0 or n * min_bytes > len(self.buf):
+            raise ModelFormatError(f"the TFLite file is truncated or corrupt: it claims {n} {what}")
+        return n
+
+    # -- whole model --------------------------------------------------------------------------
+    def graph(self, fallback_name: str) -> Graph:
+        m = self.model
+        n_sub = self._count(m.SubgraphsLength(), "subgraphs")
+        if n_sub == 0:
+            raise ModelFormatError("the TFLite file contains no subgraph (no operators to show)")
+        n_buffers = self._count(m.BuffersLength(), "buffers")
+        codes = [self._op_name(m.OperatorCodes(i)) for i in range(self._count(m.OperatorCodesLength(), "operator codes"))]
+        sg = m.Subgraphs(0)
+        n_tensors = self._count(sg.TensorsLength(), "tensors")
+        names = [self._str(sg.Tensors(i).Name()) for i in range(n_tensors)]
+        vnames = _value_names(names)
+
+        values: dict[str, Value] = {}
+        for i in range(n_tensors):
+            values[vnames[i]] = self._value(sg.Tensors(i), vnames[i], i, n_buffers)
+
+        def tensor(idx: int, op: str) -> str:
+            if idx == -1:
+                return ""  # omitted optional input
+            if not 0 <= idx < n_tensors:
+                raise ModelFormatError(f"the TFLite file is corrupt: {op} refers to tensor {idx}, "
+                                       f"but subgraph 0 has {n_tensors} tensors")
+            return vnames[idx]
+
+        nodes: list[Node] = []
+        for k in range(self._count(sg.OperatorsLength(), "operators")):
+            op = sg.Operators(k)
+            code = op.OpcodeIndex()
+            if not 0 <= code < len(codes):
+                raise ModelFormatError(f"the TFLite file is corrupt: operator {k} uses operator code {code}, "
+                                       f"but the model defines {len(codes)}")
+            op_type = codes[code]
+            where = f"operator {k} ({op_type})"
+            ins = [tensor(int(t), where) for t in self._ints(op.InputsAsNumpy(), op.InputsLength())]
+            outs = [tensor(int(t), where) for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength())]
+            raw_name = next((names[int(t)] for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength()) if t >= 0), "")
+            nodes.append(Node(
+                id=f"{op_type}_{k}", name="", op_type=op_type,
+                namespace=namespace_from_name(raw_name.split(";")[0]),
+                inputs=ins, outputs=outs, attributes=self._options(op),
+            ))
+
+        inputs = [tensor(int(t), "the graph inputs") for t in self._ints(sg.InputsAsNumpy(), sg.InputsLength())]
+        outputs = [tensor(int(t), "the graph outputs") for t in self._ints(sg.OutputsAsNumpy(), sg.OutputsLength())]
+        desc = self._str(m.Description())
+        metadata = {
+            "schema_version": str(m.Version()),
+            "subgraphs": str(n_sub),
+            "operator_codes": ",".join(sorted(set(codes))),
+        }
+        if desc:
+            metadata["producer"] = desc
+        name = self._str(sg.Name()) or fallback_name
+        return Graph(name=name, format="tflite", nodes=nodes, values=values,
+                     inputs=[i for i in inputs if i], outputs=[o for o in outputs if o], metadata=metadata)
+
+    # -- pieces -------------------------------------------------------------------------------
+    def _str(self, raw: bytes | None) -> str:
+        return raw.decode("utf-8", "replace") if raw else ""
+
+    def _ints(self, arr: Any, n: int) -> list[int]:
+        self._count(n, "indices")
+        return [] if isinstance(arr, int) else [int(x) for x in arr]  # flatbuffers returns 0 when absent
+
+    def _op_name(self, oc: Any) -> str:
+        # Builtin codes above 127 live only in `builtin_code`; older files set only the deprecated
+        # int8 field. The real code is the larger of the two (schema.fbs, "GetBuiltinCode").
+        code = max(int(oc.BuiltinCode()), int(oc.DeprecatedBuiltinCode()))
+        name = self.ops.get(code)
+        if name == "CUSTOM":
+            return self._str(oc.CustomCode()) or "CUSTOM"
+        return name or f"BUILTIN_{code}"
+
+    def _options(self, op: Any) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        kind = op.BuiltinOptionsType()
+        table = op.BuiltinOptions()
+        if kind and table is not None:
+            obj = self.schema.BuiltinOptionsCreator(kind, table)
+            for key, val in (vars(obj) if obj is not None else {}).items():
+                if key == "fusedActivationFunction":
+                    attrs["fused_activation_function"] = self.act.get(val, str(val))
+                elif key == "padding":
+                    attrs["padding"] = self.pad.get(val, str(val))
+                elif isinstance(val, bool | int | float | str):
+                    attrs[_snake(key)] = val if not isinstance(val, float) or math.isfinite(val) else str(val)
+                elif isinstance(val, list | np.ndarray) and len(val) <= 64:
+                    attrs[_snake(key)] = [v.item() if hasattr(v, "item") else v for v in val]
+        if op.CustomOptionsLength():
+            attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
+        return attrs
+
+    def _value(self, t: Any, name: str, index: int, n_buffers: int) -> Value:
+        dtype, np_dtype = _DTYPES.get(int(t.Type()), ("unknown", None))
+        shape: list[Dim] = [int(d) for d in self._ints(t.ShapeAsNumpy(), t.ShapeLength())]
+        sig = self._ints(t.ShapeSignatureAsNumpy(), t.ShapeSignatureLength())
+        if sig and len(sig) == len(shape):
+            # -1 in the signature marks a dynamic dimension; the shape holds a placeholder 1.
+            shape = [f"d{j}" if s == -1 else d for j, (s, d) in enumerate(zip(sig, shape))]
+        b = int(t.Buffer())
+        if not 0 <= b < max(n_buffers, 1):
+            raise ModelFormatError(f"the TFLite file is corrupt: tensor {index} ('{name}') refers to buffer {b}, "
+                                   f"but the model has {n_buffers} buffers")
+        weight = self._weight(b, shape, dtype, np_dtype) if b > 0 else None
+        return Value(name=name, shape=shape, dtype=dtype, weight=weight, quant=self._quant(t.Quantization()))
+
+    def _buffer_bytes(self, b: int) -> memoryview | None:
+        buf = self.model.Buffers(b)
+        if buf is None:
+            return None
+        offset, size = int(buf.Offset()), int(buf.Size())
+        if offset > 1:  # models over 2 GB keep data after the flatbuffer, addressed by file offset
+            if offset + size > len(self.buf):
+                raise ModelFormatError(f"the TFLite file is truncated: buffer {b} lies at bytes "
+                                       f"{offset}..{offset + size}, past the end of the {len(self.buf)}-byte file")
+            return memoryview(self.buf)[offset:offset + size]
+        n = buf.DataLength()
+        if n == 0:
+            return None
+        self._count(n, "bytes of buffer data", 1)
+        data = buf.DataAsNumpy()
+        return memoryview(data.tobytes()) if not isinstance(data, int) else None
+
+    def _weight(self, b: int, shape: list[Dim], dtype: str, np_dtype: str | None) -> WeightStats | None:
+        raw = self._buffer_bytes(b)
+        if raw is None:
+            return None  # an activation or a variable: buffer 0 or an empty buffer
+        from compiler.frontends.onnx import weight_stats
+
+        n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+        if np_dtype is not None and len(raw) >= n * np.dtype(np_dtype).itemsize:
+            arr = np.frombuffer(raw, dtype=np_dtype, count=n)
+            if dtype == "bool":
+                arr = arr.astype(bool)
+            return weight_stats(arr, dtype)
+        if dtype == "int4" and len(raw) >= (n + 1) // 2:
+            # Two signed nibbles per byte, low nibble first.
+            packed = np.frombuffer(raw, dtype=np.uint8, count=(n + 1) // 2)
+            nib = np.stack([packed & 0x0F, packed >> 4], axis=1).reshape(-1)[:n].astype(np.int8)
+            return weight_stats(np.where(nib > 7, nib - 16, nib).astype(np.int8), dtype)
+        return WeightStats(elements=n, bytes=len(raw), min=0.0, max=0.0, sparsity=0.0)
+
+    def _quant(self, q: Any) -> Quantization | None:
+        if q is None or q.ScaleLength() == 0:
+            return None
+        scale = [float(x) for x in self._floats(q.ScaleAsNumpy(), q.ScaleLength())]
+        zp = [int(x) for x in self._ints(q.ZeroPointAsNumpy(), q.ZeroPointLength())] or [0] * len(scale)
+        axis = int(q.QuantizedDimension()) if len(scale) > 1 else None
+        return Quantization(scale=scale, zero_point=zp, axis=axis)
+
+    def _floats(self, arr: Any, n: int) -> list[float]:
+        self._count(n, "quantization scales")
+        return [] if isinstance(arr, int) else [float(x) for x in arr]
+
+
+def _value_names(names: list[str]) -> list[str]:
+    """Tensor names are usually unique; empty or repeated ones get `name:index` so values stay distinct."""
+    counts = Counter(names)
+    return [n if n and counts[n] == 1 else f"{n or 'tensor'}:{i}" for i, n in enumerate(names)]
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key).lstrip("_")

@@ -1,0 +1,169 @@
+"""TFLite frontend (flatbuffer reader without TensorFlow) and the LiteRT CPU backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import backends, frontends
+from compiler.errors import InputSpecError, ModelRunError, SandboxError
+from compiler.frontends import tflite
+from compiler.graph import ModelFormatError
+from compiler.profile import ProfileSettings
+from tests.formats import tflite_builder as tb
+
+
+@pytest.fixture(scope="session")
+def cnn(models) -> Path:
+    return models.get("cnn.tflite", tb.cnn)
+
+
+@pytest.fixture(scope="session")
+def block(models) -> Path:
+    return models.get("block.tflite", tb.transformer_block)
+
+
+def _tiny(path: Path, mutate=None) -> Path:
+    """ADD of an input and a constant; `mutate(writer)` corrupts it before writing."""
+    w = tb.TfliteWriter()
+    x = w.tensor("x", [1, 4])
+    c = w.const("c", np.ones((1, 4), np.float32))
+    y = w.tensor("y", [1, 4])
+    w.op("ADD", [x, c], [y], w.options("AddOptions"))
+    if mutate:
+        mutate(w)
+    return w.save(path, [x], [y])
+
+
+# -- frontend -----------------------------------------------------------------------------------
+
+def test_cnn_ops_namespaces_weights(cnn: Path) -> None:
+    g = frontends.load(cnn)
+    assert g.format == "tflite"
+    assert [n.op_type for n in g.nodes] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D", "ADD", "MEAN",
+                                            "DEQUANTIZE", "FULLY_CONNECTED"]
+    assert [n.id for n in g.nodes][:2] == ["CONV_2D_0", "DEPTHWISE_CONV_2D_1"]
+    conv = g.nodes[0]
+    assert conv.namespace == "net/stem/conv"
+    assert conv.attributes["stride_h"] == 2 and conv.attributes["fused_activation_function"] == "RELU6"
+    assert conv.attributes["padding"] == "SAME"
+    assert g.inputs == ["input"] and g.outputs == ["logits"]
+    assert g.values["input"].shape == [1, 32, 32, 3] and g.values["input"].dtype == "float32"
+    w = g.values["net/stem/conv/weights"]
+    assert w.shape == [16, 3, 3, 3] and w.weight is not None and w.weight.elements == 16 * 27
+    assert w.weight.bytes == 16 * 27 * 4 and w.weight.min < 0 < w.weight.max
+    pw = g.values["net/block1/pw/weights"].weight
+    assert pw is not None and pw.sparsity >= 0.25  # a quarter of the output channels was zeroed
+    assert g.values["net/stem/conv/Relu6"].weight is None  # activation, not a constant
+    assert g.metadata["producer"] == "edgescope-tests"
+
+
+def test_quantization_params(cnn: Path) -> None:
+    v = tflite.load(cnn).values["net/head/fc/weights_int8"]
+    assert v.dtype == "int8" and v.quant is not None
+    assert v.quant.scale == [pytest.approx(0.025)] and v.quant.zero_point == [0] and v.quant.axis is None
+    assert v.weight is not None and v.weight.bytes == 160 and -127 <= v.weight.min < 0 < v.weight.max <= 127
+
+
+def test_transformer_block(block: Path) -> None:
+    g = tflite.load(block)
+    ops = [n.op_type for n in g.nodes]
+    assert ops.count("FULLY_CONNECTED") == 6 and ops.count("BATCH_MATMUL") == 2 and "SOFTMAX" in ops
+    bmm = next(n for n in g.nodes if n.op_type == "BATCH_MATMUL")
+    assert bmm.attributes["adj_y"] is True and bmm.namespace == "block0/attn"
+    assert {n.namespace for n in g.nodes} >= {"block0/attn/q", "block0/mlp/fc1"}
+    assert len(g.edges()) >= 12
+
+
+def test_detect_by_content_not_name(cnn: Path, tmp_path: Path) -> None:
+    misnamed = tmp_path / "model.bin"
+    misnamed.write_bytes(cnn.read_bytes())
+    assert frontends.detect(misnamed) == "tflite"
+    fake = tmp_path / "fake.tflite"
+    fake.write_bytes(b"\x00" * 64)
+    with pytest.raises(ModelFormatError, match="not a valid TensorFlow Lite model"):
+        frontends.detect(fake)
+
+
+# -- hostile files --------------------------------------------------------------------------------
+
+def test_bad_magic(cnn: Path) -> None:
+    data = bytearray(cnn.read_bytes())
+    data[4:8] = b"XXXX"
+    with pytest.raises(ModelFormatError, match="file identifier"):
+        tflite.parse(bytes(data))
+
+
+def test_truncated_at_many_points(cnn: Path) -> None:
+    data = cnn.read_bytes()
+    for cut in (3, 8, 40, len(data) // 4, len(data) // 2, len(data) - 100):
+        with pytest.raises(ModelFormatError, match="truncated|corrupt"):
+            tflite.parse(data[:cut])
+
+
+def test_random_garbage_after_header_never_crashes(cnn: Path) -> None:
+    rng = np.random.default_rng(7)
+    data = bytearray(cnn.read_bytes())
+    outcomes = set()
+    for _ in range(200):  # flip bytes: either a graph or a ModelFormatError, nothing else
+        d = bytearray(data)
+        for i in rng.integers(8, len(d), size=8):
+            d[i] = int(rng.integers(0, 256))
+        try:
+            tflite.parse(bytes(d))
+            outcomes.add("ok")
+        except ModelFormatError:
+            outcomes.add("error")
+    assert "error" in outcomes
+
+
+def test_out_of_range_buffer_index(tmp_path: Path) -> None:
+    def bad(w: tb.TfliteWriter) -> None:
+        w.tensors[1].buffer = 999
+    path = _tiny(tmp_path / "bad_buffer.tflite", bad)
+    with pytest.raises(ModelFormatError, match="refers to buffer 999"):
+        frontends.load(path)
+    # LiteRT itself, in the sandbox: a clear error or a reported crash, never a dead caller.
+    with pytest.raises((ModelRunError, SandboxError)):
+        backends.for_target("litert-cpu/host").compile(path, tmp_path, tflite.load(_tiny(tmp_path / "ok.tflite")))
+
+
+def test_out_of_range_tensor_and_opcode(tmp_path: Path) -> None:
+    def bad_tensor(w: tb.TfliteWriter) -> None:
+        w.operators[0].inputs = np.array([0, 42], np.int32)
+    with pytest.raises(ModelFormatError, match="refers to tensor 42"):
+        tflite.load(_tiny(tmp_path / "t.tflite", bad_tensor))
+
+    def bad_code(w: tb.TfliteWriter) -> None:
+        w.operators[0].opcodeIndex = 5
+    with pytest.raises(ModelFormatError, match="operator code 5"):
+        tflite.load(_tiny(tmp_path / "c.tflite", bad_code))
+
+
+# -- LiteRT backend -----------------------------------------------------------------------------
+
+def test_litert_compile_and_profile(cnn: Path, tmp_path: Path) -> None:
+    source = tflite.load(cnn)
+    backend = backends.for_target("litert-cpu/host")
+    assert backend.measures
+    compiled, path = backend.compile(cnn, tmp_path, source)
+    assert path is not None and path.read_bytes() == cnn.read_bytes()
+    assert [n.source_nodes for n in compiled.nodes] == [[n.id] for n in source.nodes]
+    assert compiled.metadata["target"] == "litert-cpu/host"
+    prof = backend.profile(path, ProfileSettings(runs=20, warmup=2))
+    assert prof.target == "litert-cpu/host" and prof.measured and prof.runs == 20
+    assert 0 < prof.latency_ms <= prof.latency_p90_ms < 1000
+    assert prof.peak_memory_bytes > 0
+    assert prof.input_shapes == {"input": [1, 32, 32, 3]}
+    assert prof.tasks == {} and "per-op not measured" in prof.runtime
+
+
+def test_litert_profile_transformer_and_bad_override(block: Path, tmp_path: Path) -> None:
+    backend = backends.for_target("litert-cpu/host")
+    _, path = backend.compile(block, tmp_path, tflite.load(block))
+    prof = backend.profile(path, ProfileSettings(runs=5, warmup=1))
+    assert prof.latency_ms > 0 and prof.input_shapes == {"x": [1, 16, 32]}
+    with pytest.raises(InputSpecError):
+        backend.profile(path, ProfileSettings(runs=5, warmup=1, input_shapes={"nope": [1]}))
