@@ -70,9 +70,13 @@ def _float_compute(unit: Unit, fmt: str) -> str | None:
 
 def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
                   fused: bool) -> Path | None:
+    from simulator.costs import base_kind
+
     any_int8 = "int8" in (c.input, c.output)
-    if any_int8 and kind not in unit.int8_kinds:
+    if any_int8 and kind not in unit.int8_kinds and base_kind(kind) not in unit.int8_kinds:
         return None
+    via_cast = any(f in unit.activation_formats_via_cast and f not in unit.activation_formats
+                   for f in (c.input, c.output))
     extra_in = extra_out = 0.0
     dispatches = 0
     notes: list[str] = []
@@ -105,7 +109,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
     load_decode = _LOAD_DECODE.get(target.backend, frozenset())
     if not has_kernel:
-        tag = "int8" if any_int8 else fcompute
+        tag = "int8" if any_int8 else ("cast16" if via_cast else fcompute)
         # Float constants of weightless ops (Add's bias tensor, Gather's table) are stored in the op's
         # activation format: the QDQ quantizer quantizes them too.
         return Path(ui, c, True, "int8" if any_int8 else fcompute, tag, in_b, out_b, 0.0, False,
@@ -126,15 +130,16 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         if fused:
             notes.append("activation folded into the int8 output range")
     elif k in ("fp32", "fp16"):
-        compute, tag = fcompute, fcompute
+        # fp16 through casts: ORT's x86 CPU EP runs the fp32 kernel, without the NCHWc layout (own efficiency).
+        compute, tag = fcompute, ("cast16" if via_cast else fcompute)
         w_rt = BITS[fcompute] / 8 if k not in unit.kernel_formats_native else BITS[k] / 8
         fp32_equiv = fcompute == "fp32" and c.input == c.output == "fp32"
-    elif k == "int8" and unit.dynamic_int8 and kind in ("conv", "dwconv", "gemm"):
+    elif k == "int8" and unit.dynamic_int8 and kind in ("conv", "convsmall", "dwconv", "gemm"):
         compute, tag, w_rt = "int8", "int8dyn", 1.0
         # DynamicQuantizeLinear reads the input twice (range, then quantize) and writes uint8.
         extra_in += 2 * in_b + 1
         dispatches += 1
-        if kind in ("conv", "dwconv"):
+        if kind in ("conv", "convsmall", "dwconv"):
             # ConvInteger writes int32, then Cast, Mul by scale, Add bias run as separate fp32 kernels.
             extra_out += 4 + 3 * 2 * out_b
             dispatches += 3
@@ -143,7 +148,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                 dispatches += 1
                 notes.append("activation no longer fused: runs as its own kernel")
             notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
-    elif k in unit.weight_only_fused and kind in unit.weight_only_fused[k]:
+    elif k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
         # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
         compute, tag, w_rt = k, "int4w", BITS[k] / 8
         decode = 1.0
@@ -228,7 +233,7 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
     return body
 
 
-def export_nodes(target: Target, kind: str, c: Combo, has_kernel: bool) -> float:
+def export_nodes(target: Target, kind: str, c: Combo, has_kernel: bool) -> float:  # noqa: C901
     """Node records the ONNX exporter (compiler/optimize/onnx_export.py) adds to a task under combo c,
     counted on its output: QDQ wraps each quantized tensor in a Q/DQ pair, dynamic quantization expands a
     Conv into six nodes, a packed palette adds its decode subgraph. Core ML stores compression in place."""
@@ -238,7 +243,7 @@ def export_nodes(target: Target, kind: str, c: Combo, has_kernel: bool) -> float
     if "int8" in (c.input, c.output):
         n += 2.0 + (2.0 if has_kernel else 0.0)  # Q + DQ of the output; DQ of weight and bias
     elif has_kernel and c.kernel == "int8":
-        n += 6.0 if kind in ("conv", "dwconv") else 5.0
+        n += 6.0 if kind in ("conv", "convsmall", "dwconv") else 5.0
     if has_kernel:
         lb = lut_bits(c.kernel)
         if lb is not None:

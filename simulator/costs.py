@@ -13,11 +13,18 @@ from dataclasses import dataclass, field
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
-KINDS: tuple[str, ...] = ("folded", "conv", "dwconv", "gemm", "matmul", "attention", "pool", "elementwise",
+KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "gemm", "matmul", "attention", "pool", "elementwise",
                           "norm", "softmax", "reduce", "layout", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
-WEIGHTED_KINDS = frozenset({"conv", "dwconv", "gemm", "attention"})
+WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "gemm", "attention"})
+
+# A kind without figures of its own uses its parent's (profiles need not list every kind).
+PARENT_KIND: dict[str, str] = {"convsmall": "conv"}
+
+
+def base_kind(kind: str) -> str:
+    return PARENT_KIND.get(kind, kind)
 
 _CONV = {"Conv", "FusedConv", "QLinearConv", "ConvInteger", "ConvTranspose", "NhwcFusedConv", "NhwcConv",
          "QLinearConvTranspose"}
@@ -148,7 +155,13 @@ def fold_constants(graph: Graph) -> tuple[Graph, frozenset[str]]:
 def kind_of(node: Node, graph: Graph) -> str:
     op = node.op_type
     if op in _CONV:
-        return "dwconv" if _is_depthwise(node, graph) else "conv"
+        if _is_depthwise(node, graph):
+            return "dwconv"
+        w = _kernel_value(node, graph)
+        # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
+        small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
+            and w.shape[1] < 16
+        return "convsmall" if small else "conv"
     if op in _GEMM:
         return "gemm" if _kernel_value(node, graph) is not None else "matmul"
     if op in _ATTENTION:
@@ -269,7 +282,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     op = node.op_type
     out0 = outs[0] if outs else None
     out_e = _elements(out0) or 0.0
-    if kind in ("conv", "dwconv"):
+    if kind in ("conv", "convsmall", "dwconv"):
         if kernel is None or kernel.shape is None:
             return 0.0, 0.0
         per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw

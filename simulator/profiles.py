@@ -52,8 +52,17 @@ class Unit:
         return self.ops is None or op_type in self.ops
 
     def eff(self, kind: str, path: str) -> float:
+        """Share of peak for `kind` on `path`: the most specific figure the profile has."""
+        from simulator.costs import PARENT_KIND
+
         e = self.efficiency
-        return e.get(f"{kind}.{path}", e.get(kind, e.get("default", 0.1)))
+        parent = PARENT_KIND.get(kind, kind)
+        for key in (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
+            if key in e:
+                return e[key]
+        if path == "cast16":  # fp16 through casts computes in fp32
+            return self.eff(kind, "fp32")
+        return e.get("default", 0.1)
 
 
 @dataclass(frozen=True, slots=True, eq=False)

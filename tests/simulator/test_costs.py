@@ -12,12 +12,19 @@ from tests.simulator.helpers import act, conv_chain, graph, weight
 def test_conv_macs_and_elements() -> None:
     g = conv_chain()
     w = work_of(g.node("conv1"), g)
-    # 16 x 32 x 32 outputs, each 3 x 3 x 3 MACs.
-    assert w.kind == "conv"
+    # 16 x 32 x 32 outputs, each 3 x 3 x 3 MACs. Three input channels: the few-channel conv kind.
+    assert w.kind == "convsmall"
     assert w.macs == 16 * 32 * 32 * 27
     assert w.in_elements == 3 * 32 * 32 and w.out_elements == 16 * 32 * 32
     assert w.kernel_elements == 16 * 27 and w.kernel_out_channels == 16
     assert w.aux_weight_elements == 16  # the bias
+
+
+def test_wide_conv_is_plain_conv() -> None:
+    g = graph([Node("c", "c", "Conv", inputs=["x", "w"], outputs=["y"])],
+              [act("x", [1, 32, 4, 4]), weight("w", [8, 32, 1, 1]), act("y", [1, 8, 4, 4])], ["x"], ["y"])
+    w = work_of(g.nodes[0], g)
+    assert (w.kind, w.macs) == ("conv", 8 * 4 * 4 * 32)
 
 
 def test_depthwise_conv() -> None:
