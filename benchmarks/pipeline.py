@@ -1,0 +1,98 @@
+"""Pipeline figures: upload-to-ready and per-stage seconds, per-task timing spread, sum of task
+medians vs whole-model median. Prints figures; it is not a test.
+
+    .venv/bin/python benchmarks/pipeline.py [--repeats 3] [--runs 30]
+
+Uses a live `edgescope serve` on the embedded default in a temp dir (the same path a user takes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests import modelzoo  # noqa: E402
+from tests.conftest import free_port, wait_http  # noqa: E402
+
+MODELS = {
+    "mobilenet_v2_like": lambda p: modelzoo.mobilenet_v2_like(p, width=1.0, resolution=224),
+    "bert_like_12": lambda p: modelzoo.bert_like(p, layers=12, hidden=256, heads=4, seq=128),
+}
+
+
+def _upload(url: str, path: Path) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    with open(path, "rb") as f:
+        r = requests.post(f"{url}/api/models", files={"file": (path.name, f)},
+                          data={"targets": json.dumps(["ort-cpu/host"])}, timeout=120)
+    r.raise_for_status()
+    mid = r.json()["id"]
+    while (m := requests.get(f"{url}/api/models/{mid}", timeout=30).json())["status"] not in ("ready", "failed"):
+        time.sleep(0.1)
+    if m["status"] != "ready":
+        raise SystemExit(f"{path.name} failed: {m['error']}")
+    return mid, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=3, help="uploads per model (median reported)")
+    ap.add_argument("--runs", type=int, default=30, help="profiled runs per upload")
+    a = ap.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="edgescope-bench-") as d:
+        tmp = Path(d)
+        port = free_port()
+        env = {**os.environ, "EDGESCOPE_DATA_DIR": str(tmp / "data"), "EDGESCOPE_PROFILE_RUNS": str(a.runs)}
+        server = subprocess.Popen([sys.executable, "-m", "edgescope", "serve", "--port", str(port)],
+                                  env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{url}/api/openapi.json", 120, server)
+            # The first job calibrates the host once; keep it out of the figures.
+            warm = tmp / "warm.onnx"
+            modelzoo.tiny_cnn(warm)
+            _upload(url, warm)
+            print(f"{'model':<20} {'MB':>6} {'tasks':>6} {'ready s':>8} {'parse':>6} {'compile':>7} {'profile':>7} "
+                  f"{'simulate':>8} {'store':>6} {'CV med':>7} {'sum/whole':>9}")
+            for name, build in MODELS.items():
+                path = tmp / f"{name}.onnx"
+                build(path)
+                totals, stages, cvs, ratios, tasks = [], {}, [], [], 0
+                for _ in range(a.repeats):
+                    mid, secs = _upload(url, path)
+                    totals.append(secs)
+                    m = requests.get(f"{url}/api/models/{mid}", timeout=30).json()
+                    for st in m["stages"]:
+                        stages.setdefault(st["name"], []).append(st["seconds"] or 0.0)
+                    ops = requests.get(f"{url}/api/models/{mid}/ops", timeout=60).json()
+                    tasks = len(ops["ops"])
+                    timed = [o for o in ops["ops"] if o["measured"] and o["latency_ms"] > 0]
+                    # Spread per task: IQR / median (a robust coefficient of variation).
+                    cvs.append(statistics.median((o["p75_ms"] - o["p25_ms"]) / o["latency_ms"] for o in timed))
+                    ratios.append(sum(o["latency_ms"] for o in timed) / ops["latency_ms"])
+                med = statistics.median
+                print(f"{name:<20} {path.stat().st_size / 1e6:6.1f} {tasks:6d} {med(totals):8.2f} "
+                      f"{med(stages['parse']):6.2f} {med(stages['compile']):7.2f} {med(stages['profile']):7.2f} "
+                      f"{med(stages['simulate']):8.2f} {med(stages['store']):6.2f} {med(cvs):7.1%} {med(ratios):9.3f}")
+        finally:
+            server.terminate()
+            server.wait(20)
+    print("\nCV med: median over tasks of IQR/median of the task's per-run times. "
+          "sum/whole: sum of task medians / whole-model median (1.0 = agree).")
+
+
+if __name__ == "__main__":
+    main()
