@@ -357,3 +357,24 @@ def tflite_transformer_block(path: PathLike, seq: int = 16, hidden: int = 32) ->
     from tests.formats import tflite_builder
 
     return tflite_builder.transformer_block(path, seq=seq, hidden=hidden)
+
+
+def coreml_cnn_mlpackage_zip(path: PathLike) -> Path:
+    """Small torch CNN converted by coremltools to an ML Program `.mlpackage`, zipped for upload."""
+    from tests.formats import coreml_builder
+
+    return coreml_builder.mlpackage_zip(path, "cnn")
+
+
+def coreml_block_mlpackage_zip(path: PathLike) -> Path:
+    """Pre-norm attention + MLP block as a zipped ML Program `.mlpackage`."""
+    from tests.formats import coreml_builder
+
+    return coreml_builder.mlpackage_zip(path, "block")
+
+
+def coreml_cnn_mlmodel(path: PathLike) -> Path:
+    """The small CNN as a NeuralNetwork `.mlmodel` (one file, weights inside)."""
+    from tests.formats import coreml_builder
+
+    return coreml_builder.mlmodel_nn(path)

@@ -30,7 +30,7 @@ class FormatSpec:
 FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("onnx", "ONNX", (".onnx",), "compiler.frontends.onnx"),
     FormatSpec("tflite", "TensorFlow Lite", (".tflite",), "compiler.frontends.tflite"),
-    FormatSpec("coreml", "Core ML", (".mlmodel", ".mlpackage"), None),
+    FormatSpec("coreml", "Core ML", (".mlmodel", ".mlpackage"), "compiler.frontends.coreml"),
     FormatSpec("pt2", "PyTorch ExportedProgram", (".pt2",), None),
 )
 
@@ -67,7 +67,9 @@ def detect(path: str | os.PathLike[str], override: str | None = None) -> str:
         head = fh.read(HEAD_BYTES)
     if not head:
         raise ModelFormatError("the file is empty")
-    for spec in supported():
+    # ONNX's sniffer is structural (any protobuf starting like a ModelProto), so the sniffers that
+    # look for magic bytes go first: an .mlmodel also starts with field 1 varint + field 2 bytes.
+    for spec in sorted(supported(), key=lambda f: f.name == "onnx"):
         if _module(spec).sniff(head, p.name):
             return spec.name
     ext = p.suffix.lower()

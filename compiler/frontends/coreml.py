@@ -1,0 +1,337 @@
+"""Core ML frontend: `.mlpackage` (uploaded as a zip) and `.mlmodel`, read on Linux.
+
+Only coremltools' protobuf classes (`coremltools.proto.Model_pb2`) are used: no prediction, no
+Core ML framework. The zip is vetted by `compiler.frontends.archive` (no `..`/absolute paths,
+no symlinks, size and ratio limits) and read in memory; nothing is extracted.
+
+ML Program (`mlProgram`): the operations of the main function's block become Nodes (op_type =
+MIL op, `conv`, `linear`; id = the op's first output name, unique in SSA form). `const` ops are
+not nodes: small non-float or scalar constants (strides, pad, axes) become attributes of the
+ops that read them, named after the input parameter; the rest are weight Values with
+WeightStats read from the immediate value or from `weights/weight.bin` (MIL blob storage: a
+64-byte metadata record at the blob offset, sentinel 0xDEADBEEF, dtype, size, data offset).
+Core ML files keep no op scopes, so namespaces are empty unless the op name carries `/`.
+
+NeuralNetwork (`.mlmodel` of the older kind, incl. classifier/regressor): one Node per layer
+(op_type = layer kind, `convolution`), weights summarised per WeightParams field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.frontends.archive import ZIP_MAGIC, SafeZip
+from compiler.frontends.onnx import assign_ids, weight_stats
+from compiler.graph import Dim, Graph, ModelFormatError, Node, Value, WeightStats, namespace_from_name
+
+_BLOB_SENTINEL = 0xDEADBEEF
+_ATTR_MAX_ELEMENTS = 16
+_MIL_NUMPY = {"FLOAT16": "<f2", "FLOAT32": "<f4", "FLOAT64": "<f8", "INT8": "i1", "INT16": "<i2",
+              "INT32": "<i4", "INT64": "<i8", "UINT8": "u1", "UINT16": "<u2", "UINT32": "<u4",
+              "UINT64": "<u8", "BOOL": "u1"}
+_MIL_DTYPE = {"FLOAT8E4M3FN": "float8e4m3fn", "FLOAT8E5M2": "float8e5m2"}
+
+
+def _pb() -> tuple[Any, Any]:
+    from coremltools.proto import MIL_pb2, Model_pb2
+
+    return Model_pb2, MIL_pb2
+
+
+# -- sniffing --------------------------------------------------------------------------------
+
+def sniff(head: bytes, filename: str) -> bool:
+    """A zip whose first entries name a `.mlpackage` layout, or an `.mlmodel` protobuf: field 1
+    (specificationVersion, varint 1..20) followed by field 2 (description, bytes)."""
+    name = filename.lower()
+    if head.startswith(ZIP_MAGIC):
+        return (b"com.apple.CoreML" in head or b".mlpackage/" in head or b"Manifest.json" in head
+                or name.endswith((".mlpackage.zip", ".mlpackage")))
+    if not (len(head) > 5 and head[0] == 0x08 and 1 <= head[1] <= 20 and head[2] == 0x12):
+        return False
+    # An ONNX ModelProto can start the same way (ir_version, producer_name); Core ML's field 2 is
+    # a ModelDescription message whose first field is `input` (tag 0x0a), never a producer string.
+    pos = 3
+    while pos < len(head) and head[pos] & 0x80:  # skip the description's length varint
+        pos += 1
+    return pos + 1 < len(head) and head[pos + 1] == 0x0A
+
+
+# -- loading -----------------------------------------------------------------------------------
+
+def load(path: str | os.PathLike[str]) -> Graph:
+    path = Path(path)
+    stem = path.name.split(".")[0] or "model"
+    with open(path, "rb") as fh:
+        is_zip = fh.read(4) == ZIP_MAGIC
+    if is_zip:
+        with SafeZip(path, label="Core ML package zip") as z:
+            spec_bytes, weights = _package_parts(z)
+    else:
+        spec_bytes, weights = path.read_bytes(), None
+    Model_pb2, _ = _pb()
+    spec = Model_pb2.Model()
+    try:
+        spec.ParseFromString(spec_bytes)
+    except Exception as e:
+        raise ModelFormatError(f"the Core ML model is truncated or corrupt: {e}") from None
+    kind = spec.WhichOneof("Type")
+    try:
+        if kind == "mlProgram":
+            return _MilReader(spec, weights).graph(stem)
+        if kind in ("neuralNetwork", "neuralNetworkClassifier", "neuralNetworkRegressor"):
+            return _nn_graph(spec, getattr(spec, kind), stem)
+    except ModelFormatError:
+        raise
+    except Exception as e:  # malformed fields deep in the spec
+        raise ModelFormatError(f"the Core ML model is corrupt ({type(e).__name__}: {e})") from None
+    if kind is None:
+        raise ModelFormatError("the Core ML model is truncated or corrupt: it defines no model")
+    raise ModelFormatError(f"Core ML models of type '{kind}' are not supported; Edgescope reads ML Programs "
+                           "and neural networks")
+
+
+def _package_parts(z: SafeZip) -> tuple[bytes, bytes | None]:
+    """(model.mlmodel bytes, weights/weight.bin bytes or None) of a zipped .mlpackage, located
+    through its Manifest.json (at the zip root or inside one top folder)."""
+    manifests = [n for n in z.names() if n.rsplit("/", 1)[-1] == "Manifest.json" and n.count("/") <= 1]
+    if not manifests:
+        raise ModelFormatError("the zip holds no Core ML package: no Manifest.json at its root or in a "
+                               "top-level .mlpackage folder")
+    root = manifests[0].rsplit("/", 1)[0] + "/" if "/" in manifests[0] else ""
+    try:
+        manifest = json.loads(z.read(manifests[0]))
+        entries = manifest["itemInfoEntries"]
+        item = entries[manifest["rootModelIdentifier"]]
+        model_path = root + "Data/" + item["path"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise ModelFormatError(f"the Core ML package's Manifest.json is malformed ({e})") from None
+    if model_path not in z.names():
+        raise ModelFormatError(f"the Core ML package names '{item['path']}' as its model, but the zip has no such file")
+    weights_dir = model_path.rsplit("/", 1)[0] + "/weights/weight.bin"
+    weights = z.read(weights_dir) if weights_dir in z.names() else None
+    return z.read(model_path), weights
+
+
+def _dims(tt: Any) -> list[Dim] | None:
+    if tt.rank < 0 and not tt.dimensions:
+        return None
+    out: list[Dim] = []
+    for i, d in enumerate(tt.dimensions):
+        out.append(int(d.constant.size) if d.WhichOneof("dimension") == "constant" else f"d{i}")
+    return out
+
+
+class _MilReader:
+    def __init__(self, spec: Any, weights: bytes | None) -> None:
+        _, MIL_pb2 = _pb()
+        self.spec = spec
+        self.weights = weights
+        self.dtype_names = {v: k for k, v in MIL_pb2.DataType.items()}
+
+    def dtype(self, code: int) -> str:
+        name = self.dtype_names.get(code, "UNKNOWN")
+        return _MIL_DTYPE.get(name, name.lower() if name != "UNUSED_TYPE" else "unknown")
+
+    def graph(self, stem: str) -> Graph:
+        prog = self.spec.mlProgram
+        if "main" not in prog.functions:
+            raise ModelFormatError("the Core ML ML Program has no 'main' function")
+        fn = prog.functions["main"]
+        block = fn.block_specializations.get(fn.opset)
+        if block is None:
+            if not fn.block_specializations:
+                raise ModelFormatError("the Core ML ML Program's main function has no body")
+            block = next(iter(fn.block_specializations.values()))
+        values: dict[str, Value] = {}
+        for inp in fn.inputs:
+            tt = inp.type.tensorType
+            values[inp.name] = Value(name=inp.name, shape=_dims(tt), dtype=self.dtype(tt.dataType))
+
+        consts: dict[str, Any] = {}  # name -> small literal used as an attribute
+        ops = []
+        for op in block.operations:
+            if op.type == "const" and len(op.outputs) == 1:
+                out = op.outputs[0]
+                literal, value = self._const(op, out)
+                values[out.name] = value
+                if literal is not None:
+                    consts[out.name] = literal
+                continue
+            ops.append(op)
+
+        names = [op.outputs[0].name if op.outputs else "" for op in ops]
+        ids = assign_ids(names, [op.type for op in ops])
+        nodes: list[Node] = []
+        for nid, name, op in zip(ids, names, ops):
+            inputs: list[str] = []
+            params: list[str] = []
+            attrs: dict[str, Any] = {}
+            for param, arg in sorted(op.inputs.items(), key=lambda kv: _param_rank(kv[0])):
+                for a in arg.arguments:
+                    if a.WhichOneof("binding") != "name":
+                        attrs[param] = self._literal(a.value) if a.HasField("value") else None
+                    elif a.name in consts:
+                        attrs[param] = consts[a.name]
+                    else:
+                        inputs.append(a.name)
+                        params.append(param)
+            for o in op.outputs:
+                tt = o.type.tensorType
+                values[o.name] = Value(name=o.name, shape=_dims(tt) if o.type.HasField("tensorType") else None,
+                                       dtype=self.dtype(tt.dataType))
+            if params != ["x"][:len(params)]:
+                attrs["input_params"] = params  # which MIL parameter each input binds (inputs is a map)
+            if op.blocks:
+                attrs["nested_blocks"] = len(op.blocks)
+                attrs["nested_ops"] = sum(len(b.operations) for b in op.blocks)
+            nodes.append(Node(id=nid, name=name, op_type=op.type, namespace=namespace_from_name(name),
+                              inputs=inputs, outputs=[o.name for o in op.outputs], attributes=attrs))
+        for n in nodes:  # a name that nothing defines: still a value, of unknown type
+            for v in n.inputs:
+                values.setdefault(v, Value(name=v, shape=None, dtype="unknown"))
+        desc = self.spec.description
+        meta = {"spec_version": str(self.spec.specificationVersion), "opset": fn.opset, "model_type": "mlProgram"}
+        if desc.metadata.author:
+            meta["author"] = desc.metadata.author
+        meta.update({f"meta.{k}": v for k, v in desc.metadata.userDefined.items()})
+        return Graph(name=stem, format="coreml", nodes=nodes, values=values,
+                     inputs=[i.name for i in fn.inputs], outputs=list(block.outputs), metadata=meta)
+
+    def _const(self, op: Any, out: Any) -> tuple[Any, Value]:
+        tt = out.type.tensorType
+        dtype = self.dtype(tt.dataType)
+        shape = _dims(tt) or []
+        n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+        val = op.attributes.get("val")
+        if val is None:
+            return None, Value(name=out.name, shape=shape, dtype=dtype,
+                               weight=WeightStats(elements=n, bytes=0, min=0.0, max=0.0, sparsity=0.0))
+        kind = val.WhichOneof("value")
+        if kind == "blobFileValue":
+            return None, Value(name=out.name, shape=shape, dtype=dtype, weight=self._blob(val.blobFileValue, dtype, n, out.name))
+        arr = self._array(val, dtype)
+        small = arr is not None and arr.size <= _ATTR_MAX_ELEMENTS and (not dtype.startswith("float") or arr.ndim == 0)
+        literal = self._literal(val) if small or dtype == "string" else None
+        if arr is None:
+            arr = np.zeros(0, np.float32)
+        return literal, Value(name=out.name, shape=shape, dtype=dtype, weight=weight_stats(arr, dtype))
+
+    def _array(self, val: Any, dtype: str) -> np.ndarray | None:
+        t = val.immediateValue.tensor if val.HasField("immediateValue") else None
+        if t is None:
+            return None
+        kind = t.WhichOneof("value")
+        if kind == "floats":
+            return np.array(t.floats.values, np.float32)
+        if kind == "ints":
+            return np.array(t.ints.values, np.int64)
+        if kind == "bools":
+            return np.array(t.bools.values, bool)
+        if kind == "longInts":
+            return np.array(t.longInts.values, np.int64)
+        if kind == "doubles":
+            return np.array(t.doubles.values, np.float64)
+        if kind == "bytes":
+            np_dtype = _MIL_NUMPY.get(dtype.upper())
+            raw = t.bytes.values
+            if np_dtype and len(raw) % np.dtype(np_dtype).itemsize == 0:
+                return np.frombuffer(raw, dtype=np_dtype)
+            return np.frombuffer(raw, dtype=np.uint8)
+        if kind == "strings":
+            return np.array(list(t.strings.values), dtype=object)
+        return None
+
+    def _literal(self, val: Any) -> Any:
+        arr = self._array(val, self.dtype(val.type.tensorType.dataType) if val.type.HasField("tensorType") else "")
+        if arr is None:
+            return None
+        if arr.dtype == object:
+            items = [str(s) for s in arr]
+            return items[0] if val.type.tensorType.rank == 0 and len(items) == 1 else items
+        items = arr.tolist()
+        if val.type.tensorType.rank == 0 and len(items) == 1:
+            return items[0]
+        return items
+
+    def _blob(self, ref: Any, dtype: str, n: int, name: str) -> WeightStats:
+        if self.weights is None:
+            raise ModelFormatError(f"the Core ML model keeps weight '{name}' in weights/weight.bin, which was not "
+                                   "uploaded; upload the whole .mlpackage folder as a zip")
+        w, off = self.weights, int(ref.offset)
+        if off < 0 or off + 64 > len(w):
+            raise ModelFormatError(f"the Core ML weight file is truncated: weight '{name}' is at byte {off} of {len(w)}")
+        sentinel, _blob_type, size, data_off = struct.unpack_from("<IIQQ", w, off)
+        if sentinel != _BLOB_SENTINEL or data_off + size > len(w):
+            raise ModelFormatError(f"the Core ML weight file is corrupt at weight '{name}' (byte {off})")
+        raw = w[data_off:data_off + size]
+        np_dtype = _MIL_NUMPY.get(dtype.upper())
+        if np_dtype and size >= n * np.dtype(np_dtype).itemsize:
+            return weight_stats(np.frombuffer(raw, dtype=np_dtype, count=n), dtype)
+        return WeightStats(elements=n, bytes=size, min=0.0, max=0.0, sparsity=0.0)  # sub-byte (palettized) data
+
+
+_PARAM_ORDER = ("x", "input", "values", "a", "b", "y", "weight", "bias", "gamma", "beta")
+
+
+def _param_rank(param: str) -> tuple[int, str]:
+    # Protobuf maps have no order; data first, then weights, as MIL signatures list them.
+    return (_PARAM_ORDER.index(param) if param in _PARAM_ORDER else len(_PARAM_ORDER), param)
+
+
+# -- NeuralNetwork ----------------------------------------------------------------------------------
+
+def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
+    layers = list(nn.layers)
+    kinds = [layer.WhichOneof("layer") or "unknown" for layer in layers]
+    ids = assign_ids([layer.name for layer in layers], kinds)
+    values: dict[str, Value] = {}
+    desc = spec.description
+    for f in list(desc.input) + list(desc.output):
+        if f.type.WhichOneof("Type") == "multiArrayType":
+            values[f.name] = Value(name=f.name, shape=[int(d) for d in f.type.multiArrayType.shape] or None,
+                                   dtype=_array_dtype(f.type.multiArrayType.dataType))
+        else:
+            values[f.name] = Value(name=f.name, shape=None, dtype="unknown")
+    nodes = []
+    for nid, kind, layer in zip(ids, kinds, layers):
+        params = getattr(layer, kind) if kind != "unknown" else None
+        weights, attrs = [], {}
+        if params is not None:
+            for field, v in params.ListFields():
+                if field.message_type is not None and field.message_type.name == "WeightParams":
+                    wname = f"{layer.name}/{field.name}"
+                    values[wname] = _weight_params(v, wname)
+                    weights.append(wname)
+                elif field.message_type is None:
+                    attrs[field.name] = list(v) if getattr(field, "is_repeated", False) or hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v
+        for v in list(layer.input) + list(layer.output):
+            values.setdefault(v, Value(name=v, shape=None, dtype="float32"))
+        nodes.append(Node(id=nid, name=layer.name, op_type=kind, namespace=namespace_from_name(layer.name),
+                          inputs=list(layer.input) + weights, outputs=list(layer.output),
+                          attributes={k: v for k, v in attrs.items() if isinstance(v, (int, float, str, bool, list))}))
+    return Graph(name=stem, format="coreml", nodes=nodes, values=values, inputs=[i.name for i in desc.input],
+                 outputs=[o.name for o in desc.output],
+                 metadata={"spec_version": str(spec.specificationVersion), "model_type": spec.WhichOneof("Type")})
+
+
+def _array_dtype(code: int) -> str:
+    # ArrayFeatureType.ArrayDataType: FLOAT32 = 65568, DOUBLE = 65600, INT32 = 131104, FLOAT16 = 65552
+    return {65568: "float32", 65600: "float64", 131104: "int32", 65552: "float16", 131080: "int8"}.get(code, "unknown")
+
+
+def _weight_params(w: Any, name: str) -> Value:
+    if len(w.floatValue):
+        arr, dtype = np.array(w.floatValue, np.float32), "float32"
+    elif w.float16Value:
+        arr, dtype = np.frombuffer(w.float16Value[: len(w.float16Value) // 2 * 2], "<f2"), "float16"
+    else:
+        arr, dtype = np.frombuffer(w.rawValue or b"", np.uint8), "uint8"
+    return Value(name=name, shape=[int(arr.size)], dtype=dtype, weight=weight_stats(arr, dtype))
