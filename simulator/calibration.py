@@ -97,7 +97,6 @@ def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 CASES: tuple[Case, ...] = (
     Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("conv-128x14-3x3", "conv", _conv(128, 14, 3), (("fp32", "fp32"), *Q)),
     Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
     Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"), *Q)),
     # Few input channels (< one 16-wide NCHWc block): ORT's NCHWc conv reads plain NCHW input, a slower kernel.
@@ -109,7 +108,6 @@ CASES: tuple[Case, ...] = (
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("fp32", "fp32"), *Q, ("int4-weights", "decode.int4w"))),
     Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"),
                                                      ("fp16", "cast16"))),
-    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"))),
     Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
          (("fp32", "fp32"), ("int8-static", "int8"))),
     Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),
@@ -159,7 +157,7 @@ def _feeds(sess: Any) -> dict[str, np.ndarray]:
     return feeds
 
 
-def wall_ms(path: Path, min_runs: int = 10, budget_s: float = 0.15, opt: str = "all", rounds: int = 2) -> float:
+def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "all", rounds: int = 2) -> float:
     """Wall time of session.run (ms), 1 intra-op thread, after warm-up: the lowest of `rounds` medians,
     so a burst of load from other processes on a shared machine does not become the figure."""
     sess = _session(path, opt)

@@ -92,16 +92,8 @@ class Work:
     notes: tuple[str, ...] = field(default=())
     kernel_name: str = ""
     aux_weights: tuple[tuple[str, float], ...] = ()  # (value name, elements) of float constants
-    kernel_store_elements: float = -1.0  # elements this task stores (0 if another task owns the weight)
-    aux_store_elements: float = -1.0
     record_bytes: float = 0.0  # protobuf bytes of one node record like this one (names dominate)
 
-    def __post_init__(self) -> None:
-        # Frozen record: defaults that depend on other fields are set through object.__setattr__.
-        if self.kernel_store_elements < 0:
-            object.__setattr__(self, "kernel_store_elements", self.kernel_elements)
-        if self.aux_store_elements < 0:
-            object.__setattr__(self, "aux_store_elements", self.aux_weight_elements)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,

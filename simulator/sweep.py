@@ -7,7 +7,6 @@ against the group's per-task work arrays. Output shapes are those of docs/option
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -162,7 +161,8 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
     ops = [nd.id for nd in nodes]
     compiled = fill_shapes(compiled, source)
     view, folded = fold_constants(compiled)
-    works = _dedupe_storage([FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes])
+    works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
+    k_store, aux_store = _stored_elements(works)
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
     measured = _measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s)
@@ -181,7 +181,7 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
         io_out[i] = sum(_el(compiled, v) for v in nd.outputs if v in gout)
 
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
-    total_w = sum((w.kernel_elements + w.aux_weight_elements) * 4 + w.other_const_bytes for w in works)
+    total_w = float((k_store + aux_store).sum()) * 4 + sum(w.other_const_bytes for w in works)
     weights_resident = total_w <= hw.units[0].onchip_memory_bytes
     # Group ops by signature.
     sig_rows: dict[tuple[str, str, bool, bool], list[int]] = {}
@@ -200,7 +200,7 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows], weights_resident)
+                             measured[rows], weights_resident, k_store[rows], aux_store[rows])
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
@@ -268,23 +268,24 @@ def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> Hardwa
     return load_profile(t.profile)
 
 
-def _dedupe_storage(works: list[Work]) -> list[Work]:
-    """A weight read by several tasks is stored once: the first reader owns its bytes."""
+def _stored_elements(works: list[Work]) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel, aux) elements each task stores: a weight read by several tasks is stored once, by the first."""
     seen: set[str] = set()
-    out = []
-    for w in works:
-        k_store = w.kernel_elements
+    k_store = np.empty(len(works))
+    aux_store = np.empty(len(works))
+    for i, w in enumerate(works):
+        k = w.kernel_elements
         if w.kernel_name:
             if w.kernel_name in seen:
-                k_store = 0.0
+                k = 0.0
             seen.add(w.kernel_name)
         aux = 0.0
         for name, el in w.aux_weights:
             if name not in seen:
                 aux += el
                 seen.add(name)
-        out.append(dataclasses.replace(w, kernel_store_elements=k_store, aux_store_elements=aux))
-    return out
+        k_store[i], aux_store[i] = k, aux
+    return k_store, aux_store
 
 
 def _preset_json(p: Any, t: Target) -> dict[str, Any]:
@@ -339,7 +340,8 @@ def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
-             io_out: np.ndarray, measured: np.ndarray, weights_resident: bool) -> dict[str, np.ndarray]:
+             io_out: np.ndarray, measured: np.ndarray, weights_resident: bool, k_store: np.ndarray,
+             aux_store_el: np.ndarray) -> dict[str, np.ndarray]:
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
@@ -375,8 +377,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * (conv["fixed_ms"] + io_out[:, None] * out_conv)
 
     # Storage: kernel bytes per combo depend on the kernel tensor's size and rows.
-    k_store = col([w.kernel_store_elements for w in works])[:, 0]
-    aux_store = col([w.aux_store_elements for w in works])
+    aux_store = aux_store_el[:, None]
     kern = np.zeros((len(works), len(co.combos)))
     rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     cache: dict[tuple[str, int], np.ndarray] = {}
