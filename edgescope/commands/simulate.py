@@ -165,9 +165,10 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], cal
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
+@click.option("--measure", is_flag=True, help="ort-cpu/host: also time the written model with ONNX Runtime (1 thread).")
 @click.option("--json", "as_json", is_flag=True)
 def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
-             calibration: Path | None, as_json: bool) -> None:
+             calibration: Path | None, measure: bool, as_json: bool) -> None:
     """Write the optimized model for TARGET and print its predicted totals next to its real size."""
     from simulator.targets import get_target
 
@@ -193,12 +194,22 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
     pred = out["totals"]["size_bytes"]
     result = {**out, "path": str(res.path), "size_bytes": res.size_bytes,
               "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes}
+    if measure and target == "ort-cpu/host":
+        from simulator.calibration import wall_ms
+
+        ms = wall_ms(res.path, min_runs=20, budget_s=0.5, rounds=3)
+        result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "
+                                                         "medians on this machine"}
     if as_json:
         click.echo(json.dumps(result))
         return
     _print_totals(out)
     click.echo(f"  wrote {res.path}: {res.size_bytes / 1e6:.3f} MB measured (predicted {pred / 1e6:.3f} MB, "
                f"{result['size_error_pct']:+.1f}%)")
+    if "measured" in result:
+        m = result["measured"]["latency_ms"]
+        click.echo(f"  measured latency {m:.3f} ms (predicted {out['totals']['latency_ms']:.3f} ms, "
+                   f"{(out['totals']['latency_ms'] / m - 1) * 100:+.1f}%)")
     for n in res.notes:
         click.echo(f"  note: {n}")
 

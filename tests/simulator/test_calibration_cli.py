@@ -108,10 +108,11 @@ def test_optimize_writes_a_runnable_model(cli: tuple[CliRunner, Path, Path], tmp
     runner, model, cache = cli
     out = tmp_path / "opt.onnx"
     r = runner.invoke(optimize, [str(model), "--calibration", str(cache), "--model-wide", "int8-dynamic",
-                                 "--out", str(out), "--json"])
+                                 "--out", str(out), "--measure", "--json"])
     assert r.exit_code == 0, r.output
     res = json.loads(r.output)
     assert res["size_bytes"] == out.stat().st_size and "latency_ms" in res["totals"]
+    assert res["measured"]["latency_ms"] > 0 and res["measured"]["label"].startswith("measured")
     ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
 
 
