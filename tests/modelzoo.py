@@ -378,3 +378,11 @@ def coreml_cnn_mlmodel(path: PathLike) -> Path:
     from tests.formats import coreml_builder
 
     return coreml_builder.mlmodel_nn(path)
+
+
+def pt2_net_with_sources(path: PathLike) -> Path:
+    """torch.export of tests/formats/pt2src/net.py:build (Conv stem, two residual Blocks from
+    layers.py, Linear head) saved with both source files, as `edgescope export-pt2` does."""
+    from edgescope.commands.export_pt2 import export_pt2
+
+    return export_pt2(f"{Path(__file__).parent / 'formats' / 'pt2src' / 'net.py'}:build", Path(path))[0]

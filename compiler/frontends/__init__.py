@@ -31,7 +31,7 @@ FORMATS: tuple[FormatSpec, ...] = (
     FormatSpec("onnx", "ONNX", (".onnx",), "compiler.frontends.onnx"),
     FormatSpec("tflite", "TensorFlow Lite", (".tflite",), "compiler.frontends.tflite"),
     FormatSpec("coreml", "Core ML", (".mlmodel", ".mlpackage"), "compiler.frontends.coreml"),
-    FormatSpec("pt2", "PyTorch ExportedProgram", (".pt2",), None),
+    FormatSpec("pt2", "PyTorch ExportedProgram", (".pt2",), "compiler.frontends.pt2"),
 )
 
 

@@ -1,0 +1,104 @@
+"""`.pt2` -> ONNX, so ONNX Runtime targets (`ort-cpu/host`) can compile and profile an ExportedProgram.
+
+`to_onnx` vets the archive in the caller (`Pt2Archive.vet_pickles`: every pickle may only name
+tensor-rebuilding globals), then converts in a sandboxed child: there `torch.load` is forced to
+`weights_only=True` and `pickle.loads` inside torch's archive reader refuses, so even a pickle
+the scan missed cannot run code; then `torch.export.load` and `torch.onnx.export(ep, dynamo=True)`.
+The ONNX file keeps the FX node names as value names (`conv2d_1`) and state-dict keys as
+initializer names (`blocks.0.conv.weight`), which is what lets `compile_for_ort` hand the
+*.pt2 graph* to the ORT backend as the source: provenance maps ORT's tasks straight back to
+the FX nodes, with their namespaces and source locations.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from compiler.errors import ModelRunError
+from compiler.graph import Graph, ModelFormatError
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+
+
+def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
+            memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
+    from compiler.frontends.pt2 import Pt2Archive
+
+    arc = Pt2Archive(pt2_path)
+    try:
+        arc.vet_pickles()
+    finally:
+        arc.close()
+    payload = {"src": os.fspath(pt2_path), "out": os.fspath(out_path)}
+    run("compiler.backends.pt2_onnx:_convert_child", payload,
+        Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to ONNX"))
+    return Path(out_path)
+
+
+def compile_for_ort(src: Path, workdir: Path, source: Graph, opt_level: str = "all") -> tuple[Graph, Path]:
+    """What `OrtCpu.compile` should do for a `.pt2` source: convert, then ORT-compile against the
+    pt2 graph (so compiled tasks point at FX node ids)."""
+    from compiler.backends import ort
+
+    onnx_path = to_onnx(src, workdir / "source.onnx")
+    out = workdir / "ort-cpu.onnx"
+    compiled = ort.compile(onnx_path, out, source, opt_level=opt_level)
+    compiled.metadata["converted_from"] = "pt2 (torch.onnx.export, dynamo)"
+    return compiled, out
+
+
+def _harden_torch_loading() -> None:
+    """In the child only: no unpickling beyond weights_only, whatever torch's archive reader asks."""
+    import types
+
+    import torch
+    from torch.export.pt2_archive import _package
+
+    real_load = torch.load
+
+    def weights_only_load(*args: Any, **kwargs: Any) -> Any:
+        kwargs["weights_only"] = True
+        return real_load(*args, **kwargs)
+
+    def refuse(*_args: Any, **_kwargs: Any) -> Any:
+        raise ModelFormatError("the .pt2 archive holds a pickled custom object; Edgescope does not unpickle those")
+
+    torch.load = weights_only_load  # type: ignore[assignment]
+    _package.torch.load = weights_only_load  # same module object; explicit for readers
+    _package.pickle = types.SimpleNamespace(loads=refuse, load=refuse, dumps=_package.pickle.dumps)  # type: ignore[attr-defined]
+    torch._C._pickle_load_obj = refuse  # torchbind objects
+
+
+def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+    import io
+    import logging
+    import warnings
+
+    from compiler.frontends.pt2 import Pt2Archive
+
+    arc = Pt2Archive(payload["src"])  # vet again: the child trusts nothing it was handed
+    try:
+        arc.vet_pickles()
+    finally:
+        arc.close()
+    _harden_torch_loading()
+    import torch
+
+    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        try:
+            ep = torch.export.load(payload["src"])
+        except ModelFormatError:
+            raise
+        except Exception as e:
+            raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
+        try:
+            program = torch.onnx.export(ep, (), dynamo=True, verbose=False, optimize=True)
+            program.save(payload["out"], external_data=False)
+        except Exception as e:
+            raise ModelRunError(f"the .pt2 model could not be converted to ONNX: {str(e).strip()[:800]}") from None
+    return {"torch": torch.__version__}
