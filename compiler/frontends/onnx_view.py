@@ -1,0 +1,249 @@
+"""An ONNX-vocabulary view of a TFLite, Core ML or pt2 graph, for consumers that speak ONNX op types.
+
+The simulator's cost model (`simulator/costs.py`) classifies ops by ONNX op type and reads conv
+kernels as OIHW, Gemm kernels as [N, K] with `transB`. `onnx_view(graph)` returns a graph with the
+same node ids, namespaces, locations, inputs and outputs, whose op types and attributes are the
+ONNX equivalents and whose kernel weights are described in ONNX layout (shape only: WeightStats are
+layout-free). The loaded graph keeps the format's own names for display; this view is for costing.
+
+Ops without an equivalent keep their op type (the simulator calls them "other"). Mappings are data
+(tables below), as in Netron's metadata files; each entry is (ONNX op type, attribute renames).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from compiler.graph import Graph, Node, Value
+
+Attrs = dict[str, Any]
+
+# -- TFLite builtin ops ---------------------------------------------------------------------------
+_TFLITE: dict[str, str] = {
+    "CONV_2D": "Conv", "DEPTHWISE_CONV_2D": "Conv", "TRANSPOSE_CONV": "ConvTranspose", "CONV_3D": "Conv",
+    "FULLY_CONNECTED": "Gemm", "BATCH_MATMUL": "MatMul",
+    "ADD": "Add", "SUB": "Sub", "MUL": "Mul", "DIV": "Div", "SQUARED_DIFFERENCE": "Sub", "MAXIMUM": "Max",
+    "MINIMUM": "Min", "POW": "Pow", "RELU": "Relu", "RELU6": "Clip", "RELU_N1_TO_1": "Clip", "LEAKY_RELU": "LeakyRelu",
+    "PRELU": "PRelu", "LOGISTIC": "Sigmoid", "TANH": "Tanh", "HARD_SWISH": "HardSwish", "GELU": "Gelu", "EXP": "Exp",
+    "LOG": "Log", "SQRT": "Sqrt", "RSQRT": "Reciprocal", "NEG": "Neg", "ABS": "Abs", "ELU": "Elu", "SIN": "Sin",
+    "COS": "Cos", "FLOOR": "Floor", "CEIL": "Ceil", "ROUND": "Round", "SELECT": "Where", "SELECT_V2": "Where",
+    "EQUAL": "Equal", "LESS": "Less", "GREATER": "Greater",
+    "SOFTMAX": "Softmax", "LOG_SOFTMAX": "LogSoftmax",
+    "MEAN": "ReduceMean", "SUM": "ReduceSum", "REDUCE_MAX": "ReduceMax", "REDUCE_MIN": "ReduceMin",
+    "REDUCE_PROD": "ReduceProd", "ARG_MAX": "ArgMax", "ARG_MIN": "ArgMin", "CUMSUM": "CumSum",
+    "AVERAGE_POOL_2D": "AveragePool", "MAX_POOL_2D": "MaxPool", "L2_POOL_2D": "LpPool",
+    "RESHAPE": "Reshape", "SQUEEZE": "Squeeze", "EXPAND_DIMS": "Unsqueeze",
+    "TRANSPOSE": "Transpose", "CONCATENATION": "Concat", "PACK": "Concat", "SPLIT": "Split", "SPLIT_V": "Split",
+    "UNPACK": "Split", "SLICE": "Slice", "STRIDED_SLICE": "Slice", "GATHER": "Gather", "GATHER_ND": "GatherND",
+    "EMBEDDING_LOOKUP": "Gather", "PAD": "Pad", "PADV2": "Pad", "MIRROR_PAD": "Pad", "TILE": "Tile",
+    "BROADCAST_TO": "Expand", "DEPTH_TO_SPACE": "DepthToSpace", "SPACE_TO_DEPTH": "SpaceToDepth",
+    "RESIZE_BILINEAR": "Resize", "RESIZE_NEAREST_NEIGHBOR": "Resize", "SCATTER_ND": "ScatterND",
+    "QUANTIZE": "QuantizeLinear", "DEQUANTIZE": "DequantizeLinear", "CAST": "Cast",
+    "SHAPE": "Shape", "FILL": "ConstantOfShape", "L2_NORMALIZATION": "LpNormalization",
+}
+_FUSED_ACT = {"RELU": "Relu", "RELU6": "Clip", "RELU_N1_TO_1": "Clip", "TANH": "Tanh"}
+
+# -- Core ML MIL ops ------------------------------------------------------------------------------
+_MIL: dict[str, str] = {
+    "conv": "Conv", "conv_transpose": "ConvTranspose", "linear": "Gemm", "matmul": "MatMul", "einsum": "Einsum",
+    "add": "Add", "sub": "Sub", "mul": "Mul", "real_div": "Div", "floor_div": "Div", "pow": "Pow",
+    "maximum": "Max", "minimum": "Min", "relu": "Relu", "relu6": "Clip", "leaky_relu": "LeakyRelu", "prelu": "PRelu",
+    "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "Gelu", "silu": "Swish", "elu": "Elu", "softplus": "Softplus",
+    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Reciprocal", "inverse": "Reciprocal", "abs": "Abs",
+    "sin": "Sin", "cos": "Cos", "erf": "Erf", "select": "Where", "equal": "Equal", "less": "Less",
+    "greater": "Greater", "clip": "Clip", "sigmoid_hard": "HardSigmoid",
+    "softmax": "Softmax", "layer_norm": "LayerNormalization", "batch_norm": "BatchNormalization",
+    "instance_norm": "InstanceNormalization", "l2_norm": "LpNormalization",
+    "reduce_mean": "ReduceMean", "reduce_sum": "ReduceSum", "reduce_max": "ReduceMax", "reduce_min": "ReduceMin",
+    "reduce_prod": "ReduceProd", "reduce_argmax": "ArgMax", "reduce_argmin": "ArgMin", "topk": "TopK",
+    "cumsum": "CumSum", "avg_pool": "AveragePool", "max_pool": "MaxPool", "l2_pool": "LpPool",
+    "reshape": "Reshape", "squeeze": "Squeeze", "expand_dims": "Unsqueeze", "transpose": "Transpose",
+    "concat": "Concat", "split": "Split", "slice_by_index": "Slice", "slice_by_size": "Slice", "gather": "Gather",
+    "gather_nd": "GatherND", "pad": "Pad", "tile": "Tile", "depth_to_space": "DepthToSpace",
+    "space_to_depth": "SpaceToDepth", "upsample_bilinear": "Resize", "upsample_nearest_neighbor": "Resize",
+    "resize_bilinear": "Resize", "cast": "Cast", "quantize": "QuantizeLinear", "dequantize": "DequantizeLinear",
+    "constexpr_affine_dequantize": "DequantizeLinear", "constexpr_blockwise_shift_scale": "DequantizeLinear",
+    "constexpr_lut_to_dense": "DequantizeLinear", "identity": "Identity", "shape": "Shape",
+    "scaled_dot_product_attention": "MultiHeadAttention",
+}
+# NeuralNetwork (.mlmodel) layer kinds.
+_NN: dict[str, str] = {
+    "convolution": "Conv", "innerProduct": "Gemm", "batchedMatmul": "MatMul", "batchnorm": "BatchNormalization",
+    "activation": "Relu", "pooling": "MaxPool", "add": "Add", "multiply": "Mul", "softmax": "Softmax",
+    "reduceMean": "ReduceMean", "reduceSum": "ReduceSum", "reshapeStatic": "Reshape", "reshape": "Reshape",
+    "flatten": "Flatten", "concat": "Concat", "transpose": "Transpose", "layerNormalization": "LayerNormalization",
+    "gelu": "Gelu", "upsample": "Resize", "padding": "Pad", "squeeze": "Squeeze", "expandDims": "Unsqueeze",
+    "embedding": "Gather", "embeddingND": "Gather", "unary": "Sqrt", "loadConstantND": "Constant",
+}
+
+# -- pt2 (ATen) ops -------------------------------------------------------------------------------
+_ATEN: dict[str, str] = {
+    "aten.conv1d": "Conv", "aten.conv2d": "Conv", "aten.conv3d": "Conv", "aten.convolution": "Conv",
+    "aten.conv_transpose1d": "ConvTranspose", "aten.conv_transpose2d": "ConvTranspose",
+    "aten.linear": "Gemm", "aten.addmm": "Gemm", "aten.matmul": "MatMul", "aten.mm": "MatMul", "aten.bmm": "MatMul",
+    "aten.einsum": "Einsum", "aten.scaled_dot_product_attention": "MultiHeadAttention",
+    "aten.add": "Add", "aten.sub": "Sub", "aten.mul": "Mul", "aten.div": "Div", "aten.pow": "Pow",
+    "aten.maximum": "Max", "aten.minimum": "Min", "aten.relu": "Relu", "aten.relu_": "Relu", "aten.relu6": "Clip",
+    "aten.hardtanh": "Clip", "aten.clamp": "Clip", "aten.leaky_relu": "LeakyRelu", "aten.prelu": "PRelu",
+    "aten.sigmoid": "Sigmoid", "aten.tanh": "Tanh", "aten.gelu": "Gelu", "aten.silu": "Swish", "aten.silu_": "Swish",
+    "aten.hardswish": "HardSwish", "aten.hardsigmoid": "HardSigmoid", "aten.elu": "Elu", "aten.exp": "Exp",
+    "aten.log": "Log", "aten.sqrt": "Sqrt", "aten.rsqrt": "Reciprocal", "aten.reciprocal": "Reciprocal",
+    "aten.neg": "Neg", "aten.abs": "Abs", "aten.sin": "Sin", "aten.cos": "Cos", "aten.erf": "Erf",
+    "aten.where": "Where", "aten.eq": "Equal", "aten.lt": "Less", "aten.gt": "Greater",
+    "aten.softmax": "Softmax", "aten._softmax": "Softmax", "aten.log_softmax": "LogSoftmax",
+    "aten.layer_norm": "LayerNormalization", "aten.native_layer_norm": "LayerNormalization",
+    "aten.batch_norm": "BatchNormalization", "aten._native_batch_norm_legit_no_training": "BatchNormalization",
+    "aten.group_norm": "GroupNormalization", "aten.rms_norm": "RMSNormalization",
+    "aten.mean": "ReduceMean", "aten.sum": "ReduceSum", "aten.amax": "ReduceMax", "aten.amin": "ReduceMin",
+    "aten.argmax": "ArgMax", "aten.argmin": "ArgMin", "aten.topk": "TopK", "aten.cumsum": "CumSum",
+    "aten.max_pool2d": "MaxPool", "aten.avg_pool2d": "AveragePool", "aten.adaptive_avg_pool2d": "GlobalAveragePool",
+    "aten.view": "Reshape", "aten.reshape": "Reshape", "aten._unsafe_view": "Reshape", "aten.flatten": "Flatten",
+    "aten.squeeze": "Squeeze", "aten.unsqueeze": "Unsqueeze", "aten.permute": "Transpose",
+    "aten.transpose": "Transpose", "aten.t": "Transpose", "aten.cat": "Concat", "aten.split": "Split",
+    "aten.split_with_sizes": "Split", "aten.chunk": "Split", "aten.slice": "Slice", "aten.select": "Gather",
+    "aten.index_select": "Gather", "aten.embedding": "Gather", "aten.pad": "Pad", "aten.constant_pad_nd": "Pad",
+    "aten.repeat": "Tile", "aten.expand": "Expand", "aten.upsample_nearest2d": "Resize",
+    "aten.upsample_bilinear2d": "Resize", "aten.contiguous": "Identity", "aten.clone": "Identity",
+    "aten.dropout": "Dropout", "aten.to": "Cast", "aten._to_copy": "Cast", "aten.type_as": "Cast",
+}
+
+
+def onnx_view(graph: Graph) -> Graph:
+    """The graph in ONNX op vocabulary (see module doc); ONNX graphs come back unchanged."""
+    convert = _CONVERTERS.get(graph.format)
+    if convert is None:
+        return graph
+    values = dict(graph.values)
+    nodes = [convert(n, graph, values) for n in graph.nodes]
+    return Graph(name=graph.name, format=graph.format, nodes=nodes, values=values, inputs=graph.inputs,
+                 outputs=graph.outputs, metadata={**graph.metadata, "view": "onnx"}, eliminated=dict(graph.eliminated))
+
+
+def _node(n: Node, op_type: str, attrs: Attrs) -> Node:
+    return Node(id=n.id, name=n.name, op_type=op_type, namespace=n.namespace, inputs=list(n.inputs),
+                outputs=list(n.outputs), attributes=attrs, domain="", source_nodes=list(n.source_nodes),
+                location=n.location)
+
+
+def _reshape_weight(values: dict[str, Value], name: str, perm: Callable[[list[Any]], list[Any]]) -> None:
+    v = values.get(name)
+    if v is None or v.weight is None or not v.shape:
+        return
+    values[name] = Value(name=v.name, shape=perm(list(v.shape)), dtype=v.dtype, weight=v.weight, quant=v.quant)
+
+
+def _tflite(n: Node, graph: Graph, values: dict[str, Value]) -> Node:
+    op = _TFLITE.get(n.op_type, n.op_type)
+    a: Attrs = {}
+    src = n.attributes
+    if "stride_h" in src:
+        a["strides"] = [src["stride_h"], src["stride_w"]]
+    if "dilation_h_factor" in src:
+        a["dilations"] = [src["dilation_h_factor"], src["dilation_w_factor"]]
+    if "filter_height" in src:
+        a["kernel_shape"] = [src["filter_height"], src["filter_width"]]
+    k = n.inputs[1] if len(n.inputs) > 1 else ""
+    if n.op_type in ("CONV_2D", "CONV_3D"):
+        _reshape_weight(values, k, lambda s: [s[0], s[-1], *s[1:-1]])  # OHWI -> OIHW
+        kv = values.get(k)
+        x = values.get(n.inputs[0])
+        if kv is not None and kv.shape and x is not None and x.shape and isinstance(x.shape[-1], int) \
+                and isinstance(kv.shape[1], int) and kv.shape[1] and x.shape[-1] != kv.shape[1]:
+            a["group"] = x.shape[-1] // kv.shape[1]
+    elif n.op_type == "DEPTHWISE_CONV_2D":
+        _reshape_weight(values, k, lambda s: [s[-1], 1, *s[1:-1]])  # 1HW(C*m) -> (C*m)1HW
+        x = values.get(n.inputs[0])
+        if x is not None and x.shape and isinstance(x.shape[-1], int):
+            a["group"] = x.shape[-1]
+    elif n.op_type == "TRANSPOSE_CONV":
+        # TFLite: (output_shape, weights OHWI, input, bias); ONNX: (input, weights IOHW, bias).
+        ins = list(n.inputs)
+        node = _node(n, op, a)
+        node.inputs = [ins[2], ins[1], *(ins[3:4])] if len(ins) >= 3 else ins
+        _reshape_weight(values, ins[1] if len(ins) > 1 else "", lambda s: [s[-1], s[0], *s[1:-1]])
+        return node
+    elif n.op_type == "FULLY_CONNECTED":
+        a["transB"] = 1  # weights are [out, in]
+    elif n.op_type == "BATCH_MATMUL":
+        a["transA"], a["transB"] = int(bool(src.get("adj_x"))), int(bool(src.get("adj_y")))
+    act = src.get("fused_activation_function")
+    if act and act != "NONE":
+        if op == "Conv":
+            op = "FusedConv"
+        elif op == "Gemm":
+            op = "FusedGemm"
+        a["activation"] = _FUSED_ACT.get(act, act.title())
+    if n.op_type in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"):
+        a["keepdims"] = int(bool(src.get("keep_dims")))
+    if n.op_type == "SOFTMAX":
+        a["axis"] = -1
+    return _node(n, op, a)
+
+
+def _coreml(n: Node, graph: Graph, values: dict[str, Value]) -> Node:
+    if graph.metadata.get("model_type", "mlProgram") != "mlProgram":
+        return _nn(n, values)
+    op = _MIL.get(n.op_type, n.op_type)
+    src = n.attributes
+    a: Attrs = {}
+    for mil, onnx in (("strides", "strides"), ("dilations", "dilations"), ("kernel_sizes", "kernel_shape"),
+                      ("axes", "axes"), ("axis", "axis"), ("epsilon", "epsilon")):
+        if mil in src:
+            a[onnx] = src[mil]
+    if "groups" in src:
+        a["group"] = src["groups"]
+    if "keep_dims" in src:
+        a["keepdims"] = int(bool(src["keep_dims"]))
+    if n.op_type == "linear":
+        a["transB"] = 1  # MIL linear weight is [out, in]
+    if n.op_type == "matmul":
+        a["transA"], a["transB"] = int(bool(src.get("transpose_x"))), int(bool(src.get("transpose_y")))
+    return _node(n, op, a)
+
+
+def _nn(n: Node, values: dict[str, Value]) -> Node:
+    op = _NN.get(n.op_type, n.op_type)
+    src = n.attributes
+    a: Attrs = {}
+    if n.op_type == "convolution" and len(n.inputs) > 1:
+        a["group"] = int(src.get("nGroups", 1) or 1)
+        a["strides"] = list(src.get("stride", [1, 1]))
+        a["dilations"] = list(src.get("dilationFactor", [1, 1]))
+        shape = [src.get("outputChannels", 0), src.get("kernelChannels", 0), *src.get("kernelSize", [1, 1])]
+        _reshape_weight(values, n.inputs[1], lambda s: shape if all(shape) else s)
+    if n.op_type == "innerProduct" and len(n.inputs) > 1:
+        a["transB"] = 1
+        shape = [src.get("outputChannels", 0), src.get("inputChannels", 0)]
+        _reshape_weight(values, n.inputs[1], lambda s: shape if all(shape) else s)
+    return _node(n, op, a)
+
+
+def _pt2(n: Node, graph: Graph, values: dict[str, Value]) -> Node:
+    op = _ATEN.get(n.op_type, n.op_type)
+    src = n.attributes
+    a: Attrs = {}
+    if "stride" in src:
+        a["strides"] = src["stride"]
+    if "dilation" in src:
+        a["dilations"] = src["dilation"]
+    if "groups" in src:
+        a["group"] = src["groups"]
+    if "kernel_size" in src:
+        a["kernel_shape"] = src["kernel_size"]
+    if n.op_type in ("aten.linear",):
+        a["transB"] = 1  # weight [out, in]
+    if n.op_type == "aten.addmm" and len(n.inputs) == 3:
+        node = _node(n, op, a)
+        node.inputs = [n.inputs[1], n.inputs[2], n.inputs[0]]  # addmm(bias, x, w) -> Gemm(x, w, bias)
+        return node
+    if n.op_type in ("aten.mean", "aten.sum", "aten.amax", "aten.amin"):
+        a["keepdims"] = int(bool(src.get("keepdim")))
+        if "dim" in src:
+            a["axes"] = src["dim"]
+    return _node(n, op, a)
+
+
+_CONVERTERS: dict[str, Callable[[Node, Graph, dict[str, Value]], Node]] = {
+    "tflite": _tflite, "coreml": _coreml, "pt2": _pt2,
+}
