@@ -1,6 +1,7 @@
 import Graph from "graphology";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import Sigma from "sigma";
+import { EdgeLineProgram, EdgeArrowProgram, NodeCircleProgram, NodePointProgram } from "sigma/rendering";
 import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
@@ -52,6 +53,7 @@ export interface GraphDebug {
   visibleCount(): number;
   sigma(): Sigma | null;
   setOverlay(on: boolean): void;
+  cheap(on: boolean): void;
 }
 
 export default memo(function GraphView(p: Props) {
@@ -158,6 +160,8 @@ export default memo(function GraphView(p: Props) {
       maxCameraRatio: 4,
       stagePadding: 20,
       allowInvalidContainer: true,
+      nodeProgramClasses: { circle: NodeCircleProgram, point: NodePointProgram },
+      edgeProgramClasses: { arrow: EdgeArrowProgram, line: EdgeLineProgram },
     });
     sigmaRef.current = s;
     return () => {
@@ -171,6 +175,10 @@ export default memo(function GraphView(p: Props) {
   useEffect(() => {
     const g = graphRef.current, s = sigmaRef.current;
     if (!layout || !g || !s || !hier || !nodes) return;
+    // Big drawings use one-vertex point sprites and plain lines: 10x cheaper than quads where WebGL is software.
+    const big = layout.ops.length + layout.collapsed.length > 1500;
+    s.setSetting("defaultNodeType", big ? "point" : "circle");
+    s.setSetting("defaultEdgeType", big ? "line" : "arrow");
     g.clear();
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
@@ -597,6 +605,11 @@ export default memo(function GraphView(p: Props) {
       visibleCount: () => graphRef.current?.order ?? 0,
       sigma: () => sigmaRef.current,
       setOverlay: (on) => (overlayOn.current = on),
+      cheap: (on: boolean) => {
+        const s = sigmaRef.current!;
+        s.setSetting("defaultNodeType", on ? "point" : "circle");
+        s.setSetting("defaultEdgeType", on ? "line" : "arrow");
+      },
     };
     (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
   }, [idToNode, hier]);

@@ -54,6 +54,8 @@ const DEFAULT_HIDDEN: VisibilityState = { namespace: false, p25_ms: false, p75_m
 
 interface Props {
   rows: Row[];
+  /** ids to show (table filters and lasso); null shows every row. Filtering runs after sorting, so it is one pass. */
+  only: ReadonlySet<string> | null;
   maxLatency: number;
   selected: ReadonlySet<string>;
   focus: string | null;
@@ -143,7 +145,7 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
   );
 }
 
-export const OpTable = memo(function OpTable({ rows, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize }: Props) {
+export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize }: Props) {
   const [sorting, setSorting] = useState<SortingState>([]);
   const [visibility, setVisibility] = useState<VisibilityState>(DEFAULT_HIDDEN);
   const [chooser, setChooser] = useState(false);
@@ -161,7 +163,8 @@ export const OpTable = memo(function OpTable({ rows, maxLatency, selected, focus
     sortDescFirst: true,
   });
   const sorted = useMemo(() => sortRows(rows, columns, sorting), [rows, columns, sorting]);
-  const model = { rows: sorted };
+  const shown = useMemo(() => (only ? sorted.filter((r) => only.has(r.op.id)) : sorted), [sorted, only]);
+  const model = { rows: shown };
   const visibleCols = table.getVisibleLeafColumns();
   const template = visibleCols.map((c) => `${COLUMN_HELP[c.id].width}px`).join(" ");
   const width = visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0);

@@ -237,7 +237,7 @@ export function ModelPage({ id }: { id: string }) {
       <div className="panes">
         <section className="pane pane-table" aria-label="Table">
           {ops && evaluation ? (
-            <OpTable rows={filtered} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} />
+            <OpTable rows={rows} only={filteredIds} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} />
           ) : (
             <p className="muted pad">Loading tasks…</p>
           )}
