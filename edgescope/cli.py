@@ -222,9 +222,10 @@ def upload(model: Path, server: str, name: str | None, inputs: tuple[str, ...], 
     if targets:
         data["targets"] = json.dumps(list(targets))
     base = server.rstrip("/")
+    http = _authed_session(base)
     try:
         with open(model, "rb") as f:
-            r = requests.post(f"{base}/api/models", files={"file": (model.name, f)}, data=data, timeout=600)
+            r = http.post(f"{base}/api/models", files={"file": (model.name, f)}, data=data, timeout=600)
     except requests.RequestException as e:
         raise click.ClickException(f"could not reach {base}: {e}") from None
     body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
@@ -232,13 +233,97 @@ def upload(model: Path, server: str, name: str | None, inputs: tuple[str, ...], 
         raise click.ClickException(f"upload refused ({r.status_code}): {body.get('error', r.text[:200])}")
     click.echo(body["url"])
     while wait:
-        m = requests.get(f"{base}/api/models/{body['id']}", timeout=30).json()
+        m = http.get(f"{base}/api/models/{body['id']}", timeout=30).json()
         if m["status"] in ("ready", "failed"):
             click.echo(f"{m['status']}{': ' + m['error'] if m['error'] else ''}", err=True)
             if m["status"] == "failed":
                 sys.exit(1)
             return
         time.sleep(1)
+
+
+def _credentials_path() -> Path:
+    import os
+
+    default = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "edgescope" / "credentials.json"
+    return Path(os.environ.get("EDGESCOPE_CREDENTIALS", default))
+
+
+def _authed_session(base: str):  # type: ignore[no-untyped-def]
+    """A requests session carrying the API token for `base` (EDGESCOPE_TOKEN, else `edgescope login`'s)."""
+    import os
+
+    import requests
+
+    token = os.environ.get("EDGESCOPE_TOKEN")
+    if not token:
+        path = _credentials_path()
+        saved = json.loads(path.read_text()) if path.is_file() else {}
+        token = saved.get(base)
+    if not token:
+        raise click.ClickException(f"Not signed in to {base}: run `edgescope login --server {base}` "
+                                   f"(or set EDGESCOPE_TOKEN).")
+    http = requests.Session()
+    http.headers["Authorization"] = f"Bearer {token}"
+    return http
+
+
+@main.command()
+@click.option("--server", default="http://127.0.0.1:8000", show_default=True, envvar="EDGESCOPE_SERVER")
+@click.option("--email", prompt=True)
+@click.option("--password", prompt=True, hide_input=True, envvar="EDGESCOPE_PASSWORD")
+def login(server: str, email: str, password: str) -> None:
+    """Sign in to a server and save a personal API token for the other commands."""
+    import os
+    import socket
+
+    import requests
+
+    base = server.rstrip("/")
+    try:
+        r = requests.post(f"{base}/api/auth/token", timeout=30,
+                          json={"email": email, "password": password, "name": f"CLI on {socket.gethostname()}"})
+    except requests.RequestException as e:
+        raise click.ClickException(f"could not reach {base}: {e}") from None
+    if r.status_code != 201:
+        raise click.ClickException(f"sign-in refused ({r.status_code}): {r.json().get('error', r.text[:200])}")
+    path = _credentials_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    saved = json.loads(path.read_text()) if path.is_file() else {}
+    saved[base] = r.json()["token"]
+    # The token is a password: readable by this user only.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(saved, f, indent=1)
+    click.echo(f"signed in to {base} as {email}; token saved in {path}", err=True)
+
+
+@main.group()
+def users() -> None:
+    """Accounts, for admins of this server (uses EDGESCOPE_DATABASE_URL directly)."""
+
+
+@users.command("create")
+@click.argument("email")
+@click.option("--name", default="")
+@click.option("--admin", is_flag=True, help="Make the account an admin.")
+@click.password_option(envvar="EDGESCOPE_PASSWORD")
+def users_create(email: str, name: str, admin: bool, password: str) -> None:
+    """Create an account (e.g. the first one, when sign-up is closed)."""
+    from server.api.auth import create_user
+    from server.api.errors import ApiError
+    from store.db import session_scope
+    from store.services import Services
+
+    settings = Settings.from_env()
+    _ensure_schema(settings)
+    try:
+        with session_scope(Services(settings).sessions) as s:
+            u = create_user(s, email, password, name)
+            u.is_admin = u.is_admin or admin
+            click.echo(f"created {u.email}{' (admin)' if u.is_admin else ''}", err=True)
+    except ApiError as e:
+        raise click.ClickException(e.message) from None
 
 
 def _add_simulator_commands() -> None:

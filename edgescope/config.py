@@ -40,6 +40,10 @@ class Settings:
     job_time_limit_s: int = 3600
     # Host calibration cache (measured kernel efficiencies); default <data_dir>/calibration.
     calibration_dir: Path | None = None
+    # Anyone may create an account from the sign-in page; when off, admins use `edgescope users create`.
+    allow_signup: bool = True
+    # Mark session cookies Secure (set it when the server is reached over HTTPS).
+    secure_cookies: bool = False
     secret_key: str = ""
     public_url: str = ""  # base of shareable URLs; empty = the request's host
 
@@ -80,6 +84,10 @@ def _parse(name: str, raw: str, type_: Any) -> Any:
     try:
         if t == "int":
             return int(raw)
+        if t == "bool":
+            if raw.strip().lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ValueError(raw)
+            return raw.strip().lower() in ("1", "true", "yes", "on")
         if t in ("Path", "Path | None"):
             return Path(raw)
         if t.startswith("tuple"):

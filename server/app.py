@@ -32,15 +32,20 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
     app.extensions["edgescope"] = services
     app.extensions["celery"] = make_celery(settings)
 
+    from .api.analyses import bp as analyses_bp
+    from .api.auth import bp as auth_bp
+    from .api.errors import ApiError, handle_api_error
     from .api.models import bp as models_bp
     from .api.results import bp as results_bp
+    from .api.sharing import bp as sharing_bp
+    from .auth import authenticate
     from .openapi import bp as openapi_bp
     from .pages import bp as pages_bp
 
-    app.register_blueprint(models_bp)
-    app.register_blueprint(results_bp)
-    app.register_blueprint(openapi_bp)
-    app.register_blueprint(pages_bp)
+    app.before_request(authenticate)
+    app.register_error_handler(ApiError, handle_api_error)
+    for bp in (auth_bp, models_bp, results_bp, sharing_bp, analyses_bp, openapi_bp, pages_bp):
+        app.register_blueprint(bp)
 
     @app.errorhandler(HTTPException)
     def _http_error(e: HTTPException):  # type: ignore[no-untyped-def]

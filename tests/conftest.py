@@ -6,6 +6,7 @@ machine kind before every session and CI run; tests that need them fail loudly i
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -69,9 +70,26 @@ def app(settings: Settings):  # type: ignore[no-untyped-def]
     return create_app(settings)
 
 
+def sign_up(client, email: str, password: str = "correct horse battery") -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Create an account through the API; the test client keeps its session cookie."""
+    r = client.post("/api/auth/signup", json={"email": email, "password": password, "name": email.split("@")[0]})
+    assert r.status_code == 201, r.get_json()
+    return r.get_json()
+
+
+def token_client(app, email: str):  # type: ignore[no-untyped-def]
+    """A test client that authenticates every request with a fresh personal API token."""
+    c = app.test_client()
+    csrf = sign_up(c, email)["csrf_token"]
+    token = c.post("/api/tokens", json={"name": "tests"}, headers={"X-CSRF-Token": csrf}).get_json()["token"]
+    c.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    return c
+
+
 @pytest.fixture
 def client(app):  # type: ignore[no-untyped-def]
-    return app.test_client()
+    """Signed in as alice@example.com (API token)."""
+    return token_client(app, "alice@example.com")
 
 
 @pytest.fixture(scope="session")
@@ -96,6 +114,12 @@ def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh database on the local server, dropped afterwards."""
+    with fresh_postgres_db() as url:
+        yield url
+
+
+@contextlib.contextmanager
+def fresh_postgres_db() -> Iterator[str]:
     from sqlalchemy import create_engine, text
 
     name = f"edgescope_test_{secrets.token_hex(4)}"
@@ -142,11 +166,15 @@ class LiveServer:
     url: str
     data_dir: Path
     proc: subprocess.Popen
+    http: requests.Session  # signed in as owner@example.com with an API token
+
+    def get(self, path: str, **kw: Any) -> requests.Response:
+        return self.http.get(self.url + path, timeout=30, **kw)
 
     def upload(self, path: Path, wait: bool = True, timeout_s: float = 300, **fields: Any) -> dict[str, Any]:
         data = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
         with open(path, "rb") as f:
-            r = requests.post(f"{self.url}/api/models", files={"file": (path.name, f)}, data=data, timeout=60)
+            r = self.http.post(f"{self.url}/api/models", files={"file": (path.name, f)}, data=data, timeout=60)
         r.raise_for_status()
         model = r.json()
         return self.wait(model["id"], timeout_s) if wait else model
@@ -154,7 +182,7 @@ class LiveServer:
     def wait(self, model_id: str, timeout_s: float = 300) -> dict[str, Any]:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            m = requests.get(f"{self.url}/api/models/{model_id}", timeout=10).json()
+            m = self.get(f"/api/models/{model_id}").json()
             if m["status"] in ("ready", "failed"):
                 return m
             time.sleep(0.3)
@@ -169,7 +197,14 @@ def start_server(data_dir: Path, env: dict[str, str] | None = None) -> LiveServe
                             env=full_env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     url = f"http://127.0.0.1:{port}"
     wait_http(f"{url}/api/openapi.json", 120, proc)
-    return LiveServer(url=url, data_dir=data_dir, proc=proc)
+    http = requests.Session()
+    sign = http.post(f"{url}/api/auth/signup", timeout=30,
+                     json={"email": "owner@example.com", "password": "owner password 1"}).json()
+    r = http.post(f"{url}/api/tokens", json={"name": "tests"}, headers={"X-CSRF-Token": sign["csrf_token"]},
+                  timeout=30)
+    http.cookies.clear()
+    http.headers["Authorization"] = f"Bearer {r.json()['token']}"
+    return LiveServer(url=url, data_dir=data_dir, proc=proc, http=http)
 
 
 @pytest.fixture(scope="session")

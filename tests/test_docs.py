@@ -39,7 +39,7 @@ def test_every_api_route_documented(app) -> None:  # type: ignore[no-untyped-def
     for rule in app.url_map.iter_rules():
         if not rule.rule.startswith("/api/"):
             continue
-        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", lambda m: "<" + m.group(1).replace("model_id", "id").replace("op_id", "op") + ">", rule.rule)
+        path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", lambda m: "<" + {"model_id": "id", "op_id": "op"}.get(m.group(1), m.group(1)) + ">", rule.rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             if f"{method} {path}" not in README:
                 missing.append(f"{method} {path}")

@@ -23,6 +23,8 @@ from store.models import Job, Model
 from store.services import Services
 from worker.celery_app import enqueue
 
+from ..access import model_for, visible_models_query
+from ..auth import current_user, require_user
 from .errors import ApiError, handle_api_error
 from .serialize import model_json
 
@@ -101,6 +103,7 @@ def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
 
 @bp.post("")
 def upload() -> ResponseReturnValue:
+    user = require_user()
     services = _services()
     name = (request.form.get("name") or "").strip()[:MAX_NAME]
     shapes, values = _input_shapes(), _input_values()
@@ -113,7 +116,7 @@ def upload() -> ResponseReturnValue:
             raise ApiError(415, "unsupported_format", str(e)) from None
         targets = _targets(fmt)
         model = Model(name=name or filename, filename=filename, format=fmt, size_bytes=size, sha256=sha,
-                      input_shapes=shapes, input_values=values, targets=targets)
+                      input_shapes=shapes, input_values=values, targets=targets, owner_id=user.id)
         job = Job()
         model.jobs.append(job)
         with session_scope(services.sessions) as s:
@@ -124,8 +127,8 @@ def upload() -> ResponseReturnValue:
         model_id, job_id = model.id, job.id
     _enqueue(services, job_id)
     with session_scope(services.sessions) as s:
-        m = s.scalar(select(Model).options(selectinload(Model.jobs)).where(Model.id == model_id))
-        body = model_json(m)
+        m, role = model_for(s, model_id, user)
+        body = model_json(m, role)
     return jsonify(body), 201, {"Location": body["url"]}
 
 
@@ -142,32 +145,32 @@ def _enqueue(services: Services, job_id: str) -> None:
                                                  "the job broker is unavailable.") from None
 
 
-def get_model(s: Any, model_id: str) -> Model:
-    m = s.scalar(select(Model).options(selectinload(Model.jobs)).where(Model.id == model_id))
-    if m is None:
-        raise ApiError(404, "not_found", f"No model with id '{model_id}'.")
-    return m
-
-
 @bp.get("")
 def list_models() -> ResponseReturnValue:
+    """`?scope=mine` (default): models I own; `?scope=shared`: shared with me or my groups."""
+    user = require_user()
+    scope = request.args.get("scope", "mine")
+    if scope not in ("mine", "shared"):
+        raise ApiError(400, "bad_scope", "scope must be 'mine' or 'shared'.")
     with session_scope(_services().sessions) as s:
-        rows = s.scalars(select(Model).options(selectinload(Model.jobs))
-                         .order_by(Model.created_at.desc()).limit(500))
-        return jsonify(models=[model_json(m) for m in rows])
+        q = visible_models_query(user, scope).options(selectinload(Model.jobs))
+        rows = s.scalars(q.order_by(Model.created_at.desc()).limit(500))
+        return jsonify(models=[model_json(m, "owner" if scope == "mine" else None) for m in rows])
 
 
 @bp.get("/<model_id>")
 def read_model(model_id: str) -> ResponseReturnValue:
     with session_scope(_services().sessions) as s:
-        return jsonify(model_json(get_model(s, model_id)))
+        m, role = model_for(s, model_id, current_user())
+        return jsonify(model_json(m, role))
 
 
 @bp.delete("/<model_id>")
 def delete_model(model_id: str) -> ResponseReturnValue:
     services = _services()
     with session_scope(services.sessions) as s:
-        s.delete(get_model(s, model_id))
+        m, _ = model_for(s, model_id, current_user(), at_least="owner")
+        s.delete(m)
     services.blobs.delete_prefix(keys.model_prefix(model_id))
     return "", 204
 
@@ -176,8 +179,9 @@ def delete_model(model_id: str) -> ResponseReturnValue:
 def reanalyze(model_id: str) -> ResponseReturnValue:
     """Queue a fresh analysis job (after a failure, or on a new version of Edgescope)."""
     services = _services()
+    user = current_user()
     with session_scope(services.sessions) as s:
-        m = get_model(s, model_id)
+        m, _ = model_for(s, model_id, user, at_least="editor")
         if m.job and m.job.status in ("queued", "running"):
             raise ApiError(409, "busy", "The model is being analysed already.")
         job = Job(model_id=m.id)
@@ -186,4 +190,5 @@ def reanalyze(model_id: str) -> ResponseReturnValue:
         job_id = job.id
     _enqueue(services, job_id)
     with session_scope(services.sessions) as s:
-        return jsonify(model_json(get_model(s, model_id))), 202
+        m, role = model_for(s, model_id, user)
+        return jsonify(model_json(m, role)), 202

@@ -16,8 +16,9 @@ from store.models import Artifact, Model
 from store.packed import read_record
 from store.services import Services
 
+from ..access import model_for
+from ..auth import current_user
 from .errors import ApiError, handle_api_error
-from .models import get_model
 
 bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
 bp.register_error_handler(ApiError, handle_api_error)
@@ -28,7 +29,7 @@ def _services() -> Services:
 
 
 def _ready_model(s: Any, model_id: str) -> Model:
-    m = get_model(s, model_id)
+    m, _ = model_for(s, model_id, current_user())
     job = m.job
     if job is None or job.status != "ready":
         if job is not None and job.status == "failed":
@@ -103,6 +104,11 @@ def _op_index(blobs: BlobStore, key: str) -> tuple[dict[str, int], list[int]]:
     return {op: i for i, op in enumerate(doc["ops"])}, doc["offsets"]
 
 
+def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
+    """Op id -> position in the option tables of `target` (the ops a state may override)."""
+    return _op_index(_services().blobs, _artifact(s, m.id, "op_options_index", target).key)[0]
+
+
 @bp.get("/ops/<path:op_id>/options")
 def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
     services = _services()
@@ -123,7 +129,7 @@ def download(model_id: str) -> ResponseReturnValue:
 
     services = _services()
     with session_scope(services.sessions) as s:
-        m = get_model(s, model_id)
+        m, _ = model_for(s, model_id, current_user())
         key, filename = keys.upload(m.id, m.filename), m.filename
     return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
                      mimetype="application/octet-stream")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 from flask import current_app, request
@@ -14,15 +15,19 @@ def share_url(model_id: str) -> str:
     return f"{base.rstrip('/')}/m/{model_id}"
 
 
-def model_json(m: Model) -> dict[str, Any]:
+def model_json(m: Model, role: str | None = None) -> dict[str, Any]:
     job = m.job
+    created = m.created_at if m.created_at.tzinfo else m.created_at.replace(tzinfo=UTC)
     return {
         "id": m.id,
         "url": share_url(m.id),
         "name": m.name,
         "format": m.format,
         "size_bytes": m.size_bytes,
-        "created_at": m.created_at.isoformat().replace("+00:00", "Z"),
+        "created_at": created.isoformat().replace("+00:00", "Z"),
+        "owner": {"id": m.owner.id, "name": m.owner.name} if m.owner else None,
+        "your_role": role,
+        "link_sharing": m.link_sharing,
         "status": job.status if job else "failed",
         "stage": job.stage if job else None,
         "progress": job.progress if job else 0,

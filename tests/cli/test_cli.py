@@ -54,9 +54,33 @@ def test_analyze_bad_file(calibration_dir: Path, tmp_path: Path) -> None:
     assert p.returncode == 1 and "ONNX" in p.stderr and "Traceback" not in p.stderr
 
 
-def test_upload_prints_url(live_server, zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_login_then_upload_prints_url(live_server, zoo, calibration_dir: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                     monkeypatch) -> None:
+    monkeypatch.setenv("EDGESCOPE_CREDENTIALS", str(tmp_path / "creds.json"))
+    p = _cli("upload", str(zoo.path("tiny_cnn")), "--server", live_server.url,
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode != 0 and "edgescope login" in p.stderr
+    p = _cli("login", "--server", live_server.url, "--email", "owner@example.com", "--password", "wrong password",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode != 0 and "Wrong e-mail or password" in p.stderr
+    p = _cli("login", "--server", live_server.url, "--email", "owner@example.com", "--password", "owner password 1",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert oct((tmp_path / "creds.json").stat().st_mode & 0o777) == "0o600"
     p = _cli("upload", str(zoo.path("tiny_cnn")), "--server", live_server.url, "--wait",
              calibration_dir=calibration_dir, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     url = p.stdout.strip()
     assert url.startswith(f"{live_server.url}/m/") and "ready" in p.stderr
+    # The uploaded model belongs to the signed-in account.
+    mid = url.rsplit("/", 1)[1]
+    assert live_server.get(f"/api/models/{mid}").json()["your_role"] == "owner"
+
+
+def test_users_create(tmp_path: Path, calibration_dir: Path) -> None:
+    p = _cli("users", "create", "root@example.com", "--password", "a long admin password",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0 and "(admin)" in p.stderr, p.stderr
+    p = _cli("users", "create", "root@example.com", "--password", "a long admin password",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode != 0 and "exists" in p.stderr

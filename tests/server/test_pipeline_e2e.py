@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from edgescope.config import Settings
-from tests.conftest import FAST_PROFILE, REDIS_URL, ROOT
+from tests.conftest import FAST_PROFILE, REDIS_URL, ROOT, token_client
 
 
 def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-def]
@@ -48,7 +48,7 @@ def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-d
 
 def test_embedded_default_end_to_end(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
     def get(path: str) -> dict:
-        r = requests.get(live_server.url + path, timeout=30)
+        r = live_server.get(path)
         assert r.status_code == 200, (path, r.text[:300])
         return r.json()
 
@@ -65,7 +65,7 @@ def test_bad_models_fail_with_reason_and_server_stays_up(live_server, zoo, tmp_p
     m = live_server.upload(truncated)
     assert m["status"] == "failed" and "truncated or corrupt" in m["error"]
     assert m["summary"] is None
-    r = requests.get(f"{live_server.url}/api/models/{m['id']}/ops", timeout=10)
+    r = live_server.get(f"/api/models/{m['id']}/ops")
     assert r.status_code == 409 and "failed" in r.json()["error"]
 
     m = live_server.upload(zoo.path("unknown_op"))
@@ -98,7 +98,7 @@ def test_redis_postgres_s3_with_separate_worker(tmp_path: Path, postgres_url: st
     worker = subprocess.Popen([sys.executable, "-m", "edgescope", "worker", "--loglevel", "WARNING"],
                               env={**os.environ, **env}, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        client = create_app(settings).test_client()
+        client = token_client(create_app(settings), "bob@example.com")
 
         def get(path: str) -> dict:
             r = client.get(path)

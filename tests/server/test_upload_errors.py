@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgescope.config import Settings
+from tests.conftest import token_client
 
 
 def _post(client, data: bytes | None, filename: str = "m.onnx", **fields):  # type: ignore[no-untyped-def]
@@ -52,7 +53,7 @@ def test_upload_over_limit(tmp_path: Path, calibration_dir: Path, zoo) -> None: 
 
     settings = Settings.from_env(env={}, data_dir=tmp_path, calibration_dir=calibration_dir, max_upload_bytes=1000)
     upgrade(settings.database_url)
-    client = create_app(settings).test_client()
+    client = token_client(create_app(settings), "big@example.com")
     data = zoo.path("tiny_cnn").read_bytes()
     assert len(data) > 1000
     r = _post(client, data)
@@ -80,6 +81,11 @@ def test_unknown_model_is_404(client) -> None:  # type: ignore[no-untyped-def]
     for path in ("/api/models/nope", "/api/models/nope/ops", "/api/models/nope/graph", "/api/models/nope/options"):
         r = client.get(path)
         assert r.status_code == 404 and r.get_json()["code"] == "not_found", path
+
+
+def test_anonymous_upload_is_refused(app, zoo) -> None:  # type: ignore[no-untyped-def]
+    r = _post(app.test_client(), zoo.path("tiny_cnn").read_bytes())
+    assert r.status_code == 401 and "Sign in" in r.get_json()["error"]
 
 
 def test_results_of_queued_model_are_409(client, zoo) -> None:  # type: ignore[no-untyped-def]
