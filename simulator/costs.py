@@ -307,6 +307,10 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return 0.0, _ELEMENTWISE_FLOPS.get(op, 1.0) * out_e
     if kind == "quant":
         return 0.0, 2.0 * out_e
+    if kind == "layout":
+        # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies, and
+        # the layout efficiency (calibrated) turns this into time.
+        return 0.0, out_e
     return 0.0, 0.0
 
 
