@@ -68,9 +68,10 @@ class Predicted:
 
 
 # Backend name (the part of a target before "/") -> implementation. Unlisted backends are predicted.
-from compiler.backends.litert import LiteRtCpu  # noqa: E402  (after Backend/as_tasks, which it uses)
+from compiler.backends.coreml import CoreMLBackend  # noqa: E402  (after Backend/as_tasks, which they use)
+from compiler.backends.litert import LiteRtCpu  # noqa: E402
 
-BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu()}
+BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu(), "coreml": CoreMLBackend()}
 
 
 def for_target(target: str) -> Backend:

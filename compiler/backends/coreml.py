@@ -1,0 +1,148 @@
+"""Core ML backend (`coreml/<apple device>`): no runtime here, so predicted, but compiled for real
+where we can convert.
+
+- `.pt2` sources are converted with coremltools (`ct.convert` of the ExportedProgram, ML Program,
+  iOS 17) in a sandboxed child that loads the archive with torch hardened as in
+  `compiler.backends.pt2_onnx` (vetted pickles, weights_only). The compiled graph is the Core ML
+  program (MIL ops: fp16 casts inserted, BatchNorm folded, ...), read back by the Core ML frontend;
+  each MIL op names its output after the FX node it came from (`conv2d_1_cast_fp16`), so
+  `provenance.map_provenance` maps tasks to FX nodes by name, and each task takes the namespace
+  and source location of its FX nodes (Core ML files keep no scopes; we keep them because we
+  converted). The converted package is written as a zipped `.mlpackage` (one file, the upload
+  format) for the Core ML exporter.
+- `.mlpackage` / `.mlmodel` sources already are Core ML: one task per op; the file is the compiled file.
+- Other formats: one task per source node (as for every predicted backend).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from compiler.graph import Graph
+from compiler.profile import Profile
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+
+MIL_SUFFIXES = ("_cast_fp16", "_cast_fp32", "_to_fp16", "_to_fp32")
+MIL_HELPERS = frozenset({"cast", "reshape", "transpose", "squeeze", "expand_dims", "identity"})
+DEPLOYMENT_TARGET = "iOS17"
+
+
+def pt2_to_coreml(pt2_path: str | os.PathLike[str], out_zip: str | os.PathLike[str], timeout_s: float = 600.0,
+                  memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
+    """Convert a vetted .pt2 to a zipped ML Program package at `out_zip`."""
+    from compiler.frontends.pt2 import Pt2Archive
+
+    arc = Pt2Archive(pt2_path)
+    try:
+        arc.vet_pickles()
+    finally:
+        arc.close()
+    run("compiler.backends.coreml:_convert_child", {"src": os.fspath(pt2_path), "out": os.fspath(out_zip)},
+        Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to Core ML"))
+    return Path(out_zip)
+
+
+def compile(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+    from compiler.backends import as_tasks
+
+    if source.format == "pt2":
+        from compiler.errors import ModelRunError, SandboxError
+
+        try:
+            out = pt2_to_coreml(src, workdir / "coreml.mlpackage.zip")
+        except (ModelRunError, SandboxError) as e:
+            # An op coremltools cannot convert should not fail the whole analysis: predict on
+            # the FX graph instead, and say so.
+            compiled = as_tasks(source)
+            compiled.metadata["note"] = f"not converted to Core ML ({e}); predicted with one task per FX node"
+            return compiled, None
+        return _with_provenance(out, source), out
+    if source.format == "coreml":
+        compiled = as_tasks(source)
+        compiled.metadata["note"] = "Core ML model as uploaded: one task per ML Program op"
+        return compiled, src
+    return as_tasks(source), None
+
+
+def _with_provenance(package_zip: Path, source: Graph) -> Graph:
+    from compiler.backends.provenance import map_provenance
+    from compiler.frontends import coreml as coreml_frontend
+
+    compiled = coreml_frontend.load(package_zip)
+    compiled.name = source.name
+    map_provenance(source, compiled, MIL_SUFFIXES, helper_ops=MIL_HELPERS)
+    by_id = {n.id: n for n in source.nodes}
+    for task in compiled.nodes:
+        srcs = [by_id[s] for s in task.source_nodes if s in by_id]
+        located = [s for s in srcs if s.location is not None]
+        if located:
+            task.location = located[-1].location
+    covered = {s for n in compiled.nodes for s in n.source_nodes}
+    compiled.metadata.update({
+        "converted_from": f"pt2 (coremltools, ML Program, {DEPLOYMENT_TARGET})",
+        "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(covered)),
+        "source_nodes_eliminated": str(len(compiled.eliminated)),
+    })
+    return compiled
+
+
+def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+    import io
+    import logging
+    import tempfile
+    import warnings
+
+    from compiler.backends.pt2_onnx import _harden_torch_loading
+    from compiler.errors import ModelRunError
+    from compiler.frontends.pt2 import Pt2Archive
+    from compiler.graph import ModelFormatError
+
+    arc = Pt2Archive(payload["src"])
+    try:
+        arc.vet_pickles()
+    finally:
+        arc.close()
+    _harden_torch_loading()
+    import torch
+
+    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        import coremltools as ct
+
+        try:
+            ep = torch.export.load(payload["src"])
+        except ModelFormatError:
+            raise
+        except Exception as e:
+            raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
+        try:
+            ml = ct.convert(ep.run_decompositions({}), convert_to="mlprogram",
+                            minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))
+        except Exception as e:
+            raise ModelRunError(f"coremltools could not convert the .pt2 model: {str(e).strip()[:800]}") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        pkg = Path(tmp, "model.mlpackage")
+        ml.save(os.fspath(pkg))
+        base = Path(payload["out"])
+        archive = shutil.make_archive(os.fspath(base.with_name(base.name + ".tmp")), "zip", tmp, "model.mlpackage")
+        os.replace(archive, base)
+    return {"coremltools": ct.__version__}
+
+
+class CoreMLBackend:
+    """Registry entry (`compiler.backends.BACKENDS["coreml"]`): compiled here, predicted by the simulator."""
+
+    name = "coreml"
+    measures = False
+
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        return compile(src, workdir, source)
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile:
+        raise RuntimeError("Core ML does not run on this server; its figures are predicted")

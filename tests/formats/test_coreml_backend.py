@@ -1,0 +1,62 @@
+"""Core ML backend: .pt2 converted for real (coremltools) with tasks mapped to FX nodes; Core ML
+uploads are their own task graph; other formats one task per node."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import backends, frontends
+from compiler.graph import ModelFormatError
+from edgescope.commands.export_pt2 import export_pt2
+from tests.formats import coreml_builder as cb
+from tests.formats.test_pt2 import SRC
+
+
+@pytest.fixture(scope="session")
+def converted(models, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    pt2 = models.get("net.pt2", lambda q: export_pt2(f"{SRC / 'net.py'}:build", q)[0])
+    source = frontends.load(pt2)
+    compiled, path = backends.for_target("coreml/apple-a17").compile(pt2, tmp_path_factory.mktemp("coreml"), source)
+    return source, compiled, path
+
+
+def test_pt2_converted_to_core_ml_program(converted) -> None:  # type: ignore[no-untyped-def]
+    source, compiled, path = converted
+    assert not backends.for_target("coreml/apple-a17").measures
+    assert path is not None and path.name.endswith(".mlpackage.zip")
+    assert frontends.detect(path) == "coreml" and compiled.format == "coreml"
+    assert compiled.metadata["converted_from"].startswith("pt2 (coremltools")
+    ops = [n.op_type for n in compiled.nodes]
+    assert ops.count("conv") == 3 and "linear" in ops and "cast" in ops  # fp16 input cast inserted
+    ids = {n.id for n in source.nodes}
+    covered = {s for n in compiled.nodes for s in n.source_nodes}
+    assert covered | set(compiled.eliminated) == ids and all(set(n.source_nodes) <= ids for n in compiled.nodes)
+
+
+def test_scopes_and_locations_kept_through_conversion(converted) -> None:  # type: ignore[no-untyped-def]
+    _, compiled, _ = converted
+    conv = next(n for n in compiled.nodes if n.source_nodes == ["conv2d_1"])
+    assert conv.op_type == "conv" and conv.namespace == "blocks/0/conv"
+    assert conv.location is not None and (conv.location.file, conv.location.line) == ("layers.py", 14)
+
+
+def test_coreml_upload_is_its_own_task_graph(models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    z = models.get("cnn.mlpackage.zip", lambda p: cb.mlpackage_zip(p, "cnn"))
+    source = frontends.load(z)
+    compiled, path = backends.for_target("coreml/apple-a17").compile(z, tmp_path, source)
+    assert path == z and [n.source_nodes for n in compiled.nodes] == [[n.id] for n in source.nodes]
+
+
+def test_hostile_pt2_refused_before_conversion(models, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import pickle
+
+    from tests.formats.test_pt2 import _Payload, _replace
+
+    pt2 = models.get("net.pt2", lambda q: export_pt2(f"{SRC / 'net.py'}:build", q)[0])
+    marker = tmp_path / "pwned"
+    bad = _replace(pt2, tmp_path / "bad.pt2", "data/constants/x", pickle.dumps(_Payload(marker), protocol=2))
+    with pytest.raises(ModelFormatError, match="refusing"):
+        backends.for_target("coreml/apple-a17").compile(bad, tmp_path, frontends.load(pt2))
+    assert not marker.exists()
