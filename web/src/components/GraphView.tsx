@@ -176,7 +176,7 @@ export default memo(function GraphView(p: Props) {
     const g = graphRef.current, s = sigmaRef.current;
     if (!layout || !g || !s || !hier || !nodes) return;
     // Big drawings use one-vertex point sprites and plain lines: 10x cheaper than quads where WebGL is software.
-    const big = layout.ops.length + layout.collapsed.length > 1500;
+    const big = layout.ops.length + layout.collapsed.length > 500;
     s.setSetting("defaultNodeType", big ? "point" : "circle");
     s.setSetting("defaultEdgeType", big ? "line" : "arrow");
     g.clear();
