@@ -13,9 +13,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from compiler.frontends.archive import ZIP_MAGIC, check_member_name
 from compiler.graph import ModelFormatError
+
+if TYPE_CHECKING:
+    from compiler.frontends.pt2 import Pt2Archive
 
 MAX_SOURCE_BYTES = 2 * 1024 * 1024  # per file served
 
@@ -32,7 +36,7 @@ class SourceNotFound(KeyError):
 
 def list_sources(model_path: str | os.PathLike[str]) -> list[SourceFile]:
     """Source files stored in the model, sorted by path; [] for other formats or none saved."""
-    with _open(model_path) as arc:
+    with _Opened(model_path) as arc:
         if arc is None:
             return []
         return sorted((SourceFile(p, arc.zip.infos[arc.prefix + _member(p)].file_size) for p in _listed(arc)),
@@ -45,7 +49,7 @@ def read_source(model_path: str | os.PathLike[str], path: str) -> str:
         rel = check_member_name(path, "source path")
     except ModelFormatError:
         raise SourceNotFound(path) from None
-    with _open(model_path) as arc:
+    with _Opened(model_path) as arc:
         if arc is None or rel not in _listed(arc):
             raise SourceNotFound(path)
         info = arc.zip.infos[arc.prefix + _member(rel)]
@@ -60,7 +64,7 @@ def _member(rel: str) -> str:
     return SOURCES_DIR + rel
 
 
-def _listed(arc) -> set[str]:  # type: ignore[no-untyped-def]
+def _listed(arc: Pt2Archive) -> set[str]:
     from compiler.frontends.pt2 import SOURCES_MANIFEST
 
     if not arc.has(SOURCES_MANIFEST):
@@ -77,14 +81,14 @@ def _listed(arc) -> set[str]:  # type: ignore[no-untyped-def]
     return out
 
 
-class _open:
+class _Opened:
     """Context manager yielding the vetted Pt2Archive, or None when the file is not a .pt2 zip."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = path
-        self.arc = None
+        self.arc: Pt2Archive | None = None
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> Pt2Archive | None:
         from compiler.frontends.pt2 import Pt2Archive
 
         with open(self.path, "rb") as fh:

@@ -142,3 +142,13 @@ def test_safe_extract_writes_inside_dest(cnn_zip: Path, tmp_path: Path) -> None:
     files = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
     assert any(f.endswith("Data/com.apple.CoreML/model.mlmodel") for f in files)
     assert all(not f.startswith("..") for f in files)
+
+
+def test_package_zipped_without_top_folder(cnn_zip: Path, tmp_path: Path) -> None:
+    # "Compress" on the package's contents instead of the folder: Manifest.json at the zip root.
+    out = tmp_path / "flat.zip"
+    with zipfile.ZipFile(cnn_zip) as src, zipfile.ZipFile(out, "w") as dst:
+        for i in src.infolist():
+            dst.writestr(i.filename.split("/", 1)[1], src.read(i))
+    assert frontends.detect(out) == "coreml"
+    assert [n.op_type for n in frontends.load(out).nodes] == ["conv", "relu", "conv", "reduce_mean", "linear"]
