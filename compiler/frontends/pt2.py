@@ -121,7 +121,9 @@ def load(path: str | os.PathLike[str]) -> Graph:
         program = arc.json(f"models/{arc.model_name}.json")
         try:
             return _to_graph(arc, program, path.stem)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        except ModelFormatError:
+            raise
+        except Exception as e:  # any field missing or of the wrong type: the JSON is not torch's
             raise ModelFormatError(f"the .pt2 program JSON is malformed ({type(e).__name__}: {e})") from None
     finally:
         arc.close()

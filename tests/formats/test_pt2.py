@@ -206,3 +206,40 @@ def test_location_parser_handles_missing_code_lines() -> None:
              '    return self._conv_forward(x)')
     loc = pt2.location_from_trace(trace)
     assert loc is not None and (loc.file, loc.line, loc.code) == ("<stdin>", 6, "")
+
+
+def test_malformed_program_json_is_a_format_error(net_pt2: Path, tmp_path: Path) -> None:
+    """Fields deleted or retyped at random: a Graph or a ModelFormatError, never another exception."""
+    import random
+
+    with zipfile.ZipFile(net_pt2) as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    program_name = next(n for n in members if n.endswith("models/model.json"))
+    base = json.loads(members[program_name])
+
+    def paths(o, pre=()):  # type: ignore[no-untyped-def]
+        items = o.items() if isinstance(o, dict) else enumerate(o) if isinstance(o, list) else []
+        for k, v in items:
+            yield pre + (k,)
+            yield from paths(v, pre + (k,))
+
+    every = list(paths(base))
+    rng = random.Random(0)
+    errors = 0
+    for trial in range(150):
+        doc = json.loads(json.dumps(base))
+        where = rng.choice(every)
+        parent = doc
+        for k in where[:-1]:
+            parent = parent[k]
+        parent[where[-1]] = rng.choice([None, 1, "x", [], {}, -5, 1e309, {"zzz": 1}])
+        out = tmp_path / f"fuzz{trial}.pt2"
+        with zipfile.ZipFile(out, "w") as zo:
+            for n, data in members.items():
+                zo.writestr(n, json.dumps(doc) if n == program_name else data)
+        try:
+            pt2.load(out)
+        except ModelFormatError:
+            errors += 1
+        out.unlink()
+    assert errors > 10  # the mutations do break things, and every break was a ModelFormatError
