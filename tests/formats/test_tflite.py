@@ -167,3 +167,15 @@ def test_litert_profile_transformer_and_bad_override(block: Path, tmp_path: Path
     assert prof.latency_ms > 0 and prof.input_shapes == {"x": [1, 16, 32]}
     with pytest.raises(InputSpecError):
         backend.profile(path, ProfileSettings(runs=5, warmup=1, input_shapes={"nope": [1]}))
+
+
+def test_int8_model_quantization_and_run(tmp_path: Path) -> None:
+    path = tb.int8_add(tmp_path / "q.tflite")
+    g = tflite.load(path)
+    y = g.values["y"]
+    assert y.dtype == "int8" and y.quant is not None and y.quant.zero_point == [-3]
+    assert y.quant.scale == [pytest.approx(0.2)]
+    backend = backends.for_target("litert-cpu/host")
+    _, compiled = backend.compile(path, tmp_path, g)
+    prof = backend.profile(compiled, ProfileSettings(runs=3, warmup=1))
+    assert prof.input_shapes == {"x": [1, 8]} and prof.latency_ms > 0

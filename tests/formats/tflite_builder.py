@@ -180,3 +180,13 @@ def transformer_block(path: str | os.PathLike[str], seq: int = 16, hidden: int =
     y = w.tensor("y", [1, seq, hidden])
     w.op("ADD", [h, m2], [y], w.options("AddOptions"))
     return w.save(path, [x], [y])
+
+
+def int8_add(path: str | os.PathLike[str]) -> Path:
+    """Fully int8 ADD of an int8 input and an int8 constant, each with its own scale/zero point."""
+    w = TfliteWriter()
+    x = w.tensor("x", [1, 8], "int8", quant=([0.1], [0], 0))
+    c = w.tensor("c", [1, 8], "int8", data=np.arange(8, dtype=np.int8), quant=([0.1], [0], 0))
+    y = w.tensor("y", [1, 8], "int8", quant=([0.2], [-3], 0))
+    w.op("ADD", [x, c], [y], w.options("AddOptions"))
+    return w.save(path, [x], [y])
