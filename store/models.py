@@ -210,3 +210,25 @@ class Analysis(Base):
 
     model: Mapped[Model] = relationship(back_populates="analyses")
     owner: Mapped[User] = relationship()
+
+
+class Export(Base):
+    """An optimized model file built from an optimization state, with its prediction beside what was measured."""
+
+    __tablename__ = "exports"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
+    requested_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    state: Mapped[dict[str, Any]] = mapped_column(default=dict)  # target, model_wide, overrides
+    status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|ready|failed
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    filename: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    size_bytes: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    # {"latency_ms", "size_bytes", "peak_memory_bytes", "memory_power_mw", "label"}
+    predicted: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # {"latency_ms", "latency_p90_ms", "peak_memory_bytes", "size_bytes", "label"}; null where no runtime here
+    measured: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    notes: Mapped[list[Any]] = mapped_column(default=list)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

@@ -48,3 +48,8 @@ def make_celery(settings: Settings) -> Celery:
 def enqueue(app: Celery, job_id: str) -> None:
     """Send an analysis job to the workers. Call after the job row is committed."""
     app.send_task(tasks.ANALYZE, args=[job_id])
+
+
+def enqueue_export(app: Celery, export_id: str) -> None:
+    """Send an export job (build an optimized model file) to the workers. Call after commit."""
+    app.send_task(tasks.EXPORT, args=[export_id])

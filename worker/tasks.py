@@ -14,9 +14,10 @@ from celery.app.task import Task
 from edgescope.config import Settings
 from store.services import Services
 
-from . import jobs
+from . import exports, jobs
 
 ANALYZE = "edgescope.analyze_model"
+EXPORT = "edgescope.export_model"
 
 
 @cache
@@ -36,7 +37,20 @@ def analyze_model(settings: Settings, task: Task, job_id: str) -> str:
         raise
 
 
+def export_model(settings: Settings, export_id: str) -> str:
+    services = _services(settings)
+    try:
+        return exports.run_export(services, export_id)
+    except Exception as e:
+        exports.fail(services, export_id, f"Internal error while exporting ({type(e).__name__}).")
+        raise
+
+
 def register(app: Celery, settings: Settings) -> None:
     @app.task(name=ANALYZE, bind=True, acks_late=True)
     def _analyze(task: Task, job_id: str) -> str:
         return analyze_model(settings, task, job_id)
+
+    @app.task(name=EXPORT, acks_late=True)
+    def _export(export_id: str) -> str:
+        return export_model(settings, export_id)

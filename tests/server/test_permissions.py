@@ -19,7 +19,7 @@ from sqlalchemy import select
 
 from edgescope.config import Settings
 from store.db import session_scope, upgrade
-from store.models import Analysis, ApiToken, Artifact, GroupMember, Job, Model, Share
+from store.models import Analysis, ApiToken, Artifact, Export, GroupMember, Job, Model, Share
 from tests.conftest import fresh_postgres_db, sign_up
 
 ROLES = ("owner", "editor", "viewer", "member", "link_on", "link_off", "revoked", "other", "anonymous")
@@ -195,6 +195,24 @@ def _member_to_remove(w: World, role: str) -> tuple[str, dict[str, Any]]:
     return f"/api/groups/{w.group_id}/members/{spare}", {}
 
 
+def _export(suffix: str = "") -> Call:
+    """A ready export of the role's model, requested by the owner, with its file stored."""
+    def call(w: World, role: str) -> tuple[str, dict[str, Any]]:
+        from store import keys
+
+        mid = w.model_for(role)
+        services = w.app.extensions["edgescope"]
+        with session_scope(services.sessions) as s:
+            e = Export(model_id=mid, requested_by=w.users["owner"], status="ready", filename="m-int8.onnx",
+                       size_bytes=4, state={"target": "ort-cpu/host", "model_wide": "int8-dynamic", "overrides": {}})
+            s.add(e)
+            s.flush()
+            eid = e.id
+        services.blobs.put_bytes(keys.result(mid, f"export-{eid}", "", "onnx"), b"onnx")
+        return f"/api/models/{mid}/exports/{eid}{suffix}", {}
+    return call
+
+
 def _upload(w: World, role: str) -> tuple[str, dict[str, Any]]:
     data = {"file": (io.BytesIO(w.model_bytes), "m.onnx"), "targets": '["ort-cpu/host"]'}
     return "/api/models", {"data": data, "content_type": "multipart/form-data"}
@@ -246,6 +264,11 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("DELETE", "/api/models/<model_id>/analyses/<analysis_id>"): ("owner", _analysis(), 204),
     ("POST", "/api/models/<model_id>/analyses/<analysis_id>/fork"): ("viewer", _analysis("/fork"), 201),
     ("GET", "/api/models/<model_id>/analyses/<analysis_id>/lineage"): ("viewer", _analysis("/lineage"), 200),
+    ("GET", "/api/models/<model_id>/exports"): ("viewer", _m("/exports"), 200),
+    ("POST", "/api/models/<model_id>/exports"): ("viewer", lambda w, r: (
+        f"/api/models/{w.model_for(r)}/exports", {"json": {"state": {"model_wide": "fp16"}}}), 202),
+    ("GET", "/api/models/<model_id>/exports/<export_id>"): ("viewer", _export(), 200),
+    ("GET", "/api/models/<model_id>/exports/<export_id>/download"): ("viewer", _export("/download"), 200),
 }
 
 

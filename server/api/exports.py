@@ -1,0 +1,103 @@
+"""Exports: build the optimized model for a state (model-wide option + per-op overrides) in a worker,
+then download it, with its predicted totals beside what was measured where this machine can run it."""
+
+from __future__ import annotations
+
+from datetime import UTC
+from typing import Any
+
+from flask import Blueprint, current_app, jsonify, request, send_file
+from flask.typing import ResponseReturnValue
+from sqlalchemy import select
+
+from store import keys
+from store.db import session_scope
+from store.models import Export
+from store.services import Services
+from worker.celery_app import enqueue_export
+
+from ..access import model_for
+from ..auth import current_user
+from .analyses import validate_state
+from .errors import ApiError, handle_api_error
+
+bp = Blueprint("exports", __name__, url_prefix="/api/models/<model_id>/exports")
+bp.register_error_handler(ApiError, handle_api_error)
+
+
+def _services() -> Services:
+    return current_app.extensions["edgescope"]
+
+
+def export_json(e: Export) -> dict[str, Any]:
+    iso = (lambda d: (d if d.tzinfo else d.replace(tzinfo=UTC)).isoformat().replace("+00:00", "Z") if d else None)
+    return {"id": e.id, "model_id": e.model_id, "state": e.state, "status": e.status, "error": e.error,
+            "filename": e.filename, "size_bytes": e.size_bytes, "predicted": e.predicted, "measured": e.measured,
+            "notes": e.notes, "created_at": iso(e.created_at), "finished_at": iso(e.finished_at),
+            "download_url": f"/api/models/{e.model_id}/exports/{e.id}/download" if e.status == "ready" else None}
+
+
+def _get(s: Any, model_id: str, export_id: str) -> Export:
+    model_for(s, model_id, current_user())
+    e = s.get(Export, export_id)
+    if e is None or e.model_id != model_id:
+        raise ApiError(404, "not_found", "No such export of this model.")
+    return e
+
+
+@bp.post("")
+def create_export(model_id: str) -> ResponseReturnValue:
+    user = current_user()
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise ApiError(400, "bad_json", "Send a JSON object: {\"state\": {target, model_wide, overrides}}.")
+    services = _services()
+    with session_scope(services.sessions) as s:
+        m, _ = model_for(s, model_id, user)
+        if m.job is None or m.job.status != "ready":
+            raise ApiError(409, "not_ready", "The model's analysis has not finished; export it when it is ready.")
+        state = validate_state(s, m, data.get("state", {}))
+        from simulator.targets import get_target
+
+        if get_target(state["target"]).export != "onnx":
+            raise ApiError(400, "no_export", f"Exports for {state['target']} are not built by this server yet; "
+                                             f"choose an ONNX Runtime target.")
+        e = Export(model_id=m.id, requested_by=user.id, state=state)  # type: ignore[union-attr]
+        s.add(e)
+        s.flush()
+        export_id = e.id
+    try:
+        enqueue_export(current_app.extensions["celery"], export_id)
+    except Exception:  # noqa: BLE001 - broker down: say so, keep the row as failed
+        with session_scope(services.sessions) as s:
+            row = s.get(Export, export_id)
+            row.status, row.error = "failed", "Could not queue the export (broker unavailable)."
+        raise ApiError(503, "queue_unavailable", "The export could not be queued; the job broker is unavailable.")
+    with session_scope(services.sessions) as s:
+        return jsonify(export_json(s.get(Export, export_id))), 202
+
+
+@bp.get("")
+def list_exports(model_id: str) -> ResponseReturnValue:
+    with session_scope(_services().sessions) as s:
+        m, _ = model_for(s, model_id, current_user())
+        rows = s.scalars(select(Export).where(Export.model_id == m.id).order_by(Export.created_at.desc()))
+        return jsonify(exports=[export_json(e) for e in rows])
+
+
+@bp.get("/<export_id>")
+def read_export(model_id: str, export_id: str) -> ResponseReturnValue:
+    with session_scope(_services().sessions) as s:
+        return jsonify(export_json(_get(s, model_id, export_id)))
+
+
+@bp.get("/<export_id>/download")
+def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
+    services = _services()
+    with session_scope(services.sessions) as s:
+        e = _get(s, model_id, export_id)
+        if e.status != "ready":
+            raise ApiError(409, "not_ready", f"The export is {e.status}" + (f": {e.error}" if e.error else "."))
+        key, filename = keys.result(model_id, f"export-{e.id}", "", "onnx"), e.filename
+    return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
+                     mimetype="application/octet-stream")

@@ -1,0 +1,78 @@
+"""Build an optimized model file for a saved state and measure it where this machine can run it."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import update
+
+from compiler.profile import ProfileSettings
+from store import keys
+from store.blobs import local_copy
+from store.db import session_scope
+from store.models import Export, Model
+from store.services import Services
+
+from . import pipeline
+
+log = logging.getLogger(__name__)
+
+
+def fail(services: Services, export_id: str, message: str) -> None:
+    with session_scope(services.sessions) as s:
+        e = s.get(Export, export_id)
+        if e is not None:
+            e.status, e.error, e.finished_at = "failed", message, datetime.now(UTC)
+
+
+def run_export(services: Services, export_id: str) -> str:
+    from compiler.backends import for_target
+    from simulator.predict import optimize_model
+
+    with session_scope(services.sessions) as s:
+        claimed = s.execute(update(Export).where(Export.id == export_id, Export.status == "queued")
+                            .values(status="running")).rowcount
+        e = s.get(Export, export_id)
+        if not claimed or e is None:
+            return "skipped"
+        m = s.get(Model, e.model_id)
+        state, model_id, filename, shapes = dict(e.state), m.id, m.filename, dict(m.input_shapes or {})
+        values = dict(m.input_values or {})
+    st = services.settings
+    try:
+        with tempfile.TemporaryDirectory(prefix="edgescope-export-") as d, \
+                local_copy(services.blobs, keys.upload(model_id, filename), suffix=Path(filename).suffix) as src:
+            out = Path(d) / f"{Path(filename).stem}-{state['model_wide']}.onnx"
+            res = optimize_model(src, out, state["target"], state["model_wide"], state["overrides"], Path(d),
+                                 st.calibration_path, input_shapes=shapes)
+            measured = None
+            backend = for_target(state["target"])
+            if backend.measures:
+                # The exported file is untrusted too: measured in the sandbox like any upload.
+                p = backend.profile(out, ProfileSettings(warmup=st.profile_warmup, runs=st.profile_runs,
+                                                         threads=st.profile_threads, timeout_s=st.profile_timeout_s,
+                                                         memory_limit_bytes=st.profile_memory_bytes,
+                                                         input_shapes=shapes, input_values=values))
+                measured = {"latency_ms": p.latency_ms, "latency_p90_ms": p.latency_p90_ms,
+                            "peak_memory_bytes": p.peak_memory_bytes, "size_bytes": out.stat().st_size,
+                            "label": f"measured: {p.runtime}, {p.threads} thread(s), {p.device}"}
+            key = keys.result(model_id, f"export-{export_id}", "", "onnx")
+            size = services.blobs.put_file(key, out)
+    except pipeline.user_errors() as err:
+        fail(services, export_id, str(err))
+        return "failed"
+    except Exception as err:  # noqa: BLE001 - the export must end failed, never stuck running
+        log.error("export %s failed:\n%s", export_id, traceback.format_exc())
+        fail(services, export_id, f"Internal error while exporting ({type(err).__name__}: {err}).")
+        return "failed"
+    with session_scope(services.sessions) as s:
+        e = s.get(Export, export_id)
+        if e is None:
+            return "skipped"
+        e.status, e.finished_at, e.filename, e.size_bytes = "ready", datetime.now(UTC), out.name, size
+        e.predicted, e.measured, e.notes = res["predicted"], measured, res["notes"]
+    return "ready"
