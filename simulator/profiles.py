@@ -44,6 +44,7 @@ class Unit:
     efficiency: dict[str, float]  # "<kind>.<path>" | "<kind>" | "default" -> share of peak
     bandwidth_efficiency: float
     profiler_overhead_s: float = 0.0  # time ORT's profiler adds to each recorded task (calibrated)
+    roofline_overlap: float = 0.0  # 0 = compute and memory overlap fully (classic roofline), 1 = not at all
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
 
     def runs(self, op_type: str) -> bool:
@@ -125,6 +126,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         profiler_overhead_s=_figure(d["profiler_overhead_s"], f"{where}.profiler_overhead_s")
         if "profiler_overhead_s" in d else 0.0,
         kind_overhead_s=_figures(d.get("kind_overhead_s", {}), f"{where}.kind_overhead_s"),
+        roofline_overlap=_figure(d["roofline_overlap"], f"{where}.roofline_overlap") if "roofline_overlap" in d else 0.0,
     )
 
 

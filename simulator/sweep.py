@@ -54,6 +54,7 @@ class _Coeffs:
     fp32_equiv: np.ndarray
     dispatch_s: np.ndarray
     setup_s: np.ndarray
+    overlap: np.ndarray
     export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
     cache_bw: np.ndarray
     dram_bw: np.ndarray
@@ -85,6 +86,7 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         # Per-kernel launch cost, plus the kind's fixed setup (small NCHWc convs pay ~10 us on the host).
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
         setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(kind, 0.0)),
+        overlap=f(lambda p: units[p.unit].roofline_overlap),
         export_nodes=f(lambda p: export_nodes(target, kind, p.resolved, has_kernel)),
         cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
         dram_bw=f(lambda p: hw.dram_bandwidth_bytes_per_s * units[p.unit].bandwidth_efficiency),
@@ -362,7 +364,8 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     w_bw = co.cache_bw if weights_resident else co.dram_bw
     extra = in_el * co.extra_in + out_el * co.extra_out
     t_mem = act / bw + w_all / w_bw
-    lat_s = np.maximum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + co.setup_s + k_el * co.decode_s
+    # Roofline with imperfect overlap: the smaller of compute and memory time is partly exposed.
+    lat_s = np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + co.setup_s + k_el * co.decode_s
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():
