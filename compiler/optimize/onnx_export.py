@@ -315,6 +315,13 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     return ExportResult(out_path, out_path.stat().st_size, {n: c.combo.name for n, c in ch.items()}, notes)
 
 
+def exportable_names(model_path: str | os.PathLike[str]) -> set[str]:
+    """Names of the nodes the exporter can take options for: those ORT's basic optimizations keep
+    (a BatchNorm folded into its Conv has no node of its own left)."""
+    with tempfile.TemporaryDirectory() as td:
+        return {n.name for n in preprocess(model_path, Path(td) / "pre.onnx").graph.node}
+
+
 def _ensure_opset(model: onnx.ModelProto, version: int) -> None:
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx") and o.version < version:

@@ -33,94 +33,11 @@ def _parse_ops(ops: tuple[str, ...]) -> dict[str, str]:
     return out
 
 
-def _overrides_for_tasks(compiled: Any, per_op: Any, ops: dict[str, str], float_format: str) -> dict[str, str]:
-    """--op keys may be task ids, task names or source node names; values presets or combos."""
-    from simulator.options import OptionError, parse_combo, parse_preset
-
-    by_key: dict[str, str] = {}
-    for n in compiled.nodes:
-        by_key.setdefault(n.id, n.id)
-        if n.name:
-            by_key.setdefault(n.name, n.id)
-        for s in n.source_nodes:
-            by_key.setdefault(s, n.id)
-    out = {}
-    ids = [n.id for n in compiled.nodes]
-    for key, option in ops.items():
-        tid = by_key.get(key)
-        if tid is None:
-            raise OptionError(f"--op names {key!r}, which is neither a task nor a source node of this model")
-        combos = per_op[ids.index(tid)]["combos"]
-        has_kernel = combos[0].split("/")[2] != "-"
-        if "/" in option:
-            combo = parse_combo(option, has_kernel).name
-        else:
-            combo = parse_preset(option).resolve(float_format, has_kernel).name
-        out[tid] = combo
-    return out
-
-
-def _predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], calibration: Path | None,
-             workdir: Path) -> tuple[dict[str, Any], Any, Any, dict[str, str]]:
-    from simulator.model import compile_for
-    from simulator.options import parse_preset
-    from simulator.sweep import sweep
-    from simulator.targets import get_target
-    from simulator.totals import totals
-
-    t = get_target(target)
-    preset = parse_preset(model_wide).name
-    source, compiled = compile_for(model, target, workdir)
-    hw = None
-    if t.profile == "host-cpu":
-        from simulator.calibration import load_or_calibrate
-
-        hw = load_or_calibrate(_calibration_path(calibration),
-                               progress=lambda s: click.echo(f"calibrating: {s}", err=True))
-    r = sweep(compiled, target, hardware=hw, source=source)
-    names = [p["name"] for p in r.bulk["presets"]]
-    if preset not in names:
-        # Any valid combination works, not only the listed ones: resolve it per op through the overrides.
-        over_all = {n.id: preset for n in compiled.nodes}
-        overrides = {**_overrides_for_tasks(compiled, r.per_op, over_all, t.float_format),
-                     **_overrides_for_tasks(compiled, r.per_op, _parse_ops(ops), t.float_format)}
-        base_preset = "fp32"
-    else:
-        overrides = _overrides_for_tasks(compiled, r.per_op, _parse_ops(ops), t.float_format)
-        base_preset = preset
-    tot = totals(r.bulk, r.per_op, base_preset, overrides)
-    p = names.index(base_preset)
-    rows = []
-    for i, n in enumerate(compiled.nodes):
-        if n.id in overrides:
-            e = r.per_op[i]
-            j = e["combos"].index(overrides[n.id])
-            vals = {m: e[m][j] for m in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")}
-            combo, sup = overrides[n.id], e["supported"][j]
-        else:
-            vals = {m: r.bulk["metrics"][m][i][p] for m in ("latency_ms", "weight_bytes", "activation_bytes",
-                                                            "dram_bytes")}
-            combo, sup = r.bulk["combos"][i][p], r.bulk["supported"][i][p]
-        rows.append({"id": n.id, "name": n.name, "type": n.op_type, "combo": combo, "supported": sup,
-                     "unit": r.bulk["units"][i][p], **vals})
-    out = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
-           "totals": tot, "ops": rows}
-    return out, source, compiled, overrides
-
-
-def _label_text(label: dict[str, Any]) -> str:
-    err = label.get("error_pct_median")
-    tail = f", median error {err:.1f}% on {label.get('error_models')} held-out models" if err is not None else \
-        ", error not yet measured (run benchmarks/fidelity.py --record)"
-    cal = "calibrated" if label.get("calibrated") else "uncalibrated"
-    return f"predicted: profile {label['profile']} ({cal}){tail}"
-
-
 def _print_totals(out: dict[str, Any]) -> None:
     t = out["totals"]
     click.echo(f"{out['target']}  {out['model_wide']}" + (f" + {len(out['overrides'])} overrides" if out["overrides"]
                                                         else ""))
-    click.echo(f"  {_label_text(out['label'])}")
+    click.echo(f"  {out['label_text']}")
     click.echo(f"  latency {t['latency_ms']:.3f} ms ({t['fps']:.1f} fps)   size {t['size_bytes'] / 1e6:.3f} MB   "
                f"peak memory {t['peak_memory_bytes'] / 1e6:.2f} MB   memory power {t['memory_power_mw']:.1f} mW")
 
@@ -145,9 +62,11 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], calibration: Path | None, top: int,
             as_json: bool) -> None:
     """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
+    from simulator.predict import predict_model
+
     try:
         with tempfile.TemporaryDirectory() as td:
-            out, *_ = _predict(model, target, model_wide, ops, calibration, Path(td))
+            out, *_ = predict_model(model, target, model_wide, _parse_ops(ops), td, _calibration_path(calibration))
     except _user_errors() as e:
         _fail(str(e))
     if as_json:
@@ -170,56 +89,36 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], cal
 def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
              calibration: Path | None, measure: bool, as_json: bool) -> None:
     """Write the optimized model for TARGET and print its predicted totals next to its real size."""
-    from simulator.targets import get_target
+    from simulator.predict import optimize_model
 
     try:
-        t = get_target(target)
-        if t.export != "onnx":
-            _fail(f"{target}: optimized models are exported for ONNX targets here; Core ML export needs a PyTorch "
-                  f"model (compiler.optimize.coreml_export.export_coreml)")
         with tempfile.TemporaryDirectory() as td:
-            out, source, compiled, overrides = _predict(model, target, model_wide, ops, calibration, Path(td))
-        # Export works on source nodes: each task override applies to the source nodes it implements.
-        src_over: dict[str, str] = {}
-        by_id = {n.id: n for n in compiled.nodes}
-        src_names = {n.id: n.name or n.id for n in source.nodes}
-        for tid, combo in overrides.items():
-            for s in by_id[tid].source_nodes or [tid]:
-                src_over[src_names.get(s, s)] = combo
-        from compiler.optimize.onnx_export import export_onnx
-
-        res = export_onnx(model, out_path, out["model_wide"], _known(src_over, model))
+            result = optimize_model(model, out_path, target, model_wide, _parse_ops(ops), td,
+                                    _calibration_path(calibration))
     except _user_errors() as e:
         _fail(str(e))
+    out = result["prediction"]
     pred = out["totals"]["size_bytes"]
-    result = {**out, "path": str(res.path), "size_bytes": res.size_bytes,
-              "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes}
+    result = {**out, "path": result["path"], "size_bytes": result["size_bytes"],
+              "size_error_pct": result["size_error_pct"], "notes": result["notes"]}
     if measure and target == "ort-cpu/host":
         from simulator.calibration import wall_ms
 
-        ms = wall_ms(res.path, min_runs=20, budget_s=0.5, rounds=3)
+        ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3)
         result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "
                                                          "medians on this machine"}
     if as_json:
         click.echo(json.dumps(result))
         return
     _print_totals(out)
-    click.echo(f"  wrote {res.path}: {res.size_bytes / 1e6:.3f} MB measured (predicted {pred / 1e6:.3f} MB, "
+    click.echo(f"  wrote {result['path']}: {result['size_bytes'] / 1e6:.3f} MB on disk (predicted {pred / 1e6:.3f} MB, "
                f"{result['size_error_pct']:+.1f}%)")
     if "measured" in result:
         m = result["measured"]["latency_ms"]
         click.echo(f"  measured latency {m:.3f} ms (predicted {out['totals']['latency_ms']:.3f} ms, "
                    f"{(out['totals']['latency_ms'] / m - 1) * 100:+.1f}%)")
-    for n in res.notes:
+    for n in result["notes"]:
         click.echo(f"  note: {n}")
-
-
-def _known(overrides: dict[str, str], model: Path) -> dict[str, str]:
-    """Drop overrides of source nodes that ORT's basic pass removes (BatchNorm folded into its Conv)."""
-    import onnx
-
-    names = {n.name for n in onnx.load(str(model), load_external_data=False).graph.node}
-    return {k: v for k, v in overrides.items() if k in names}
 
 
 @click.command()

@@ -138,3 +138,17 @@ def test_option_table_doc_names_every_preset() -> None:
     for name in ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-4bit", "prune-50"):
         assert name in doc
     assert "prune-50+int8-static" in doc and len(BULK_PRESETS) >= 33
+
+
+def test_optimize_model_as_the_worker_calls_it(cli: tuple[CliRunner, Path, Path], tmp_path: Path) -> None:
+    from simulator.options import OptionError
+    from simulator.predict import optimize_model
+
+    _, model, cache = cli
+    res = optimize_model(model, tmp_path / "o.onnx", "ort-cpu/host", "int8-static", {}, tmp_path, cache,
+                         input_shapes={})
+    assert res["size_bytes"] == (tmp_path / "o.onnx").stat().st_size
+    assert res["predicted"]["label"].startswith("predicted: profile host-cpu") and res["predicted"]["latency_ms"] > 0
+    assert isinstance(res["notes"], list)
+    with pytest.raises(OptionError, match="ONNX targets"):
+        optimize_model(model, tmp_path / "c.onnx", "coreml/apple-a17", "fp16", {}, tmp_path, None)
