@@ -326,13 +326,11 @@ def users_create(email: str, name: str, admin: bool, password: str) -> None:
         raise click.ClickException(e.message) from None
 
 
-def _add_simulator_commands() -> None:
-    try:
-        from .commands.simulate import commands
-    except ImportError:  # pragma: no cover - shipped together; guards a broken install only
-        return
-    for c in commands:
+def _add_commands() -> None:
+    from .commands import export_pt2, simulate
+
+    for c in (*simulate.commands, *export_pt2.commands):
         main.add_command(c)
 
 
-_add_simulator_commands()
+_add_commands()

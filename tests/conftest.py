@@ -92,6 +92,10 @@ def client(app):  # type: ignore[no-untyped-def]
     return token_client(app, "alice@example.com")
 
 
+# Model builders whose files are not ONNX, by a part of the builder's name.
+ZOO_EXTENSIONS = {"tflite_": ".tflite", "pt2_": ".pt2", "_mlmodel": ".mlmodel", "mlpackage_zip": ".mlpackage.zip"}
+
+
 @pytest.fixture(scope="session")
 def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Model files built once per run: zoo.path("tiny_cnn") -> Path."""
@@ -102,7 +106,8 @@ def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
     class Zoo:
         def path(self, builder: str, **kwargs: Any) -> Path:
             suffix = "-".join(f"{k}{v}" for k, v in sorted(kwargs.items()))
-            p = root / f"{builder}{'-' + suffix if suffix else ''}.onnx"
+            ext = next((e for key, e in ZOO_EXTENSIONS.items() if key in builder), ".onnx")
+            p = root / f"{builder}{'-' + suffix if suffix else ''}{ext}"
             if not p.exists():
                 getattr(modelzoo, builder)(p, **kwargs)
             return p

@@ -44,6 +44,10 @@ class OrtCpu:
     def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
         from . import ort
 
+        if source.format == "pt2":  # converted to ONNX first, tasks mapped back to the .pt2 nodes
+            from . import pt2_onnx
+
+            return pt2_onnx.compile_for_ort(src, workdir, source)
         out = workdir / "ort-cpu.onnx"
         return ort.compile(src, out, source), out
 

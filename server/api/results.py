@@ -133,3 +133,36 @@ def download(model_id: str) -> ResponseReturnValue:
         key, filename = keys.upload(m.id, m.filename), m.filename
     return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
                      mimetype="application/octet-stream")
+
+
+def _with_upload(model_id: str, fn):  # type: ignore[no-untyped-def]
+    """Call fn(local path of the uploaded file) for a model the caller may view."""
+    from store import keys
+    from store.blobs import local_copy
+
+    services = _services()
+    with session_scope(services.sessions) as s:
+        m, _ = model_for(s, model_id, current_user())
+        key, suffix = keys.upload(m.id, m.filename), "." + m.filename.rsplit(".", 1)[-1]
+    with local_copy(services.blobs, key, suffix) as path:
+        return fn(path)
+
+
+@bp.get("/sources")
+def sources(model_id: str) -> ResponseReturnValue:
+    """Source files saved with a .pt2 by `edgescope export-pt2` (empty for other models)."""
+    from compiler.sources import list_sources
+
+    files = _with_upload(model_id, list_sources)
+    return {"files": [{"path": f.path, "bytes": f.bytes} for f in files]}
+
+
+@bp.get("/sources/<path:path>")
+def source_file(model_id: str, path: str) -> ResponseReturnValue:
+    from compiler.sources import SourceNotFound, read_source
+
+    try:
+        text = _with_upload(model_id, lambda p: read_source(p, path))
+    except SourceNotFound:
+        raise ApiError(404, "no_source", f"No source file '{path}' saved with this model.") from None
+    return {"path": path, "text": text}

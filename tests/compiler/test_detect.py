@@ -58,10 +58,11 @@ def test_truncated_protobuf(tmp_path, zoo, fraction) -> None:
         frontends.load(path)
 
 
-def test_planned_format_says_not_yet(tmp_path) -> None:
+def test_empty_tflite_says_what_is_missing(tmp_path) -> None:
     path = tmp_path / "m.tflite"
     path.write_bytes(b"\x1c\x00\x00\x00TFL3" + bytes(64))
-    with pytest.raises(ModelFormatError, match="TensorFlow Lite models are not supported yet"):
+    assert frontends.detect(path) == "tflite"
+    with pytest.raises(ModelFormatError, match="contains no subgraph"):
         frontends.load(path)
 
 
@@ -74,4 +75,4 @@ def test_override(tmp_path, zoo) -> None:
 def test_registry_is_data() -> None:
     names = [f.name for f in frontends.FORMATS]
     assert names[0] == "onnx" and {"tflite", "coreml", "pt2"} <= set(names)
-    assert [f.name for f in frontends.supported()] == ["onnx"]
+    assert [f.name for f in frontends.supported()] == ["onnx", "tflite", "coreml", "pt2"]

@@ -265,6 +265,9 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("POST", "/api/models/<model_id>/analyses/<analysis_id>/fork"): ("viewer", _analysis("/fork"), 201),
     ("GET", "/api/models/<model_id>/analyses/<analysis_id>/lineage"): ("viewer", _analysis("/lineage"), 200),
     ("GET", "/api/models/<model_id>/exports"): ("viewer", _m("/exports"), 200),
+    ("GET", "/api/models/<model_id>/sources"): ("viewer", _m("/sources"), 200),
+    # An ONNX model has no saved sources: a viewer is told so (404 no_source), others as for any model.
+    ("GET", "/api/models/<model_id>/sources/<path:path>"): ("viewer", _m("/sources/model.py"), 404),
     ("POST", "/api/models/<model_id>/exports"): ("viewer", lambda w, r: (
         f"/api/models/{w.model_for(r)}/exports", {"json": {"state": {"model_wide": "fp16"}}}), 202),
     ("GET", "/api/models/<model_id>/exports/<export_id>"): ("viewer", _export(), 200),

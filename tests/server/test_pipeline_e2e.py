@@ -134,3 +134,16 @@ def test_input_overrides_through_the_api(live_server, zoo) -> None:  # type: ign
     assert m["input_shapes"] == {"input_ids": [2, 24]}
     m = live_server.upload(zoo.path("dynamic_dims"), inputs={"nope": [1, 2]})
     assert m["status"] == "failed" and "nope" in m["error"]
+
+
+def test_pt2_upload_with_sources(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    """A .pt2 saved by export-pt2: compiled and profiled through ONNX, its source files browsable."""
+    m = live_server.upload(zoo.path("pt2_net_with_sources"), targets=["ort-cpu/host"])
+    assert m["format"] == "pt2" and m["status"] == "ready", m["error"]
+    ops = live_server.get(f"/api/models/{m['id']}/ops").json()["ops"]
+    assert ops and all(o["source_nodes"] for o in ops if o["measured"])
+    files = live_server.get(f"/api/models/{m['id']}/sources").json()["files"]
+    assert files and all(f["bytes"] > 0 for f in files)
+    text = live_server.get(f"/api/models/{m['id']}/sources/{files[0]['path']}").json()["text"]
+    assert "nn.Module" in text or "def " in text
+    assert live_server.get(f"/api/models/{m['id']}/sources/../../etc/passwd").status_code == 404
