@@ -22,6 +22,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 
+# the account tests/conftest.py's live_server signs up
+OWNER = {"email": "owner@example.com", "password": "owner password 1"}
+
+
 @dataclass
 class UiServer:
     url: str
@@ -80,8 +84,11 @@ def browser() -> Iterator[Any]:
 
 
 @pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+def page(browser: Any, ui_server: UiServer, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A 1280x800 page signed in as the owner of the models the tests upload."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    r = ctx.request.post(f"{ui_server.url}/api/auth/login", data=OWNER)
+    assert r.ok, r.text()
     pg = ctx.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))

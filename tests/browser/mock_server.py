@@ -38,6 +38,8 @@ PRESETS = [
     ("prune-50", "fp32", "fp32", "fp32", 50, "Half of the weights pruned."),
     ("prune-50+int8-static", "int8", "int8", "int8", 50, "Pruned 50%, then int8 static."),
 ]
+MOCK_ME = {"user": {"id": "u1", "email": "dev@example.com", "name": "dev", "is_admin": True},
+           "csrf_token": "mock", "allow_signup": True}
 BLOCK_TYPES = ["FusedConv", "DepthwiseConv", "FusedConv", "Add"]
 
 
@@ -241,6 +243,10 @@ def make_handler(store: Store, dist: Path):
             self.send(200, f.read_bytes(), mimetypes.guess_type(f.name)[0] or "application/octet-stream")
 
         def api_get(self, p, q):
+            if p == ["", "api", "auth", "me"]:
+                if "mock_session=1" not in (self.headers.get("Cookie") or ""):
+                    return self.err(401, "Sign in first.", "sign_in_required")
+                return self.json(200, MOCK_ME)
             if p == ["", "api", "models"]:
                 ms = sorted(store.models.values(), key=lambda m: m["_t0"], reverse=True)
                 return self.json(200, {"models": [store.view(m) for m in ms]})
@@ -275,6 +281,17 @@ def make_handler(store: Store, dist: Path):
             self.send(200, store.cache[key])
 
         def do_POST(self):
+            if urlparse(self.path).path in ("/api/auth/login", "/api/auth/signup"):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                body = json.dumps(MOCK_ME).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Set-Cookie", "mock_session=1; Path=/; HttpOnly; SameSite=Lax")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                return self.wfile.write(body)
+            if urlparse(self.path).path == "/api/auth/logout":
+                return self.send(204, b"")
             if urlparse(self.path).path != "/api/models":
                 return self.err(404, "Not found.", "not_found")
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))

@@ -1,17 +1,34 @@
+import { useEffect, useState } from "react";
+import { auth } from "./api/client";
+import type { Me } from "./api/types";
 import { ModelListPage } from "./pages/ModelList";
 import { ModelPage } from "./pages/ModelPage";
+import { SignInPage } from "./pages/SignIn";
 import { navigate, useRoute } from "./router";
+import { SessionContext } from "./session";
 
 export function App() {
   const route = useRoute();
-  if (route.page === "list") return <ModelListPage />;
-  if (route.page === "model") return <ModelPage key={route.id} id={route.id} />;
-  return (
-    <main className="page">
-      <h1>Not found</h1>
-      <p>
-        <a href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>Back to the model list</a>
-      </p>
-    </main>
-  );
+  const [me, setMe] = useState<Me | null | undefined>(undefined);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    auth.me().then(setMe, (e) => setError(e.message));
+  }, []);
+  if (error) return <main className="page"><p className="error" role="alert">Cannot reach the server: {error}</p></main>;
+  if (me === undefined) return <main className="page"><p className="muted">Loading…</p></main>;
+  if (me === null) return <SignInPage onSignedIn={setMe} />;
+  const signOut = () => auth.logout().then(() => setMe(null));
+  let page;
+  if (route.page === "list") page = <ModelListPage />;
+  else if (route.page === "model") page = <ModelPage key={route.id} id={route.id} />;
+  else
+    page = (
+      <main className="page">
+        <h1>Not found</h1>
+        <p>
+          <a href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>Back to the model list</a>
+        </p>
+      </main>
+    );
+  return <SessionContext.Provider value={{ me, signOut }}>{page}</SessionContext.Provider>;
 }

@@ -1,5 +1,15 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
-import type { GraphResponse, Model, ModelList, OpOptions, OpsResponse, OptionTable } from "./types";
+import type { GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable } from "./types";
+
+// Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
+let csrfToken = "";
+const unsafeHeaders = (): Record<string, string> => (csrfToken ? { "X-CSRF-Token": csrfToken } : {});
+
+async function postJson<T>(url: string, body: unknown): Promise<T> {
+  const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json", ...unsafeHeaders() }, body: JSON.stringify(body) });
+  if (!r.ok) throw await toError(r);
+  return (await r.json()) as T;
+}
 
 export class ApiError extends Error {
   constructor(message: string, readonly status: number, readonly code: string) {
@@ -31,6 +41,31 @@ async function get<T>(url: string, signal?: AbortSignal): Promise<T> {
 const q = (target?: string) => (target ? `?target=${encodeURIComponent(target)}` : "");
 const m = (id: string) => `/api/models/${encodeURIComponent(id)}`;
 
+export const auth = {
+  async me(): Promise<Me | null> {
+    const r = await fetch("/api/auth/me", { headers: { Accept: "application/json" } });
+    if (r.status === 401) return null;
+    if (!r.ok) throw await toError(r);
+    const me = (await r.json()) as Me;
+    csrfToken = me.csrf_token;
+    return me;
+  },
+  async login(email: string, password: string): Promise<Me> {
+    const me = await postJson<Me>("/api/auth/login", { email, password });
+    csrfToken = me.csrf_token;
+    return me;
+  },
+  async signup(email: string, password: string, name: string): Promise<Me> {
+    const me = await postJson<Me>("/api/auth/signup", { email, password, name });
+    csrfToken = me.csrf_token;
+    return me;
+  },
+  async logout(): Promise<void> {
+    await fetch("/api/auth/logout", { method: "POST", headers: unsafeHeaders() });
+    csrfToken = "";
+  },
+};
+
 export const api = {
   listModels: (signal?: AbortSignal) => get<ModelList>("/api/models", signal),
   getModel: (id: string, signal?: AbortSignal) => get<Model>(m(id), signal),
@@ -40,7 +75,7 @@ export const api = {
   opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
     get<OpOptions>(`${m(id)}/ops/${encodeURIComponent(op)}/options${q(target)}`, signal),
   async deleteModel(id: string): Promise<void> {
-    const r = await fetch(m(id), { method: "DELETE" });
+    const r = await fetch(m(id), { method: "DELETE", headers: unsafeHeaders() });
     if (!r.ok && r.status !== 204) throw await toError(r);
   },
   /** Multipart upload with byte progress (XHR: fetch has no upload progress). */
@@ -48,6 +83,7 @@ export const api = {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/api/models");
+      for (const [k, v] of Object.entries(unsafeHeaders())) xhr.setRequestHeader(k, v);
       xhr.responseType = "text";
       xhr.upload.onprogress = (e) => e.lengthComputable && onProgress?.(e.loaded / e.total);
       xhr.onerror = () => reject(new ApiError("Network error while uploading.", 0, "network"));

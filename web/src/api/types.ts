@@ -182,3 +182,19 @@ export interface AnalysisState {
   model_wide: string;
   overrides: Record<string, string>;
 }
+
+// ---- accounts (server/api/auth.py) ----
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  is_admin: boolean;
+}
+
+/** `GET /api/auth/me`, and the body of `POST /api/auth/login` / `signup` (with a session cookie). */
+export interface Me {
+  user: User;
+  csrf_token: string;
+  allow_signup?: boolean;
+}

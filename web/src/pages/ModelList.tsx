@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from "react";
 import { api, ApiError } from "../api/client";
 import type { Model } from "../api/types";
 import { fmtBytes } from "../format";
+import { useSession } from "../session";
 import { navigate } from "../router";
 
 interface PendingUpload {
@@ -70,6 +71,7 @@ export function ModelListPage() {
   const [drag, setDrag] = useState(false);
   const input = useRef<HTMLInputElement>(null);
   const seq = useRef(0);
+  const session = useSession();
 
   const refresh = useCallback(async () => {
     try {
@@ -121,6 +123,12 @@ export function ModelListPage() {
       <header className="topbar">
         <h1>Edgescope</h1>
         <span className="muted">Profile a model op by op; see what quantization, palettization and pruning would do.</span>
+        <span className="spacer" />
+        {session.me && (
+          <span className="muted" data-testid="whoami">
+            {session.me.user.email} · <button className="link" onClick={session.signOut}>Sign out</button>
+          </span>
+        )}
       </header>
       <section
         className={`dropzone ${drag ? "drag" : ""}`}
