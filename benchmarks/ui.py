@@ -8,7 +8,7 @@ For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names:
 
 Data: by default tests/browser/mock_server.py serves synthetic models of those sizes (the UI's cost only; API
 responses are fetched once before timing so server time is excluded). `--server URL --models ID,ID` measures
-models already uploaded to a running `edgescope serve` instead.
+models already uploaded to a running `edgescope serve` instead (signed in with --email/--password).
 
     python benchmarks/ui.py [--sizes 1000,10000,50000] [--flat both|yes|no] [--server URL --models IDS]
 """
@@ -20,7 +20,6 @@ import statistics
 import sys
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,10 +75,12 @@ def pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
 
 
-def measure(browser, base: str, mid: str, n_expected: int | None) -> dict:
-    for ep in ("graph", "ops", "options"):  # warm the server's cache: time the UI, not the API
-        urllib.request.urlopen(f"{base}/api/models/{mid}/{ep}", timeout=600).read()
+def measure(browser, base: str, mid: str, login: dict) -> dict:
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    r = ctx.request.post(f"{base}/api/auth/login", data=login)
+    assert r.ok, r.text()
+    for ep in ("graph", "ops", "options"):  # warm the server's cache: time the UI, not the API
+        assert ctx.request.get(f"{base}/api/models/{mid}/{ep}", timeout=600_000).ok
     page = ctx.new_page()
     page.set_default_timeout(600_000)
     t0 = time.perf_counter()
@@ -120,6 +121,8 @@ def main() -> None:
     ap.add_argument("--flat", default="both", choices=["both", "yes", "no"])
     ap.add_argument("--server")
     ap.add_argument("--models", default="")
+    ap.add_argument("--email", default="owner@example.com")
+    ap.add_argument("--password", default="owner password 1")
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
@@ -139,15 +142,15 @@ def main() -> None:
         srv = serve(0, ROOT / "web" / "dist", preload=",".join(specs))
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         base = f"http://127.0.0.1:{srv.server_address[1]}"
-        models = json.load(urllib.request.urlopen(f"{base}/api/models"))["models"]
-        todo = [(m["name"], m["id"]) for m in reversed(models)]
+        models = srv.store.models.values()  # type: ignore[attr-defined]
+        todo = [(m["name"], m["id"]) for m in models]
     out = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
         print(f"{'model':24} {'tasks':>6} {'first':>7} {'nodes':>5} {'table':>7} {'frame med/p95 (top)':>20} "
               f"{'whole':>7} {'frame med/p95 (all)':>20} {'sort':>7} {'filter':>7}")
         for name, mid in todo:
-            r = measure(browser, base, mid, None)
+            r = measure(browser, base, mid, {"email": a.email, "password": a.password})
             r["model"] = name
             out.append(r)
             print(f"{name:24} {r['tasks']:>6} {r['first_render_s']:>6.2f}s {r['first_nodes']:>5} {r['table_ready_s']:>6.2f}s "

@@ -1,0 +1,35 @@
+"""The browser's totals rule (web/src/totals.ts) and the server's (simulator/totals.py) on the same fixture.
+
+web/tests/fixtures/totals_expected.json is written by the TypeScript implementation (`UPDATE_FIXTURES=1 npm test`);
+here Python must reproduce every number exactly, and `npm test` (vitest) must pass.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+WEB = Path(__file__).resolve().parents[2] / "web"
+FIXTURES = WEB / "tests" / "fixtures"
+
+
+def test_python_totals_equal_typescript_totals_to_the_last_digit() -> None:
+    from simulator.totals import totals
+
+    fx = json.loads((FIXTURES / "option_table_small.json").read_text())
+    expected = json.loads((FIXTURES / "totals_expected.json").read_text())
+    assert len(expected["states"]) >= 10
+    for s in expected["states"]:
+        got = totals(fx["table"], fx["per_op"], s["state"]["model_wide"], s["state"]["overrides"])
+        for key, want in s["totals"].items():
+            assert got[key] == want, f"{s['name']}: {key} {got[key]!r} != {want!r}"
+
+
+@pytest.mark.skipif(shutil.which("npm") is None or not (WEB / "node_modules").exists(),
+                    reason="web/node_modules not installed (make web)")
+def test_npm_unit_tests_pass() -> None:
+    r = subprocess.run(["npm", "test", "--silent"], cwd=WEB, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
