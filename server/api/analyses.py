@@ -10,17 +10,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select, update
 
 from simulator.options import OptionError, parse_combo, parse_preset
 from store.db import session_scope
 from store.models import Analysis, Model
-from store.services import Services
 
 from ..access import model_for
 from ..auth import current_user
+from .common import iso, json_body, services
 from .errors import ApiError, handle_api_error
 from .results import op_index_for
 
@@ -31,26 +31,14 @@ MAX_OVERRIDES = 100_000
 MAX_NOTES = 20_000
 
 
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
 
-
-def _body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        raise ApiError(400, "bad_json", "Send a JSON object.")
-    return data
-
-
-def _iso(dt: datetime) -> str:
-    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).isoformat().replace("+00:00", "Z")
 
 
 def analysis_json(a: Analysis, *, can_edit: bool) -> dict[str, Any]:
     return {"id": a.id, "model_id": a.model_id, "name": a.name, "state": a.state, "notes": a.notes,
             "version": a.version, "parent_id": a.parent_id,
             "owner": {"id": a.owner.id, "name": a.owner.name, "email": a.owner.email},
-            "created_at": _iso(a.created_at), "updated_at": _iso(a.updated_at), "can_edit": can_edit,
+            "created_at": iso(a.created_at), "updated_at": iso(a.updated_at), "can_edit": can_edit,
             "url": f"/m/{a.model_id}/a/{a.id}"}
 
 
@@ -103,7 +91,7 @@ def _get(s: Any, m: Model, analysis_id: str) -> Analysis:
 @bp.get("")
 def list_analyses(model_id: str) -> ResponseReturnValue:
     user = current_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         rows = s.scalars(select(Analysis).where(Analysis.model_id == m.id).order_by(Analysis.created_at))
         return jsonify(analyses=[analysis_json(a, can_edit=a.owner_id == user.id) for a in rows])  # type: ignore[union-attr]
@@ -112,8 +100,8 @@ def list_analyses(model_id: str) -> ResponseReturnValue:
 @bp.post("")
 def create_analysis(model_id: str) -> ResponseReturnValue:
     user = current_user()
-    data = _body()
-    with session_scope(_services().sessions) as s:
+    data = json_body()
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         name, notes = _fields(data)
         if name is None:
@@ -129,7 +117,7 @@ def create_analysis(model_id: str) -> ResponseReturnValue:
 @bp.get("/<analysis_id>")
 def read_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         a = _get(s, m, analysis_id)
         return jsonify(analysis_json(a, can_edit=a.owner_id == user.id))  # type: ignore[union-attr]
@@ -138,11 +126,11 @@ def read_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
 @bp.put("/<analysis_id>")
 def save_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
-    data = _body()
+    data = json_body()
     version = data.get("version")
     if not isinstance(version, int):
         raise ApiError(400, "bad_field", "Send the 'version' you edited, so concurrent saves are detected.")
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         a = _get(s, m, analysis_id)
         if a.owner_id != user.id:  # type: ignore[union-attr]
@@ -169,7 +157,7 @@ def save_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
 def fork_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
     data = request.get_json(silent=True) or {}
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         parent = _get(s, m, analysis_id)
         name, notes = _fields(data if isinstance(data, dict) else {})
@@ -186,7 +174,7 @@ def fork_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
 @bp.delete("/<analysis_id>")
 def delete_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, role = model_for(s, model_id, user)
         a = _get(s, m, analysis_id)
         if a.owner_id != user.id and role != "owner":  # type: ignore[union-attr]
@@ -199,7 +187,7 @@ def delete_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
 def lineage(model_id: str, analysis_id: str) -> ResponseReturnValue:
     """Its parent chain (nearest first) and every fork below it, as a tree."""
     user = current_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
         a = _get(s, m, analysis_id)
         all_rows = {x.id: x for x in s.scalars(select(Analysis).where(Analysis.model_id == m.id))}

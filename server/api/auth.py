@@ -8,15 +8,15 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from flask import Blueprint, current_app, jsonify, make_response, request
+from flask import Blueprint, jsonify, make_response, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy import delete, func, select
 
 from store.db import session_scope
 from store.models import ApiToken, LoginAttempt, User, WebSession
-from store.services import Services
 
 from ..auth import COOKIE, SESSION_DAYS, new_api_token, require_user, sha256, start_session
+from .common import iso, json_body, services
 from .errors import ApiError, handle_api_error
 
 bp = Blueprint("auth", __name__, url_prefix="/api")
@@ -31,15 +31,6 @@ MAX_FAILS_PER_EMAIL = 5
 MAX_FAILS_PER_IP = 30
 
 
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
-
-
-def _body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        raise ApiError(400, "bad_json", "Send a JSON object.")
-    return data
 
 
 def _text(data: dict[str, Any], key: str, max_len: int = 200, required: bool = True) -> str:
@@ -73,17 +64,17 @@ def _with_session(body: dict[str, Any], user: User, s: Any, status: int) -> Resp
     s.add(ws)
     resp = make_response(jsonify({**body, "csrf_token": ws.csrf_token}), status)
     resp.set_cookie(COOKIE, raw, max_age=SESSION_DAYS * 86400, httponly=True, samesite="Lax",
-                    secure=_services().settings.secure_cookies, path="/")
+                    secure=services().settings.secure_cookies, path="/")
     return resp
 
 
 @bp.post("/auth/signup")
 def signup() -> ResponseReturnValue:
-    if not _services().settings.allow_signup:
+    if not services().settings.allow_signup:
         raise ApiError(403, "signup_closed", "Sign-up is closed on this server; ask an admin for an account "
                                              "(edgescope users create).")
-    data = _body()
-    with session_scope(_services().sessions) as s:
+    data = json_body()
+    with session_scope(services().sessions) as s:
         u = create_user(s, _text(data, "email", 320), _text(data, "password", 1000), _text(data, "name", 200, False))
         return _with_session({"user": user_json(u)}, u, s, 201)
 
@@ -122,8 +113,8 @@ _DUMMY_HASH = HASHER.hash("not the password of anyone")
 
 @bp.post("/auth/login")
 def login() -> ResponseReturnValue:
-    data = _body()
-    with session_scope(_services().sessions) as s:
+    data = json_body()
+    with session_scope(services().sessions) as s:
         u = check_password(s, _text(data, "email", 320), _text(data, "password", 1000))
         return _with_session({"user": user_json(u)}, u, s, 200)
 
@@ -132,7 +123,7 @@ def login() -> ResponseReturnValue:
 def logout() -> ResponseReturnValue:
     raw = request.cookies.get(COOKIE)
     if raw:
-        with session_scope(_services().sessions) as s:
+        with session_scope(services().sessions) as s:
             s.execute(delete(WebSession).where(WebSession.token_hash == sha256(raw)))
     resp = make_response("", 204)
     resp.delete_cookie(COOKIE, path="/")
@@ -142,17 +133,17 @@ def logout() -> ResponseReturnValue:
 @bp.get("/auth/me")
 def me() -> ResponseReturnValue:
     user = require_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         u = s.get(User, user.id)
         return jsonify(user=user_json(u), csrf_token=user.csrf_token,
-                       allow_signup=_services().settings.allow_signup)
+                       allow_signup=services().settings.allow_signup)
 
 
 @bp.post("/auth/token")
 def token_with_password() -> ResponseReturnValue:
     """For `edgescope login`: e-mail + password -> a new personal API token (shown once)."""
-    data = _body()
-    with session_scope(_services().sessions) as s:
+    data = json_body()
+    with session_scope(services().sessions) as s:
         u = check_password(s, _text(data, "email", 320), _text(data, "password", 1000))
         return jsonify(_create_token(s, u.id, _text(data, "name", 200, False) or "edgescope CLI")), 201
 
@@ -166,7 +157,6 @@ def _create_token(s: Any, user_id: str, name: str) -> dict[str, Any]:
 
 
 def token_json(t: ApiToken) -> dict[str, Any]:
-    iso = (lambda d: d.isoformat() if d else None)
     return {"id": t.id, "name": t.name, "prefix": t.prefix, "created_at": iso(t.created_at),
             "last_used_at": iso(t.last_used_at), "revoked": t.revoked_at is not None}
 
@@ -174,7 +164,7 @@ def token_json(t: ApiToken) -> dict[str, Any]:
 @bp.get("/tokens")
 def list_tokens() -> ResponseReturnValue:
     user = require_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         rows = s.scalars(select(ApiToken).where(ApiToken.user_id == user.id).order_by(ApiToken.created_at))
         return jsonify(tokens=[token_json(t) for t in rows])
 
@@ -182,15 +172,15 @@ def list_tokens() -> ResponseReturnValue:
 @bp.post("/tokens")
 def create_token() -> ResponseReturnValue:
     user = require_user()
-    data = _body()
-    with session_scope(_services().sessions) as s:
+    data = json_body()
+    with session_scope(services().sessions) as s:
         return jsonify(_create_token(s, user.id, _text(data, "name"))), 201
 
 
 @bp.delete("/tokens/<token_id>")
 def revoke_token(token_id: str) -> ResponseReturnValue:
     user = require_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         t = s.get(ApiToken, token_id)
         if t is None or t.user_id != user.id:
             raise ApiError(404, "not_found", "No such token.")

@@ -3,7 +3,6 @@ then download it, with its predicted totals beside what was measured where this 
 
 from __future__ import annotations
 
-from datetime import UTC
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request, send_file
@@ -13,24 +12,20 @@ from sqlalchemy import select
 from store import keys
 from store.db import session_scope
 from store.models import Export
-from store.services import Services
 from worker.celery_app import enqueue_export
 
 from ..access import model_for
 from ..auth import current_user
 from .analyses import validate_state
+from .common import iso, services
 from .errors import ApiError, handle_api_error
 
 bp = Blueprint("exports", __name__, url_prefix="/api/models/<model_id>/exports")
 bp.register_error_handler(ApiError, handle_api_error)
 
 
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
-
 
 def export_json(e: Export) -> dict[str, Any]:
-    iso = (lambda d: (d if d.tzinfo else d.replace(tzinfo=UTC)).isoformat().replace("+00:00", "Z") if d else None)
     return {"id": e.id, "model_id": e.model_id, "state": e.state, "status": e.status, "error": e.error,
             "filename": e.filename, "size_bytes": e.size_bytes, "predicted": e.predicted, "measured": e.measured,
             "notes": e.notes, "created_at": iso(e.created_at), "finished_at": iso(e.finished_at),
@@ -51,8 +46,8 @@ def create_export(model_id: str) -> ResponseReturnValue:
     data = request.get_json(silent=True)
     if not isinstance(data, dict):
         raise ApiError(400, "bad_json", "Send a JSON object: {\"state\": {target, model_wide, overrides}}.")
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, user)
         if m.job is None or m.job.status != "ready":
             raise ApiError(409, "not_ready", "The model's analysis has not finished; export it when it is ready.")
@@ -69,17 +64,17 @@ def create_export(model_id: str) -> ResponseReturnValue:
     try:
         enqueue_export(current_app.extensions["celery"], export_id)
     except Exception:  # noqa: BLE001 - broker down: say so, keep the row as failed
-        with session_scope(services.sessions) as s:
+        with session_scope(svc.sessions) as s:
             row = s.get(Export, export_id)
             row.status, row.error = "failed", "Could not queue the export (broker unavailable)."
         raise ApiError(503, "queue_unavailable", "The export could not be queued; the job broker is unavailable.")
-    with session_scope(services.sessions) as s:
+    with session_scope(svc.sessions) as s:
         return jsonify(export_json(s.get(Export, export_id))), 202
 
 
 @bp.get("")
 def list_exports(model_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, current_user())
         rows = s.scalars(select(Export).where(Export.model_id == m.id).order_by(Export.created_at.desc()))
         return jsonify(exports=[export_json(e) for e in rows])
@@ -87,17 +82,17 @@ def list_exports(model_id: str) -> ResponseReturnValue:
 
 @bp.get("/<export_id>")
 def read_export(model_id: str, export_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         return jsonify(export_json(_get(s, model_id, export_id)))
 
 
 @bp.get("/<export_id>/download")
 def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         e = _get(s, model_id, export_id)
         if e.status != "ready":
             raise ApiError(409, "not_ready", f"The export is {e.status}" + (f": {e.error}" if e.error else "."))
         key, filename = keys.result(model_id, f"export-{e.id}", "", "onnx"), e.filename
-    return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
+    return send_file(svc.blobs.open_stream(key), as_attachment=True, download_name=filename,
                      mimetype="application/octet-stream")

@@ -11,7 +11,6 @@ from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
-from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 from werkzeug.utils import secure_filename
 
@@ -25,6 +24,7 @@ from worker.celery_app import enqueue
 
 from ..access import model_for, visible_models_query
 from ..auth import current_user, require_user
+from .common import services
 from .errors import ApiError, handle_api_error
 from .serialize import model_json
 
@@ -34,9 +34,6 @@ log = logging.getLogger(__name__)
 
 MAX_NAME = 200
 
-
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
 
 
 def _json_field(name: str, kind: type) -> Any:
@@ -72,7 +69,7 @@ def _input_values() -> dict[str, float]:
 def _targets(fmt: str) -> list[str]:
     from simulator.targets import default_targets, list_targets
 
-    targets = _json_field("targets", list) or list(_services().settings.default_targets or default_targets(fmt))
+    targets = _json_field("targets", list) or list(services().settings.default_targets or default_targets(fmt))
     known = set(list_targets())
     bad = [t for t in targets if t not in known]
     if bad:
@@ -91,9 +88,9 @@ def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
     with open(path, "wb") as out:
         while chunk := f.stream.read(1 << 20):
             size += len(chunk)
-            if size > _services().settings.max_upload_bytes:
+            if size > services().settings.max_upload_bytes:
                 raise ApiError(413, "too_large", f"The upload is larger than this server accepts "
-                                                 f"({_services().settings.max_upload_bytes} bytes).")
+                                                 f"({services().settings.max_upload_bytes} bytes).")
             digest.update(chunk)
             out.write(chunk)
     if size == 0:
@@ -104,7 +101,7 @@ def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
 @bp.post("")
 def upload() -> ResponseReturnValue:
     user = require_user()
-    services = _services()
+    svc = services()
     name = (request.form.get("name") or "").strip()[:MAX_NAME]
     shapes, values = _input_shapes(), _input_values()
     _json_field("targets", list)  # a malformed field fails before the upload is read
@@ -119,25 +116,25 @@ def upload() -> ResponseReturnValue:
                       input_shapes=shapes, input_values=values, targets=targets, owner_id=user.id)
         job = Job()
         model.jobs.append(job)
-        with session_scope(services.sessions) as s:
+        with session_scope(svc.sessions) as s:
             s.add(model)
             s.flush()  # assigns ids
             # Blob first, row committed after: a committed model always has its file.
-            services.blobs.put_file(keys.upload(model.id, filename), path)
+            svc.blobs.put_file(keys.upload(model.id, filename), path)
         model_id, job_id = model.id, job.id
-    _enqueue(services, job_id)
-    with session_scope(services.sessions) as s:
+    _enqueue(svc, job_id)
+    with session_scope(svc.sessions) as s:
         m, role = model_for(s, model_id, user)
         body = model_json(m, role)
     return jsonify(body), 201, {"Location": body["url"]}
 
 
-def _enqueue(services: Services, job_id: str) -> None:
+def _enqueue(svc: Services, job_id: str) -> None:
     try:
         enqueue(current_app.extensions["celery"], job_id)
     except Exception as e:  # noqa: BLE001 - broker down: say so and keep the upload
         log.exception("could not queue job %s", job_id)
-        with session_scope(services.sessions) as s:
+        with session_scope(svc.sessions) as s:
             job = s.get(Job, job_id)
             job.status = "failed"
             job.error = f"Could not queue the analysis (broker unavailable: {type(e).__name__}). Retry later."
@@ -152,7 +149,7 @@ def list_models() -> ResponseReturnValue:
     scope = request.args.get("scope", "mine")
     if scope not in ("mine", "shared"):
         raise ApiError(400, "bad_scope", "scope must be 'mine' or 'shared'.")
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         q = visible_models_query(user, scope).options(selectinload(Model.jobs))
         rows = s.scalars(q.order_by(Model.created_at.desc()).limit(500))
         return jsonify(models=[model_json(m, "owner" if scope == "mine" else None) for m in rows])
@@ -160,27 +157,27 @@ def list_models() -> ResponseReturnValue:
 
 @bp.get("/<model_id>")
 def read_model(model_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, role = model_for(s, model_id, current_user())
         return jsonify(model_json(m, role))
 
 
 @bp.delete("/<model_id>")
 def delete_model(model_id: str) -> ResponseReturnValue:
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, current_user(), at_least="owner")
         s.delete(m)
-    services.blobs.delete_prefix(keys.model_prefix(model_id))
+    svc.blobs.delete_prefix(keys.model_prefix(model_id))
     return "", 204
 
 
 @bp.post("/<model_id>/reanalyze")
 def reanalyze(model_id: str) -> ResponseReturnValue:
     """Queue a fresh analysis job (after a failure, or on a new version of Edgescope)."""
-    services = _services()
+    svc = services()
     user = current_user()
-    with session_scope(services.sessions) as s:
+    with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, user, at_least="editor")
         if m.job and m.job.status in ("queued", "running"):
             raise ApiError(409, "busy", "The model is being analysed already.")
@@ -188,7 +185,7 @@ def reanalyze(model_id: str) -> ResponseReturnValue:
         s.add(job)
         s.flush()
         job_id = job.id
-    _enqueue(services, job_id)
-    with session_scope(services.sessions) as s:
+    _enqueue(svc, job_id)
+    with session_scope(svc.sessions) as s:
         m, role = model_for(s, model_id, user)
         return jsonify(model_json(m, role)), 202

@@ -6,7 +6,7 @@ import gzip
 from functools import lru_cache
 from typing import Any
 
-from flask import Blueprint, Response, current_app, request, send_file
+from flask import Blueprint, Response, request, send_file
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
 
@@ -14,18 +14,15 @@ from store.blobs import BlobStore
 from store.db import session_scope
 from store.models import Artifact, Model
 from store.packed import read_record
-from store.services import Services
 
 from ..access import model_for
 from ..auth import current_user
+from .common import services
 from .errors import ApiError, handle_api_error
 
 bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
 bp.register_error_handler(ApiError, handle_api_error)
 
-
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
 
 
 def _ready_model(s: Any, model_id: str) -> Model:
@@ -58,7 +55,7 @@ def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
 
 
 def _send_gz_json(key: str) -> Response:
-    data = _services().blobs.get_bytes(key)
+    data = services().blobs.get_bytes(key)
     if "gzip" in request.headers.get("Accept-Encoding", ""):
         resp = Response(data, mimetype="application/json")
         resp.headers["Content-Encoding"] = "gzip"
@@ -71,7 +68,7 @@ def _send_gz_json(key: str) -> Response:
 
 
 def _document(model_id: str, kind: str, per_target: bool) -> Response:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m = _ready_model(s, model_id)
         key = _artifact(s, model_id, kind, _target(m) if per_target else "").key
     return _send_gz_json(key)
@@ -106,32 +103,32 @@ def _op_index(blobs: BlobStore, key: str) -> tuple[dict[str, int], list[int]]:
 
 def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
     """Op id -> position in the option tables of `target` (the ops a state may override)."""
-    return _op_index(_services().blobs, _artifact(s, m.id, "op_options_index", target).key)[0]
+    return _op_index(services().blobs, _artifact(s, m.id, "op_options_index", target).key)[0]
 
 
 @bp.get("/ops/<path:op_id>/options")
 def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         m = _ready_model(s, model_id)
         t = _target(m)
         index_key = _artifact(s, model_id, "op_options_index", t).key
         pack_key = _artifact(s, model_id, "op_options", t).key
-    index, offsets = _op_index(services.blobs, index_key)
+    index, offsets = _op_index(svc.blobs, index_key)
     if op_id not in index:
         raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
-    return read_record(services.blobs, pack_key, offsets, index[op_id])
+    return read_record(svc.blobs, pack_key, offsets, index[op_id])
 
 
 @bp.get("/download")
 def download(model_id: str) -> ResponseReturnValue:
     from store import keys
 
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, current_user())
         key, filename = keys.upload(m.id, m.filename), m.filename
-    return send_file(services.blobs.open_stream(key), as_attachment=True, download_name=filename,
+    return send_file(svc.blobs.open_stream(key), as_attachment=True, download_name=filename,
                      mimetype="application/octet-stream")
 
 
@@ -140,11 +137,11 @@ def _with_upload(model_id: str, fn):  # type: ignore[no-untyped-def]
     from store import keys
     from store.blobs import local_copy
 
-    services = _services()
-    with session_scope(services.sessions) as s:
+    svc = services()
+    with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, current_user())
         key, suffix = keys.upload(m.id, m.filename), "." + m.filename.rsplit(".", 1)[-1]
-    with local_copy(services.blobs, key, suffix) as path:
+    with local_copy(svc.blobs, key, suffix) as path:
         return fn(path)
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import UTC
 from typing import Any
 
 from flask import current_app, request
 
 from store.models import Model
+
+from .common import iso
 
 
 def share_url(model_id: str) -> str:
@@ -17,14 +18,13 @@ def share_url(model_id: str) -> str:
 
 def model_json(m: Model, role: str | None = None) -> dict[str, Any]:
     job = m.job
-    created = m.created_at if m.created_at.tzinfo else m.created_at.replace(tzinfo=UTC)
     return {
         "id": m.id,
         "url": share_url(m.id),
         "name": m.name,
         "format": m.format,
         "size_bytes": m.size_bytes,
-        "created_at": created.isoformat().replace("+00:00", "Z"),
+        "created_at": iso(m.created_at),
         "owner": {"id": m.owner.id, "name": m.owner.name} if m.owner else None,
         "your_role": role,
         "link_sharing": m.link_sharing,

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, current_app, jsonify, request
+from flask import Blueprint, jsonify
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
 
 from store.db import session_scope
 from store.models import Group, GroupMember, Share, User
-from store.services import Services
 
 from ..access import model_for
 from ..auth import current_user, require_user
+from .common import iso, json_body, services
 from .errors import ApiError, handle_api_error
 
 bp = Blueprint("sharing", __name__, url_prefix="/api")
@@ -22,15 +22,6 @@ bp.register_error_handler(ApiError, handle_api_error)
 ROLES = ("viewer", "editor")
 
 
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
-
-
-def _body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        raise ApiError(400, "bad_json", "Send a JSON object.")
-    return data
 
 
 def share_json(sh: Share) -> dict[str, Any]:
@@ -39,12 +30,12 @@ def share_json(sh: Share) -> dict[str, Any]:
         who = {"kind": "user", "id": sh.user.id, "email": sh.user.email, "name": sh.user.name}
     else:
         who = {"kind": "group", "id": sh.group.id, "name": sh.group.name}  # type: ignore[union-attr]
-    return {"id": sh.id, "role": sh.role, "with": who, "created_at": sh.created_at.isoformat()}
+    return {"id": sh.id, "role": sh.role, "with": who, "created_at": iso(sh.created_at)}
 
 
 @bp.get("/models/<model_id>/shares")
 def list_shares(model_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, role = model_for(s, model_id, current_user())
         return jsonify(link_sharing=m.link_sharing, your_role=role,
                        owner={"id": m.owner.id, "email": m.owner.email, "name": m.owner.name} if m.owner else None,
@@ -53,11 +44,11 @@ def list_shares(model_id: str) -> ResponseReturnValue:
 
 @bp.post("/models/<model_id>/shares")
 def add_share(model_id: str) -> ResponseReturnValue:
-    data = _body()
+    data = json_body()
     role = data.get("role", "viewer")
     if role not in ROLES:
         raise ApiError(400, "bad_role", f"role must be one of {', '.join(ROLES)}.")
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, current_user(), at_least="owner")
         if data.get("email"):
             u = s.scalar(select(User).where(User.email == str(data["email"]).strip().lower()))
@@ -84,7 +75,7 @@ def add_share(model_id: str) -> ResponseReturnValue:
 
 @bp.delete("/models/<model_id>/shares/<share_id>")
 def revoke_share(model_id: str, share_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, current_user(), at_least="owner")
         sh = s.get(Share, share_id)
         if sh is None or sh.model_id != m.id:
@@ -95,10 +86,10 @@ def revoke_share(model_id: str, share_id: str) -> ResponseReturnValue:
 
 @bp.put("/models/<model_id>/link")
 def set_link_sharing(model_id: str) -> ResponseReturnValue:
-    enabled = _body().get("enabled")
+    enabled = json_body().get("enabled")
     if not isinstance(enabled, bool):
         raise ApiError(400, "bad_field", "'enabled' must be true or false.")
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, current_user(), at_least="owner")
         m.link_sharing = enabled
         return jsonify(link_sharing=enabled)
@@ -131,7 +122,7 @@ def _group_for(s: Any, group_id: str, admin: bool = False) -> Group:
 @bp.get("/groups")
 def list_groups() -> ResponseReturnValue:
     user = require_user()
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         mine = select(GroupMember.group_id).where(GroupMember.user_id == user.id)
         return jsonify(groups=[group_json(g) for g in s.scalars(select(Group).where(Group.id.in_(mine)))])
 
@@ -139,10 +130,10 @@ def list_groups() -> ResponseReturnValue:
 @bp.post("/groups")
 def create_group() -> ResponseReturnValue:
     user = require_user()
-    name = _body().get("name")
+    name = json_body().get("name")
     if not isinstance(name, str) or not name.strip() or len(name) > 200:
         raise ApiError(400, "bad_field", "'name' must be a non-empty string of at most 200 characters.")
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         grp = Group(name=name.strip(), created_by=user.id)
         grp.members.append(GroupMember(user_id=user.id, role="admin"))
         s.add(grp)
@@ -152,14 +143,14 @@ def create_group() -> ResponseReturnValue:
 
 @bp.get("/groups/<group_id>")
 def read_group(group_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         return jsonify(group_json(_group_for(s, group_id)))
 
 
 @bp.post("/groups/<group_id>/members")
 def add_member(group_id: str) -> ResponseReturnValue:
-    email = str(_body().get("email", "")).strip().lower()
-    with session_scope(_services().sessions) as s:
+    email = str(json_body().get("email", "")).strip().lower()
+    with session_scope(services().sessions) as s:
         grp = _group_for(s, group_id, admin=True)
         u = s.scalar(select(User).where(User.email == email))
         if u is None:
@@ -173,7 +164,7 @@ def add_member(group_id: str) -> ResponseReturnValue:
 
 @bp.delete("/groups/<group_id>/members/<user_id>")
 def remove_member(group_id: str, user_id: str) -> ResponseReturnValue:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         grp = _group_for(s, group_id, admin=True)
         gm = s.scalar(select(GroupMember).where(GroupMember.group_id == grp.id, GroupMember.user_id == user_id))
         if gm is None:

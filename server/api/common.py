@@ -1,0 +1,30 @@
+"""Small helpers every API blueprint uses."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import current_app, request
+
+from store.services import Services
+
+from .errors import ApiError
+
+
+def services() -> Services:
+    return current_app.extensions["edgescope"]
+
+
+def json_body() -> dict[str, Any]:
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise ApiError(400, "bad_json", "Send a JSON object (Content-Type: application/json).")
+    return data
+
+
+def iso(dt: datetime | None) -> str | None:
+    """UTC timestamps as `...Z`; SQLite hands back naive datetimes that were written in UTC."""
+    if dt is None:
+        return None
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).isoformat().replace("+00:00", "Z")
