@@ -13,6 +13,12 @@ interface PendingUpload {
 }
 
 export function StageList({ model }: { model: Model }) {
+  if (!model.stages.length)
+    return (
+      <p className="muted" aria-live="polite">
+        {model.status === "queued" ? "Waiting for a worker…" : `${model.stage}: ${model.progress}%`}
+      </p>
+    );
   return (
     <ol className="stages" aria-label={`Progress of ${model.name}`}>
       {model.stages.map((s) => (
