@@ -8,7 +8,8 @@ reports progress through a callback so a long profile shows as moving.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,10 +23,6 @@ STAGE_WEIGHT: dict[str, int] = {"parse": 5, "compile": 15, "profile": 55, "simul
 
 # (stage, fraction of that stage done 0..1) -> None
 ProgressFn = Callable[[str, float], None]
-
-
-class UserFacingError(Exception):
-    """A failure caused by the model or the request; its message is shown to the user as is."""
 
 
 @dataclass
@@ -59,20 +56,16 @@ class AnalysisResult:
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
-    # Errors of the compiler and simulator that describe the model or the request.
+    """Errors of the compiler and simulator that describe the model or the request: their message is
+    shown to the user as is (anything else is an internal error, logged with its traceback)."""
     from compiler import errors as cerr
     from compiler.graph import ModelFormatError
 
-    found: list[type[BaseException]] = [UserFacingError, ModelFormatError]
-    found += [cerr.ModelRunError, cerr.SandboxError, cerr.InputSpecError]
-    try:
-        from simulator.options import OptionError
-        from simulator.targets import UnknownTarget
+    from simulator.options import OptionError
 
-        found += [OptionError, UnknownTarget]
-    except ImportError:  # pragma: no cover - simulator always ships with the worker
-        pass
-    return tuple(found)
+    # UnknownTarget is an OptionError.
+    return (ModelFormatError, cerr.ModelRunError, cerr.SandboxError, cerr.InputSpecError,
+            OptionError)
 
 
 def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
@@ -86,18 +79,13 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     for t in opts.targets:
         get_target(t)  # unknown target names fail before any work
 
-    def timed(stage: str):  # type: ignore[no-untyped-def]
-        class _T:
-            def __enter__(self) -> None:
-                progress(stage, 0.0)
-                self.t0 = time.perf_counter()
-
-            def __exit__(self, *exc: object) -> None:
-                seconds[stage] = time.perf_counter() - self.t0
-                if exc[0] is None:
-                    progress(stage, 1.0)
-
-        return _T()
+    @contextmanager
+    def timed(stage: str) -> Iterator[None]:
+        progress(stage, 0.0)
+        t0 = time.perf_counter()
+        yield  # an exception propagates: the stage is neither timed nor reported done
+        seconds[stage] = time.perf_counter() - t0
+        progress(stage, 1.0)
 
     with timed("parse"):
         source = frontends.load(model_path, opts.format)
