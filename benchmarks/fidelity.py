@@ -110,9 +110,9 @@ def main() -> None:
     a = ap.parse_args()
 
     from compiler.backends import ort as ort_backend
-    from compiler.frontends import onnx as onnx_frontend
     from compiler.optimize.onnx_export import export_onnx
     from simulator.calibration import _feeds, _session, load_or_calibrate, record_fidelity
+    from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.totals import totals
 
@@ -129,11 +129,11 @@ def main() -> None:
         tmp = Path(td)
         for name, build in models.items():
             src_path = build(tmp / f"{name}.onnx")
-            source = onnx_frontend.load(src_path)
-            compiled = ort_backend.compile(src_path, tmp / f"{name}.compiled.onnx", source)
+            (tmp / name).mkdir()
+            source, compiled = compile_for(src_path, "ort-cpu/host", tmp / name)  # as `edgescope predict` does
             r = sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
             # Per-op: predicted fp32 task time vs the profiler's median for the same task.
-            prof = ort_backend.profile(tmp / f"{name}.compiled.onnx", settings)
+            prof = ort_backend.profile(tmp / name / "compiled.onnx", settings)
             j = [p["name"] for p in r.bulk["presets"]].index("fp32")
             over_ms = hw.units[0].profiler_overhead_s * 1e3
             for i, op in enumerate(r.bulk["ops"]):
