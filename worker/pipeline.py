@@ -115,7 +115,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     with timed("simulate"):
         for i, r in enumerate(results):
             r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
-                                      calibration_path=opts.calibration_path)
+                                      calibration_path=opts.calibration_path, source=source)
             progress("simulate", (i + 1) / len(results))
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds)
