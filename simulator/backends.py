@@ -36,6 +36,7 @@ _LOAD_DECODE: dict[str, frozenset[str]] = {
     "ort-qnn": frozenset({"fp16", "int8", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "litert": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "litert-cpu": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
 }
 
 

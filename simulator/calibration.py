@@ -379,6 +379,7 @@ def profile_from_cache(cache: dict[str, Any]) -> HardwareProfile:
     if cache.get("fidelity"):
         over["error_pct_median"] = cache["fidelity"]["error_pct_median"]
         over["error_models"] = cache["fidelity"]["models"]
+        over["error_target"] = cache["fidelity"].get("target", "ort-cpu/host")
     hw = load_profile("host-cpu").with_overrides(over)
     return hw
 
@@ -406,9 +407,12 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
     return profile_from_cache(cache)
 
 
-def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int) -> None:
-    """Store the held-out error (benchmarks/fidelity.py) in the cache so predictions can cite it."""
+def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int,
+                    target: str = "ort-cpu/host", **extra: Any) -> None:
+    """Store the held-out error (benchmarks/fidelity.py) in the cache so predictions on `target` cite it."""
     p = Path(path)
     cache = json.loads(p.read_text())
-    cache["fidelity"] = {"error_pct_median": error_pct_median, "models": models}
-    p.write_text(json.dumps(cache, indent=1))
+    cache["fidelity"] = {"error_pct_median": error_pct_median, "models": models, "target": target, **extra}
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1))
+    tmp.replace(p)  # atomic: a worker reading the cache never sees half a file

@@ -167,6 +167,16 @@ BACKEND_NOTES: dict[str, dict[str, str]] = {
         "palettize": "decoded at load",
         "prune": "no sparse kernels",
     },
+    "litert-cpu": {
+        "all": "measured whole-model only: per-op figures are host-cpu predictions scaled to the measured "
+               "total; options are predicted with ORT's CPU kernel behaviour (no LiteRT exporter here)",
+        "fp16": "fp16 weights are dequantized to fp32 at load by XNNPACK; only the file shrinks",
+        "int8-dynamic": "dynamic-range weights (predicted as ORT's dynamic int8 on this CPU)",
+        "int8-static": "XNNPACK int8 (predicted with the host's int8 efficiencies)",
+        "int4-weights": "decoded to float",
+        "palettize": "decoded at load",
+        "prune": "no sparse kernels",
+    },
     "ort-xnnpack": {
         "fp16": "computed as fp32 after casts",
         "int8-dynamic": "ORT CPU EP dynamic quantization (XNNPACK takes only QLinearConv)",

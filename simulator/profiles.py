@@ -77,6 +77,7 @@ class HardwareProfile:
     calibrated: bool = False
     error_pct_median: float | None = None  # measured prediction error on models not used to fit
     error_models: int = 0
+    error_target: str | None = None  # the target the error was measured on (None: any)
 
     def with_overrides(self, overrides: dict[str, Any]) -> HardwareProfile:
         """Apply fitted values: {"dram_bandwidth_bytes_per_s": x, "units": {"cpu": {field: value,
@@ -88,7 +89,8 @@ class HardwareProfile:
             kov = {**u.kind_overhead_s, **o.pop("kind_overhead_s", {})}
             units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
         top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
-                                                           "error_models", "dram_energy_pj_per_byte")}
+                                                           "error_models", "error_target",
+                                                           "dram_energy_pj_per_byte")}
         return dataclasses.replace(self, units=tuple(units), calibrated=True, **top)
 
 

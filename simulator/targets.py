@@ -14,7 +14,7 @@ class UnknownTarget(OptionError):
 @dataclass(frozen=True, slots=True)
 class Target:
     name: str  # "<backend>/<profile short name>"
-    backend: str  # "ort-cpu", "coreml", "ort-qnn", "litert", "ort-xnnpack"
+    backend: str  # "ort-cpu", "litert-cpu", "coreml", "ort-qnn", "litert", "ort-xnnpack"
     profile: str  # file stem in simulator/hardware/
     float_format: str  # what "float" activations mean on this backend
     export: str  # "onnx" | "coreml" | "" (no exporter on this machine)
@@ -26,6 +26,10 @@ class Target:
 _TARGETS: dict[str, Target] = {t.name: t for t in [
     Target("ort-cpu/host", "ort-cpu", "host-cpu", "fp32", "onnx", True, False,
            "ONNX Runtime CPU EP on this machine, 1 intra-op thread, default graph optimizations"),
+    # Measured whole-model only (LiteRT's Python API has no op profiler): per-op figures are host-cpu
+    # predictions scaled to the measured total. The host-cpu efficiencies are ORT's (calibrated with ORT).
+    Target("litert-cpu/host", "litert-cpu", "host-cpu", "fp32", "", True, False,
+           "LiteRT interpreter (XNNPACK) on this machine, 1 thread"),
     Target("coreml/apple-a17", "coreml", "apple-a17", "fp16", "coreml", False, True,
            "Core ML ML Program on iPhone 15 Pro (A17 Pro): ANE, GPU, CPU as Core ML places ops"),
     Target("ort-qnn/snapdragon-8g3", "ort-qnn", "snapdragon-8g3", "fp16", "onnx", False, False,
@@ -38,9 +42,10 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
 
 _DEFAULTS: dict[str, list[str]] = {
     "onnx": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
-    "tflite": ["litert/pixel-8"],
+    "tflite": ["litert-cpu/host", "litert/pixel-8"],
     "coreml": ["coreml/apple-a17"],
-    "pt2": ["ort-cpu/host", "coreml/apple-a17"],
+    # .pt2 is converted to ONNX (ORT targets, EPs predicted on the FX graph) and to Core ML.
+    "pt2": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
 }
 
 
