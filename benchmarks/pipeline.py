@@ -10,21 +10,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import requests
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests import modelzoo  # noqa: E402
-from tests.conftest import free_port, wait_http  # noqa: E402
+from tests.conftest import LiveServer, start_server  # noqa: E402
 
 MODELS = {
     "mobilenet_v2_like": lambda p: modelzoo.mobilenet_v2_like(p, width=1.0, resolution=224),
@@ -32,14 +28,14 @@ MODELS = {
 }
 
 
-def _upload(url: str, path: Path) -> tuple[str, float]:
+def _upload(server: LiveServer, path: Path) -> tuple[str, float]:
     t0 = time.perf_counter()
     with open(path, "rb") as f:
-        r = requests.post(f"{url}/api/models", files={"file": (path.name, f)},
-                          data={"targets": json.dumps(["ort-cpu/host"])}, timeout=120)
+        r = server.http.post(f"{server.url}/api/models", files={"file": (path.name, f)},
+                             data={"targets": json.dumps(["ort-cpu/host"])}, timeout=120)
     r.raise_for_status()
     mid = r.json()["id"]
-    while (m := requests.get(f"{url}/api/models/{mid}", timeout=30).json())["status"] not in ("ready", "failed"):
+    while (m := server.get(f"/api/models/{mid}").json())["status"] not in ("ready", "failed"):
         time.sleep(0.1)
     if m["status"] != "ready":
         raise SystemExit(f"{path.name} failed: {m['error']}")
@@ -54,17 +50,14 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="edgescope-bench-") as d:
         tmp = Path(d)
-        port = free_port()
-        env = {**os.environ, "EDGESCOPE_DATA_DIR": str(tmp / "data"), "EDGESCOPE_PROFILE_RUNS": str(a.runs)}
-        server = subprocess.Popen([sys.executable, "-m", "edgescope", "serve", "--port", str(port)],
-                                  env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
+        (tmp / "data").mkdir()
+        # The live server of the tests: `edgescope serve` on the embedded default, signed in with a token.
+        server = start_server(tmp / "data", {"EDGESCOPE_PROFILE_RUNS": str(a.runs), "EDGESCOPE_PROFILE_WARMUP": "5"})
         try:
-            wait_http(f"{url}/api/openapi.json", 120, server)
             # The first job calibrates the host once; keep it out of the figures.
             warm = tmp / "warm.onnx"
             modelzoo.tiny_cnn(warm)
-            _upload(url, warm)
+            _upload(server, warm)
             print(f"{'model':<20} {'MB':>6} {'tasks':>6} {'ready s':>8} {'parse':>6} {'compile':>7} {'profile':>7} "
                   f"{'simulate':>8} {'store':>6} {'CV med':>7} {'sum/whole':>9}")
             for name, build in MODELS.items():
@@ -72,12 +65,12 @@ def main() -> None:
                 build(path)
                 totals, stages, cvs, ratios, tasks = [], {}, [], [], 0
                 for _ in range(a.repeats):
-                    mid, secs = _upload(url, path)
+                    mid, secs = _upload(server, path)
                     totals.append(secs)
-                    m = requests.get(f"{url}/api/models/{mid}", timeout=30).json()
+                    m = server.get(f"/api/models/{mid}").json()
                     for st in m["stages"]:
                         stages.setdefault(st["name"], []).append(st["seconds"] or 0.0)
-                    ops = requests.get(f"{url}/api/models/{mid}/ops", timeout=60).json()
+                    ops = server.get(f"/api/models/{mid}/ops").json()
                     tasks = len(ops["ops"])
                     timed = [o for o in ops["ops"] if o["measured"] and o["latency_ms"] > 0]
                     # Spread per task: IQR / median (a robust coefficient of variation).
@@ -88,8 +81,8 @@ def main() -> None:
                       f"{med(stages['parse']):6.2f} {med(stages['compile']):7.2f} {med(stages['profile']):7.2f} "
                       f"{med(stages['simulate']):8.2f} {med(stages['store']):6.2f} {med(cvs):7.1%} {med(ratios):9.3f}")
         finally:
-            server.terminate()
-            server.wait(20)
+            server.proc.terminate()
+            server.proc.wait(20)
     print("\nCV med: median over tasks of IQR/median of the task's per-run times. "
           "sum/whole: sum of task medians / whole-model median (1.0 = agree).")
 
