@@ -102,7 +102,11 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--calibration", default=os.path.expanduser("~/.cache/edgescope/calibration/host-cpu.json"))
+    from edgescope.config import Settings
+
+    # The cache workers read (<data dir>/calibration/host-cpu.json, EDGESCOPE_* settings), so --record
+    # reaches the labels the API serves.
+    ap.add_argument("--calibration", default=os.fspath(Settings.from_env().calibration_path))
     ap.add_argument("--quick", action="store_true", help="fewer models and options")
     ap.add_argument("--record", action="store_true", help="store the held-out error in the calibration cache")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per option per round")
@@ -186,7 +190,12 @@ def main() -> None:
     print(f"size: median abs error {statistics.median(size_err):.2f}%, within 2%: "
           f"{sum(e <= 2 for e in size_err)}/{len(size_err)}, worst {max(size_err):.1f}%")
     if a.record:
-        record_fidelity(a.calibration, round(statistics.median(lat_err), 1), len({x['model'] for x in rows}))
+        record_fidelity(a.calibration, round(statistics.median(lat_err), 1), len({x['model'] for x in rows}),
+                        "ort-cpu/host", within_10_pct=round(within / len(rows) * 100, 1), model_options=len(rows),
+                        per_op_error_pct_median=round(statistics.median(op_errors), 1),
+                        size_error_pct_median=round(statistics.median(size_err), 2),
+                        measured=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        print(f"recorded in {a.calibration}")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 R = 8  # ops per chain
 
 
@@ -105,6 +105,21 @@ def _mixed(c: int, size: int, path: Path, blocks: int = 12) -> Path:
                  [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, size, size])], inits, path)
 
 
+def _skip_layernorm_chain(shape: list[int], path: Path) -> Path:
+    """x_{i+1} = LayerNorm(x_i + x_0): ORT fuses each Add + LayerNormalization into SkipLayerNormalization,
+    as it does for every post-norm transformer's residual."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = shape[-1]
+    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
+    nodes = []
+    for i in range(R):
+        nodes += [helper.make_node("Add", [f"v{i}", "v0"], [f"a{i}"], name=f"add_{i}"),
+                  helper.make_node("LayerNormalization", [f"a{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")]
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
+
+
 def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
     return lambda p: _chain("Conv", [1, c, hw, hw], p, attrs={"pads": [k // 2] * 4, "group": group},
                             weight=_rng_w([c, c // group, k, k]))
@@ -127,9 +142,12 @@ CASES: tuple[Case, ...] = (
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
-    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"),
+    # With several rows MatMulNBits dequantizes B to fp32 and runs SGEMM: it fits that decode rate, the
+    # compute taking the fp32 GEMM efficiency.
+    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q, ("int4-weights", "decode.int4wrows"),
                                                      ("fp16", "cast16"))),
-    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q, ("int4-weights", "int4w"))),
+    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q,
+                                                       ("int4-weights", "decode.int4wrows"))),
     Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
          (("fp32", "fp32"), ("int8-static", "int8"))),
     Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),
@@ -138,6 +156,8 @@ CASES: tuple[Case, ...] = (
                                                    attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
          (("fp32", "fp32"), ("int8-static", "int8"))),
     Case("layernorm-128x768", "norm", lambda p: _layernorm_chain([128, 768], p), (("fp32", "fp32"),)),
+    Case("skipnorm-32x128", "skipnorm", lambda p: _skip_layernorm_chain([1, 32, 128], p), (("fp32", "fp32"),)),
+    Case("skipnorm-64x256", "skipnorm", lambda p: _skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
     Case("softmax-12x128x128", "softmax", lambda p: _chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
          (("fp32", "fp32"),)),
     # Small shapes: what they cost beyond the roofline is the kind's fixed setup per task.
@@ -179,7 +199,7 @@ def _feeds(sess: Any) -> dict[str, np.ndarray]:
     return feeds
 
 
-def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "all", rounds: int = 2) -> float:
+def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "all", rounds: int = 3) -> float:
     """Wall time of session.run (ms), 1 intra-op thread, after warm-up: the lowest of `rounds` medians,
     so a burst of load from other processes on a shared machine does not become the figure."""
     sess = _session(path, opt)
@@ -298,8 +318,10 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
                     model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
                 meas = wall_ms(model) - run_s * 1e3
                 key = tag if "." in tag else f"{case.kind}.{tag}"
-                eff = _fit_eff(g, hw, preset, key, meas) if tag != "setup" else float("nan")
-                if tag != "setup":
+                # Setup and decode rates are fitted below, once the efficiencies they add to are known.
+                later = tag == "setup" or key.startswith("decode.")
+                eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
+                if not later:
                     fits.setdefault(key, []).append(eff)
                 cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
                                   "efficiency": eff})
@@ -308,7 +330,17 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         # The median of per-case fits (robust to one odd shape).
         effs = {k: float(np.median(v)) for k, v in fits.items()}
         effs["default"] = effs.get("elementwise.fp32", 0.1)
+        # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
+        if "gemm.fp32" in effs:
+            effs["gemm.int4w"] = effs["gemm.fp32"]
         over["units"]["cpu"]["efficiency"] = effs
+        hw = base.with_overrides(over)
+        decodes: dict[str, list[float]] = {}
+        for c in cases_out:
+            if c["key"].startswith("decode."):
+                c["efficiency"] = e = _fit_eff(graphs[c["case"]], hw, c["preset"], c["key"], c["measured_ms"])
+                decodes.setdefault(c["key"], []).append(e)
+        effs.update({k: float(np.median(v)) for k, v in decodes.items()})
         hw = base.with_overrides(over)
         # Fixed setup per kind from the small cases, with the efficiencies above in place.
         setups: dict[str, list[float]] = {}

@@ -14,13 +14,13 @@ from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "gemm", "matmul", "attention", "pool", "elementwise",
-                          "norm", "softmax", "reduce", "layout", "view", "quant", "other")
+                          "norm", "skipnorm", "softmax", "reduce", "layout", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
 WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "gemm", "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
-PARENT_KIND: dict[str, str] = {"convsmall": "conv"}
+PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm"}
 
 
 def base_kind(kind: str) -> str:
@@ -38,6 +38,7 @@ _NORM = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormali
          "SkipSimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization",
          "GroupNormalization", "GroupNorm", "EmbedLayerNormalization", "RMSNormalization", "LpNormalization",
          "LRN", "MeanVarianceNormalization"}
+_SKIPNORM = {"SkipLayerNormalization", "SkipSimplifiedLayerNormalization"}
 _SOFTMAX = {"Softmax", "LogSoftmax", "QLinearSoftmax"}
 _REDUCE = {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
            "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "TopK", "CumSum"}
@@ -160,6 +161,10 @@ def kind_of(node: Node, graph: Graph) -> str:
         return "attention"
     if op in _POOL:
         return "pool"
+    if op in _SKIPNORM:
+        # Residual add + LayerNorm fused by ORT: a different kernel (scalar, double accumulation on x86)
+        # from LayerNormalization's, ~10x slower per element on this host (calibration case skipnorm-*).
+        return "skipnorm"
     if op in _NORM:
         return "norm"
     if op in _SOFTMAX:
@@ -297,7 +302,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
             return 0.0, in_elements
         ks = node.attributes.get("kernel_shape") or [1]
         return 0.0, out_e * math.prod(int(k) for k in ks)
-    if kind == "norm":
+    if kind in ("norm", "skipnorm"):
         return 0.0, 8.0 * in_elements
     if kind == "softmax":
         return 0.0, 5.0 * out_e

@@ -49,7 +49,8 @@ class _Coeffs:
     extra_in: np.ndarray
     extra_out: np.ndarray
     dispatches: np.ndarray  # kernels launched (1 + extra)
-    decode_s: np.ndarray  # seconds per kernel element of per-run weight unpacking
+    decode_s: np.ndarray  # seconds per kernel element of per-run weight unpacking (one activation row)
+    decode_rows_s: np.ndarray  # the same when the task has several rows (M > 1): a different kernel
     eliminated: np.ndarray
     fp32_equiv: np.ndarray
     dispatch_s: np.ndarray
@@ -79,9 +80,8 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         rt_mask=f(lambda p: 1 / 8 if p.runtime_sparse else 0.0),
         aux_b=f(lambda p: p.aux_bytes), extra_in=f(lambda p: p.extra_in_bytes),
         extra_out=f(lambda p: p.extra_out_bytes), dispatches=f(lambda p: 1 + p.extra_dispatches),
-        decode_s=f(lambda p: p.decode_ops / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) or units[p.unit]
-                                            .peak_ops_per_s["fp16"]) / units[p.unit].eff("decode", p.tag)
-                   if p.decode_ops else 0.0),
+        decode_s=f(lambda p: _decode_s(units[p.unit], p, p.tag)),
+        decode_rows_s=f(lambda p: _decode_s(units[p.unit], p, p.tag + "rows")),
         eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
         # Per-kernel launch cost, plus the kind's fixed setup (small NCHWc convs pay ~10 us on the host).
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
@@ -93,6 +93,19 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         onchip=f(lambda p: units[p.unit].onchip_memory_bytes),
         kernel=[p.resolved.kernel for p in paths], sparsity=f(lambda p: p.resolved.sparsity),
     )
+
+
+def _decode_s(u: Any, p: Path, tag: str) -> float:
+    """Seconds per kernel element to unpack weights on every run. `<tag>rows` is the rate when the task
+    has more than one activation row (MatMulNBits: M = 1 is a fused GEMV that unpacks in registers;
+    M > 1 dequantizes B to an fp32 buffer, then runs SGEMM), falling back to the one-row rate."""
+    if not p.decode_ops:
+        return 0.0
+    key = f"decode.{tag}"
+    if tag.endswith("rows") and key not in u.efficiency:
+        key = f"decode.{tag[:-4]}"
+    eff = u.efficiency.get(key, u.eff("decode", p.tag))
+    return p.decode_ops / (u.peak_ops_per_s.get("fp32", 0.0) or u.peak_ops_per_s["fp16"]) / eff
 
 
 def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
@@ -400,7 +413,10 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     extra = in_el * co.extra_in + out_el * co.extra_out
     t_mem = act / bw + w_all / w_bw
     # Roofline with imperfect overlap: the smaller of compute and memory time is partly exposed.
-    lat_s = np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw + co.dispatches * co.dispatch_s + co.setup_s + k_el * co.decode_s
+    m_rows = np.where(k_el > 0, macs / np.maximum(k_el, 1.0), 0.0)  # activation rows (M) of a weighted GEMM
+    decode = k_el * np.where(m_rows > 1.5, co.decode_rows_s, co.decode_s)
+    lat_s = (np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw
+             + co.dispatches * co.dispatch_s + co.setup_s + decode)
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():

@@ -180,3 +180,43 @@ def test_ten_thousand_ops_sweep_fast() -> None:
     dt = time.perf_counter() - t0
     assert len(r.bulk["ops"]) == 10_000 and math.isfinite(r.bulk["base"]["latency_ms"])
     assert dt < 4.0  # 2 s is the figure on an idle core (benchmarks/sweep.py); slack for a busy test machine
+
+
+def test_skip_layernorm_is_costed_as_its_own_kernel() -> None:
+    from simulator.profiles import load_profile
+
+    def one(op: str, inputs: list[str]) -> object:
+        return graph([Node("n", "n", op, inputs=inputs, outputs=["y"], domain="com.microsoft" if "Skip" in op else "")],
+                     [act("x", [1, 32, 128]), act("s", [1, 32, 128]), weight("g", [128]), weight("b", [128]),
+                      act("y", [1, 32, 128])], ["x", "s"], ["y"])
+
+    hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {"norm.fp32": 0.1,
+                                                                                  "skipnorm.fp32": 0.01}}}})
+    ln = sweep(one("LayerNormalization", ["x", "g", "b"]), HOST, hardware=hw)
+    sln = sweep(one("SkipLayerNormalization", ["x", "s", "g", "b"]), HOST, hardware=hw)
+    assert ln.works[0].kind == "norm" and sln.works[0].kind == "skipnorm"
+    assert sln.bulk["base"]["latency_ms"] > 2 * ln.bulk["base"]["latency_ms"]
+    # Without a figure of its own a skipnorm uses the norm figure (parent kind).
+    plain = load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {"norm.fp32": 0.1}}}})
+    assert sweep(one("SkipLayerNormalization", ["x", "s", "g", "b"]), HOST, hardware=plain).works[0].kind == "skipnorm"
+
+
+def test_int4_weight_decode_rate_depends_on_activation_rows() -> None:
+    """MatMulNBits: one row is a fused GEMV (decode.int4w), several rows dequantize B then SGEMM
+    (decode.int4wrows); each has its calibrated rate."""
+    from simulator.profiles import load_profile
+
+    def mm(m: int) -> object:
+        return graph([Node("a", "a", "MatMul", inputs=["x", "w"], outputs=["y"])],
+                     [act("x", [m, 512]), weight("w", [512, 512]), act("y", [m, 512])], ["x"], ["y"])
+
+    def hw(rows_eff: float) -> object:
+        return load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {
+            "decode.int4w": 1.0, "decode.int4wrows": rows_eff}}}})
+
+    p = lambda g, h: (lambda r: r.bulk["metrics"]["latency_ms"][0][col(r, "int4-weights")])(  # noqa: E731
+        sweep(g, HOST, hardware=h))
+    slow, fast = hw(0.01), hw(1.0)
+    assert p(mm(1), slow) == p(mm(1), fast)  # one row: the GEMV rate only
+    peak = slow.units[0].peak_ops_per_s["fp32"]
+    assert p(mm(8), slow) - p(mm(8), fast) == pytest.approx(512 * 512 / peak * (1 / 0.01 - 1) * 1e3, rel=1e-6)
