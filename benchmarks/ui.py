@@ -20,6 +20,7 @@ import statistics
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,6 +116,71 @@ def measure(browser, base: str, mid: str, login: dict) -> dict:
     return res
 
 
+NETRON_FRAME_JS = """async ([steps]) => {
+  const el = document.getElementById('target') || document.scrollingElement;
+  const times = [];
+  let last = performance.now(), run = true;
+  const tick = (t) => { times.push(t - last); last = t; if (run) requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  for (let i = 0; i < steps; i++) {
+    el.scrollTop += i < steps / 2 ? 40 : -40;
+    el.scrollLeft += i % 2 ? 10 : -10;
+    await new Promise((r) => setTimeout(r, 16));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  run = false;
+  return times.slice(2);
+}"""
+
+
+def measure_netron(browser, netron: str, path: str, timeout_s: float) -> dict:
+    """Netron serving one file (`netron FILE --port P`): time to its graph drawn and frame times while scrolling."""
+    import socket
+    import subprocess
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    proc = subprocess.Popen([netron, path, "--port", str(port), "--verbosity", "quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        # Netron replaces window.eval, which page.evaluate needs: evaluate over CDP instead.
+        cdp = ctx.new_cdp_session(page)
+
+        def ev(expr: str):  # noqa: ANN202
+            return cdp.send("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True})["result"].get("value")
+
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.2)
+        t0 = time.perf_counter()
+        page.goto(f"http://127.0.0.1:{port}/")
+        try:
+            page.click("button:has-text('Accept')", timeout=5000)  # first-run consent screen
+        except Exception:  # noqa: BLE001 - not shown
+            pass
+        deadline = time.perf_counter() + timeout_s
+        while not ev("document.querySelectorAll('svg .node').length") and time.perf_counter() < deadline:
+            time.sleep(0.1)
+        if not ev("document.querySelectorAll('svg .node').length"):
+            ctx.close()
+            return {"first_render_s": float("nan"), "error": f"no graph after {timeout_s:.0f} s"}
+        res = {"first_render_s": time.perf_counter() - t0, "nodes": ev("document.querySelectorAll('svg .node').length")}
+        fr = ev(f"({NETRON_FRAME_JS})([60])")
+        res.update(frame_median_ms=statistics.median(fr), frame_p95_ms=pct(fr, 95))
+        page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"bench-netron-{Path(path).stem}.png"))
+        ctx.close()
+        return res
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,50000")
@@ -123,6 +189,9 @@ def main() -> None:
     ap.add_argument("--models", default="")
     ap.add_argument("--email", default="owner@example.com")
     ap.add_argument("--password", default="owner password 1")
+    ap.add_argument("--netron", help="netron executable (pip install netron in its own venv) to compare with")
+    ap.add_argument("--onnx", default="", help="ONNX files for --netron, comma-separated")
+    ap.add_argument("--netron-timeout", type=float, default=300)
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
@@ -157,6 +226,15 @@ def main() -> None:
                   f"{r['top_frame_median_ms']:>8.1f}/{r['top_frame_p95_ms']:>6.1f} ms {r['whole_graph_s']:>6.2f}s "
                   f"{r['all_frame_median_ms']:>8.1f}/{r['all_frame_p95_ms']:>6.1f} ms {r['sort_ms']:>5.0f}ms {r['filter_ms']:>5.0f}ms",
                   flush=True)
+        if a.netron:
+            print(f"\n{'netron: file':40} {'first':>9} {'nodes':>6} {'frame med/p95':>16}")
+            for f in filter(None, a.onnx.split(",")):
+                r = measure_netron(browser, a.netron, f, a.netron_timeout)
+                r["netron_file"] = f
+                out.append(r)
+                print(f"{Path(f).name:40} {r['first_render_s']:>8.2f}s {r.get('nodes', 0):>6} "
+                      f"{r.get('frame_median_ms', float('nan')):>7.1f}/{r.get('frame_p95_ms', float('nan')):>6.1f} ms {r.get('error', '')}",
+                      flush=True)
         browser.close()
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
