@@ -21,17 +21,13 @@ from store.models import Analysis, Model
 from ..access import model_for
 from ..auth import current_user
 from .common import iso, json_body, services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 from .results import op_index_for
 
 bp = Blueprint("analyses", __name__, url_prefix="/api/models/<model_id>/analyses")
-bp.register_error_handler(ApiError, handle_api_error)
 
 MAX_OVERRIDES = 100_000
 MAX_NOTES = 20_000
-
-
-
 
 
 def analysis_json(a: Analysis, *, can_edit: bool) -> dict[str, Any]:

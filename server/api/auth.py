@@ -17,10 +17,9 @@ from store.models import ApiToken, LoginAttempt, User, WebSession
 
 from ..auth import COOKIE, SESSION_DAYS, new_api_token, require_user, sha256, start_session
 from .common import iso, json_body, services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 
 bp = Blueprint("auth", __name__, url_prefix="/api")
-bp.register_error_handler(ApiError, handle_api_error)
 
 HASHER = PasswordHasher()
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -29,8 +28,6 @@ MIN_PASSWORD = 10
 WINDOW = timedelta(minutes=15)
 MAX_FAILS_PER_EMAIL = 5
 MAX_FAILS_PER_IP = 30
-
-
 
 
 def _text(data: dict[str, Any], key: str, max_len: int = 200, required: bool = True) -> str:

@@ -18,11 +18,9 @@ from ..access import model_for
 from ..auth import current_user
 from .analyses import validate_state
 from .common import iso, services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 
 bp = Blueprint("exports", __name__, url_prefix="/api/models/<model_id>/exports")
-bp.register_error_handler(ApiError, handle_api_error)
-
 
 
 def export_json(e: Export) -> dict[str, Any]:

@@ -25,15 +25,13 @@ from worker.celery_app import enqueue
 from ..access import model_for, visible_models_query
 from ..auth import current_user, require_user
 from .common import services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 from .serialize import model_json
 
 bp = Blueprint("models", __name__, url_prefix="/api/models")
-bp.register_error_handler(ApiError, handle_api_error)
 log = logging.getLogger(__name__)
 
 MAX_NAME = 200
-
 
 
 def _json_field(name: str, kind: type) -> Any:

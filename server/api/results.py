@@ -18,11 +18,9 @@ from store.packed import read_record
 from ..access import model_for
 from ..auth import current_user
 from .common import services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 
 bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
-bp.register_error_handler(ApiError, handle_api_error)
-
 
 
 def _ready_model(s: Any, model_id: str) -> Model:

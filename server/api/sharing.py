@@ -14,14 +14,11 @@ from store.models import Group, GroupMember, Share, User
 from ..access import model_for
 from ..auth import current_user, require_user
 from .common import iso, json_body, services
-from .errors import ApiError, handle_api_error
+from .errors import ApiError
 
 bp = Blueprint("sharing", __name__, url_prefix="/api")
-bp.register_error_handler(ApiError, handle_api_error)
 
 ROLES = ("viewer", "editor")
-
-
 
 
 def share_json(sh: Share) -> dict[str, Any]:
