@@ -3,8 +3,9 @@ import { auth } from "./api/client";
 import type { Me } from "./api/types";
 import { ModelListPage } from "./pages/ModelList";
 import { ModelPage } from "./pages/ModelPage";
+import { NotFound } from "./pages/NotFound";
 import { SignInPage } from "./pages/SignIn";
-import { navigate, useRoute } from "./router";
+import { useRoute } from "./router";
 import { SessionContext } from "./session";
 
 export function App() {
@@ -20,15 +21,7 @@ export function App() {
   const signOut = () => auth.logout().then(() => setMe(null));
   let page;
   if (route.page === "list") page = <ModelListPage />;
-  else if (route.page === "model") page = <ModelPage key={route.id} id={route.id} />;
-  else
-    page = (
-      <main className="page">
-        <h1>Not found</h1>
-        <p>
-          <a href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>Back to the model list</a>
-        </p>
-      </main>
-    );
+  else if (route.page === "model") page = <ModelPage key={route.id} id={route.id} analysisId={route.analysis} />;
+  else page = <NotFound />;
   return <SessionContext.Provider value={{ me, signOut }}>{page}</SessionContext.Provider>;
 }

@@ -1,5 +1,6 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
 import type { GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable } from "./types";
+import type { Analysis, AnalysisState, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
 let csrfToken = "";
@@ -67,7 +68,7 @@ export const auth = {
 };
 
 export const api = {
-  listModels: (signal?: AbortSignal) => get<ModelList>("/api/models", signal),
+  listModels: (signal?: AbortSignal, scope: "mine" | "shared" = "mine") => get<ModelList>(`/api/models?scope=${scope}`, signal),
   getModel: (id: string, signal?: AbortSignal) => get<Model>(m(id), signal),
   ops: (id: string, target?: string, signal?: AbortSignal) => get<OpsResponse>(`${m(id)}/ops${q(target)}`, signal),
   graph: (id: string, signal?: AbortSignal) => get<GraphResponse>(`${m(id)}/graph?view=compiled`, signal),
@@ -105,4 +106,34 @@ export const api = {
       xhr.send(fd);
     });
   },
+};
+
+// ---- sharing and saved analyses ----
+
+async function send<T>(method: string, url: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: "application/json", ...unsafeHeaders() };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const r = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!r.ok) throw await toError(r);
+  return (r.status === 204 ? undefined : await r.json()) as T;
+}
+
+const an = (id: string, aid?: string) => `${m(id)}/analyses${aid ? `/${encodeURIComponent(aid)}` : ""}`;
+
+export const collab = {
+  shares: (id: string, signal?: AbortSignal) => get<SharesResponse>(`${m(id)}/shares`, signal),
+  share: (id: string, who: { email: string } | { group_id: string }, role: "viewer" | "editor") =>
+    send<Share>("POST", `${m(id)}/shares`, { ...who, role }),
+  revoke: (id: string, shareId: string) => send<void>("DELETE", `${m(id)}/shares/${encodeURIComponent(shareId)}`),
+  setLink: (id: string, enabled: boolean) => send<{ link_sharing: boolean }>("PUT", `${m(id)}/link`, { enabled }),
+  groups: (signal?: AbortSignal) => get<{ groups: Group[] }>("/api/groups", signal),
+  analyses: (id: string, signal?: AbortSignal) => get<{ analyses: Analysis[] }>(an(id), signal),
+  analysis: (id: string, aid: string, signal?: AbortSignal) => get<Analysis>(an(id, aid), signal),
+  createAnalysis: (id: string, body: { name: string; notes: string; state: AnalysisState }) => send<Analysis>("POST", an(id), body),
+  saveAnalysis: (id: string, aid: string, body: { version: number; name?: string; notes?: string; state?: AnalysisState }) =>
+    send<Analysis>("PUT", an(id, aid), body),
+  fork: (id: string, aid: string, body: { name?: string; notes?: string; state?: AnalysisState } = {}) =>
+    send<Analysis>("POST", `${an(id, aid)}/fork`, body),
+  deleteAnalysis: (id: string, aid: string) => send<void>("DELETE", an(id, aid)),
+  lineage: (id: string, aid: string, signal?: AbortSignal) => get<Lineage>(`${an(id, aid)}/lineage`, signal),
 };

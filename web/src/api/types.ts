@@ -48,6 +48,11 @@ export interface Model {
   stages: Stage[];
   targets: string[];
   summary: ModelSummary | null;
+  /** the account that uploaded it (null for models from before accounts) */
+  owner?: { id: string; name: string } | null;
+  /** the caller's role; null in the "shared" list */
+  your_role?: Role | null;
+  link_sharing?: boolean;
 }
 
 export interface ModelList {
@@ -197,4 +202,60 @@ export interface Me {
   user: User;
   csrf_token: string;
   allow_signup?: boolean;
+}
+
+// ---- sharing and saved analyses (server/api/sharing.py, server/api/analyses.py) ----
+
+export type Role = "owner" | "editor" | "viewer";
+
+export interface Person {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface Share {
+  id: string;
+  role: "viewer" | "editor";
+  with: { kind: "user"; id: string; email: string; name: string } | { kind: "group"; id: string; name: string };
+  created_at: string;
+}
+
+/** `GET /api/models/<id>/shares` */
+export interface SharesResponse {
+  link_sharing: boolean;
+  your_role: Role;
+  owner: Person | null;
+  shares: Share[];
+}
+
+export interface Group {
+  id: string;
+  name: string;
+  members: (Person & { role: "admin" | "member" })[];
+}
+
+export interface Analysis {
+  id: string;
+  model_id: string;
+  name: string;
+  state: AnalysisState;
+  notes: string;
+  version: number;
+  parent_id: string | null;
+  owner: Person;
+  created_at: string;
+  updated_at: string;
+  can_edit: boolean;
+  url: string;
+}
+
+export interface AnalysisTree extends Analysis {
+  forks: AnalysisTree[];
+}
+
+/** `GET .../analyses/<id>/lineage`: parents nearest first, and the fork tree below the analysis. */
+export interface Lineage {
+  parents: Analysis[];
+  analysis: AnalysisTree;
 }

@@ -33,7 +33,7 @@ export function StageList({ model }: { model: Model }) {
   );
 }
 
-function ModelRow({ m, onDelete }: { m: Model; onDelete: (id: string) => void }) {
+function ModelRow({ m, onDelete }: { m: Model; onDelete: ((id: string) => void) | null }) {
   const ready = m.status === "ready";
   const t = m.summary?.targets[0];
   return (
@@ -50,6 +50,7 @@ function ModelRow({ m, onDelete }: { m: Model; onDelete: (id: string) => void })
           {m.format} · {fmtBytes(m.size_bytes)} · {new Date(m.created_at).toLocaleString()}
         </span>
         <span className={`badge badge-${m.status}`}>{m.status}</span>
+        {!onDelete && m.owner && <span className="muted" data-testid="shared-by">shared by {m.owner.name}</span>}
       </div>
       {m.status !== "ready" && <StageList model={m} />}
       {m.status === "failed" && (
@@ -63,9 +64,11 @@ function ModelRow({ m, onDelete }: { m: Model; onDelete: (id: string) => void })
           {fmtBytes(m.summary.weight_bytes)} weights
         </div>
       )}
-      <button className="link danger" onClick={() => onDelete(m.id)} aria-label={`Delete ${m.name}`}>
-        Delete
-      </button>
+      {onDelete && (
+        <button className="link danger" onClick={() => onDelete(m.id)} aria-label={`Delete ${m.name}`}>
+          Delete
+        </button>
+      )}
     </li>
   );
 }
@@ -78,16 +81,17 @@ export function ModelListPage() {
   const input = useRef<HTMLInputElement>(null);
   const seq = useRef(0);
   const session = useSession();
+  const [scope, setScope] = useState<"mine" | "shared">("mine");
 
   const refresh = useCallback(async () => {
     try {
-      const r = await api.listModels();
+      const r = await api.listModels(undefined, scope);
       setModels(r.models);
       setLoadError(null);
     } catch (e) {
       setLoadError((e as Error).message);
     }
-  }, []);
+  }, [scope]);
 
   useEffect(() => {
     refresh();
@@ -109,14 +113,15 @@ export function ModelListPage() {
         try {
           await api.upload(file, (f) => setUploads((u) => u.map((x) => (x.key === key ? { ...x, fraction: f } : x))));
           setUploads((u) => u.filter((x) => x.key !== key));
-          await refresh();
+          if (scope === "mine") await refresh();
+          else setScope("mine");
         } catch (e) {
           const msg = e instanceof ApiError ? e.message : String(e);
           setUploads((u) => u.map((x) => (x.key === key ? { ...x, error: msg } : x)));
         }
       }
     },
-    [refresh],
+    [refresh, scope],
   );
 
   const onDelete = async (id: string) => {
@@ -177,12 +182,21 @@ export function ModelListPage() {
         ))}
       </section>
       <section aria-label="Models">
-        <h2>My models</h2>
+        <div className="tabs" role="tablist" aria-label="Which models">
+          {(["mine", "shared"] as const).map((s) => (
+            <button key={s} role="tab" aria-selected={scope === s} className={scope === s ? "tab on" : "tab"} data-testid={`tab-${s}`}
+              onClick={() => s !== scope && (setModels(null), setScope(s))}>
+              {s === "mine" ? "My models" : "Shared with me"}
+            </button>
+          ))}
+        </div>
         {loadError && <p className="error" role="alert">Could not load models: {loadError}</p>}
         {models === null && !loadError && <p className="muted">Loading…</p>}
-        {models?.length === 0 && <p className="muted">No models yet. Upload one above.</p>}
-        <ul className="model-list">
-          {models?.map((m) => <ModelRow key={m.id} m={m} onDelete={onDelete} />)}
+        {models?.length === 0 && (
+          <p className="muted">{scope === "mine" ? "No models yet. Upload one above." : "Nobody has shared a model with you yet."}</p>
+        )}
+        <ul className="model-list" data-testid="model-list" data-scope={scope}>
+          {models?.map((m) => <ModelRow key={m.id} m={m} onDelete={scope === "mine" ? onDelete : null} />)}
         </ul>
       </section>
     </main>

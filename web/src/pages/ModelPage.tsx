@@ -1,5 +1,5 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
-import { api } from "../api/client";
+import { api, ApiError } from "../api/client";
 import type { AnalysisState, GraphResponse, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
 import { Header } from "../components/Header";
@@ -8,6 +8,9 @@ import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
 import { evaluate } from "../totals";
 import { StageList } from "./ModelList";
+import { CollabBar } from "../components/CollabBar";
+import { useSavedAnalysis } from "../collab";
+import { NotFound } from "./NotFound";
 
 const GraphView = lazy(() => import("../components/GraphView"));
 
@@ -26,9 +29,10 @@ interface Filters {
 
 const EMPTY_SEL: Selection = { ids: new Set(), focus: null, source: "table" };
 
-export function ModelPage({ id }: { id: string }) {
+export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: string | null }) {
   const [model, setModel] = useState<Model | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const [missing, setMissing] = useState<number | null>(null);
   const [target, setTarget] = useState<string | null>(null);
   const [ops, setOps] = useState<OpsResponse | null>(null);
   const [table, setTable] = useState<OptionTable | null>(null);
@@ -55,7 +59,9 @@ export function ModelPage({ id }: { id: string }) {
         setModel(m);
         if (m.status === "queued" || m.status === "running") timer = setTimeout(tick, 700);
       } catch (e) {
-        if (!stop) setError((e as Error).message);
+        if (stop) return;
+        if (e instanceof ApiError && (e.status === 404 || e.status === 401)) setMissing(e.status);
+        else setError((e as Error).message);
       }
     };
     tick();
@@ -143,7 +149,17 @@ export function ModelPage({ id }: { id: string }) {
   }, []);
   const onTableSelect = useCallback((ids: string[], focus: string | null, add: boolean) => select(ids, focus, "table", add), [select]);
 
-  const push = useCallback((next: AnalysisState) => setHist((h) => ({ cur: next, past: h.cur ? [...h.past, h.cur] : h.past })), []);
+  const applySaved = useCallback((state: AnalysisState, loaded: Record<string, OpOptions>) => {
+    setPerOp((p) => ({ ...p, ...loaded }));
+    setHist({ cur: state, past: [] });
+  }, []);
+  const saved = useSavedAnalysis({ modelId: id, analysisId, targets: model?.targets ?? null, table, target, setTarget, state: analysis, apply: applySaved });
+  const { readOnly, onBlocked } = saved;
+  // someone else's saved analysis is read-only: edits are refused (the bar offers Fork)
+  const push = useCallback(
+    (next: AnalysisState) => (readOnly ? onBlocked() : setHist((h) => ({ cur: next, past: h.cur ? [...h.past, h.cur] : h.past }))),
+    [readOnly, onBlocked],
+  );
   const undo = useCallback(() => setHist((h) => (h.past.length ? { cur: h.past[h.past.length - 1], past: h.past.slice(0, -1) } : h)), []);
   const reset = useCallback(() => {
     if (table && target) push({ target, model_wide: table.base.preset, overrides: {} });
@@ -170,6 +186,8 @@ export function ModelPage({ id }: { id: string }) {
     [id, target, perOp],
   );
 
+  if (missing) return <NotFound status={missing} what="model" />;
+  if (saved.missing && model) return <NotFound status={saved.missing} what="analysis" modelId={id} />;
   if (error) return <main className="page"><p className="error" role="alert">{error}</p></main>;
   if (!model) return <main className="page"><p className="muted">Loading…</p></main>;
   if (model.status !== "ready")
@@ -204,6 +222,7 @@ export function ModelPage({ id }: { id: string }) {
         onReset={reset}
         onOptimize={() => setDialog({ kind: "model" })}
       />
+      <CollabBar model={model} saved={saved} canSave={!!evaluation} />
       <div className="toolbar" role="search">
         <input
           type="search"
