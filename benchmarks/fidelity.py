@@ -115,7 +115,11 @@ def main() -> None:
 
     from compiler.backends import ort as ort_backend
     from compiler.optimize.onnx_export import export_onnx
-    from simulator.calibration import _feeds, _session, load_or_calibrate, record_fidelity
+    from simulator.calibration import (
+        load_or_calibrate,
+        record_fidelity,
+        time_interleaved,
+    )
     from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.totals import totals
@@ -152,22 +156,12 @@ def main() -> None:
                     exports[opt] = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
                 except Exception as e:  # report, do not hide: an option the exporter cannot build
                     print(f"{name:22s} {opt:15s} export failed: {e}")
-            # Interleaved timing: every option of the model is timed in each round (ORT default optimization
-            # level, 1 thread), and each keeps its lowest round median, so load from other processes on this
-            # shared machine hits all options alike instead of whichever ran during a burst.
-            sessions = {o: _session(ex.path) for o, ex in exports.items()}
-            feeds = {o: _feeds(sess) for o, sess in sessions.items()}
-            best = {o: float("inf") for o in sessions}
-            for _ in range(a.rounds):
-                for o, sess in sessions.items():
-                    for _ in range(3):
-                        sess.run(None, feeds[o])
-                    ts = []
-                    for _ in range(a.runs):
-                        t0 = time.perf_counter()
-                        sess.run(None, feeds[o])
-                        ts.append(time.perf_counter() - t0)
-                    best[o] = min(best[o], statistics.median(ts) * 1e3)
+            # Interleaved timing (as calibration times its kernels): every option of the model is timed in each
+            # round (ORT default optimization level, 1 thread), with fresh sessions for the second half of the
+            # rounds, and each keeps its lowest round median, so load from other processes on this shared
+            # machine hits all options alike instead of whichever ran during a burst.
+            best = time_interleaved({o: (ex.path, "all", a.runs) for o, ex in exports.items()}, rounds=a.rounds,
+                                    budget_s=0.0)
             for opt, ex in exports.items():
                 tot = totals(r.bulk, r.per_op, opt, {})
                 rows.append({"model": name, "option": opt, "pred_ms": tot["latency_ms"], "meas_ms": best[opt],

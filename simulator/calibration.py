@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 9
+CACHE_VERSION = 10
 R = 8  # ops per chain
 
 
@@ -218,6 +218,37 @@ def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "a
     return best
 
 
+def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 4, budget_s: float = 0.06,
+                     progress: Callable[[str], None] = lambda s: None) -> dict[str, float]:
+    """{key: wall ms} of `models` ({key: (path, optimization level, min runs)}), timed round-robin: each
+    round times every model once (median of its runs), and each keeps its lowest round median. On a
+    machine shared with other work a burst of load then costs one round of a few models, not a whole
+    case, and every case gets rounds spread over the whole calibration. Sessions are created anew for the
+    second half of the rounds: one session of a model can be consistently slower than another of the same
+    model (buffer placement), and the lowest median should not depend on that draw."""
+    best = {k: float("inf") for k in models}
+    sessions: dict[str, Any] = {}
+    feeds: dict[str, dict[str, np.ndarray]] = {}
+    for r in range(rounds):
+        fresh = r in (0, rounds // 2)
+        if fresh:
+            sessions = {k: _session(p, opt) for k, (p, opt, _) in models.items()}
+            feeds = {k: _feeds(sess) for k, sess in sessions.items()}
+        for k, sess in sessions.items():
+            min_runs = models[k][2]
+            for _ in range(3 if fresh else 1):  # warm-up (then re-warm caches another model evicted)
+                sess.run(None, feeds[k])
+            times: list[float] = []
+            t_end = time.perf_counter() + budget_s
+            while len(times) < min_runs or (time.perf_counter() < t_end and len(times) < 400):
+                t0 = time.perf_counter()
+                sess.run(None, feeds[k])
+                times.append(time.perf_counter() - t0)
+            best[k] = min(best[k], statistics.median(times) * 1e3)
+        progress(f"timing round {r + 1}/{rounds} done")
+    return best
+
+
 def compile_for_host(path: Path, out: Path) -> Graph:
     """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
     import onnxruntime as ort
@@ -281,22 +312,47 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
     cases_out: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
+        # Build every model first, then time them all interleaved (time_interleaved).
         # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
         one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
         many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
-        t1, t64 = wall_ms(one, 200, 0.3, opt="disable"), wall_ms(many, 200, 0.3, opt="disable")
-        dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
-        run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
         n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
         mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
-        t_mid = (wall_ms(mid, 20, 0.3, opt="disable") * 1e-3 - run_s) / 16 - dispatch_s
-        cache_bw = 3 * 4 * n_mid / max(t_mid, 1e-9)
         # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 x 2.4 MB of
         # weights per run (this VM's large L3 serves them; a streaming Add over 192 MB would measure the
         # DRAM that models of this size never reach).
         k = 768
         stream = _matmul_w(1, k)(tmp / "stream.onnx")
-        t_stream = (wall_ms(stream, 20, 0.3) * 1e-3 - run_s) / R - dispatch_s
+        to_time: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
+                                                     "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
+        # 2. Efficiency per kind and path: every case and variant.
+        graphs: dict[str, Graph] = {}
+        variants: list[tuple[Case, str, str, str]] = []  # (case, preset, tag, timing key)
+        for case in CASES:
+            src = case.build(tmp / f"{case.name}.onnx")
+            graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
+            for preset, tag in case.variants:
+                model = src
+                if preset != "fp32":
+                    model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
+                to_time[f"{case.name}/{preset}"] = (model, "all", 6)
+                variants.append((case, preset, tag, f"{case.name}/{preset}"))
+        mixed: list[str] = []
+        for c, size in ((32, 16), (64, 28)):
+            name = f"mixed-{c}x{size}"
+            src = _mixed(c, size, tmp / f"{name}.onnx")
+            graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+            to_time[name] = (src, "all", 6)
+            mixed.append(name)
+        progress(f"{len(to_time)} models built in {time.perf_counter() - t_start:.1f} s; timing")
+        wall = time_interleaved(to_time, progress=progress)
+
+        t1, t64 = wall["one"], wall["many"]
+        dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
+        run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
+        t_mid = (wall["mid"] * 1e-3 - run_s) / 16 - dispatch_s
+        cache_bw = 3 * 4 * n_mid / max(t_mid, 1e-9)
+        t_stream = (wall["stream"] * 1e-3 - run_s) / R - dispatch_s
         dram_bw = k * k * 4 / max(t_stream, 1e-9)
         progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
                  f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
@@ -306,27 +362,18 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
             "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over, "cache_bandwidth_bytes_per_s": cache_bw,
             "bandwidth_efficiency": 1.0, "efficiency": {}}}}
         hw = base.with_overrides(over)
-        # 2. Efficiency per kind and path.
         fits: dict[str, list[float]] = {}
-        graphs: dict[str, Graph] = {}
-        for case in CASES:
-            src = case.build(tmp / f"{case.name}.onnx")
-            g = graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
-            for preset, tag in case.variants:
-                model = src
-                if preset != "fp32":
-                    model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
-                meas = wall_ms(model) - run_s * 1e3
-                key = tag if "." in tag else f"{case.kind}.{tag}"
-                # Setup and decode rates are fitted below, once the efficiencies they add to are known.
-                later = tag == "setup" or key.startswith("decode.")
-                eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
-                if not later:
-                    fits.setdefault(key, []).append(eff)
-                cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
-                                  "efficiency": eff})
-            progress(f"{case.name}: " + ", ".join(f"{c['preset']} {c['measured_ms']:.3f} ms"
-                                                  for c in cases_out if c["case"] == case.name))
+        for case, preset, tag, tkey in variants:
+            g = graphs[case.name]
+            meas = wall[tkey] - run_s * 1e3
+            key = tag if "." in tag else f"{case.kind}.{tag}"
+            # Setup and decode rates are fitted below, once the efficiencies they add to are known.
+            later = tag == "setup" or key.startswith("decode.")
+            eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
+            if not later:
+                fits.setdefault(key, []).append(eff)
+            cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
+                              "efficiency": eff})
         # The median of per-case fits (robust to one odd shape).
         effs = {k: float(np.median(v)) for k, v in fits.items()}
         effs["default"] = effs.get("elementwise.fp32", 0.1)
@@ -355,11 +402,8 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         # Data movement (transposes, NCHWc reorders) from a mixed graph, every other kind already fitted:
         # chains of transposes alone are cancelled by ORT's transpose optimizer.
         lay: list[float] = []
-        for c, size in ((32, 16), (64, 28)):
-            name = f"mixed-{c}x{size}"
-            src = _mixed(c, size, tmp / f"{name}.onnx")
-            graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
-            meas = wall_ms(src) - run_s * 1e3
+        for name in mixed:
+            meas = wall[name] - run_s * 1e3
             e = _fit_eff(graphs[name], hw, "fp32", "layout.fp32", meas)
             lay.append(e)
             cases_out.append({"case": name, "preset": "fp32", "key": "layout.fp32", "measured_ms": meas,

@@ -214,8 +214,9 @@ def test_int4_weight_decode_rate_depends_on_activation_rows() -> None:
         return load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {
             "decode.int4w": 1.0, "decode.int4wrows": rows_eff}}}})
 
-    p = lambda g, h: (lambda r: r.bulk["metrics"]["latency_ms"][0][col(r, "int4-weights")])(  # noqa: E731
-        sweep(g, HOST, hardware=h))
+    def p(g: object, h: object) -> float:
+        r = sweep(g, HOST, hardware=h)
+        return r.bulk["metrics"]["latency_ms"][0][col(r, "int4-weights")]
     slow, fast = hw(0.01), hw(1.0)
     assert p(mm(1), slow) == p(mm(1), fast)  # one row: the GEMV rate only
     peak = slow.units[0].peak_ops_per_s["fp32"]
