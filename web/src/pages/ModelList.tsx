@@ -82,10 +82,13 @@ export function ModelListPage() {
   const seq = useRef(0);
   const session = useSession();
   const [scope, setScope] = useState<"mine" | "shared">("mine");
+  const scopeNow = useRef(scope);
+  scopeNow.current = scope;
 
   const refresh = useCallback(async () => {
     try {
       const r = await api.listModels(undefined, scope);
+      if (scopeNow.current !== scope) return; // the other tab was chosen meanwhile
       setModels(r.models);
       setLoadError(null);
     } catch (e) {
