@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 10
+CACHE_VERSION = 11
 R = 8  # ops per chain
 
 

@@ -94,6 +94,10 @@ class Work:
     kernel_name: str = ""
     aux_weights: tuple[tuple[str, float], ...] = ()  # (value name, elements) of float constants
     record_bytes: float = 0.0  # protobuf bytes of one node record like this one (names dominate)
+    # FLOPs of a fused activation that the kernel applies as a separate pass over its output (MLAS:
+    # every activation of FusedConv / FusedGemm, and all but Relu in NCHWc convs). Backends that run
+    # such passes cost them at their element-wise rate; others at the task's own rate.
+    epilogue_flops: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -255,6 +259,8 @@ def work_of(node: Node, graph: Graph) -> Work:
     k_rows = int(kernel.shape[0]) if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int) else 1
     macs, flops = _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements)
     fused = _fused_activation(node)
+    out0 = _elements(outs[0]) if outs else None
+    epilogue = _epilogue_flops(node, out0 or 0.0) if kind in WEIGHTED_KINDS or kind == "matmul" else 0.0
     k_name = kernel.name if kernel is not None else ""
     if kind not in WEIGHTED_KINDS:
         # Constant operands of other ops (e.g. Add of a bias tensor) stay float; they count as aux.
@@ -262,7 +268,21 @@ def work_of(node: Node, graph: Graph) -> Work:
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
-                kernel_name=k_name, aux_weights=tuple(aux_names), record_bytes=_record_bytes(node))
+                kernel_name=k_name, aux_weights=tuple(aux_names), record_bytes=_record_bytes(node),
+                epilogue_flops=epilogue)
+
+
+def _epilogue_flops(node: Node, out_elements: float) -> float:
+    """FLOPs of the activation pass a fused conv / gemm runs after its kernel (0 if none or in-kernel).
+    MLAS's NCHWc conv kernels apply Relu while storing; every other activation, and every activation of
+    FusedConv / FusedGemm, is a separate MlasActivation pass over the output."""
+    if not _fused_activation(node):
+        return 0.0
+    act = node.attributes.get("activation")
+    act = act.decode() if isinstance(act, bytes) else str(act)
+    if node.domain == "com.microsoft.nchwc" and act == "Relu":
+        return 0.0
+    return _ELEMENTWISE_FLOPS.get(act, 2.0) * out_elements
 
 
 def _fused_activation(node: Node) -> bool:
@@ -287,13 +307,13 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
             # Each input element scatters into C_out/group * kh * kw outputs.
             in0 = _elements(act_in[0]) if act_in else 0.0
             return (in0 or 0.0) * math.prod(int(d) for d in kernel.shape[1:]), 0.0
-        extra = out_e if _fused_activation(node) else 0.0
+        extra = out_e if _fused_activation(node) and not _epilogue_flops(node, out_e) else 0.0
         if op == "FusedConv" and len(node.inputs) > 3 and node.inputs[3]:
             extra += out_e  # fused residual add (Z input)
         return out_e * per_out, extra
     if kind in ("gemm", "matmul"):
         k = _reduction_dim(node, act_in, kernel)
-        flops = out_e if node.op_type in ("FusedGemm", "GemmFastGelu") else 0.0
+        flops = out_e if node.op_type == "GemmFastGelu" else 0.0
         return out_e * k, flops
     if kind == "attention":
         return _attention_macs(node, act_in, kernel)

@@ -54,6 +54,7 @@ class _Coeffs:
     eliminated: np.ndarray
     fp32_equiv: np.ndarray
     dispatch_s: np.ndarray
+    epilogue_s: np.ndarray  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     setup_s: np.ndarray
     overlap: np.ndarray
     export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
@@ -62,6 +63,9 @@ class _Coeffs:
     onchip: np.ndarray
     kernel: list[str]
     sparsity: np.ndarray
+
+
+_MLAS_EPILOGUE = frozenset({"ort-cpu"})
 
 
 @lru_cache(maxsize=4096)
@@ -86,6 +90,11 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         # Per-kernel launch cost, plus the kind's fixed setup (small NCHWc convs pay ~10 us on the host).
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
         setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(kind, 0.0)),
+        # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
+        # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
+        epilogue_s=f(lambda p: 1 / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) * units[p.unit].eff("elementwise", "fp32"))
+                     if target.backend in _MLAS_EPILOGUE and p.compute != "int8" and units[p.unit].peak_ops_per_s.get("fp32")
+                     else 0.0),
         overlap=f(lambda p: units[p.unit].roofline_overlap),
         export_nodes=f(lambda p: export_nodes(target, kind, p.resolved, has_kernel)),
         cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
@@ -395,6 +404,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
+    epi = col([w.epilogue_flops for w in works])
     in_el = col([w.in_elements for w in works])
     out_el = col([w.out_elements for w in works])
     k_el = col([w.kernel_elements for w in works])
@@ -402,7 +412,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     other = col([w.other_const_bytes for w in works])
 
     peak = np.where(co.peak > 0, co.peak, np.inf)
-    t_comp = (2 * macs + flops) / peak
+    t_comp = (2 * macs + flops + epi * (co.epilogue_s == 0)) / peak
     act = in_el * co.in_b + out_el * co.out_b
     w_rt = k_el * (co.w_rt * co.rt_keep + co.rt_mask)
     w_all = w_rt + aux_el * 4 + other
@@ -416,7 +426,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     m_rows = np.where(k_el > 0, macs / np.maximum(k_el, 1.0), 0.0)  # activation rows (M) of a weighted GEMM
     decode = k_el * np.where(m_rows > 1.5, co.decode_rows_s, co.decode_s)
     lat_s = (np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw
-             + co.dispatches * co.dispatch_s + co.setup_s + decode)
+             + co.dispatches * co.dispatch_s + co.setup_s + decode + epi * co.epilogue_s)
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():

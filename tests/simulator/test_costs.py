@@ -98,7 +98,29 @@ def test_fused_conv_counts_activation_and_residual() -> None:
               [act("x", [1, 4, 8, 8]), weight("w", [4, 4, 1, 1]), act("z", [1, 4, 8, 8]), act("y", [1, 4, 8, 8])],
               ["x", "z"], ["y"])
     w = work_of(g.nodes[0], g)
-    assert w.macs == 4 * 8 * 8 * 4 and w.flops == 2 * 4 * 8 * 8 and w.fused_activation
+    # FusedConv applies its activation as a separate pass (MLAS): epilogue FLOPs, not kernel FLOPs.
+    assert w.macs == 4 * 8 * 8 * 4 and w.flops == 4 * 8 * 8 and w.epilogue_flops == 4 * 8 * 8
+    assert w.fused_activation
+
+
+def test_nchwc_conv_fuses_relu_in_kernel_but_not_clip() -> None:
+    def conv(activation: str) -> object:
+        return graph([Node("c", "c", "Conv", inputs=["x", "w"], outputs=["y"], domain="com.microsoft.nchwc",
+                           attributes={"activation": activation})],
+                     [act("x", [1, 16, 8, 8]), weight("w", [16, 16, 1, 1]), act("y", [1, 16, 8, 8])], ["x"], ["y"])
+
+    relu, clip = conv("Relu"), conv("Clip")
+    assert work_of(relu.nodes[0], relu).epilogue_flops == 0 and work_of(relu.nodes[0], relu).flops == 1024
+    assert work_of(clip.nodes[0], clip).epilogue_flops == 2 * 1024 and work_of(clip.nodes[0], clip).flops == 0
+    # On ORT CPU the Clip pass costs element-wise time; int8 folds it into the output range.
+    from simulator.sweep import sweep
+
+    r_relu, r_clip = sweep(relu, "ort-cpu/host"), sweep(clip, "ort-cpu/host")
+    names = [p["name"] for p in r_clip.bulk["presets"]]
+    fp32, int8 = names.index("fp32"), names.index("int8-static")
+    lat = lambda r, p: r.bulk["metrics"]["latency_ms"][0][p]  # noqa: E731
+    assert lat(r_clip, fp32) > lat(r_relu, fp32)
+    assert lat(r_clip, int8) == pytest.approx(lat(r_relu, int8), rel=1e-3)
 
 
 def test_constant_only_ops_are_folded_into_weights() -> None:
