@@ -20,8 +20,11 @@ METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
 
 def label_text(label: Mapping[str, Any]) -> str:
     err = label.get("error_pct_median")
+    scaled = label.get("baseline") == "predicted, scaled to measured total"
     tail = (f", median error {err:.1f}% on {label.get('error_models')} held-out models" if err is not None
-            else ", error not measured yet (benchmarks/fidelity.py --record)")
+            else "" if scaled else ", error not measured yet (benchmarks/fidelity.py --record)")
+    if scaled:
+        tail += f", per-op figures scaled to the measured total ({label.get('measured_runtime') or 'measured here'})"
     cal = "calibrated" if label.get("calibrated") else "uncalibrated"
     return f"predicted: profile {label['profile']} ({cal}){tail}"
 

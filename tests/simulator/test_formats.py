@@ -102,3 +102,14 @@ def test_held_out_error_is_cited_only_for_its_target(models: dict, tmp_path: Pat
     assert sweep(g, "ort-cpu/host", hardware=hw).bulk["label"]["error_pct_median"] == 6.5
     lab = sweep(g, "litert-cpu/host", hardware=hw).bulk["label"]
     assert lab["error_pct_median"] is None and lab["error_models"] == 0
+
+
+def test_label_text_says_when_per_op_figures_are_scaled() -> None:
+    from simulator.predict import label_text
+
+    lab = {"profile": "host-cpu", "calibrated": True, "error_pct_median": None, "error_models": 0,
+           "baseline": "predicted, scaled to measured total", "measured_runtime": "ai-edge-litert 2.3.0"}
+    assert "scaled to the measured total (ai-edge-litert 2.3.0)" in label_text(lab)
+    assert "not measured yet" not in label_text(lab)
+    assert "median error 9.8% on 8 held-out models" in label_text(
+        {**lab, "baseline": "measured", "error_pct_median": 9.8, "error_models": 8})
