@@ -7,6 +7,7 @@ import secrets
 
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import PathConverter
 
 from edgescope.config import Settings
 from store.db import check_at_head
@@ -17,14 +18,23 @@ from worker.celery_app import make_celery
 MULTIPART_SLACK_BYTES = 64 * 1024
 
 
+class OpIdConverter(PathConverter):
+    # Like `path`, but may start with "/". Werkzeug infers part_isolating from a "/" in the regex;
+    # this one has none, so say it: the value spans path segments.
+    regex = ".+?"
+    part_isolating = False
+
+
 def create_app(settings: Settings | None = None, *, check_schema: bool = True) -> Flask:
     settings = settings or Settings.from_env()
     app = Flask(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + MULTIPART_SLACK_BYTES
     app.config["SECRET_KEY"] = settings.secret_key or secrets.token_hex(32)
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    # Op ids may hold slashes ("/features/0/Conv"); clients percent-encode them, keep them intact.
+    # Op ids may hold slashes and even start with one ("/features/0/Conv"); clients percent-encode
+    # them, and the server decodes them back into the path, so keep slashes and match a leading one.
     app.url_map.merge_slashes = False
+    app.url_map.converters["opid"] = OpIdConverter
 
     services = Services(settings)
     if check_schema:

@@ -22,7 +22,7 @@ from store.models import Job, Model
 from store.services import Services
 from worker.celery_app import enqueue
 
-from ..access import model_for, visible_models_query
+from ..access import model_for, role_on, visible_models_query
 from ..auth import current_user, require_user
 from .common import services
 from .errors import ApiError
@@ -150,7 +150,7 @@ def list_models() -> ResponseReturnValue:
     with session_scope(services().sessions) as s:
         q = visible_models_query(user, scope).options(selectinload(Model.jobs))
         rows = s.scalars(q.order_by(Model.created_at.desc()).limit(500))
-        return jsonify(models=[model_json(m, "owner" if scope == "mine" else None) for m in rows])
+        return jsonify(models=[model_json(m, "owner" if scope == "mine" else role_on(s, user, m)) for m in rows])
 
 
 @bp.get("/<model_id>")

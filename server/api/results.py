@@ -104,7 +104,7 @@ def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
     return _op_index(services().blobs, _artifact(s, m.id, "op_options_index", target).key)[0]
 
 
-@bp.get("/ops/<path:op_id>/options")
+@bp.get("/ops/<opid:op_id>/options")
 def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
     svc = services()
     with session_scope(svc.sessions) as s:

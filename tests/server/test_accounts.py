@@ -127,7 +127,8 @@ def test_sharing_lists_and_link(app, zoo) -> None:  # type: ignore[no-untyped-de
     assert b.get("/api/models?scope=shared").get_json()["models"] == []
     assert a.post(f"/api/models/{mid}/shares", json={"email": "b@example.com", "role": "viewer"}).status_code == 201
     shared = b.get("/api/models?scope=shared").get_json()["models"]
-    assert [m["id"] for m in shared] == [mid] and b.get(f"/api/models/{mid}").get_json()["your_role"] == "viewer"
+    assert [m["id"] for m in shared] == [mid] and shared[0]["your_role"] == "viewer"
+    assert b.get(f"/api/models/{mid}").get_json()["your_role"] == "viewer"
     assert b.get("/api/models").get_json()["models"] == []  # "mine" stays mine
     assert c.get(f"/api/models/{mid}").status_code == 404
     assert a.put(f"/api/models/{mid}/link", json={"enabled": True}).status_code == 200

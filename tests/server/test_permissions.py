@@ -249,7 +249,7 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("GET", "/api/models/<model_id>/ops"): ("viewer", _m("/ops"), 200),
     ("GET", "/api/models/<model_id>/graph"): ("viewer", _m("/graph"), 200),
     ("GET", "/api/models/<model_id>/options"): ("viewer", _m("/options"), 200),
-    ("GET", "/api/models/<model_id>/ops/<path:op_id>/options"): ("viewer", _op_options, 200),
+    ("GET", "/api/models/<model_id>/ops/<opid:op_id>/options"): ("viewer", _op_options, 200),
     ("GET", "/api/models/<model_id>/download"): ("viewer", _m("/download"), 200),
     ("GET", "/api/models/<model_id>/shares"): ("viewer", _m("/shares"), 200),
     ("POST", "/api/models/<model_id>/shares"): ("owner", _throwaway("/shares", json={
