@@ -121,7 +121,8 @@ def main() -> None:
         time_interleaved,
     )
     from simulator.model import compile_for
-    from simulator.sweep import sweep
+    from simulator.sweep import _measured_ms, sweep
+    from simulator.targets import get_target
     from simulator.totals import totals
 
     hw = load_or_calibrate(a.calibration, progress=lambda s: print("calibrate:", s))
@@ -140,16 +141,17 @@ def main() -> None:
             (tmp / name).mkdir()
             source, compiled = compile_for(src_path, "ort-cpu/host", tmp / name)  # as `edgescope predict` does
             r = sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
-            # Per-op: predicted fp32 task time vs the profiler's median for the same task.
+            # Per-op: predicted fp32 task time vs the profiler's median for the same task, less the profiler's
+            # own cost per task in this graph (as the sweep's measured baseline does: simulator.sweep._measured_ms).
             prof = ort_backend.profile(tmp / name / "compiled.onnx", settings)
             j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-            over_ms = hw.units[0].profiler_overhead_s * 1e3
+            u = hw.units[0]
+            meas_ms = _measured_ms(compiled, get_target("ort-cpu/host"), prof, u.profiler_overhead_s, u.run_overhead_s)
             for i, op in enumerate(r.bulk["ops"]):
                 t = prof.tasks.get(op)
-                pred = r.bulk["metrics"]["latency_ms"][i][j] - (hw.units[0].run_overhead_s * 1e3 if i == 0 else 0)
-                meas = t.median_ms - over_ms if t else 0
-                if t is not None and meas > 0.005:  # tasks under 5 us are below the profiler's resolution
-                    op_errors.append(abs(pred / meas - 1) * 100)
+                pred = r.bulk["metrics"]["latency_ms"][i][j] - (u.run_overhead_s * 1e3 if i == 0 else 0)
+                if t is not None and meas_ms[i] > 0.005:  # tasks under 5 us are below the profiler's resolution
+                    op_errors.append(abs(pred / meas_ms[i] - 1) * 100)
             exports = {}
             for opt in options:
                 try:

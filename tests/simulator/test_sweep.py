@@ -221,3 +221,17 @@ def test_int4_weight_decode_rate_depends_on_activation_rows() -> None:
     assert p(mm(1), slow) == p(mm(1), fast)  # one row: the GEMV rate only
     peak = slow.units[0].peak_ops_per_s["fp32"]
     assert p(mm(8), slow) - p(mm(8), fast) == pytest.approx(512 * 512 / peak * (1 / 0.01 - 1) * 1e3, rel=1e-6)
+
+
+def test_profiler_cost_beyond_the_calibrated_one_is_taken_from_the_unprofiled_whole() -> None:
+    """Task medians that add up to more than the whole-model latency (timed without the profiler):
+    the excess per task is this graph's profiler cost, so the measured baseline sums to the whole."""
+    g = conv_chain()
+    ids = [nd.id for nd in g.nodes]
+    tasks = {i: TaskTiming(0.1, 0.09, 0.11, 10) for i in ids}  # 0.6 ms profiled in all
+    prof = Profile(target=HOST, runtime="onnxruntime test", device="cpu", threads=1, runs=10, warmup=1,
+                   latency_ms=0.3, latency_p90_ms=0.33, peak_memory_bytes=0, input_shapes={}, tasks=tasks)
+    r = sweep(g, HOST, prof)
+    run_ms = r.bulk["base"]["latency_ms"] - sum(row[col(r, "fp32")] for row in r.bulk["metrics"]["latency_ms"])
+    assert r.bulk["base"]["latency_ms"] == pytest.approx(0.3, rel=1e-9)
+    assert run_ms == pytest.approx(0.0, abs=1e-12)  # (the run cost sits in op 0's cell)
