@@ -24,10 +24,9 @@ def profile_label(p: Profile) -> str:
 
 
 def predicted_label(bulk: dict[str, Any]) -> str:
-    lab = bulk.get("label", {})
-    err = lab.get("error_pct_median")
-    tail = f", median error {err:.1f}% on {lab.get('error_models')} models" if err is not None else ""
-    return f"predicted: profile {lab.get('profile', bulk.get('target'))}{tail}"
+    from simulator.predict import label_text
+
+    return label_text(bulk["label"])
 
 
 def _base_metrics(r: TargetResult) -> tuple[dict[str, int], int, dict[str, list[list[float]]]]:
