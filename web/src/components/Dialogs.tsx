@@ -123,6 +123,17 @@ export function OpOptionsDialog(p: {
       };
     });
   }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i]);
+  const { comboNotes, generalNotes } = useMemo(() => {
+    const comboNotes = new Map<string, string>();
+    const generalNotes: string[] = [];
+    const known = new Set(o?.combos ?? []);
+    for (const n of o?.notes ?? []) {
+      const k = n.indexOf(": ");
+      if (k > 0 && known.has(n.slice(0, k))) comboNotes.set(n.slice(0, k), n.slice(k + 2));
+      else generalNotes.push(n);
+    }
+    return { comboNotes, generalNotes };
+  }, [o]);
   const values = (key: "kernel" | "input" | "output" | "sparsity") => Array.from(new Set(rows.map((r) => String(r.parts[key]))));
   const shown = rows.filter(
     (r) =>
@@ -149,7 +160,11 @@ export function OpOptionsDialog(p: {
       {o && (
         <>
           <p className="muted">Now: <b>{current}</b>{p.state.overrides[p.opId] ? " (your choice)" : ` (from ${p.state.model_wide})`}. Changes are against now; “Model Δ” includes format conversions with neighbours.</p>
-          {o.notes.map((n) => (<p key={n} className="note">{n}</p>))}
+          {generalNotes.length > 0 && (
+            <div className="notes" data-testid="op-notes">
+              {generalNotes.map((n) => (<p key={n} className="note">{n}</p>))}
+            </div>
+          )}
           <div className="filters">
             {sel("Input", inp, setInp, "input", "filter-input")}
             {sel("Output", out, setOut, "output", "filter-output")}
@@ -166,7 +181,7 @@ export function OpOptionsDialog(p: {
               <tbody>
                 {shown.map((r) => (
                   <tr key={r.combo} data-combo={r.combo} data-total-delta={r.dTotal} data-total={r.total} className={r.combo === current ? "chosen" : ""}>
-                    <td>{r.combo}{!r.supported && <span className="badge badge-warn" title={`Not supported as written on this target; runs as ${o.resolved?.[r.k] ?? "a fallback"}`}> runs as {o.resolved?.[r.k] ?? "fallback"}</span>}</td>
+                    <td title={comboNotes.get(r.combo)}>{r.combo}{comboNotes.has(r.combo) && <div className="muted small-text row-note">{comboNotes.get(r.combo)}</div>}{!r.supported && <span className="badge badge-warn" title={`Not supported as written on this target; runs as ${o.resolved?.[r.k] ?? "a fallback"}`}> runs as {o.resolved?.[r.k] ?? "fallback"}</span>}</td>
                     <td className="num">{fmtMs(r.lat)} ms</td>
                     <td className={`num ${cls(r.dLat)}`}>{signed(r.dLat, fmtMs)}</td>
                     <td className={`num ${cls(r.dMem)}`}>{signed(r.dMem, fmtBytes)}</td>
