@@ -93,10 +93,9 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     results: list[TargetResult] = []
     with timed("compile"):
         for i, target in enumerate(opts.targets):
-            backend = backends.for_target(target)
             tdir = workdir / f"target-{i}"
             tdir.mkdir()
-            compiled, compiled_path = backend.compile(model_path, tdir, source)
+            compiled, compiled_path = backends.compile_for_target(model_path, target, tdir, source)
             results.append(TargetResult(target, compiled, compiled_model_path=compiled_path))
             progress("compile", (i + 1) / len(opts.targets))
 

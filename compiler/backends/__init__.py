@@ -81,3 +81,16 @@ BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu(), 
 def for_target(target: str) -> Backend:
     name = target.split("/", 1)[0]
     return BACKENDS.get(name) or Predicted(name)
+
+
+def compile_for_target(src: Path, target: str, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+    """Compile `source` (loaded from `src`) for `target`; the one entry the pipeline and `predict` use.
+
+    Records the file's size and weight bytes on both graphs: the simulator predicts file sizes from
+    the bytes a model file holds beyond its weights."""
+    source.metadata.setdefault("file_size_bytes", str(Path(src).stat().st_size))
+    source.metadata.setdefault("source_weight_bytes", str(source.weight_bytes))
+    compiled, compiled_path = for_target(target).compile(Path(src), Path(workdir), source)
+    for key in ("file_size_bytes", "source_weight_bytes"):
+        compiled.metadata.setdefault(key, source.metadata[key])
+    return compiled, compiled_path
