@@ -470,6 +470,9 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     # Nodes an exporter adds (Q/DQ pairs, decode subgraphs) are file bytes too: each about one node record.
     weight_bytes = kern + aux_store * co.aux_b + other + col([w.record_bytes for w in works]) * co.export_nodes
     dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)
+    # The model's own inputs and outputs cross DRAM every inference even when all else stays on chip:
+    # the input arrives from the camera/app, the output is read back by it (fp32, as the doc states).
+    dram = dram + ((io_in + io_out) * 4.0)[:, None]
     dram = np.where(gone, 0.0, dram)
     act = np.where(gone, 0.0, act)
     return {"latency_ms": lat_ms, "weight_bytes": weight_bytes, "activation_bytes": act, "dram_bytes": dram}
