@@ -127,7 +127,7 @@ def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
 
     targets = []
     for r in result.targets:
-        table = results.ops_table(r)
+        table = results.ops_table(r, result.source)
         summary = results.target_summary(r)
         targets.append({
             "target": r.target, "latency_ms": summary["latency_ms"],

@@ -127,7 +127,7 @@ def store_results(services: Services, model_id: str, result: pipeline.AnalysisRe
             t = r.target
             _put_json(services, s, model_id, "graph", t, results.graph_view(r.compiled, "compiled"))
             _put_json(services, s, model_id, "compiled_ir", t, r.compiled.to_json())
-            _put_json(services, s, model_id, "ops", t, results.ops_table(r))
+            _put_json(services, s, model_id, "ops", t, results.ops_table(r, result.source))
             _put_json(services, s, model_id, "options", t, r.sweep.bulk)
             blob, offsets = pack(r.sweep.per_op)
             key = keys.result(model_id, "op_options", t, "pack")

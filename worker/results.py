@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compiler.graph import Graph, Value
+from compiler.graph import Graph, Node, Value
 from compiler.profile import Profile
 
 from .pipeline import AnalysisResult, TargetResult
@@ -36,8 +36,23 @@ def _base_metrics(r: TargetResult) -> tuple[dict[str, int], int, dict[str, list[
     return {op: i for i, op in enumerate(bulk["ops"])}, base, bulk["metrics"]
 
 
-def ops_table(r: TargetResult) -> dict[str, Any]:
+def _locations(n: Node, source_by_id: dict[str, Node]) -> list[dict[str, Any]]:
+    """Where in the user's code a task comes from: its own location, else its source nodes' (unique)."""
+    locs = [n.location] if n.location else []
+    if not locs:
+        locs = [source_by_id[s].location for s in n.source_nodes if s in source_by_id and source_by_id[s].location]
+    seen, out = set(), []
+    for loc in locs:
+        key = (loc.file, loc.line)
+        if key not in seen:
+            seen.add(key)
+            out.append({"file": loc.file, "line": loc.line, "code": loc.code})
+    return out
+
+
+def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
     g = r.compiled
+    source_by_id = {m.id: m for m in source.nodes} if source is not None else {}
     index, base, metrics = _base_metrics(r)
     tasks = r.profile.tasks if r.profile else {}
     rows: list[dict[str, Any]] = []
@@ -52,6 +67,7 @@ def ops_table(r: TargetResult) -> dict[str, Any]:
             "measured": t is not None,
             "macs": m("macs"), "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
             "source_nodes": n.source_nodes,
+            "locations": _locations(n, source_by_id),
             "inputs": [_value_json(g.values.get(v), v) for v in n.inputs if v],
             "outputs": [_value_json(g.values.get(v), v) for v in n.outputs if v],
         }

@@ -144,7 +144,11 @@ def test_pt2_upload_with_sources(live_server, zoo) -> None:  # type: ignore[no-u
     assert m["format"] == "pt2" and m["status"] == "ready", m["error"]
     ops = live_server.get(f"/api/models/{m['id']}/ops").json()["ops"]
     assert ops and all(o["source_nodes"] for o in ops if o["measured"])
+    # Each task points back to the user's code through its source nodes.
+    located = [o for o in ops if o["locations"]]
+    assert located and all(loc["line"] > 0 and loc["file"] for o in located for loc in o["locations"])
     files = live_server.get(f"/api/models/{m['id']}/sources").json()["files"]
+    assert {loc["file"] for o in located for loc in o["locations"]} & {f["path"] for f in files}
     assert files and all(f["bytes"] > 0 for f in files)
     text = live_server.get(f"/api/models/{m['id']}/sources/{files[0]['path']}").json()["text"]
     assert "nn.Module" in text or "def " in text
