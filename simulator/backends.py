@@ -33,6 +33,8 @@ PLACEMENT_OP: dict[str, str] = {
 _LOAD_DECODE: dict[str, frozenset[str]] = {
     "ort-cpu": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "ort-xnnpack": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "ort-coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "ort-nnapi": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "ort-qnn": frozenset({"fp16", "int8", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "litert": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),

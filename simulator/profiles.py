@@ -78,6 +78,29 @@ class HardwareProfile:
     error_pct_median: float | None = None  # measured prediction error on models not used to fit
     error_models: int = 0
     error_target: str | None = None  # the target the error was measured on (None: any)
+    # ONNX Runtime execution providers on this device: backend -> its published op list, the units that
+    # run those ops and the CPU EP fallback unit (`execution_providers:` in the YAML; see for_backend).
+    execution_providers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+
+    def for_backend(self, backend: str) -> HardwareProfile:
+        """The profile as `backend` sees it. Without an `execution_providers` entry for it: unchanged.
+        With one: each listed unit runs only the EP's ops (`own`: its own list intersected with the EP's;
+        `ep`: the EP's list), the `fallback` unit (ORT's CPU EP) runs the rest, other units are dropped."""
+        ep = self.execution_providers.get(backend)
+        if ep is None:
+            return self
+        ep_ops = frozenset(ep["ops"])
+        units = []
+        for u in self.units:
+            mode = ep["units"].get(u.name)
+            if mode == "own":
+                units.append(dataclasses.replace(u, ops=ep_ops if u.ops is None else u.ops & ep_ops))
+            elif mode == "ep":
+                units.append(dataclasses.replace(u, ops=ep_ops))
+            elif u.name == ep["fallback"]:
+                units.append(u)
+        return dataclasses.replace(self, units=tuple(units),
+                                   partition_crossing_s=ep.get("partition_crossing_s", self.partition_crossing_s))
 
     def with_overrides(self, overrides: dict[str, Any]) -> HardwareProfile:
         """Apply fitted values: {"dram_bandwidth_bytes_per_s": x, "units": {"cpu": {field: value,
@@ -132,14 +155,37 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
     )
 
 
+def _execution_providers(data: dict[str, Any], units: tuple[Unit, ...], where: str) -> dict[str, dict[str, Any]]:
+    names = {u.name: u for u in units}
+    out: dict[str, dict[str, Any]] = {}
+    for backend, d in (data or {}).items():
+        w = f"{where}.execution_providers.{backend}"
+        if not isinstance(d, dict) or not d.get("ops") or not str(d.get("ops_source", "")).strip():
+            raise ProfileError(f"{w}: needs `ops` (the EP's published op list) and `ops_source`")
+        modes = d.get("units") or {}
+        bad = [f"{n}: {m}" for n, m in modes.items() if n not in names or m not in ("own", "ep")]
+        if bad:
+            raise ProfileError(f"{w}.units: unknown unit or mode (own | ep): {', '.join(bad)}")
+        fb = names.get(d.get("fallback", ""))
+        if fb is None or fb.ops is not None or fb.name in modes:
+            raise ProfileError(f"{w}.fallback: must name a catch-all unit (ops: \"*\") not in `units`")
+        ep = {"ops": list(d["ops"]), "ops_source": d["ops_source"], "units": dict(modes), "fallback": fb.name}
+        if "partition_crossing_s" in d:
+            ep["partition_crossing_s"] = _figure(d["partition_crossing_s"], f"{w}.partition_crossing_s")
+        out[backend] = ep
+    return out
+
+
 def parse_profile(data: dict[str, Any], where: str = "profile") -> HardwareProfile:
     try:
+        units = tuple(_unit(u, f"{where}.units.{u.get('name')}") for u in data["units"])
         return HardwareProfile(
             name=data["name"], description=data.get("description", ""),
             dram_bandwidth_bytes_per_s=_figure(data["dram_bandwidth_bytes_per_s"], f"{where}.dram_bandwidth"),
             dram_energy_pj_per_byte=_figure(data["dram_energy_pj_per_byte"], f"{where}.dram_energy"),
             partition_crossing_s=_figure(data["partition_crossing_s"], f"{where}.partition_crossing_s"),
-            units=tuple(_unit(u, f"{where}.units.{u.get('name')}") for u in data["units"]),
+            units=units,
+            execution_providers=_execution_providers(data.get("execution_providers"), units, where),
         )
     except KeyError as e:
         raise ProfileError(f"{where}: missing key {e}") from None
@@ -150,7 +196,10 @@ def list_profiles() -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def load_profile(name: str) -> HardwareProfile:
+def load_profile(name: str, backend: str | None = None) -> HardwareProfile:
+    """The profile `name`; with `backend`, as that backend sees it (HardwareProfile.for_backend)."""
+    if backend is not None:
+        return load_profile(name).for_backend(backend)
     path = HARDWARE_DIR / f"{name}.yaml"
     if not path.exists():
         raise ProfileError(f"unknown hardware profile {name!r}; known: {', '.join(list_profiles())}")

@@ -169,7 +169,7 @@ class SweepResult:
     works: list[Work]
 
 
-def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
+def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
           hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
           source: Graph | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
@@ -178,7 +178,7 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
     the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
     `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
     source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops)."""
-    t = get_target(target)
+    t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or _hardware(t, calibration_path)
     if compiled.format != "onnx":
         # TFLite / Core ML / aten ops in ONNX vocabulary and layouts (same ids), so the cost model
@@ -292,6 +292,9 @@ def sweep(compiled: Graph, target: str, profile: Profile | None = None, *,
         "metrics": {m: bulk_m[m].tolist() for m in METRICS},
         "supported": bulk_supported.tolist(),
         "combos": bulk_combo.tolist(),
+        # The unit that runs each op under each preset (by name; `unit_names` lists the target's units in
+        # placement order, the last being the CPU / CPU-EP fallback) so the UI can colour fallbacks.
+        "unit_names": unit_names,
         "units": [[unit_names[u] for u in row] for row in bulk_unit.tolist()],
         "edges": {"src": src.tolist(), "dst": dst.tolist(), "elements": elements.tolist()},
         "conversion": conv,
@@ -312,7 +315,7 @@ def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> Hardwa
     if calibration_path is not None and t.profile == "host-cpu":
         from simulator.calibration import load_or_calibrate
         return load_or_calibrate(calibration_path)
-    return load_profile(t.profile)
+    return load_profile(t.profile, t.backend)
 
 
 def _stored_elements(works: list[Work]) -> tuple[np.ndarray, np.ndarray]:

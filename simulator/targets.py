@@ -40,6 +40,19 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "ONNX Runtime XNNPACK EP on Raspberry Pi 5 (Cortex-A76, 1 thread), CPU EP fallback"),
 ]}
 
+# ORT execution providers predicted on existing device profiles (their op lists: `execution_providers:` in
+# the YAML). Not in the registry yet: tests/test_docs.py requires every registered target in the README,
+# so they join _TARGETS (and the defaults) in the commit that follows the README rows. sweep() takes them
+# as Target objects meanwhile.
+EP_TARGETS_PENDING: dict[str, Target] = {t.name: t for t in [
+    Target("ort-coreml/apple-a17", "ort-coreml", "apple-a17", "fp16", "onnx", False, False,
+           "ONNX Runtime CoreML EP (ML Program) on iPhone 15 Pro (A17 Pro): supported ops on ANE/GPU as "
+           "Core ML places them, the rest on the CPU EP"),
+    Target("ort-nnapi/pixel-8", "ort-nnapi", "pixel-8", "fp32", "onnx", False, False,
+           "ONNX Runtime NNAPI EP on Pixel 8 (Tensor G3): NNAPI-supported ops on the accelerator, "
+           "the rest on the CPU EP"),
+]}
+
 _DEFAULTS: dict[str, list[str]] = {
     "onnx": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
     "tflite": ["litert-cpu/host", "litert/pixel-8"],
