@@ -32,10 +32,10 @@ class UiServer:
     mock: bool
     _live: Any = None
 
-    def upload(self, path: Path, wait: bool = True) -> str:
-        """Upload through the API (not the UI) and return the model id once ready."""
+    def upload(self, path: Path, wait: bool = True, **fields: Any) -> str:
+        """Upload through the API (not the UI) and return the model id once ready (fields: e.g. targets=[...])."""
         if self._live is not None:
-            m = self._live.upload(path, wait=wait)
+            m = self._live.upload(path, wait=wait, **fields)
             return m["id"] if isinstance(m, dict) else m
         with open(path, "rb") as f:
             r = requests.post(f"{self.url}/api/models", files={"file": (path.name, f)}, timeout=60)

@@ -187,3 +187,35 @@ def test_failed_upload_shows_its_error(ui_server: Any, page: Any, tmp_path: Path
     text = err.inner_text()
     assert "not_a_model.onnx" in text or len(text) > 20
     shot(page, "upload-failed")
+
+
+def test_code_location_panel_and_browser(ui_server: Any, page: Any, model_id: str, tmp_path: Path) -> None:
+    if ui_server.mock:
+        pytest.skip("source tracking needs the real pipeline")
+    path = modelzoo.pt2_net_with_sources(tmp_path / "net_with_sources.pt2")
+    mid = ui_server.upload(path, targets=["ort-cpu/host"])
+    open_model(page, ui_server.url, mid)
+    page.fill("[data-testid=search]", "conv")
+    page.wait_for_timeout(200)
+    page.locator(ROWS).first.click()
+    loc = page.locator("[data-testid=code-loc]").first
+    loc.wait_for()
+    file_line = page.locator("[data-testid=code-loc-file]").first.inner_text()
+    file, line = file_line.rsplit(":", 1)
+    assert file.endswith(".py") and int(line) > 0, file_line
+    shot(page, "code-panel")
+    page.locator("[data-testid=code-loc-file]").first.click()
+    page.wait_for_selector("[data-testid=code-view] .code-line.hl")
+    hl = page.locator("[data-testid=code-view] .code-line.hl").first
+    assert hl.get_attribute("data-line") == line
+    code = loc.locator("code").inner_text().strip()
+    assert code and code in hl.inner_text()
+    assert hl.is_visible() and page.locator("[data-testid=code-view] .hljs-keyword").count() > 0
+    assert page.locator("[data-testid=code-tree] li").count() >= 2  # net.py and layers.py
+    shot(page, "code-browser")
+    page.keyboard.press("Escape")
+    # an ONNX model has no sources
+    open_model(page, ui_server.url, model_id)
+    page.locator(ROWS).first.click()
+    page.wait_for_selector("[data-testid=no-sources]")
+    assert page.inner_text("[data-testid=no-sources]") == "no source locations for this model"

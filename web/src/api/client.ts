@@ -1,5 +1,5 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
-import type { GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable } from "./types";
+import type { GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
 import type { Analysis, AnalysisState, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
@@ -75,6 +75,9 @@ export const api = {
   options: (id: string, target?: string, signal?: AbortSignal) => get<OptionTable>(`${m(id)}/options${q(target)}`, signal),
   opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
     get<OpOptions>(`${m(id)}/ops/${encodeURIComponent(op)}/options${q(target)}`, signal),
+  sources: (id: string, signal?: AbortSignal) => get<SourceFiles>(`${m(id)}/sources`, signal),
+  source: (id: string, path: string, signal?: AbortSignal) =>
+    get<SourceFile>(`${m(id)}/sources/${path.split("/").map(encodeURIComponent).join("/")}`, signal),
   async deleteModel(id: string): Promise<void> {
     const r = await fetch(m(id), { method: "DELETE", headers: unsafeHeaders() });
     if (!r.ok && r.status !== 204) throw await toError(r);

@@ -81,8 +81,25 @@ export interface Op {
   weight_bytes: number;
   activation_bytes: number;
   source_nodes: string[];
+  /** where in the user's code the task comes from (.pt2 with sources; [] otherwise) */
+  locations?: SourceLocation[];
   inputs: TensorInfo[];
   outputs: TensorInfo[];
+}
+
+export interface SourceLocation {
+  file: string;
+  line: number;
+  code: string;
+}
+
+export interface SourceFiles {
+  files: { path: string; bytes: number }[];
+}
+
+export interface SourceFile {
+  path: string;
+  text: string;
 }
 
 export interface OpsResponse {

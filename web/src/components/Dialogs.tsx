@@ -3,7 +3,7 @@ import type { AnalysisState, OpOptions, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, fmtPct, labelText } from "../format";
 import { type Evaluation, type Totals, computeTotals, parseCombo } from "../totals";
 
-function Modal({ title, onClose, children, testid }: { title: string; onClose: () => void; children: React.ReactNode; testid: string }) {
+export function Modal({ title, onClose, children, testid }: { title: string; onClose: () => void; children: React.ReactNode; testid: string }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;

@@ -11,6 +11,7 @@ import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
 import { useSavedAnalysis } from "../collab";
 import { NotFound } from "./NotFound";
+import { SourcePanel } from "../components/SourcePanel";
 
 const GraphView = lazy(() => import("../components/GraphView"));
 
@@ -201,6 +202,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     );
 
   const unoptimized = !!analysis && !!table && analysis.model_wide === table.base.preset && Object.keys(analysis.overrides).length === 0;
+  const selId = sel.focus ?? (sel.ids.size === 1 ? [...sel.ids][0] : null);
+  const selOp = selId ? ops?.ops.find((o) => o.id === selId) ?? null : null;
   const focusOp = dialog?.kind === "op" ? ops?.ops.find((o) => o.id === dialog.op) : null;
 
   return (
@@ -278,6 +281,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           </Suspense>
         </section>
       </div>
+      <SourcePanel modelId={id} op={selOp} />
       {showTimeline && ops && evaluation && (
         <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={(ids, f) => select(ids, f, "timeline")} />
       )}
