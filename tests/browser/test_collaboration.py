@@ -297,3 +297,95 @@ def test_concurrent_save_is_refused_and_keeps_edits(ui_server: Any, people: Peop
     two.wait_for_url(re.compile(rf"/m/{mid}/a/(?!{aid}$)[^/]+$"))
     two.wait_for_selector(f"{BAR}[data-dirty=false][data-read-only=false]")
     assert totals(two) == mine
+
+
+D = {"email": "dora@example.com", "password": "dora password 12", "name": "Dora"}
+E = {"email": "emil@example.com", "password": "emil password 12", "name": "Emil"}
+
+
+def test_groups_share_with_group_and_api_tokens(ui_server: Any, people: People, tmp_path: Path) -> None:
+    """A makes a group on the account page, adds D (and adds then removes E), shares a model with the
+    group; D sees it under "Shared with me". A creates an API token (shown once), uses it, revokes it."""
+    if ui_server.mock:
+        pytest.skip("needs the real server's accounts and groups")
+    import requests
+
+    url = ui_server.url
+    mid = ui_server.upload(modelzoo.tiny_cnn(tmp_path / "tiny_cnn.onnx"))
+    d = people.page()
+    sign_in_api(d, url, D, signup=True)
+    e = people.page()
+    sign_in_api(e, url, E, signup=True)
+    a = people.page()
+    sign_in_api(a, url, OWNER)
+
+    # --- the account page, from the model list
+    a.goto(url + "/")
+    a.click("[data-testid=account-link]")
+    a.wait_for_selector("[data-testid=account-page]")
+    a.fill("[data-testid=group-name]", "Edge team")
+    a.click("[data-testid=group-create]")
+    group = a.locator("[data-testid=group][data-group-name='Edge team']").last
+    group.wait_for()
+    gid = group.get_attribute("data-group-id")
+    group = a.locator(f"[data-testid=group][data-group-id='{gid}']")
+    for who in (D, E):
+        group.locator("[data-testid=member-email]").fill(who["email"])
+        group.locator("[data-testid=member-add]").click()
+        group.locator(f"li[data-member='{who['email']}']").wait_for()
+    group.locator(f"li[data-member='{E['email']}'] [data-testid=remove-member]").click()
+    group.locator(f"li[data-member='{E['email']}']").wait_for(state="detached")
+    assert group.locator("li[data-member]").count() == 2  # A (admin) and D
+    shot(a, "account-groups")
+    # a reload keeps the page (the app shell is served at /)
+    a.reload()
+    a.wait_for_selector(f"[data-testid=group][data-group-id='{gid}'] li[data-member='{D['email']}']")
+
+    # --- share the model with the group from the Share dialog
+    a.goto(f"{url}/m/{mid}")
+    wait_model(a)
+    a.click("[data-testid=share]")
+    dlg = a.locator("[data-testid=share-dialog]")
+    dlg.locator("[data-testid=share-kind]").select_option("group")
+    dlg.locator("[data-testid=share-group]").select_option(gid)
+    dlg.locator("[data-testid=share-role]").select_option("viewer")
+    dlg.locator("[data-testid=share-submit]").click()
+    dlg.locator("[data-testid=share-list] li", has_text="Edge team").wait_for()
+    shot(a, "account-share-with-group")
+    a.keyboard.press("Escape")
+
+    # --- D (a member) sees it under "Shared with me"; E (removed) does not
+    for who, sees in ((d, True), (e, False)):
+        who.goto(url + "/")
+        who.click("[data-testid=tab-shared]")
+        who.wait_for_selector("[data-scope=shared]", state="attached")
+        who.wait_for_load_state("networkidle")
+        row = f"[data-scope=shared] .model-row[data-model-id='{mid}']"
+        if sees:
+            who.wait_for_selector(row)
+        else:
+            assert who.locator(row).count() == 0
+    shot(d, "account-member-shared-with-me")
+
+    # --- tokens: create (shown once, with a copy button), use, revoke
+    a.goto(url + "/")
+    a.click("[data-testid=account-link]")
+    a.fill("[data-testid=token-name]", "browser test token")
+    a.click("[data-testid=token-create]")
+    raw = a.locator("[data-testid=new-token-value]").input_value()
+    assert raw.startswith("es_")
+    assert a.locator("[data-testid=copy-token]").is_visible()
+    item = a.locator("[data-testid=token-list] li[data-token-name='browser test token']").last
+    item.wait_for()
+    assert raw not in item.inner_text()  # only the prefix is listed
+    shot(a, "account-new-token")
+    bearer = {"Authorization": f"Bearer {raw}"}
+    assert requests.get(f"{url}/api/models", headers=bearer, timeout=10).status_code == 200
+    item.locator("[data-testid=revoke-token]").click()
+    item.locator("[data-testid=token-revoked]").wait_for()
+    assert requests.get(f"{url}/api/models", headers=bearer, timeout=10).status_code == 401
+    # shown once: after a reload only the prefix remains
+    a.reload()
+    a.wait_for_selector("[data-testid=token-list] li[data-token-name='browser test token']")
+    assert a.locator("[data-testid=new-token]").count() == 0
+    shot(a, "account-token-revoked")

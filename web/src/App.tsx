@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { auth } from "./api/client";
 import type { Me } from "./api/types";
+import { AccountPage } from "./pages/Account";
 import { ModelListPage } from "./pages/ModelList";
 import { ModelPage } from "./pages/ModelPage";
 import { NotFound } from "./pages/NotFound";
@@ -21,6 +22,7 @@ export function App() {
   const signOut = () => auth.logout().then(() => setMe(null));
   let page;
   if (route.page === "list") page = <ModelListPage />;
+  else if (route.page === "account") page = <AccountPage />;
   else if (route.page === "model") page = <ModelPage key={route.id} id={route.id} analysisId={route.analysis} />;
   else page = <NotFound />;
   return <SessionContext.Provider value={{ me, signOut }}>{page}</SessionContext.Provider>;

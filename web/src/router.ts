@@ -1,8 +1,12 @@
 import { useEffect, useState } from "react";
 
-export type Route = { page: "list" } | { page: "model"; id: string; analysis: string | null } | { page: "missing" };
+export type Route = { page: "list" } | { page: "account" } | { page: "model"; id: string; analysis: string | null } | { page: "missing" };
 
-export function parseRoute(path: string): Route {
+// The account page lives at /?page=account: the server serves the app shell only at /, /m/<id> and /m/<id>/a/<id>.
+export const ACCOUNT_URL = "/?page=account";
+
+export function parseRoute(path: string, search = ""): Route {
+  if ((path === "/" || path === "") && new URLSearchParams(search).get("page") === "account") return { page: "account" };
   if (path === "/" || path === "") return { page: "list" };
   const m = /^\/m\/([^/]+)(?:\/a\/([^/]+))?\/?$/.exec(path);
   if (m) return { page: "model", id: decodeURIComponent(m[1]), analysis: m[2] ? decodeURIComponent(m[2]) : null };
@@ -15,9 +19,9 @@ export function navigate(path: string): void {
 }
 
 export function useRoute(): Route {
-  const [route, setRoute] = useState(() => parseRoute(location.pathname));
+  const [route, setRoute] = useState(() => parseRoute(location.pathname, location.search));
   useEffect(() => {
-    const on = () => setRoute(parseRoute(location.pathname));
+    const on = () => setRoute(parseRoute(location.pathname, location.search));
     window.addEventListener("popstate", on);
     return () => window.removeEventListener("popstate", on);
   }, []);

@@ -1,6 +1,6 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
 import type { GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
-import type { Analysis, AnalysisState, Group, Lineage, Share, SharesResponse } from "./types";
+import type { Analysis, AnalysisState, ApiToken, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
 let csrfToken = "";
@@ -130,6 +130,13 @@ export const collab = {
   revoke: (id: string, shareId: string) => send<void>("DELETE", `${m(id)}/shares/${encodeURIComponent(shareId)}`),
   setLink: (id: string, enabled: boolean) => send<{ link_sharing: boolean }>("PUT", `${m(id)}/link`, { enabled }),
   groups: (signal?: AbortSignal) => get<{ groups: Group[] }>("/api/groups", signal),
+  createGroup: (name: string) => send<Group>("POST", "/api/groups", { name }),
+  addMember: (groupId: string, email: string) => send<Group>("POST", `/api/groups/${encodeURIComponent(groupId)}/members`, { email }),
+  removeMember: (groupId: string, userId: string) =>
+    send<void>("DELETE", `/api/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(userId)}`),
+  tokens: (signal?: AbortSignal) => get<{ tokens: ApiToken[] }>("/api/tokens", signal),
+  createToken: (name: string) => send<ApiToken>("POST", "/api/tokens", { name }),
+  revokeToken: (tokenId: string) => send<void>("DELETE", `/api/tokens/${encodeURIComponent(tokenId)}`),
   analyses: (id: string, signal?: AbortSignal) => get<{ analyses: Analysis[] }>(an(id), signal),
   analysis: (id: string, aid: string, signal?: AbortSignal) => get<Analysis>(an(id, aid), signal),
   createAnalysis: (id: string, body: { name: string; notes: string; state: AnalysisState }) => send<Analysis>("POST", an(id), body),

@@ -276,3 +276,14 @@ export interface Lineage {
   parents: Analysis[];
   analysis: AnalysisTree;
 }
+
+/** A personal API token (server/api/auth.py); `token` only in the answer that created it. */
+export interface ApiToken {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked: boolean;
+  token?: string;
+}

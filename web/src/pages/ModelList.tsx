@@ -3,7 +3,7 @@ import { api, ApiError } from "../api/client";
 import type { Model } from "../api/types";
 import { fmtBytes } from "../format";
 import { useSession } from "../session";
-import { navigate } from "../router";
+import { ACCOUNT_URL, navigate } from "../router";
 
 interface PendingUpload {
   key: number;
@@ -140,7 +140,7 @@ export function ModelListPage() {
         <span className="spacer" />
         {session.me && (
           <span className="muted" data-testid="whoami">
-            {session.me.user.email} · <button className="link" onClick={session.signOut}>Sign out</button>
+            {session.me.user.email} · <a href={ACCOUNT_URL} data-testid="account-link" onClick={(e) => (e.preventDefault(), navigate(ACCOUNT_URL))}>Account</a> · <button className="link" onClick={session.signOut}>Sign out</button>
           </span>
         )}
       </header>
