@@ -177,6 +177,22 @@ BACKEND_NOTES: dict[str, dict[str, str]] = {
         "palettize": "decoded at load",
         "prune": "no sparse kernels",
     },
+    "ort-coreml": {
+        "fp16": "Core ML computes the EP's partitions in fp16 (ANE/GPU); CPU EP ops cast to fp32",
+        "int8-dynamic": "weights decoded at load; CPU EP ops use dynamic int8",
+        "int8-static": "QDQ on the ANE where Core ML takes it; CPU EP QLinear ops elsewhere",
+        "int4-weights": "decoded at load",
+        "palettize": "decoded at load",
+        "prune": "no sparse kernels",
+    },
+    "ort-nnapi": {
+        "fp16": "computed as fp32 unless the EP's USE_FP16 flag is set",
+        "int8-dynamic": "weights decoded at load; CPU EP ops use dynamic int8",
+        "int8-static": "QLinearConv / QLinearMatMul on the NNAPI accelerator",
+        "int4-weights": "decoded at load",
+        "palettize": "decoded at load",
+        "prune": "no sparse kernels",
+    },
     "ort-xnnpack": {
         "fp16": "computed as fp32 after casts",
         "int8-dynamic": "ORT CPU EP dynamic quantization (XNNPACK takes only QLinearConv)",

@@ -38,13 +38,7 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "LiteRT on Pixel 8 (Tensor G3): GPU delegate, XNNPACK CPU fallback"),
     Target("ort-xnnpack/rpi5", "ort-xnnpack", "rpi5", "fp32", "onnx", False, False,
            "ONNX Runtime XNNPACK EP on Raspberry Pi 5 (Cortex-A76, 1 thread), CPU EP fallback"),
-]}
-
-# ORT execution providers predicted on existing device profiles (their op lists: `execution_providers:` in
-# the YAML). Not in the registry yet: tests/test_docs.py requires every registered target in the README,
-# so they join _TARGETS (and the defaults) in the commit that follows the README rows. sweep() takes them
-# as Target objects meanwhile.
-EP_TARGETS_PENDING: dict[str, Target] = {t.name: t for t in [
+    # ORT EPs predicted on existing device profiles; their op lists: `execution_providers:` in the YAML.
     Target("ort-coreml/apple-a17", "ort-coreml", "apple-a17", "fp16", "onnx", False, False,
            "ONNX Runtime CoreML EP (ML Program) on iPhone 15 Pro (A17 Pro): supported ops on ANE/GPU as "
            "Core ML places them, the rest on the CPU EP"),
@@ -52,13 +46,16 @@ EP_TARGETS_PENDING: dict[str, Target] = {t.name: t for t in [
            "ONNX Runtime NNAPI EP on Pixel 8 (Tensor G3): NNAPI-supported ops on the accelerator, "
            "the rest on the CPU EP"),
 ]}
+EP_TARGETS_PENDING = {n: _TARGETS[n] for n in ("ort-coreml/apple-a17", "ort-nnapi/pixel-8")}  # kept for old imports
 
 _DEFAULTS: dict[str, list[str]] = {
-    "onnx": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
+    "onnx": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5",
+             "ort-coreml/apple-a17", "ort-nnapi/pixel-8"],
     "tflite": ["litert-cpu/host", "litert/pixel-8"],
     "coreml": ["coreml/apple-a17"],
     # .pt2 is converted to ONNX (ORT targets, EPs predicted on the FX graph) and to Core ML.
-    "pt2": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5"],
+    "pt2": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5",
+             "ort-coreml/apple-a17", "ort-nnapi/pixel-8"],
 }
 
 
