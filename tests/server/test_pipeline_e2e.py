@@ -153,3 +153,16 @@ def test_pt2_upload_with_sources(live_server, zoo) -> None:  # type: ignore[no-u
     text = live_server.get(f"/api/models/{m['id']}/sources/{files[0]['path']}").json()["text"]
     assert "nn.Module" in text or "def " in text
     assert live_server.get(f"/api/models/{m['id']}/sources/../../etc/passwd").status_code == 404
+
+
+def test_tflite_upload_measured_on_litert(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    """A .tflite: measured whole-model on LiteRT here, per-op predicted and scaled to it, and labelled so."""
+    m = live_server.upload(zoo.path("tflite_cnn"))
+    assert m["format"] == "tflite" and m["status"] == "ready", m["error"]
+    assert m["targets"][0] == "litert-cpu/host"
+    host = m["summary"]["targets"][0]
+    assert host["measured"] is True and host["latency_ms"] > 0 and "LiteRT" in host["label"]
+    ops = live_server.get("/api/models/{}/ops".format(m["id"])).json()
+    assert ops["ops"] and not any(o["measured"] for o in ops["ops"])  # no per-op profiler in LiteRT
+    table = live_server.get("/api/models/{}/options".format(m["id"])).json()
+    assert table["label"]["baseline"] == "predicted, scaled to measured total"
