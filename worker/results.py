@@ -65,7 +65,7 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
             "latency_ms": t.median_ms if t else m("latency_ms"),
             "p25_ms": t.p25_ms if t else None, "p75_ms": t.p75_ms if t else None,
             "measured": t is not None,
-            "macs": m("macs"), "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
+            "macs": r.sweep.works[i].macs if i is not None else None, "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
             "source_nodes": n.source_nodes,
             "locations": _locations(n, source_by_id),
             "inputs": [_value_json(g.values.get(v), v) for v in n.inputs if v],

@@ -31,6 +31,7 @@ def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-d
     assert [o["index"] for o in ops["ops"]] == list(range(len(ops["ops"])))
     covered = {s for o in ops["ops"] for s in o["source_nodes"]}
     assert covered, "compiled tasks map back to source nodes"
+    assert any(o["type"] in ("Conv", "FusedConv") and o["macs"] > 0 for o in ops["ops"])
     timed = [o for o in ops["ops"] if o["measured"]]
     assert timed and all(o["latency_ms"] >= 0 for o in timed)
     assert abs(sum(o["share"] for o in ops["ops"]) - 1.0) < 1e-6
@@ -166,3 +167,13 @@ def test_tflite_upload_measured_on_litert(live_server, zoo) -> None:  # type: ig
     assert ops["ops"] and not any(o["measured"] for o in ops["ops"])  # no per-op profiler in LiteRT
     table = live_server.get("/api/models/{}/options".format(m["id"])).json()
     assert table["label"]["baseline"] == "predicted, scaled to measured total"
+
+
+def test_coreml_upload_predicted(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    """A zipped .mlpackage: read on Linux, predicted on the Apple profile (Core ML does not run here)."""
+    m = live_server.upload(zoo.path("coreml_cnn_mlpackage_zip"))
+    assert m["format"] == "coreml" and m["status"] == "ready", m["error"]
+    (apple,) = m["summary"]["targets"]
+    assert apple["target"] == "coreml/apple-a17" and apple["measured"] is False and apple["latency_ms"] > 0
+    ops = live_server.get("/api/models/{}/ops".format(m["id"])).json()["ops"]
+    assert any((o["macs"] or 0) > 0 for o in ops)  # convs are costed, not zero
