@@ -96,18 +96,8 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
     import tempfile
     import warnings
 
-    from compiler.backends.pt2_onnx import _harden_torch_loading
+    from compiler.backends.pt2_onnx import load_vetted_program
     from compiler.errors import ModelRunError
-    from compiler.frontends.pt2 import Pt2Archive
-    from compiler.graph import ModelFormatError
-
-    arc = Pt2Archive(payload["src"])
-    try:
-        arc.vet_pickles()
-    finally:
-        arc.close()
-    _harden_torch_loading()
-    import torch
 
     logging.getLogger("coremltools").setLevel(logging.ERROR)
     sink = io.StringIO()
@@ -115,12 +105,7 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         warnings.simplefilter("ignore")
         import coremltools as ct
 
-        try:
-            ep = torch.export.load(payload["src"])
-        except ModelFormatError:
-            raise
-        except Exception as e:
-            raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
+        ep = load_vetted_program(payload["src"])
         try:
             ml = ct.convert(ep.run_decompositions({}), convert_to="mlprogram",
                             minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))

@@ -70,15 +70,13 @@ def _harden_torch_loading() -> None:
     torch._C._pickle_load_obj = refuse  # torchbind objects
 
 
-def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
-    import contextlib
-    import io
-    import logging
-    import warnings
-
+def load_vetted_program(src: str) -> Any:
+    """torch.export.load in a conversion child, only after every pickle in the archive was vetted
+    again (the child trusts nothing it was handed) and torch's loaders were hardened.
+    Call inside the child's output-silencing block."""
     from compiler.frontends.pt2 import Pt2Archive
 
-    arc = Pt2Archive(payload["src"])  # vet again: the child trusts nothing it was handed
+    arc = Pt2Archive(src)
     try:
         arc.vet_pickles()
     finally:
@@ -86,16 +84,27 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
     _harden_torch_loading()
     import torch
 
+    try:
+        return torch.export.load(src)
+    except ModelFormatError:
+        raise
+    except Exception as e:
+        raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
+
+
+def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import contextlib
+    import io
+    import logging
+    import warnings
+
+    import torch
+
     logging.getLogger("torch.onnx").setLevel(logging.ERROR)
     sink = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         warnings.simplefilter("ignore")
-        try:
-            ep = torch.export.load(payload["src"])
-        except ModelFormatError:
-            raise
-        except Exception as e:
-            raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
+        ep = load_vetted_program(payload["src"])
         try:
             program = torch.onnx.export(ep, (), dynamo=True, verbose=False, optimize=True)
             program.save(payload["out"], external_data=False)
