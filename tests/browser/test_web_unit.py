@@ -10,7 +10,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 
 WEB = Path(__file__).resolve().parents[2] / "web"
 FIXTURES = WEB / "tests" / "fixtures"
@@ -28,8 +27,7 @@ def test_python_totals_equal_typescript_totals_to_the_last_digit() -> None:
             assert got[key] == want, f"{s['name']}: {key} {got[key]!r} != {want!r}"
 
 
-@pytest.mark.skipif(shutil.which("npm") is None or not (WEB / "node_modules").exists(),
-                    reason="web/node_modules not installed (make web)")
 def test_npm_unit_tests_pass() -> None:
+    assert shutil.which("npm") and (WEB / "node_modules").exists(), "web/node_modules not installed: run `make web`"
     r = subprocess.run(["npm", "test", "--silent"], cwd=WEB, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
