@@ -25,6 +25,11 @@ def index() -> ResponseReturnValue:
     return _app_shell()
 
 
+@bp.get("/account")
+def account_page() -> ResponseReturnValue:
+    return _app_shell()
+
+
 @bp.get("/m/<model_id>")
 def model_page(model_id: str) -> ResponseReturnValue:
     return _app_shell(model_id)

@@ -2,10 +2,11 @@ import { useEffect, useState } from "react";
 
 export type Route = { page: "list" } | { page: "account" } | { page: "model"; id: string; analysis: string | null } | { page: "missing" };
 
-// The account page lives at /?page=account: the server serves the app shell only at /, /m/<id> and /m/<id>/a/<id>.
-export const ACCOUNT_URL = "/?page=account";
+// The server serves the app shell at /, /account, /m/<id> and /m/<id>/a/<id>; /?page=account still works.
+export const ACCOUNT_URL = "/account";
 
 export function parseRoute(path: string, search = ""): Route {
+  if (path === "/account" || path === "/account/") return { page: "account" };
   if ((path === "/" || path === "") && new URLSearchParams(search).get("page") === "account") return { page: "account" };
   if (path === "/" || path === "") return { page: "list" };
   const m = /^\/m\/([^/]+)(?:\/a\/([^/]+))?\/?$/.exec(path);
