@@ -16,7 +16,8 @@ COPY server server
 COPY store store
 COPY edgescope edgescope
 COPY migrations migrations
-RUN pip install --no-cache-dir -c requirements.lock -e .
+# [torch]: .pt2 uploads are converted with torch (2.13.0, pinned in the lock).
+RUN pip install --no-cache-dir -c requirements.lock -e ".[torch]"
 COPY --from=web /src/web/dist web/dist
 ENV EDGESCOPE_DATA_DIR=/data
 EXPOSE 8000

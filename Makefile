@@ -17,7 +17,7 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 install: $(VENV)/bin/python
-	$(PIP) -e .
+	$(PIP) -e '.[torch]'
 
 install-dev: $(VENV)/bin/python
 	$(PIP) -e '.[dev]'
