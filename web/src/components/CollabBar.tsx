@@ -4,7 +4,8 @@ import type { Model, SharesResponse } from "../api/types";
 import type { SavedAnalysis } from "../collab";
 import { AnalysesPanel, Author, when } from "./AnalysesPanel";
 import { Lineage } from "./Lineage";
-import { CollabModal, ShareDialog } from "./ShareDialog";
+import { Modal } from "./Dialogs";
+import { ShareDialog } from "./ShareDialog";
 
 function SaveDialog({ mode, initial, busy, onSave, onClose }: {
   mode: "new" | "edit";
@@ -16,7 +17,7 @@ function SaveDialog({ mode, initial, busy, onSave, onClose }: {
   const [name, setName] = useState(initial.name);
   const [notes, setNotes] = useState(initial.notes);
   return (
-    <CollabModal title={mode === "new" ? "Save analysis" : "Analysis details"} onClose={onClose} testid="save-dialog">
+    <Modal title={mode === "new" ? "Save analysis" : "Analysis details"} onClose={onClose} testid="save-dialog" narrow>
       <form
         className="save-form"
         onSubmit={(e) => {
@@ -42,7 +43,7 @@ function SaveDialog({ mode, initial, busy, onSave, onClose }: {
           <button className="primary" type="submit" disabled={busy || !name.trim()} data-testid="analysis-save-submit">Save</button>
         </div>
       </form>
-    </CollabModal>
+    </Modal>
   );
 }
 

@@ -3,18 +3,21 @@ import type { AnalysisState, OpOptions, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, fmtPct, labelText } from "../format";
 import { type Evaluation, type Totals, computeTotals, parseCombo } from "../totals";
 
-export function Modal({ title, onClose, children, testid }: { title: string; onClose: () => void; children: React.ReactNode; testid: string }) {
+/** A dialog: focus moves into it (the first field, else the first control), Escape and a backdrop click
+ * close it, and focus returns where it was. `narrow` for forms. */
+export function Modal({ title, onClose, children, testid, narrow = false }: { title: string; onClose: () => void; children: React.ReactNode; testid: string; narrow?: boolean }) {
   const ref = useRef<HTMLDivElement>(null);
   useEffect(() => {
     const prev = document.activeElement as HTMLElement | null;
-    ref.current?.querySelector<HTMLElement>("button, select, input")?.focus();
+    const root = ref.current;
+    (root?.querySelector<HTMLElement>("input, select, textarea") ?? root?.querySelector<HTMLElement>("button:not(.link)"))?.focus();
     const key = (e: KeyboardEvent) => e.key === "Escape" && onClose();
     window.addEventListener("keydown", key);
     return () => (window.removeEventListener("keydown", key), prev?.focus());
   }, [onClose]);
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div className="modal" role="dialog" aria-modal="true" aria-label={title} ref={ref} data-testid={testid}>
+      <div className={narrow ? "modal modal-narrow" : "modal"} role="dialog" aria-modal="true" aria-label={title} ref={ref} data-testid={testid}>
         <div className="modal-head">
           <h2>{title}</h2>
           <button className="link" onClick={onClose} aria-label="Close">✕</button>

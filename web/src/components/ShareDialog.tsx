@@ -1,28 +1,7 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { collab } from "../api/client";
+import { Modal } from "./Dialogs";
 import type { Group, Share, SharesResponse } from "../api/types";
-
-export function CollabModal({ title, onClose, children, testid }: { title: string; onClose: () => void; children: React.ReactNode; testid: string }) {
-  const ref = useRef<HTMLDivElement>(null);
-  useEffect(() => {
-    const prev = document.activeElement as HTMLElement | null;
-    ref.current?.querySelector<HTMLElement>("input, select, textarea, button:not(.link)")?.focus();
-    const key = (e: KeyboardEvent) => e.key === "Escape" && onClose();
-    window.addEventListener("keydown", key);
-    return () => (window.removeEventListener("keydown", key), prev?.focus());
-  }, [onClose]);
-  return (
-    <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div className="modal modal-narrow" role="dialog" aria-modal="true" aria-label={title} ref={ref} data-testid={testid}>
-        <div className="modal-head">
-          <h2>{title}</h2>
-          <button className="link" onClick={onClose} aria-label="Close">✕</button>
-        </div>
-        {children}
-      </div>
-    </div>
-  );
-}
 
 type ShareRole = "viewer" | "editor";
 
@@ -66,7 +45,7 @@ export function ShareDialog({ modelId, modelName, onClose, onChanged }: { modelI
 
   const link = `${location.origin}/m/${encodeURIComponent(modelId)}`;
   return (
-    <CollabModal title={`Share ${modelName}`} onClose={onClose} testid="share-dialog">
+    <Modal title={`Share ${modelName}`} onClose={onClose} testid="share-dialog" narrow>
       <form
         className="share-form"
         onSubmit={(e) => {
@@ -154,6 +133,6 @@ export function ShareDialog({ modelId, modelName, onClose, onChanged }: { modelI
         </div>
       )}
       <p className="muted small-text">Links to this model's analyses work for everyone who can see the model.</p>
-    </CollabModal>
+    </Modal>
   );
 }
