@@ -6,6 +6,7 @@ figures come from `simulator/` and carry their own label.
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -54,3 +55,14 @@ class ProfileSettings:
     memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     input_values: dict[str, int | float | bool] = field(default_factory=dict)
+
+
+def profile_in_sandbox(child: str, model_path: str | os.PathLike[str], settings: ProfileSettings) -> Profile:
+    """Run a backend's profiling child (`"module:function"`, returning Profile JSON) in the sandbox."""
+    from compiler.sandbox import Limits, run
+
+    if settings.runs < 1 or settings.warmup < 0 or settings.threads < 1:
+        raise ValueError("runs and threads must be >= 1, warmup >= 0")
+    payload = {"model": os.fspath(model_path), "settings": asdict(settings)}
+    data = run(child, payload, Limits(settings.timeout_s, settings.memory_limit_bytes, what="profiling"))
+    return Profile.from_json(data)

@@ -20,13 +20,12 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from compiler.errors import ModelRunError
 from compiler.graph import Graph
-from compiler.profile import Profile, ProfileSettings
+from compiler.profile import Profile, ProfileSettings, profile_in_sandbox
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "litert-cpu/host"
@@ -81,12 +80,7 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
 
 def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
     """Measure the model (the `out_path` of `compile`) in a sandboxed child."""
-    if settings.runs < 1 or settings.warmup < 0 or settings.threads < 1:
-        raise ValueError("runs and threads must be >= 1, warmup >= 0")
-    payload = {"model": os.fspath(model_path), "settings": asdict(settings)}
-    data = run("compiler.backends.litert:_profile_child", payload,
-               Limits(settings.timeout_s, settings.memory_limit_bytes, what="profiling"))
-    return Profile.from_json(data)
+    return profile_in_sandbox("compiler.backends.litert:_profile_child", model_path, settings)
 
 
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:

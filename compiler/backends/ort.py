@@ -29,7 +29,6 @@ import platform
 import re
 import statistics
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from compiler.backends.provenance import fill_shapes_from_source, map_provenance
 from compiler.errors import ModelRunError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
-from compiler.profile import Profile, ProfileSettings, TaskTiming
+from compiler.profile import Profile, ProfileSettings, profile_in_sandbox, TaskTiming
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "ort-cpu/host"
@@ -130,12 +129,7 @@ def _name_nodes(path: Path, out: Path | None = None) -> bool:
 
 def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
     """Measure the compiled model (the `out_path` of `compile`) in a sandboxed child."""
-    if settings.runs < 1 or settings.warmup < 0 or settings.threads < 1:
-        raise ValueError("runs and threads must be >= 1, warmup >= 0")
-    payload = {"model": os.fspath(model_path), "settings": asdict(settings)}
-    data = run("compiler.backends.ort:_profile_child", payload,
-               Limits(settings.timeout_s, settings.memory_limit_bytes, what="profiling"))
-    return Profile.from_json(data)
+    return profile_in_sandbox("compiler.backends.ort:_profile_child", model_path, settings)
 
 
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
