@@ -90,19 +90,12 @@ def _with_provenance(package_zip: Path, source: Graph) -> Graph:
 
 
 def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
-    import contextlib
-    import io
-    import logging
     import tempfile
-    import warnings
 
-    from compiler.backends.pt2_onnx import load_vetted_program
+    from compiler.backends.pt2_onnx import load_vetted_program, quiet_conversion
     from compiler.errors import ModelRunError
 
-    logging.getLogger("coremltools").setLevel(logging.ERROR)
-    sink = io.StringIO()
-    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        warnings.simplefilter("ignore")
+    with quiet_conversion("coremltools"):
         import coremltools as ct
 
         ep = load_vetted_program(payload["src"])

@@ -12,7 +12,12 @@ the FX nodes, with their namespaces and source locations.
 
 from __future__ import annotations
 
+import contextlib
+import io
+import logging
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -92,18 +97,20 @@ def load_vetted_program(src: str) -> Any:
         raise ModelFormatError(f"torch cannot load the .pt2 archive: {str(e).strip()[:500]}") from None
 
 
-def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
-    import contextlib
-    import io
-    import logging
-    import warnings
-
-    import torch
-
-    logging.getLogger("torch.onnx").setLevel(logging.ERROR)
+@contextlib.contextmanager
+def quiet_conversion(logger: str) -> Iterator[None]:
+    """Converters print progress, warnings and logs; the child's output is for its result only."""
+    logging.getLogger(logger).setLevel(logging.ERROR)
     sink = io.StringIO()
     with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         warnings.simplefilter("ignore")
+        yield
+
+
+def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    with quiet_conversion("torch.onnx"):
         ep = load_vetted_program(payload["src"])
         try:
             program = torch.onnx.export(ep, (), dynamo=True, verbose=False, optimize=True)
