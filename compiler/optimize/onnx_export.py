@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.optimize.choices import Choice, node_choices
+from compiler.optimize.choices import node_choices
 from simulator.formats import lut_bits
 from simulator.options import OptionError
 
