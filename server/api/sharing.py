@@ -19,6 +19,7 @@ from .errors import ApiError
 bp = Blueprint("sharing", __name__, url_prefix="/api")
 
 ROLES = ("viewer", "editor")
+GROUP_ROLES = ("member", "admin")
 
 
 def share_json(sh: Share) -> dict[str, Any]:
@@ -159,12 +160,43 @@ def add_member(group_id: str) -> ResponseReturnValue:
         return jsonify(group_json(grp)), 201
 
 
+def _membership(s: Any, grp: Group, user_id: str) -> GroupMember:
+    gm = s.scalar(select(GroupMember).where(GroupMember.group_id == grp.id, GroupMember.user_id == user_id))
+    if gm is None:
+        raise ApiError(404, "not_found", "No such member.")
+    return gm
+
+
+def _keep_an_admin(s: Any, gm: GroupMember) -> None:
+    """A group without admins could never change its members again, so the last admin stays."""
+    if gm.role != "admin":
+        return
+    admins = s.scalars(select(GroupMember).where(GroupMember.group_id == gm.group_id, GroupMember.role == "admin"))
+    if len(list(admins)) <= 1:
+        raise ApiError(409, "last_admin", "This is the group's last admin; make another member admin first.")
+
+
+@bp.patch("/groups/<group_id>/members/<user_id>")
+def change_member_role(group_id: str, user_id: str) -> ResponseReturnValue:
+    role = json_body().get("role")
+    if role not in GROUP_ROLES:
+        raise ApiError(400, "bad_field", f"'role' must be one of {', '.join(GROUP_ROLES)}.")
+    with session_scope(services().sessions) as s:
+        grp = _group_for(s, group_id, admin=True)
+        gm = _membership(s, grp, user_id)
+        if role != gm.role:
+            _keep_an_admin(s, gm)
+            gm.role = role
+        s.flush()
+        s.refresh(grp)
+        return jsonify(group_json(grp))
+
+
 @bp.delete("/groups/<group_id>/members/<user_id>")
 def remove_member(group_id: str, user_id: str) -> ResponseReturnValue:
     with session_scope(services().sessions) as s:
         grp = _group_for(s, group_id, admin=True)
-        gm = s.scalar(select(GroupMember).where(GroupMember.group_id == grp.id, GroupMember.user_id == user_id))
-        if gm is None:
-            raise ApiError(404, "not_found", "No such member.")
+        gm = _membership(s, grp, user_id)
+        _keep_an_admin(s, gm)
         s.delete(gm)
     return "", 204

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from edgescope.config import Settings
 from store.db import session_scope, upgrade
 from store.models import Job, User
-from tests.conftest import fresh_postgres_db, sign_up
+from tests.conftest import fresh_postgres_db, sign_up, token_client
 
 PASSWORD = "correct horse battery"
 
@@ -192,3 +192,25 @@ def test_bad_analysis_state(app, zoo) -> None:  # type: ignore[no-untyped-def]
         r = a.post(f"/api/models/{mid}/analyses", json={"name": "x", "state": state})
         assert r.status_code == 400 and message in r.get_json()["error"], (state, r.get_json())
     assert a.get(f"/api/models/{mid}/analyses").get_json()["analyses"] == []
+
+
+def test_group_admins_promote_and_demote_and_the_last_admin_stays(app) -> None:  # type: ignore[no-untyped-def]
+    a, b = token_client(app, "a@example.com"), token_client(app, "b@example.com")
+    gid = a.post("/api/groups", json={"name": "team"}).get_json()["id"]
+    members = a.post(f"/api/groups/{gid}/members", json={"email": "b@example.com"}).get_json()["members"]
+    ids = {m["email"]: m["id"] for m in members}
+    # A plain member may not change roles; an admin may.
+    assert b.patch(f"/api/groups/{gid}/members/{ids['b@example.com']}", json={"role": "admin"}).status_code == 403
+    r = a.patch(f"/api/groups/{gid}/members/{ids['b@example.com']}", json={"role": "owner"})
+    assert r.status_code == 400 and "member, admin" in r.get_json()["error"]
+    r = a.patch(f"/api/groups/{gid}/members/{ids['b@example.com']}", json={"role": "admin"})
+    assert r.status_code == 200
+    assert {m["email"]: m["role"] for m in r.get_json()["members"]} == {"a@example.com": "admin", "b@example.com": "admin"}
+    # The new admin can now demote the first; then b is the last admin and can neither step down nor leave.
+    assert b.patch(f"/api/groups/{gid}/members/{ids['a@example.com']}", json={"role": "member"}).status_code == 200
+    r = b.patch(f"/api/groups/{gid}/members/{ids['b@example.com']}", json={"role": "member"})
+    assert r.status_code == 409 and "last admin" in r.get_json()["error"]
+    assert b.delete(f"/api/groups/{gid}/members/{ids['b@example.com']}").status_code == 409
+    assert a.post(f"/api/groups/{gid}/members", json={"email": "a@example.com"}).status_code == 403
+    assert b.delete(f"/api/groups/{gid}/members/{ids['a@example.com']}").status_code == 204
+    assert [m["email"] for m in b.get(f"/api/groups/{gid}").get_json()["members"]] == ["b@example.com"]

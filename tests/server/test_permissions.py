@@ -186,7 +186,7 @@ def _owner_token(w: World, role: str) -> tuple[str, dict[str, Any]]:
         return f"/api/tokens/{t.id}", {}
 
 
-def _member_to_remove(w: World, role: str) -> tuple[str, dict[str, Any]]:
+def _spare_member(w: World, role: str) -> tuple[str, dict[str, Any]]:
     # "spare" has no role in the matrix, so its group membership changes no one's access.
     spare = w.users["spare"]
     with session_scope(w.app.extensions["edgescope"].sessions) as s:
@@ -240,7 +240,9 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("GET", "/api/groups/<group_id>"): ("group_member", lambda w, r: (f"/api/groups/{w.group_id}", {}), 200),
     ("POST", "/api/groups/<group_id>/members"): ("group_admin", lambda w, r: (
         f"/api/groups/{w.group_id}/members", {"json": {"email": "spare@example.com"}}), 201),
-    ("DELETE", "/api/groups/<group_id>/members/<user_id>"): ("group_admin", _member_to_remove, 204),
+    ("PATCH", "/api/groups/<group_id>/members/<user_id>"): ("group_admin", lambda w, r: (
+        _spare_member(w, r)[0], {"json": {"role": "member"}}), 200),
+    ("DELETE", "/api/groups/<group_id>/members/<user_id>"): ("group_admin", _spare_member, 204),
     ("GET", "/api/models"): ("user", lambda w, r: ("/api/models", {}), 200),
     ("POST", "/api/models"): ("user", _upload, 201),
     ("GET", "/api/models/<model_id>"): ("viewer", _m(), 200),
