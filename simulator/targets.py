@@ -17,7 +17,7 @@ class Target:
     backend: str  # "ort-cpu", "litert-cpu", "coreml", "ort-qnn", "litert", "ort-xnnpack"
     profile: str  # file stem in simulator/hardware/
     float_format: str  # what "float" activations mean on this backend
-    export: str  # "onnx" | "coreml" | "" (no exporter on this machine)
+    export: str  # "onnx" | "coreml" | "tflite" | "" (no exporter on this machine): compiler/optimize/export.py
     measurable: bool  # this machine can run and time it
     sparse_storage: bool  # the exported file stores pruned weights compactly
     description: str
@@ -28,13 +28,13 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "ONNX Runtime CPU EP on this machine, 1 intra-op thread, default graph optimizations"),
     # Measured whole-model only (LiteRT's Python API has no op profiler): per-op figures are host-cpu
     # predictions scaled to the measured total. The host-cpu efficiencies are ORT's (calibrated with ORT).
-    Target("litert-cpu/host", "litert-cpu", "host-cpu", "fp32", "", True, False,
+    Target("litert-cpu/host", "litert-cpu", "host-cpu", "fp32", "tflite", True, False,
            "LiteRT interpreter (XNNPACK) on this machine, 1 thread"),
     Target("coreml/apple-a17", "coreml", "apple-a17", "fp16", "coreml", False, True,
            "Core ML ML Program on iPhone 15 Pro (A17 Pro): ANE, GPU, CPU as Core ML places ops"),
     Target("ort-qnn/snapdragon-8g3", "ort-qnn", "snapdragon-8g3", "fp16", "onnx", False, False,
            "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Gen 3, CPU EP fallback"),
-    Target("litert/pixel-8", "litert", "pixel-8", "fp32", "", False, False,
+    Target("litert/pixel-8", "litert", "pixel-8", "fp32", "tflite", False, False,
            "LiteRT on Pixel 8 (Tensor G3): GPU delegate, XNNPACK CPU fallback"),
     Target("ort-xnnpack/rpi5", "ort-xnnpack", "rpi5", "fp32", "onnx", False, False,
            "ONNX Runtime XNNPACK EP on Raspberry Pi 5 (Cortex-A76, 1 thread), CPU EP fallback"),

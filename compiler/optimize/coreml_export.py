@@ -1,20 +1,28 @@
-"""Core ML export of a PyTorch model with coremltools.optimize.coreml compression.
+"""Core ML export with coremltools.optimize.coreml compression, of a PyTorch model or of a Core ML
+file (an uploaded zipped `.mlpackage`, or the one Edgescope converted from a `.pt2`).
 
 Conversion from torch works on Linux; Core ML prediction (and so activation calibration for W8A8)
 needs macOS, so `int8-static` writes int8 weights and says activations were not quantized.
 Per-op overrides are keyed by the name of the weight's const op in the MIL program (as
-`coremltools.optimize.coreml.get_weights_metadata` lists them); `weight_names()` returns them.
+`coremltools.optimize.coreml.get_weights_metadata` lists them); `weight_names()` returns them, and
+`weights_by_task()` maps the simulator's task ids (MIL ops) onto them.
+
+Files are written as zipped `.mlpackage` (a package is a folder), stored uncompressed so the
+download is the package's size on disk, which is what the simulator predicts.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
+import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
 from simulator.formats import lut_bits
 from simulator.options import OptionError
@@ -120,5 +128,55 @@ def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: st
     if out.exists():
         shutil.rmtree(out) if out.is_dir() else out.unlink()
     mlmodel.save(os.fspath(out))
-    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    return CoreMLExport(out, size, {n: c.combo.name for n, c in choices.items()}, notes)
+    return CoreMLExport(out, package_bytes(out), {n: c.combo.name for n, c in choices.items()}, notes)
+
+
+def package_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+def load_package(src: str | os.PathLike[str], workdir: str | os.PathLike[str]) -> Any:
+    """A zipped `.mlpackage` (vetted, extracted under `workdir`) as an MLModel that is not compiled
+    (Core ML does not run here). NeuralNetwork `.mlmodel` files are refused: compression needs an
+    ML Program."""
+    from compiler.frontends.archive import extract
+
+    ct = _ct()
+    if not zipfile.is_zipfile(src):
+        raise OptionError("Core ML compression exports need an ML Program (.mlpackage); this model is a "
+                          "NeuralNetwork .mlmodel: convert it with convert_to='mlprogram' and upload the package")
+    root = extract(src, Path(workdir) / "package", label="Core ML package")
+    manifests = sorted(root.glob("Manifest.json")) or sorted(root.glob("*/Manifest.json"))
+    if not manifests:
+        raise ModelFormatError("the zip holds no .mlpackage (no Manifest.json at its top or one folder down)")
+    ml = ct.models.MLModel(os.fspath(manifests[0].parent), skip_model_load=True)
+    if ml.get_spec().WhichOneof("Type") != "mlProgram":
+        raise OptionError("Core ML compression exports need an ML Program; this package holds a NeuralNetwork")
+    return ml
+
+
+def weights_by_task(compiled: Graph, names: Mapping[str, int]) -> dict[str, list[str]]:
+    """{task id: compressible weights it reads}: a MIL op's inputs name the const ops it uses."""
+    return {n.id: [v for v in n.inputs if v in names] for n in compiled.nodes if any(v in names for v in n.inputs)}
+
+
+def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[str], model_wide: str,
+                       task_overrides: Mapping[str, str], compiled: Graph) -> CoreMLExport:
+    """Compress a zipped `.mlpackage` into a zipped `.mlpackage` at `out_zip`; overrides keyed by
+    task id of `compiled` (the Core ML program as the simulator saw it). `size_bytes` is the
+    package's size on disk."""
+    with tempfile.TemporaryDirectory(prefix="edgescope-coreml-") as tmp:
+        ml = load_package(src, tmp)
+        per_task = weights_by_task(compiled, weight_names(ml))
+        overrides = {w: option for tid, option in task_overrides.items() for w in per_task.get(tid, [])}
+        stem = Path(out_zip).name.removesuffix(".zip").removesuffix(".mlpackage")
+        res = export_coreml(ml, Path(tmp, "out", f"{stem}.mlpackage"), model_wide, overrides)
+        skipped = [t for t in task_overrides if t not in per_task]
+        if skipped:
+            res.notes.append(f"{len(skipped)} override(s) name ops without a compressible weight "
+                             f"(< {MIN_WEIGHT_ELEMENTS} elements or none): {', '.join(skipped[:5])}")
+        with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_STORED) as z:
+            for f in sorted(res.path.rglob("*")):
+                if f.is_file():
+                    z.write(f, str(f.relative_to(res.path.parent)))
+        return CoreMLExport(Path(out_zip), res.size_bytes, res.weights, res.notes)

@@ -1,0 +1,106 @@
+"""One entry for writing an optimized model: dispatch on the target's exporter (`Target.export`).
+
+- "onnx": ONNX Runtime's tools (`compiler.optimize.onnx_export`, through `simulator.predict.optimize_model`).
+- "coreml": coremltools.optimize.coreml on an uploaded `.mlpackage` or the one converted from a `.pt2`.
+- "tflite": ai-edge-quantizer on an uploaded `.tflite`.
+
+Each returns the prediction for the same state next to the real file size, so the worker, the API
+and `edgescope optimize` report predicted vs actual the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from simulator.options import OptionError
+from simulator.targets import get_target
+
+# File extension of each exporter's output (a Core ML package is a folder, so it is zipped).
+EXTENSIONS = {"onnx": ".onnx", "coreml": ".mlpackage.zip", "tflite": ".tflite"}
+# Upload formats each exporter starts from (Core ML: coremltools converts from torch, not from ONNX).
+SOURCES = {"onnx": ("onnx", "pt2"), "coreml": ("coreml", "pt2"), "tflite": ("tflite",)}
+# What runs the file, for "does not run on this server" labels.
+RUNTIMES = {"onnx": "this ONNX Runtime execution provider", "coreml": "Core ML", "tflite": "LiteRT on this device"}
+
+
+def exporter(target: str, model_format: str) -> str:
+    """The exporter for `target`, or OptionError saying why this model cannot be exported there."""
+    kind = get_target(target).export
+    if kind not in EXTENSIONS:
+        raise OptionError(f"no exporter for {target}; exports are built for ONNX Runtime, Core ML and LiteRT targets")
+    if model_format not in SOURCES[kind]:
+        raise OptionError(f"{target} exports start from a {' or '.join(SOURCES[kind])} model; this one is "
+                          f"{model_format}" + (" (coremltools converts from PyTorch, not from ONNX)"
+                                               if kind == "coreml" else ""))
+    return kind
+
+
+def check_state(target: str, model_format: str, model_wide: str, overrides: Mapping[str, str]) -> str:
+    """Validate before queueing: the exporter exists for this model and supports every option."""
+    kind = exporter(target, model_format)
+    if kind == "tflite":
+        from compiler.optimize.litert_export import check_options
+
+        check_options(model_wide, overrides)
+    return kind
+
+
+def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], target: str,
+                        model_wide: str, ops: Mapping[str, str], workdir: str | os.PathLike[str],
+                        calibration_path: str | os.PathLike[str] | None = None,
+                        input_shapes: Mapping[str, list[int]] | None = None,
+                        input_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write the optimized model for `target` at `out_path` (extension: EXTENSIONS[kind]) and return
+    {"path", "size_bytes" (on disk; a Core ML package unzipped), "predicted", "size_error_pct", "notes",
+    "choices", "prediction", "export"}."""
+    from compiler.frontends import detect
+
+    # Absolute: sandboxed children (LiteRT compile, quantization) run in their own working directory.
+    model_path, out_path = Path(model_path).resolve(), Path(out_path).resolve()
+    kind = exporter(target, detect(model_path))
+    if kind == "onnx":
+        from simulator.predict import optimize_model
+
+        return {**optimize_model(model_path, out_path, target, model_wide, ops, workdir, calibration_path,
+                                 input_shapes=input_shapes), "export": kind}
+    if kind == "tflite":
+        from compiler.optimize.litert_export import check_options
+
+        check_options(model_wide, ops)  # before the prediction: a refused option costs nothing
+    from simulator.predict import predict_model
+
+    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path)
+    if kind == "coreml":
+        from compiler.optimize.coreml_export import export_coreml_file
+
+        res = export_coreml_file(_coreml_source(model_path, source.format, compiled.metadata, workdir), out_path,
+                                 result["model_wide"], result["overrides"], compiled)
+        choices = res.weights
+    else:
+        from compiler.optimize.litert_export import export_tflite
+
+        # Task ids of a .tflite are its operator ids (one task per operator).
+        res = export_tflite(model_path, out_path, result["model_wide"], result["overrides"], input_shapes,
+                            input_values)
+        choices = res.choices
+    pred = result["totals"]["size_bytes"]
+    return {"path": str(res.path), "size_bytes": res.size_bytes,
+            "predicted": {**result["totals"], "label": result["label_text"]},
+            "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes, "choices": choices,
+            "prediction": result, "export": kind}
+
+
+def _coreml_source(model_path: str | os.PathLike[str], fmt: str, metadata: Mapping[str, str],
+                   workdir: str | os.PathLike[str]) -> Path:
+    if fmt == "coreml":
+        return Path(model_path)
+    # A .pt2 was converted by the Core ML backend while compiling for the prediction
+    # (compiler.backends.coreml.compile writes it there); a failed conversion left a note instead.
+    converted = Path(workdir) / "coreml.mlpackage.zip"
+    if not converted.exists():
+        raise OptionError(f"the model could not be converted to Core ML, so it cannot be exported for it: "
+                          f"{metadata.get('note', 'no converted package')}")
+    return converted
