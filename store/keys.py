@@ -13,3 +13,10 @@ def result(model_id: str, kind: str, target: str = "", ext: str = "json") -> str
     # Target names hold a slash ("ort-cpu/host"); keep it as a folder level.
     where = f"targets/{target}/" if target else ""
     return f"models/{model_id}/{where}{kind}.{ext}"
+
+
+def export(model_id: str, export_id: str, filename: str) -> str:
+    """An export's file, its extension taken from the filename the worker wrote (a Core ML package is
+    zipped: `.mlpackage.zip`), so the worker and the download route derive the same key."""
+    ext = "mlpackage.zip" if filename.endswith(".mlpackage.zip") else filename.rsplit(".", 1)[-1]
+    return result(model_id, f"export-{export_id}", "", ext)

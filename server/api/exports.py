@@ -1,5 +1,7 @@
 """Exports: build the optimized model for a state (model-wide option + per-op overrides) in a worker,
-then download it, with its predicted totals beside what was measured where this machine can run it."""
+then download it, with its predicted totals beside what was measured where this machine can run it.
+ONNX Runtime targets get an `.onnx`, Core ML a zipped `.mlpackage`, LiteRT a `.tflite`
+(`compiler.optimize.export`)."""
 
 from __future__ import annotations
 
@@ -50,11 +52,13 @@ def create_export(model_id: str) -> ResponseReturnValue:
         if m.job is None or m.job.status != "ready":
             raise ApiError(409, "not_ready", "The model's analysis has not finished; export it when it is ready.")
         state = validate_state(s, m, data.get("state", {}))
-        from simulator.targets import get_target
+        from compiler.optimize.export import check_state
+        from simulator.options import OptionError
 
-        if get_target(state["target"]).export != "onnx":
-            raise ApiError(400, "no_export", f"Exports for {state['target']} are not built by this server yet; "
-                                             f"choose an ONNX Runtime target.")
+        try:  # refused here, not in the worker: no exporter for this model, or an option it lacks
+            check_state(state["target"], m.format, state["model_wide"], state["overrides"])
+        except OptionError as err:
+            raise ApiError(400, "no_export", str(err)) from None
         e = Export(model_id=m.id, requested_by=user.id, state=state)  # type: ignore[union-attr]
         s.add(e)
         s.flush()
@@ -91,6 +95,6 @@ def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
         e = _get(s, model_id, export_id)
         if e.status != "ready":
             raise ApiError(409, "not_ready", f"The export is {e.status}" + (f": {e.error}" if e.error else "."))
-        key, filename = keys.result(model_id, f"export-{e.id}", "", "onnx"), e.filename
+        key, filename = keys.export(model_id, e.id, e.filename), e.filename
     return send_file(svc.blobs.open_stream(key), as_attachment=True, download_name=filename,
-                     mimetype="application/octet-stream")
+                     mimetype="application/zip" if filename.endswith(".zip") else "application/octet-stream")
