@@ -43,10 +43,11 @@ def _print_totals(out: dict[str, Any]) -> None:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
+    from compiler.errors import InputSpecError, ModelRunError, SandboxError
     from compiler.graph import ModelFormatError
     from simulator.options import OptionError
 
-    return (OptionError, ModelFormatError)
+    return (OptionError, ModelFormatError, ModelRunError, InputSpecError, SandboxError)
 
 
 @click.command()
@@ -82,19 +83,23 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], cal
 @click.option("--target", default="ort-cpu/host", show_default=True)
 @click.option("--model-wide", required=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")
-@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Output file: .onnx (ONNX Runtime targets), .mlpackage.zip (Core ML), .tflite (LiteRT).")
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
-@click.option("--measure", is_flag=True, help="ort-cpu/host: also time the written model with ONNX Runtime (1 thread).")
+@click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
 @click.option("--json", "as_json", is_flag=True)
 def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
              calibration: Path | None, measure: bool, as_json: bool) -> None:
-    """Write the optimized model for TARGET and print its predicted totals next to its real size."""
-    from simulator.predict import optimize_model
+    """Write the optimized model for TARGET and print its predicted totals next to its real size.
+
+    ONNX Runtime targets: ONNX Runtime's quantizers; Core ML: coremltools.optimize.coreml (from a
+    .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
+    from compiler.optimize.export import optimize_for_target
 
     try:
         with tempfile.TemporaryDirectory() as td:
-            result = optimize_model(model, out_path, target, model_wide, _parse_ops(ops), td,
-                                    _calibration_path(calibration))
+            result = optimize_for_target(model, out_path, target, model_wide, _parse_ops(ops), td,
+                                         _calibration_path(calibration))
     except _user_errors() as e:
         _fail(str(e))
     out = result["prediction"]
@@ -107,6 +112,11 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
         ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3)
         result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "
                                                          "medians on this machine"}
+    elif measure and target == "litert-cpu/host":
+        from compiler.backends.litert import profile
+
+        p = profile(Path(result["path"]))
+        result["measured"] = {"latency_ms": p.latency_ms, "label": f"measured: {p.runtime}, {p.threads} thread(s)"}
     if as_json:
         click.echo(json.dumps(result))
         return
