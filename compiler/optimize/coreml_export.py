@@ -155,9 +155,24 @@ def load_package(src: str | os.PathLike[str], workdir: str | os.PathLike[str]) -
     return ml
 
 
-def weights_by_task(compiled: Graph, names: Mapping[str, int]) -> dict[str, list[str]]:
-    """{task id: compressible weights it reads}: a MIL op's inputs name the const ops it uses."""
-    return {n.id: [v for v in n.inputs if v in names] for n in compiled.nodes if any(v in names for v in n.inputs)}
+def const_outputs(mlmodel: Any) -> dict[str, str]:
+    """{const op name: its output's name}. They differ (`op_5_weight_to_fp16` writes
+    `var_5_weight_to_fp16`): compression names the op, the graph's tasks read the output."""
+    out = {}
+    for fn in mlmodel.get_spec().mlProgram.functions.values():
+        for block in fn.block_specializations.values():
+            for op in block.operations:
+                name = op.attributes.get("name")
+                if op.type == "const" and name is not None and op.outputs:
+                    out[name.immediateValue.tensor.strings.values[0]] = op.outputs[0].name
+    return out
+
+
+def weights_by_task(compiled: Graph, names: Mapping[str, int], outputs: Mapping[str, str]) -> dict[str, list[str]]:
+    """{task id: compressible weights (const op names) it reads}, from the tasks' input value names."""
+    by_value = {outputs.get(w, w): w for w in names}
+    return {n.id: [by_value[v] for v in n.inputs if v in by_value]
+            for n in compiled.nodes if any(v in by_value for v in n.inputs)}
 
 
 def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[str], model_wide: str,
@@ -167,7 +182,7 @@ def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[s
     package's size on disk."""
     with tempfile.TemporaryDirectory(prefix="edgescope-coreml-") as tmp:
         ml = load_package(src, tmp)
-        per_task = weights_by_task(compiled, weight_names(ml))
+        per_task = weights_by_task(compiled, weight_names(ml), const_outputs(ml))
         overrides = {w: option for tid, option in task_overrides.items() for w in per_task.get(tid, [])}
         stem = Path(out_zip).name.removesuffix(".zip").removesuffix(".mlpackage")
         res = export_coreml(ml, Path(tmp, "out", f"{stem}.mlpackage"), model_wide, overrides)
