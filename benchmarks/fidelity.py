@@ -120,7 +120,8 @@ def main() -> None:
         record_fidelity,
         time_interleaved,
     )
-    from simulator.model import compile_for
+    from compiler.backends import compile_for_target
+    from simulator.model import load_source
     from simulator.sweep import _measured_ms, sweep
     from simulator.targets import get_target
     from simulator.totals import totals
@@ -139,11 +140,13 @@ def main() -> None:
         for name, build in models.items():
             src_path = build(tmp / f"{name}.onnx")
             (tmp / name).mkdir()
-            source, compiled = compile_for(src_path, "ort-cpu/host", tmp / name)  # as `edgescope predict` does
+            # As `edgescope predict` does (one compile entry); the compiled file is profiled for per-op error.
+            source = load_source(src_path)
+            compiled, compiled_path = compile_for_target(src_path, "ort-cpu/host", tmp / name, source)
             r = sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
             # Per-op: predicted fp32 task time vs the profiler's median for the same task, less the profiler's
             # own cost per task in this graph (as the sweep's measured baseline does: simulator.sweep._measured_ms).
-            prof = ort_backend.profile(tmp / name / "compiled.onnx", settings)
+            prof = ort_backend.profile(compiled_path, settings)
             j = [p["name"] for p in r.bulk["presets"]].index("fp32")
             u = hw.units[0]
             meas_ms = _measured_ms(compiled, get_target("ort-cpu/host"), prof, u.profiler_overhead_s, u.run_overhead_s)
