@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import onnxruntime as ort
+import pytest
 
 
 def _wait_export(live_server, mid: str, eid: str, timeout_s: float = 300) -> dict:  # type: ignore[no-untyped-def]
@@ -13,6 +16,18 @@ def _wait_export(live_server, mid: str, eid: str, timeout_s: float = 300) -> dic
     while (e := live_server.get(f"/api/models/{mid}/exports/{eid}").json())["status"] in ("queued", "running"):
         assert time.monotonic() < deadline, e
         time.sleep(0.3)
+    return e
+
+
+def _post(live_server, mid: str, state: dict):  # type: ignore[no-untyped-def]
+    return live_server.http.post(f"{live_server.url}/api/models/{mid}/exports", json={"state": state}, timeout=30)
+
+
+def _export(live_server, mid: str, state: dict) -> dict:  # type: ignore[no-untyped-def]
+    r = _post(live_server, mid, state)
+    assert r.status_code == 202, r.text
+    e = _wait_export(live_server, mid, r.json()["id"])
+    assert e["status"] == "ready", e["error"]
     return e
 
 
@@ -49,3 +64,102 @@ def test_export_rejects_bad_state(live_server, zoo) -> None:  # type: ignore[no-
     r = post({"state": {"target": "coreml/apple-a17"}})
     assert r.status_code == 400
     assert live_server.get(f"/api/models/{m['id']}/exports/nope").status_code == 404
+
+
+@pytest.mark.slow
+def test_coreml_export_compressed_and_measured(live_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A zipped .mlpackage: palettized (4-bit) with the Linear int8 per op, built with coremltools.optimize,
+    downloaded as a zipped .mlpackage whose size is the predicted one; no latency (no Core ML here)."""
+    import coremltools as ct
+
+    from compiler.frontends import coreml as coreml_frontend
+    from tests.formats import coreml_builder as cb
+
+    src = cb.compressible_mlpackage_zip(tmp_path / "convnet.mlpackage.zip")
+    package_bytes = sum(f.stat().st_size for f in (tmp_path / "convnet.mlpackage").rglob("*") if f.is_file())
+    m = live_server.upload(src, targets=["coreml/apple-a17"])
+    assert m["status"] == "ready", m["error"]
+    ops = live_server.get(f"/api/models/{m['id']}/ops").json()["ops"]
+    linear = next(o["id"] for o in ops if o["type"] == "linear")
+    e = _export(live_server, m["id"], {"target": "coreml/apple-a17", "model_wide": "palettize-4bit",
+                                       "overrides": {linear: "fp16/fp16/int8/0"}})
+    assert e["filename"] == "convnet-palettize-4bit.mlpackage.zip"
+    assert e["predicted"]["label"].startswith("predicted")
+    assert e["measured"]["label"] == "measured: file size only; Core ML does not run on this server"
+    assert e["measured"]["latency_ms"] is None
+    # 4-bit convs + int8 Linear: under half the fp16 package, and the size the UI predicted within 3%.
+    assert e["measured"]["size_bytes"] < 0.5 * package_bytes
+    assert abs(e["predicted"]["size_bytes"] / e["measured"]["size_bytes"] - 1) < 0.03
+    data = live_server.get(e["download_url"]).content
+    assert len(data) == e["size_bytes"]
+    out = tmp_path / e["filename"]
+    out.write_bytes(data)
+    with zipfile.ZipFile(out) as z:
+        assert "convnet-palettize-4bit.mlpackage/Manifest.json" in z.namelist()
+        z.extractall(tmp_path / "downloaded")
+    ml = ct.models.MLModel(str(tmp_path / "downloaded" / "convnet-palettize-4bit.mlpackage"), skip_model_load=True)
+    assert ml.get_spec().WhichOneof("Type") == "mlProgram"
+    kinds = [n.op_type for n in coreml_frontend.load(out).nodes]
+    assert kinds.count("constexpr_lut_to_dense") == 2  # the two conv kernels; the Linear is int8 instead
+    assert any(k.startswith("constexpr_") and k != "constexpr_lut_to_dense" for k in kinds), kinds
+
+
+def _litert_run(path: Path) -> np.ndarray:
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    d = it.get_input_details()[0]
+    it.set_tensor(d["index"], np.ones(d["shape"], dtype=d["dtype"]))
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+@pytest.mark.slow
+def test_litert_export_with_ai_edge_quantizer(live_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A .tflite: int8-dynamic by ai-edge-quantizer, measured on LiteRT here, runs in the interpreter;
+    int8-static with one operator kept float is bigger by that operator's weights."""
+    from tests.formats import tflite_builder as tb
+
+    src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
+    m = live_server.upload(src, targets=["litert-cpu/host"])
+    assert m["status"] == "ready", m["error"]
+    e = _export(live_server, m["id"], {"target": "litert-cpu/host", "model_wide": "int8-dynamic", "overrides": {}})
+    assert e["filename"] == "block-int8-dynamic.tflite"
+    assert e["measured"]["label"].startswith("measured: ai-edge-litert") and e["measured"]["latency_ms"] > 0
+    assert e["predicted"]["label"].startswith("predicted") and e["predicted"]["latency_ms"] > 0
+    # int8 weights: a third of the fp32 file or less; LiteRT's per-channel scales make it a bit
+    # bigger than predicted (simulator counts one scale per tensor), within 15%.
+    assert e["size_bytes"] < src.stat().st_size / 3
+    assert abs(e["predicted"]["size_bytes"] / e["size_bytes"] - 1) < 0.15
+    out = tmp_path / e["filename"]
+    out.write_bytes(live_server.get(e["download_url"]).content)
+    assert out.stat().st_size == e["size_bytes"]
+    y, ref = _litert_run(out), _litert_run(src)
+    assert y.shape == ref.shape and np.isfinite(y).all()
+    assert np.abs(y - ref).max() < 0.1 * np.abs(ref).max()  # quantized, not broken
+
+    static = _export(live_server, m["id"], {"target": "litert-cpu/host", "model_wide": "int8-static",
+                                            "overrides": {"FULLY_CONNECTED_0": "fp32/fp32/fp32/0"}})
+    assert any("calibrated" in n for n in static["notes"])
+    kept_float = 128 * 128 * 3  # the q projection's fp32 kernel instead of int8
+    assert static["size_bytes"] > e["size_bytes"] + 0.8 * kept_float
+    static_file = tmp_path / static["filename"]
+    static_file.write_bytes(live_server.get(static["download_url"]).content)
+    assert np.isfinite(_litert_run(static_file).astype(np.float32)).all()
+
+
+def test_export_refuses_what_the_exporter_lacks(live_server, zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.formats import tflite_builder as tb
+
+    t = live_server.upload(tb.cnn(tmp_path / "cnn.tflite"), targets=["litert-cpu/host"])
+    r = _post(live_server, t["id"], {"target": "litert-cpu/host", "model_wide": "palettize-4bit"})
+    assert r.status_code == 400 and r.json()["code"] == "no_export"
+    assert "ai-edge-quantizer" in r.json()["error"] and "int8-dynamic, int8-static" in r.json()["error"]
+    r = _post(live_server, t["id"], {"target": "litert-cpu/host", "model_wide": "int8-dynamic",
+                                     "overrides": {"CONV_2D_0": "fp32/fp32/fp32/50"}})
+    assert r.status_code == 400 and "CONV_2D_0" in r.json()["error"]
+    o = live_server.upload(zoo.path("tiny_cnn"), targets=["coreml/apple-a17"])
+    r = _post(live_server, o["id"], {"target": "coreml/apple-a17", "model_wide": "palettize-4bit"})
+    assert r.status_code == 400 and "not from ONNX" in r.json()["error"]
+    assert live_server.get(f"/api/models/{o['id']}/exports").json()["exports"] == []
