@@ -84,3 +84,30 @@ def test_users_create(tmp_path: Path, calibration_dir: Path) -> None:
     p = _cli("users", "create", "root@example.com", "--password", "a long admin password",
              calibration_dir=calibration_dir, cwd=tmp_path)
     assert p.returncode != 0 and "exists" in p.stderr
+
+
+def test_optimize_litert_with_ai_edge_quantizer(calibration_dir: Path, tmp_path: Path) -> None:
+    """`edgescope optimize` on a .tflite: ai-edge-quantizer writes the int8 file, LiteRT runs and times it."""
+    import numpy as np
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tests.formats import tflite_builder as tb
+
+    src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
+    p = _cli("optimize", "block.tflite", "--target", "litert-cpu/host", "--model-wide", "int8-dynamic",
+             "--op", "FULLY_CONNECTED_0=fp32/fp32/fp32/0", "--out", "block-int8.tflite", "--measure", "--json",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    out = tmp_path / "block-int8.tflite"
+    assert doc["size_bytes"] == out.stat().st_size < src.stat().st_size / 2
+    assert doc["overrides"] == {"FULLY_CONNECTED_0": "fp32/fp32/fp32/0"}
+    assert doc["measured"]["latency_ms"] > 0 and "ai-edge-litert" in doc["measured"]["label"]
+    it = Interpreter(model_path=str(out))
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], np.ones((1, 16, 128), np.float32))
+    it.invoke()
+    assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
+    bad = _cli("optimize", "block.tflite", "--target", "litert-cpu/host", "--model-wide", "prune-50",
+               "--out", "x.tflite", calibration_dir=calibration_dir, cwd=tmp_path)
+    assert bad.returncode == 1 and "Supported: fp32, fp16, int8-dynamic" in bad.stderr and "Traceback" not in bad.stderr
