@@ -1,7 +1,8 @@
 """Web UI benchmark in headless Chromium (Debian's, through Playwright). Prints figures.
 
 For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names:
-  - time from opening /m/<id> to the first rendered graph (graph root data-state="rendered")
+  - time from opening /m/<id> (navigation start, in the page's clock) to the first rendered graph (graph root
+    data-state="rendered"; the other viewers: their first drawn graph, see *_DRAWN)
   - time to the whole graph drawn (every group expanded, every task a node)
   - median / p95 frame time during a scripted zoom and pan (requestAnimationFrame intervals)
   - time to sort and to filter the table (click to painted frame)
@@ -10,13 +11,24 @@ Data: by default tests/browser/mock_server.py serves synthetic models of those s
 responses are fetched once before timing so server time is excluded). `--server URL --models ID,ID` measures
 models already uploaded to a running `edgescope serve` instead (signed in with --email/--password).
 
+Comparisons, in the same run so the shared machine's load hits every system alike:
+  - `--dist A,B`: several builds of web/ (e.g. before / after a change) on the same synthetic models
+  - `--netron BIN` / `--model-explorer BIN` (or $EDGESCOPE_NETRON / $EDGESCOPE_MODEL_EXPLORER; each installed in
+    its own venv): the same graphs written as ONNX files (same node names and edges), time to their first drawn
+    graph and frame times while moving; skipped with a note when absent. `--onnx FILES` measures given files.
+
     python benchmarks/ui.py [--sizes 1000,10000,50000] [--flat both|yes|no] [--server URL --models IDS]
+        [--dist web/dist,/tmp/dist-before] [--netron /tmp/me-venv/bin/netron]
+        [--model-explorer /tmp/me-venv/bin/model-explorer]
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import socket
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -71,6 +83,25 @@ TIMED_JS = """async ([action]) => {
 }"""
 
 
+def first_drawn_script(condition: str) -> str:
+    """Page init script: window.__firstDrawn = performance.now() (ms since navigation) at the first DOM change after
+    which `condition` holds. A MutationObserver runs right after the task that drew, so the figure does not depend on
+    when the busy main thread next lets Playwright poll (our table's data is parsed right after the first drawing)."""
+    return f"""(() => {{
+  const done = () => {{ try {{ return !!({condition}); }} catch (e) {{ return false; }} }};
+  const obs = new MutationObserver(() => {{ if (done()) {{ window.__firstDrawn = performance.now(); obs.disconnect(); }} }});
+  const start = () => obs.observe(document.documentElement, {{ subtree: true, childList: true, attributes: true }});
+  if (document.documentElement) start(); else document.addEventListener('DOMContentLoaded', start);
+}})();"""
+
+
+OURS_DRAWN = "document.querySelector('[data-testid=graph][data-state=rendered]')"
+NETRON_DRAWN = "document.querySelector('svg .node')"
+# Model Explorer (Angular + WebGL) shows a spinner with "Processing graph..." while its worker lays the graph out;
+# the graph is on screen once its webgl-renderer's canvas exists and no spinner is left.
+ME_DRAWN = "document.querySelector('webgl-renderer canvas') && !document.querySelector('mat-spinner')"
+
+
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
@@ -84,13 +115,12 @@ def measure(browser, base: str, mid: str, login: dict) -> dict:
         assert ctx.request.get(f"{base}/api/models/{mid}/{ep}", timeout=600_000).ok
     page = ctx.new_page()
     page.set_default_timeout(600_000)
-    t0 = time.perf_counter()
+    page.add_init_script(first_drawn_script(OURS_DRAWN))
     page.goto(f"{base}/m/{mid}")
-    page.wait_for_selector('[data-testid=graph][data-state=rendered]')
-    first = time.perf_counter() - t0
+    first = page.wait_for_function("window.__firstDrawn", polling=50).json_value() / 1000
     first_nodes = int(page.get_attribute('[data-testid=graph]', 'data-nodes'))
     page.wait_for_selector('[data-testid=model-page][data-ready=true]')
-    table_ready = time.perf_counter() - t0
+    table_ready = page.evaluate("performance.now()") / 1000
     n = int(page.get_attribute('[data-testid=op-table]', 'data-rows'))
     res: dict = {"tasks": n, "first_render_s": first, "first_nodes": first_nodes, "table_ready_s": table_ready}
     zoom = page.evaluate(FRAME_JS, [60, "zoom"])
@@ -133,44 +163,81 @@ NETRON_FRAME_JS = """async ([steps]) => {
 }"""
 
 
-def measure_netron(browser, netron: str, path: str, timeout_s: float) -> dict:
-    """Netron serving one file (`netron FILE --port P`): time to its graph drawn and frame times while scrolling."""
-    import socket
-    import subprocess
-
+def free_port() -> int:
     with socket.socket() as so:
         so.bind(("127.0.0.1", 0))
-        port = so.getsockname()[1]
+        return so.getsockname()[1]
+
+
+def wait_http(url: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise TimeoutError(f"{url} not up after {timeout_s:.0f} s")
+
+
+def write_onnx(synth, path: Path) -> Path:
+    """The mock server's synthetic model as an ONNX file with the same node names and edges, for the other viewers.
+    Task types map to ONNX ops (FusedConv and Gemm to Conv, DepthwiseConv to a grouped Conv); the weights are two
+    shared 1x1 initializers so the file stays small and only the graph's size varies."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    ch = 16
+    inputs: dict[int, list[str]] = {}
+    for a, b, _ in synth.edges:
+        inputs.setdefault(b, []).append(f"x{a + 1}")
+    nodes = []
+    for i, op in enumerate(synth.ops):
+        x, out = inputs.get(i, ["input"]), [f"x{i + 1}"]
+        if op["type"] == "Add":
+            nodes.append(helper.make_node("Add", x[:2], out, name=op["name"]))
+        elif op["type"] == "DepthwiseConv":
+            nodes.append(helper.make_node("Conv", [x[0], "Wd"], out, name=op["name"], group=ch))
+        else:
+            nodes.append(helper.make_node("Conv", [x[0], "W"], out, name=op["name"]))
+    value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, ch, 8, 8])  # noqa: E731
+    weights = [numpy_helper.from_array(np.zeros((ch, ch, 1, 1), np.float32), "W"),
+               numpy_helper.from_array(np.zeros((ch, 1, 1, 1), np.float32), "Wd")]
+    graph = helper.make_graph(nodes, "synthetic", [value("input")], [value(f"x{synth.n}")], weights)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def measure_netron(browser, netron: str, path: str, timeout_s: float) -> dict:
+    """Netron serving one file (`netron FILE --port P`): time to its graph drawn and frame times while scrolling."""
+    port = free_port()
     proc = subprocess.Popen([netron, path, "--port", str(port), "--verbosity", "quiet"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         ctx = browser.new_context(viewport={"width": 1280, "height": 800})
         page = ctx.new_page()
+        page.add_init_script(first_drawn_script(NETRON_DRAWN))
         # Netron replaces window.eval, which page.evaluate needs: evaluate over CDP instead.
         cdp = ctx.new_cdp_session(page)
 
         def ev(expr: str):  # noqa: ANN202
             return cdp.send("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True})["result"].get("value")
 
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.2)
+        wait_http(f"http://127.0.0.1:{port}/")
         t0 = time.perf_counter()
         page.goto(f"http://127.0.0.1:{port}/")
         try:
             page.click("button:has-text('Accept')", timeout=5000)  # first-run consent screen
         except Exception:  # noqa: BLE001 - not shown
             pass
-        deadline = time.perf_counter() + timeout_s
-        while not ev("document.querySelectorAll('svg .node').length") and time.perf_counter() < deadline:
+        deadline = t0 + timeout_s
+        while not ev("window.__firstDrawn") and time.perf_counter() < deadline:
             time.sleep(0.1)
-        if not ev("document.querySelectorAll('svg .node').length"):
+        if not ev("window.__firstDrawn"):
             ctx.close()
             return {"first_render_s": float("nan"), "error": f"no graph after {timeout_s:.0f} s"}
-        res = {"first_render_s": time.perf_counter() - t0, "nodes": ev("document.querySelectorAll('svg .node').length")}
+        res = {"first_render_s": ev("window.__firstDrawn") / 1000, "nodes": ev("document.querySelectorAll('svg .node').length")}
         fr = ev(f"({NETRON_FRAME_JS})([60])")
         res.update(frame_median_ms=statistics.median(fr), frame_p95_ms=pct(fr, 95))
         page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"bench-netron-{Path(path).stem}.png"))
@@ -181,6 +248,76 @@ def measure_netron(browser, netron: str, path: str, timeout_s: float) -> dict:
         proc.wait(10)
 
 
+ME_ERROR_JS = """() => { const e = document.querySelector('.error-message, .model-load-error, mat-error, .mat-mdc-snack-bar-label');
+  return e ? e.innerText.slice(0, 200) : ''; }"""
+ME_FRAME_JS = """async ([steps]) => {
+  const el = document.querySelector('webgl-renderer canvas');
+  const r = el.getBoundingClientRect();
+  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+  const times = [];
+  let last = performance.now(), run = true;
+  const tick = (t) => { times.push(t - last); last = t; if (run) requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+  for (let i = 0; i < steps; i++) {
+    // its controls: ctrl+wheel zooms, wheel pans
+    const zoom = i < steps / 2;
+    el.dispatchEvent(new WheelEvent('wheel', { clientX: cx, clientY: cy, ctrlKey: zoom, deltaY: zoom ? (i < steps / 4 ? -60 : 60) : 40 * Math.sin(i), deltaX: zoom ? 0 : 40 * Math.cos(i), bubbles: true, cancelable: true }));
+    await new Promise((r) => setTimeout(r, 16));
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  run = false;
+  return times.slice(2);
+}"""
+
+
+def measure_model_explorer(browser, me: str, path: str, timeout_s: float) -> dict:
+    """Model Explorer serving one file with its ONNX adapter: time to the first drawn graph, then frame times."""
+    port = free_port()
+    proc = subprocess.Popen([me, path, "--port", str(port), "--no_open_in_browser", "--extensions=model_explorer_onnx"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/", 120)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = ctx.new_page()
+        page.add_init_script(first_drawn_script(ME_DRAWN))
+        url = f"http://127.0.0.1:{port}/?data=" + urllib.request.quote(json.dumps({"models": [{"url": path}]}))
+        page.goto(url)
+        try:
+            page.wait_for_function("window.__firstDrawn", polling=100, timeout=timeout_s * 1000)
+        except Exception as e:  # noqa: BLE001 - a timeout or a crashed tab: report it as its failure
+            err = ("" if page.is_closed() else page.evaluate(ME_ERROR_JS)) or f"no graph after {timeout_s:.0f} s ({type(e).__name__})"
+            page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"bench-me-{Path(path).stem}.png"))
+            ctx.close()
+            return {"first_render_s": float("nan"), "error": err}
+        res: dict = {"first_render_s": page.evaluate("window.__firstDrawn") / 1000}
+        page.wait_for_timeout(300)
+        fr = page.evaluate(ME_FRAME_JS, [60])
+        res.update(frame_median_ms=statistics.median(fr), frame_p95_ms=pct(fr, 95))
+        page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"bench-me-{Path(path).stem}.png"))
+        ctx.close()
+        return res
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def fmt(x: float, unit: str = "s") -> str:
+    return "  fail" if x != x else f"{x:5.2f}{unit}" if unit == "s" else f"{x:5.0f}{unit}"
+
+
+def print_comparison(rows: list[dict]) -> None:
+    """One line per graph: our first render and p95 frame time against the other viewers', and the ratios."""
+    print(f"\n{'graph':22} {'ours first':>10} {'netron':>8} {'x':>6} {'m.expl.':>8} {'x':>6}   "
+          f"{'p95 frame ms: ours(all)':>23} {'netron':>7} {'m.expl.':>7}")
+    for r in rows:
+        us, nt, me = r["ours"], r.get("netron", {}), r.get("me", {})
+        ratio = lambda o: o.get("first_render_s", float("nan")) / us["first_render_s"]  # noqa: E731
+        print(f"{r['graph']:22} {fmt(us['first_render_s']):>10} {fmt(nt.get('first_render_s', float('nan'))):>8} "
+              f"{ratio(nt):5.1f}x {fmt(me.get('first_render_s', float('nan'))):>8} {ratio(me):5.1f}x   "
+              f"{us['all_frame_p95_ms']:>23.0f} {nt.get('frame_p95_ms', float('nan')):>7.0f} "
+              f"{me.get('frame_p95_ms', float('nan')):>7.0f}  {me.get('error', '') or nt.get('error', '')}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,50000")
@@ -189,53 +326,78 @@ def main() -> None:
     ap.add_argument("--models", default="")
     ap.add_argument("--email", default="owner@example.com")
     ap.add_argument("--password", default="owner password 1")
-    ap.add_argument("--netron", help="netron executable (pip install netron in its own venv) to compare with")
-    ap.add_argument("--onnx", default="", help="ONNX files for --netron, comma-separated")
+    ap.add_argument("--dist", default=str(ROOT / "web" / "dist"), help="web builds to compare, comma-separated")
+    ap.add_argument("--netron", default=os.environ.get("EDGESCOPE_NETRON"),
+                    help="netron executable (pip install netron in its own venv) to compare with")
+    ap.add_argument("--model-explorer", default=os.environ.get("EDGESCOPE_MODEL_EXPLORER"),
+                    help="model-explorer executable (pip install ai-edge-model-explorer model-explorer-onnx in its own venv)")
+    ap.add_argument("--onnx", default="", help="ONNX files for the other viewers (default: the synthetic models written as ONNX)")
     ap.add_argument("--netron-timeout", type=float, default=300)
     ap.add_argument("--json", help="also write the figures here")
     a = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     (ROOT / "artifacts" / "screenshots").mkdir(parents=True, exist_ok=True)
+    others = [(name, exe, fn) for name, exe, fn in (("netron", a.netron, measure_netron),
+                                                    ("me", a.model_explorer, measure_model_explorer)) if exe]
+    for name, exe in (("Netron", a.netron), ("Model Explorer", a.model_explorer)):
+        if not exe:
+            print(f"note: {name} not compared (give its executable: see --help)")
+    runs: list[tuple[str, str, list[tuple[str, str]]]] = []  # (build label, base url, [(model name, id)])
+    onnx_files: dict[str, str] = {}
     if a.server:
-        base, todo = a.server.rstrip("/"), [(mid, mid) for mid in a.models.split(",") if mid]
+        runs.append(("server", a.server.rstrip("/"), [(mid, mid) for mid in a.models.split(",") if mid]))
     else:
         from tests.browser.mock_server import serve
 
-        specs = []
-        for s in a.sizes.split(","):
-            if a.flat in ("both", "no"):
-                specs.append(f"{s}")
-            if a.flat in ("both", "yes"):
-                specs.append(f"{s}:flat")
-        srv = serve(0, ROOT / "web" / "dist", preload=",".join(specs))
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{srv.server_address[1]}"
-        models = srv.store.models.values()  # type: ignore[attr-defined]
-        todo = [(m["name"], m["id"]) for m in models]
-    out = []
+        specs = [f"{s}{flag}" for s in a.sizes.split(",")
+                 for flag, want in (("", ("both", "no")), (":flat", ("both", "yes"))) if a.flat in want]
+        for dist in a.dist.split(","):
+            srv = serve(0, Path(dist), preload=",".join(specs))
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+            store = srv.store  # type: ignore[attr-defined]
+            runs.append((Path(dist).parent.name + "/" + Path(dist).name, f"http://127.0.0.1:{srv.server_address[1]}",
+                         [(m["name"], m["id"]) for m in store.models.values()]))
+        if others and not a.onnx:
+            out_dir = ROOT / "artifacts" / "bench-onnx"
+            out_dir.mkdir(parents=True, exist_ok=True)
+            for m in store.models.values():
+                onnx_files[m["name"]] = str(write_onnx(store.synth[m["id"]], out_dir / m["name"]))
+    for f in filter(None, a.onnx.split(",")):
+        onnx_files[Path(f).name] = f
+    out: list[dict] = []
+    ours: dict[str, dict] = {}
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
-        print(f"{'model':24} {'tasks':>6} {'first':>7} {'nodes':>5} {'table':>7} {'frame med/p95 (top)':>20} "
+        print(f"{'build':18} {'model':22} {'tasks':>6} {'first':>7} {'nodes':>5} {'table':>7} {'frame med/p95 (top)':>20} "
               f"{'whole':>7} {'frame med/p95 (all)':>20} {'sort':>7} {'filter':>7}")
-        for name, mid in todo:
-            r = measure(browser, base, mid, {"email": a.email, "password": a.password})
-            r["model"] = name
-            out.append(r)
-            print(f"{name:24} {r['tasks']:>6} {r['first_render_s']:>6.2f}s {r['first_nodes']:>5} {r['table_ready_s']:>6.2f}s "
-                  f"{r['top_frame_median_ms']:>8.1f}/{r['top_frame_p95_ms']:>6.1f} ms {r['whole_graph_s']:>6.2f}s "
-                  f"{r['all_frame_median_ms']:>8.1f}/{r['all_frame_p95_ms']:>6.1f} ms {r['sort_ms']:>5.0f}ms {r['filter_ms']:>5.0f}ms",
-                  flush=True)
-        if a.netron:
-            print(f"\n{'netron: file':40} {'first':>9} {'nodes':>6} {'frame med/p95':>16}")
-            for f in filter(None, a.onnx.split(",")):
-                r = measure_netron(browser, a.netron, f, a.netron_timeout)
-                r["netron_file"] = f
+        # interleave builds per model so the machine's load drifts alike over all of them
+        for k in range(max(len(r[2]) for r in runs)):
+            for label, base, todo in runs:
+                name, mid = todo[k]
+                r = measure(browser, base, mid, {"email": a.email, "password": a.password})
+                r.update(model=name, build=label)
                 out.append(r)
-                print(f"{Path(f).name:40} {r['first_render_s']:>8.2f}s {r.get('nodes', 0):>6} "
-                      f"{r.get('frame_median_ms', float('nan')):>7.1f}/{r.get('frame_p95_ms', float('nan')):>6.1f} ms {r.get('error', '')}",
+                ours.setdefault(name, r)
+                print(f"{label[-18:]:18} {name:22} {r['tasks']:>6} {r['first_render_s']:>6.2f}s {r['first_nodes']:>5} {r['table_ready_s']:>6.2f}s "
+                      f"{r['top_frame_median_ms']:>8.1f}/{r['top_frame_p95_ms']:>6.1f} ms {r['whole_graph_s']:>6.2f}s "
+                      f"{r['all_frame_median_ms']:>8.1f}/{r['all_frame_p95_ms']:>6.1f} ms {r['sort_ms']:>5.0f}ms {r['filter_ms']:>5.0f}ms",
                       flush=True)
+        cmp_rows: list[dict] = []
+        for name, f in onnx_files.items():
+            row: dict = {"graph": name, "ours": ours.get(name, {"first_render_s": float("nan"), "all_frame_p95_ms": float("nan")})}
+            for key, exe, fn in others:
+                r = fn(browser, exe, f, a.netron_timeout)
+                r.update(viewer=key, file=f)
+                out.append(r)
+                row[key] = r
+                print(f"{key:18} {name:22} first {fmt(r['first_render_s'])}  frame med/p95 "
+                      f"{r.get('frame_median_ms', float('nan')):6.1f}/{r.get('frame_p95_ms', float('nan')):6.1f} ms {r.get('error', '')}",
+                      flush=True)
+            cmp_rows.append(row)
         browser.close()
+    if cmp_rows:
+        print_comparison(cmp_rows)
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
 
