@@ -42,6 +42,16 @@ _LOAD_DECODE: dict[str, frozenset[str]] = {
 }
 
 
+# Op types ORT's x86 CPU EP (1.32) has fp16 kernels for: data movement, Clip and LayerNormalization
+# (probed with single-op fp16 models: their optimized graphs have no Cast). Every other fp16 node runs
+# its fp32 kernel between Casts ORT inserts, and a Cast pair between two such nodes cancels; so under
+# fp16 those ops run as fp32 and only edges to these fp16 ops pay a Cast (the totals rule's conversion).
+_FP16_KERNELS: dict[str, frozenset[str]] = {
+    "ort-cpu": frozenset({"Clip", "LayerNormalization", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                          "Identity", "Concat", "Split", "Slice", "Gather", "Expand", "Tile"}),
+}
+
+
 @dataclass(frozen=True, slots=True)
 class Path:
     unit: int  # index into profile.units
@@ -61,6 +71,7 @@ class Path:
     eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
     fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
     note: str = ""
+    setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -123,6 +134,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     runtime_sparse = unit.sparse == "jit" and c.sparsity > 0
     fp32_equiv = False
     decode = 0.0
+    per_channel = False
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
             compute, tag, w_rt = "int8", "int8", BITS[k] / 8
@@ -151,6 +163,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                 dispatches += 1
                 notes.append("activation no longer fused: runs as its own kernel")
             notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
+        per_channel = kind == "dwconv"
     elif k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
         # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
         compute, tag, w_rt = k, "int4w", BITS[k] / 8
@@ -166,8 +179,10 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         return None
     if c.sparsity and not runtime_sparse:
         notes.append("no sparse kernels: zeros are computed")
+    if per_channel:
+        notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes))
+                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
@@ -184,9 +199,59 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
     return out
 
 
+def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
+                  has_kernel: bool, fused: bool) -> Path | None:
+    """fp16 activations on a backend with fp16 kernels for a few ops only (_FP16_KERNELS). Those ops run
+    fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
+    of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
+    fp16 graph loses. A fused activation runs as its own kernel: its fp16 constants reach it through Casts
+    (Clip) or it is inlined as a function (Relu -> Max), so ORT cannot fuse it; an NCHWc Conv then needs
+    reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div."""
+    native = _FP16_KERNELS.get(target.backend)
+    if native is None or "fp16" not in (combo.input, combo.output):
+        return None
+    f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
+    p = plan(target, profile, op_type, kind, f32, has_kernel, fused)
+    if not p.supported:
+        return None
+    import dataclasses
+
+    if op_type in native:  # runs fp16 itself: the fp32 kernel's work on half the bytes, no Casts
+        return dataclasses.replace(p, resolved=combo, in_bytes=2.0 if combo.input == "fp16" else p.in_bytes,
+                                   out_bytes=2.0 if combo.output == "fp16" else p.out_bytes,
+                                   aux_bytes=2.0 if not has_kernel else p.aux_bytes, fp32_equivalent=False)
+
+    extra_in, extra_out, disp = 0.0, 0.0, 0
+    notes = ["no fp16 kernel on this CPU: runs as fp32 between Casts"]
+    if fused and has_kernel:
+        extra_out += 2 * p.out_bytes  # the activation's own pass
+        disp += 1
+        notes.append("activation no longer fused: runs as its own kernel")
+        if op_type == "Conv":  # an NCHWc Conv (plain ONNX Conv has no activation): reorders both sides
+            extra_in += 2 * p.in_bytes
+            extra_out += 2 * p.out_bytes
+            disp += 2
+    if kind == "softmax":
+        extra_in += 6 * p.in_bytes  # five element-wise passes instead of one fused kernel
+        disp += 4
+        notes.append("Softmax inlined as 5 element-wise kernels")
+    # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
+    # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
+    tag = "cast16" if has_kernel else p.tag
+    return dataclasses.replace(p, tag=tag, extra_in_bytes=p.extra_in_bytes + extra_in,
+                               extra_out_bytes=p.extra_out_bytes + extra_out,
+                               extra_dispatches=p.extra_dispatches + disp,
+                               fp32_equivalent=p.fp32_equivalent and tag == p.tag and not (extra_in or extra_out),
+                               aux_bytes=2.0 if not has_kernel and combo.input == "fp16" else p.aux_bytes,
+                               note="; ".join(notes + ([p.note] if p.note else [])))
+
+
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
          fused: bool) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it."""
+    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused)
+    if p16 is not None:
+        return p16
     place_op = PLACEMENT_OP.get(op_type, op_type)
     for ui, unit in enumerate(profile.units):
         if unit.runs(place_op):

@@ -130,20 +130,51 @@ def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
                             weight=_rng_w([c, c // group, k, k]))
 
 
+def _conv_act(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
+    """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the
+    quantizers and the fp16 converter rewrite, so the fitted paths include the kernels they add (Casts,
+    DynamicQuantizeLinear, scale Mul / bias Add) and the fusions they lose."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto, helper, numpy_helper
+
+        rng = np.random.default_rng(0)
+        w = _rng_w([c, c // group, k, k])
+        inits = [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+                 numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+        nodes = []
+        for i in range(R):
+            inits += [numpy_helper.from_array(w(i), f"w{i}"),
+                      numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), f"b{i}")]
+            nodes.append(helper.make_node("Conv", [f"v{i}", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
+                                          pads=[k // 2] * 4, group=group))
+            nodes.append(helper.make_node("Relu", [f"c{i}"], [f"v{i + 1}"], name=f"act{i}") if i % 2 == 0 else
+                         helper.make_node("Clip", [f"c{i}", "lo", "hi"], [f"v{i + 1}"], name=f"act{i}"))
+        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])],
+                     [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, c, hw, hw])], inits, path)
+    return build
+
+
 def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
     return lambda p: _chain("MatMul", [m, k], p, weight=_rng_w([k, k]))
 
 
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
+QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
 CASES: tuple[Case, ...] = (
-    Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"), *Q)),
+    Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"),)),
+    Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"),)),
+    Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"),)),
     # Few input channels (< one 16-wide NCHWc block): ORT's NCHWc conv reads plain NCHW input, a slower kernel.
-    Case("convsmall-8x48-1x1", "convsmall", _conv(8, 48, 1), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("convsmall-8x48-3x3", "convsmall", _conv(8, 48, 3), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
-    Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"), *Q)),
+    Case("convsmall-8x48-1x1", "convsmall", _conv(8, 48, 1), (("fp32", "fp32"),)),
+    Case("convsmall-8x48-3x3", "convsmall", _conv(8, 48, 3), (("fp32", "fp32"),)),
+    Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"),)),
+    Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"),)),
+    # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
+    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k), QF)
+      for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),
+    *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
+    *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
+      for c, s in ((64, 56), (256, 14), (32, 24), (144, 12))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
@@ -292,6 +323,36 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
     return float(np.exp((lo + hi) / 2))
 
 
+def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile, key: str) -> tuple[float, float]:
+    """(efficiency, fixed seconds per task) for `key` (e.g. conv.int8dyn) that fit several cases at once in
+    relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its rate."""
+    meas = np.array([ms for _, _, ms in cases])
+    # Setup units per case (tasks, or channels where the path pays it per channel): the prediction's slope in s.
+    h0, h1 = (hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: v}}}}) for v in (0.0, 1e-6))
+    n = np.array([(_predict_ms(g, h1, p) - _predict_ms(g, h0, p)) / 1e-3 for g, p, _ in cases])
+
+    def at(log_eff: float) -> tuple[float, float]:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
+                                                 "kind_overhead_s": {key: 0.0}}}})
+        pred = np.array([_predict_ms(g, h, preset) for g, preset, _ in cases])
+        # Relative residual with setup s: (pred + n s) / meas - 1 = a s - b; least squares in closed form, s >= 0.
+        a, b = n * 1e3 / meas, 1 - pred / meas
+        s = max(0.0, float(a @ b) / float(a @ a)) if a.any() else 0.0
+        return float(((a * s - b) ** 2).sum()), s
+
+    grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
+    i = int(np.argmin([at(x)[0] for x in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    for _ in range(12):  # golden-section refinement around the best grid point
+        m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        if at(m1)[0] < at(m2)[0]:
+            hi = m2
+        else:
+            lo = m1
+    x = (lo + hi) / 2
+    return float(np.exp(x)), at(x)[1]
+
+
 def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> float:
     """Fixed seconds per task of `kind` that make the fp32 prediction equal the measurement (>= 0)."""
     lo, hi = 0.0, 2e-4
@@ -368,17 +429,23 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
             "bandwidth_efficiency": 1.0, "efficiency": {}}}}
         hw = base.with_overrides(over)
         fits: dict[str, list[float]] = {}
+        n_cases: dict[str, int] = {}
+        for case, preset, tag, _ in variants:
+            k = tag if "." in tag else f"{case.kind}.{tag}"
+            n_cases[k] = n_cases.get(k, 0) + 1
         for case, preset, tag, tkey in variants:
             g = graphs[case.name]
             meas = wall[tkey] - run_s * 1e3
             key = tag if "." in tag else f"{case.kind}.{tag}"
-            # Setup and decode rates are fitted below, once the efficiencies they add to are known.
-            later = tag == "setup" or key.startswith("decode.")
+            # Quantized and fp16 paths with 3+ shapes fit efficiency and setup jointly; setup and decode
+            # rates are fitted below, once the efficiencies they add to are known.
+            joint = preset != "fp32" and not key.startswith("decode.") and n_cases[key] >= 3
+            later = tag == "setup" or key.startswith("decode.") or joint
             eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
             if not later:
                 fits.setdefault(key, []).append(eff)
             cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
-                              "efficiency": eff})
+                              "efficiency": eff, "joint": joint})
         # The median of per-case fits (robust to one odd shape).
         effs = {k: float(np.median(v)) for k, v in fits.items()}
         effs["default"] = effs.get("elementwise.fp32", 0.1)
@@ -386,6 +453,15 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         if "gemm.fp32" in effs:
             effs["gemm.int4w"] = effs["gemm.fp32"]
         over["units"]["cpu"]["efficiency"] = effs
+        hw = base.with_overrides(over)
+        joint_setups: dict[str, float] = {}
+        for key in sorted({c["key"] for c in cases_out if c["joint"]}):
+            cs = [c for c in cases_out if c["key"] == key]
+            eff, setup = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
+            effs[key], joint_setups[key] = eff, setup
+            for c in cs:
+                c["efficiency"], c["setup_s"] = eff, setup
+        over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
         hw = base.with_overrides(over)
         decodes: dict[str, list[float]] = {}
         for c in cases_out:
@@ -402,7 +478,7 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
                 s = _fit_setup(graphs[c["case"]], hw, kind, c["measured_ms"])
                 c["setup_s"] = s
                 setups.setdefault(kind, []).append(s)
-        over["units"]["cpu"]["kind_overhead_s"] = {k: float(np.median(v)) for k, v in setups.items()}
+        over["units"]["cpu"]["kind_overhead_s"] = {**joint_setups, **{k: float(np.median(v)) for k, v in setups.items()}}
         hw = base.with_overrides(over)
         # Data movement (transposes, NCHWc reorders) from a mixed graph, every other kind already fitted:
         # chains of transposes alone are cancelled by ORT's transpose optimizer.

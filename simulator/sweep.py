@@ -56,6 +56,7 @@ class _Coeffs:
     dispatch_s: np.ndarray
     epilogue_s: np.ndarray  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     setup_s: np.ndarray
+    setup_rows: np.ndarray  # bool [C]: setup_s is paid per kernel row (output channel), not per task
     overlap: np.ndarray
     export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
     cache_bw: np.ndarray
@@ -87,9 +88,12 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         decode_s=f(lambda p: _decode_s(units[p.unit], p, p.tag)),
         decode_rows_s=f(lambda p: _decode_s(units[p.unit], p, p.tag + "rows")),
         eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
-        # Per-kernel launch cost, plus the kind's fixed setup (small NCHWc convs pay ~10 us on the host).
+        # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
+        # kernels of a dynamically quantized Conv), else of the kind (small NCHWc convs pay ~10 us on the host).
         dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
-        setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(kind, 0.0)),
+        setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}",
+                                                             units[p.unit].kind_overhead_s.get(kind, 0.0))),
+        setup_rows=np.array([p.setup_per_channel for p in paths]),
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
         # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
         epilogue_s=f(lambda p: 1 / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) * units[p.unit].eff("elementwise", "fp32"))
@@ -442,8 +446,10 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     # Roofline with imperfect overlap: the smaller of compute and memory time is partly exposed.
     m_rows = np.where(k_el > 0, macs / np.maximum(k_el, 1.0), 0.0)  # activation rows (M) of a weighted GEMM
     decode = k_el * np.where(m_rows > 1.5, co.decode_rows_s, co.decode_s)
+    k_rows = col([w.kernel_out_channels for w in works])
+    setup = co.setup_s * np.where(co.setup_rows, k_rows, 1.0)
     lat_s = (np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw
-             + co.dispatches * co.dispatch_s + co.setup_s + decode + epi * co.epilogue_s)
+             + co.dispatches * co.dispatch_s + setup + decode + epi * co.epilogue_s)
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():

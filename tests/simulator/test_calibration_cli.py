@@ -152,3 +152,15 @@ def test_optimize_model_as_the_worker_calls_it(cli: tuple[CliRunner, Path, Path]
     assert isinstance(res["notes"], list)
     with pytest.raises(OptionError, match="ONNX targets"):
         optimize_model(model, tmp_path / "c.onnx", "coreml/apple-a17", "fp16", {}, tmp_path, None)
+
+
+def test_cache_of_an_older_format_is_refitted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache written by an older calibration (other cases, keys or timer) is never served."""
+    calls = []
+    monkeypatch.setattr(calibration, "calibrate", lambda progress=None: calls.append(1) or _fake_cache())
+    path = tmp_path / "host-cpu.json"
+    old = _fake_cache()
+    old["version"] = calibration.CACHE_VERSION - 1
+    path.write_text(json.dumps(old))
+    calibration.load_or_calibrate(path)
+    assert calls == [1] and json.loads(path.read_text())["version"] == calibration.CACHE_VERSION

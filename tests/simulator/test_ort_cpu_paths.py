@@ -1,0 +1,79 @@
+"""ORT CPU (x86) execution paths the fidelity benchmark exposed: fp16 through Casts, per-path setup,
+per-channel setup of dynamically quantized depthwise convs, and the joint calibration fit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.graph import Node
+from simulator.backends import plan
+from simulator.options import Combo
+from simulator.profiles import load_profile
+from simulator.sweep import sweep
+from simulator.targets import get_target
+from tests.simulator.helpers import act, conv_chain, graph, weight
+
+HOST = get_target("ort-cpu/host")
+HW = load_profile("host-cpu")
+FP16 = Combo("fp16", "fp16", "fp16", 0)
+
+
+def test_fp16_compute_op_runs_fp32_between_casts_and_loses_its_fused_activation() -> None:
+    p = plan(HOST, HW, "Conv", "conv", FP16, True, fused=True)  # an NCHWc Conv with a fused activation
+    assert p.supported and p.resolved == Combo("fp32", "fp32", "fp16", 0) and p.tag == "cast16"
+    assert p.extra_dispatches == 3  # the activation and the two reorders around the Conv
+    assert p.extra_out_bytes == pytest.approx(4 * p.out_bytes) and not p.fp32_equivalent
+    unfused = plan(HOST, HW, "Conv", "conv", FP16, True, fused=False)
+    assert unfused.extra_dispatches == 0 and unfused.extra_in_bytes == 0.0
+
+
+def test_fp16_data_movement_runs_fp16_natively_and_softmax_is_inlined() -> None:
+    t = plan(HOST, HW, "Transpose", "layout", Combo("fp16", "fp16", "-", 0), False, False)
+    assert t.resolved.input == "fp16" and t.in_bytes == 2.0 and t.extra_dispatches == 0
+    s = plan(HOST, HW, "Softmax", "softmax", Combo("fp16", "fp16", "-", 0), False, False)
+    assert s.resolved.input == "fp32" and s.extra_dispatches == 4
+
+
+def test_fp16_casts_are_paid_on_edges_to_fp16_ops_only() -> None:
+    """Gemm -> Reshape -> Gemm under fp16: the Gemms run fp32, so the two edges to and from the Reshape
+    (fp16 natively) convert; a Gemm -> Gemm edge would not."""
+    values = [act("x", [8, 64]), weight("w1", [64, 64]), act("a", [8, 64]), weight("s", [2]),
+              act("b", [8, 64]), weight("w2", [64, 64]), act("y", [8, 64])]
+    s = values[3]
+    values[3] = type(s)(s.name, s.shape, "int64", weight=s.weight)
+    nodes = [Node("g1", "g1", "Gemm", inputs=["x", "w1"], outputs=["a"]),
+             Node("r", "r", "Reshape", inputs=["a", "s"], outputs=["b"]),
+             Node("g2", "g2", "Gemm", inputs=["b", "w2"], outputs=["y"])]
+    r = sweep(graph(nodes, values, ["x"], ["y"]), HOST)
+    j = [p["name"] for p in r.bulk["presets"]].index("fp16")
+    fmts = [c[j] for c in r.bulk["combos"]]
+    assert fmts == ["fp32/fp32/fp16/0", "fp16/fp16/-/0", "fp32/fp32/fp16/0"]
+
+
+def test_setup_of_a_path_overrides_the_kinds_and_dwconv_int8dyn_pays_it_per_channel() -> None:
+    g = conv_chain()
+    dw = [nd.id for nd in g.nodes].index("dw")
+
+    def lat(over: dict) -> float:
+        r = sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"kind_overhead_s": over}}}))
+        return r.bulk["metrics"]["latency_ms"][dw][[p["name"] for p in r.bulk["presets"]].index("int8-dynamic")]
+
+    base = lat({"dwconv": 0.0, "dwconv.int8dyn": 0.0})
+    assert lat({"dwconv": 1e-3}) == pytest.approx(base + 1e-3 * 16 * 1e3)  # 16 channels x 1 ms
+    assert lat({"dwconv": 1e-3, "dwconv.int8dyn": 0.0}) == pytest.approx(base)  # the path's own figure wins
+    assert plan(HOST, HW, "Conv", "conv", Combo("fp32", "fp32", "int8", 0), True, False).setup_per_channel is False
+
+
+def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
+    """Synthetic measurements made by the model itself with known figures: the fit finds them again."""
+    from simulator import calibration
+
+    graphs = [calibration.compile_for_host(calibration._conv_act(c, s, 1)(tmp_path / f"{c}x{s}.onnx"),
+                                           tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((16, 8), (64, 28), (128, 14))]
+    truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.07},
+                                                 "kind_overhead_s": {"conv.int8dyn": 6e-6}}}})
+    cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
+    eff, setup = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
+    assert eff == pytest.approx(0.07, rel=0.05) and setup == pytest.approx(6e-6, rel=0.1)
