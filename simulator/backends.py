@@ -72,6 +72,7 @@ class Path:
     fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
     note: str = ""
     setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
+    extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -135,6 +136,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     fp32_equiv = False
     decode = 0.0
     per_channel = False
+    extra_ops = 0.0
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
             compute, tag, w_rt = "int8", "int8", BITS[k] / 8
@@ -144,6 +146,13 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
             return None
         if fused:
             notes.append("activation folded into the int8 output range")
+        if target.backend == "ort-cpu" and op_type in ("Gemm", "FusedGemm"):
+            # ORT fused MatMul + bias Add into Gemm; the QDQ export keeps them apart (QLinearMatMul has no
+            # bias) and the Add runs as QLinearAdd, an int8 element-wise kernel (about 3 ops per element).
+            extra_out += 2 * 1.0
+            extra_ops = 3.0
+            dispatches += 1
+            notes.append("bias Add runs as its own QLinearAdd")
     elif k in ("fp32", "fp16"):
         # fp16 through casts: ORT's x86 CPU EP runs the fp32 kernel, without the NCHWc layout (own efficiency).
         compute, tag = fcompute, ("cast16" if via_cast else fcompute)
@@ -182,7 +191,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     if per_channel:
         notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel)
+                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

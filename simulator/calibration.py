@@ -184,6 +184,10 @@ CASES: tuple[Case, ...] = (
                                                      ("fp16", "cast16"))),
     Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q,
                                                        ("int4-weights", "decode.int4wrows"))),
+    # Small GEMMs (transformer projections with few tokens) pin the fixed cost of the int8 paths.
+    Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),
+    Case("matmul-4x32x32", "matmul", lambda p: _chain("MatMul", [4, 32, 32], p, binary_self=True),
+         (("int8-static", "int8"),)),
     Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
          (("fp32", "fp32"), ("int8-static", "int8"))),
     Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),

@@ -57,6 +57,7 @@ class _Coeffs:
     epilogue_s: np.ndarray  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     setup_s: np.ndarray
     setup_rows: np.ndarray  # bool [C]: setup_s is paid per kernel row (output channel), not per task
+    extra_ops_s: np.ndarray  # seconds per output element of the path's extra element-wise kernels
     overlap: np.ndarray
     export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
     cache_bw: np.ndarray
@@ -94,6 +95,9 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}",
                                                              units[p.unit].kind_overhead_s.get(kind, 0.0))),
         setup_rows=np.array([p.setup_per_channel for p in paths]),
+        extra_ops_s=f(lambda p: p.extra_ops_per_out / (units[p.unit].peak_ops_per_s.get(p.compute, 0.0)
+                                                        * units[p.unit].eff("elementwise", p.tag))
+                      if p.extra_ops_per_out and units[p.unit].peak_ops_per_s.get(p.compute) else 0.0),
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
         # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
         epilogue_s=f(lambda p: 1 / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) * units[p.unit].eff("elementwise", "fp32"))
@@ -449,7 +453,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     k_rows = col([w.kernel_out_channels for w in works])
     setup = co.setup_s * np.where(co.setup_rows, k_rows, 1.0)
     lat_s = (np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw
-             + co.dispatches * co.dispatch_s + setup + decode + epi * co.epilogue_s)
+             + co.dispatches * co.dispatch_s + setup + decode + epi * co.epilogue_s + out_el * co.extra_ops_s)
     gone = co.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, lat_s * 1e3)
     if measured.any():

@@ -77,3 +77,19 @@ def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
     cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
     eff, setup = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
     assert eff == pytest.approx(0.07, rel=0.05) and setup == pytest.approx(6e-6, rel=0.1)
+
+
+def test_static_int8_gemm_runs_its_bias_add_as_qlinearadd() -> None:
+    """The QDQ export splits Gemm into MatMul + Add; the Add is an int8 element-wise kernel of its own."""
+    int8 = Combo("int8", "int8", "int8", 0)
+    g, m = (plan(HOST, HW, op, "gemm", int8, True, False) for op in ("Gemm", "MatMul"))
+    assert g.extra_ops_per_out == 3.0 and g.extra_dispatches == m.extra_dispatches + 1
+    assert m.extra_ops_per_out == 0.0
+    values = [act("x", [8, 64]), weight("w", [64, 64]), weight("b", [64]), act("y", [8, 64])]
+
+    def lat(op: str) -> float:
+        inputs = ["x", "w", "b"] if op == "Gemm" else ["x", "w"]
+        r = sweep(graph([Node("g", "g", op, inputs=inputs, outputs=["y"])], values, ["x"], ["y"]), HOST)
+        return r.bulk["metrics"]["latency_ms"][0][[p["name"] for p in r.bulk["presets"]].index("int8-static")]
+
+    assert lat("Gemm") > lat("MatMul")
