@@ -2,6 +2,8 @@
 
 `run(target, payload)` starts `python -m compiler.sandbox_child <target> <in.json> <out.json>` with
 `subprocess` (Celery prefork workers are daemonic and may not fork multiprocessing children).
+`python` picks another interpreter (a converter's own venv, e.g. litert-torch's): the child finds
+`compiler` through PYTHONPATH, so modules it runs import only what that venv has (numpy, stdlib).
 Limits: RLIMIT_AS (address space; ORT + numpy map ~1 GB before any model, so keep caps above
 that), RLIMIT_CPU (timeout + margin) and a wall-clock timeout that kills the child's process
 group. The child gets a minimal environment: no credentials from the worker leak into code that
@@ -57,16 +59,17 @@ def _limit(memory: int | None, cpu_s: int) -> Any:
     return apply
 
 
-def run(target: str, payload: dict[str, Any], limits: Limits = Limits()) -> Any:
+def run(target: str, payload: dict[str, Any], limits: Limits = Limits(), python: str | None = None) -> Any:
     """Call `target` ("package.module:function", taking the payload dict, returning JSON-able data)
-    in a child process and return its result."""
+    in a child process (of `python`, default this interpreter) and return its result. The child
+    runs in a temporary directory: paths in the payload must be absolute."""
     with tempfile.TemporaryDirectory(prefix="edgescope-sandbox-") as tmp:
         inp, out = Path(tmp, "in.json"), Path(tmp, "out.json")
         inp.write_text(json.dumps(payload))
         # CPU seconds across all threads; generous so the wall clock is the limit users see.
         cpu = int(limits.timeout_s * max(1, os.cpu_count() or 1)) + 10
         proc = subprocess.Popen(
-            [sys.executable, "-m", "compiler.sandbox_child", target, str(inp), str(out)],
+            [python or sys.executable, "-m", "compiler.sandbox_child", target, str(inp), str(out)],
             cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, start_new_session=True,
             preexec_fn=_limit(limits.memory_limit_bytes, cpu),
