@@ -40,7 +40,7 @@ def pt2_to_coreml(pt2_path: str | os.PathLike[str], out_zip: str | os.PathLike[s
         arc.vet_pickles()
     finally:
         arc.close()
-    run("compiler.backends.coreml:_convert_child", {"src": os.fspath(pt2_path), "out": os.fspath(out_zip)},
+    run("compiler.backends.coreml:_convert_child", {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_zip)},
         Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to Core ML"))
     return Path(out_zip)
 

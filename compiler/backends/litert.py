@@ -1,6 +1,6 @@
 """LiteRT CPU backend, target `litert-cpu/host`: LiteRT's interpreter (`ai-edge-litert`) on this machine.
 
-Compile: a sandboxed child opens the model in `ai_edge_litert.interpreter.Interpreter` and
+Compile: a `.pt2` is first converted with litert-torch (`compiler.backends.pt2_tflite`). A sandboxed child opens the model in `ai_edge_litert.interpreter.Interpreter` and
 allocates tensors (so a file LiteRT rejects fails at compile with LiteRT's reason). The compiled
 graph is the source graph with one task per TFLite operator: the interpreter executes the
 operators of subgraph 0 in file order; the default XNNPACK delegate takes over the ops it
@@ -37,7 +37,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     """Check LiteRT loads the model, copy it to `out_path`, return the task graph (one task per op)."""
     from compiler.backends import as_tasks
 
-    src, out = Path(src_model_path), Path(out_path)
+    src, out = Path(src_model_path).resolve(), Path(out_path)  # absolute: the child runs elsewhere
     info = run("compiler.backends.litert:_compile_child", {"src": os.fspath(src)},
                Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
     if src.resolve() != out.resolve():
@@ -80,7 +80,7 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
 
 def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
     """Measure the model (the `out_path` of `compile`) in a sandboxed child."""
-    return profile_in_sandbox("compiler.backends.litert:_profile_child", model_path, settings)
+    return profile_in_sandbox("compiler.backends.litert:_profile_child", Path(model_path).resolve(), settings)
 
 
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
@@ -141,6 +141,10 @@ class LiteRtCpu:
     measures = True
 
     def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        if source.format == "pt2":  # converted by litert-torch, tasks mapped back to the FX nodes
+            from compiler.backends import pt2_tflite
+
+            return pt2_tflite.compile_for_litert(src, workdir, source)
         out = workdir / "litert-cpu.tflite"
         return compile(src, out, source), out
 

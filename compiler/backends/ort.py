@@ -57,7 +57,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     named = out_path.with_name(out_path.name + ".src.onnx")
     if any(not n.name or n.name != n.id for n in source.nodes) and _name_nodes(src, named):
         src = named  # ORT sees the source with names = ids, so its fused names point at ids
-    payload = {"src": os.fspath(src), "out": os.fspath(out_path), "opt_level": opt_level}
+    payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level}
     try:
         info = run("compiler.backends.ort:_compile_child", payload,
                    Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
@@ -129,7 +129,7 @@ def _name_nodes(path: Path, out: Path | None = None) -> bool:
 
 def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
     """Measure the compiled model (the `out_path` of `compile`) in a sandboxed child."""
-    return profile_in_sandbox("compiler.backends.ort:_profile_child", model_path, settings)
+    return profile_in_sandbox("compiler.backends.ort:_profile_child", Path(model_path).resolve(), settings)
 
 
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:

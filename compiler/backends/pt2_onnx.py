@@ -35,7 +35,7 @@ def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
         arc.vet_pickles()
     finally:
         arc.close()
-    payload = {"src": os.fspath(pt2_path), "out": os.fspath(out_path)}
+    payload = {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
     run("compiler.backends.pt2_onnx:_convert_child", payload,
         Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to ONNX"))
     return Path(out_path)
