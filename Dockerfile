@@ -8,7 +8,10 @@ RUN npm run build
 
 FROM python:3.11-slim-bookworm
 WORKDIR /app
-COPY pyproject.toml requirements.lock README.md ./
+COPY pyproject.toml requirements.lock requirements-litert-torch.lock README.md ./
+# litert-torch (.pt2 -> .tflite) in its own venv: its pins clash with ours. Found at this default path.
+RUN python -m venv .venv-litert-torch \
+    && .venv-litert-torch/bin/pip install --no-cache-dir -r requirements-litert-torch.lock
 COPY compiler compiler
 COPY simulator simulator
 COPY worker worker

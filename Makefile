@@ -4,12 +4,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lock
 
-.PHONY: run test install install-dev web chromium services
+.PHONY: run test install install-dev converter web chromium services
 
-run: install web
+run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
 
-test: install-dev web chromium services
+test: install-dev converter web chromium services
 	$(PY) -m pytest $(ARGS)
 
 $(VENV)/bin/python:
@@ -21,6 +21,17 @@ install: $(VENV)/bin/python
 
 install-dev: $(VENV)/bin/python
 	$(PIP) -e '.[dev]'
+
+# .pt2 -> .tflite (LiteRT targets) with litert-torch, whose pins clash with ours (xdsl:
+# typing-extensions<4.13): its own venv, run only by the conversion child. Rebuilt when its lock changes;
+# the stamp is written last, so a failed install is retried.
+CONVERTER := .venv-litert-torch
+converter: $(CONVERTER)/installed
+$(CONVERTER)/installed: requirements-litert-torch.lock
+	rm -rf $(CONVERTER)
+	$(PYTHON) -m venv $(CONVERTER)
+	$(CONVERTER)/bin/python -m pip install --disable-pip-version-check -q -r requirements-litert-torch.lock
+	touch $@
 
 # Rebuilt only when its sources change; Flask serves web/dist.
 web: web/dist/index.html
