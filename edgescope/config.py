@@ -38,6 +38,9 @@ class Settings:
     profile_memory_bytes: int = 8 * 1024**3
     # Wall-clock limit of one analysis job in a worker.
     job_time_limit_s: int = 3600
+    # Interpreter of the litert-torch venv that converts .pt2 to .tflite (LiteRT targets);
+    # empty = <checkout>/.venv-litert-torch/bin/python when it exists (compiler.backends.pt2_tflite).
+    litert_torch_python: str = ""
     # Host calibration cache (measured kernel efficiencies); default <data_dir>/calibration.
     calibration_dir: Path | None = None
     # Anyone may create an account from the sign-in page; when off, admins use `edgescope users create`.
