@@ -57,6 +57,7 @@ def test_upload_by_drop_zone_shows_progress_then_ready(ui_server: Any, page: Any
     page.click(".model-row[data-status=ready] >> text=tiny_cnn.onnx")
     page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
     assert int(page.get_attribute(GRAPH, "data-nodes")) > 0
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]")  # the table's data follows the graph
     for metric in ("latency", "fps", "peak", "power", "size"):
         assert page.get_attribute(f"[data-testid=total-{metric}]", "data-value")
     shot(page, "model-tiny")

@@ -6,6 +6,7 @@ import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
 import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
+import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import type { Selection, SelectSource } from "../pages/ModelPage";
 import type { Evaluation } from "../totals";
 
@@ -20,6 +21,8 @@ interface Props {
   onSelect: (ids: string[], focus: string | null, source: SelectSource, additive?: boolean) => void;
   onLasso: (ids: ReadonlySet<string> | null) => void;
   onOptimize: (id: string) => void;
+  /** called after each drawing of a new layout */
+  onDrawn?: () => void;
 }
 
 type MetricKey = "type" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
@@ -195,6 +198,8 @@ export default memo(function GraphView(p: Props) {
     }
     // software-rendered WebGL struggles with tens of thousands of edges while moving
     s.setSetting("hideEdgesOnMove", g.size > 8000);
+    // sigma picks label candidates over the whole graph's grid each frame: O(nodes) when zoomed in
+    s.setSetting("hideLabelsOnMove", big);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
     drawMinimapBase();
     colorize();
@@ -206,6 +211,7 @@ export default memo(function GraphView(p: Props) {
       done = true;
       s.off("afterRender", onRender);
       setState("rendered", g.order);
+      propsRef.current.onDrawn?.();
     };
     s.on("afterRender", onRender);
     s.refresh();
@@ -258,6 +264,7 @@ export default memo(function GraphView(p: Props) {
       if (!filt || filt.has(id)) hasFilt[L.rep[i]] = 1;
       if (overridden && toTable && toTable[i] >= 0 && overridden[toTable[i]]) hasOpt[L.rep[i]] = 1;
     }
+    const rings: number[] = [];
     let idx = 0;
     const index = new Map<string, number>();
     for (let k = 0; k < L.ops.length; k++) index.set(`o${L.ops[k]}`, idx++);
@@ -271,6 +278,7 @@ export default memo(function GraphView(p: Props) {
       const selected = hasSel[k] === 1;
       const dim = !!filt && !hasFilt[k];
       const baseLabel = a.kind === "op" ? nodes[a.op].name.split("/").pop() || nodes[a.op].id : a.label.replace(/^◆ /, "");
+      if (hasOpt[k]) rings.push(a.x, -a.y, (a.kind === "op" ? 9 : 15) * (selected ? 1.6 : 1));
       return {
         ...a,
         color: selected ? SEL : dim ? DIM : color,
@@ -283,6 +291,7 @@ export default memo(function GraphView(p: Props) {
       };
     });
     setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
+    halos.current = Float64Array.from(rings);
     const el = root.current;
     if (el) {
       const hl: string[] = [];
@@ -431,6 +440,8 @@ export default memo(function GraphView(p: Props) {
 
   // ---- overlay: group boxes + minimap viewport ----
   const overlayOn = useRef(true);
+  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by colorize */
+  const halos = useRef(new Float64Array(0));
   const drawOverlay = useCallback(() => {
     const s = sigmaRef.current, c = boxesCanvas.current, L = layoutRef.current;
     if (!s || !c || !L || !hier || !overlayOn.current) return;
@@ -441,48 +452,8 @@ export default memo(function GraphView(p: Props) {
     const g = c.getContext("2d")!;
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, width, height);
-    const toVp = (x: number, y: number) => s.graphToViewport({ x, y: -y });
-    g.font = "12px system-ui, sans-serif";
-    for (const b of L.boxes) {
-      const a = toVp(b.x, b.y), z = toVp(b.x + b.w, b.y + b.h);
-      if (z.x < 0 || a.x > width || z.y < 0 || a.y > height) continue;
-      const d = hier.groups.get(b.id)!.depth;
-      g.fillStyle = d % 2 ? "rgba(70,80,110,0.18)" : "rgba(90,100,140,0.14)";
-      g.strokeStyle = "rgba(150,160,200,0.5)";
-      g.fillRect(a.x, a.y, z.x - a.x, z.y - a.y);
-      g.strokeRect(a.x, a.y, z.x - a.x, z.y - a.y);
-      const hh = toVp(b.x, b.y + HEADER).y - a.y;
-      if (hh > 9) {
-        g.fillStyle = "rgba(120,130,170,0.35)";
-        g.fillRect(a.x, a.y, z.x - a.x, hh);
-        g.fillStyle = "#dfe3ee";
-        const grp = hier.groups.get(b.id)!;
-        g.fillText(`▾ ${grp.auto ? "ops " + grp.label : grp.label} (${grp.count})`, a.x + 6, a.y + Math.min(hh - 4, 16), Math.max(0, z.x - a.x - 12));
-      }
-    }
-    for (const b of L.collapsed) {
-      const a = toVp(b.x - b.w / 2, b.y - b.h / 2), z = toVp(b.x + b.w / 2, b.y + b.h / 2);
-      if (z.x < 0 || a.x > width || z.y < 0 || a.y > height) continue;
-      g.fillStyle = "rgba(110,120,160,0.22)";
-      g.strokeStyle = "rgba(170,180,220,0.7)";
-      g.fillRect(a.x, a.y, z.x - a.x, z.y - a.y);
-      g.strokeRect(a.x, a.y, z.x - a.x, z.y - a.y);
-    }
-    // optimized tasks: a yellow halo behind the node
-    const gr = graphRef.current;
-    if (gr) {
-      g.strokeStyle = SEL;
-      g.lineWidth = 2;
-      gr.forEachNode((_key, a) => {
-        if (!a.optimized) return;
-        const v = s.graphToViewport({ x: a.x, y: a.y });
-        if (v.x < -20 || v.y < -20 || v.x > width + 20 || v.y > height + 20) return;
-        const r = s.scaleSize(a.size) + 4;
-        g.beginPath();
-        g.arc(v.x, v.y, Math.max(4, r), 0, 2 * Math.PI);
-        g.stroke();
-      });
-    }
+    const o = s.graphToViewport({ x: 0, y: 0 }), u = s.graphToViewport({ x: 1, y: -1 });
+    drawOverlay2d(g, { ox: o.x, kx: u.x - o.x, oy: o.y, ky: u.y - o.y, width, height }, L, hier, halos.current, SEL);
     drawMinimapViewport();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [hier]);

@@ -13,7 +13,9 @@ import { useSavedAnalysis } from "../collab";
 import { NotFound } from "./NotFound";
 import { SourcePanel } from "../components/SourcePanel";
 
-const GraphView = lazy(() => import("../components/GraphView"));
+// fetched as this module loads, in parallel with the model's own requests
+const graphViewModule = import("../components/GraphView");
+const GraphView = lazy(() => graphViewModule);
 
 export type SelectSource = "table" | "graph" | "timeline";
 export interface Selection {
@@ -48,6 +50,10 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [dialog, setDialog] = useState<{ kind: "model" } | { kind: "op"; op: string } | null>(null);
   const [opErr, setOpErr] = useState<string | null>(null);
   const [showTimeline, setShowTimeline] = useState(true);
+  // The graph is drawn before the table's data is requested: parsing tens of MB of ops and option tables on the
+  // main thread would otherwise delay the first drawn graph by seconds on big models.
+  const [graphDrawn, setGraphDrawn] = useState(false);
+  const onGraphDrawn = useCallback(() => setGraphDrawn(true), []);
 
   // model: poll until ready or failed
   useEffect(() => {
@@ -77,12 +83,13 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   useEffect(() => {
     if (!ready) return;
     const ac = new AbortController();
+    setGraphDrawn(false);
     api.graph(id, ac.signal).then(setGraph, (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
     return () => ac.abort();
   }, [id, ready]);
 
   useEffect(() => {
-    if (!ready || !target) return;
+    if (!ready || !target || !graphDrawn) return;
     const ac = new AbortController();
     setOps(null);
     setTable(null);
@@ -99,7 +106,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       (e) => !ac.signal.aborted && setError(e.message),
     );
     return () => ac.abort();
-  }, [id, ready, target]);
+  }, [id, ready, target, graphDrawn]);
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
@@ -277,6 +284,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
               onSelect={select}
               onLasso={setLasso}
               onOptimize={openOp}
+              onDrawn={onGraphDrawn}
             />
           </Suspense>
         </section>
