@@ -114,11 +114,15 @@ class Synthetic:
             sup.append(s)
             combos.append(c)
         mpe = {f"{a}>{b}": 1e-7 * (1 + 0.3 * _h(a, b)) for a in ACT for b in ACT if a != b}
+        # like an accelerator target: depthwise convs on the GPU, the classifier falling back to the CPU
+        unit_names = ["cpu"] if target == TARGETS[0] else ["ane", "gpu", "cpu"]
+        unit_of = {"Gemm": "cpu", "DepthwiseConv": "gpu"}
+        units = [[unit_names[0] if len(unit_names) == 1 else unit_of.get(o["type"], "ane")] * len(PRESETS) for o in self.ops]
         return {"schema": 1, "target": target,
                 "label": {"kind": "predicted", "profile": "mock-cpu", "error_pct_median": 7.2, "error_models": 14},
                 "ops": [o["id"] for o in self.ops],
                 "presets": [dict(zip(("name", "input", "output", "kernel", "sparsity", "description"), p)) for p in PRESETS],
-                "metrics": m, "supported": sup, "combos": combos,
+                "metrics": m, "supported": sup, "combos": combos, "unit_names": unit_names, "units": units,
                 "edges": {"src": [e[0] for e in self.edges], "dst": [e[1] for e in self.edges], "elements": [e[2] for e in self.edges]},
                 "conversion": {"fixed_ms": 0.002, "ms_per_element": mpe},
                 "constants": {"dram_pj_per_byte": 20.0, "size_overhead_bytes": 4096},

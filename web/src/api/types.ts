@@ -176,8 +176,10 @@ export interface OptionTable {
   metrics: OptionMetrics;
   supported: boolean[][];
   combos: string[][];
-  /** compute unit per op and preset (cpu, ane, gpu, htp, xnnpack); informational */
+  /** compute unit per op and preset (cpu, ane, gpu, htp, xnnpack) */
   units?: string[][];
+  /** the target's units in placement order; the last is the CPU / CPU-EP fallback */
+  unit_names?: string[];
   edges: { src: number[]; dst: number[]; elements: number[] };
   conversion: { fixed_ms: number; ms_per_element: Record<string, number> };
   constants: { dram_pj_per_byte: number; size_overhead_bytes: number };

@@ -9,6 +9,7 @@ import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../gr
 import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import type { Selection, SelectSource } from "../pages/ModelPage";
 import type { Evaluation } from "../totals";
+import { MIXED_UNIT_COLOR, UNKNOWN_UNIT_COLOR, unitColor, unitLabel, unitNames } from "../units";
 
 interface Props {
   graph: GraphResponse | null;
@@ -16,6 +17,8 @@ interface Props {
   evaluation: Evaluation | null;
   baseEvaluation: Evaluation | null;
   table: OptionTable | null;
+  /** compute unit of each op now (table order), null where unknown */
+  units: (string | null)[] | null;
   selection: Selection;
   filtered: ReadonlySet<string> | null;
   onSelect: (ids: string[], focus: string | null, source: SelectSource, additive?: boolean) => void;
@@ -25,9 +28,10 @@ interface Props {
   onDrawn?: () => void;
 }
 
-type MetricKey = "type" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
+type MetricKey = "type" | "unit" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
 const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; diverging?: boolean }[] = [
   { key: "type", label: "Task type", unit: "" },
+  { key: "unit", label: "Compute unit", unit: "" },
   { key: "latency", label: "Time now (ms)", unit: "ms" },
   { key: "delta", label: "Δ time vs unoptimized", unit: "ms", diverging: true },
   { key: "measured", label: "Measured time (ms)", unit: "ms" },
@@ -49,6 +53,8 @@ const DIV = ["#1a9850", "#91cf60", "#3a3f4b", "#fc8d59", "#d73027"];
 const SEL = "#ffcc00";
 const DIM = "#3c4150";
 
+type UnitLegend = { unit: string; label: string; color: string; count: number }[];
+
 export interface GraphDebug {
   nodeViewport(id: string): { x: number; y: number } | null;
   highlighted(): string[];
@@ -56,6 +62,8 @@ export interface GraphDebug {
   visibleCount(): number;
   sigma(): Sigma | null;
   setOverlay(on: boolean): void;
+  /** colour of the drawn node that stands for op `id` (itself, or its collapsed group) */
+  colorOf(id: string): string | null;
   cheap(on: boolean): void;
 }
 
@@ -223,7 +231,7 @@ export default memo(function GraphView(p: Props) {
   // ---- colors / highlight ----
   const metricValues = useCallback((): { values: Float64Array; min: number; max: number } | null => {
     const L = layoutRef.current, ev = p.evaluation, base = p.baseEvaluation;
-    if (!L || !ev || !base || !toTable || metric === "type") return null;
+    if (!L || !ev || !base || !toTable || metric === "type" || metric === "unit") return null;
     const n = L.ops.length + L.collapsed.length;
     const values = new Float64Array(n);
     for (let i = 0; i < L.rep.length; i++) {
@@ -245,11 +253,36 @@ export default memo(function GraphView(p: Props) {
     return { values, min, max };
   }, [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable]);
 
+  /** Categorical colours by compute unit: a collapsed group whose ops run on different units is "mixed". */
+  const unitColoring = useCallback((): { colors: string[]; legend: UnitLegend } | null => {
+    const L = layoutRef.current, units = p.units, table = p.table;
+    if (!L || !units || !table || !toTable || metric !== "unit") return null;
+    const names = unitNames(table);
+    const itemUnit: (string | null | undefined)[] = new Array(L.ops.length + L.collapsed.length);
+    const mixed = new Uint8Array(itemUnit.length);
+    const counts = new Map<string | null, number>();
+    for (let i = 0; i < L.rep.length; i++) {
+      const u = toTable[i] >= 0 ? units[toTable[i]] : null;
+      counts.set(u, (counts.get(u) ?? 0) + 1);
+      const k = L.rep[i];
+      if (itemUnit[k] === undefined) itemUnit[k] = u;
+      else if (itemUnit[k] !== u) mixed[k] = 1;
+    }
+    const color = (u: string | null | undefined) => (u ? unitColor(u, names) : UNKNOWN_UNIT_COLOR);
+    const colors = Array.from(itemUnit, (u, k) => (mixed[k] ? MIXED_UNIT_COLOR : color(u)));
+    const order = (u: string | null) => (u === null ? names.length : names.indexOf(u));
+    const legend = [...counts].sort((a, b) => order(a[0]) - order(b[0])).map(([u, n]) => ({ unit: u ?? "unknown", label: unitLabel(u), color: color(u), count: n }));
+    if (mixed.some((x) => x)) legend.push({ unit: "mixed", label: "mixed (collapsed group)", color: MIXED_UNIT_COLOR, count: 0 });
+    return { colors, legend };
+  }, [p.units, p.table, toTable, metric]);
+
   const [legend, setLegend] = useState<{ min: number; max: number } | null>(null);
+  const [unitLegend, setUnitLegend] = useState<UnitLegend | null>(null);
   const colorize = useCallback(() => {
     const g = graphRef.current, L = layoutRef.current, s = sigmaRef.current;
     if (!g || !L || !s || !nodes) return;
     const mv = metricValues();
+    const uc = unitColoring();
     const m = METRICS.find((x) => x.key === metric)!;
     const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
     const sel = p.selection.ids;
@@ -272,7 +305,8 @@ export default memo(function GraphView(p: Props) {
     g.updateEachNodeAttributes((key, a) => {
       const k = index.get(key)!;
       let color: string;
-      if (!mv) color = a.kind === "op" ? typeColor(nodes[a.op].type) : "#7b8199";
+      if (uc) color = uc.colors[k];
+      else if (!mv) color = a.kind === "op" ? typeColor(nodes[a.op].type) : "#7b8199";
       else if (m.diverging) color = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
       else color = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
       const selected = hasSel[k] === 1;
@@ -291,6 +325,7 @@ export default memo(function GraphView(p: Props) {
       };
     });
     setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
+    setUnitLegend(uc?.legend ?? null);
     halos.current = Float64Array.from(rings);
     const el = root.current;
     if (el) {
@@ -304,7 +339,7 @@ export default memo(function GraphView(p: Props) {
       el.dataset.dimmed = String(filt ? n - hasFilt.reduce((a, b) => a + b, 0) : 0);
     }
     s.refresh();
-  }, [nodes, metricValues, metric, p.selection, p.filtered, p.evaluation, toTable, idToNode]);
+  }, [nodes, metricValues, unitColoring, metric, p.selection, p.filtered, p.evaluation, toTable, idToNode]);
 
   useEffect(() => {
     if (layoutRef.current) colorize();
@@ -408,7 +443,7 @@ export default memo(function GraphView(p: Props) {
               <b>{n.name}</b><br />
               {n.type} · {n.id}{n.namespace ? ` · ${n.namespace}` : ""}<br />
               {op && <>measured {fmtMs(op.latency_ms)} ms · </>}
-              {ev && k >= 0 && <>now {fmtMs(ev.latency_ms[k])} ms · {ev.combo[k]}{ev.conversion_in_ms[k] > 0 ? ` · +${fmtMs(ev.conversion_in_ms[k])} ms conversion` : ""}</>}
+              {ev && k >= 0 && <>now {fmtMs(ev.latency_ms[k])} ms · {ev.combo[k]}{pp.units ? ` · ${unitLabel(pp.units[k])}` : ""}{ev.conversion_in_ms[k] > 0 ? ` · +${fmtMs(ev.conversion_in_ms[k])} ms conversion` : ""}</>}
               {op && <><br />weights {fmtBytes(op.weight_bytes)} · activations {fmtBytes(op.activation_bytes)}</>}
               <br /><span className="muted">click: select · double-click: optimize</span>
             </>
@@ -576,6 +611,13 @@ export default memo(function GraphView(p: Props) {
       visibleCount: () => graphRef.current?.order ?? 0,
       sigma: () => sigmaRef.current,
       setOverlay: (on) => (overlayOn.current = on),
+      colorOf: (id) => {
+        const g = graphRef.current, L = layoutRef.current, i = idToNode.get(id);
+        if (!g || !L || i === undefined) return null;
+        const k = L.rep[i];
+        const key = k < L.ops.length ? `o${L.ops[k]}` : `g${L.collapsed[k - L.ops.length].id}`;
+        return g.hasNode(key) ? g.getNodeAttribute(key, "color") : null;
+      },
       cheap: (on: boolean) => {
         const s = sigmaRef.current!;
         s.setSetting("defaultNodeType", on ? "point" : "circle");
@@ -631,6 +673,17 @@ export default memo(function GraphView(p: Props) {
           </div>
         )}
         {!legend && metric === "type" && <div className="legend muted">colors: task type</div>}
+        {unitLegend && (
+          <div className="legend legend-units" data-testid="unit-legend">
+            {unitLegend.map((u) => (
+              <span key={u.unit} className="legend-unit" data-unit={u.unit} data-color={u.color} title={u.count ? `${u.count} tasks` : undefined}>
+                <span className="swatch" style={{ background: u.color }} aria-hidden="true" />
+                {u.label}{u.count ? ` ${u.count}` : ""}
+              </span>
+            ))}
+          </div>
+        )}
+        {metric === "unit" && !unitLegend && p.table && !p.table.units && <div className="legend muted">this target's table has no compute units</div>}
         {tip && <div className="graph-tip" style={{ left: tip.x + 14, top: tip.y + 10 }}>{tip.html}</div>}
       </div>
     </div>

@@ -18,6 +18,8 @@ export interface Row {
   delta_ms: number;
   conv_ms: number;
   combo: string;
+  /** compute unit now (label), e.g. "CPU" for a fallback */
+  unit: string;
   optimized: boolean;
 }
 
@@ -44,6 +46,7 @@ export const COLUMN_HELP: Record<string, ColMeta> = {
   delta_ms: meta("Δ (ms)", 80, "Change of this task's predicted time compared with the unoptimized model. Negative is faster.", true),
   conv_ms: meta("Conv. (ms)", 80, "Time spent converting inputs to this task's format because a neighbour uses a different number format.", true),
   combo: meta("Formats", 150, "Number formats now: input / output / weights / % of weights pruned."),
+  unit: meta("Unit", 96, "Compute unit the task runs on now (NPU, GPU, CPU); CPU on an accelerator target is a fallback."),
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
   activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
@@ -100,6 +103,7 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
       { id: "index", accessorFn: (r) => r.op.index },
       { id: "name", accessorFn: (r) => r.op.name, cell: (c) => <span className="cell-text" title={String(c.getValue())}>{String(c.getValue())}</span> },
       { id: "type", accessorFn: (r) => r.op.type },
+      { id: "unit", accessorFn: (r) => r.unit },
       { id: "namespace", accessorFn: (r) => r.op.namespace },
       {
         id: "latency_ms",

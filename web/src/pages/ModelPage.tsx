@@ -7,6 +7,7 @@ import { OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
 import { evaluate } from "../totals";
+import { unitLabel, unitsNow } from "../units";
 import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
 import { useSavedAnalysis } from "../collab";
@@ -110,6 +111,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
+  const units = useMemo(() => (table && evaluation && analysis ? unitsNow(table, evaluation, analysis.model_wide) : null), [table, evaluation, analysis]);
 
   const rows: Row[] = useMemo(() => {
     if (!ops || !evaluation || !baseEval || !table) return [];
@@ -124,10 +126,11 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         delta_ms: evaluation.latency_ms[k] - baseEval.latency_ms[k],
         conv_ms: evaluation.conversion_in_ms[k],
         combo: evaluation.combo[k],
+        unit: unitLabel(units?.[k] ?? null),
         optimized: evaluation.overridden[k] === 1,
       };
     });
-  }, [ops, evaluation, baseEval, table]);
+  }, [ops, evaluation, baseEval, table, units]);
 
   const maxLatency = useMemo(() => rows.reduce((m, r) => Math.max(m, r.op.latency_ms), 0), [rows]);
   const types = useMemo(() => Array.from(new Set(ops?.ops.map((o) => o.type) ?? [])).sort(), [ops]);
@@ -279,6 +282,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
               evaluation={evaluation}
               baseEvaluation={baseEval}
               table={table}
+              units={units}
               selection={sel}
               filtered={filteredIds}
               onSelect={select}

@@ -1,0 +1,53 @@
+"""Colour by compute unit: on an accelerator target the ops that fall back to the CPU show as CPU in the graph's
+legend, its node colours, and the table's Unit column (issue 6)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import modelzoo
+from tests.browser.conftest import shot
+from tests.browser.test_ui import GRAPH, ROWS, open_model
+
+pytestmark = pytest.mark.browser
+
+# ONNX Runtime's CoreML EP has no Flatten (simulator/hardware/apple-a17.yaml): tiny_cnn's Flatten runs on the
+# CPU EP, its other ops on the ANE / GPU. The mock server puts its classifier on the CPU of coreml/apple-a17.
+TARGET = "ort-coreml/apple-a17"
+MOCK_TARGET = "coreml/apple-a17"
+
+COLOR_OF = "id => window.edgescopeGraph.colorOf(id)"
+
+
+def test_cpu_fallback_is_coloured_as_cpu(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    if ui_server.mock:  # a model small enough for every row to be drawn
+        (path := tmp_path / "small.json").write_text('{"mock": {"n": 12}}')
+    else:
+        path = modelzoo.tiny_cnn(tmp_path / "tiny_cnn.onnx")
+    mid = ui_server.upload(path, targets=[TARGET])
+    open_model(page, ui_server.url, mid)
+    if ui_server.mock:
+        page.select_option("[data-testid=target-select]", MOCK_TARGET)
+        page.wait_for_selector("[data-testid=model-page][data-ready=true]")
+        page.wait_for_selector(ROWS)
+    page.select_option("[data-testid=color-metric]", "unit")
+    cpu = page.locator("[data-testid=unit-legend] [data-unit=cpu]")
+    cpu.wait_for()
+    assert "CPU" in cpu.inner_text()
+    cpu_color = cpu.get_attribute("data-color")
+
+    units = dict(page.locator(ROWS).evaluate_all(
+        "rs => rs.map(r => [r.dataset.opId, r.querySelector('[data-col=unit]').innerText])"))
+    fallback = [i for i, u in units.items() if u == "CPU"]
+    accelerated = [i for i, u in units.items() if u != "CPU"]
+    assert fallback and accelerated, units
+
+    # every task drawn as its own node, so the node stands for that task alone
+    page.evaluate("window.edgescopeGraph.expandAll()")
+    page.wait_for_function(f"() => document.querySelector('{GRAPH}').dataset.state === 'rendered' "
+                           f"&& +document.querySelector('{GRAPH}').dataset.nodes >= {len(units)}")
+    page.wait_for_function(f"([id, c]) => ({COLOR_OF})(id) === c", arg=[fallback[0], cpu_color])
+    assert all(page.evaluate(COLOR_OF, i) != cpu_color for i in accelerated)
+    shot(page, "graph-compute-units")
