@@ -32,14 +32,15 @@ export function unitNames(table: OptionTable): string[] {
 }
 
 /**
- * Unit of every op (table order) in an evaluated state, or null where unknown. The model-wide preset's unit is
+ * Unit of every op (table order) in an evaluated state, null where unknown; null for a table without units
+ * (written before they were recorded). The model-wide preset's unit is
  * in the bulk table; per-op tables carry no units, so an override takes the unit of a preset that resolves to the
  * same combo on that op, and is unknown when none does.
  */
-export function unitsNow(table: OptionTable, ev: Evaluation, modelWide: string): (string | null)[] {
+export function unitsNow(table: OptionTable, ev: Evaluation, modelWide: string): (string | null)[] | null {
   const units = table.units;
   const n = table.ops.length;
-  if (!units) return new Array<string | null>(n).fill(null);
+  if (!units) return null;
   const p = table.presets.findIndex((x) => x.name === modelWide);
   const out = new Array<string | null>(n);
   for (let i = 0; i < n; i++) {

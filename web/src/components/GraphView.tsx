@@ -78,6 +78,8 @@ export default memo(function GraphView(p: Props) {
   const workerRef = useRef<Worker | null>(null);
   const layoutRef = useRef<LayoutResult | null>(null);
   const reqRef = useRef(0);
+  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by colorize */
+  const halos = useRef(new Float64Array(0));
   const pendingZoom = useRef<{ kind: "op"; op: number } | { kind: "box"; id: string } | "fit" | null>("fit");
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
   const [layout, setLayout] = useState<LayoutResult | null>(null);
@@ -475,8 +477,6 @@ export default memo(function GraphView(p: Props) {
 
   // ---- overlay: group boxes + minimap viewport ----
   const overlayOn = useRef(true);
-  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by colorize */
-  const halos = useRef(new Float64Array(0));
   const drawOverlay = useCallback(() => {
     const s = sigmaRef.current, c = boxesCanvas.current, L = layoutRef.current;
     if (!s || !c || !L || !hier || !overlayOn.current) return;
@@ -683,7 +683,7 @@ export default memo(function GraphView(p: Props) {
             ))}
           </div>
         )}
-        {metric === "unit" && !unitLegend && p.table && !p.table.units && <div className="legend muted">this target's table has no compute units</div>}
+        {metric === "unit" && !p.units && p.table && <div className="legend muted">no compute units recorded for this target</div>}
         {tip && <div className="graph-tip" style={{ left: tip.x + 14, top: tip.y + 10 }}>{tip.html}</div>}
       </div>
     </div>
