@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 12
+CACHE_VERSION = 13
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -258,7 +258,7 @@ def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "a
     return best
 
 
-def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 4, budget_s: float = 0.06,
+def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, budget_s: float = 0.06,
                      progress: Callable[[str], None] = lambda s: None) -> dict[str, float]:
     """{key: ms (`_clock`)} of `models` ({key: (path, optimization level, min runs)}), timed round-robin: each
     round times every model once (median of its runs), and each keeps its lowest round median. On a
