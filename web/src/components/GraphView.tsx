@@ -340,7 +340,8 @@ export default memo(function GraphView(p: Props) {
       el.dataset.selected = p.selection.focus ?? "";
       el.dataset.dimmed = String(filt ? n - hasFilt.reduce((a, b) => a + b, 0) : 0);
     }
-    s.refresh();
+    // no s.refresh(): updateEachNodeAttributes already makes sigma update every node and schedule one render;
+    // a full refresh on top re-indexed the whole graph again (twice per layout of 50,000 nodes)
   }, [nodes, metricValues, unitColoring, metric, p.selection, p.filtered, p.evaluation, toTable, idToNode]);
 
   useEffect(() => {
