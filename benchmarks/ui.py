@@ -152,9 +152,14 @@ NETRON_FRAME_JS = """async ([steps]) => {
   let last = performance.now(), run = true;
   const tick = (t) => { times.push(t - last); last = t; if (run) requestAnimationFrame(tick); };
   requestAnimationFrame(tick);
+  const r = el.getBoundingClientRect();
   for (let i = 0; i < steps; i++) {
-    el.scrollTop += i < steps / 2 ? 40 : -40;
-    el.scrollLeft += i % 2 ? 10 : -10;
+    if (i < steps / 2) {  // its controls: ctrl+wheel zooms (re-scaling the whole SVG), the container scrolls
+      el.dispatchEvent(new WheelEvent('wheel', { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, ctrlKey: true, deltaY: i < steps / 4 ? -12 : 12, bubbles: true, cancelable: true }));
+    } else {
+      el.scrollTop += i < steps * 3 / 4 ? 40 : -40;
+      el.scrollLeft += i % 2 ? 10 : -10;
+    }
     await new Promise((r) => setTimeout(r, 16));
   }
   await new Promise((r) => setTimeout(r, 300));
@@ -309,13 +314,20 @@ def print_comparison(rows: list[dict]) -> None:
     """One line per graph: our first render and p95 frame time against the other viewers', and the ratios."""
     print(f"\n{'graph':22} {'ours first':>10} {'netron':>8} {'x':>6} {'m.expl.':>8} {'x':>6}   "
           f"{'p95 frame ms: ours(all)':>23} {'netron':>7} {'m.expl.':>7}")
+    nan = float("nan")
     for r in rows:
-        us, nt, me = r["ours"], r.get("netron", {}), r.get("me", {})
-        ratio = lambda o: o.get("first_render_s", float("nan")) / us["first_render_s"]  # noqa: E731
-        print(f"{r['graph']:22} {fmt(us['first_render_s']):>10} {fmt(nt.get('first_render_s', float('nan'))):>8} "
-              f"{ratio(nt):5.1f}x {fmt(me.get('first_render_s', float('nan'))):>8} {ratio(me):5.1f}x   "
-              f"{us['all_frame_p95_ms']:>23.0f} {nt.get('frame_p95_ms', float('nan')):>7.0f} "
-              f"{me.get('frame_p95_ms', float('nan')):>7.0f}  {me.get('error', '') or nt.get('error', '')}")
+        us = r["ours"]
+        cells = []
+        for key in ("netron", "me"):
+            o = r.get(key)
+            if o is None:  # not measured
+                cells.append((f"{'-':>8}", f"{'-':>6}", f"{'-':>7}"))
+            else:
+                first = o.get("first_render_s", nan)
+                cells.append((f"{fmt(first):>8}", f"{first / us['first_render_s']:5.1f}x", f"{o.get('frame_p95_ms', nan):>7.0f}"))
+        errors = " ".join(f"{k}: {r[k]['error']}" for k in ("netron", "me") if r.get(k, {}).get("error"))
+        print(f"{r['graph']:22} {fmt(us['first_render_s']):>10} {cells[0][0]} {cells[0][1]} {cells[1][0]} {cells[1][1]}   "
+              f"{us['all_frame_p95_ms']:>23.0f} {cells[0][2]} {cells[1][2]}  {errors}")
 
 
 def main() -> None:
