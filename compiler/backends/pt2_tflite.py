@@ -75,14 +75,14 @@ def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, 
     out = workdir / "litert-cpu.tflite"
     try:
         info = to_tflite(src, out, python)
-        litert.compile(out, out, as_tasks(source))  # LiteRT itself must load what the converter wrote
+        checked = litert.compile(out, out, as_tasks(source))  # LiteRT itself must load what the converter wrote
     except (ModelRunError, SandboxError) as e:
         return _predicted(source, f"not converted to TFLite ({e})")
     compiled = tflite.load(out)
     compiled.name = source.name
     mapped = map_to_fx(source, compiled)
     compiled.metadata.update({
-        "target": litert.TARGET, "runtime": f"ai-edge-litert {litert._version()}",
+        "target": litert.TARGET, "runtime": checked.metadata["runtime"],
         "converted_from": f"pt2 (litert-torch {info['litert_torch']}, torch {info['torch']})",
         "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(mapped["covered"]),
         "source_nodes_eliminated": str(len(compiled.eliminated)),
