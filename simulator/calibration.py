@@ -2,10 +2,13 @@
 
 Each case is a chain of R identical ops (so the per-inference fixed cost and the layout changes at
 the ends are amortised), compiled by ORT at its default level like `ort-cpu/host`. fp32 cases fix
-the fixed costs and bandwidths directly; every efficiency factor is then fitted by bisection so that
-the sweep's own prediction for the case equals the measured time: the fit goes through the same
-code as every prediction. Quantized variants are written by compiler/optimize/onnx_export.py, so
-`int8-static` on a Conv chain is fitted against ORT running the real QDQ model.
+the fixed costs and bandwidths directly; every efficiency factor is then fitted so that the sweep's
+own prediction for the case equals the measured time: the fit goes through the same code as every
+prediction. Quantized and fp16 variants are written by compiler/optimize/onnx_export.py, so
+`int8-dynamic` on a Conv + bias + activation chain is fitted against ORT running the real
+DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add model; paths measured at 3+ shapes fit an
+efficiency and a fixed setup per task (`<kind>.<path>` in kind_overhead_s) jointly. Runs are timed in
+the calling thread's CPU time (see `_clock`).
 """
 
 from __future__ import annotations
