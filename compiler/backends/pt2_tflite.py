@@ -37,7 +37,7 @@ DEFAULT_VENV = Path(__file__).resolve().parents[2] / ".venv-litert-torch"
 FX_TAG = "#"  # "@" is cut by the TFLite exporter (it reads `name@function` locations)
 _TAG = re.compile(re.escape(FX_TAG) + r"([^;/]+)")
 # TFLite ops that only move data between layouts; credited to the op they serve.
-LAYOUT_OPS = frozenset({"TRANSPOSE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST", "DEQUANTIZE"})
+LAYOUT_OPS = frozenset({"TRANSPOSE", "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "CAST", "DEQUANTIZE", "PAD"})
 
 
 def converter_python() -> Path | None:
@@ -115,18 +115,30 @@ def map_to_fx(source: Graph, compiled: Graph) -> dict[str, int]:
     producer = compiled.producers()
     by_id = {n.id: n for n in compiled.nodes}
     # A tensor stands for the latest (in source order) FX node tagged in it: a fused op's output
-    # carries all its nodes' names. An FX node's result is the last tensor standing for it that a
-    # principal op writes (a trailing Transpose back to NCHW only moves it).
-    result_of: dict[str, str] = {}
+    # carries all its nodes' names (and sometimes a stray earlier one). An FX node's result is the
+    # last tensor standing for it that a principal op writes; a layout op's (the Transpose to NHWC
+    # or the Pad split off a Conv) only when no principal op carries the node at all (a permute).
+    tagged: dict[str, list[str]] = {}
+    stands: dict[str, str] = {}
     for c in compiled.nodes:
         for o in c.outputs:
             tags = [n for n in fx_names(o) if n in s_nodes and s_nodes[n].outputs]
-            if not tags:
-                continue
-            name = max(tags, key=order.__getitem__)
-            prev = result_of.get(name)
-            if prev is None or c.op_type not in LAYOUT_OPS or by_id[producer[prev]].op_type in LAYOUT_OPS:
-                result_of[name] = o
+            for n in tags:
+                tagged.setdefault(n, []).append(o)
+            if tags:
+                stands[o] = max(tags, key=order.__getitem__)
+
+    def principal(t: str) -> bool:
+        return by_id[producer[t]].op_type not in LAYOUT_OPS
+
+    result_of: dict[str, str] = {}
+    for name, tensors in tagged.items():
+        own = [t for t in tensors if stands[t] == name]
+        mains = [t for t in own if principal(t)]
+        if mains:
+            result_of[name] = mains[-1]
+        elif own and not any(principal(t) for t in tensors):
+            result_of[name] = own[-1]
     # Graph inputs and outputs are renamed by the converter (serving_default_args_0): by position.
     pairs: list[tuple[str, str]] = []
     if len(compiled.inputs) == len(source.inputs):

@@ -193,3 +193,33 @@ def test_relative_paths_reach_the_sandbox(tmp_path: Path, monkeypatch: pytest.Mo
     compiled = litert.compile("m.tflite", "out.tflite", source)
     assert compiled.metadata["runtime"].startswith("ai-edge-litert") and Path("out.tflite").is_file()
     assert litert.profile("out.tflite", ProfileSettings(runs=1, warmup=0)).latency_ms > 0
+
+
+def test_pad_split_off_a_conv_is_a_helper_not_the_conv() -> None:
+    # litert-torch writes an explicit PAD (tagged with the conv) before a CONV_2D that fuses conv,
+    # batch norm and activation: the CONV_2D implements all three, the PAD and TRANSPOSE serve it.
+    from compiler.graph import Graph, Node, Value, WeightStats
+
+    def v(name: str, weight: bool = False) -> Value:
+        return Value(name, [1, 4, 4, 8], "float32", WeightStats(4, 16, 0.0, 1.0, 0.0) if weight else None)
+
+    fx = [Node("conv2d", "conv2d", "aten.conv2d", "stem/0", ["x", "stem.0.weight"], ["conv2d"]),
+          Node("batch_norm", "batch_norm", "aten.batch_norm", "stem/1", ["conv2d"], ["batch_norm"]),
+          Node("hardtanh", "hardtanh", "aten.hardtanh", "stem/2", ["batch_norm"], ["hardtanh"])]
+    source = Graph("m", "pt2", fx, {n: v(n) for n in ("x", "conv2d", "batch_norm", "hardtanh")} |
+                   {"stem.0.weight": v("stem.0.weight", True)}, ["x"], ["hardtanh"])
+    conv, bn, act = "R/Sequential_stem/Conv2d_0/#conv2d", "R/Sequential_stem/BatchNorm2d_1/#batch_norm", \
+        "R/Sequential_stem/ReLU6_2/#hardtanh"
+    tfl = [Node("TRANSPOSE_0", "", "TRANSPOSE", "", ["serving_default_args_0"], [conv + ";2"]),
+           Node("PAD_1", "", "PAD", "", [conv + ";2"], [conv + ";3"]),
+           Node("CONV_2D_2", "", "CONV_2D", "", [conv + ";3", conv + ";"], [f"{act};;{bn};;{conv};4"]),
+           Node("TRANSPOSE_3", "", "TRANSPOSE", "", [f"{act};;{bn};;{conv};4"], ["serving_default_output_0"])]
+    names = ["serving_default_args_0", conv + ";2", conv + ";3", f"{act};;{bn};;{conv};4", "serving_default_output_0"]
+    compiled = Graph("m", "tflite", tfl, {n: v(n) for n in names} | {conv + ";": v(conv + ";", True)},
+                     ["serving_default_args_0"], ["serving_default_output_0"])
+    mapped = pt2_tflite.map_to_fx(source, compiled)
+    tasks = {t.id: t for t in compiled.nodes}
+    assert tasks["CONV_2D_2"].source_nodes == ["conv2d", "batch_norm", "hardtanh"]
+    assert tasks["CONV_2D_2"].namespace == "stem"
+    assert "conv2d" in tasks["PAD_1"].source_nodes and "conv2d" in tasks["TRANSPOSE_0"].source_nodes
+    assert mapped == {"covered": 3, "tasks": 4}
