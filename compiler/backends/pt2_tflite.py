@@ -18,7 +18,8 @@ traces each lowered node back to the original node through `from_node`, and `ep.
 the .pt2 node names). The last tensor a principal op writes for a node stands for that node's
 result: renamed to the .pt2 value name, `provenance.map_provenance` then maps tasks as it does for
 ORT (heads by value, groups, layout helpers), and each task takes its FX nodes' namespace and
-source location.
+source location. Ops lowered without a node name (LayerNorm's MEAN/RSQRT/...) are credited by their
+module. The tags stay in the .tflite's tensor names (`.../#conv2d;3`), which names the FX node there too.
 """
 
 from __future__ import annotations
