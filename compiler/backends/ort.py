@@ -42,6 +42,7 @@ from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 TARGET = "ort-cpu/host"
 OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
 NAME_SUFFIXES = ("_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
+NAME_PREFIXES = ("node_",)  # torch.onnx's dynamo exporter names each node `node_<FX node name>`
 
 
 # -- compile -------------------------------------------------------------------------------------
@@ -65,7 +66,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         named.unlink(missing_ok=True)
     _name_nodes(out_path)
     compiled = onnx_frontend.load(out_path)
-    corr = map_provenance(source, compiled, NAME_SUFFIXES)
+    corr = map_provenance(source, compiled, NAME_SUFFIXES, name_prefixes=NAME_PREFIXES)
     fill_shapes_from_source(source, compiled, corr)
     covered = {s for n in compiled.nodes for s in n.source_nodes}
     compiled.metadata.update({

@@ -34,7 +34,7 @@ NO_OPS = frozenset({"Identity", "Dropout"})
 
 
 def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] = (),
-                   helper_ops: Collection[str] = HELPER_OPS) -> dict[str, str]:
+                   helper_ops: Collection[str] = HELPER_OPS, name_prefixes: Sequence[str] = ()) -> dict[str, str]:
     """Fill `source_nodes` of every compiled node and `compiled.eliminated`, in place. Returns
     the correspondence of renamed compiled values to the source values they stand for."""
     s_nodes = {n.id: n for n in source.nodes}
@@ -100,7 +100,7 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
     for c in compiled.nodes:
         if c.id in helpers:
             continue
-        s_id = _hint(c.name, name_suffixes, s_names, s_prod)
+        s_id = _hint(c.name, name_suffixes, s_names, s_prod, name_prefixes)
         if s_id and s_id not in const_nodes:
             hint_head[c.id] = s_id
             claim(c.id, s_id)
@@ -298,11 +298,13 @@ def _constant_values(source: Graph) -> set[str]:
     return const
 
 
-def _hint(name: str, suffixes: Sequence[str], s_names: dict[str, str], s_prod: dict[str, str]) -> str | None:
+def _hint(name: str, suffixes: Sequence[str], s_names: dict[str, str], s_prod: dict[str, str],
+          prefixes: Sequence[str] = ()) -> str | None:
     """Source node id named by a compiled node's name, or None."""
     if not name:
         return None
     candidates = [name] + [name[: -len(s)] for s in suffixes if s and name.endswith(s)]
+    candidates += [name[len(p):] for p in prefixes if p and name.startswith(p)]
     parts = name.rstrip("/").split("/")
     candidates += ["/".join(parts[:k]) for k in range(len(parts) - 1, 1, -1)]
     for cand in candidates:
