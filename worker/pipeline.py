@@ -100,14 +100,16 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             progress("compile", (i + 1) / len(opts.targets))
 
     with timed("profile"):
-        measured = [r for r in results if backends.for_target(r.target).measures]
+        # A backend that measures may still hand back no file (e.g. .pt2 on LiteRT without the
+        # converter): that target is predicted, and its compile metadata says why.
+        measured = [r for r in results
+                    if backends.for_target(r.target).measures and r.compiled_model_path is not None]
         for i, r in enumerate(measured):
             settings = ProfileSettings(
                 warmup=opts.warmup, runs=opts.runs, threads=opts.threads, timeout_s=opts.timeout_s,
                 memory_limit_bytes=opts.memory_limit_bytes, input_shapes=opts.input_shapes,
                 input_values=opts.input_values,
             )
-            assert r.compiled_model_path is not None
             r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)
             progress("profile", (i + 1) / len(measured))
 

@@ -169,6 +169,10 @@ def test_without_converter_predicted_with_a_note(cnn_pt2: Path, tmp_path: Path, 
     assert path is None
     assert "litert-torch converter is not installed" in compiled.metadata["note"]
     assert [t.source_nodes for t in compiled.nodes] == [[n.id] for n in source.nodes]
+    # Through the pipeline: the job completes, the target predicted (no profile) rather than failing.
+    (tmp_path / "job").mkdir()
+    _, r = _analyze(cnn_pt2, tmp_path / "job")
+    assert r.profile is None and r.compiled_model_path is None and r.sweep is not None
 
 
 def test_fx_names_and_scopes_from_tensor_names() -> None:
