@@ -165,7 +165,7 @@ def options(as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Measure again even if the cache is current.")
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
-    """Measure kernels with ONNX Runtime (1 thread) and fit the host-cpu profile (about 20 s)."""
+    """Measure kernels with ONNX Runtime (1 thread) and fit the host-cpu profile (about 70 s of CPU time, once per machine)."""
     from simulator.calibration import load_or_calibrate
 
     path = _calibration_path(out_path)
