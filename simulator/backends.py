@@ -296,6 +296,11 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
     has = elements > 0
     if lb is not None:
         body = body + has * (2 ** lb) * (4 if onnx else 2)  # the table (fp32 in ONNX, fp16 in Core ML)
+    elif kernel in ("int8", "int4") and target.export == "tflite":
+        # ai-edge-quantizer quantizes per output channel (int4 too): a float32 scale and an int64 zero
+        # point per channel, plus the tensor's quantization table (~48 B in the flatbuffer). Static int8 also
+        # turns the bias into int32 with the same per-channel parameters.
+        body = body + has * (rows * 12 + 48) * (2 if static and kernel == "int8" else 1)
     elif kernel == "int8" and onnx and static:
         # QDQ per channel: weight scale fp32 + zero point int8, and the int32 bias's scale + zero point.
         body = body + has * rows * 13
