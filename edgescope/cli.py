@@ -67,9 +67,11 @@ def serve(host: str, port: int, threads: int) -> None:
         from worker.celery_app import enqueue
         from worker.embedded import start_embedded_worker
         from worker.jobs import requeue_interrupted
+        from worker.warmup import calibrate_in_background
 
         celery = app.extensions["celery"]
         start_embedded_worker(celery)
+        calibrate_in_background(settings)
         for job_id in requeue_interrupted(Services(settings)):
             enqueue(celery, job_id)
         mode = f"embedded worker, data in {settings.data_dir}"
@@ -91,7 +93,10 @@ def worker(concurrency: int, loglevel: str) -> None:
     if settings.embedded_worker:
         raise click.ClickException("Set EDGESCOPE_BROKER_URL (e.g. redis://127.0.0.1:6379/0) to run separate "
                                    "workers; without it `edgescope serve` runs its own.")
+    from worker.warmup import calibrate_in_background
+
     app = make_celery(settings)
+    calibrate_in_background(settings)
     app.worker_main(["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}",
                      "--without-gossip", "--without-mingle"])
 

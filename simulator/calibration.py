@@ -13,6 +13,7 @@ the calling thread's CPU time (see `_clock`).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -554,23 +555,35 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
                       force: bool = False) -> HardwareProfile:
     """The calibrated host-cpu profile, from the JSON cache at `path` (calibrating and writing it first
     if it is missing, of another version, or made on another machine / ORT version)."""
+    p = Path(path)
+    if not force and (cache := _current_cache(p)) is not None:
+        return profile_from_cache(cache)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    # One calibration per machine at a time: workers (and the warm-up at start) that find no cache wait
+    # for the first one's result instead of each timing kernels on the same cores.
+    with open(p.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and (cache := _current_cache(p)) is not None:
+            return profile_from_cache(cache)
+        cache = calibrate(progress)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cache, indent=1))
+        tmp.replace(p)  # atomic: a concurrent reader never sees half a file
+    return profile_from_cache(cache)
+
+
+def _current_cache(p: Path) -> dict[str, Any] | None:
+    """The cache at p if it was made by this calibration version, ORT version and machine."""
     import onnxruntime as ort
 
-    p = Path(path)
-    if p.exists() and not force:
-        try:
-            cache = json.loads(p.read_text())
-            if (cache.get("version") == CACHE_VERSION and cache.get("onnxruntime") == ort.__version__
-                    and cache.get("machine") == _machine()):
-                return profile_from_cache(cache)
-        except (ValueError, KeyError):
-            pass  # unreadable cache: calibrate again
-    cache = calibrate(progress)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cache, indent=1))
-    tmp.replace(p)  # atomic: a concurrent reader never sees half a file
-    return profile_from_cache(cache)
+    try:
+        cache = json.loads(p.read_text())
+        if (cache.get("version") == CACHE_VERSION and cache.get("onnxruntime") == ort.__version__
+                and cache.get("machine") == _machine()):
+            return cache
+    except (OSError, ValueError, KeyError):
+        pass  # missing or unreadable: calibrate
+    return None
 
 
 def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int,

@@ -22,6 +22,33 @@ def _fake_cache() -> dict:
                 "efficiency": {"conv.fp32": 0.77}, "kind_overhead_s": {"conv": 2e-6}}}}}
 
 
+def test_concurrent_callers_calibrate_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's start-up warm-up and a first job asking at the same time share one calibration."""
+    import threading
+    import time
+
+    from edgescope.config import Settings
+    from worker.warmup import calibrate_in_background
+
+    calls = []
+
+    def slow_calibrate(progress=None):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        time.sleep(0.5)  # long enough for the other caller to arrive while this one holds the lock
+        return _fake_cache()
+
+    monkeypatch.setattr(calibration, "calibrate", slow_calibrate)
+    settings = Settings.from_env(env={}, data_dir=tmp_path / "data")
+    warm = calibrate_in_background(settings)
+    time.sleep(0.1)
+    got = []
+    job = threading.Thread(target=lambda: got.append(calibration.load_or_calibrate(settings.calibration_path)))
+    job.start()
+    job.join(10)
+    warm.join(10)
+    assert calls == [1] and got and got[0].calibrated and settings.calibration_path.exists()
+
+
 def test_cache_is_reused_and_refreshed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
     monkeypatch.setattr(calibration, "calibrate", lambda progress=None: calls.append(1) or _fake_cache())
