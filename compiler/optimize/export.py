@@ -2,7 +2,7 @@
 
 - "onnx": ONNX Runtime's tools (`compiler.optimize.onnx_export`, through `simulator.predict.optimize_model`).
 - "coreml": coremltools.optimize.coreml on an uploaded `.mlpackage` or the one converted from a `.pt2`.
-- "tflite": ai-edge-quantizer on an uploaded `.tflite`.
+- "tflite": ai-edge-quantizer on an uploaded `.tflite`, or on the one litert-torch converts from a `.pt2`.
 
 Each returns the prediction for the same state next to the real file size, so the worker, the API
 and `edgescope optimize` report predicted vs actual the same way.
@@ -21,7 +21,7 @@ from simulator.targets import get_target
 # File extension of each exporter's output (a Core ML package is a folder, so it is zipped).
 EXTENSIONS = {"onnx": ".onnx", "coreml": ".mlpackage.zip", "tflite": ".tflite"}
 # Upload formats each exporter starts from (Core ML: coremltools converts from torch, not from ONNX).
-SOURCES = {"onnx": ("onnx", "pt2"), "coreml": ("coreml", "pt2"), "tflite": ("tflite",)}
+SOURCES = {"onnx": ("onnx", "pt2"), "coreml": ("coreml", "pt2"), "tflite": ("tflite", "pt2")}
 # What runs the file, for "does not run on this server" labels.
 RUNTIMES = {"onnx": "this ONNX Runtime execution provider", "coreml": "Core ML", "tflite": "LiteRT on this device"}
 
@@ -83,14 +83,42 @@ def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.P
         from compiler.optimize.litert_export import export_tflite
 
         # Task ids of a .tflite are its operator ids (one task per operator).
-        res = export_tflite(model_path, out_path, result["model_wide"], result["overrides"], input_shapes,
-                            input_values)
+        tflite_src, tflite_ops = Path(model_path), result["overrides"]
+        if source.format == "pt2":
+            tflite_src, tflite_ops = _tflite_source(Path(model_path), source, compiled, result["overrides"],
+                                                    Path(workdir))
+        res = export_tflite(tflite_src, out_path, result["model_wide"], tflite_ops, input_shapes, input_values)
         choices = res.choices
     pred = result["totals"]["size_bytes"]
     return {"path": str(res.path), "size_bytes": res.size_bytes,
             "predicted": {**result["totals"], "label": result["label_text"]},
             "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes, "choices": choices,
             "prediction": result, "export": kind}
+
+
+def _tflite_source(pt2: Path, source: Any, compiled: Any, overrides: Mapping[str, str],
+                   workdir: Path) -> tuple[Path, dict[str, str]]:
+    """The .tflite litert-torch made of a .pt2, and the overrides keyed by its operator ids.
+    On litert-cpu/host the prediction already ran on the converted file (tasks are operators); on
+    a predicted LiteRT target tasks are FX nodes, so the file is converted here and each operator
+    takes the option of the FX nodes it implements (the first one's, if they differ)."""
+    converted = workdir / "litert-cpu.tflite"
+    if compiled.format == "tflite" and converted.exists():
+        return converted, dict(overrides)
+    from compiler.backends import pt2_tflite
+
+    tdir = workdir / "tflite"
+    tdir.mkdir(exist_ok=True)
+    tasks, path = pt2_tflite.compile_for_litert(pt2, tdir, source)
+    if path is None:
+        raise OptionError(f"the model could not be converted to TFLite, so it cannot be exported for LiteRT: "
+                          f"{tasks.metadata.get('note', 'no converted file')}")
+    by_op: dict[str, str] = {}
+    for t in tasks.nodes:
+        chosen = next((overrides[s] for s in t.source_nodes if s in overrides), None)
+        if chosen is not None:
+            by_op[t.id] = chosen
+    return path, by_op
 
 
 def _coreml_source(model_path: str | os.PathLike[str], fmt: str, metadata: Mapping[str, str],

@@ -227,3 +227,31 @@ def test_pad_split_off_a_conv_is_a_helper_not_the_conv() -> None:
     assert tasks["CONV_2D_2"].namespace == "stem"
     assert "conv2d" in tasks["PAD_1"].source_nodes and "conv2d" in tasks["TRANSPOSE_0"].source_nodes
     assert mapped == {"covered": 3, "tasks": 4}
+
+
+@pytest.mark.parametrize("target", ["litert-cpu/host", "litert/pixel-8"])
+def test_pt2_exported_for_litert_with_ai_edge_quantizer(converter: Path, cnn_pt2: Path, tmp_path: Path,
+                                                        calibration_dir: Path, target: str) -> None:
+    """int8 everywhere but the first conv, named as the prediction names it (an operator id on the measured
+    target, the FX node on the predicted one): the written .tflite runs in LiteRT with that conv's kernel float."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from compiler.optimize.export import optimize_for_target
+
+    (tmp_path / "w").mkdir()
+    first_conv = "conv2d"  # the FX node, as litert/pixel-8 (predicted on the FX graph) names it
+    if target == "litert-cpu/host":  # measured on the converted file: its CONV_2D operator's id
+        (tmp_path / "c").mkdir()
+        tasks, _ = compile_for_target(cnn_pt2, target, tmp_path / "c", frontends.load(cnn_pt2))
+        first_conv = next(t.id for t in tasks.nodes if t.op_type == "CONV_2D")
+    out = tmp_path / "cnn-int8.tflite"
+    r = optimize_for_target(cnn_pt2, out, target, "int8-dynamic", {first_conv: "fp32/fp32/fp32/0"}, tmp_path / "w",
+                            calibration_dir / "host-cpu.json")
+    assert r["export"] == "tflite" and out.exists() and r["size_bytes"] == out.stat().st_size
+    it = Interpreter(model_path=str(out))
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], torch.randn(1, 3, 16, 16).numpy())
+    it.invoke()
+    kernels = {d["name"]: d["dtype"] for d in it.get_tensor_details() if len(d["shape"]) == 4 and d["shape"][0] > 1}
+    dtypes = sorted(str(k.__name__) for k in kernels.values())
+    assert "int8" in dtypes and "float32" in dtypes, kernels  # the kept conv stays float, the other is int8
