@@ -8,6 +8,9 @@ RUN npm run build
 
 FROM python:3.11-slim-bookworm
 WORKDIR /app
+# PyPI's Linux torch wheels pull several GB of CUDA libraries; the CPU build (2.13.0+cpu satisfies the
+# lock's ==2.13.0) comes from PyTorch's CPU index.
+ENV PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
 COPY pyproject.toml requirements.lock requirements-litert-torch.lock README.md ./
 # litert-torch (.pt2 -> .tflite) in its own venv: its pins clash with ours. Found at this default path.
 RUN python -m venv .venv-litert-torch \
