@@ -139,6 +139,16 @@ def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
     return {"fixed_ms": u.dispatch_overhead_s * 1e3, "ms_per_element": per_el}
 
 
+def crossing_constants(hw: HardwareProfile) -> dict[str, float] | None:
+    """Figures of one partition crossing (a sync + copy between compute units), in ms:
+    `(fixed_s + bytes / bytes_per_s) * 1e3`, bytes = elements x bytes of the producer's output format x 2
+    (written out and read back through DRAM). None where the profile charges no crossings (one unit).
+    The one formula: the bulk columns and the totals rule (docs/option-table.md) both evaluate it."""
+    if hw.partition_crossing_s <= 0:
+        return None
+    return {"fixed_s": hw.partition_crossing_s, "bytes_per_s": hw.dram_bandwidth_bytes_per_s}
+
+
 @dataclass
 class _Group:
     rows: np.ndarray  # op indices
@@ -160,7 +170,7 @@ class PerOpTable(Sequence[dict[str, Any]]):
         g, r = self._where[i]
         co = g.co
         d: dict[str, Any] = {"op": self._ops[i], "combos": co.names, "supported": co.supported.tolist(),
-                             "resolved": co.resolved}
+                             "resolved": co.resolved, "unit": co.unit.tolist()}
         for m in METRICS:
             d[m] = g.metrics[m][r].tolist()
         d["notes"] = self._notes[i] + [f"{n}: {t}" for n, t in zip(co.names, co.notes) if t]
@@ -261,13 +271,16 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         bulk_m["latency_ms"][0] += run_ms
 
     src, dst, elements = _edges(compiled, folded)
-    # Partition crossings (bulk only): the consumer pays a sync + copy when its unit differs from its producer's.
-    if hw.partition_crossing_s > 0 and len(src):
+    # Partition crossings, charged to the consumer in the bulk columns. Per-op rows carry none (they depend on
+    # the neighbours' choices): the totals rule charges them from `crossing` and the units of the state.
+    cross_c = crossing_constants(hw)
+    if cross_c is not None and len(src):
         cross = bulk_unit[src] != bulk_unit[dst]  # [E, P]
         act_b = np.vectorize(lambda f: BITS[f] / 8)(bulk_out[src]).astype(np.float64)
-        cost_ms = (hw.partition_crossing_s + (elements[:, None] * act_b * 2) / hw.dram_bandwidth_bytes_per_s) * 1e3
+        moved = elements[:, None] * act_b * 2
+        cost_ms = (cross_c["fixed_s"] + moved / cross_c["bytes_per_s"]) * 1e3
         np.add.at(bulk_m["latency_ms"], dst, np.where(cross, cost_ms, 0.0))
-        np.add.at(bulk_m["dram_bytes"], dst, np.where(cross, elements[:, None] * act_b * 2, 0.0))
+        np.add.at(bulk_m["dram_bytes"], dst, np.where(cross, moved, 0.0))
 
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
     # scaled by measured / predicted fp32 total, so the fp32 ops sum to the measurement and options keep
@@ -279,6 +292,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
             g.metrics["latency_ms"] = g.metrics["latency_ms"] * scale
         conv = {"fixed_ms": conv["fixed_ms"] * scale,
                 "ms_per_element": {k: v * scale for k, v in conv["ms_per_element"].items()}}
+        if cross_c is not None:
+            cross_c = {"fixed_s": cross_c["fixed_s"] * scale, "bytes_per_s": cross_c["bytes_per_s"] / scale}
 
     unit_names = [u.name for u in hw.units]
     # The held-out error is that of the target it was measured on (benchmarks/fidelity.py: ort-cpu/host).
@@ -306,6 +321,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "units": [[unit_names[u] for u in row] for row in bulk_unit.tolist()],
         "edges": {"src": src.tolist(), "dst": dst.tolist(), "elements": elements.tolist()},
         "conversion": conv,
+        "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
                       "size_overhead_bytes": _size_overhead(compiled)},
     }
