@@ -85,12 +85,12 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
             e = r.per_op[i]
             j = e["combos"].index(overrides[n.id])
             vals = {m: e[m][j] for m in METRICS}
-            combo, sup = overrides[n.id], e["supported"][j]
+            combo, sup, unit = overrides[n.id], e["supported"][j], r.bulk["unit_names"][e["unit"][j]]
         else:
             vals = {m: r.bulk["metrics"][m][i][p] for m in METRICS}
-            combo, sup = r.bulk["combos"][i][p], r.bulk["supported"][i][p]
+            combo, sup, unit = r.bulk["combos"][i][p], r.bulk["supported"][i][p], r.bulk["units"][i][p]
         rows.append({"id": n.id, "name": n.name, "type": n.op_type, "combo": combo, "supported": sup,
-                     "unit": r.bulk["units"][i][p], **vals})
+                     "unit": unit, **vals})
     result = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
               "label_text": label_text(r.bulk["label"]), "totals": tot, "ops": rows}
     return result, source, compiled

@@ -17,6 +17,11 @@ def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str
     return per_op[ops.index(op)]
 
 
+def _crossing_ms(crossing: Mapping[str, float], moved_bytes: float) -> float:
+    """One partition crossing moving `moved_bytes` (simulator.sweep.crossing_constants: the same formula)."""
+    return (crossing["fixed_s"] + moved_bytes / crossing["bytes_per_s"]) * 1e3
+
+
 def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
            model_wide: str, overrides: Mapping[str, str]) -> dict[str, float]:
     """Totals for a model-wide preset plus per-op combo overrides {task id: "in/out/kernel/sparsity"}."""
@@ -34,6 +39,10 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     n = len(ops)
     lat, wb, act, dram = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
     fin, fout = [""] * n, [""] * n
+    over = [o in overrides for o in ops]
+    # Crossings need units: the preset's from the bulk table, an override's from its per-op row.
+    crossing = bulk.get("crossing")  # None: one unit, or a table from before per-op units
+    unit: list[str] = [row[p] for row in bulk["units"]] if crossing else []
     for i, op in enumerate(ops):
         combo = overrides.get(op)
         if combo is None:
@@ -51,6 +60,10 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
             lat[i], wb[i] = entry["latency_ms"][j], entry["weight_bytes"][j]
             act[i], dram[i] = entry["activation_bytes"][j], entry["dram_bytes"][j]
             name = combo  # the rule takes formats from the chosen combo as written (as web/src/totals.ts)
+            if crossing:
+                if "unit" not in entry:
+                    raise OptionError(f"per-op options of {op!r} carry no units; re-run the sweep")
+                unit[i] = bulk["unit_names"][entry["unit"][j]]
         parts = name.split("/")
         fin[i], fout[i] = parts[0], parts[1]
     conv = bulk["conversion"]
@@ -65,6 +78,15 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
         if a != b:
             latency += conv["fixed_ms"] + el * conv["ms_per_element"][f"{a}>{b}"]
             conv_bytes += el * (BITS[a] / 8 + BITS[b] / 8)
+        if crossing and (over[s] or over[d]):
+            # An un-overridden consumer's bulk row already pays the preset's crossing on this edge (`was`);
+            # an override's row pays none. Charge the difference to the crossing of the current state (`now`).
+            now = unit[s] != unit[d]
+            was = not over[d] and bulk["units"][s][p] != bulk["units"][d][p]
+            now_b = el * (BITS[a] / 8) * 2 if now else 0.0
+            was_b = el * (BITS[bulk["combos"][s][p].split("/")[1]] / 8) * 2 if was else 0.0
+            latency += (_crossing_ms(crossing, now_b) if now else 0.0) - (_crossing_ms(crossing, was_b) if was else 0.0)
+            conv_bytes += now_b - was_b
     size = 0.0
     for i in range(n):
         size += wb[i]
