@@ -1,7 +1,7 @@
 // The totals rule of docs/option-table.md, evaluated in the browser.
 // Must agree to the last digit with simulator/totals.py, so every sum runs in the documented order
 // (ops in execution order, then edges in table order) with plain float64 `+=`, starting at 0.
-import type { AnalysisState, OpOptions, OptionTable } from "./api/types";
+import type { AnalysisState, Crossing, OpOptions, OptionTable } from "./api/types";
 
 /** Bytes per element of an activation format (conversion traffic). */
 export const ACTIVATION_BYTES: Readonly<Record<string, number>> = { fp32: 4, fp16: 2, int8: 1 };
@@ -38,6 +38,8 @@ export interface Evaluation {
   /** Sum of conversion latency on the op's incoming edges (for the table; not used in the totals sums). */
   conversion_in_ms: Float64Array;
   overridden: Uint8Array;
+  /** Compute unit of every op in this state (an override's from its per-op row); null if the table has none. */
+  unit: (string | null)[];
 }
 
 export function presetIndex(table: OptionTable, name: string): number {
@@ -52,6 +54,11 @@ export function conversionMs(table: OptionTable, out: string, inp: string, eleme
   const rate = table.conversion.ms_per_element[key];
   if (rate === undefined) throw new Error(`no conversion rate for ${key}`);
   return table.conversion.fixed_ms + elements * rate;
+}
+
+/** One partition crossing moving `bytes` (simulator/sweep.py crossing_constants: the same formula). */
+export function crossingMs(crossing: Crossing, bytes: number): number {
+  return (crossing.fixed_s + bytes / crossing.bytes_per_s) * 1e3;
 }
 
 function activationBytes(fmt: string): number {
@@ -80,6 +87,9 @@ export function evaluate(
   const combo: string[] = new Array(n);
   const inFmt: string[] = new Array(n);
   const outFmt: string[] = new Array(n);
+  // Crossings need units: the preset's from the bulk table, an override's from its per-op row.
+  const crossing = table.crossing ?? null; // null: one unit, or a table from before per-op units
+  const unit: (string | null)[] = new Array(n);
   const m = table.metrics;
   for (let i = 0; i < n; i++) {
     const id = table.ops[i];
@@ -95,12 +105,16 @@ export function evaluate(
       dram[i] = t.dram_bytes[k];
       combo[i] = o;
       overridden[i] = 1;
+      if (t.unit !== undefined && table.unit_names) unit[i] = table.unit_names[t.unit[k]] ?? null;
+      else if (crossing) throw new Error(`per-op options of ${id} carry no units`);
+      else unit[i] = null;
     } else {
       lat[i] = m.latency_ms[i][p];
       wgt[i] = m.weight_bytes[i][p];
       act[i] = m.activation_bytes[i][p];
       dram[i] = m.dram_bytes[i][p];
       combo[i] = table.combos[i][p];
+      unit[i] = table.units?.[i][p] ?? null;
     }
     const c = parseCombo(combo[i]);
     inFmt[i] = c.input;
@@ -116,13 +130,26 @@ export function evaluate(
   // conversion bytes: their own sum in edge order, added to the ops' dram bytes at the end (rule 4)
   let convBytes = 0;
   for (let e = 0; e < es.length; e++) {
-    const out = outFmt[es[e]];
-    const inp = inFmt[ed[e]];
-    if (out === inp) continue;
-    const c = conversionMs(table, out, inp, el[e]);
-    latency += c;
-    convIn[ed[e]] += c;
-    convBytes += el[e] * (activationBytes(out) + activationBytes(inp));
+    const s = es[e];
+    const d = ed[e];
+    const out = outFmt[s];
+    const inp = inFmt[d];
+    if (out !== inp) {
+      const c = conversionMs(table, out, inp, el[e]);
+      latency += c;
+      convIn[d] += c;
+      convBytes += el[e] * (activationBytes(out) + activationBytes(inp));
+    }
+    if (crossing && table.units && (overridden[s] || overridden[d])) {
+      // An un-overridden consumer's bulk row already pays the preset's crossing on this edge (`was`);
+      // an override's row pays none. Charge the difference to the crossing of the current state (`now`).
+      const now = unit[s] !== unit[d];
+      const was = !overridden[d] && table.units[s][p] !== table.units[d][p];
+      const nowB = now ? el[e] * activationBytes(out) * 2 : 0;
+      const wasB = was ? el[e] * activationBytes(parseCombo(table.combos[s][p]).output) * 2 : 0;
+      latency += (now ? crossingMs(crossing, nowB) : 0) - (was ? crossingMs(crossing, wasB) : 0);
+      convBytes += nowB - wasB;
+    }
   }
   let dramTotal = 0;
   for (let i = 0; i < n; i++) dramTotal += dram[i];
@@ -148,6 +175,7 @@ export function evaluate(
     dram_bytes: dram,
     conversion_in_ms: convIn,
     overridden,
+    unit,
   };
 }
 

@@ -3,12 +3,18 @@ import { describe, expect, it } from "vitest";
 import type { OpOptions, OptionTable } from "../src/api/types";
 import { baseTotals, computeTotals, evaluate, parseCombo } from "../src/totals";
 
-const fixtureUrl = new URL("./fixtures/option_table_small.json", import.meta.url);
+type Fixture = { table: OptionTable; per_op: Record<string, OpOptions> };
+const load = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8")) as Fixture;
 const expectedUrl = new URL("./fixtures/totals_expected.json", import.meta.url);
-const fixture = JSON.parse(readFileSync(fixtureUrl, "utf8")) as { table: OptionTable; per_op: Record<string, OpOptions> };
+const fixture = load("option_table_small.json");
+// ort-qnn/snapdragon-8g3 (tests/browser/ep_fixture.py): conv1 -> relu1 -> nms (CPU EP only) -> conv2 -> relu2
+const EP = "option_table_ep.json";
+const FIXTURES: Record<string, Fixture> = { "option_table_small.json": fixture, [EP]: load(EP) };
 
 interface ExpectedState {
   name: string;
+  /** fixture file; absent: option_table_small.json */
+  fixture?: string;
   state: { model_wide: string; overrides: Record<string, string> };
   totals: Record<string, number>;
 }
@@ -19,6 +25,13 @@ const STATES: Omit<ExpectedState, "totals">[] = [
   { name: "fp32 + t1 int8 in/out, t6 int4 weights", state: { model_wide: "fp32", overrides: { t1: "int8/int8/int8/0", t6: "fp32/fp32/int4/0" } } },
   { name: "fp16 + mixed formats on t1,t2,t3", state: { model_wide: "fp16", overrides: { t1: "fp16/int8/lut8/50", t2: "int8/fp32/int8/0", t3: "fp32/fp16/-/0" } } },
   { name: "prune-50+int8-static + t3 back to fp32", state: { model_wide: "prune-50+int8-static", overrides: { t3: "fp32/fp32/-/0" } } },
+  // unit changes on an EP target: partition crossings come and go with the overrides
+  ...["fp32", "fp16", "int8-static"].map((p) => ({ name: `ep preset ${p}`, fixture: EP, state: { model_wide: p, overrides: {} } })),
+  { name: "ep fp16 + relu1 fp32 (to the CPU: one crossing added, nms's paid crossing removed)", fixture: EP, state: { model_wide: "fp16", overrides: { relu1: "fp32/fp32/-/0" } } },
+  { name: "ep fp16 + relu2 fp32 (HTP -> CPU crossing added)", fixture: EP, state: { model_wide: "fp16", overrides: { relu2: "fp32/fp32/-/0" } } },
+  { name: "ep fp16 + nms as the preset (its row pays no crossing; the rule does)", fixture: EP, state: { model_wide: "fp16", overrides: { nms: "fp16/fp16/-/0" } } },
+  { name: "ep fp32 + relu1 fp16 (onto the HTP: two crossings)", fixture: EP, state: { model_wide: "fp32", overrides: { relu1: "fp16/fp16/-/0" } } },
+  { name: "ep int8-static + relu1 int8/fp32 on the CPU, relu2 fp16", fixture: EP, state: { model_wide: "int8-static", overrides: { relu1: "int8/fp32/-/0", relu2: "fp16/fp16/-/0" } } },
 ];
 
 function tiny(): OptionTable {
@@ -67,6 +80,32 @@ describe("totals rule on a hand-computed table", () => {
     expect(e.overridden[1]).toBe(1);
     expect(e.combo[1]).toBe("int8/fp32/-/0");
   });
+  it("an override that moves an op to another unit pays the crossings of its edges", () => {
+    // fp32: a and b on the GPU; b's int8/fp32 row falls back to the CPU. int8-static: b on the CPU, and its
+    // bulk row pays the crossing of a's int8 output (0.1 ms + 2000 B / 1e6 B/s = 2.1 ms) on top of 1 ms.
+    const base = tiny();
+    const t: OptionTable = {
+      ...base, metrics: { ...base.metrics, latency_ms: [[1, 0.5], [2, 3.1]] },
+      units: [["gpu", "gpu"], ["gpu", "cpu"]], unit_names: ["gpu", "cpu"], crossing: { fixed_s: 1e-4, bytes_per_s: 1e6 },
+    };
+    const perOp: Record<string, OpOptions> = {
+      a: { op: "a", combos: ["fp32/fp32/fp32/0", "int8/int8/int8/0"], supported: [true, true], latency_ms: [1, 0.5], weight_bytes: [100, 25], activation_bytes: [40, 10], dram_bytes: [1000, 300], unit: [1, 0], notes: [] },
+      b: { op: "b", combos: ["fp32/fp32/-/0", "int8/fp32/-/0"], supported: [true, true], latency_ms: [2, 0.25], weight_bytes: [0, 0], activation_bytes: [80, 50], dram_bytes: [500, 200], unit: [0, 1], notes: [] },
+    };
+    const plain = evaluate(t, perOp, { model_wide: "fp32", overrides: {} });
+    expect(plain.totals.latency_ms).toBe(3);
+    const cpu = evaluate(t, perOp, { model_wide: "fp32", overrides: { b: "int8/fp32/-/0" } });
+    expect(cpu.unit).toEqual(["gpu", "cpu"]);
+    // a -> b: fp32>int8 conversion 0.5 + 1000 * 0.002 = 2.5 ms; crossing of a's fp32 output: 0.1 ms + 8000 B / 1e6 B/s = 8.1 ms
+    expect(cpu.totals.latency_ms).toBeCloseTo(1 + 0.25 + 2.5 + 8.1, 12);
+    expect(cpu.totals.memory_power_mw).toBeCloseTo(((1000 + 200 + 1000 * 5 + 8000) * 10 * 1e-9) / cpu.totals.latency_ms * 1e3, 15);
+    // back on the GPU: no crossing, the preset's totals exactly
+    expect(evaluate(t, perOp, { model_wide: "fp32", overrides: { b: "fp32/fp32/-/0" } }).totals).toEqual(plain.totals);
+    // int8-static with a moved to b's CPU: the crossing b's bulk row pays comes off
+    const joined = evaluate(t, perOp, { model_wide: "int8-static", overrides: { a: "fp32/fp32/fp32/0" } });
+    expect(joined.unit).toEqual(["cpu", "cpu"]);
+    expect(joined.totals.latency_ms).toBeCloseTo(1 + 3.1 - 2.1, 12);
+  });
   it("errors name what is missing", () => {
     expect(() => computeTotals(tiny(), {}, { model_wide: "nope", overrides: {} })).toThrow(/unknown preset "nope"/);
     expect(() => computeTotals(tiny(), {}, { model_wide: "fp32", overrides: { a: "int8/int8/int8/0" } })).toThrow(/per-op options of a/);
@@ -75,10 +114,11 @@ describe("totals rule on a hand-computed table", () => {
 });
 
 describe("totals rule on tests/fixtures/option_table_small.json", () => {
-  const computed: ExpectedState[] = STATES.map((s) => ({ ...s, totals: { ...computeTotals(fixture.table, fixture.per_op, s.state) } }));
+  const fx = (s: { fixture?: string }) => FIXTURES[s.fixture ?? "option_table_small.json"];
+  const computed: ExpectedState[] = STATES.map((s) => ({ ...s, totals: { ...computeTotals(fx(s).table, fx(s).per_op, s.state) } }));
   if (process.env.UPDATE_FIXTURES) {
     writeFileSync(expectedUrl, JSON.stringify({
-      about: "Totals of docs/option-table.md for states of option_table_small.json, computed by web/src/totals.ts. " +
+      about: "Totals of docs/option-table.md for states of option_table_small.json (and of `fixture` where named), computed by web/src/totals.ts. " +
         "Python (simulator/totals.py) must reproduce every number exactly (float64, plain left-to-right sums: ops in order, then edges).",
       fixture: "option_table_small.json",
       states: computed,

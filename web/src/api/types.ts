@@ -182,8 +182,16 @@ export interface OptionTable {
   unit_names?: string[];
   edges: { src: number[]; dst: number[]; elements: number[] };
   conversion: { fixed_ms: number; ms_per_element: Record<string, number> };
+  /** partition-crossing figures; null / absent: one unit (or a table from before per-op units) */
+  crossing?: Crossing | null;
   constants: { dram_pj_per_byte: number; size_overhead_bytes: number };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
+}
+
+/** One crossing between compute units costs `(fixed_s + bytes / bytes_per_s) * 1e3` ms (docs/option-table.md). */
+export interface Crossing {
+  fixed_s: number;
+  bytes_per_s: number;
 }
 
 /** `GET /api/models/<id>/ops/<op>/options`: every combo of one op. */
@@ -197,6 +205,8 @@ export interface OpOptions {
   weight_bytes: number[];
   activation_bytes: number[];
   dram_bytes: number[];
+  /** unit that runs combo k, as an index into the bulk table's `unit_names` (absent in older tables) */
+  unit?: number[];
   notes: string[];
 }
 

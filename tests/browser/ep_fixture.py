@@ -1,0 +1,39 @@
+"""Writes web/tests/fixtures/option_table_ep.json: a real sweep on an execution-provider target, where overrides
+move ops between the HTP and the CPU EP (partition crossings). Run: `python -m tests.browser.ep_fixture`,
+then `cd web && UPDATE_FIXTURES=1 npm test` to recompute the expected totals with the TypeScript rule."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from compiler.graph import Graph, Node
+from simulator.sweep import sweep
+from tests.simulator.helpers import act, graph, weight
+
+TARGET = "ort-qnn/snapdragon-8g3"
+OVERRIDABLE = ("relu1", "nms", "relu2")
+OUT = Path(__file__).resolve().parents[2] / "web" / "tests" / "fixtures" / "option_table_ep.json"
+
+
+def model() -> Graph:
+    """conv1 -> relu1 -> nms (CPU EP only) -> conv2 -> relu2, 8 channels of 8 x 8."""
+    conv = lambda i, x, y: Node(f"conv{i}", f"conv{i}", "Conv", inputs=[x, f"w{i}"], outputs=[y],  # noqa: E731
+                                attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]})
+    nodes = [conv(1, "x", "a"), Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
+             Node("nms", "nms", "NonMaxSuppression", inputs=["b"], outputs=["c"]), conv(2, "c", "d"),
+             Node("relu2", "relu2", "Relu", inputs=["d"], outputs=["y"])]
+    values = [act(v, [1, 8, 8, 8]) for v in ("x", "a", "b", "c", "d", "y")]
+    return graph(nodes, values + [weight("w1", [8, 8, 3, 3]), weight("w2", [8, 8, 3, 3])], ["x"], ["y"])
+
+
+def main() -> None:
+    r = sweep(model(), TARGET)
+    # The per-op rows of the ops the agreement states override (the convs' 405 combos would triple the file).
+    per_op = {row["op"]: row for row in r.per_op if row["op"] in OVERRIDABLE}
+    OUT.write_text(json.dumps({"table": r.bulk, "per_op": per_op}, separators=(",", ":")) + "\n")
+    print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
+
+
+if __name__ == "__main__":
+    main()
