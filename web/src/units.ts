@@ -33,9 +33,9 @@ export function unitNames(table: OptionTable): string[] {
 
 /**
  * Unit of every op (table order) in an evaluated state, null where unknown; null for a table without units
- * (written before they were recorded). The model-wide preset's unit is
- * in the bulk table; per-op tables carry no units, so an override takes the unit of a preset that resolves to the
- * same combo on that op, and is unknown when none does.
+ * (written before they were recorded). The model-wide preset's unit is in the bulk table and an override's
+ * in its per-op row (`evaluate` reads both); per-op rows from before they carried units fall back to a preset
+ * that resolves to the same combo on that op, and are unknown when none does.
  */
 export function unitsNow(table: OptionTable, ev: Evaluation, modelWide: string): (string | null)[] | null {
   const units = table.units;
@@ -44,6 +44,11 @@ export function unitsNow(table: OptionTable, ev: Evaluation, modelWide: string):
   const p = table.presets.findIndex((x) => x.name === modelWide);
   const out = new Array<string | null>(n);
   for (let i = 0; i < n; i++) {
+    const known = ev.unit?.[i];
+    if (known != null) {
+      out[i] = known;
+      continue;
+    }
     if (!ev.overridden[i]) {
       out[i] = units[i][p] ?? null;
       continue;

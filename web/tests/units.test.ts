@@ -20,6 +20,10 @@ describe("unitsNow", () => {
   it("gives an override the unit of a preset with the same combo, else unknown", () => {
     expect(unitsNow(table, ev(["fp32/fp32/fp32/0", "int8/int8/-/0"], [1, 1]), "fp16")).toEqual(["gpu", null]);
   });
+  it("takes an override's unit from its per-op row when the evaluation has it", () => {
+    const known = { ...ev(["fp32/fp32/fp32/0", "int8/int8/-/0"], [1, 1]), unit: ["gpu", "cpu"] } as unknown as Evaluation;
+    expect(unitsNow(table, known, "fp16")).toEqual(["gpu", "cpu"]);
+  });
   it("is null for a table without units", () => {
     expect(unitsNow({ ...table, units: undefined }, ev(["x", "y"], [0, 0]), "fp32")).toBeNull();
   });
