@@ -336,6 +336,11 @@ def test_groups_share_with_group_and_api_tokens(ui_server: Any, people: People, 
     group.locator(f"li[data-member='{E['email']}'] [data-testid=remove-member]").click()
     group.locator(f"li[data-member='{E['email']}']").wait_for(state="detached")
     assert group.locator("li[data-member]").count() == 2  # A (admin) and D
+    # A makes D an admin: the server's answer re-renders the row with the new role and the opposite action.
+    d_row = group.locator(f"li[data-member='{D['email']}']")
+    d_row.locator("[data-testid=member-role]").click()
+    d_row.locator("[data-testid=member-role]", has_text="Make member").wait_for()
+    assert "admin" in d_row.inner_text()
     shot(a, "account-groups")
     # a reload keeps the page (the app shell is served at /)
     a.reload()

@@ -132,6 +132,8 @@ export const collab = {
   groups: (signal?: AbortSignal) => get<{ groups: Group[] }>("/api/groups", signal),
   createGroup: (name: string) => send<Group>("POST", "/api/groups", { name }),
   addMember: (groupId: string, email: string) => send<Group>("POST", `/api/groups/${encodeURIComponent(groupId)}/members`, { email }),
+  setMemberRole: (groupId: string, userId: string, role: "admin" | "member") =>
+    send<Group>("PATCH", `/api/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(userId)}`, { role }),
   removeMember: (groupId: string, userId: string) =>
     send<void>("DELETE", `/api/groups/${encodeURIComponent(groupId)}/members/${encodeURIComponent(userId)}`),
   tokens: (signal?: AbortSignal) => get<{ tokens: ApiToken[] }>("/api/tokens", signal),

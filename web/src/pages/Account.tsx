@@ -1,4 +1,4 @@
-// Issue 5: my groups (create, add and remove members) and my personal API tokens (create, revoke).
+// Issue 5: my groups (create, add, promote and remove members) and my personal API tokens (create, revoke).
 import { useCallback, useEffect, useState } from "react";
 import { collab } from "../api/client";
 import type { ApiToken, Group } from "../api/types";
@@ -86,6 +86,13 @@ function Groups({ myId }: { myId: string }) {
               {g.members.map((m) => (
                 <li key={m.id} data-member={m.email}>
                   <span>{m.name} &lt;{m.email}&gt;</span> <span className="muted">{m.role}</span>
+                  {admin && m.id !== myId && (
+                    <button className="link" disabled={busy} data-testid="member-role"
+                      onClick={() => act(() => collab.setMemberRole(g.id, m.id, m.role === "admin" ? "member" : "admin"))}
+                      aria-label={m.role === "admin" ? `Make ${m.email} a plain member of ${g.name}` : `Make ${m.email} an admin of ${g.name}`}>
+                      {m.role === "admin" ? "Make member" : "Make admin"}
+                    </button>
+                  )}
                   {admin && m.id !== myId && (
                     <button className="link danger" disabled={busy} onClick={() => act(() => collab.removeMember(g.id, m.id))}
                       data-testid="remove-member" aria-label={`Remove ${m.email} from ${g.name}`}>
