@@ -1,7 +1,8 @@
 import Graph from "graphology";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import Sigma from "sigma";
-import { EdgeLineProgram, EdgeArrowProgram, NodeCircleProgram, NodePointProgram } from "sigma/rendering";
+import { EdgeLineProgram, EdgeArrowProgram } from "sigma/rendering";
+import { MovingNodeCircleProgram, MovingNodePointProgram } from "../graph/programs";
 import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
@@ -173,7 +174,7 @@ export default memo(function GraphView(p: Props) {
       maxCameraRatio: 4,
       stagePadding: 20,
       allowInvalidContainer: true,
-      nodeProgramClasses: { circle: NodeCircleProgram, point: NodePointProgram },
+      nodeProgramClasses: { circle: MovingNodeCircleProgram, point: MovingNodePointProgram },
       edgeProgramClasses: { arrow: EdgeArrowProgram, line: EdgeLineProgram },
     });
     sigmaRef.current = s;
