@@ -23,7 +23,7 @@ from typing import Any
 
 from compiler.graph import Graph
 from compiler.profile import Profile
-from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT
 
 MIL_SUFFIXES = ("_cast_fp16", "_cast_fp32", "_to_fp16", "_to_fp32")
 MIL_HELPERS = frozenset({"cast", "reshape", "transpose", "squeeze", "expand_dims", "identity"})
@@ -33,15 +33,10 @@ DEPLOYMENT_TARGET = "iOS17"
 def pt2_to_coreml(pt2_path: str | os.PathLike[str], out_zip: str | os.PathLike[str], timeout_s: float = 600.0,
                   memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
     """Convert a vetted .pt2 to a zipped ML Program package at `out_zip`."""
-    from compiler.frontends.pt2 import Pt2Archive
+    from compiler.backends.pt2_onnx import convert_vetted
 
-    arc = Pt2Archive(pt2_path)
-    try:
-        arc.vet_pickles()
-    finally:
-        arc.close()
-    run("compiler.backends.coreml:_convert_child", {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_zip)},
-        Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to Core ML"))
+    convert_vetted("compiler.backends.coreml:_convert_child", pt2_path, out_zip, "Core ML", timeout_s,
+                   memory_limit_bytes)
     return Path(out_zip)
 
 

@@ -26,8 +26,11 @@ from compiler.graph import Graph, ModelFormatError
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 
-def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
-            memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
+def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], what: str,
+                   timeout_s: float = 600.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
+                   python: str | None = None) -> Any:
+    """Run a conversion child (`module:function`, given {"src", "out"}) on a .pt2 whose pickles were vetted
+    here first, before any interpreter that could unpickle sees the file. Returns the child's result."""
     from compiler.frontends.pt2 import Pt2Archive
 
     arc = Pt2Archive(pt2_path)
@@ -36,8 +39,14 @@ def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], 
     finally:
         arc.close()
     payload = {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
-    run("compiler.backends.pt2_onnx:_convert_child", payload,
-        Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to ONNX"))
+    return run(child, payload, Limits(timeout_s, memory_limit_bytes, what=f"converting the .pt2 model to {what}"),
+               python=python)
+
+
+def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
+            memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
+    convert_vetted("compiler.backends.pt2_onnx:_convert_child", pt2_path, out_path, "ONNX", timeout_s,
+                   memory_limit_bytes)
     return Path(out_path)
 
 

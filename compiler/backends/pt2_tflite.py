@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
-from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+from compiler.sandbox import DEFAULT_MEMORY_LIMIT
 
 ENV = "EDGESCOPE_LITERT_TORCH_PYTHON"  # Settings.litert_torch_python
 DEFAULT_VENV = Path(__file__).resolve().parents[2] / ".venv-litert-torch"
@@ -51,16 +51,10 @@ def converter_python() -> Path | None:
 def to_tflite(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], python: Path,
               timeout_s: float = 600.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> dict[str, Any]:
     """Convert a vetted .pt2 to `out_path` in a sandboxed child of the converter's interpreter."""
-    from compiler.frontends.pt2 import Pt2Archive
+    from compiler.backends.pt2_onnx import convert_vetted
 
-    arc = Pt2Archive(pt2_path)
-    try:
-        arc.vet_pickles()  # before any interpreter that could unpickle sees the file
-    finally:
-        arc.close()
-    payload = {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
-    return run("compiler.backends.pt2_tflite:_convert_child", payload,
-               Limits(timeout_s, memory_limit_bytes, what="converting the .pt2 model to TFLite"), python=os.fspath(python))
+    return convert_vetted("compiler.backends.pt2_tflite:_convert_child", pt2_path, out_path, "TFLite", timeout_s,
+                          memory_limit_bytes, python=os.fspath(python))
 
 
 def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:

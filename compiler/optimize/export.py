@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from compiler.graph import Graph
 from simulator.options import OptionError
 from simulator.targets import get_target
 
@@ -96,7 +97,7 @@ def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.P
             "prediction": result, "export": kind}
 
 
-def _tflite_source(pt2: Path, source: Any, compiled: Any, overrides: Mapping[str, str],
+def _tflite_source(pt2: Path, source: Graph, compiled: Graph, overrides: Mapping[str, str],
                    workdir: Path) -> tuple[Path, dict[str, str]]:
     """The .tflite litert-torch made of a .pt2, and the overrides keyed by its operator ids.
     On litert-cpu/host the prediction already ran on the converted file (tasks are operators); on

@@ -144,7 +144,9 @@ def test_hostile_pt2_refused_before_conversion(converter: Path, cnn_pt2: Path, t
     marker = tmp_path / "pwned"
     bad = _replace(cnn_pt2, tmp_path / "bad.pt2", "data/constants/custom_obj_0", pickle.dumps(_Payload(marker), 2))
     started = []
-    monkeypatch.setattr(pt2_tflite, "run", lambda *a, **k: started.append(a))
+    from compiler.backends import pt2_onnx
+
+    monkeypatch.setattr(pt2_onnx, "run", lambda *a, **k: started.append(a))  # convert_vetted's sandbox call
     source = frontends.load(cnn_pt2)  # the upload's graph; the backend must vet the file itself
     with pytest.raises(ModelFormatError, match="refus|os.system|posix.system"):
         compile_for_target(bad, "litert-cpu/host", tmp_path, source)
