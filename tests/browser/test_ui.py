@@ -45,6 +45,36 @@ def test_sign_in_form(ui_server: Any, browser: Any) -> None:
     ctx.close()
 
 
+def test_model_link_opened_signed_out_shows_the_model_after_sign_in(ui_server: Any, browser: Any, model_id: str) -> None:
+    """index.html starts the model page's requests before the app loads; signed out they fail with 401, and the page
+    must make them again after sign-in instead of showing their error."""
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = ctx.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(f"{ui_server.url}/m/{model_id}")
+    page.fill("[data-testid=email]", OWNER["email"])
+    page.fill("[data-testid=password]", OWNER["password"])
+    page.click("[data-testid=sign-in]")
+    page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]")
+    assert int(page.get_attribute(GRAPH, "data-nodes")) > 0
+    assert page.locator(".error").count() == 0 and not errors
+    ctx.close()
+
+
+def test_model_page_uses_the_requests_index_html_started(ui_server: Any, page: Any, model_id: str) -> None:
+    """Signed in, the graph is requested once, by index.html's inline script: before the app's code has even loaded
+    its lazy graph chunk, and taken over by the app rather than sent again."""
+    urls: list[str] = []
+    page.on("request", lambda r: urls.append(r.url))
+    open_model(page, ui_server.url, model_id)
+    graph = [k for k, u in enumerate(urls) if "/graph?" in u]
+    chunk = [k for k, u in enumerate(urls) if "/assets/GraphView" in u]
+    assert len(graph) == 1 and chunk, urls
+    assert graph[0] < chunk[0], urls
+
+
 def test_upload_by_drop_zone_shows_progress_then_ready(ui_server: Any, page: Any, tmp_path: Path) -> None:
     path = modelzoo.tiny_cnn(tmp_path / "tiny_cnn.onnx")
     page.goto(ui_server.url + "/")
@@ -92,6 +122,53 @@ def test_select_row_highlights_node(ui_server: Any, page: Any, model_id: str) ->
     box = page.locator(".graph-stage").bounding_box()
     assert box["x"] <= pos["x"] <= box["x"] + box["width"] and box["y"] <= pos["y"] <= box["y"] + box["height"]
     shot(page, "graph-selected")
+
+
+# Counts the edge layer's drawn pixels after each sigma render: a WebGL canvas can be read back only right after
+# it was drawn, so the count is taken in sigma's afterRender.
+EDGE_PIXELS_HOOK = """() => {
+  const s = window.edgescopeGraph.sigma(), c = s.getCanvases().edges, t = document.createElement('canvas');
+  window.__edgePixels = [];
+  s.on('afterRender', () => {
+    t.width = c.width; t.height = c.height;
+    const g = t.getContext('2d');
+    g.drawImage(c, 0, 0);
+    const d = g.getImageData(0, 0, t.width, t.height).data;
+    let n = 0;
+    for (let i = 3; i < d.length; i += 4) if (d[i]) n++;
+    window.__edgePixels.push(n);
+  });
+}"""
+
+
+def test_moving_camera_skips_edges_then_draws_them_and_hovers_again(ui_server: Any, page: Any, model_id: str) -> None:
+    """Big graphs skip edges and hover picking while the camera moves; both must come back once it stops, by a
+    plain render (sigma's own hideEdgesOnMove ended each drag with a full refresh, a 300 ms hitch at 50k nodes)."""
+    open_model(page, ui_server.url, model_id)
+    row = page.locator(ROWS).nth(3)
+    op = row.get_attribute("data-op-id")
+    row.click()  # brings the node into view, expanded
+    page.wait_for_timeout(600)
+    page.evaluate("window.edgescopeGraph.hideEdgesWhileMoving(true)")
+    page.evaluate(EDGE_PIXELS_HOOK)
+    box = page.locator(".graph-sigma").bounding_box()
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    for k in range(12):
+        page.mouse.move(cx - 3 * k, cy - 2 * k)
+    page.mouse.up()
+    page.wait_for_timeout(1000)
+    drawn = page.evaluate("window.__edgePixels")
+    assert len(drawn) >= 3 and 0 in drawn[:-1], f"edges were drawn while the camera moved: {drawn}"
+    assert drawn[-1] > 0, f"edges not drawn again after the drag: {drawn}"
+    # hover picks again once still: the tooltip of the node under the mouse
+    pos = page.evaluate("id => window.edgescopeGraph.nodeViewport(id)", op)
+    page.mouse.move(pos["x"] + 20, pos["y"] + 20)
+    page.mouse.move(pos["x"], pos["y"], steps=3)
+    tip = page.locator(".graph-tip")
+    tip.wait_for()
+    assert op in tip.inner_text()
 
 
 def test_lasso_in_graph_filters_table(ui_server: Any, page: Any, model_id: str) -> None:

@@ -1,5 +1,6 @@
 import { useEffect, useState } from "react";
 import { auth } from "./api/client";
+import { takeEarlyMe } from "./api/prefetch";
 import type { Me } from "./api/types";
 import { AccountPage } from "./pages/Account";
 import { ModelListPage } from "./pages/ModelList";
@@ -14,7 +15,7 @@ export function App() {
   const [me, setMe] = useState<Me | null | undefined>(undefined);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
-    auth.me().then(setMe, (e) => setError(e.message));
+    auth.me(takeEarlyMe()).then(setMe, (e) => setError(e.message));
   }, []);
   if (error) return <main className="page"><p className="error" role="alert">Cannot reach the server: {error}</p></main>;
   if (me === undefined) return <main className="page"><p className="muted">Loading…</p></main>;

@@ -33,18 +33,23 @@ async function toError(r: Response): Promise<ApiError> {
   return new ApiError(msg, r.status, code);
 }
 
-async function get<T>(url: string, signal?: AbortSignal): Promise<T> {
-  const r = await fetch(url, { signal, headers: { Accept: "application/json" } });
+/** The JSON body of a response, or its ApiError. */
+export async function readJson<T>(response: Promise<Response>): Promise<T> {
+  const r = await response;
   if (!r.ok) throw await toError(r);
   return (await r.json()) as T;
 }
+
+const get = <T,>(url: string, signal?: AbortSignal): Promise<T> => readJson<T>(fetch(url, { signal, headers: { Accept: "application/json" } }));
 
 const q = (target?: string) => (target ? `?target=${encodeURIComponent(target)}` : "");
 const m = (id: string) => `/api/models/${encodeURIComponent(id)}`;
 
 export const auth = {
-  async me(): Promise<Me | null> {
-    const r = await fetch("/api/auth/me", { headers: { Accept: "application/json" } });
+  /** `early`: the same request already sent (by index.html); a network failure of it is retried here. */
+  async me(early?: Promise<Response>): Promise<Me | null> {
+    const fresh = () => fetch("/api/auth/me", { headers: { Accept: "application/json" } });
+    const r = await (early ? early.catch(fresh) : fresh());
     if (r.status === 401) return null;
     if (!r.ok) throw await toError(r);
     const me = (await r.json()) as Me;

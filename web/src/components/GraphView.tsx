@@ -1,8 +1,14 @@
 import Graph from "graphology";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import Sigma from "sigma";
-import { EdgeLineProgram, EdgeArrowProgram } from "sigma/rendering";
-import { MovingNodeCircleProgram, MovingNodePointProgram } from "../graph/programs";
+import {
+  hideEdgesWhileMoving,
+  MovingEdgeArrowProgram,
+  MovingEdgeLineProgram,
+  MovingNodeCircleProgram,
+  MovingNodePointProgram,
+  pickOnlyWhenStill,
+} from "../graph/programs";
 import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
@@ -28,6 +34,10 @@ interface Props {
   /** called after each drawing of a new layout */
   onDrawn?: () => void;
 }
+
+const newLayoutWorker = () => new Worker(new URL("../graph/layout.worker.ts", import.meta.url), { type: "module" });
+// Started as this module loads, so the worker's script is fetched and compiled while the graph is still downloading.
+let spareWorker: Worker | null = newLayoutWorker();
 
 type MetricKey = "type" | "unit" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
 const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; diverging?: boolean }[] = [
@@ -66,6 +76,8 @@ export interface GraphDebug {
   /** colour of the drawn node that stands for op `id` (itself, or its collapsed group) */
   colorOf(id: string): string | null;
   cheap(on: boolean): void;
+  /** skip edges while the camera moves, as graphs over 8,000 edges do (to test that path on a small model) */
+  hideEdgesWhileMoving(on: boolean): void;
 }
 
 export default memo(function GraphView(p: Props) {
@@ -118,7 +130,8 @@ export default memo(function GraphView(p: Props) {
   // ---- worker ----
   useEffect(() => {
     if (!hier || !p.graph) return;
-    const w = new Worker(new URL("../graph/layout.worker.ts", import.meta.url), { type: "module" });
+    const w = spareWorker ?? newLayoutWorker();
+    spareWorker = null;
     workerRef.current = w;
     const src = new Int32Array(p.graph.edges.length), dst = new Int32Array(p.graph.edges.length);
     let m = 0;
@@ -175,8 +188,9 @@ export default memo(function GraphView(p: Props) {
       stagePadding: 20,
       allowInvalidContainer: true,
       nodeProgramClasses: { circle: MovingNodeCircleProgram, point: MovingNodePointProgram },
-      edgeProgramClasses: { arrow: EdgeArrowProgram, line: EdgeLineProgram },
+      edgeProgramClasses: { arrow: MovingEdgeArrowProgram, line: MovingEdgeLineProgram },
     });
+    pickOnlyWhenStill(s);
     sigmaRef.current = s;
     return () => {
       s.kill();
@@ -208,7 +222,7 @@ export default memo(function GraphView(p: Props) {
       if (!g.hasEdge(a, b)) g.addEdge(a, b, { size: 1.2 });
     }
     // software-rendered WebGL struggles with tens of thousands of edges while moving
-    s.setSetting("hideEdgesOnMove", g.size > 8000);
+    hideEdgesWhileMoving(s, g.size > 8000);
     // sigma picks label candidates over the whole graph's grid each frame: O(nodes) when zoomed in
     s.setSetting("hideLabelsOnMove", big);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
@@ -625,6 +639,7 @@ export default memo(function GraphView(p: Props) {
         s.setSetting("defaultNodeType", on ? "point" : "circle");
         s.setSetting("defaultEdgeType", on ? "line" : "arrow");
       },
+      hideEdgesWhileMoving: (on: boolean) => sigmaRef.current && hideEdgesWhileMoving(sigmaRef.current, on),
     };
     (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
   }, [idToNode, hier]);

@@ -1,5 +1,6 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ApiError } from "../api/client";
+import { takeEarly } from "../api/prefetch";
 import type { AnalysisState, GraphResponse, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
 import { Header } from "../components/Header";
@@ -62,7 +63,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     let timer: ReturnType<typeof setTimeout>;
     const tick = async () => {
       try {
-        const m = await api.getModel(id);
+        const m = await takeEarly(`model:${id}`, () => api.getModel(id));
         if (stop) return;
         setModel(m);
         if (m.status === "queued" || m.status === "running") timer = setTimeout(tick, 700);
@@ -85,7 +86,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     if (!ready) return;
     const ac = new AbortController();
     setGraphDrawn(false);
-    api.graph(id, ac.signal).then(setGraph, (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
+    takeEarly(`graph:${id}`, () => api.graph(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
     return () => ac.abort();
   }, [id, ready]);
 
