@@ -9,7 +9,11 @@ time, as calibration times its kernels: robust to other load on a shared machine
 predicted and profiled fp32 task times (less the profiler's own per-task cost). Prints the figures;
 `--record PATH` stores the held-out median error in the calibration cache so labels can cite it.
 
-Run: `python benchmarks/fidelity.py [--calibration PATH] [--quick]`.
+`--size-only` checks file sizes alone: no calibration, profiling or timing (the size model reads no
+fitted figure, so the uncalibrated host profile predicts the same bytes), and prints per row predicted
+vs written size. A few seconds per model instead of minutes.
+
+Run: `python benchmarks/fidelity.py [--calibration PATH] [--quick] [--size-only]`.
 """
 
 from __future__ import annotations
@@ -102,6 +106,46 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
     }
 
 
+def size_only(quick: bool = False) -> None:
+    """Predicted vs written file size per model x option, on the uncalibrated host profile (calibration
+    fits latency figures only; the storage and record model does not read them)."""
+    from compiler.backends import compile_for_target
+    from compiler.optimize.onnx_export import export_onnx
+    from simulator.model import load_source
+    from simulator.profiles import load_profile
+    from simulator.sweep import sweep
+    from simulator.targets import get_target
+    from simulator.totals import totals
+
+    t = get_target("ort-cpu/host")
+    hw = load_profile(t.profile, t.backend)
+    models = _torch_models()
+    if quick:
+        models = {k: models[k] for k in list(models)[::2]}
+    errs: list[float] = []
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        for name, build in models.items():
+            src_path = build(tmp / f"{name}.onnx")
+            (tmp / name).mkdir()
+            source = load_source(src_path)
+            compiled, _ = compile_for_target(src_path, t.name, tmp / name, source)
+            r = sweep(compiled, t, hardware=hw, source=source)
+            for opt in OPTIONS:
+                try:
+                    ex = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
+                except Exception as e:  # report, do not hide: an option the exporter cannot build
+                    print(f"{name:22s} {opt:15s} export failed: {e}")
+                    continue
+                pred = totals(r.bulk, r.per_op, opt, {})["size_bytes"]
+                errs.append((pred / ex.size_bytes - 1) * 100)
+                print(f"{name:22s} {opt:15s} size pred {pred:11.0f} B actual {ex.size_bytes:11d} B "
+                      f"({errs[-1]:+6.2f}%){'' if abs(errs[-1]) <= 2 else '  MISS'}", flush=True)
+    a = [abs(e) for e in errs]
+    print(f"\nsize: within 2%: {sum(e <= 2 for e in a)}/{len(a)}, median abs error {statistics.median(a):.2f}%, "
+          f"worst {max(a):.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     from edgescope.config import Settings
@@ -113,7 +157,11 @@ def main() -> None:
     ap.add_argument("--record", action="store_true", help="store the held-out error in the calibration cache")
     ap.add_argument("--runs", type=int, default=20, help="timed runs per option per round")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--size-only", action="store_true", help="file sizes only: no calibration, profiling or timing")
     a = ap.parse_args()
+    if a.size_only:
+        size_only(a.quick)
+        return
 
     from compiler.backends import ort as ort_backend
     from compiler.optimize.onnx_export import export_onnx
@@ -136,6 +184,7 @@ def main() -> None:
         options = ("fp32", "int8-static", "int8-dynamic")
     rows = []
     op_errors: list[float] = []
+    op_by_type: dict[str, list[tuple[float, float]]] = {}  # task type -> (predicted, measured) ms
     settings = ort_backend.ProfileSettings(warmup=5, runs=a.runs)
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
@@ -157,11 +206,13 @@ def main() -> None:
             j = [p["name"] for p in r.bulk["presets"]].index("fp32")
             u = hw.units[0]
             meas_ms = _measured_ms(compiled, get_target("ort-cpu/host"), prof, u.profiler_overhead_s, u.run_overhead_s)
+            op_type = {nd.id: nd.op_type for nd in compiled.nodes}
             for i, op in enumerate(r.bulk["ops"]):
                 t = prof.tasks.get(op)
                 pred = r.bulk["metrics"]["latency_ms"][i][j] - (u.run_overhead_s * 1e3 if i == 0 else 0)
                 if t is not None and meas_ms[i] > 0.005:  # tasks under 5 us are below the profiler's resolution
                     op_errors.append(abs(pred / meas_ms[i] - 1) * 100)
+                    op_by_type.setdefault(op_type[op], []).append((pred, float(meas_ms[i])))
             exports = {}
             for opt in options:
                 try:
@@ -193,6 +244,12 @@ def main() -> None:
         if e:
             print(f"  {opt:15s} median abs error {statistics.median(e):5.1f}%  within ±10%: {sum(v <= 10 for v in e)}/{len(e)}")
     print(f"per-op (fp32 tasks >= 5 us): median abs error {statistics.median(op_errors):.1f}% over {len(op_errors)} tasks")
+    # By task type: where the per-op error comes from (a ratio under 1 is under-predicted).
+    for typ, pm in sorted(op_by_type.items(), key=lambda kv: -len(kv[1])):
+        ratios = [p / m for p, m in pm]
+        print(f"  {typ:28s} {len(pm):4d} tasks  median pred/meas {statistics.median(ratios):5.2f}  "
+              f"median abs error {statistics.median(abs(r - 1) * 100 for r in ratios):5.1f}%  "
+              f"median measured {statistics.median(m for _, m in pm) * 1e3:7.1f} us")
     print(f"size: median abs error {statistics.median(size_err):.2f}%, within 2%: "
           f"{sum(e <= 2 for e in size_err)}/{len(size_err)}, worst {max(size_err):.1f}%")
     if a.record:

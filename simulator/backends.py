@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from simulator.formats import BITS, lut_bits
 from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
@@ -146,6 +148,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
             return None
         if fused:
             notes.append("activation folded into the int8 output range")
+        if target.export == "onnx" and op_type in ("Gemm", "FusedGemm"):
+            aux_b = 1.0  # the exporter's Add holds the bias: a uint8 constant in the file and for QLinearAdd
         if target.backend == "ort-cpu" and op_type in ("Gemm", "FusedGemm"):
             # ORT fused MatMul + bias Add into Gemm; the QDQ export keeps them apart (QLinearMatMul has no
             # bias) and the Add runs as QLinearAdd, an int8 element-wise kernel (about 3 ops per element).
@@ -280,9 +284,16 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
 
 
 def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
-                             static: bool = False) -> Any:
+                             static: bool = False, kind: str = "conv", depth: Any = None, name_len: Any = 0) -> Any:
     """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
+    `rows`: output channels (one scale each); `depth`: the reduction length (elements / rows if None);
+    `kind`: the task's kind (simulator.costs.KINDS); `name_len`: bytes of the kernel tensor's name.
     Works elementwise on numpy arrays; tensors with 0 elements cost 0."""
+    if kernel == "int4" and kind == "dwconv" and target.export == "tflite":
+        # ai-edge-quantizer 0.10.0 has no 4-bit weight-only config for DEPTHWISE_CONV_2D (its default policy
+        # lists BATCH_MATMUL, FULLY_CONNECTED, EMBEDDING_LOOKUP, CONV_2D): the kernel stays fp32.
+        return elements * 4.0
+    conv = kind in ("conv", "convsmall", "dwconv")
     bits = BITS[kernel]
     lb = lut_bits(kernel)
     onnx = target.export != "coreml"
@@ -302,33 +313,49 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
         # turns the bias into int32 with the same per-channel parameters.
         body = body + has * (rows * 12 + 48) * (2 if static and kernel == "int8" else 1)
     elif kernel == "int8" and onnx and static:
-        # QDQ per channel: weight scale fp32 + zero point int8, and the int32 bias's scale + zero point.
-        body = body + has * rows * 13
+        # QDQ per channel: weight scale fp32 + zero point int8, and a conv's int32 bias's scale + int32 zero
+        # point. A matrix's bias is its own Add's constant after the exporter splits Gemm (per tensor).
+        body = body + has * rows * (13 if conv else 5)
     elif kernel == "int8" and onnx:
         body = body + has * 5  # quantize_dynamic: one scale + zero point per tensor
     elif kernel == "int8":
         body = body + has * rows * 2  # Core ML: per-channel fp16 scale
+    elif kernel == "int4" and onnx:
+        # MatMulNBits, block 128 along K: each of the N columns pads K to whole blocks (64 B of 4-bit values),
+        # one fp32 scale per block and the blocks' 4-bit zero points packed two per byte, per column.
+        rows1 = np.maximum(rows, 1)
+        blocks = np.ceil((elements / rows1 if depth is None else depth) / 128)
+        body = has * rows1 * (blocks * (64 + 4) + np.ceil(blocks / 2))
     elif kernel == "int4":
-        # Block-wise: ONNX MatMulNBits block 128 with fp32 scale + 4-bit zero point; Core ML block 32 fp16 scale.
-        block = 128 if onnx else 32
-        body = body + (elements / block) * (4.5 if onnx else 2)
+        body = body + (elements / 32) * 2  # Core ML: block 32 with an fp16 scale
+    if target.export == "tflite" and (kernel == "fp16" or (kernel == "int4" and not static)):
+        # ai-edge-quantizer dequantizes fp16 and weight-only int4 kernels explicitly: a DEQUANTIZE operator
+        # and a float32 tensor named `<w>_dequant`, 75 B in the flatbuffer besides that name (measured: one
+        # kernel of tests/modelzoo.tflite_cnn cast to fp16 saves 104 B less than half its values; a longer
+        # name costs byte for byte).
+        body = body + has * (75 + name_len + len("_dequant"))
     return body
 
 
-def export_nodes(target: Target, kind: str, c: Combo, has_kernel: bool) -> float:  # noqa: C901
-    """Node records the ONNX exporter (compiler/optimize/onnx_export.py) adds to a task under combo c,
-    counted on its output: QDQ wraps each quantized tensor in a Q/DQ pair, dynamic quantization expands a
-    Conv into six nodes, a packed palette adds its decode subgraph. Core ML stores compression in place."""
+def stored_aux_bytes(target: Target, p: Path, asked: Combo, has_kernel: bool) -> float:
+    """File bytes per float constant of a task (a bias; Add's constant, Gather's table, LayerNorm's gamma
+    where the task has no kernel). An ONNX exporter stores a kernel-less task's as asked, whatever the
+    runtime then runs (QDQ quantizes a LayerNorm the CPU EP runs in fp32); elsewhere they are stored as
+    the path runs them, but for TFLite's fp16 biases."""
+    if target.export == "tflite" and has_kernel and p.resolved.kernel == "fp16":
+        return 4.0  # ai-edge-quantizer's fp16 casts the kernel only; the bias stays float32
+    if has_kernel or target.export != "onnx":
+        return p.aux_bytes
+    return {"fp16": 2.0, "int8": 1.0}.get(asked.input, 4.0)
+
+
+def export_events(target: Target, c: Combo) -> tuple[float, ...]:
+    """1.0 for each of simulator.onnx_file.EVENTS the target's exporter performs on a task asked to run c.
+    The exporter writes what is asked, whatever the runtime then falls back to; an option it cannot apply
+    to an op (int4 on a Conv) finds no records to add there. Core ML and TFLite store compression in place."""
+    from simulator.onnx_file import EVENTS, iter_events
+
     if target.export != "onnx":
-        return 0.0
-    n = 0.0
-    if "int8" in (c.input, c.output):
-        n += 2.0 + (2.0 if has_kernel else 0.0)  # Q + DQ of the output; DQ of weight and bias
-    elif has_kernel and c.kernel == "int8":
-        n += 6.0 if kind in ("conv", "convsmall", "dwconv") else 5.0
-    if has_kernel:
-        lb = lut_bits(c.kernel)
-        if lb is not None:
-            # 9 (unpack) or 3 decode nodes with short generated names: about 5 and 2 records like the op's.
-            n += 5.0 if lb < 6 else 2.0
-    return n
+        return (0.0,) * len(EVENTS)
+    on = set(iter_events(c.input, c.output, c.kernel, dynamic=c.kernel == "int8" and c.input != "int8"))
+    return tuple(1.0 if e in on else 0.0 for e in EVENTS)

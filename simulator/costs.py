@@ -93,7 +93,6 @@ class Work:
     notes: tuple[str, ...] = field(default=())
     kernel_name: str = ""
     aux_weights: tuple[tuple[str, float], ...] = ()  # (value name, elements) of float constants
-    record_bytes: float = 0.0  # protobuf bytes of one node record like this one (names dominate)
     # FLOPs of a fused activation that the kernel applies as a separate pass over its output (MLAS:
     # every activation of FusedConv / FusedGemm, and all but Relu in NCHWc convs). Backends that run
     # such passes cost them at their element-wise rate; others at the task's own rate.
@@ -268,7 +267,7 @@ def work_of(node: Node, graph: Graph) -> Work:
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
-                kernel_name=k_name, aux_weights=tuple(aux_names), record_bytes=_record_bytes(node),
+                kernel_name=k_name, aux_weights=tuple(aux_names),
                 epilogue_flops=epilogue)
 
 
@@ -378,10 +377,3 @@ FOLDED = Work(kind="folded", macs=0.0, flops=0.0, in_elements=0.0, out_elements=
               kernel_out_channels=1, aux_weight_elements=0.0, other_const_bytes=0.0, fused_activation=False,
               shapes_known=True, notes=("constant-folded at load: no cost per inference; its weights are "
                                         "counted at the op that uses them",))
-
-
-def _record_bytes(node: Node) -> float:
-    """Rough protobuf size of a node like this one plus its output's value_info: names and a few tags.
-    Exporters name added nodes and tensors after the original (`<name>_QuantizeLinear`, `<w>_quantized`)."""
-    names = len(node.name) + sum(len(v) for v in node.inputs) + 2 * sum(len(v) for v in node.outputs)
-    return 1.25 * names + 40.0

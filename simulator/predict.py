@@ -104,8 +104,11 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
     {"path", "size_bytes", "predicted": {totals, "label"}, "size_error_pct", "notes", "choices", "prediction"}."""
     t = get_target(target)
     if t.export != "onnx":
-        raise OptionError(f"{target}: optimized models are written for ONNX targets here; Core ML export "
-                          f"needs a PyTorch model (compiler.optimize.coreml_export)")
+        # compiler.optimize.export.optimize_for_target dispatches on the target's exporter and calls this
+        # for ONNX targets only; Core ML and LiteRT exports take other sources than ONNX.
+        raise OptionError(f"{target}: optimize_model writes ONNX models only; Core ML packages (from an uploaded "
+                          f"ML Program or one converted from a .pt2) and LiteRT files are written by "
+                          f"compiler.optimize.export.optimize_for_target, as `edgescope optimize` does")
     result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path)
     # Export works on source nodes: a task's override applies to every source node it implements.
     by_id = {n.id: n for n in compiled.nodes}

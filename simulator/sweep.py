@@ -17,9 +17,10 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.profile import Profile
-from simulator.backends import Path, export_nodes, plan, storage_bytes_per_kernel
+from simulator.backends import Path, export_events, plan, storage_bytes_per_kernel, stored_aux_bytes
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
+from simulator.onnx_file import EVENTS, ExportRecords, export_records
 from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.shapes import fill_shapes
 from simulator.profiles import HardwareProfile, load_profile
@@ -46,6 +47,7 @@ class _Coeffs:
     rt_keep: np.ndarray  # share of kernel bytes streamed (1 - sparsity where JIT sparse)
     rt_mask: np.ndarray  # mask bytes per kernel element (JIT sparse)
     aux_b: np.ndarray
+    aux_file_b: np.ndarray  # file bytes per aux element (as the exporter stores the asked combo)
     extra_in: np.ndarray
     extra_out: np.ndarray
     dispatches: np.ndarray  # kernels launched (1 + extra)
@@ -59,7 +61,7 @@ class _Coeffs:
     setup_rows: np.ndarray  # bool [C]: setup_s is paid per kernel row (output channel), not per task
     extra_ops_s: np.ndarray  # seconds per output element of the path's extra element-wise kernels
     overlap: np.ndarray
-    export_nodes: np.ndarray  # node records an ONNX exporter adds for this combo
+    export_events: np.ndarray  # [C, len(onnx_file.EVENTS)]: exporter steps each asked combo triggers
     cache_bw: np.ndarray
     dram_bw: np.ndarray
     onchip: np.ndarray
@@ -84,7 +86,9 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         in_b=f(lambda p: p.in_bytes), out_b=f(lambda p: p.out_bytes), w_rt=f(lambda p: p.w_runtime_bytes),
         rt_keep=f(lambda p: 1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0),
         rt_mask=f(lambda p: 1 / 8 if p.runtime_sparse else 0.0),
-        aux_b=f(lambda p: p.aux_bytes), extra_in=f(lambda p: p.extra_in_bytes),
+        aux_b=f(lambda p: p.aux_bytes),
+        aux_file_b=np.array([stored_aux_bytes(target, p, c, has_kernel) for p, c in zip(paths, combos)]),
+        extra_in=f(lambda p: p.extra_in_bytes),
         extra_out=f(lambda p: p.extra_out_bytes), dispatches=f(lambda p: 1 + p.extra_dispatches),
         decode_s=f(lambda p: _decode_s(units[p.unit], p, p.tag)),
         decode_rows_s=f(lambda p: _decode_s(units[p.unit], p, p.tag + "rows")),
@@ -104,7 +108,7 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
                      if target.backend in _MLAS_EPILOGUE and p.compute != "int8" and units[p.unit].peak_ops_per_s.get("fp32")
                      else 0.0),
         overlap=f(lambda p: units[p.unit].roofline_overlap),
-        export_nodes=f(lambda p: export_nodes(target, kind, p.resolved, has_kernel)),
+        export_events=np.array([export_events(target, c) for c in combos], dtype=np.float64),
         cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
         dram_bw=f(lambda p: hw.dram_bandwidth_bytes_per_s * units[p.unit].bandwidth_efficiency),
         onchip=f(lambda p: units[p.unit].onchip_memory_bytes),
@@ -210,6 +214,18 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     view, folded = fold_constants(compiled)
     works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
     k_store, aux_store = _stored_elements(works)
+    k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
+    k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
+    records = _export_records(t, compiled, source, works)
+    if records is not None:
+        # The file stores the source's kernels, once (the compiled graph may pad them, e.g. NCHWc channels,
+        # or copy a shared one); tasks without an exported kernel keep the compiled figures.
+        k_store = np.where(records.mapped, records.kernel[:, 0], k_store)
+        k_rows = np.where(records.mapped, records.kernel[:, 1], k_rows)
+        k_depth = np.where(records.mapped, records.kernel[:, 2], k_depth)
+    events = records.events if records is not None else np.zeros((n, len(EVENTS)))
+    as_is = _stored_as_is(t, compiled, folded, works)
+    name_len = np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64)
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
     measured = _measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
@@ -247,7 +263,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows], weights_resident, k_store[rows], aux_store[rows])
+                             measured[rows], weights_resident, k_store[rows], aux_store[rows],
+                             k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows])
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
@@ -323,7 +340,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "conversion": conv,
         "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
-                      "size_overhead_bytes": _size_overhead(compiled)},
+                      "size_overhead_bytes": records.base if records is not None else _size_overhead(compiled)},
     }
     notes = [list(w.notes) for w in works]
     if n:
@@ -392,6 +409,35 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset()) -> tuple[np.ndarray, 
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
 
 
+def _export_records(t: Target, compiled: Graph, source: Graph | None, works: list[Work]) -> ExportRecords | None:
+    """The ONNX exporter's records (simulator.onnx_file), where it writes this target's file from an ONNX
+    model (the source; without one, the compiled graph taken as its own source); else None: Core ML and
+    TFLite files are sized from the upload's own overhead."""
+    src = source if source is not None else compiled
+    if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
+        return None
+    weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
+    return export_records(src, compiled, weighted)
+
+
+def _stored_as_is(t: Target, g: Graph, folded: frozenset[str], works: list[Work]) -> np.ndarray:
+    """Bytes of each task's kernel where the upload already stores it quantized (an int8 tensor behind a
+    DEQUANTIZE folded at load) and the target's exporter keeps it so under every option: ai-edge-quantizer
+    does not requantize it, nor does a float export expand it. 0 elsewhere."""
+    out = np.zeros(len(works))
+    if t.export != "tflite":
+        return out
+    stored: dict[str, float] = {}
+    for nd in g.nodes:
+        if nd.id in folded and nd.op_type in ("DequantizeLinear", "DEQUANTIZE") and nd.inputs and nd.outputs:
+            v = g.values.get(nd.inputs[0])
+            if v is not None and v.weight is not None and v.dtype in ("int8", "uint8", "int4", "uint4"):
+                stored[nd.outputs[0]] = float(v.weight.bytes)
+    for i, w in enumerate(works):
+        out[i] = stored.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0
+    return out
+
+
 def _size_overhead(g: Graph) -> float:
     """File bytes beyond the weights: from the uploaded file's size when the frontend recorded it."""
     fs = g.metadata.get("file_size_bytes") or g.metadata.get("source_file_size_bytes")
@@ -441,7 +487,8 @@ def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
              io_out: np.ndarray, measured: np.ndarray, weights_resident: bool, k_store: np.ndarray,
-             aux_store_el: np.ndarray) -> dict[str, np.ndarray]:
+             aux_store_el: np.ndarray, rows: np.ndarray, depth: np.ndarray, events: np.ndarray,
+             as_is: np.ndarray, name_len: np.ndarray) -> dict[str, np.ndarray]:
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
@@ -486,18 +533,17 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     # Storage: kernel bytes per combo depend on the kernel tensor's size and rows.
     aux_store = aux_store_el[:, None]
     kern = np.zeros((len(works), len(co.combos)))
-    rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
-    cache: dict[tuple[str, int], np.ndarray] = {}
+    cache: dict[tuple[str, int, bool], np.ndarray] = {}
     for j, (kf, sp, c) in enumerate(zip(co.kernel, co.sparsity, co.combos)):
         if kf == "-":
             continue
         static = c.input == "int8"
         key = (kf, int(sp), static)
         if key not in cache:
-            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static)
-        kern[:, j] = cache[key]
-    # Nodes an exporter adds (Q/DQ pairs, decode subgraphs) are file bytes too: each about one node record.
-    weight_bytes = kern + aux_store * co.aux_b + other + col([w.record_bytes for w in works]) * co.export_nodes
+            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static, kind, depth, name_len)
+        kern[:, j] = np.where(as_is > 0, as_is, cache[key])
+    # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
+    weight_bytes = kern + aux_store * co.aux_file_b + other + events @ co.export_events.T
     dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)
     # The model's own inputs and outputs cross DRAM every inference even when all else stays on chip:
     # the input arrives from the camera/app, the output is read back by it (fp32, as the doc states).

@@ -154,7 +154,12 @@ def test_overriding_every_op_with_its_preset_combo_keeps_the_preset_totals(targe
             assert all(r.per_op[i]["unit"][r.per_op[i]["combos"].index(c)] == b["unit_names"].index(b["units"][i][p])
                        for i, c in enumerate(every.values())), (target, preset)
             want, got = totals(b, r.per_op, preset, {}), totals(b, r.per_op, preset, every)
+            # Where an op fell back, its override asks the exporter for the fallback: an ONNX file then
+            # differs (QDQ around an op the runtime runs in float), so only the runtime figures must agree.
+            fell_back = not all(row[p] for row in b["supported"])
             for k in want:
+                if fell_back and k in ("size_bytes", "peak_memory_bytes"):
+                    continue
                 assert got[k] == pytest.approx(want[k], rel=1e-12), (target, preset, k)
 
 
