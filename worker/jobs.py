@@ -121,11 +121,15 @@ def _put_artifact(s: Any, model_id: str, kind: str, target: str, key: str, size:
 
 def store_results(services: Services, model_id: str, result: pipeline.AnalysisResult) -> dict[str, Any]:
     with session_scope(services.sessions) as s:
-        _put_json(services, s, model_id, "graph", "", results.graph_view(result.source, "source"))
+        source_view = results.graph_view(result.source, "source")
+        _put_json(services, s, model_id, "graph", "", source_view)
+        _put_json(services, s, model_id, "graph_columns", "", results.graph_columns(source_view))
         _put_json(services, s, model_id, "source_ir", "", result.source.to_json())
         for r in result.targets:
             t = r.target
-            _put_json(services, s, model_id, "graph", t, results.graph_view(r.compiled, "compiled"))
+            view = results.graph_view(r.compiled, "compiled")
+            _put_json(services, s, model_id, "graph", t, view)
+            _put_json(services, s, model_id, "graph_columns", t, results.graph_columns(view))
             _put_json(services, s, model_id, "compiled_ir", t, r.compiled.to_json())
             _put_json(services, s, model_id, "ops", t, results.ops_table(r, result.source))
             _put_json(services, s, model_id, "options", t, r.sweep.bulk)

@@ -82,7 +82,31 @@ def graph(model_id: str) -> ResponseReturnValue:
     view = request.args.get("view", "compiled")
     if view not in ("compiled", "source"):
         raise ApiError(400, "bad_view", "view must be 'compiled' or 'source'.")
-    return _document(model_id, "graph", per_target=view == "compiled")
+    fmt = request.args.get("format", "nodes")
+    if fmt not in ("nodes", "columns"):
+        raise ApiError(400, "bad_format", "format must be 'nodes' (the default) or 'columns'.")
+    if fmt == "nodes":
+        return _document(model_id, "graph", per_target=view == "compiled")
+    with session_scope(services().sessions) as s:
+        m = _ready_model(s, model_id)
+        target = _target(m) if view == "compiled" else ""
+        stored = s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == "graph_columns",
+                                                 Artifact.target == target))
+        key = stored.key if stored is not None else _artifact(s, model_id, "graph", target).key
+    if stored is not None:
+        return _send_gz_json(key)
+    # Analysed before the columns were stored: derived from the stored graph once per process.
+    return Response(_columns_of(services().blobs, key), mimetype="application/json")
+
+
+@lru_cache(maxsize=8)
+def _columns_of(blobs: BlobStore, key: str) -> bytes:
+    import json
+
+    from worker.results import graph_columns
+
+    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
+    return json.dumps(graph_columns(doc), separators=(",", ":")).encode()
 
 
 @bp.get("/options")

@@ -166,6 +166,11 @@ class Synthetic:
                           for s, d, el in self.edges],
                 "inputs": ["input"], "outputs": ["logits"]}
 
+    def graph_columns(self):
+        return {"view": "compiled", "ids": [n["id"] for n in self.nodes], "names": [n["name"] for n in self.nodes],
+                "types": [n["type"] for n in self.nodes], "namespaces": [n["namespace"] for n in self.nodes],
+                "src": [e[0] for e in self.edges], "dst": [e[1] for e in self.edges]}
+
 
 class Store:
     def __init__(self, stage_seconds: float):
@@ -266,12 +271,13 @@ def make_handler(store: Store, dist: Path):
             target = q.get("target", TARGETS[0])
             if target not in TARGETS:
                 return self.err(400, f"Unknown target {target!r}.", "bad_target")
-            key = (m["id"], tuple(p[4:]), target)
+            columns = q.get("format") == "columns"
+            key = (m["id"], tuple(p[4:]), target, columns)
             if key not in store.cache:
                 if p[4:] == ["ops"]:
                     obj = s.ops_table(target)
                 elif p[4:] == ["graph"]:
-                    obj = s.graph()
+                    obj = s.graph_columns() if columns else s.graph()
                 elif p[4:] == ["options"]:
                     obj = s.options(target)
                 elif len(p) == 7 and p[4] == "ops" and p[6] == "options":

@@ -38,6 +38,7 @@ def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-d
 
     graph = get(f"/api/models/{model['id']}/graph")
     assert {n["id"] for n in graph["nodes"]} == {o["id"] for o in ops["ops"]}
+    _check_columns_match(graph, get(f"/api/models/{model['id']}/graph?view=compiled&format=columns"))
     source = get(f"/api/models/{model['id']}/graph?view=source")
     assert len(source["nodes"]) == summary["source_op_count"]
 
@@ -47,6 +48,17 @@ def _check_ready_results(get, model: dict) -> None:  # type: ignore[no-untyped-d
     for op in table["ops"]:
         one = get(f"/api/models/{model['id']}/ops/{requests.utils.quote(op, safe='')}/options")
         assert one["op"] == op and len(one["combos"]) >= 1
+
+
+def _check_columns_match(graph: dict, cols: dict) -> None:
+    """format=columns is the same graph as the default format, column by column, edges as node indices."""
+    nodes = graph["nodes"]
+    assert cols["view"] == graph["view"]
+    for col, field in (("ids", "id"), ("names", "name"), ("types", "type"), ("namespaces", "namespace")):
+        assert cols[col] == [n[field] for n in nodes], col
+    assert len(cols["src"]) == len(cols["dst"]) == len(graph["edges"]) > 0
+    assert [(cols["ids"][a], cols["ids"][b]) for a, b in zip(cols["src"], cols["dst"])] == \
+        [(e["src"], e["dst"]) for e in graph["edges"]]
 
 
 def test_embedded_default_end_to_end(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
@@ -59,6 +71,21 @@ def test_embedded_default_end_to_end(live_server, zoo) -> None:  # type: ignore[
     _check_ready_results(get, model)
     page = requests.get(model["url"], timeout=10)
     assert page.status_code == 200 and "<html" in page.text.lower()
+
+    bad = live_server.get(f"/api/models/{model['id']}/graph?format=xml")
+    assert bad.status_code == 400 and bad.json()["code"] == "bad_format"
+    # A model analysed before the columns were stored: the server derives them from the stored graph.
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{live_server.data_dir / 'edgescope.db'}")
+    with engine.begin() as c:
+        gone = c.execute(sa.text("DELETE FROM artifacts WHERE model_id = :m AND kind = 'graph_columns'"),
+                         {"m": model["id"]}).rowcount
+    engine.dispose()
+    assert gone >= 2  # the source view and each target's compiled view
+    for view in ("compiled", "source"):
+        _check_columns_match(get(f"/api/models/{model['id']}/graph?view={view}"),
+                             get(f"/api/models/{model['id']}/graph?view={view}&format=columns"))
 
 
 def test_bad_models_fail_with_reason_and_server_stays_up(live_server, zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -1,7 +1,7 @@
 // The model page's first requests, started before the app's code runs: index.html's inline script sends them as
 // the page loads. Otherwise they wait for the bundle, the sign-in check, the model and the page's render: a
 // waterfall of 250 ms or more before a big model's graph (12 MB at 50,000 tasks) even starts to download.
-import type { GraphResponse, Model } from "./types";
+import type { GraphColumns, Model } from "./types";
 import { readJson } from "./client";
 
 declare global {
@@ -26,7 +26,7 @@ export function adoptEarlyRequests(id: string): void {
   if (!e || decodeURIComponent(e.path) !== id) return;
   earlyMe = e.me;
   keep(`model:${id}`, readJson<Model>(e.model));
-  keep(`graph:${id}`, readJson<GraphResponse>(e.graph));
+  keep(`graph:${id}`, readJson<GraphColumns>(e.graph));
 }
 
 /** index.html's /api/auth/me request (once), if it sent one. */

@@ -9,7 +9,7 @@ import {
   MovingNodePointProgram,
   pickOnlyWhenStill,
 } from "../graph/programs";
-import type { GraphResponse, OpsResponse, OptionTable } from "../api/types";
+import type { GraphColumns, OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
 import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
@@ -19,7 +19,7 @@ import type { Evaluation } from "../totals";
 import { MIXED_UNIT_COLOR, UNKNOWN_UNIT_COLOR, unitColor, unitLabel, unitNames } from "../units";
 
 interface Props {
-  graph: GraphResponse | null;
+  graph: GraphColumns | null;
   ops: OpsResponse | null;
   evaluation: Evaluation | null;
   baseEvaluation: Evaluation | null;
@@ -109,7 +109,10 @@ export default memo(function GraphView(p: Props) {
     if (nodes !== undefined) el.dataset.nodes = String(nodes);
   };
 
-  const nodes = p.graph?.nodes;
+  const nodes = useMemo(() => {
+    const c = p.graph;
+    return c ? c.ids.map((id, i) => ({ id, name: c.names[i], type: c.types[i], namespace: c.namespaces[i] })) : undefined;
+  }, [p.graph]);
   const hier = useMemo(() => (nodes ? buildHierarchy(nodes) : null), [nodes]);
   useEffect(() => {
     if (hier) setExpanded(initialExpanded(hier));
@@ -133,21 +136,13 @@ export default memo(function GraphView(p: Props) {
     const w = spareWorker ?? newLayoutWorker();
     spareWorker = null;
     workerRef.current = w;
-    const src = new Int32Array(p.graph.edges.length), dst = new Int32Array(p.graph.edges.length);
-    let m = 0;
-    for (const e of p.graph.edges) {
-      const a = idToNode.get(e.src), b = idToNode.get(e.dst);
-      if (a === undefined || b === undefined) continue;
-      src[m] = a;
-      dst[m++] = b;
-    }
     const msg: ToWorker = {
       type: "init",
       groups: Array.from(hier.groups.values(), (g) => ({ id: g.id, parent: g.parent, groups: g.groups, ops: g.ops })),
       opParent: hier.opParent,
-      src: src.slice(0, m),
-      dst: dst.slice(0, m),
-      opCount: p.graph.nodes.length,
+      src: Int32Array.from(p.graph.src),
+      dst: Int32Array.from(p.graph.dst),
+      opCount: p.graph.ids.length,
     };
     w.postMessage(msg);
     w.onmessage = (ev: MessageEvent<FromWorker>) => {
@@ -159,7 +154,7 @@ export default memo(function GraphView(p: Props) {
       setLayout(r);
     };
     return () => w.terminate();
-  }, [hier, p.graph, idToNode]);
+  }, [hier, p.graph]);
 
   useEffect(() => {
     if (!workerRef.current || !hier) return;

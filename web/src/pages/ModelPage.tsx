@@ -1,7 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
 import { api, ApiError } from "../api/client";
 import { takeEarly } from "../api/prefetch";
-import type { AnalysisState, GraphResponse, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
+import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
 import { Header } from "../components/Header";
 import { OpTable, type Row } from "../components/OpTable";
@@ -41,7 +41,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [target, setTarget] = useState<string | null>(null);
   const [ops, setOps] = useState<OpsResponse | null>(null);
   const [table, setTable] = useState<OptionTable | null>(null);
-  const [graph, setGraph] = useState<GraphResponse | null>(null);
+  const [graph, setGraph] = useState<GraphColumns | null>(null);
   const [perOp, setPerOp] = useState<Record<string, OpOptions>>({});
   const [hist, setHist] = useState<{ cur: AnalysisState | null; past: AnalysisState[] }>({ cur: null, past: [] });
   const analysis = hist.cur;
@@ -86,7 +86,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     if (!ready) return;
     const ac = new AbortController();
     setGraphDrawn(false);
-    takeEarly(`graph:${id}`, () => api.graph(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
+    takeEarly(`graph:${id}`, () => api.graphColumns(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
     return () => ac.abort();
   }, [id, ready]);
 
