@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.graph import Graph
 from simulator.formats import BITS, lut_bits
 from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
@@ -52,6 +53,53 @@ _FP16_KERNELS: dict[str, frozenset[str]] = {
     "ort-cpu": frozenset({"Clip", "LayerNormalization", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
                           "Identity", "Concat", "Split", "Slice", "Gather", "Expand", "Tile"}),
 }
+
+
+_CONV_OPS = frozenset({"Conv", "FusedConv"})
+
+
+def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
+    """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
+    through a Cast ORT keeps at run time, so ORT leaves it a plain NCHW Conv (im2col + SGEMM) instead of
+    an NCHWc one.
+
+    ORT (x86 CPU EP) inserts one Cast per fp16 tensor that nodes without an fp16 kernel read, whatever the
+    number of such readers. FuseInitializersTransformer folds a Cast of an initializer back into an fp32
+    initializer only when that Cast has exactly one consumer; the NCHWc transformer converts only Convs
+    whose weight and bias are constant initializers. So a constant read by two or more Cast-needing nodes
+    (after Identity wrappers, which ORT removes) keeps its Cast and its Convs stay NCHW. Seen in the
+    optimized graph of an fp16 ResNet: the untrained BatchNorms fold into one zero bias per stage that
+    TorchScript's exporter deduplicates (Identity per use), and the 12 Convs reading them run as
+    Conv / FusedConv at 1.3-1.5x the NCHWc time. Real models hit it the same way: deduplicated constant
+    biases (zero-initialised or frozen layers, BN-folded copies), and tied weights read by several Convs.
+    Trained models whose Convs each own their bias keep NCHWc; so the rule reads the graph, never names.
+    Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
+    from simulator.costs import fold_constants
+
+    native = _FP16_KERNELS.get(target.backend)
+    if native is None:
+        return [False] * len(compiled.nodes)
+    g = source if source is not None else compiled
+    view, folded = fold_constants(g)
+    alias: dict[str, str] = {}  # Identity output -> the tensor it forwards
+    for nd in g.nodes:
+        if nd.op_type == "Identity" and nd.inputs and nd.outputs:
+            alias[nd.outputs[0]] = alias.get(nd.inputs[0], nd.inputs[0])
+    readers: dict[str, set[str]] = {}  # float constant -> nodes that read it through a Cast
+    for nd in g.nodes:
+        if nd.id in folded or nd.op_type in native or nd.op_type == "Identity":  # no Cast: folded or fp16 itself
+            continue
+        for v in dict.fromkeys(nd.inputs):
+            r = alias.get(v, v)
+            val = view.values.get(r)
+            if val is not None and val.weight is not None and val.dtype.startswith("float"):
+                readers.setdefault(r, set()).add(nd.id)
+    shared = {r for r, ns in readers.items() if len(ns) > 1}
+    hit = {nd.id for nd in g.nodes if nd.op_type in _CONV_OPS
+           and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v)}
+    if source is None:
+        return [nd.id in hit for nd in compiled.nodes]
+    return [nd.op_type in _CONV_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,13 +261,15 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
 
 
 def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
-                  has_kernel: bool, fused: bool) -> Path | None:
+                  has_kernel: bool, fused: bool, shared_cast: bool = False) -> Path | None:
     """fp16 activations on a backend with fp16 kernels for a few ops only (_FP16_KERNELS). Those ops run
     fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
     of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
     fp16 graph loses. A fused activation runs as its own kernel: its fp16 constants reach it through Casts
     (Clip) or it is inlined as a function (Relu -> Max), so ORT cannot fuse it; an NCHWc Conv then needs
-    reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div."""
+    reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div.
+    `shared_cast` (fp16_shared_casts): a Conv whose weight or bias ORT keeps behind a run-time Cast stays
+    a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate."""
     native = _FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
@@ -236,11 +286,14 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
 
     extra_in, extra_out, disp = 0.0, 0.0, 0
     notes = ["no fp16 kernel on this CPU: runs as fp32 between Casts"]
+    nchw = shared_cast and has_kernel and op_type in _CONV_OPS
+    if nchw:
+        notes.append("weight or bias shared with other nodes keeps a run-time Cast: plain NCHW Conv, no NCHWc")
     if fused and has_kernel:
         extra_out += 2 * p.out_bytes  # the activation's own pass
         disp += 1
         notes.append("activation no longer fused: runs as its own kernel")
-        if op_type == "Conv":  # an NCHWc Conv (plain ONNX Conv has no activation): reorders both sides
+        if op_type == "Conv" and not nchw:  # an NCHWc Conv (plain ONNX Conv has no activation): reorders both sides
             extra_in += 2 * p.in_bytes
             extra_out += 2 * p.out_bytes
             disp += 2
@@ -250,7 +303,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         notes.append("Softmax inlined as 5 element-wise kernels")
     # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
     # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
-    tag = "cast16" if has_kernel else p.tag
+    tag = ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
     return dataclasses.replace(p, tag=tag, extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,
                                extra_dispatches=p.extra_dispatches + disp,
@@ -260,9 +313,10 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
 
 
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
-         fused: bool) -> Path:
-    """The path of one task under one combo; falls back (supported=False) if no unit can run it."""
-    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused)
+         fused: bool, shared_cast: bool = False) -> Path:
+    """The path of one task under one combo; falls back (supported=False) if no unit can run it.
+    `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts)."""
+    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast)
     if p16 is not None:
         return p16
     place_op = PLACEMENT_OP.get(op_type, op_type)

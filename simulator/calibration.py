@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 14
+CACHE_VERSION = 15
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -134,10 +134,12 @@ def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
                             weight=_rng_w([c, c // group, k, k]))
 
 
-def _conv_act(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
+def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
     """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the
     quantizers and the fp16 converter rewrite, so the fitted paths include the kernels they add (Casts,
-    DynamicQuantizeLinear, scale Mul / bias Add) and the fusions they lose."""
+    DynamicQuantizeLinear, scale Mul / bias Add) and the fusions they lose. `shared_bias`: every Conv
+    reads one bias tensor (as deduplicated BatchNorm-folded biases are), which fp16 keeps behind a run-time
+    Cast, so ORT leaves the Convs in NCHW (simulator.backends.fp16_shared_casts)."""
     def build(path: Path) -> Path:
         from onnx import TensorProto, helper, numpy_helper
 
@@ -147,9 +149,11 @@ def _conv_act(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]
                  numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
         nodes = []
         for i in range(R):
-            inits += [numpy_helper.from_array(w(i), f"w{i}"),
-                      numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), f"b{i}")]
-            nodes.append(helper.make_node("Conv", [f"v{i}", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
+            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
+            if not shared_bias or i == 0:
+                inits.append(numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), f"b{i}"))
+            b = "b0" if shared_bias else f"b{i}"
+            nodes.append(helper.make_node("Conv", [f"v{i}", f"w{i}", b], [f"c{i}"], name=f"conv{i}",
                                           pads=[k // 2] * 4, group=group))
             nodes.append(helper.make_node("Relu", [f"c{i}"], [f"v{i + 1}"], name=f"act{i}") if i % 2 == 0 else
                          helper.make_node("Clip", [f"c{i}", "lo", "hi"], [f"v{i + 1}"], name=f"act{i}"))
@@ -176,6 +180,9 @@ CASES: tuple[Case, ...] = (
     # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
     *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k), QF)
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),
+    # fp16 Convs sharing one bias stay NCHW (im2col + SGEMM): their own path, `cast16nchw`.
+    *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
+      for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12))),

@@ -93,3 +93,52 @@ def test_static_int8_gemm_runs_its_bias_add_as_qlinearadd() -> None:
         return r.bulk["metrics"]["latency_ms"][0][[p["name"] for p in r.bulk["presets"]].index("int8-static")]
 
     assert lat("Gemm") > lat("MatMul")
+
+
+def _convs_sharing_a_bias() -> tuple:
+    """x -> c1 -> c2 -> c3 -> c4: c1 and c2 read one bias through Identity wrappers (TorchScript's export of
+    deduplicated BatchNorm-folded biases), c3 owns its bias, and c4's bias is also read by a Clip (which
+    runs fp16 itself, so it needs no Cast). Same shapes, so only the bias sharing differs."""
+    sh = [1, 32, 16, 16]
+    values = [act("x", sh), weight("bs", [32]), act("bs1", [32]), act("bs2", [32]), weight("b3", [32]),
+              weight("b4", [32]), act("y", sh)]
+    nodes = [Node("id1", "id1", "Identity", inputs=["bs"], outputs=["bs1"]),
+             Node("id2", "id2", "Identity", inputs=["bs"], outputs=["bs2"])]
+    x = "x"
+    for i, b in enumerate(("bs1", "bs2", "b3", "b4"), 1):
+        values += [weight(f"w{i}", [32, 32, 3, 3]), act(f"c{i}", sh)]
+        nodes.append(Node(f"c{i}", f"c{i}", "Conv", inputs=[x, f"w{i}", b], outputs=[f"c{i}"],
+                          attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}))
+        x = f"c{i}"
+    nodes.append(Node("clip", "clip", "Clip", inputs=["c4", "b4"], outputs=["y"]))
+    return graph(nodes, values, ["x"], ["y"]), ["c1", "c2", "c3", "c4"]
+
+
+def test_fp16_convs_reading_a_shared_constant_stay_nchw() -> None:
+    """ORT keeps the Cast of an fp16 constant that several fp32-only nodes read, so those Convs have a
+    non-constant bias and no NCHWc form: a plain Conv with its own rate (`cast16nchw`) and no reorders."""
+    from simulator.backends import fp16_shared_casts
+
+    g, convs = _convs_sharing_a_bias()
+    flags = dict(zip([nd.id for nd in g.nodes], fp16_shared_casts(HOST, g)))
+    assert [flags[c] for c in convs] == [True, True, False, False]
+    assert fp16_shared_casts(get_target("coreml/apple-a17"), g) == [False] * len(g.nodes)  # fp16 natively
+
+    nchw = plan(HOST, HW, "Conv", "conv", FP16, True, fused=True, shared_cast=True)
+    nchwc = plan(HOST, HW, "Conv", "conv", FP16, True, fused=True)
+    assert nchw.tag == "cast16nchw" and nchwc.tag == "cast16"
+    assert nchw.extra_dispatches == nchwc.extra_dispatches - 2  # the activation, but no reorders
+    assert plan(HOST, HW, "Conv", "conv", Combo("fp32", "fp32", "fp32", 0), True, True, shared_cast=True).tag == "fp32"
+
+    # With the NCHW rate below the NCHWc one (as calibrated on x86 hosts), only fp16 tells the Convs apart.
+    hw = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.cast16": 0.8, "conv.cast16nchw": 0.55}}}})
+    r = sweep(g, HOST, hardware=hw)
+    lat = r.bulk["metrics"]["latency_ms"]
+    names = [p["name"] for p in r.bulk["presets"]]
+    fp16, fp32 = names.index("fp16"), names.index("fp32")
+    row = {op: i for i, op in enumerate(r.bulk["ops"])}
+    assert lat[row["c2"]][fp32] == pytest.approx(lat[row["c3"]][fp32])
+    assert lat[row["c2"]][fp16] > 1.2 * lat[row["c3"]][fp16]
+    assert lat[row["c4"]][fp16] == pytest.approx(lat[row["c3"]][fp16])  # a Clip's read needs no Cast
+    assert any("plain NCHW Conv" in n for n in r.per_op[row["c2"]]["notes"])
+    assert not any("plain NCHW Conv" in n for n in r.per_op[row["c3"]]["notes"])
