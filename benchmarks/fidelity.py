@@ -27,8 +27,9 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 warnings.filterwarnings("ignore")
@@ -106,14 +107,26 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
     }
 
 
+def _swept(models: dict[str, Callable[[Path], Path]], hw: Any, tmp: Path) -> Iterator[tuple[str, Path, Any, Path, Any]]:
+    """Each model built, compiled for ort-cpu/host as `edgescope predict` does (one compile entry) and swept:
+    (name, source file, compiled graph, compiled file, sweep result)."""
+    from compiler.backends import compile_for_target
+    from simulator.model import load_source
+    from simulator.sweep import sweep
+
+    for name, build in models.items():
+        src_path = build(tmp / f"{name}.onnx")
+        (tmp / name).mkdir()
+        source = load_source(src_path)
+        compiled, compiled_path = compile_for_target(src_path, "ort-cpu/host", tmp / name, source)
+        yield name, src_path, compiled, compiled_path, sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
+
+
 def size_only(quick: bool = False) -> None:
     """Predicted vs written file size per model x option, on the uncalibrated host profile (calibration
     fits latency figures only; the storage and record model does not read them)."""
-    from compiler.backends import compile_for_target
     from compiler.optimize.onnx_export import export_onnx
-    from simulator.model import load_source
     from simulator.profiles import load_profile
-    from simulator.sweep import sweep
     from simulator.targets import get_target
     from simulator.totals import totals
 
@@ -125,12 +138,7 @@ def size_only(quick: bool = False) -> None:
     errs: list[float] = []
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
-        for name, build in models.items():
-            src_path = build(tmp / f"{name}.onnx")
-            (tmp / name).mkdir()
-            source = load_source(src_path)
-            compiled, _ = compile_for_target(src_path, t.name, tmp / name, source)
-            r = sweep(compiled, t, hardware=hw, source=source)
+        for name, src_path, _, _, r in _swept(models, hw, tmp):
             for opt in OPTIONS:
                 try:
                     ex = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
@@ -170,9 +178,7 @@ def main() -> None:
         record_fidelity,
         time_interleaved,
     )
-    from compiler.backends import compile_for_target
-    from simulator.model import load_source
-    from simulator.sweep import _measured_ms, sweep
+    from simulator.sweep import _measured_ms
     from simulator.targets import get_target
     from simulator.totals import totals
 
@@ -188,13 +194,7 @@ def main() -> None:
     settings = ort_backend.ProfileSettings(warmup=5, runs=a.runs)
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
-        for name, build in models.items():
-            src_path = build(tmp / f"{name}.onnx")
-            (tmp / name).mkdir()
-            # As `edgescope predict` does (one compile entry); the compiled file is profiled for per-op error.
-            source = load_source(src_path)
-            compiled, compiled_path = compile_for_target(src_path, "ort-cpu/host", tmp / name, source)
-            r = sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
+        for name, src_path, compiled, compiled_path, r in _swept(models, hw, tmp):  # compiled file: per-op error
             # Per-op: predicted fp32 task time vs the profiler's median for the same task, less the profiler's
             # own cost per task in this graph (as the sweep's measured baseline does: simulator.sweep._measured_ms).
             # Three profiles, each task keeping its lowest median: the profiler times tasks in wall-clock time,
