@@ -123,6 +123,7 @@ class Path:
     note: str = ""
     setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
     extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
+    setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -186,6 +187,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     fp32_equiv = False
     decode = 0.0
     per_channel = False
+    per_pixel = False
     extra_ops = 0.0
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
@@ -205,6 +207,15 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
             extra_ops = 3.0
             dispatches += 1
             notes.append("bias Add runs as its own QLinearAdd")
+        if target.backend == "ort-cpu" and kind in ("conv", "convsmall", "dwconv"):
+            # ORT's QLinearConv (NHWC) accumulates into an int32 buffer, then requantizes it to uint8
+            # (MlasRequantizeOutput): 4 bytes written and read back per output element. Against the MACs
+            # this is large when a conv has few input channels (narrow pointwise convs).
+            extra_out += 2 * 4.0
+            notes.append("int32 accumulators requantized to uint8 in a second pass")
+            # The depthwise kernel walks an indirection buffer (kh * kw input pointers per output pixel)
+            # and loops over the channels pixel by pixel: a cost per pixel, whatever the channel count.
+            per_pixel = kind == "dwconv"
     elif k in ("fp32", "fp16"):
         # fp16 through casts: ORT's x86 CPU EP runs the fp32 kernel, without the NCHWc layout (own efficiency).
         compute, tag = fcompute, ("cast16" if via_cast else fcompute)
@@ -243,7 +254,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     if per_channel:
         notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops)
+                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

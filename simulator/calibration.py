@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 15
+CACHE_VERSION = 16
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -185,7 +185,7 @@ CASES: tuple[Case, ...] = (
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
-      for c, s in ((64, 56), (256, 14), (32, 24), (144, 12))),
+      for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
@@ -340,22 +340,41 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
     return float(np.exp((lo + hi) / 2))
 
 
-def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile, key: str) -> tuple[float, float]:
-    """(efficiency, fixed seconds per task) for `key` (e.g. conv.int8dyn) that fit several cases at once in
-    relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its rate."""
+def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
+                   key: str) -> tuple[float, float, float]:
+    """(efficiency, fixed seconds per task, fixed seconds per output pixel) for `key` (e.g. conv.int8dyn)
+    that fit several cases at once in relative least squares: small shapes pin the fixed cost of the path's
+    extra kernels, large ones its rate. The per-pixel cost (`<key>.pixel`) is fitted only where the path
+    pays one (depthwise int8: a loop over an indirection buffer per output pixel); else it is 0."""
     meas = np.array([ms for _, _, ms in cases])
-    # Setup units per case (tasks, or channels where the path pays it per channel): the prediction's slope in s.
-    h0, h1 = (hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: v}}}}) for v in (0.0, 1e-6))
-    n = np.array([(_predict_ms(g, h1, p) - _predict_ms(g, h0, p)) / 1e-3 for g, p, _ in cases])
 
-    def at(log_eff: float) -> tuple[float, float]:
+    def slope(sub: str) -> np.ndarray:
+        # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
+        h0, h1 = (hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {sub: v}}}}) for v in (0.0, 1e-6))
+        return np.array([(_predict_ms(g, h1, p) - _predict_ms(g, h0, p)) / 1e-3 for g, p, _ in cases])
+
+    n = np.stack([slope(key), slope(key + ".pixel")], axis=1)
+    cols = [j for j in range(2) if n[:, j].any()]
+
+    def at(log_eff: float) -> tuple[float, np.ndarray]:
         h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
-                                                 "kind_overhead_s": {key: 0.0}}}})
+                                                 "kind_overhead_s": {key: 0.0, key + ".pixel": 0.0}}}})
         pred = np.array([_predict_ms(g, h, preset) for g, preset, _ in cases])
-        # Relative residual with setup s: (pred + n s) / meas - 1 = a s - b; least squares in closed form, s >= 0.
-        a, b = n * 1e3 / meas, 1 - pred / meas
-        s = max(0.0, float(a @ b) / float(a @ a)) if a.any() else 0.0
-        return float(((a * s - b) ** 2).sum()), s
+        # Relative residual with setups s: (pred + n s) / meas - 1 = a s - b; least squares, s >= 0.
+        a, b = n * 1e3 / meas[:, None], 1 - pred / meas
+        best = (float((b ** 2).sum()), np.zeros(2))
+        for use in ([cols] if len(cols) < 2 else [cols, cols[:1], cols[1:]]):
+            if not use:
+                continue
+            s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
+            if (s_use < 0).any():
+                continue
+            s = np.zeros(2)
+            s[use] = s_use
+            err = float(((a @ s - b) ** 2).sum())
+            if err < best[0]:
+                best = (err, s)
+        return best
 
     grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
     i = int(np.argmin([at(x)[0] for x in grid]))
@@ -367,7 +386,8 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile, k
         else:
             lo = m1
     x = (lo + hi) / 2
-    return float(np.exp(x)), at(x)[1]
+    s = at(x)[1]
+    return float(np.exp(x)), float(s[0]), float(s[1])
 
 
 def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> float:
@@ -474,10 +494,15 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         joint_setups: dict[str, float] = {}
         for key in sorted({c["key"] for c in cases_out if c["joint"]}):
             cs = [c for c in cases_out if c["key"] == key]
-            eff, setup = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
+            eff, setup, pixel = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs],
+                                               hw, key)
             effs[key], joint_setups[key] = eff, setup
+            if pixel:
+                joint_setups[key + ".pixel"] = pixel
             for c in cs:
                 c["efficiency"], c["setup_s"] = eff, setup
+                if pixel:
+                    c["pixel_setup_s"] = pixel
         over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
         hw = base.with_overrides(over)
         decodes: dict[str, list[float]] = {}

@@ -59,6 +59,7 @@ class _Coeffs:
     epilogue_s: np.ndarray  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     setup_s: np.ndarray
     setup_rows: np.ndarray  # bool [C]: setup_s is paid per kernel row (output channel), not per task
+    pixel_s: np.ndarray  # seconds per output pixel (output elements / kernel rows) on top of setup_s
     extra_ops_s: np.ndarray  # seconds per output element of the path's extra element-wise kernels
     overlap: np.ndarray
     export_events: np.ndarray  # [C, len(onnx_file.EVENTS)]: exporter steps each asked combo triggers
@@ -99,6 +100,8 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}",
                                                              units[p.unit].kind_overhead_s.get(kind, 0.0))),
         setup_rows=np.array([p.setup_per_channel for p in paths]),
+        pixel_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.pixel", 0.0) if p.setup_per_pixel
+                  else 0.0),
         extra_ops_s=f(lambda p: p.extra_ops_per_out / (units[p.unit].peak_ops_per_s.get(p.compute, 0.0)
                                                         * units[p.unit].eff("elementwise", p.tag))
                       if p.extra_ops_per_out and units[p.unit].peak_ops_per_s.get(p.compute) else 0.0),
@@ -517,6 +520,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     decode = k_el * np.where(m_rows > 1.5, co.decode_rows_s, co.decode_s)
     k_rows = col([w.kernel_out_channels for w in works])
     setup = co.setup_s * np.where(co.setup_rows, k_rows, 1.0)
+    setup = setup + co.pixel_s * out_el / np.maximum(k_rows, 1.0)
     lat_s = (np.maximum(t_comp, t_mem) + co.overlap * np.minimum(t_comp, t_mem) + extra / bw
              + co.dispatches * co.dispatch_s + setup + decode + epi * co.epilogue_s + out_el * co.extra_ops_s)
     gone = co.eliminated | (kind == "folded")

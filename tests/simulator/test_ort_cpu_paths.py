@@ -75,8 +75,23 @@ def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.07},
                                                  "kind_overhead_s": {"conv.int8dyn": 6e-6}}}})
     cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
-    eff, setup = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
+    eff, setup, pixel = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
     assert eff == pytest.approx(0.07, rel=0.05) and setup == pytest.approx(6e-6, rel=0.1)
+    assert pixel == 0.0  # this path pays no per-pixel cost
+
+
+def test_joint_fit_recovers_a_per_pixel_setup(tmp_path: Path) -> None:
+    """Static int8 depthwise pays a fixed cost per task and per output pixel: the fit separates the two."""
+    from simulator import calibration
+
+    graphs = [calibration.compile_for_host(calibration._conv_act(c, s, 3, group=c)(tmp_path / f"{c}x{s}.onnx"),
+                                           tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((32, 48), (256, 12), (64, 24))]
+    truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.int8": 0.1},
+                                                 "kind_overhead_s": {"dwconv.int8": 2e-6, "dwconv.int8.pixel": 5e-9}}}})
+    cases = [(g, "int8-static", calibration._predict_ms(g, truth, "int8-static")) for g in graphs]
+    eff, setup, pixel = calibration._fit_eff_setup(cases, HW, "dwconv.int8")
+    assert eff == pytest.approx(0.1, rel=0.05) and setup == pytest.approx(2e-6, rel=0.15)
+    assert pixel == pytest.approx(5e-9, rel=0.1)
 
 
 def test_static_int8_gemm_runs_its_bias_add_as_qlinearadd() -> None:
@@ -142,3 +157,40 @@ def test_fp16_convs_reading_a_shared_constant_stay_nchw() -> None:
     assert lat[row["c4"]][fp16] == pytest.approx(lat[row["c3"]][fp16])  # a Clip's read needs no Cast
     assert any("plain NCHW Conv" in n for n in r.per_op[row["c2"]]["notes"])
     assert not any("plain NCHW Conv" in n for n in r.per_op[row["c3"]]["notes"])
+
+
+def test_static_int8_conv_requantizes_its_int32_accumulators() -> None:
+    """ORT's QLinearConv writes int32 accumulators and requantizes them in a second pass: a cost per output
+    element, so a narrow pointwise conv (few input channels per output) costs more per MAC than a wide one;
+    only the depthwise kernel also pays per output pixel. Float and dynamic int8 paths are unchanged."""
+    int8 = Combo("int8", "int8", "int8", 0)
+    for kind in ("conv", "convsmall", "dwconv"):
+        p = plan(HOST, HW, "Conv", kind, int8, True, False)
+        f = plan(HOST, HW, "Conv", kind, Combo("fp32", "fp32", "fp32", 0), True, False)
+        assert p.extra_out_bytes >= f.extra_out_bytes + 8 and p.setup_per_pixel is (kind == "dwconv")
+        assert not f.setup_per_pixel
+    assert not plan(HOST, HW, "Conv", "conv", Combo("fp32", "fp32", "int8", 0), True, False).setup_per_pixel
+    assert plan(HOST, HW, "MatMul", "gemm", int8, True, False).extra_out_bytes == 0.0
+
+    def per_mac(cin: int, cout: int) -> float:
+        # Same MACs (cin * cout = 4096) on 32 x 32 pixels: only the output size differs.
+        values = [act("x", [1, cin, 32, 32]), weight("w", [cout, cin, 1, 1]), act("y", [1, cout, 32, 32])]
+        r = sweep(graph([Node("c", "c", "Conv", inputs=["x", "w"], outputs=["y"])], values, ["x"], ["y"]), HOST)
+        names = [p["name"] for p in r.bulk["presets"]]
+        lat = r.bulk["metrics"]["latency_ms"][0]
+        return lat[names.index("int8-static")] / lat[names.index("fp32")]
+
+    assert per_mac(16, 256) > per_mac(256, 16)  # int8 gains less where the output is large against the MACs
+
+
+def test_static_int8_depthwise_pays_per_output_pixel() -> None:
+    """`dwconv.int8.pixel` is charged per output pixel (output elements / channels), not per channel."""
+    def lat(c: int, s: int, pixel: float) -> float:
+        values = [act("x", [1, c, s, s]), weight("w", [c, 1, 3, 3]), act("y", [1, c, s, s])]
+        g = graph([Node("d", "d", "Conv", inputs=["x", "w"], outputs=["y"], attributes={"group": c, "pads": [1] * 4})],
+                  values, ["x"], ["y"])
+        r = sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {"dwconv.int8.pixel": pixel}}}}))
+        return r.bulk["metrics"]["latency_ms"][0][[p["name"] for p in r.bulk["presets"]].index("int8-static")]
+
+    for c, s in ((32, 16), (128, 8)):
+        assert lat(c, s, 1e-6) - lat(c, s, 0.0) == pytest.approx(s * s * 1e-3)  # s * s pixels x 1 us, in ms
