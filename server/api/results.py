@@ -43,9 +43,13 @@ def _target(m: Model) -> str:
     return t
 
 
+def _stored(s: Any, model_id: str, kind: str, target: str = "") -> Artifact | None:
+    return s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
+                                           Artifact.target == target))
+
+
 def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
-    a = s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
-                                        Artifact.target == target))
+    a = _stored(s, model_id, kind, target)
     if a is None:
         raise ApiError(404, "no_result", f"No stored '{kind}' result for this model"
                                          f"{' and target ' + target if target else ''}.")
@@ -90,13 +94,14 @@ def graph(model_id: str) -> ResponseReturnValue:
     with session_scope(services().sessions) as s:
         m = _ready_model(s, model_id)
         target = _target(m) if view == "compiled" else ""
-        stored = s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == "graph_columns",
-                                                 Artifact.target == target))
+        stored = _stored(s, model_id, "graph_columns", target)
         key = stored.key if stored is not None else _artifact(s, model_id, "graph", target).key
     if stored is not None:
         return _send_gz_json(key)
     # Analysed before the columns were stored: derived from the stored graph once per process.
-    return Response(_columns_of(services().blobs, key), mimetype="application/json")
+    resp = Response(_columns_of(services().blobs, key), mimetype="application/json")
+    resp.headers["Cache-Control"] = "private, max-age=60"  # as _send_gz_json: a ready job's results never change
+    return resp
 
 
 @lru_cache(maxsize=8)

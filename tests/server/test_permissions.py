@@ -312,3 +312,10 @@ def test_endpoint_by_role(world: World, endpoint: tuple[str, str]) -> None:
         got[role] = r.status_code
     want = {role: expected(level, role, success) for role in ROLES}
     assert got == want
+
+
+def test_graph_columns_by_role(world: World) -> None:
+    """?format=columns is another form of GET /graph: the same access rule (viewer and up)."""
+    got = {role: world.client(role).get(f"/api/models/{world.model_for(role)}/graph?format=columns").status_code
+           for role in ROLES}
+    assert got == {role: expected("viewer", role, 200) for role in ROLES}

@@ -1,5 +1,5 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
-import type { GraphColumns, GraphResponse, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
+import type { GraphColumns, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
 import type { Analysis, AnalysisState, ApiToken, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
@@ -76,7 +76,6 @@ export const api = {
   listModels: (signal?: AbortSignal, scope: "mine" | "shared" = "mine") => get<ModelList>(`/api/models?scope=${scope}`, signal),
   getModel: (id: string, signal?: AbortSignal) => get<Model>(m(id), signal),
   ops: (id: string, target?: string, signal?: AbortSignal) => get<OpsResponse>(`${m(id)}/ops${q(target)}`, signal),
-  graph: (id: string, signal?: AbortSignal) => get<GraphResponse>(`${m(id)}/graph?view=compiled`, signal),
   graphColumns: (id: string, signal?: AbortSignal) => get<GraphColumns>(`${m(id)}/graph?view=compiled&format=columns`, signal),
   options: (id: string, target?: string, signal?: AbortSignal) => get<OptionTable>(`${m(id)}/options${q(target)}`, signal),
   opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
