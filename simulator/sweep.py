@@ -481,13 +481,7 @@ def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead
     if n and profile.latency_ms and profile.latency_ms > 0:
         excess = float(med.sum()) - (profile.latency_ms - run_overhead_s * 1e3)
         over_ms = max(over_ms, excess / n)
-    out = np.where(med > 0, np.maximum(med - over_ms, 0.25 * med), 0.0)
-    return out
-    for i, nd in enumerate(g.nodes):
-        tt = profile.tasks.get(nd.id)
-        if tt is not None:
-            out[i] = max(tt.median_ms - profiler_overhead_s * 1e3, 0.25 * tt.median_ms)
-    return out
+    return np.where(med > 0, np.maximum(med - over_ms, 0.25 * med), 0.0)
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

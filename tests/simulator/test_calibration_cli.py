@@ -192,3 +192,11 @@ def test_cache_of_an_older_format_is_refitted(tmp_path: Path, monkeypatch: pytes
     path.write_text(json.dumps(old))
     calibration.load_or_calibrate(path)
     assert calls == [1] and json.loads(path.read_text())["version"] == calibration.CACHE_VERSION
+
+
+def test_timings_take_the_uncontended_runs() -> None:
+    """A burst of other tenants' load slows most runs of a round on this shared VM; the figure is the time
+    of the runs outside it, not a median that lands inside it."""
+    runs = [1.0e-3] * 30 + [1.3e-3] * 70  # 70% of the runs slowed by a burst
+    assert calibration.fast_ms(runs) == pytest.approx(1.0)
+    assert calibration.fast_ms([2e-3, 1e-3, 3e-3] * 10) == pytest.approx(1.0)
