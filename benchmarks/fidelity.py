@@ -214,27 +214,28 @@ def main() -> None:
                 if t is not None and meas_ms[i] > 0.005:  # tasks under 5 us are below the profiler's resolution
                     op_errors.append(abs(pred / meas_ms[i] - 1) * 100)
                     op_by_type.setdefault(op_type[op], []).append((pred, float(meas_ms[i])))
-            exports = {}
             for opt in options:
                 try:
-                    exports[opt] = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
+                    ex = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
                 except Exception as e:  # report, do not hide: an option the exporter cannot build
                     print(f"{name:22s} {opt:15s} export failed: {e}")
-            # Interleaved timing (as calibration times its kernels): every option of the model is timed in each
-            # round (ORT default optimization level, 1 thread), with fresh sessions for the second half of the
-            # rounds, and each takes a low percentile of all its runs (simulator.calibration.fast_ms), so load
-            # from other processes on this shared machine hits all options alike instead of whichever ran
-            # during a burst.
-            best = time_interleaved({o: (ex.path, "all", a.runs) for o, ex in exports.items()}, rounds=a.rounds,
-                                    budget_s=0.0)
-            for opt, ex in exports.items():
+                    continue
                 tot = totals(r.bulk, r.per_op, opt, {})
-                rows.append({"model": name, "option": opt, "pred_ms": tot["latency_ms"], "meas_ms": best[opt],
+                rows.append({"model": name, "option": opt, "pred_ms": tot["latency_ms"], "path": ex.path,
                              "pred_size": tot["size_bytes"], "size": ex.size_bytes})
-                x = rows[-1]
-                print(f"{name:22s} {opt:15s} latency pred {x['pred_ms']:8.3f} ms meas {x['meas_ms']:8.3f} ms "
-                      f"({(x['pred_ms'] / x['meas_ms'] - 1) * 100:+6.1f}%)   size pred {x['pred_size'] / 1e6:7.3f} MB "
-                      f"actual {x['size'] / 1e6:7.3f} MB ({(x['pred_size'] / x['size'] - 1) * 100:+5.1f}%)", flush=True)
+        # Interleaved timing (as calibration times its kernels): every option of every model is timed in each
+        # round (ORT default optimization level, 1 thread), with fresh sessions for the second half of the
+        # rounds, and each takes a low percentile of all its runs (simulator.calibration.fast_ms). Every row
+        # thus has runs spread over the whole timing, and a stretch of load from other tenants of this
+        # shared machine cannot fall on one model alone.
+        print(f"timing {len(rows)} model-options, {a.rounds} rounds", flush=True)
+        best = time_interleaved({f"{x['model']}/{x['option']}": (x["path"], "all", a.runs) for x in rows},
+                                rounds=a.rounds, budget_s=0.0)
+        for x in rows:
+            x["meas_ms"] = best[f"{x['model']}/{x['option']}"]
+            print(f"{x['model']:22s} {x['option']:15s} latency pred {x['pred_ms']:8.3f} ms meas {x['meas_ms']:8.3f} ms "
+                  f"({(x['pred_ms'] / x['meas_ms'] - 1) * 100:+6.1f}%)   size pred {x['pred_size'] / 1e6:7.3f} MB "
+                  f"actual {x['size'] / 1e6:7.3f} MB ({(x['pred_size'] / x['size'] - 1) * 100:+5.1f}%)", flush=True)
     lat_err = [abs(x["pred_ms"] / x["meas_ms"] - 1) * 100 for x in rows]
     size_err = [abs(x["pred_size"] / x["size"] - 1) * 100 for x in rows]
     within = sum(e <= 10 for e in lat_err)

@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 17
+CACHE_VERSION = 18
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -432,9 +432,10 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
         mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
         # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 x 2.4 MB of
-        # weights per run (this VM's large L3 serves them; a streaming Add over 192 MB would measure the
-        # DRAM that models of this size never reach).
-        k = 768
+        # weights per run, from the last-level cache. It must fit in half this core's share of it: at
+        # 19 MB on a 32 MB L3 shared by 2 cores the rate measured anywhere from 28 to 41 GB/s.
+        llc = llc_share_bytes() or base.units[0].llc_share_bytes
+        k = min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64) if llc else 768
         stream = _matmul_w(1, k)(tmp / "stream.onnx")
         to_time: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
                                                      "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
@@ -472,7 +473,7 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
         prof_over = _profiler_overhead(many, dispatch_s, tmp)
         over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
-            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over, "cache_bandwidth_bytes_per_s": cache_bw,
+            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "llc_share_bytes": float(llc), "profiler_overhead_s": prof_over, "cache_bandwidth_bytes_per_s": cache_bw,
             "bandwidth_efficiency": 1.0, "efficiency": {}}}}
         hw = base.with_overrides(over)
         fits: dict[str, list[float]] = {}
@@ -572,6 +573,28 @@ def _profiler_overhead(model: Path, dispatch_s: float, tmp: Path) -> float:
     if not durs:
         return 0.0
     return max(0.0, statistics.median(durs) * 1e-6 - dispatch_s)
+
+
+def llc_share_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
+    """One core's share of its last-level cache from Linux sysfs: the size of the highest-level data
+    cache over the number of CPUs sharing it (this VM: a 32 MB L3 shared by 2 vCPUs). 0 if unknown."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    best = (0, 0)  # (level, bytes)
+    for idx in sysfs.glob("index*"):
+        try:
+            if (idx / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((idx / "level").read_text())
+            size = (idx / "size").read_text().strip()
+            cpus = (idx / "shared_cpu_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        n = int(size[:-1]) * units[size[-1]] if size[-1:] in units and size[:-1].isdigit() else 0
+        sharing = sum(int(b) - int(a) + 1 if "-" in part else 1
+                      for part in cpus.split(",") if part for a, _, b in [part.partition("-")]) if cpus else 1
+        if n and level > best[0]:
+            best = (level, n // max(1, sharing))
+    return best[1]
 
 
 def _machine() -> str:

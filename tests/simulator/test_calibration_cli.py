@@ -200,3 +200,21 @@ def test_timings_take_the_uncontended_runs() -> None:
     runs = [1.0e-3] * 30 + [1.3e-3] * 70  # 70% of the runs slowed by a burst
     assert calibration.fast_ms(runs) == pytest.approx(1.0)
     assert calibration.fast_ms([2e-3, 1e-3, 3e-3] * 10) == pytest.approx(1.0)
+
+
+def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
+    """The last-level cache over the CPUs sharing it; instruction caches and lower levels do not count."""
+    def index(n: int, level: int, kind: str, size: str, cpus: str) -> None:
+        d = tmp_path / f"index{n}"
+        d.mkdir()
+        for name, text in (("level", str(level)), ("type", kind), ("size", size), ("shared_cpu_list", cpus)):
+            (d / name).write_text(text + "\n")
+
+    index(0, 1, "Data", "32K", "0")
+    index(1, 1, "Instruction", "32K", "0")
+    index(2, 2, "Unified", "512K", "0")
+    index(3, 3, "Unified", "32768K", "0-1")
+    assert calibration.llc_share_bytes(tmp_path) == 16 * 1024 * 1024
+    (tmp_path / "index3" / "shared_cpu_list").write_text("0-3,8-11\n")
+    assert calibration.llc_share_bytes(tmp_path) == 4 * 1024 * 1024
+    assert calibration.llc_share_bytes(tmp_path / "missing") == 0

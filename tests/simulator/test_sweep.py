@@ -240,3 +240,27 @@ def test_profiler_cost_beyond_the_calibrated_one_is_taken_from_the_unprofiled_wh
     run_ms = r.bulk["base"]["latency_ms"] - sum(row[col(r, "fp32")] for row in r.bulk["metrics"]["latency_ms"])
     assert r.bulk["base"]["latency_ms"] == pytest.approx(0.3, rel=1e-9)
     assert run_ms == pytest.approx(0.0, abs=1e-12)  # (the run cost sits in op 0's cell)
+
+
+def test_weights_beyond_the_cache_share_do_not_overlap() -> None:
+    """A model whose weights, as an option runs them, exceed the core's last-level cache share streams them
+    from memory every run without hiding that behind the compute: fp32 pays the smaller of compute and
+    weight time in full, while int8 (a quarter of the bytes) still fits and keeps the overlap."""
+    from simulator.profiles import load_profile
+
+    values = [act("x", [8, 1024]), weight("w", [1024, 1024]), act("y", [8, 1024])]
+    g = graph([Node("mm", "mm", "MatMul", inputs=["x", "w"], outputs=["y"])], values, ["x"], ["y"])
+    fp32_bytes = 1024 * 1024 * 4
+
+    def lat(share: float, preset: str) -> float:
+        hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"llc_share_bytes": share}}})
+        r = sweep(g, HOST, hardware=hw)
+        return r.bulk["metrics"]["latency_ms"][0][col(r, preset)]
+
+    fits, beyond = lat(2 * fp32_bytes, "fp32"), lat(fp32_bytes / 2, "fp32")
+    hw = load_profile("host-cpu")
+    overlap = hw.units[0].roofline_overlap
+    assert 0 < overlap < 1 and beyond > fits
+    assert lat(0.0, "fp32") == fits  # 0: no share known, the plain overlap
+    # Only the overlap term changes: (1 - overlap) x the smaller of the two times, which is positive.
+    assert lat(fp32_bytes / 2, "int8-static") == lat(2 * fp32_bytes, "int8-static")
