@@ -124,6 +124,7 @@ class Path:
     setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
     extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
     setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
+    im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -188,6 +189,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     decode = 0.0
     per_channel = False
     per_pixel = False
+    im2col = False
     extra_ops = 0.0
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
@@ -236,6 +238,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                 notes.append("activation no longer fused: runs as its own kernel")
             notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
         per_channel = kind == "dwconv"
+        # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM.
+        im2col = kind in ("conv", "convsmall")
     elif k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
         # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
         compute, tag, w_rt = k, "int4w", BITS[k] / 8
@@ -254,7 +258,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     if per_channel:
         notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel)
+                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel,
+                im2col)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
@@ -315,7 +320,8 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
     # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
     tag = ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
-    return dataclasses.replace(p, tag=tag, extra_in_bytes=p.extra_in_bytes + extra_in,
+    # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.
+    return dataclasses.replace(p, tag=tag, im2col=nchw, extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,
                                extra_dispatches=p.extra_dispatches + disp,
                                fp32_equivalent=p.fp32_equivalent and tag == p.tag and not (extra_in or extra_out),

@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 18
+CACHE_VERSION = 19
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -351,35 +351,39 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
 
 
 def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
-                   key: str) -> tuple[float, float, float]:
-    """(efficiency, fixed seconds per task, fixed seconds per output pixel) for `key` (e.g. conv.int8dyn)
-    that fit several cases at once in relative least squares: small shapes pin the fixed cost of the path's
-    extra kernels, large ones its rate. The per-pixel cost (`<key>.pixel`) is fitted only where the path
-    pays one (depthwise int8: a loop over an indirection buffer per output pixel); else it is 0."""
+                   key: str) -> tuple[float, dict[str, float]]:
+    """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
+    element}) for `key` (e.g. conv.int8dyn) that fit several cases at once in relative least squares: small
+    shapes pin the fixed cost of the path's extra kernels, large ones its rate. The per-pixel and im2col
+    costs are fitted only where the path pays them (depthwise int8: a loop over an indirection buffer per
+    output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels above 1x1); else 0.
+    Non-negative least squares by trying every subset of the columns."""
+    import itertools
+
     meas = np.array([ms for _, _, ms in cases])
+    subs = [key, key + ".pixel", key + ".im2col"]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
         h0, h1 = (hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {sub: v}}}}) for v in (0.0, 1e-6))
         return np.array([(_predict_ms(g, h1, p) - _predict_ms(g, h0, p)) / 1e-3 for g, p, _ in cases])
 
-    n = np.stack([slope(key), slope(key + ".pixel")], axis=1)
-    cols = [j for j in range(2) if n[:, j].any()]
+    n = np.stack([slope(sub) for sub in subs], axis=1)
+    cols = [j for j in range(len(subs)) if n[:, j].any()]
+    uses = [list(c) for k in range(len(cols), 0, -1) for c in itertools.combinations(cols, k)]
 
     def at(log_eff: float) -> tuple[float, np.ndarray]:
         h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
-                                                 "kind_overhead_s": {key: 0.0, key + ".pixel": 0.0}}}})
+                                                 "kind_overhead_s": {sub: 0.0 for sub in subs}}}})
         pred = np.array([_predict_ms(g, h, preset) for g, preset, _ in cases])
         # Relative residual with setups s: (pred + n s) / meas - 1 = a s - b; least squares, s >= 0.
         a, b = n * 1e3 / meas[:, None], 1 - pred / meas
-        best = (float((b ** 2).sum()), np.zeros(2))
-        for use in ([cols] if len(cols) < 2 else [cols, cols[:1], cols[1:]]):
-            if not use:
-                continue
+        best = (float((b ** 2).sum()), np.zeros(len(subs)))
+        for use in uses:
             s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
             if (s_use < 0).any():
                 continue
-            s = np.zeros(2)
+            s = np.zeros(len(subs))
             s[use] = s_use
             err = float(((a @ s - b) ** 2).sum())
             if err < best[0]:
@@ -397,7 +401,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
             lo = m1
     x = (lo + hi) / 2
     s = at(x)[1]
-    return float(np.exp(x)), float(s[0]), float(s[1])
+    return float(np.exp(x)), {sub: float(v) for sub, v in zip(subs, s)}
 
 
 def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> float:
@@ -505,15 +509,13 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         joint_setups: dict[str, float] = {}
         for key in sorted({c["key"] for c in cases_out if c["joint"]}):
             cs = [c for c in cases_out if c["key"] == key]
-            eff, setup, pixel = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs],
-                                               hw, key)
-            effs[key], joint_setups[key] = eff, setup
-            if pixel:
-                joint_setups[key + ".pixel"] = pixel
+            eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
+            effs[key] = eff
+            # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
+            joint_setups.update({k: v for k, v in setups.items() if k == key or v})
             for c in cs:
-                c["efficiency"], c["setup_s"] = eff, setup
-                if pixel:
-                    c["pixel_setup_s"] = pixel
+                c["efficiency"], c["setup_s"] = eff, setups[key]
+                c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})
         over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
         hw = base.with_overrides(over)
         decodes: dict[str, list[float]] = {}
