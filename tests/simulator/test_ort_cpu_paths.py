@@ -215,3 +215,19 @@ def test_static_int8_depthwise_pays_per_output_pixel() -> None:
 
     for c, s in ((32, 16), (128, 8)):
         assert lat(c, s, 1e-6) - lat(c, s, 0.0) == pytest.approx(s * s * 1e-3)  # s * s pixels x 1 us, in ms
+
+
+def test_fp16_gelu_runs_unfused() -> None:
+    """ORT fuses the Div/Erf/Add/Mul/Mul of GELU only in fp32: under fp16 the five run as their own kernels
+    between Casts: fp16 adds more to Gelu than to Relu, which only pays its Casts."""
+    values = [act("x", [64, 1024]), act("y", [64, 1024])]
+
+    def lat(op: str, preset: str) -> float:
+        r = sweep(graph([Node("a", "a", op, inputs=["x"], outputs=["y"])], values, ["x"], ["y"]), HOST)
+        return r.bulk["metrics"]["latency_ms"][0][[p["name"] for p in r.bulk["presets"]].index(preset)]
+
+    p16 = plan(HOST, HW, "Gelu", "elementwise", Combo("fp16", "fp16", "-", 0), False, False)
+    assert "Gelu not fused" in p16.note and p16.extra_dispatches >= 4
+    # Both pay the same Casts; Gelu also pays four more passes over its 64K elements (2 MB of traffic).
+    gelu_extra, relu_extra = lat("Gelu", "fp16") - lat("Gelu", "fp32"), lat("Relu", "fp16") - lat("Relu", "fp32")
+    assert gelu_extra > relu_extra + 0.01
