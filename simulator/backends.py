@@ -209,6 +209,11 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
             extra_ops = 3.0
             dispatches += 1
             notes.append("bias Add runs as its own QLinearAdd")
+        if target.backend == "ort-cpu" and kind in ("gemm", "matmul"):
+            # QLinearMatMul runs QGEMM into a full int32 buffer (M x N) and requantizes it in its output pass,
+            # as QLinearConv does below.
+            extra_out += 2 * 4.0
+            notes.append("int32 accumulators requantized to uint8")
         if target.backend == "ort-cpu" and kind in ("conv", "convsmall", "dwconv"):
             # ORT's QLinearConv (NHWC) accumulates into an int32 buffer, then requantizes it to uint8
             # (MlasRequantizeOutput): 4 bytes written and read back per output element. Against the MACs

@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 20
+CACHE_VERSION = 21
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the

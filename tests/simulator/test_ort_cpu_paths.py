@@ -183,7 +183,8 @@ def test_fp16_convs_reading_a_shared_constant_stay_nchw() -> None:
 def test_static_int8_conv_requantizes_its_int32_accumulators() -> None:
     """ORT's QLinearConv writes int32 accumulators and requantizes them in a second pass: a cost per output
     element, so a narrow pointwise conv (few input channels per output) costs more per MAC than a wide one;
-    only the depthwise kernel also pays per output pixel. Float and dynamic int8 paths are unchanged."""
+    only the depthwise kernel also pays per output pixel. QLinearMatMul pays the same per output element.
+    Float and dynamic int8 paths are unchanged."""
     int8 = Combo("int8", "int8", "int8", 0)
     for kind in ("conv", "convsmall", "dwconv"):
         p = plan(HOST, HW, "Conv", kind, int8, True, False)
@@ -191,7 +192,9 @@ def test_static_int8_conv_requantizes_its_int32_accumulators() -> None:
         assert p.extra_out_bytes >= f.extra_out_bytes + 8 and p.setup_per_pixel is (kind == "dwconv")
         assert not f.setup_per_pixel
     assert not plan(HOST, HW, "Conv", "conv", Combo("fp32", "fp32", "int8", 0), True, False).setup_per_pixel
-    assert plan(HOST, HW, "MatMul", "gemm", int8, True, False).extra_out_bytes == 0.0
+    # QLinearMatMul requantizes a full int32 buffer too; dynamic int8 MatMul dequantizes to float instead.
+    assert plan(HOST, HW, "MatMul", "gemm", int8, True, False).extra_out_bytes == 8.0
+    assert plan(HOST, HW, "MatMul", "gemm", Combo("fp32", "fp32", "int8", 0), True, False).extra_out_bytes == 0.0
 
     def per_mac(cin: int, cout: int) -> float:
         # Same MACs (cin * cout = 4096) on 32 x 32 pixels: only the output size differs.
