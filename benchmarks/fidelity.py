@@ -5,7 +5,8 @@ defined here) and none was used by calibration (which times single-op chains). F
 option: the fp32 model is compiled by ORT as `ort-cpu/host` compiles it, the simulator predicts the
 option's latency and size from that compiled graph (no run of the model), `optimize` writes the
 option's real ONNX file, and ORT measures it (1 thread, a low percentile of timed runs in the calling thread's CPU
-time, as calibration times its kernels: robust to other load on a shared machine). Per-op error compares
+time, as calibration times its kernels, with every model-option interleaved in each round: robust to other
+load on a shared machine). Per-op error compares
 predicted and profiled fp32 task times (less the profiler's own per-task cost). Prints the figures;
 `--record PATH` stores the held-out median error in the calibration cache so labels can cite it.
 

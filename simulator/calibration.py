@@ -42,8 +42,9 @@ _clock = time.thread_time
 # Figure taken from a model's timed runs: a low percentile of all of them, pooled over rounds and sessions.
 # On this shared VM the other tenants slow runs by 10-25% in bursts of about a second (seen on 2026-11-30:
 # resnet-32-64 ran 2.9 ms and 3.7 ms in consecutive seconds, CPU time, load 0.2). A round's median lands
-# in whichever state the round hit; the 5th percentile of the pooled runs is the uncontended time with
-# about +-2% spread between repeats, and calibration and every timing compared against it use the same figure.
+# in whichever state the round hit; the 5th percentile of the pooled runs is the uncontended time (within
+# about 2% between repeats a few seconds apart; slower drifts of the whole machine it cannot remove), and
+# calibration and every timing compared against it use the same figure.
 FAST_PERCENTILE = 5.0
 
 
@@ -435,9 +436,9 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
         n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
         mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
-        # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 x 2.4 MB of
-        # weights per run, from the last-level cache. It must fit in half this core's share of it: at
-        # 19 MB on a 32 MB L3 shared by 2 cores the rate measured anywhere from 28 to 41 GB/s.
+        # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 k x k weights
+        # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
+        # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
         llc = llc_share_bytes() or base.units[0].llc_share_bytes
         k = min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64) if llc else 768
         stream = _matmul_w(1, k)(tmp / "stream.onnx")
@@ -477,8 +478,9 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
         prof_over = _profiler_overhead(many, dispatch_s, tmp)
         over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
-            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "llc_share_bytes": float(llc), "profiler_overhead_s": prof_over, "cache_bandwidth_bytes_per_s": cache_bw,
-            "bandwidth_efficiency": 1.0, "efficiency": {}}}}
+            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over,
+            "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(llc), "bandwidth_efficiency": 1.0,
+            "efficiency": {}}}}
         hw = base.with_overrides(over)
         fits: dict[str, list[float]] = {}
         n_cases: dict[str, int] = {}
@@ -592,8 +594,11 @@ def llc_share_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) ->
         except (OSError, ValueError):
             continue
         n = int(size[:-1]) * units[size[-1]] if size[-1:] in units and size[:-1].isdigit() else 0
-        sharing = sum(int(b) - int(a) + 1 if "-" in part else 1
-                      for part in cpus.split(",") if part for a, _, b in [part.partition("-")]) if cpus else 1
+        # "0-3,8-11": ranges and single CPUs.
+        sharing = 0
+        for part in filter(None, cpus.split(",")):
+            first, _, last = part.partition("-")
+            sharing += int(last or first) - int(first) + 1
         if n and level > best[0]:
             best = (level, n // max(1, sharing))
     return best[1]
