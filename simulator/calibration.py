@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 21
+CACHE_VERSION = 22
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -206,7 +206,7 @@ CASES: tuple[Case, ...] = (
     # same per weight whatever M is (measured M = 4..128 at K = N = 1024: +0.13..0.21 ns per weight over
     # fp32), so it is fitted where it is a large share of the time (K >= 768), the compute taking the fp32
     # GEMM efficiency these cases also fit.
-    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q, ("fp16", "cast16"))),
+    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q)),
     Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q)),
     Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-64x896", "gemm", _matmul_w(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
@@ -504,8 +504,11 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         effs = {k: float(np.median(v)) for k, v in fits.items()}
         effs["default"] = effs.get("elementwise.fp32", 0.1)
         # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
+        # An fp16 MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed
+        # on their own. (Fitted apart on one case it only added that case's noise: 0.566-0.658 between
+        # calibrations against 0.58-0.65 for fp32.)
         if "gemm.fp32" in effs:
-            effs["gemm.int4w"] = effs["gemm.fp32"]
+            effs["gemm.int4w"] = effs["gemm.cast16"] = effs["gemm.fp32"]
         over["units"]["cpu"]["efficiency"] = effs
         hw = base.with_overrides(over)
         joint_setups: dict[str, float] = {}
