@@ -125,6 +125,7 @@ class Path:
     extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
     setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
     im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
+    repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -189,7 +190,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     decode = 0.0
     per_channel = False
     per_pixel = False
-    im2col = False
+    im2col = repack = False
     extra_ops = 0.0
     if any_int8:
         if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
@@ -243,8 +244,12 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                 notes.append("activation no longer fused: runs as its own kernel")
             notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
         per_channel = kind == "dwconv"
-        # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM.
+        # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM
+        # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
+        # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
+        # (fitted there, it came out at 15 ns per weight, a setup in disguise).
         im2col = kind in ("conv", "convsmall")
+        repack = kind == "conv"
     elif k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
         # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
         compute, tag, w_rt = k, "int4w", BITS[k] / 8
@@ -264,7 +269,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
                 dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel,
-                im2col)
+                im2col, repack)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

@@ -31,7 +31,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.profiles import HardwareProfile, load_profile
 
-CACHE_VERSION = 22
+CACHE_VERSION = 23
 R = 8  # ops per chain
 
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
@@ -354,15 +354,16 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
 def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                    key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
-    element}) for `key` (e.g. conv.int8dyn) that fit several cases at once in relative least squares: small
-    shapes pin the fixed cost of the path's extra kernels, large ones its rate. The per-pixel and im2col
-    costs are fitted only where the path pays them (depthwise int8: a loop over an indirection buffer per
-    output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels above 1x1); else 0.
+    element, key.weights: per weight}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
+    relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its
+    rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
+    indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
+    above 1x1; ConvInteger: its weights packed on every run); else 0.
     Non-negative least squares by trying every subset of the columns."""
     import itertools
 
     meas = np.array([ms for _, _, ms in cases])
-    subs = [key, key + ".pixel", key + ".im2col"]
+    subs = [key, key + ".pixel", key + ".im2col", key + ".weights"]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.

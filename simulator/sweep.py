@@ -62,6 +62,7 @@ class _Coeffs:
     pixel_s: np.ndarray  # seconds per output pixel (output elements / kernel rows) on top of setup_s
     extra_ops_s: np.ndarray  # seconds per output element of the path's extra element-wise kernels
     im2col_s: np.ndarray  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
+    repack_s: np.ndarray  # seconds per weight of packing the weights on every run
     overlap: np.ndarray
     export_events: np.ndarray  # [C, len(onnx_file.EVENTS)]: exporter steps each asked combo triggers
     cache_bw: np.ndarray
@@ -105,6 +106,7 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         pixel_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.pixel", 0.0) if p.setup_per_pixel
                   else 0.0),
         im2col_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.im2col", 0.0) if p.im2col else 0.0),
+        repack_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.weights", 0.0) if p.repack else 0.0),
         extra_ops_s=f(lambda p: p.extra_ops_per_out / (units[p.unit].peak_ops_per_s.get(p.compute, 0.0)
                                                         * units[p.unit].eff("elementwise", p.tag))
                       if p.extra_ops_per_out and units[p.unit].peak_ops_per_s.get(p.compute) else 0.0),
@@ -523,7 +525,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).
     cols = np.where(k_rows > 0, macs / np.maximum(k_rows, 1.0), 0.0)
-    setup = setup + co.im2col_s * np.where(cols > 1.01 * in_el, cols, 0.0)
+    setup = setup + co.im2col_s * np.where(cols > 1.01 * in_el, cols, 0.0) + co.repack_s * k_el
     # Weights beyond this core's share of the last-level cache come back from memory on every run, and
     # the prefetchers no longer hide them behind the compute: the smaller time shows in full. Footprint:
     # the whole model's weights as this combo runs them (fp32 bytes scaled by its run-time bytes per weight).

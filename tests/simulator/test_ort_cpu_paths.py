@@ -95,24 +95,28 @@ def test_joint_fit_recovers_a_per_pixel_setup(tmp_path: Path) -> None:
     assert s["dwconv.int8.pixel"] == pytest.approx(5e-9, rel=0.1)
 
 
-def test_joint_fit_recovers_an_im2col_cost(tmp_path: Path) -> None:
+def test_joint_fit_recovers_im2col_and_weight_packing_costs(tmp_path: Path) -> None:
     """ConvInteger expands the input of a 3x3 kernel (9 rows per input element) but reads a 1x1 kernel's
-    input as it is: with both in the cases the fit separates the expansion from the GEMM rate."""
+    input as it is, and packs its weights on every run: with shapes that vary these apart, the fit separates
+    the expansion and the packing from the GEMM rate."""
     from simulator import calibration
 
     graphs = [calibration.compile_for_host(calibration._conv_act(c, s, k)(tmp_path / f"{c}x{s}x{k}.onnx"),
                                            tmp_path / f"{c}x{s}x{k}.opt.onnx")
               for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2}, "kind_overhead_s": {
-        "conv.int8dyn": 3e-6, "conv.int8dyn.im2col": 2e-10}}}})
+        "conv.int8dyn": 3e-6, "conv.int8dyn.im2col": 2e-10, "conv.int8dyn.weights": 3e-10}}}})
     cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
-    no_im2col = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2},
-                                                     "kind_overhead_s": {"conv.int8dyn": 3e-6}}}})
+    no_im2col = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2}, "kind_overhead_s": {
+        "conv.int8dyn": 3e-6, "conv.int8dyn.weights": 3e-10}}}})
     # The term is there for 3x3 only.
     assert cases[0][2] > calibration._predict_ms(graphs[0], no_im2col, "int8-dynamic")
     assert cases[3][2] == calibration._predict_ms(graphs[3], no_im2col, "int8-dynamic")
     eff, s = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
     assert eff == pytest.approx(0.2, rel=0.05) and s["conv.int8dyn.im2col"] == pytest.approx(2e-10, rel=0.15)
+    assert s["conv.int8dyn.weights"] == pytest.approx(3e-10, rel=0.15)
+    # Static int8 Conv pre-packs its weights: no such cost on its path.
+    assert not plan(HOST, HW, "Conv", "conv", Combo("int8", "int8", "int8", 0), True, False).repack
 
 
 def test_static_int8_gemm_runs_its_bias_add_as_qlinearadd() -> None:
