@@ -196,7 +196,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         for name, src_path, compiled, compiled_path, r in _swept(models, hw, tmp):  # compiled file: per-op error
-            # Per-op: predicted fp32 task time vs the profiler's median for the same task, less the profiler's
+            # Per-op: predicted fp32 task time vs the profiler's figure for the same task, less the profiler's
             # own cost per task in this graph (as the sweep's measured baseline does: simulator.sweep._measured_ms).
             # Three profiles, each task keeping its lowest first quartile: the profiler times tasks in
             # wall-clock time, and other tenants slow this shared VM in bursts; calibration likewise times
