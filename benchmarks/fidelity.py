@@ -123,10 +123,20 @@ def _swept(models: dict[str, Callable[[Path], Path]], hw: Any, tmp: Path) -> Ite
         yield name, src_path, compiled, compiled_path, sweep(compiled, "ort-cpu/host", hardware=hw, source=source)
 
 
+def _exports(name: str, src_path: Path, options: tuple[str, ...], tmp: Path) -> Iterator[tuple[str, Any]]:
+    """(option, export) for each option `optimize` can write for this model; a failure is reported, not hidden."""
+    from compiler.optimize.onnx_export import export_onnx
+
+    for opt in options:
+        try:
+            yield opt, export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
+        except Exception as e:  # an option the exporter cannot build
+            print(f"{name:22s} {opt:15s} export failed: {e}")
+
+
 def size_only(quick: bool = False) -> None:
     """Predicted vs written file size per model x option, on the uncalibrated host profile (calibration
     fits latency figures only; the storage and record model does not read them)."""
-    from compiler.optimize.onnx_export import export_onnx
     from simulator.profiles import load_profile
     from simulator.targets import get_target
     from simulator.totals import totals
@@ -140,12 +150,7 @@ def size_only(quick: bool = False) -> None:
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         for name, src_path, _, _, r in _swept(models, hw, tmp):
-            for opt in OPTIONS:
-                try:
-                    ex = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
-                except Exception as e:  # report, do not hide: an option the exporter cannot build
-                    print(f"{name:22s} {opt:15s} export failed: {e}")
-                    continue
+            for opt, ex in _exports(name, src_path, OPTIONS, tmp):
                 pred = totals(r.bulk, r.per_op, opt, {})["size_bytes"]
                 errs.append((pred / ex.size_bytes - 1) * 100)
                 print(f"{name:22s} {opt:15s} size pred {pred:11.0f} B actual {ex.size_bytes:11d} B "
@@ -173,7 +178,6 @@ def main() -> None:
         return
 
     from compiler.backends import ort as ort_backend
-    from compiler.optimize.onnx_export import export_onnx
     from simulator.calibration import (
         load_or_calibrate,
         record_fidelity,
@@ -215,12 +219,7 @@ def main() -> None:
                 if t is not None and meas_ms[i] > 0.005:  # tasks under 5 us are below the profiler's resolution
                     op_errors.append(abs(pred / meas_ms[i] - 1) * 100)
                     op_by_type.setdefault(op_type[op], []).append((pred, float(meas_ms[i])))
-            for opt in options:
-                try:
-                    ex = export_onnx(src_path, tmp / f"{name}.{opt}.onnx", opt)
-                except Exception as e:  # report, do not hide: an option the exporter cannot build
-                    print(f"{name:22s} {opt:15s} export failed: {e}")
-                    continue
+            for opt, ex in _exports(name, src_path, options, tmp):
                 tot = totals(r.bulk, r.per_op, opt, {})
                 rows.append({"model": name, "option": opt, "pred_ms": tot["latency_ms"], "path": ex.path,
                              "pred_size": tot["size_bytes"], "size": ex.size_bytes})

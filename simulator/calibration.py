@@ -441,7 +441,7 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
         # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
         llc = llc_share_bytes() or base.units[0].llc_share_bytes
-        k = min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64) if llc else 768
+        k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
         stream = _matmul_w(1, k)(tmp / "stream.onnx")
         to_time: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
                                                      "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
