@@ -57,6 +57,16 @@ _FP16_KERNELS: dict[str, frozenset[str]] = {
 
 _CONV_OPS = frozenset({"Conv", "FusedConv"})
 
+# Element-wise op types ORT's x86 CPU EP runs on uint8 under QDQ: its QLinear* kernels, and the activations
+# the QDQ transformers fold into the quantized output range. Every other element-wise op (Div, Sub, Erf,
+# Tanh, Exp, a fused Gelu...) stays float between DequantizeLinear and QuantizeLinear (seen in the bert and
+# ViT int8-static profiles).
+_INT8_ELEMENTWISE: dict[str, frozenset[str]] = {
+    "ort-cpu": frozenset({"Add", "Mul", "Sigmoid", "LeakyRelu", "Relu", "Clip", "QLinearAdd", "QLinearMul",
+                          "QLinearSigmoid", "QLinearLeakyRelu"}),
+}
+_GELU_OPS = frozenset({"Gelu", "BiasGelu", "FastGelu"})
+
 
 def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
     """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
@@ -126,6 +136,7 @@ class Path:
     setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
     im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
     repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
+    rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -142,6 +153,9 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
 
     any_int8 = "int8" in (c.input, c.output)
     if any_int8 and kind not in unit.int8_kinds and base_kind(kind) not in unit.int8_kinds:
+        return None
+    int8_ew = _INT8_ELEMENTWISE.get(target.backend)
+    if any_int8 and kind == "elementwise" and int8_ew is not None and op_type not in int8_ew:
         return None
     via_cast = any(f in unit.activation_formats_via_cast and f not in unit.activation_formats
                    for f in (c.input, c.output))
@@ -345,6 +359,31 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
                                note="; ".join(notes + ([p.note] if p.note else [])))
 
 
+def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: Path) -> Path:
+    """A fused ORT task asked to run int8 on the CPU EP, where the QDQ export breaks the fusion, so its parts
+    run as the unfused graph does (float, between DequantizeLinear and QuantizeLinear, which the totals rule
+    charges on the edges):
+    - SkipLayerNormalization fuses a residual Add with the LayerNormalization after it. The exporter quantizes
+      that Add, so ORT runs a QLinearAdd and a plain LayerNormalization: at LayerNormalization's rate, not the
+      fused kernel's (about 7x slower per element on the host, calibration cases skipnorm-* vs layernorm-*).
+    - Gelu fuses Div, Erf, Add, Mul, Mul; under QDQ they run as five kernels again, as under fp16.
+    Both seen in bert int8-static profiles."""
+    if target.backend != "ort-cpu" or "int8" not in (asked.input, asked.output):
+        return p
+    import dataclasses
+
+    if kind == "skipnorm":
+        return dataclasses.replace(p, rate_kind="norm", extra_dispatches=p.extra_dispatches + 1,
+                                   extra_in_bytes=p.extra_in_bytes + 3 / 2,  # per input element: 2 int8 in, 1 out
+                                   note=p.note + "; residual Add quantized (QLinearAdd): no SkipLayerNormalization "
+                                                 "fusion, a plain LayerNormalization runs")
+    if op_type in _GELU_OPS:
+        return dataclasses.replace(p, extra_dispatches=p.extra_dispatches + 4,
+                                   extra_in_bytes=p.extra_in_bytes + 4 * 2 * p.in_bytes,
+                                   note=p.note + "; Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels")
+    return p
+
+
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
          fused: bool, shared_cast: bool = False) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it.
@@ -364,9 +403,10 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
                 p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
                 if p is not None:
                     import dataclasses
-                    return dataclasses.replace(p, supported=False,
-                                               note=f"{combo.name} not supported here; runs as {alt.name}"
-                                               + (f"; {p.note}" if p.note else ""))
+                    p = dataclasses.replace(p, supported=False,
+                                            note=f"{combo.name} not supported here; runs as {alt.name}"
+                                            + (f"; {p.note}" if p.note else ""))
+                    return _int8_lost_fusion(target, op_type, kind, combo, p)
     raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU
 
 

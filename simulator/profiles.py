@@ -45,7 +45,8 @@ class Unit:
     bandwidth_efficiency: float
     profiler_overhead_s: float = 0.0  # time ORT's profiler adds to each recorded task (calibrated)
     roofline_overlap: float = 0.0  # 0 = compute and memory overlap fully (classic roofline), 1 = not at all
-    llc_share_bytes: float = 0.0  # one core's share of the last-level cache; weights beyond it do not overlap
+    llc_share_bytes: float = 0.0  # one core's share of the last-level cache: weights up to it overlap the compute
+    llc_bytes: float = 0.0  # the whole last-level cache: weights beyond it do not overlap at all
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
 
     def runs(self, op_type: str) -> bool:
@@ -156,6 +157,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         kind_overhead_s=_figures(d.get("kind_overhead_s", {}), f"{where}.kind_overhead_s"),
         roofline_overlap=_figure(d["roofline_overlap"], f"{where}.roofline_overlap") if "roofline_overlap" in d else 0.0,
         llc_share_bytes=_figure(d["llc_share_bytes"], f"{where}.llc_share_bytes") if "llc_share_bytes" in d else 0.0,
+        llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
     )
 
 

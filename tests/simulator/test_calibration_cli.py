@@ -203,7 +203,7 @@ def test_timings_take_the_uncontended_runs() -> None:
 
 
 def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
-    """The last-level cache over the CPUs sharing it; instruction caches and lower levels do not count."""
+    """The last-level cache, and its share per CPU sharing it; instruction caches and lower levels do not count."""
     def index(n: int, level: int, kind: str, size: str, cpus: str) -> None:
         d = tmp_path / f"index{n}"
         d.mkdir()
@@ -214,7 +214,7 @@ def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
     index(1, 1, "Instruction", "32K", "0")
     index(2, 2, "Unified", "512K", "0")
     index(3, 3, "Unified", "32768K", "0-1")
-    assert calibration.llc_share_bytes(tmp_path) == 16 * 1024 * 1024
+    assert calibration.llc_bytes(tmp_path) == (16 * 1024 * 1024, 32 * 1024 * 1024)
     (tmp_path / "index3" / "shared_cpu_list").write_text("0-3,8-11\n")
-    assert calibration.llc_share_bytes(tmp_path) == 4 * 1024 * 1024
-    assert calibration.llc_share_bytes(tmp_path / "missing") == 0
+    assert calibration.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
+    assert calibration.llc_bytes(tmp_path / "missing") == (0, 0)

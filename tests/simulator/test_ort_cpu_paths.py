@@ -238,3 +238,57 @@ def test_fp16_gelu_runs_unfused() -> None:
     # Both pay the same Casts; Gelu also pays four more passes over its 64K elements (2 MB of traffic).
     gelu_extra, relu_extra = lat("Gelu", "fp16") - lat("Gelu", "fp32"), lat("Relu", "fp16") - lat("Relu", "fp32")
     assert gelu_extra > relu_extra + 0.01
+
+
+def test_static_int8_skip_layernorm_loses_its_fusion() -> None:
+    """The QDQ exporter quantizes the residual Add that ORT fuses into SkipLayerNormalization, so under
+    int8-static the task runs QLinearAdd + a plain LayerNormalization: at LayerNormalization's rate (the
+    fused kernel is far slower per element on the host), plus the Add's own kernel."""
+    q = Combo("int8", "int8", "-", 0)
+    p = plan(HOST, HW, "SkipLayerNormalization", "skipnorm", q, False, False)
+    assert not p.supported and p.resolved.input == "fp32"  # LayerNormalization itself stays float
+    assert p.rate_kind == "norm" and p.extra_dispatches == 1 and "QLinearAdd" in p.note
+    fp32 = plan(HOST, HW, "SkipLayerNormalization", "skipnorm", Combo("fp32", "fp32", "-", 0), False, False)
+    assert fp32.rate_kind == "" and fp32.extra_dispatches == 0
+    # In a sweep, the task's int8-static latency takes the norm rate (host-cpu yaml: 5x skipnorm's efficiency).
+    values = [act("x", [1, 64, 256]), act("s", [1, 64, 256]), act("y", [1, 64, 256])]
+    r = sweep(graph([Node("n", "n", "SkipLayerNormalization", inputs=["x", "s"], outputs=["y"])], values,
+                    ["x", "s"], ["y"]), HOST)
+    names = [x["name"] for x in r.bulk["presets"]]
+    lat = r.bulk["metrics"]["latency_ms"][0]
+    assert lat[names.index("int8-static")] < 0.7 * lat[names.index("fp32")]
+
+
+def test_static_int8_softmax_runs_qlinearsoftmax_at_its_own_rate() -> None:
+    """ORT runs a quantized Softmax as QLinearSoftmax (a uint8 kernel): int8 in and out, no conversions
+    around it, at the `softmax.int8` efficiency calibration fits."""
+    q = plan(HOST, HW, "Softmax", "softmax", Combo("int8", "int8", "-", 0), False, False)
+    assert q.supported and q.tag == "int8" and q.in_bytes == q.out_bytes == 1.0
+    slow = HW.with_overrides({"units": {"cpu": {"efficiency": {"softmax.int8": 0.001}}}})
+    values = [act("x", [4, 64, 64]), act("y", [4, 64, 64])]
+    g = graph([Node("s", "s", "Softmax", inputs=["x"], outputs=["y"], attributes={"axis": -1})], values, ["x"], ["y"])
+
+    def at(hw: object, preset: str) -> float:
+        r = sweep(g, HOST, hardware=hw)
+        return r.bulk["metrics"]["latency_ms"][0][[x["name"] for x in r.bulk["presets"]].index(preset)]
+
+    assert at(slow, "int8-static") > 2 * at(HW, "int8-static")
+    assert at(slow, "fp32") == pytest.approx(at(HW, "fp32"))
+
+
+def test_static_int8_keeps_only_qlinear_elementwise_ops_in_int8() -> None:
+    """ORT has uint8 kernels for Add, Mul, Sigmoid, LeakyRelu (and folds Relu/Clip into the output range);
+    Div, Erf and the like stay float between DequantizeLinear and QuantizeLinear, and a fused Gelu runs as
+    its five parts again."""
+    q = Combo("int8", "int8", "-", 0)
+    for op in ("Add", "Mul", "Sigmoid", "Relu"):
+        p = plan(HOST, HW, op, "elementwise", q, False, False)
+        assert p.supported and p.resolved == q, op
+    for op in ("Div", "Erf", "Tanh"):
+        p = plan(HOST, HW, op, "elementwise", q, False, False)
+        assert not p.supported and p.resolved.input == "fp32" and p.extra_dispatches == 0, op
+    g = plan(HOST, HW, "Gelu", "elementwise", q, False, False)
+    assert not g.supported and g.resolved.input == "fp32" and g.extra_dispatches == 4 and "not fused" in g.note
+    # Other backends keep their own int8 rules: the XNNPACK-based board runs any element-wise kind in int8.
+    rpi = load_profile("rpi5")
+    assert plan(get_target("ort-xnnpack/rpi5"), rpi, "Div", "elementwise", q, False, False).resolved == q

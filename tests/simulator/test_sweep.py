@@ -244,16 +244,18 @@ def test_profiler_cost_beyond_the_calibrated_one_is_taken_from_the_unprofiled_wh
 
 def test_weights_beyond_the_cache_share_do_not_overlap() -> None:
     """A model whose weights, as an option runs them, exceed the core's last-level cache share streams them
-    from memory every run without hiding that behind the compute: fp32 pays the smaller of compute and
-    weight time in full, while int8 (a quarter of the bytes) still fits and keeps the overlap."""
+    from memory every run without hiding that behind the compute: the exposed part grows linearly from the
+    share to the whole cache, beyond which fp32 pays the smaller of compute and weight time in full; int8
+    (a quarter of the bytes) still fits and keeps the overlap."""
     from simulator.profiles import load_profile
 
     values = [act("x", [8, 1024]), weight("w", [1024, 1024]), act("y", [8, 1024])]
     g = graph([Node("mm", "mm", "MatMul", inputs=["x", "w"], outputs=["y"])], values, ["x"], ["y"])
     fp32_bytes = 1024 * 1024 * 4
 
-    def lat(share: float, preset: str) -> float:
-        hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"llc_share_bytes": share}}})
+    def lat(share: float, preset: str, whole: float = 0.0) -> float:
+        hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"llc_share_bytes": share,
+                                                                        "llc_bytes": whole}}})
         r = sweep(g, HOST, hardware=hw)
         return r.bulk["metrics"]["latency_ms"][0][col(r, preset)]
 
@@ -264,3 +266,7 @@ def test_weights_beyond_the_cache_share_do_not_overlap() -> None:
     assert lat(0.0, "fp32") == fits  # 0: no share known, the plain overlap
     # Only the overlap term changes: (1 - overlap) x the smaller of the two times, which is positive.
     assert lat(fp32_bytes / 2, "int8-static") == lat(2 * fp32_bytes, "int8-static")
+    # Between the share and the whole cache: linear. Halfway is halfway; past the whole, all exposed.
+    assert lat(fp32_bytes / 2, "fp32", 1.5 * fp32_bytes) == pytest.approx((fits + beyond) / 2)
+    assert lat(fp32_bytes / 4, "fp32", fp32_bytes / 2) == beyond
+    assert lat(fp32_bytes, "fp32", 2 * fp32_bytes) == pytest.approx(fits, rel=1e-3)  # weights + bias ~ the share
