@@ -421,148 +421,178 @@ def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> 
     return (lo + hi) / 2
 
 
-def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    """Measure and fit; returns the JSON-able cache (overrides for HardwareProfile.with_overrides)."""
-    import onnxruntime as ort
+@dataclass
+class Bench:
+    """Calibration's models, built and compiled, waiting to be timed (`timings`: {key: (file, optimization
+    level, min runs)}, as time_interleaved takes them), and what the fit needs to read the timings back."""
 
+    tmp: Path
+    t_start: float
+    timings: dict[str, tuple[Path, str, int]]
+    graphs: dict[str, Graph]
+    variants: list[tuple[Case, str, str, str]]  # (case, preset, tag, timing key)
+    mixed: list[str]
+    n_mid: int
+    k_stream: int
+    llc: float
+    llc_all: float
+
+
+def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
+    """Build and compile every calibration model into `tmp` (which must outlive the fit)."""
     from compiler.optimize.onnx_export import export_onnx
 
     logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing advice is noise here
     t_start = time.perf_counter()
     base = load_profile("host-cpu")
-    cases_out: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as td:
-        tmp = Path(td)
-        # Build every model first, then time them all interleaved (time_interleaved).
-        # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
-        one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
-        many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
-        n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
-        mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
-        # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 k x k weights
-        # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
-        # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
-        llc, llc_all = llc_bytes()
-        if not llc:
-            llc, llc_all = base.units[0].llc_share_bytes, base.units[0].llc_bytes
-        k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
-        stream = _matmul_w(1, k)(tmp / "stream.onnx")
-        to_time: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
-                                                     "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
-        # 2. Efficiency per kind and path: every case and variant.
-        graphs: dict[str, Graph] = {}
-        variants: list[tuple[Case, str, str, str]] = []  # (case, preset, tag, timing key)
-        for case in CASES:
-            src = case.build(tmp / f"{case.name}.onnx")
-            graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
-            for preset, tag in case.variants:
-                model = src
-                if preset != "fp32":
-                    model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
-                to_time[f"{case.name}/{preset}"] = (model, "all", 6)
-                variants.append((case, preset, tag, f"{case.name}/{preset}"))
-        mixed: list[str] = []
-        for c, size in ((32, 16), (64, 28)):
-            name = f"mixed-{c}x{size}"
-            src = _mixed(c, size, tmp / f"{name}.onnx")
-            graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
-            to_time[name] = (src, "all", 6)
-            mixed.append(name)
-        progress(f"{len(to_time)} models built in {time.perf_counter() - t_start:.1f} s; timing")
-        wall = time_interleaved(to_time, progress=progress)
+    # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
+    one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
+    many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
+    n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
+    mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
+    # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 k x k weights
+    # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
+    # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
+    llc, llc_all = llc_bytes()
+    if not llc:
+        llc, llc_all = int(base.units[0].llc_share_bytes), int(base.units[0].llc_bytes)
+    k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
+    stream = _matmul_w(1, k)(tmp / "stream.onnx")
+    timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
+                                                 "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
+    # 2. Efficiency per kind and path: every case and variant.
+    graphs: dict[str, Graph] = {}
+    variants: list[tuple[Case, str, str, str]] = []
+    for case in CASES:
+        src = case.build(tmp / f"{case.name}.onnx")
+        graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
+        for preset, tag in case.variants:
+            model = src
+            if preset != "fp32":
+                model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
+            timings[f"{case.name}/{preset}"] = (model, "all", 6)
+            variants.append((case, preset, tag, f"{case.name}/{preset}"))
+    mixed: list[str] = []
+    for c, size in ((32, 16), (64, 28)):
+        name = f"mixed-{c}x{size}"
+        src = _mixed(c, size, tmp / f"{name}.onnx")
+        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+        timings[name] = (src, "all", 6)
+        mixed.append(name)
+    progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
+    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all))
 
-        t1, t64 = wall["one"], wall["many"]
-        dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
-        run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
-        t_mid = (wall["mid"] * 1e-3 - run_s) / 16 - dispatch_s
-        cache_bw = 3 * 4 * n_mid / max(t_mid, 1e-9)
-        t_stream = (wall["stream"] * 1e-3 - run_s) / R - dispatch_s
-        dram_bw = k * k * 4 / max(t_stream, 1e-9)
-        progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
-                 f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
-        # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
-        prof_over = _profiler_overhead(many, dispatch_s, tmp)
-        over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
-            "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over,
-            "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(llc), "llc_bytes": float(llc_all),
-            "bandwidth_efficiency": 1.0,
-            "efficiency": {}}}}
-        hw = base.with_overrides(over)
-        fits: dict[str, list[float]] = {}
-        n_cases: dict[str, int] = {}
-        for case, preset, tag, _ in variants:
-            k = tag if "." in tag else f"{case.kind}.{tag}"
-            n_cases[k] = n_cases.get(k, 0) + 1
-        for case, preset, tag, tkey in variants:
-            g = graphs[case.name]
-            meas = wall[tkey] - run_s * 1e3
-            key = tag if "." in tag else f"{case.kind}.{tag}"
-            # Quantized and fp16 paths with 3+ shapes fit efficiency and setup jointly; setup and decode
-            # rates are fitted below, once the efficiencies they add to are known.
-            joint = preset != "fp32" and not key.startswith("decode.") and n_cases[key] >= 3
-            later = tag == "setup" or key.startswith("decode.") or joint
-            eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
-            if not later:
-                fits.setdefault(key, []).append(eff)
-            cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
-                              "efficiency": eff, "joint": joint})
-        # The median of per-case fits (robust to one odd shape).
-        effs = {k: float(np.median(v)) for k, v in fits.items()}
-        effs["default"] = effs.get("elementwise.fp32", 0.1)
-        # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
-        # An fp16 MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed
-        # on their own. (Fitted apart on one case it only added that case's noise: 0.566-0.658 between
-        # calibrations against 0.58-0.65 for fp32.)
-        if "gemm.fp32" in effs:
-            effs["gemm.int4w"] = effs["gemm.cast16"] = effs["gemm.fp32"]
-        over["units"]["cpu"]["efficiency"] = effs
-        hw = base.with_overrides(over)
-        joint_setups: dict[str, float] = {}
-        for key in sorted({c["key"] for c in cases_out if c["joint"]}):
-            cs = [c for c in cases_out if c["key"] == key]
-            eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
-            effs[key] = eff
-            # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
-            joint_setups.update({k: v for k, v in setups.items() if k == key or v})
-            for c in cs:
-                c["efficiency"], c["setup_s"] = eff, setups[key]
-                c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})
-        over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
-        hw = base.with_overrides(over)
-        decodes: dict[str, list[float]] = {}
-        for c in cases_out:
-            if c["key"].startswith("decode."):
-                c["efficiency"] = e = _fit_eff(graphs[c["case"]], hw, c["preset"], c["key"], c["measured_ms"])
-                decodes.setdefault(c["key"], []).append(e)
-        effs.update({k: float(np.median(v)) for k, v in decodes.items()})
-        hw = base.with_overrides(over)
-        # Fixed setup per kind from the small cases, with the efficiencies above in place.
-        setups: dict[str, list[float]] = {}
-        for c in cases_out:
-            if c["key"].endswith(".setup"):
-                kind = c["key"].split(".")[0]
-                s = _fit_setup(graphs[c["case"]], hw, kind, c["measured_ms"])
-                c["setup_s"] = s
-                setups.setdefault(kind, []).append(s)
-        over["units"]["cpu"]["kind_overhead_s"] = {**joint_setups, **{k: float(np.median(v)) for k, v in setups.items()}}
-        hw = base.with_overrides(over)
-        # Data movement (transposes, NCHWc reorders) from a mixed graph, every other kind already fitted:
-        # chains of transposes alone are cancelled by ORT's transpose optimizer.
-        lay: list[float] = []
-        for name in mixed:
-            meas = wall[name] - run_s * 1e3
-            e = _fit_eff(graphs[name], hw, "fp32", "layout.fp32", meas)
-            lay.append(e)
-            cases_out.append({"case": name, "preset": "fp32", "key": "layout.fp32", "measured_ms": meas,
-                              "efficiency": e})
-        effs["layout.fp32"] = float(np.median(lay))
-        hw = base.with_overrides(over)
-        # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
-        for c in cases_out:
-            c["predicted_ms"] = _predict_ms(graphs[c["case"]], hw, c["preset"])
+
+def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Measure and fit; returns the JSON-able cache (overrides for HardwareProfile.with_overrides)."""
+    with tempfile.TemporaryDirectory() as td:
+        bench = build_bench(Path(td), progress)
+        progress("timing")
+        return fit_bench(bench, time_interleaved(bench.timings, progress=progress), progress)
+
+
+def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], None] = lambda s: None
+              ) -> dict[str, Any]:
+    """Fit the host profile to the timings of `bench` (ms per key; other keys are ignored); returns the
+    JSON-able cache (overrides for HardwareProfile.with_overrides)."""
+    import onnxruntime as ort
+
+    base = load_profile("host-cpu")
+    graphs, variants, mixed, tmp = bench.graphs, bench.variants, bench.mixed, bench.tmp
+    n_mid, k_stream, llc, llc_all = bench.n_mid, bench.k_stream, bench.llc, bench.llc_all
+    cases_out: list[dict[str, Any]] = []
+    t1, t64 = wall["one"], wall["many"]
+    dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
+    run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
+    t_mid = (wall["mid"] * 1e-3 - run_s) / 16 - dispatch_s
+    cache_bw = 3 * 4 * n_mid / max(t_mid, 1e-9)
+    t_stream = (wall["stream"] * 1e-3 - run_s) / R - dispatch_s
+    dram_bw = k_stream * k_stream * 4 / max(t_stream, 1e-9)
+    progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
+             f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
+    # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
+    prof_over = _profiler_overhead(bench.timings["many"][0], dispatch_s, tmp)
+    over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
+        "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over,
+        "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(llc), "llc_bytes": float(llc_all),
+        "bandwidth_efficiency": 1.0,
+        "efficiency": {}}}}
+    hw = base.with_overrides(over)
+    fits: dict[str, list[float]] = {}
+    n_cases: dict[str, int] = {}
+    for case, preset, tag, _ in variants:
+        k = tag if "." in tag else f"{case.kind}.{tag}"
+        n_cases[k] = n_cases.get(k, 0) + 1
+    for case, preset, tag, tkey in variants:
+        g = graphs[case.name]
+        meas = wall[tkey] - run_s * 1e3
+        key = tag if "." in tag else f"{case.kind}.{tag}"
+        # Quantized and fp16 paths with 3+ shapes fit efficiency and setup jointly; setup and decode
+        # rates are fitted below, once the efficiencies they add to are known.
+        joint = preset != "fp32" and not key.startswith("decode.") and n_cases[key] >= 3
+        later = tag == "setup" or key.startswith("decode.") or joint
+        eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
+        if not later:
+            fits.setdefault(key, []).append(eff)
+        cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
+                          "efficiency": eff, "joint": joint})
+    # The median of per-case fits (robust to one odd shape).
+    effs = {k: float(np.median(v)) for k, v in fits.items()}
+    effs["default"] = effs.get("elementwise.fp32", 0.1)
+    # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
+    # An fp16 MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed
+    # on their own. (Fitted apart on one case it only added that case's noise: 0.566-0.658 between
+    # calibrations against 0.58-0.65 for fp32.)
+    if "gemm.fp32" in effs:
+        effs["gemm.int4w"] = effs["gemm.cast16"] = effs["gemm.fp32"]
+    over["units"]["cpu"]["efficiency"] = effs
+    hw = base.with_overrides(over)
+    joint_setups: dict[str, float] = {}
+    for key in sorted({c["key"] for c in cases_out if c["joint"]}):
+        cs = [c for c in cases_out if c["key"] == key]
+        eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
+        effs[key] = eff
+        # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
+        joint_setups.update({k: v for k, v in setups.items() if k == key or v})
+        for c in cs:
+            c["efficiency"], c["setup_s"] = eff, setups[key]
+            c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})
+    over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
+    hw = base.with_overrides(over)
+    decodes: dict[str, list[float]] = {}
+    for c in cases_out:
+        if c["key"].startswith("decode."):
+            c["efficiency"] = e = _fit_eff(graphs[c["case"]], hw, c["preset"], c["key"], c["measured_ms"])
+            decodes.setdefault(c["key"], []).append(e)
+    effs.update({k: float(np.median(v)) for k, v in decodes.items()})
+    hw = base.with_overrides(over)
+    # Fixed setup per kind from the small cases, with the efficiencies above in place.
+    setups: dict[str, list[float]] = {}
+    for c in cases_out:
+        if c["key"].endswith(".setup"):
+            kind = c["key"].split(".")[0]
+            s = _fit_setup(graphs[c["case"]], hw, kind, c["measured_ms"])
+            c["setup_s"] = s
+            setups.setdefault(kind, []).append(s)
+    over["units"]["cpu"]["kind_overhead_s"] = {**joint_setups, **{k: float(np.median(v)) for k, v in setups.items()}}
+    hw = base.with_overrides(over)
+    # Data movement (transposes, NCHWc reorders) from a mixed graph, every other kind already fitted:
+    # chains of transposes alone are cancelled by ORT's transpose optimizer.
+    lay: list[float] = []
+    for name in mixed:
+        meas = wall[name] - run_s * 1e3
+        e = _fit_eff(graphs[name], hw, "fp32", "layout.fp32", meas)
+        lay.append(e)
+        cases_out.append({"case": name, "preset": "fp32", "key": "layout.fp32", "measured_ms": meas,
+                          "efficiency": e})
+    effs["layout.fp32"] = float(np.median(lay))
+    hw = base.with_overrides(over)
+    # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
+    for c in cases_out:
+        c["predicted_ms"] = _predict_ms(graphs[c["case"]], hw, c["preset"])
     return {
         "version": CACHE_VERSION, "profile": "host-cpu", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": _machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - t_start,
+        "machine": _machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
         "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
     }
 
@@ -648,10 +678,16 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
         if not force and (cache := _current_cache(p)) is not None:
             return profile_from_cache(cache)
         cache = calibrate(progress)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(json.dumps(cache, indent=1))
-        tmp.replace(p)  # atomic: a concurrent reader never sees half a file
+        save_cache(p, cache)
     return profile_from_cache(cache)
+
+
+def save_cache(path: str | os.PathLike[str], cache: dict[str, Any]) -> None:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(json.dumps(cache, indent=1))
+    tmp.replace(p)  # atomic: a concurrent reader never sees half a file
 
 
 def _current_cache(p: Path) -> dict[str, Any] | None:
@@ -674,6 +710,4 @@ def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, model
     p = Path(path)
     cache = json.loads(p.read_text())
     cache["fidelity"] = {"error_pct_median": error_pct_median, "models": models, "target": target, **extra}
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cache, indent=1))
-    tmp.replace(p)  # atomic: a worker reading the cache never sees half a file
+    save_cache(p, cache)
