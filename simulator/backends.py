@@ -112,6 +112,23 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     return [nd.op_type in _CONV_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
 
 
+def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
+    """Per compiled task: whether it is a SkipLayerNormalization that ORT does not form in the model's fp16
+    graph, where the residual Add runs alone (fp32, between Casts) and the LayerNormalization runs fp16 with
+    its own kernel. The compile step asks ORT (compiler.backends.ort._fp16_plain_norms) and records the
+    LayerNormalization nodes left plain; without that record every fusion is assumed kept. Seen in a BERT
+    fp16 export: the attention block's Add + LayerNormalization stay apart (the norm's output feeds the FFN
+    through an fp16 Reshape), the FFN block's fuse; the plain norm is several times faster on this host."""
+    import json
+
+    names = compiled.metadata.get("fp16_plain_norms") if target.backend in _FP16_KERNELS else None
+    if not names:
+        return [False] * len(compiled.nodes)
+    plain = set(json.loads(names))
+    return [nd.op_type == "SkipLayerNormalization" and any(s in plain for s in nd.source_nodes)
+            for nd in compiled.nodes]
+
+
 @dataclass(frozen=True, slots=True)
 class Path:
     unit: int  # index into profile.units
@@ -301,7 +318,7 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
 
 
 def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
-                  has_kernel: bool, fused: bool, shared_cast: bool = False) -> Path | None:
+                  has_kernel: bool, fused: bool, shared_cast: bool = False, plain_norm: bool = False) -> Path | None:
     """fp16 activations on a backend with fp16 kernels for a few ops only (_FP16_KERNELS). Those ops run
     fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
     of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
@@ -309,7 +326,9 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     (Clip) or it is inlined as a function (Relu -> Max), so ORT cannot fuse it; an NCHWc Conv then needs
     reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div.
     `shared_cast` (fp16_shared_casts): a Conv whose weight or bias ORT keeps behind a run-time Cast stays
-    a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate."""
+    a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate. `plain_norm` (fp16_unfused_norms): a
+    SkipLayerNormalization ORT does not form in the fp16 graph runs as its Add (fp32) and a fp16
+    LayerNormalization."""
     native = _FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
@@ -319,6 +338,15 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         return None
     import dataclasses
 
+    if plain_norm and kind == "skipnorm" and combo.output == "fp16":
+        # Add (fp32, reading what its producers hand it) -> Cast to fp16 -> LayerNormalization in fp16: the norm
+        # at LayerNormalization's rate on fp16 output; the Add writes fp32 and the Cast reads it and writes fp16.
+        return dataclasses.replace(p, resolved=Combo("fp32", "fp16", combo.kernel, combo.sparsity), rate_kind="norm",
+                                   out_bytes=2.0, extra_out_bytes=p.extra_out_bytes + 4 + 4 + 2 + 2,
+                                   extra_dispatches=p.extra_dispatches + 2, fp32_equivalent=False,
+                                   note="; ".join(["fp16 graph keeps Add and LayerNormalization apart: Add in fp32, "
+                                                   "then a Cast and an fp16 LayerNormalization",
+                                                   *([p.note] if p.note else [])]))
     if op_type in native:  # runs fp16 itself: the fp32 kernel's work on half the bytes, no Casts
         return dataclasses.replace(p, resolved=combo, in_bytes=2.0 if combo.input == "fp16" else p.in_bytes,
                                    out_bytes=2.0 if combo.output == "fp16" else p.out_bytes,
@@ -385,10 +413,11 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
 
 
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
-         fused: bool, shared_cast: bool = False) -> Path:
+         fused: bool, shared_cast: bool = False, plain_norm: bool = False) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it.
-    `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts)."""
-    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast)
+    `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts); `plain_norm`: ORT does
+    not form this SkipLayerNormalization in the fp16 graph (fp16_unfused_norms)."""
+    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
     if p16 is not None:
         return p16
     place_op = PLACEMENT_OP.get(op_type, op_type)

@@ -17,7 +17,15 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.profile import Profile
-from simulator.backends import Path, export_events, fp16_shared_casts, plan, storage_bytes_per_kernel, stored_aux_bytes
+from simulator.backends import (
+    Path,
+    export_events,
+    fp16_shared_casts,
+    fp16_unfused_norms,
+    plan,
+    storage_bytes_per_kernel,
+    stored_aux_bytes,
+)
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.onnx_file import EVENTS, ExportRecords, export_records
@@ -79,8 +87,9 @@ _MLAS_EPILOGUE = frozenset({"ort-cpu"})
 
 @lru_cache(maxsize=4096)
 def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
-            combos: tuple[Combo, ...], shared_cast: bool = False) -> _Coeffs:
-    paths: list[Path] = [plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast) for c in combos]
+            combos: tuple[Combo, ...], shared_cast: bool = False, plain_norm: bool = False) -> _Coeffs:
+    paths: list[Path] = [plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast, plain_norm)
+                         for c in combos]
     units = hw.units
     f = lambda fn: np.array([fn(p) for p in paths], dtype=np.float64)  # noqa: E731
     rate = lambda p: p.rate_kind or kind  # noqa: E731  (the kind whose efficiency and setup the path runs at)
@@ -260,10 +269,13 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # Group ops by signature.
     # Convs that fp16 leaves in NCHW behind a run-time Cast of a shared constant (backends.fp16_shared_casts).
     shared_cast = fp16_shared_casts(t, compiled, source)
-    sig_rows: dict[tuple[str, str, bool, bool, bool], list[int]] = {}
+    # SkipLayerNormalizations ORT does not form in the fp16 graph (backends.fp16_unfused_norms).
+    plain_norm = fp16_unfused_norms(t, compiled)
+    sig_rows: dict[tuple[str, str, bool, bool, bool, bool], list[int]] = {}
     for i, (nd, w) in enumerate(zip(nodes, works)):
         has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
-        sig_rows.setdefault((nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i]), []).append(i)
+        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i])
+        sig_rows.setdefault(sig, []).append(i)
     where: list[tuple[_Group, int]] = [None] * n  # type: ignore[list-item]
     bulk_m = {m: np.zeros((n, len(presets))) for m in METRICS}
     bulk_supported = np.zeros((n, len(presets)), dtype=bool)
@@ -271,9 +283,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     bulk_unit = np.zeros((n, len(presets)), dtype=np.int64)
     bulk_in = np.empty((n, len(presets)), dtype=object)
     bulk_out = np.empty((n, len(presets)), dtype=object)
-    for (op_type, kind, has_k, fused, shared), rows in sig_rows.items():
+    for (op_type, kind, has_k, fused, shared, plain), rows in sig_rows.items():
         combos = tuple(all_combos(has_k))
-        co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared)
+        co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                              measured[rows], weights_resident, total_w, k_store[rows], aux_store[rows],

@@ -58,7 +58,11 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     named = out_path.with_name(out_path.name + ".src.onnx")
     if any(not n.name or n.name != n.id for n in source.nodes) and _name_nodes(src, named):
         src = named  # ORT sees the source with names = ids, so its fused names point at ids
-    payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level}
+    # Models with LayerNormalization: also optimize their fp16 export, to record which LayerNormalizations
+    # ORT leaves unfused there (simulator.backends.fp16_unfused_norms).
+    probe = opt_level == "all" and any(n.op_type == "LayerNormalization" for n in source.nodes)
+    payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level,
+               "fp16_probe": probe}
     try:
         info = run("compiler.backends.ort:_compile_child", payload,
                    Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
@@ -74,6 +78,8 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(covered)),
         "source_nodes_eliminated": str(len(compiled.eliminated)),
     })
+    if info.get("fp16_plain_norms") is not None:
+        compiled.metadata["fp16_plain_norms"] = json.dumps(info["fp16_plain_norms"])
     return compiled
 
 
@@ -106,7 +112,34 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
     so = _session_options(ort, payload["opt_level"])
     so.optimized_model_filepath = payload["out"]
     _open(ort, payload["src"], so)
-    return {"version": ort.__version__}
+    info: dict[str, Any] = {"version": ort.__version__}
+    if payload.get("fp16_probe"):
+        info["fp16_plain_norms"] = _fp16_plain_norms(ort, payload["src"], payload["opt_level"])
+    return info
+
+
+def _fp16_plain_norms(ort: Any, src: str, opt_level: str) -> list[str] | None:
+    """Names of the LayerNormalization nodes ORT keeps as they are when it optimizes the model's fp16 export
+    (`optimize` fp16). In fp32 ORT fuses each residual Add + LayerNormalization into SkipLayerNormalization;
+    in fp16 it does so only where its Cast insertion runs the LayerNormalization in fp32 (an fp16 node
+    between nodes that all need fp32 inputs is forced to fp32), which depends on what its other fusions have
+    left around it: asking ORT is the only faithful answer. None if the model cannot be exported to fp16."""
+    import tempfile
+
+    import onnx
+
+    from compiler.optimize.onnx_export import export_onnx
+
+    try:
+        with tempfile.TemporaryDirectory() as td:
+            half = export_onnx(src, Path(td) / "fp16.onnx", "fp16").path
+            so = _session_options(ort, opt_level)
+            so.optimized_model_filepath = os.path.join(td, "fp16.opt.onnx")
+            ort.InferenceSession(os.fspath(half), so, providers=["CPUExecutionProvider"])
+            model = onnx.load(so.optimized_model_filepath, load_external_data=False)
+    except Exception:  # noqa: BLE001 - an fp16 export is an optional probe, never a compile failure
+        return None
+    return sorted(n.name for n in model.graph.node if n.op_type == "LayerNormalization")
 
 
 def _name_nodes(path: Path, out: Path | None = None) -> bool:

@@ -132,6 +132,24 @@ def test_bert_fusions(zoo, tmp_path) -> None:
 
 
 @known
+def test_fp16_graph_probe_records_the_layernorms_left_unfused(zoo, tmp_path) -> None:
+    """The compile also optimizes the fp16 export of a model with LayerNormalization and records which ones
+    ORT leaves plain there (in fp32 all nine fuse into SkipLayerNormalization). In this BERT the attention
+    blocks' norms feed the FFN through an fp16 Reshape, so ORT keeps them fp16 and apart from their Add; the
+    last norm is the classifier's input (an fp16 Gather). The FFN blocks' norms are fused."""
+    import json
+
+    _, compiled = compile_zoo(zoo, tmp_path, "bert_like", "all")
+    plain = json.loads(compiled.metadata["fp16_plain_norms"])
+    assert plain == sorted([f"/encoder.{i}/ln1/LayerNormalization" for i in range(4)]
+                           + ["/encoder.3/ln2/LayerNormalization"])
+    skip_sources = {s for n in by_op(compiled, "SkipLayerNormalization") for s in n.source_nodes}
+    assert set(plain) <= skip_sources  # each names a source node of a compiled (fp32) fusion
+    _, cnn = compile_zoo(zoo, tmp_path, "mobilenet_v2_like", "all")
+    assert "fp16_plain_norms" not in cnn.metadata  # no LayerNormalization: no probe
+
+
+@known
 def test_layernorm_fusion_from_arithmetic(zoo, tmp_path) -> None:
     source, compiled = compile_zoo(zoo, tmp_path, "bert_like", "all", opset=11)
     assert "LayerNormalization" not in {n.op_type for n in source.nodes}  # opset 11: written out

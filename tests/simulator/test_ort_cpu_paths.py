@@ -292,3 +292,35 @@ def test_static_int8_keeps_only_qlinear_elementwise_ops_in_int8() -> None:
     # Other backends keep their own int8 rules: the XNNPACK-based board runs any element-wise kind in int8.
     rpi = load_profile("rpi5")
     assert plan(get_target("ort-xnnpack/rpi5"), rpi, "Div", "elementwise", q, False, False).resolved == q
+
+
+def test_fp16_skip_layernorm_that_ort_leaves_unfused_runs_as_add_and_fp16_norm() -> None:
+    """Where the compile's fp16 probe found the LayerNormalization left plain, the SkipLayerNormalization task
+    runs under fp16 as an fp32 Add, a Cast and an fp16 LayerNormalization at the norm's rate; elsewhere (and
+    without a probe) it keeps the fused fp32 kernel between Casts. fp32 is the same either way."""
+    import json
+
+    from simulator.backends import fp16_unfused_norms
+
+    values = [act("x", [1, 64, 256]), act("s", [1, 64, 256]), act("y", [1, 64, 256]), act("z", [1, 64, 256])]
+    nodes = [Node("sk", "sk", "SkipLayerNormalization", inputs=["x", "s"], outputs=["y"], source_nodes=["add", "ln"]),
+             Node("r", "r", "Relu", inputs=["y"], outputs=["z"], source_nodes=["relu"])]
+    g = graph(nodes, values, ["x", "s"], ["z"])
+    assert fp16_unfused_norms(HOST, g) == [False, False]  # no probe recorded
+    probed = graph(nodes, values, ["x", "s"], ["z"])
+    probed.metadata["fp16_plain_norms"] = json.dumps(["ln"])
+    assert fp16_unfused_norms(HOST, probed) == [True, False]
+    assert fp16_unfused_norms(get_target("coreml/apple-a17"), probed) == [False, False]  # fp16 natively there
+
+    def lat(gr: object, preset: str) -> tuple[float, str]:
+        r = sweep(gr, HOST)
+        j = [x["name"] for x in r.bulk["presets"]].index(preset)
+        return r.bulk["metrics"]["latency_ms"][0][j], r.bulk["combos"][0][j]
+
+    assert lat(probed, "fp32") == lat(g, "fp32")
+    (fused_ms, fused_combo), (plain_ms, plain_combo) = lat(g, "fp16"), lat(probed, "fp16")
+    assert fused_combo.startswith("fp32/fp32") and plain_combo.startswith("fp32/fp16")
+    assert plain_ms < fused_ms  # host-cpu yaml: LayerNormalization's rate is 5x the fused kernel's
+    p = plan(HOST, HW, "SkipLayerNormalization", "skipnorm", Combo("fp16", "fp16", "-", 0), False, False,
+             plain_norm=True)
+    assert p.rate_kind == "norm" and p.out_bytes == 2.0 and p.extra_dispatches == 2
