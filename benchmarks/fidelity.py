@@ -244,6 +244,8 @@ def main() -> None:
             pool.update({f"calibration/{k}": v for k, v in bench.timings.items()})
         print(f"timing {len(rows)} model-options{' and the calibration kernels' if bench else ''}, "
               f"{a.rounds} rounds", flush=True)
+        # Calibration's kernels need their 60 ms of runs per round (as `calibrate` times them); the models alone
+        # take their --runs.
         best = time_interleaved(pool, rounds=a.rounds, budget_s=0.06 if bench else 0.0, progress=progress)
         if bench is not None:
             cache = fit_bench(bench, {k.split("/", 1)[1]: v for k, v in best.items() if k.startswith("calibration/")},
