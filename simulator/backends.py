@@ -65,7 +65,11 @@ _INT8_ELEMENTWISE: dict[str, frozenset[str]] = {
     "ort-cpu": frozenset({"Add", "Mul", "Sigmoid", "LeakyRelu", "Relu", "Clip", "QLinearAdd", "QLinearMul",
                           "QLinearSigmoid", "QLinearLeakyRelu"}),
 }
-_GELU_OPS = frozenset({"Gelu", "BiasGelu", "FastGelu"})
+# ORT fuses Div, Erf, Add, Mul, Mul into one Gelu kernel only in a plain fp32 graph: the Casts of an fp16 graph
+# and the Q/DQ pairs of an int8 one break the pattern, and the five run as kernels of their own (seen in bert,
+# ViT and MLP fp16 and int8-static profiles): four more passes, each reading and writing the tensor.
+_GELU_SPLIT_PASSES = 4
+_GELU_SPLIT_NOTE = "Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels"
 
 
 def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
@@ -370,11 +374,9 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         disp += 4
         notes.append("Softmax inlined as 5 element-wise kernels")
     if op_type == "Gelu":
-        # ORT fuses Div, Erf, Add, Mul, Mul into Gelu only in fp32: the fp16 graph's Casts break the
-        # pattern, so the five run as kernels of their own (seen in bert, ViT and MLP fp16 profiles).
-        extra_in += 4 * 2 * p.in_bytes  # four more passes, each reading and writing the tensor
-        disp += 4
-        notes.append("Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels")
+        extra_in += _GELU_SPLIT_PASSES * 2 * p.in_bytes
+        disp += _GELU_SPLIT_PASSES
+        notes.append(_GELU_SPLIT_NOTE)
     # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
     # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
     tag = ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
@@ -394,7 +396,7 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
     - SkipLayerNormalization fuses a residual Add with the LayerNormalization after it. The exporter quantizes
       that Add, so ORT runs a QLinearAdd and a plain LayerNormalization: at LayerNormalization's rate, not the
       fused kernel's (about 7x slower per element on the host, calibration cases skipnorm-* vs layernorm-*).
-    - Gelu fuses Div, Erf, Add, Mul, Mul; under QDQ they run as five kernels again, as under fp16.
+    - Gelu splits into its five kernels again, as under fp16 (_GELU_SPLIT_PASSES).
     Both seen in bert int8-static profiles."""
     if target.backend != "ort-cpu" or "int8" not in (asked.input, asked.output):
         return p
@@ -405,10 +407,10 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
                                    extra_in_bytes=p.extra_in_bytes + 3 / 2,  # per input element: 2 int8 in, 1 out
                                    note=p.note + "; residual Add quantized (QLinearAdd): no SkipLayerNormalization "
                                                  "fusion, a plain LayerNormalization runs")
-    if op_type in _GELU_OPS:
-        return dataclasses.replace(p, extra_dispatches=p.extra_dispatches + 4,
-                                   extra_in_bytes=p.extra_in_bytes + 4 * 2 * p.in_bytes,
-                                   note=p.note + "; Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels")
+    if op_type == "Gelu":
+        return dataclasses.replace(p, extra_dispatches=p.extra_dispatches + _GELU_SPLIT_PASSES,
+                                   extra_in_bytes=p.extra_in_bytes + _GELU_SPLIT_PASSES * 2 * p.in_bytes,
+                                   note=f"{p.note}; {_GELU_SPLIT_NOTE}")
     return p
 
 
