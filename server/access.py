@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import selectinload
 
-from store.models import GroupMember, Model, Share
+from store.models import GroupMember, LinkVisit, Model, Share
 
 from .api.errors import ApiError
 from .auth import Principal
@@ -49,10 +49,21 @@ def model_for(s: Any, model_id: str, user: Principal | None, at_least: str = "vi
     return m, role
 
 
+def record_link_visit(s: Any, user: Principal, m: Model) -> None:
+    """Remember that `user` opened someone else's link-shared model, for their "Shared with me" list."""
+    if not m.link_sharing or m.owner_id is None or m.owner_id == user.id:
+        return
+    if s.get(LinkVisit, (m.id, user.id)) is None:
+        s.add(LinkVisit(model_id=m.id, user_id=user.id))
+
+
 def visible_models_query(user: Principal, scope: str) -> Any:
-    """`mine`: models I own. `shared`: models shared with me or my groups (not link-shared ones)."""
+    """`mine`: models I own. `shared`: models shared with me or my groups, and link-shared models I opened through
+    their link (while link sharing is on)."""
     if scope == "mine":
         return select(Model).where(Model.owner_id == user.id)
     group_ids = select(GroupMember.group_id).where(GroupMember.user_id == user.id)
     shared_ids = select(Share.model_id).where(or_(Share.user_id == user.id, Share.group_id.in_(group_ids)))
-    return select(Model).where(Model.id.in_(shared_ids), or_(Model.owner_id.is_(None), Model.owner_id != user.id))
+    visited_ids = select(LinkVisit.model_id).where(LinkVisit.user_id == user.id)
+    return select(Model).where(or_(Model.id.in_(shared_ids), and_(Model.link_sharing.is_(True), Model.id.in_(visited_ids))),
+                               or_(Model.owner_id.is_(None), Model.owner_id != user.id))

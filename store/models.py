@@ -190,6 +190,17 @@ class Share(Base):
     group: Mapped[Group | None] = relationship()
 
 
+class LinkVisit(Base):
+    """A signed-in user opened a model through its shared link: it is listed under their "Shared with me" for as
+    long as link sharing stays on."""
+
+    __tablename__ = "link_visits"
+
+    model_id: Mapped[str] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True)
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
 class Analysis(Base):
     """A named optimization state of a model: target, model-wide option, per-op overrides, notes."""
 

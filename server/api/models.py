@@ -22,7 +22,7 @@ from store.models import Job, Model
 from store.services import Services
 from worker.celery_app import enqueue
 
-from ..access import model_for, role_on, visible_models_query
+from ..access import model_for, record_link_visit, role_on, visible_models_query
 from ..auth import current_user, require_user
 from .common import services
 from .errors import ApiError
@@ -47,8 +47,8 @@ def _json_field(name: str, kind: type) -> Any:
     return value
 
 
-def _input_shapes() -> dict[str, list[int]]:
-    shapes = _json_field("inputs", dict)
+def _input_shapes(shapes: dict[str, Any] | None = None) -> dict[str, list[int]]:
+    shapes = _json_field("inputs", dict) if shapes is None else shapes
     for k, v in shapes.items():
         if not (isinstance(v, list) and v and all(isinstance(d, int) and 0 < d <= 1 << 20 for d in v)):
             raise ApiError(400, "bad_field", f"Input shape for '{k}' must be a list of positive integers, "
@@ -56,8 +56,8 @@ def _input_shapes() -> dict[str, list[int]]:
     return shapes
 
 
-def _input_values() -> dict[str, float]:
-    values = _json_field("input_values", dict)
+def _input_values(values: dict[str, Any] | None = None) -> dict[str, float]:
+    values = _json_field("input_values", dict) if values is None else values
     for k, v in values.items():
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise ApiError(400, "bad_field", f"Input value for '{k}' must be a number, e.g. 16000.")
@@ -155,8 +155,11 @@ def list_models() -> ResponseReturnValue:
 
 @bp.get("/<model_id>")
 def read_model(model_id: str) -> ResponseReturnValue:
+    user = current_user()
     with session_scope(services().sessions) as s:
-        m, role = model_for(s, model_id, current_user())
+        m, role = model_for(s, model_id, user)
+        if role == "viewer":
+            record_link_visit(s, user, m)  # type: ignore[arg-type]
         return jsonify(model_json(m, role))
 
 
@@ -170,15 +173,37 @@ def delete_model(model_id: str) -> ResponseReturnValue:
     return "", 204
 
 
+def _reanalysis_inputs() -> tuple[dict[str, list[int]] | None, dict[str, float] | None]:
+    """Optional JSON body `{"inputs": {...}, "input_values": {...}}`: each given field replaces the stored one."""
+    if not request.get_data():
+        return None, None
+    body = request.get_json(silent=True)
+    if not isinstance(body, dict):
+        raise ApiError(400, "bad_json", "Send a JSON object: {\"inputs\": {name: shape}, \"input_values\": {name: number}}.")
+    fields = []
+    for name in ("inputs", "input_values"):
+        v = body.get(name)
+        if v is not None and not isinstance(v, dict):
+            raise ApiError(400, "bad_field", f"Field '{name}' must be a JSON object.")
+        fields.append(v)
+    return (None if fields[0] is None else _input_shapes(fields[0]),
+            None if fields[1] is None else _input_values(fields[1]))
+
+
 @bp.post("/<model_id>/reanalyze")
 def reanalyze(model_id: str) -> ResponseReturnValue:
-    """Queue a fresh analysis job (after a failure, or on a new version of Edgescope)."""
+    """Queue a fresh analysis job (after a failure, with other inputs, or on a new version of Edgescope)."""
     svc = services()
     user = current_user()
     with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, user, at_least="editor")
+        shapes, values = _reanalysis_inputs()
         if m.job and m.job.status in ("queued", "running"):
             raise ApiError(409, "busy", "The model is being analysed already.")
+        if shapes is not None:
+            m.input_shapes = shapes
+        if values is not None:
+            m.input_values = values
         job = Job(model_id=m.id)
         s.add(job)
         s.flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 from functools import lru_cache
 from typing import Any
 
@@ -56,24 +57,40 @@ def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
     return a
 
 
-def _send_gz_json(key: str) -> Response:
+def _version(a: Artifact) -> str:
+    """Changes whenever the stored document does: a re-analysis rewrites the same key and stamps the row again."""
+    return f"{a.key}@{a.created_at.isoformat() if a.created_at else ''}"
+
+
+def _fresh(resp: Response, version: str) -> Response:
+    # A re-analysis writes new results under the same URLs: the browser may keep them but must ask again each time
+    # (a 304 when unchanged), so no view shows the previous analysis.
+    resp.headers["Cache-Control"] = "private, no-cache"
+    resp.set_etag(hashlib.sha256(version.encode()).hexdigest()[:32])
+    return resp.make_conditional(request)
+
+
+def _send_gz_json(key: str, version: str) -> Response:
+    gz = "gzip" in request.headers.get("Accept-Encoding", "")
+    tag = f"{version}|{'gz' if gz else 'id'}"
+    if request.if_none_match and request.if_none_match.contains(hashlib.sha256(tag.encode()).hexdigest()[:32]):
+        return _fresh(Response(status=304), tag)  # unchanged: not even read from the blob store
     data = services().blobs.get_bytes(key)
-    if "gzip" in request.headers.get("Accept-Encoding", ""):
+    if gz:
         resp = Response(data, mimetype="application/json")
         resp.headers["Content-Encoding"] = "gzip"
-        resp.headers["Vary"] = "Accept-Encoding"
     else:
         resp = Response(gzip.decompress(data), mimetype="application/json")
-    # Results of a ready job never change (a re-analysis is a new job); let the browser cache briefly.
-    resp.headers["Cache-Control"] = "private, max-age=60"
-    return resp
+    resp.headers["Vary"] = "Accept-Encoding"
+    return _fresh(resp, tag)
 
 
 def _document(model_id: str, kind: str, per_target: bool) -> Response:
     with session_scope(services().sessions) as s:
         m = _ready_model(s, model_id)
-        key = _artifact(s, model_id, kind, _target(m) if per_target else "").key
-    return _send_gz_json(key)
+        a = _artifact(s, model_id, kind, _target(m) if per_target else "")
+        key, version = a.key, _version(a)
+    return _send_gz_json(key, version)
 
 
 @bp.get("/ops")
@@ -95,17 +112,17 @@ def graph(model_id: str) -> ResponseReturnValue:
         m = _ready_model(s, model_id)
         target = _target(m) if view == "compiled" else ""
         stored = _stored(s, model_id, "graph_columns", target)
-        key = stored.key if stored is not None else _artifact(s, model_id, "graph", target).key
+        a = stored if stored is not None else _artifact(s, model_id, "graph", target)
+        key, version = a.key, _version(a)
     if stored is not None:
-        return _send_gz_json(key)
+        return _send_gz_json(key, version)
     # Analysed before the columns were stored: derived from the stored graph once per process.
-    resp = Response(_columns_of(services().blobs, key), mimetype="application/json")
-    resp.headers["Cache-Control"] = "private, max-age=60"  # as _send_gz_json: a ready job's results never change
-    return resp
+    resp = Response(_columns_of(services().blobs, key, version), mimetype="application/json")
+    return _fresh(resp, version)
 
 
 @lru_cache(maxsize=8)
-def _columns_of(blobs: BlobStore, key: str) -> bytes:
+def _columns_of(blobs: BlobStore, key: str, version: str) -> bytes:
     import json
 
     from worker.results import graph_columns
@@ -120,8 +137,8 @@ def options(model_id: str) -> ResponseReturnValue:
 
 
 @lru_cache(maxsize=64)
-def _op_index(blobs: BlobStore, key: str) -> tuple[dict[str, int], list[int]]:
-    # Stored keys are immutable per job, so caching by key is safe.
+def _op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], list[int]]:
+    # Keyed by the artifact's version, not only its key: a re-analysis rewrites the same key.
     import json
 
     doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
@@ -130,7 +147,8 @@ def _op_index(blobs: BlobStore, key: str) -> tuple[dict[str, int], list[int]]:
 
 def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
     """Op id -> position in the option tables of `target` (the ops a state may override)."""
-    return _op_index(services().blobs, _artifact(s, m.id, "op_options_index", target).key)[0]
+    a = _artifact(s, m.id, "op_options_index", target)
+    return _op_index(services().blobs, a.key, _version(a))[0]
 
 
 @bp.get("/ops/<opid:op_id>/options")
@@ -139,9 +157,10 @@ def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
     with session_scope(svc.sessions) as s:
         m = _ready_model(s, model_id)
         t = _target(m)
-        index_key = _artifact(s, model_id, "op_options_index", t).key
+        ia = _artifact(s, model_id, "op_options_index", t)
+        index_key, index_version = ia.key, _version(ia)
         pack_key = _artifact(s, model_id, "op_options", t).key
-    index, offsets = _op_index(svc.blobs, index_key)
+    index, offsets = _op_index(svc.blobs, index_key, index_version)
     if op_id not in index:
         raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
     return read_record(svc.blobs, pack_key, offsets, index[op_id])
