@@ -6,6 +6,7 @@ here Python must reproduce every number exactly, and `npm test` (vitest) must pa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,3 +35,37 @@ def test_npm_unit_tests_pass() -> None:
     assert shutil.which("npm") and (WEB / "node_modules").exists(), "web/node_modules not installed: run `make web`"
     r = subprocess.run(["npm", "test", "--silent"], cwd=WEB, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+
+def test_browser_input_reader_agrees_with_onnx_on_real_architectures(tmp_path: Path) -> None:
+    """web/src/inputs reads a torchvision export with dynamic axes as onnx does, and skips weights unread."""
+    import corpus  # noqa: F401  (torchvision importable beside CPU torch)
+    import numpy as np
+    import onnx
+    import torch
+    import torchvision
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tests.browser.input_fixtures import declared_inputs, write_fixtures
+
+    write_fixtures(tmp_path)  # the shipped fixtures, written again: they must still read the same
+    net = torchvision.models.mobilenet_v3_small(weights=None).eval()
+    mobilenet = tmp_path / "mobilenet_v3_small_dynamic.onnx"
+    torch.onnx.export(net, (torch.zeros(1, 3, 96, 96),), str(mobilenet), input_names=["pixels"], output_names=["logits"],
+                      dynamic_axes={"pixels": {0: "batch", 2: "height", 3: "width"}}, dynamo=False)
+    big = tmp_path / "big_weight.onnx"  # 8 MB of weights before the inputs: they must be skipped, not read
+    w = numpy_helper.from_array(np.zeros((2048, 1024), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "big",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 2048])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 1024])], [w])
+    onnx.save(helper.make_model(g), str(big))
+    expected = json.loads((tmp_path / "expected.json").read_text())
+    expected += [{"file": mobilenet.name, "inputs": declared_inputs(mobilenet)},
+                 {"file": big.name, "inputs": declared_inputs(big), "max_bytes_read": 256 * 1024}]
+    assert expected[-2]["inputs"] == [{"name": "pixels", "dtype": "float32", "shape": ["batch", 3, "height", "width"]}]
+    (tmp_path / "expected.json").write_text(json.dumps(expected))
+    r = subprocess.run(["npx", "vitest", "run", "--reporter=verbose", "tests/inputs.test.ts"], cwd=WEB, capture_output=True, text=True,
+                       timeout=300, env={**os.environ, "EDGESCOPE_INPUT_FIXTURES": str(tmp_path)})
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for name in (mobilenet.name, big.name, "dynamic_dims.onnx"):
+        assert f"reads the inputs of {name}" in r.stdout, r.stdout[-3000:]
