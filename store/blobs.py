@@ -27,6 +27,7 @@ class BlobStore(Protocol):
     def get_range(self, key: str, start: int, length: int) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def delete_prefix(self, prefix: str) -> None: ...
+    def delete(self, key: str) -> None: ...  # no error if it is gone
     def download(self, key: str, dest: Path) -> None: ...
     def open_stream(self, key: str) -> BinaryIO: ...
 
@@ -89,6 +90,9 @@ class LocalBlobStore:
 
     def delete_prefix(self, prefix: str) -> None:
         shutil.rmtree(self._path(prefix.rstrip("/")), ignore_errors=True)
+
+    def delete(self, key: str) -> None:
+        self._path(key).unlink(missing_ok=True)
 
     def download(self, key: str, dest: Path) -> None:
         try:
@@ -160,6 +164,9 @@ class S3BlobStore:
             objs = [{"Key": o["Key"]} for o in page.get("Contents", [])]
             if objs:
                 self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": objs})
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))  # S3: no error for a missing key
 
     def download(self, key: str, dest: Path) -> None:
         from botocore.exceptions import ClientError

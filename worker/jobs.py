@@ -101,50 +101,83 @@ def _options(services: Services, model: Model) -> pipeline.AnalysisOptions:
     )
 
 
-def _put_json(services: Services, s: Any, model_id: str, kind: str, target: str, doc: Any) -> None:
-    # Stored gzipped: the server sends it as is to clients that accept gzip (all browsers).
-    key = keys.result(model_id, kind, target, "json.gz")
-    raw = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-    size = services.blobs.put_bytes(key, gzip.compress(raw, compresslevel=6, mtime=0))
-    _put_artifact(s, model_id, kind, target, key, size)
+class _Writer:
+    """Stores one job's result documents under keys of that job (`keys.result(..., job_id=...)`), one
+    artifact row per (model, kind, target). Rows of the previous analysis that this one does not rewrite
+    are dropped, and `replaced` lists the previous blobs, deleted once the new results are visible."""
 
+    def __init__(self, services: Services, s: Any, model_id: str, job_id: str) -> None:
+        self.services, self.s, self.model_id, self.job_id = services, s, model_id, job_id
+        self.old = {(a.kind, a.target): a for a in s.scalars(select(Artifact).where(Artifact.model_id == model_id))}
+        self.written: set[tuple[str, str]] = set()
+        self.replaced: list[str] = []
 
-def _put_artifact(s: Any, model_id: str, kind: str, target: str, key: str, size: int) -> None:
-    # Re-running a stage overwrites its own output: one row per (model, kind, target).
-    row = s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
-                                          Artifact.target == target))
-    if row is None:
-        s.add(Artifact(model_id=model_id, kind=kind, target=target, key=key, size_bytes=size))
-    else:
+    def key(self, kind: str, target: str, ext: str) -> str:
+        return keys.result(self.model_id, kind, target, ext, job_id=self.job_id)
+
+    def json(self, kind: str, target: str, doc: Any) -> None:
+        # Stored gzipped: the server sends it as is to clients that accept gzip (all browsers).
+        key = self.key(kind, target, "json.gz")
+        raw = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
+        self.artifact(kind, target, key, self.services.blobs.put_bytes(key, gzip.compress(raw, compresslevel=6, mtime=0)))
+
+    def artifact(self, kind: str, target: str, key: str, size: int) -> None:
+        self.written.add((kind, target))
+        row = self.old.get((kind, target))
+        if row is None:
+            row = Artifact(model_id=self.model_id, kind=kind, target=target, key=key, size_bytes=size)
+            self.s.add(row)
+            self.old[(kind, target)] = row
+            return
+        if row.key != key:
+            self.replaced.append(row.key)
         row.key, row.size_bytes, row.created_at = key, size, _now()
 
+    def drop_unwritten(self) -> None:
+        for where, row in self.old.items():
+            if where not in self.written:
+                self.replaced.append(row.key)
+                self.s.delete(row)
 
-def store_results(services: Services, model_id: str, result: pipeline.AnalysisResult) -> dict[str, Any]:
+
+def store_results(services: Services, model_id: str, result: pipeline.AnalysisResult,
+                  job_id: str = "") -> tuple[dict[str, Any], list[str]]:
+    """Store every result document; returns (summary, blob keys of the previous analysis to delete)."""
     with session_scope(services.sessions) as s:
+        w = _Writer(services, s, model_id, job_id)
         source_view = results.graph_view(result.source, "source")
-        _put_json(services, s, model_id, "graph", "", source_view)
-        _put_json(services, s, model_id, "graph_columns", "", results.graph_columns(source_view))
-        _put_json(services, s, model_id, "source_ir", "", result.source.to_json())
+        w.json("graph", "", source_view)
+        w.json("graph_columns", "", results.graph_columns(source_view))
+        w.json("source_ir", "", result.source.to_json())
         for r in result.targets:
             t = r.target
             view = results.graph_view(r.compiled, "compiled")
-            _put_json(services, s, model_id, "graph", t, view)
-            _put_json(services, s, model_id, "graph_columns", t, results.graph_columns(view))
-            _put_json(services, s, model_id, "compiled_ir", t, r.compiled.to_json())
-            _put_json(services, s, model_id, "ops", t, results.ops_table(r, result.source))
-            _put_json(services, s, model_id, "options", t, r.sweep.bulk)
+            w.json("graph", t, view)
+            w.json("graph_columns", t, results.graph_columns(view))
+            w.json("compiled_ir", t, r.compiled.to_json())
+            w.json("ops", t, results.ops_table(r, result.source))
+            w.json("options", t, r.sweep.bulk)
             blob, offsets = pack(r.sweep.per_op)
-            key = keys.result(model_id, "op_options", t, "pack")
-            _put_artifact(s, model_id, "op_options", t, key, services.blobs.put_bytes(key, blob))
-            _put_json(services, s, model_id, "op_options_index", t,
-                      {"ops": r.sweep.bulk["ops"], "offsets": offsets})
+            key = w.key("op_options", t, "pack")
+            w.artifact("op_options", t, key, services.blobs.put_bytes(key, blob))
+            w.json("op_options_index", t, {"ops": r.sweep.bulk["ops"], "offsets": offsets})
             if r.profile:
-                _put_json(services, s, model_id, "profile", t, r.profile.to_json())
+                w.json("profile", t, r.profile.to_json())
             if r.compiled_model_path is not None:
-                key = keys.result(model_id, "compiled_model", t, "onnx")
-                _put_artifact(s, model_id, "compiled_model", t, key,
-                              services.blobs.put_file(key, r.compiled_model_path))
-    return results.summary(result)
+                key = w.key("compiled_model", t, "onnx")
+                w.artifact("compiled_model", t, key, services.blobs.put_file(key, r.compiled_model_path))
+        w.drop_unwritten()
+        replaced = list(w.replaced)
+    return results.summary(result), replaced
+
+
+def _delete_blobs(services: Services, blob_keys: list[str]) -> None:
+    """The previous analysis' blobs, once no row points to them (best effort: a leftover costs only space)."""
+    for key in blob_keys:
+        try:
+            services.blobs.delete(key)
+        except Exception:  # noqa: BLE001
+            log.warning("could not delete replaced result blob %s", key, exc_info=True)
 
 
 def run_job(services: Services, job_id: str, redelivered: bool = False) -> str:
@@ -165,7 +198,7 @@ def run_job(services: Services, job_id: str, redelivered: bool = False) -> str:
             result = pipeline.analyze(src, Path(d), opts, progress)
             progress("store", 0.0)
             t0 = time.perf_counter()
-            summary = store_results(services, model_id, result)
+            summary, replaced = store_results(services, model_id, result, job_id)
             result.stage_seconds["store"] = time.perf_counter() - t0
     except pipeline.user_errors() as e:
         fail(services, job_id, str(e))
@@ -184,6 +217,7 @@ def run_job(services: Services, job_id: str, redelivered: bool = False) -> str:
         model.summary = summary
         job.status, job.stage, job.progress, job.finished_at = "ready", "done", 100, _now()
         job.stages = [dict(st, status="done") for st in job.stages]
+    _delete_blobs(services, replaced)
     return "ready"
 
 

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, request, send_file
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
 
-from store.blobs import BlobStore
+from store.blobs import BlobNotFound, BlobStore
 from store.db import session_scope
 from store.models import Artifact, Model
 from store.packed import read_record
@@ -57,8 +57,15 @@ def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
     return a
 
 
+def _replaced() -> ApiError:
+    # The previous analysis' blobs are deleted once a re-analysis is ready; a read that looked its key up
+    # just before that finds it gone.
+    return ApiError(409, "results_replaced", "The model was re-analysed while this was read; load it again.")
+
+
 def _version(a: Artifact) -> str:
-    """Changes whenever the stored document does: a re-analysis rewrites the same key and stamps the row again."""
+    """Changes whenever the stored document does: a re-analysis writes keys of its own job (store/keys.py) and
+    stamps the row again (results stored before keys were per job share their key across re-analyses)."""
     return f"{a.key}@{a.created_at.isoformat() if a.created_at else ''}"
 
 
@@ -75,7 +82,10 @@ def _send_gz_json(key: str, version: str) -> Response:
     tag = f"{version}|{'gz' if gz else 'id'}"
     if request.if_none_match and request.if_none_match.contains(hashlib.sha256(tag.encode()).hexdigest()[:32]):
         return _fresh(Response(status=304), tag)  # unchanged: not even read from the blob store
-    data = services().blobs.get_bytes(key)
+    try:
+        data = services().blobs.get_bytes(key)
+    except BlobNotFound:
+        raise _replaced() from None
     if gz:
         resp = Response(data, mimetype="application/json")
         resp.headers["Content-Encoding"] = "gzip"
@@ -117,7 +127,10 @@ def graph(model_id: str) -> ResponseReturnValue:
     if stored is not None:
         return _send_gz_json(key, version)
     # Analysed before the columns were stored: derived from the stored graph once per process.
-    resp = Response(_columns_of(services().blobs, key, version), mimetype="application/json")
+    try:
+        resp = Response(_columns_of(services().blobs, key, version), mimetype="application/json")
+    except BlobNotFound:
+        raise _replaced() from None
     return _fresh(resp, version)
 
 
@@ -138,7 +151,8 @@ def options(model_id: str) -> ResponseReturnValue:
 
 @lru_cache(maxsize=64)
 def _op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], list[int]]:
-    # Keyed by the artifact's version, not only its key: a re-analysis rewrites the same key.
+    # Keyed by the artifact's version, not only its key (results stored before keys were per job share a key
+    # across re-analyses).
     import json
 
     doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
@@ -160,10 +174,13 @@ def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
         ia = _artifact(s, model_id, "op_options_index", t)
         index_key, index_version = ia.key, _version(ia)
         pack_key = _artifact(s, model_id, "op_options", t).key
-    index, offsets = _op_index(svc.blobs, index_key, index_version)
-    if op_id not in index:
-        raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
-    return read_record(svc.blobs, pack_key, offsets, index[op_id])
+    try:
+        index, offsets = _op_index(svc.blobs, index_key, index_version)
+        if op_id not in index:
+            raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
+        return read_record(svc.blobs, pack_key, offsets, index[op_id])
+    except BlobNotFound:
+        raise _replaced() from None
 
 
 @bp.get("/download")

@@ -23,6 +23,9 @@ def _exercise(store, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     blob, offsets = pack([{"op": i, "v": [i] * i} for i in range(50)])
     store.put_bytes("models/a/pack", blob)
     assert read_record(store, "models/a/pack", offsets, 37) == {"op": 37, "v": [37] * 37}
+    store.delete("models/a/pack")
+    store.delete("models/a/pack")  # gone already: no error
+    assert not store.exists("models/a/pack") and store.exists("models/a/upload/m.onnx")
     store.delete_prefix("models/a")
     assert not store.exists("models/a/upload/m.onnx")
     with pytest.raises(BlobNotFound):

@@ -1,0 +1,62 @@
+"""A re-analysis replaces every result a model serves: documents, the per-op option index the server caches
+in-process, and the per-op option records (issue 13: per-op dialogs answered 500 after a re-analysis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+
+from store.db import session_scope
+from store.models import Artifact, Job
+
+
+def _run_newest_job(app, model_id: str) -> None:  # type: ignore[no-untyped-def]
+    from worker.jobs import run_job
+
+    services = app.extensions["edgescope"]
+    with session_scope(services.sessions) as s:
+        job_id = s.scalars(select(Job.id).where(Job.model_id == model_id).order_by(Job.created_at)).all()[-1]
+    assert run_job(services, job_id) == "ready"
+
+
+def _per_op_agrees_with_bulk(client, model_id: str) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+    """Every op's per-op record is the one of the table served now: its row under the fp32 preset equals the
+    bulk table's figure."""
+    bulk = client.get(f"/api/models/{model_id}/options").get_json()
+    p = [x["name"] for x in bulk["presets"]].index("fp32")
+    for i, op in enumerate(bulk["ops"]):
+        r = client.get(f"/api/models/{model_id}/ops/{op}/options")
+        assert r.status_code == 200, (op, r.get_json())
+        one = r.get_json()
+        assert one["op"] == op
+        j = one["combos"].index(bulk["combos"][i][p])
+        assert one["latency_ms"][j] == bulk["metrics"]["latency_ms"][i][p]
+        assert one["activation_bytes"][j] == bulk["metrics"]["activation_bytes"][i][p]
+    return bulk
+
+
+def test_reanalysis_replaces_cached_option_index(app, client, zoo) -> None:  # type: ignore[no-untyped-def]
+    services = app.extensions["edgescope"]
+    with open(zoo.path("dynamic_dims"), "rb") as f:
+        r = client.post("/api/models", data={"file": (f, "dyn.onnx"), "targets": '["ort-cpu/host"]',
+                                             "inputs": '{"input_ids": [1, 8]}'}, content_type="multipart/form-data")
+    model_id = r.get_json()["id"]
+    _run_newest_job(app, model_id)
+    first = _per_op_agrees_with_bulk(client, model_id)  # fills the server's in-process caches
+    with session_scope(services.sessions) as s:
+        old_keys = {a.key for a in s.scalars(select(Artifact).where(Artifact.model_id == model_id))}
+
+    # Re-analysed with other inputs.
+    assert client.post(f"/api/models/{model_id}/reanalyze", json={"inputs": {"input_ids": [4, 64]}}).status_code == 202
+    _run_newest_job(app, model_id)
+
+    model = client.get(f"/api/models/{model_id}").get_json()
+    assert model["summary"]["inputs"]["input_ids"] == [4, 64]
+    second = _per_op_agrees_with_bulk(client, model_id)
+    assert second["ops"] == first["ops"]
+    # The previous analysis' blobs are gone and no row points to them.
+    with session_scope(services.sessions) as s:
+        new_keys = {a.key for a in s.scalars(select(Artifact).where(Artifact.model_id == model_id))}
+    assert new_keys and not new_keys & old_keys
+    assert not any(services.blobs.exists(k) for k in old_keys)
