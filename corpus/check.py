@@ -1,0 +1,115 @@
+"""One corpus file through the real pipeline, as `edgescope analyze` runs it, and the figures the corpus
+checks: analysed or a clear error, the host fp32 prediction made WITHOUT the measured profile (as
+`edgescope predict` does) beside the measured median, tasks of unknown work and tasks silently at zero,
+predicted vs file size. Used by benchmarks/realworld.py (each file in a child process) and tests/corpus.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# Kinds (simulator.costs.kind_of) that always do arithmetic: no MACs there is a silent zero.
+COMPUTE_KINDS = frozenset({"conv", "dwconv", "convsmall", "gemm", "matmul", "attention"})
+
+
+def _one_line(e: BaseException) -> str:
+    return " ".join(str(e).split())[:400]
+
+
+def work_rows(works: list[Any], ids: list[str], task_ms: dict[str, float]) -> dict[str, Any]:
+    """Tasks whose work is unknown (shapes not resolved) and tasks silently at zero (a compute op with no
+    MACs although its shapes are 'known', or any task with no work at all that takes measurable time)."""
+    from simulator.costs import FOLDED
+
+    unknown, zero = [], []
+    for tid, w in zip(ids, works):
+        if w is FOLDED or w.kind == "folded":
+            continue
+        if not w.shapes_known:
+            unknown.append(tid)
+        elif (w.kind in COMPUTE_KINDS and w.macs == 0) or (
+                w.macs == w.flops == w.in_elements == w.out_elements == 0 and task_ms.get(tid, 0.0) > 0.005):
+            zero.append(tid)
+    total = sum(task_ms.values()) or 1.0
+    return {"unknown_tasks": len(unknown), "unknown_share": sum(task_ms.get(t, 0.0) for t in unknown) / total,
+            "unknown_examples": unknown[:5], "zero_tasks": len(zero), "zero_examples": zero[:5]}
+
+
+def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: float = 0.3, rounds: int = 3) -> float | None:
+    """The compiled model's run time as calibration times its kernels (simulator.calibration: thread CPU
+    time, 5th percentile over rounds, 1 thread): the uncontended figure the host profile is fitted to, which
+    load from other processes on a shared machine barely moves (the pipeline's median is wall-clock)."""
+    from compiler.inputs import generate_inputs
+    from simulator.calibration import _clock, fast_ms
+
+    if r.compiled_model_path is None:
+        return None
+    feeds = generate_inputs(r.compiled, inputs)
+    if r.target.startswith("ort-"):
+        from simulator.calibration import _session
+
+        sess = _session(Path(r.compiled_model_path))
+        run = lambda: sess.run(None, feeds)  # noqa: E731
+    else:
+        from ai_edge_litert.interpreter import Interpreter
+
+        it = Interpreter(model_path=str(r.compiled_model_path), num_threads=1)
+        details = it.get_input_details()
+        for d, a in zip(details, feeds.values()):
+            if list(d["shape"]) != list(a.shape):
+                it.resize_tensor_input(d["index"], list(a.shape))
+        it.allocate_tensors()
+        for d, a in zip(details, feeds.values()):
+            it.set_tensor(d["index"], a.astype(d["dtype"]))
+        run = it.invoke
+    for _ in range(3):
+        run()
+    times: list[float] = []
+    for _ in range(rounds):
+        t_end, n = time.perf_counter() + budget_s, len(times)
+        while len(times) - n < min_runs or (time.perf_counter() < t_end and len(times) - n < 200):
+            t0 = _clock()
+            run()
+            times.append(_clock() - t0)
+    return fast_ms(times)
+
+
+def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
+            measure_cpu: bool = True) -> dict[str, Any]:
+    """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback)."""
+    from simulator.sweep import sweep
+    from simulator.totals import totals
+    from worker.pipeline import AnalysisOptions, analyze, user_errors
+
+    target = "litert-cpu/host" if path.suffix == ".tflite" else "ort-cpu/host"
+    opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
+                           calibration_path=calibration)
+    row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}
+    with tempfile.TemporaryDirectory(prefix="realworld-") as d:
+        try:
+            res = analyze(path, Path(d), opts)
+        except user_errors() as e:
+            return {**row, "status": "error", "error": _one_line(e)}
+        r = res.targets[0]
+        pred = sweep(r.compiled, r.target, None, calibration_path=calibration, source=res.source)
+        tot = totals(pred.bulk, pred.per_op, "fp32", {})
+        ids = [n.id for n in r.compiled.nodes]
+        if r.profile is not None and r.profile.tasks:
+            task_ms = {k: t.median_ms for k, t in r.profile.tasks.items()}
+        else:  # LiteRT measures the whole model only: the analysis's per-op split (scaled predictions)
+            j = [p["name"] for p in r.sweep.bulk["presets"]].index("fp32")
+            task_ms = {tid: float(r.sweep.bulk["metrics"]["latency_ms"][i][j]) for i, tid in enumerate(ids)}
+        row.update({
+            "status": "analysed", "format": res.source.format, "tasks": len(ids),
+            "measured_ms": r.profile.latency_ms if r.profile else None,
+            "measured_p90_ms": r.profile.latency_p90_ms if r.profile else None,
+            "cpu_ms": cpu_ms(r, inputs) if r.profile and measure_cpu else None,
+            "predicted_ms": float(tot["latency_ms"]), "predicted_size": float(tot["size_bytes"]),
+            "note": r.compiled.metadata.get("note", "") if r.profile is None else "",
+            "stage_seconds": {k: round(v, 2) for k, v in res.stage_seconds.items()},
+            **work_rows(pred.works, ids, task_ms),
+        })
+    return row

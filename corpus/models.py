@@ -1,0 +1,190 @@
+"""The corpus's architectures, as data (like Netron's test/models.json and timm's parametrized model tests).
+
+Each entry names a builder (`corpus.builders`), the input shape people deploy it at, and the exports made
+of it (`corpus.exporters`). Every entry is exported through both torch ONNX exporters (`dynamo`, `ts`);
+`extra` adds dynamic H/W and batch, an older opset, `.pt2` and `.tflite` (fp32, fp16 weights, int8) for a
+slice. Weights are random (`pretrained=False` / `weights=None`): nothing is downloaded.
+
+`wrap` says which output the export keeps: `logits` (the model's tensor), `seg` (a segmenter's
+`out`), `det` (a whole detector, post-processing included: boxes, scores, labels of one image),
+`det-head` (an SSD / RetinaNet backbone and head, raw class logits and box deltas, as people export
+them to run their own post-processing), `rpn` (a Faster R-CNN backbone and RPN head).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+FAMILIES = ("mobile-cnn", "cnn", "vit", "hybrid", "mlp", "detector", "segmenter", "sequence")
+BOTH = ("dynamo", "ts")  # every entry: torch.onnx.export with dynamo=True and with the TorchScript exporter
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str  # "<source>/<name>[-variant]"
+    family: str
+    source: str  # torchvision | timm | torch (built from torch.nn modules in corpus.builders)
+    name: str  # the source's model name
+    shape: tuple[int, ...]  # the input people feed it (NCHW image; tokens or frames for sequences)
+    extra: tuple[str, ...] = ()  # exports beyond BOTH
+    wrap: str = "logits"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    reparam: bool = False  # timm's reparameterize_model (MobileOne, RepViT, FastViT deploy form)
+
+    @property
+    def exports(self) -> tuple[str, ...]:
+        out = BOTH + self.extra
+        if any(e.startswith("tflite") for e in out) and "pt2" not in out:
+            out += ("pt2",)  # .tflite is converted from the .pt2
+        return out
+
+
+def _tv(name: str, family: str, size: int = 224, extra: tuple[str, ...] = (), **kw: Any) -> Entry:
+    return Entry(f"tv/{name}", family, "torchvision", name, (1, 3, size, size), extra, **kw)
+
+
+def _timm(name: str, family: str, size: int = 224, extra: tuple[str, ...] = (), **kw: Any) -> Entry:
+    return Entry(f"timm/{name}", family, "timm", name, (1, 3, size, size), extra, **kw)
+
+
+DYN = ("dynamo-dyn",)  # dynamic batch, H and W through the dynamo exporter
+TS_DYN = ("ts-dyn",)  # the same through the TorchScript exporter (dynamic_axes)
+OP12 = ("ts-op12",)  # TorchScript exporter at opset 12
+PT2 = ("pt2",)
+TFL = ("tflite",)
+TFL_Q = ("tflite", "tflite-fp16", "tflite-int8")
+
+ENTRIES: tuple[Entry, ...] = (
+    # mobile CNNs
+    _tv("mobilenet_v2", "mobile-cnn", extra=DYN + OP12 + TFL_Q),
+    _tv("mobilenet_v3_large", "mobile-cnn", extra=TS_DYN + TFL),
+    _tv("mobilenet_v3_small", "mobile-cnn", extra=OP12 + TFL_Q),
+    _tv("efficientnet_b0", "mobile-cnn", extra=DYN + TFL + ("tflite-int8",)),
+    _tv("efficientnet_v2_s", "mobile-cnn", 384),
+    _tv("mnasnet1_0", "mobile-cnn", extra=OP12),
+    _tv("shufflenet_v2_x1_0", "mobile-cnn", extra=OP12 + TFL),
+    _tv("squeezenet1_1", "mobile-cnn", extra=DYN + OP12),
+    _tv("regnet_y_400mf", "mobile-cnn", extra=PT2),
+    _timm("regnetx_002", "mobile-cnn"),
+    _timm("ghostnet_100", "mobile-cnn", extra=TS_DYN),
+    _timm("ghostnetv2_100", "mobile-cnn"),
+    _timm("mobileone_s0", "mobile-cnn", extra=TFL, reparam=True),
+    _timm("repvit_m1", "mobile-cnn", reparam=True),
+    _timm("fastvit_t8", "mobile-cnn", 256, reparam=True),
+    _timm("efficientformer_l1", "mobile-cnn"),
+    _timm("efficientformerv2_s0", "mobile-cnn"),
+    _timm("mobilevit_xs", "mobile-cnn", 256, extra=PT2),
+    _timm("mobilevitv2_050", "mobile-cnn", 256),
+    _timm("edgenext_x_small", "mobile-cnn", 256),
+    _timm("levit_128s", "mobile-cnn"),
+    _timm("tinynet_a", "mobile-cnn", 192),
+    _timm("lcnet_050", "mobile-cnn", extra=OP12 + TFL_Q),
+    _timm("hardcorenas_a", "mobile-cnn"),
+    _timm("mobilenetv4_conv_small", "mobile-cnn", extra=DYN + TFL),
+    _timm("mobilenetv4_hybrid_medium", "mobile-cnn", 256),
+    _timm("efficientnet_lite0", "mobile-cnn", extra=OP12),
+    _timm("mixnet_s", "mobile-cnn"),
+    _timm("rexnet_100", "mobile-cnn"),
+    _timm("semnasnet_075", "mobile-cnn"),
+    _timm("repghostnet_100", "mobile-cnn", reparam=True),
+    _timm("starnet_s1", "mobile-cnn"),
+    _timm("mobilenetv1_100", "mobile-cnn", extra=TS_DYN),
+    _timm("hgnetv2_b0", "mobile-cnn"),
+    # classic CNNs
+    _tv("resnet18", "cnn", extra=TS_DYN + OP12 + TFL_Q),
+    _tv("resnet50", "cnn", extra=DYN + OP12),
+    _tv("resnext50_32x4d", "cnn"),
+    _tv("densenet121", "cnn", extra=PT2),
+    _tv("vgg16", "cnn", extra=OP12),
+    _tv("convnext_tiny", "cnn", extra=DYN + PT2),
+    _tv("inception_v3", "cnn", 299),
+    _tv("googlenet", "cnn"),
+    _tv("alexnet", "cnn"),
+    _timm("convnextv2_atto", "cnn", extra=TFL),
+    _timm("cspdarknet53", "cnn", 256),
+    _timm("dla34", "cnn"),
+    _timm("ese_vovnet19b_dw", "cnn"),
+    _timm("inception_next_atto", "cnn"),
+    _timm("regnety_016", "cnn"),
+    # ViTs and hybrids
+    _tv("vit_b_16", "vit", extra=PT2),
+    _tv("swin_t", "vit"),
+    _tv("maxvit_t", "hybrid"),
+    _timm("vit_tiny_patch16_224", "vit", extra=PT2 + TFL_Q),
+    _timm("vit_small_patch16_224", "vit", extra=TS_DYN),
+    _timm("deit_tiny_patch16_224", "vit"),
+    _timm("deit_small_distilled_patch16_224", "vit"),
+    _timm("swin_tiny_patch4_window7_224", "vit"),
+    _timm("xcit_nano_12_p16_224", "vit"),
+    _timm("cait_xxs24_224", "vit"),
+    _timm("crossvit_tiny_240", "vit", 240),
+    _timm("maxvit_pico_rw_256", "hybrid", 256),
+    _timm("coat_lite_tiny", "hybrid"),
+    _timm("pvt_v2_b0", "hybrid", extra=DYN),
+    _timm("efficientvit_b0", "hybrid", extra=TFL),
+    _timm("efficientvit_m0", "hybrid"),
+    _timm("tiny_vit_5m_224", "hybrid"),
+    _timm("poolformer_s12", "hybrid"),
+    _timm("mixer_s16_224", "mlp"),
+    _timm("resmlp_12_224", "mlp"),
+    # detectors and segmenters
+    _tv("ssdlite320_mobilenet_v3_large", "detector", 320, wrap="det"),
+    Entry("tv/ssdlite320_mobilenet_v3_large-head", "detector", "torchvision", "ssdlite320_mobilenet_v3_large",
+          (1, 3, 320, 320), PT2 + TFL, wrap="det-head"),
+    Entry("tv/ssd300_vgg16-head", "detector", "torchvision", "ssd300_vgg16", (1, 3, 300, 300), wrap="det-head"),
+    Entry("tv/retinanet_resnet50_fpn-head", "detector", "torchvision", "retinanet_resnet50_fpn", (1, 3, 512, 512),
+          wrap="det-head"),
+    _tv("fasterrcnn_mobilenet_v3_large_320_fpn", "detector", 320, wrap="det"),
+    Entry("tv/fasterrcnn_mobilenet_v3_large_320_fpn-rpn", "detector", "torchvision",
+          "fasterrcnn_mobilenet_v3_large_320_fpn", (1, 3, 320, 320), DYN, wrap="rpn"),
+    _tv("deeplabv3_mobilenet_v3_large", "segmenter", 512, extra=DYN + PT2, wrap="seg"),
+    _tv("lraspp_mobilenet_v3_large", "segmenter", 512, extra=PT2 + TFL, wrap="seg"),
+    _tv("fcn_resnet50", "segmenter", 320, wrap="seg"),
+    # sequences (torch.nn building blocks, as keyword spotters, speech front ends and text encoders use them)
+    Entry("torch/lstm-kws", "sequence", "torch", "lstm", (1, 100, 40), PT2,
+          kwargs={"hidden": 128, "layers": 2, "classes": 12}),
+    Entry("torch/gru-bi", "sequence", "torch", "gru", (1, 200, 80), kwargs={"hidden": 256, "layers": 2}),
+    Entry("torch/transformer-encoder", "sequence", "torch", "transformer", (1, 128), TS_DYN,
+          kwargs={"vocab": 8000, "dim": 256, "heads": 4, "layers": 4}),
+)
+
+BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
+
+# The fast slice tests/corpus runs (entry id, exporter): small models across families and exporters.
+TEST_SLICE: tuple[tuple[str, str], ...] = (
+    ("tv/mobilenet_v3_small", "ts"),
+    ("tv/mobilenet_v3_small", "dynamo"),
+    ("tv/squeezenet1_1", "dynamo-dyn"),
+    ("timm/lcnet_050", "ts-op12"),
+    ("timm/efficientformerv2_s0", "ts"),
+    ("timm/deit_tiny_patch16_224", "dynamo"),
+    ("torch/lstm-kws", "ts"),
+    ("torch/transformer-encoder", "dynamo"),
+    ("timm/mobilenetv1_100", "ts-dyn"),
+    ("tv/mobilenet_v3_small", "pt2"),
+)
+SLOW_SLICE: tuple[tuple[str, str], ...] = (
+    ("tv/mobilenet_v3_small", "tflite"),
+    ("tv/mobilenet_v3_small", "tflite-fp16"),
+    ("tv/mobilenet_v3_small", "tflite-int8"),
+)
+
+
+def select(only: list[str] | None = None, families: list[str] | None = None,
+           exporters: list[str] | None = None, slice_name: str | None = None) -> list[tuple[Entry, str]]:
+    """(entry, exporter) pairs of the corpus, filtered; `only` takes entry ids (or id prefixes ending in '/')."""
+    if slice_name is not None:
+        pairs = {"test": TEST_SLICE, "slow": SLOW_SLICE}.get(slice_name)
+        if pairs is None:
+            raise ValueError(f"unknown slice {slice_name!r}; known: test, slow")
+        chosen = [(BY_ID[i], x) for i, x in pairs]
+    else:
+        chosen = [(e, x) for e in ENTRIES for x in e.exports]
+    if only:
+        chosen = [(e, x) for e, x in chosen if any(e.id == o or (o.endswith("/") and e.id.startswith(o)) for o in only)]
+    if families:
+        chosen = [(e, x) for e, x in chosen if e.family in families]
+    if exporters:
+        chosen = [(e, x) for e, x in chosen if x in exporters]
+    return chosen
