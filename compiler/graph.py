@@ -91,6 +91,10 @@ class Node:
     domain: str = ""  # operator set domain ("" = default, "com.microsoft", ...)
     source_nodes: list[str] = field(default_factory=list)  # compiled graphs: ids in the source graph
     location: SourceLocation | None = None
+    # Control flow: the id of the If / Loop / Scan node whose body holds this node, and which body
+    # (`then_branch`, `else_branch`, `body`). Body nodes follow their parent in `Graph.nodes`.
+    parent: str = ""
+    branch: str = ""
 
 
 @dataclass(slots=True)
@@ -160,6 +164,7 @@ class Graph:
                 outputs=n.get("outputs", []), attributes=n.get("attributes", {}),
                 domain=n.get("domain", ""), source_nodes=n.get("source_nodes", []),
                 location=SourceLocation(**loc) if loc else None,
+                parent=n.get("parent", ""), branch=n.get("branch", ""),
             ))
         return cls(name=data["name"], format=data["format"], nodes=nodes, values=values,
                    inputs=data["inputs"], outputs=data["outputs"], metadata=data.get("metadata", {}),

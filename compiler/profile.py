@@ -19,6 +19,8 @@ class TaskTiming:
     p25_ms: float
     p75_ms: float
     runs: int  # number of runs the task was seen in
+    # Executions per run: 1, or a body node's trip count (its times are per run, all calls summed).
+    calls: float = 1.0
 
 
 @dataclass(slots=True)

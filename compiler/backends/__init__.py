@@ -29,7 +29,7 @@ def as_tasks(source: Graph) -> Graph:
     nodes = [
         Node(id=n.id, name=n.name, op_type=n.op_type, namespace=n.namespace, inputs=list(n.inputs),
              outputs=list(n.outputs), attributes=n.attributes, domain=n.domain, source_nodes=[n.id],
-             location=n.location)
+             location=n.location, parent=n.parent, branch=n.branch)
         for n in source.nodes
     ]
     return Graph(name=source.name, format=source.format, nodes=nodes, values=source.values,

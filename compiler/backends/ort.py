@@ -30,6 +30,7 @@ import re
 import statistics
 import time
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from compiler.backends.provenance import fill_shapes_from_source, map_provenance
@@ -143,18 +144,16 @@ def _fp16_plain_norms(ort: Any, src: str, opt_level: str) -> list[str] | None:
 
 
 def _name_nodes(path: Path, out: Path | None = None) -> bool:
-    """Give every node its Graph id as name (writing to `out`, default in place) when some name is
-    empty or repeated: ORT rejects repeated names, and profiler events carry names, so names
+    """Give every node, in bodies too, its Graph id as name (writing to `out`, default in place) when some
+    name is empty or repeated: ORT rejects repeated names, and profiler events carry names, so names
     equal to ids key straight into the Graph. Returns whether anything was renamed."""
     import onnx
 
+    from compiler.frontends.onnx_scopes import name_by_id
+
     model = onnx.load(os.fspath(path), load_external_data=False)
-    nodes = model.graph.node
-    ids = onnx_frontend.node_ids(model)
-    if all(n.name == i for n, i in zip(nodes, ids)):
+    if not name_by_id(model):
         return False
-    for n, i in zip(nodes, ids):
-        n.name = i
     onnx.save(model, os.fspath(out or path))
     return True
 
@@ -193,7 +192,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "ort_profile")
         psess = _open(ort, path, so)
-        names = _node_names(path)
+        names, parents = _node_names(path)
         n_nodes = len(names)
         # ORT keeps at most ~1M profiler events (one per node per run); past that it drops them.
         # Huge graphs therefore get fewer profiled runs; TaskTiming.runs says how many.
@@ -212,9 +211,9 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
                 _run(psess, feeds, graph)
         trace = read_trace(Path(psess.end_profiling()))
         del sess, psess
-    # Nodes inside If/Loop bodies report their own events; their time is already inside the
-    # If/Loop node's kernel time, and they are not tasks of the compiled graph.
-    tasks = {k: v for k, v in task_timings(trace, prof_runs).items() if k in names}
+    # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
+    # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).
+    tasks = {k: v for k, v in task_timings(trace, prof_runs, parents).items() if k in names}
 
     times.sort()
     return Profile(
@@ -246,10 +245,14 @@ _EVENT = re.compile(r'\{"cat" : "(?P<cat>\w+)","pid" :\d+,"tid" :\d+,"dur" :(?P<
                     r'"ph" : "X","name" :"(?P<name>[^"]*)"')
 
 
-def _node_names(path: str) -> set[str]:
+def _node_names(path: str) -> tuple[set[str], set[str]]:
+    """Names of all nodes (bodies' included), and of those that run bodies."""
     import onnx
 
-    return {n.name for n in onnx.load(path, load_external_data=False).graph.node}
+    from compiler.frontends.onnx_scopes import Placed, bodies, walk
+
+    placed = [p.proto for p in walk(onnx.load(path, load_external_data=False).graph) if isinstance(p, Placed)]
+    return {n.name for n in placed}, {n.name for n in placed if bodies(n)}
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:
@@ -272,23 +275,46 @@ def read_trace(path: Path) -> list[dict[str, Any]]:
         return json.loads(path.read_text())
 
 
-def task_timings(trace: list[dict[str, Any]], runs: int) -> dict[str, TaskTiming]:
-    """Per node name: median and quartiles (ms) of kernel time over the last `runs` model runs."""
+def task_timings(trace: list[dict[str, Any]], runs: int, parents: Collection[str] = ()) -> dict[str, TaskTiming]:
+    """Per node name, over the last `runs` model runs: median and quartiles (ms) of its time per run (all its
+    calls in the run) and its calls per run. A node in `parents` (If / Loop / Scan) has its bodies' events
+    inside its own: it keeps its exclusive time (the events starting within its span are subtracted)."""
+    import bisect
+
     import numpy as np
 
     spans = sorted((e["ts"], e["ts"] + e["dur"]) for e in trace if e.get("cat") == "Session" and e.get("name") == "model_run")
     spans = spans[-runs:]
+    starts = [a for a, _ in spans]
     start = spans[0][0] if spans else 0
-    per_node: dict[str, list[float]] = {}
-    for e in trace:
-        name = e.get("name", "")
-        if e.get("cat") != "Node" or not name.endswith("_kernel_time") or e.get("ts", 0) < start:
-            continue
-        per_node.setdefault(name[: -len("_kernel_time")], []).append(e["dur"] / 1e3)
+    events = sorted(((e["ts"], -e["dur"], e["name"][: -len("_kernel_time")]) for e in trace
+                     if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and e.get("ts", 0) >= start))
+    open_parents: list[list[Any]] = []  # [end ts, exclusive µs, name, run] of enclosing control-flow events
+    per_node: dict[str, dict[int, float]] = {}
+    calls: dict[str, int] = {}
+
+    def close(rec: list[Any]) -> None:
+        per_node.setdefault(rec[2], {}).setdefault(rec[3], 0.0)
+        per_node[rec[2]][rec[3]] += rec[1] / 1e3
+
+    for ts, neg_dur, name in events:
+        while open_parents and ts >= open_parents[-1][0]:
+            close(open_parents.pop())
+        if open_parents:
+            open_parents[-1][1] += neg_dur  # sequential execution: this call runs inside the enclosing one
+        run = max(0, bisect.bisect_right(starts, ts) - 1)
+        calls[name] = calls.get(name, 0) + 1
+        if name in parents:
+            open_parents.append([ts - neg_dur, -neg_dur, name, run])
+        else:
+            close([0, -neg_dur, name, run])
+    while open_parents:
+        close(open_parents.pop())
     out = {}
-    for node, durs in per_node.items():
-        p25, p50, p75 = np.percentile(durs, [25, 50, 75])
-        out[node] = TaskTiming(median_ms=float(p50), p25_ms=float(p25), p75_ms=float(p75), runs=len(durs))
+    for node, by_run in per_node.items():
+        p25, p50, p75 = np.percentile(list(by_run.values()), [25, 50, 75])
+        out[node] = TaskTiming(median_ms=float(p50), p25_ms=float(p25), p75_ms=float(p75), runs=len(by_run),
+                               calls=calls[node] / len(by_run))
     return out
 
 

@@ -10,12 +10,12 @@ import ast
 import math
 import os
 import re
-from collections import Counter
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
+from compiler.frontends.onnx_scopes import Body, Placed, assign_ids, node_ids, walk  # noqa: F401 (re-exported)
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats, namespace_from_name
 
 # ModelProto field number -> protobuf wire type (0 varint, 2 length-delimited).
@@ -92,8 +92,9 @@ def _refuse_external_data(model: Any) -> None:
     def external(t: Any) -> bool:
         return t.data_location == TensorProto.EXTERNAL
 
-    tensors = list(model.graph.initializer)
-    tensors += [a.t for n in model.graph.node for a in n.attribute if a.HasField("t")]
+    graphs = [model.graph] + [item.graph for item in walk(model.graph) if isinstance(item, Body)]
+    tensors = [t for g in graphs for t in g.initializer]
+    tensors += [a.t for g in graphs for n in g.node for a in n.attribute if a.HasField("t")]
     bad = [t.name or "(unnamed)" for t in tensors if external(t)]
     if bad:
         raise ModelFormatError(
@@ -266,76 +267,6 @@ def _location_from_metadata(props: dict[str, str]) -> SourceLocation | None:
 
 # -- graph assembly ------------------------------------------------------------------------------
 
-def assign_ids(names: list[str], op_types: list[str]) -> list[str]:
-    """Node name when unique and non-empty, else `<op_type>_<index>` (made unique if that collides)."""
-    counts = Counter(names)
-    reserved = {n for n in names if n and counts[n] == 1}
-    used: set[str] = set()
-    ids = []
-    for i, (name, op) in enumerate(zip(names, op_types)):
-        if name in reserved:
-            nid = name
-        else:
-            nid = f"{op}_{i}"
-            k = 1
-            while nid in reserved or nid in used:
-                nid = f"{op}_{i}_{k}"
-                k += 1
-        used.add(nid)
-        ids.append(nid)
-    return ids
-
-
-def _topological(nodes: list[Any], available: set[str]) -> list[int]:
-    """Indices in execution order; file order when it already is one (the normal case)."""
-    seen = set(available)
-    ok = True
-    for n in nodes:
-        if any(i and i not in seen for i in n.input):
-            ok = False
-            break
-        seen.update(n.output)
-    if ok:
-        return list(range(len(nodes)))
-    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    order, done, state = [], set(), {}
-    for start in range(len(nodes)):  # iterative DFS keeps file order among independent nodes
-        stack = [(start, False)]
-        while stack:
-            i, expanded = stack.pop()
-            if i in done:
-                continue
-            if expanded:
-                done.add(i)
-                order.append(i)
-                continue
-            if state.get(i):
-                continue  # a cycle: leave the rest in file order
-            state[i] = True
-            stack.append((i, True))
-            for inp in reversed(nodes[i].input):
-                j = producer.get(inp)
-                if j is not None and j not in done:
-                    stack.append((j, False))
-    return order
-
-
-def _order_and_ids(g: Any) -> tuple[list[int], list[str]]:
-    nodes = list(g.node)
-    available = {i.name for i in g.input} | {t.name for t in g.initializer} | {t.values.name for t in g.sparse_initializer}
-    order = _topological(nodes, available)
-    ids_sorted = assign_ids([nodes[i].name for i in order], [nodes[i].op_type for i in order])
-    file_ids = [""] * len(nodes)
-    for i, nid in zip(order, ids_sorted):
-        file_ids[i] = nid
-    return order, file_ids
-
-
-def node_ids(model: Any) -> list[str]:
-    """Graph ids of `model.graph.node`, in file order (what `load` would assign)."""
-    return _order_and_ids(model.graph)[1]
-
-
 def _to_graph(model: Any, fallback_name: str) -> Graph:
     g = model.graph
     values: dict[str, Value] = {}
@@ -343,38 +274,29 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
     for vi in list(g.input) + list(g.value_info) + list(g.output):
         shape, dtype = _shape(vi.type)
         values[vi.name] = Value(name=vi.name, shape=shape, dtype=dtype)
-    init_names = set()
-    for t in g.initializer:
-        values[t.name] = _tensor_value(t, t.name)
-        init_names.add(t.name)
-    for st in g.sparse_initializer:
-        values[st.values.name] = _tensor_value(st.values, st.values.name)
-        init_names.add(st.values.name)
-
-    order, file_ids = _order_and_ids(g)
-    proto_nodes = [g.node[i] for i in order]
-    ids = [file_ids[i] for i in order]
+    init_names = _add_initializers(g, {}, values)
 
     nodes: list[Node] = []
-    for nid, pn in zip(ids, proto_nodes):
-        props = {p.key: p.value for p in getattr(pn, "metadata_props", [])}
-        namespace = namespace_from_name(pn.name) or _namespace_from_metadata(props)
-        attrs = {a.name: attribute_json(a) for a in pn.attribute}
-        if pn.op_type == "Constant" and pn.domain in ("", "ai.onnx") and pn.output:
-            v = _constant_value(pn, pn.output[0])
-            if v is not None:
-                values[v.name] = v
-        nodes.append(Node(
-            id=nid, name=pn.name, op_type=pn.op_type, namespace=namespace,
-            inputs=list(pn.input), outputs=list(pn.output), attributes=attrs,
-            domain="" if pn.domain == "ai.onnx" else pn.domain,
-            location=_location_from_metadata(props),
-        ))
-        for name in _referenced(pn):
-            if name and name not in values:
-                values[name] = Value(name=name, shape=None, dtype="unknown")
+    by_id: dict[str, Node] = {}
+    prefix: dict[tuple[str, str], str] = {}  # (parent id, branch) -> namespace of the body's nodes
+    body_inputs: set[str] = set()
+    for item in walk(g):
+        if isinstance(item, Body):
+            parent = by_id[item.parent]
+            prefix[(item.parent, item.branch)] = _join(parent.namespace, item.parent.rstrip("/").split("/")[-1],
+                                                       item.branch)
+            body_inputs |= _add_body_values(item, parent, values)
+            continue
+        node = _node(item, values)
+        if node is None:
+            continue  # a Constant: a folded value (its output is a weight), not a task
+        if item.parent:
+            node.namespace = _join(prefix[(item.parent, item.branch)], node.namespace)
+        nodes.append(node)
+        by_id[node.id] = node
 
-    _check_defined(nodes, {i.name for i in g.input} | init_names, [o.name for o in g.output])
+    given = {i.name for i in g.input} | {k for k, v in values.items() if v.weight is not None} | body_inputs
+    _check_defined(nodes, given, [o.name for o in g.output])
     metadata = {
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "ir_version": str(model.ir_version),
@@ -384,6 +306,82 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
     inputs = [i.name for i in g.input if i.name not in init_names]
     return Graph(name=g.name or fallback_name, format="onnx", nodes=nodes, values=values,
                  inputs=inputs, outputs=[o.name for o in g.output], metadata=metadata)
+
+
+def _join(*parts: str) -> str:
+    return "/".join(p for p in parts if p)
+
+
+def _add_initializers(g: Any, rename: dict[str, str], values: dict[str, Value]) -> set[str]:
+    names = set()
+    for t in list(g.initializer) + [st.values for st in g.sparse_initializer]:
+        name = rename.get(t.name, t.name)
+        values[name] = _tensor_value(t, name)
+        names.add(name)
+    return names
+
+
+def _node(item: Placed, values: dict[str, Value]) -> Node | None:
+    """The Graph node of one placed NodeProto, its values recorded in `values`; None for a Constant."""
+    pn = item.proto
+    outputs = [item.value(o) for o in pn.output]
+    if pn.op_type == "Constant" and pn.domain in ("", "ai.onnx") and outputs:
+        values[outputs[0]] = _constant_value(pn, outputs[0]) or Value(
+            name=outputs[0], shape=None, dtype="unknown", weight=WeightStats(0, 0, 0.0, 0.0, 0.0))
+        return None
+    props = {p.key: p.value for p in getattr(pn, "metadata_props", [])}
+    node = Node(
+        id=item.id, name=pn.name, op_type=pn.op_type,
+        namespace=namespace_from_name(pn.name) or _namespace_from_metadata(props),
+        inputs=[item.value(i) for i in pn.input], outputs=outputs,
+        attributes={a.name: attribute_json(a) for a in pn.attribute},
+        domain="" if pn.domain == "ai.onnx" else pn.domain,
+        location=_location_from_metadata(props), parent=item.parent, branch=item.branch,
+    )
+    for name in node.inputs + node.outputs:
+        if name and name not in values:
+            values[name] = Value(name=name, shape=None, dtype="unknown")
+    return node
+
+
+def _add_body_values(body: Body, parent: Node, values: dict[str, Value]) -> set[str]:
+    """Record a body's declared values and initializers; returns its input names. An input declared
+    without a shape takes the one its parent feeds it (a Loop's carried value, a Scan's state or slice)."""
+    g, r = body.graph, body.rename
+    for vi in list(g.value_info) + list(g.output):
+        name = r.get(vi.name, vi.name)
+        shape, dtype = _shape(vi.type)
+        if name not in values or (values[name].shape is None and values[name].weight is None):
+            values[name] = Value(name=name, shape=shape, dtype=dtype)
+    inputs = set()
+    for k, vi in enumerate(g.input):
+        name = r.get(vi.name, vi.name)
+        shape, dtype = _shape(vi.type)
+        if shape is None:
+            shape = _fed_shape(parent, k, values)
+        values[name] = Value(name=name, shape=shape, dtype=dtype)
+        inputs.add(name)
+    return inputs | _add_initializers(g, r, values)
+
+
+def _fed_shape(parent: Node, k: int, values: dict[str, Value]) -> list[Dim] | None:
+    """Shape of what a Loop or Scan hands its body's k-th input (Loop: iteration, condition, then its carried
+    inputs; Scan: its state, then one slice of each scanned input along its axis)."""
+    if parent.op_type == "Loop" and k >= 2 and k < len(parent.inputs):
+        v = values.get(parent.inputs[k])
+        return list(v.shape) if v is not None and v.shape is not None else None
+    if parent.op_type == "Scan" and k < len(parent.inputs):
+        v = values.get(parent.inputs[k])
+        if v is None or v.shape is None:
+            return None
+        n_scan = int(parent.attributes.get("num_scan_inputs", 0) or 0)
+        first_scan = len(parent.inputs) - n_scan
+        if k < first_scan:
+            return list(v.shape)
+        axes = parent.attributes.get("scan_input_axes") or [0] * n_scan
+        axis = int(axes[k - first_scan]) % max(1, len(v.shape))
+        return [d for i, d in enumerate(v.shape) if i != axis]
+    return None
 
 
 def _check_defined(nodes: list[Node], given: set[str], outputs: list[str]) -> None:
@@ -398,8 +396,3 @@ def _check_defined(nodes: list[Node], given: set[str], outputs: list[str]) -> No
     missing = [o for o in outputs if o not in defined]
     if missing:
         raise ModelFormatError(f"the ONNX file is truncated or corrupt: graph output '{missing[0]}' is never computed")
-
-
-def _referenced(pn: Any) -> Iterable[str]:
-    yield from pn.input
-    yield from pn.output

@@ -111,7 +111,7 @@ def test_fast_trace_reader_matches_json(zoo, tmp_path) -> None:
     assert ort.task_timings(fast, 3) == ort.task_timings(wanted, 3)
 
 
-def test_if_subgraph_is_one_task(tmp_path) -> None:
+def test_if_branches_are_tasks_and_the_taken_one_is_timed(tmp_path) -> None:
     from compiler import frontends
 
     def branch(name: str, op: str) -> onnx.GraphProto:
@@ -131,5 +131,9 @@ def test_if_subgraph_is_one_task(tmp_path) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), src_path)
     compiled = ort.compile(src_path, out, frontends.load(src_path))
     assert compiled.node("if").source_nodes == ["if"]
+    assert [(n.id, n.parent, n.branch) for n in compiled.nodes[-2:]] == [
+        ("then_Sigmoid", "if", "then_branch"), ("else_Tanh", "if", "else_branch")]
     prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20))
-    assert set(prof.tasks) == {"pre", "sum", "gt", "if"}  # the branch's Sigmoid is inside "if"
+    taken = set(prof.tasks) - {"pre", "sum", "gt", "if"}
+    assert taken in ({"then_Sigmoid"}, {"else_Tanh"})  # one branch ran, once per run
+    assert prof.tasks[taken.pop()].calls == 1.0
