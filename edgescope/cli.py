@@ -138,8 +138,10 @@ def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
             "target": r.target, "latency_ms": summary["latency_ms"],
             "latency_p90_ms": summary["latency_p90_ms"], "peak_memory_bytes": summary["peak_memory_bytes"],
             "measured": summary["measured"], "label": summary["label"],
+            "size_bytes": r.sweep.bulk["base"]["size_bytes"],
             "ops": [{"name": o["name"] or o["id"], "id": o["id"], "type": o["type"], "latency_ms": o["latency_ms"],
-                     "measured": o["measured"], "source_nodes": o["source_nodes"]} for o in table["ops"]],
+                     "measured": o["measured"], "source_nodes": o["source_nodes"], "executions": o["executions"]}
+                    for o in table["ops"]],
         })
     src = result.source
     return {

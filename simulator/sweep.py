@@ -7,7 +7,7 @@ against the group's per-task work arrays. Output shapes are those of docs/option
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from os import PathLike
@@ -26,6 +26,7 @@ from simulator.backends import (
     storage_bytes_per_kernel,
     stored_aux_bytes,
 )
+from simulator.control_flow import discount_parents, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.onnx_file import EVENTS, ExportRecords, export_records
@@ -209,17 +210,19 @@ class SweepResult:
     bulk: dict[str, Any]
     per_op: PerOpTable
     works: list[Work]
+    executions: list[float] = field(default_factory=list)  # runs per inference of each task (bodies: trips)
 
 
 def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
           hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
-          source: Graph | None = None) -> SweepResult:
+          source: Graph | None = None, observed: Mapping[str, float] | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
     the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
     `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
-    source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops)."""
+    source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops).
+    `observed`: executions per run of body source nodes seen on the host run (simulator.control_flow)."""
     t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or _hardware(t, calibration_path)
     if compiled.format != "onnx":
@@ -233,6 +236,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     compiled = fill_shapes(compiled, source)
     view, folded = fold_constants(compiled)
     works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
+    execs, cf_notes = executions(compiled, works, profile, observed, t.name)
     k_store, aux_store = _stored_elements(works)
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
@@ -290,6 +294,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                              measured[rows], weights_resident, total_w, k_store[rows], aux_store[rows],
                              k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows])
+        scale_by_executions(g.metrics, execs[rows])
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
@@ -312,7 +317,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         g0.metrics["latency_ms"][r0] += run_ms
         bulk_m["latency_ms"][0] += run_ms
 
-    src, dst, elements = _edges(compiled, folded)
+    src, dst, elements = _edges(compiled, folded, execs)
     # Partition crossings, charged to the consumer in the bulk columns. Per-op rows carry none (they depend on
     # the neighbours' choices): the totals rule charges them from `crossing` and the units of the state.
     cross_c = crossing_constants(hw)
@@ -320,7 +325,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         cross = bulk_unit[src] != bulk_unit[dst]  # [E, P]
         act_b = np.vectorize(lambda f: BITS[f] / 8)(bulk_out[src]).astype(np.float64)
         moved = elements[:, None] * act_b * 2
-        cost_ms = (cross_c["fixed_s"] + moved / cross_c["bytes_per_s"]) * 1e3
+        # Elements already count every execution of a body consumer; so does the sync (`execs[dst]`).
+        cost_ms = (cross_c["fixed_s"] * execs[dst][:, None] + moved / cross_c["bytes_per_s"]) * 1e3
         np.add.at(bulk_m["latency_ms"], dst, np.where(cross, cost_ms, 0.0))
         np.add.at(bulk_m["dram_bytes"], dst, np.where(cross, moved, 0.0))
 
@@ -367,14 +373,14 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
                       "size_overhead_bytes": records.base if records is not None else _size_overhead(compiled)},
     }
-    notes = [list(w.notes) for w in works]
+    notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     if n:
         notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)")
     per_op = PerOpTable(ops, where, notes)
     from simulator.totals import totals  # late import: totals reads the same structures
     base = totals(bulk, per_op, "fp32", {})
     bulk["base"] = {"preset": "fp32", **base}
-    return SweepResult(bulk=bulk, per_op=per_op, works=works)
+    return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
 
 
 def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> HardwareProfile:
@@ -416,8 +422,10 @@ def _el(g: Graph, name: str) -> float:
     return float(e or 0)
 
 
-def _edges(g: Graph, folded: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights."""
+def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights. An edge
+    into a body task moves its tensor once per execution of that task (none if it never runs)."""
     index = {nd.id: i for i, nd in enumerate(g.nodes)}
     seen: set[tuple[int, int, str]] = set()
     src, dst, el = [], [], []
@@ -425,12 +433,13 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset()) -> tuple[np.ndarray, 
         if s in folded:
             continue
         key = (index[s], index[d], v)
-        if key in seen:
+        runs = 1.0 if execs is None else float(execs[key[1]]) if execs[key[0]] > 0 else 0.0
+        if key in seen or runs == 0:
             continue
         seen.add(key)
         src.append(key[0])
         dst.append(key[1])
-        el.append(_el(g, v))
+        el.append(_el(g, v) * runs)
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
 
 
@@ -486,7 +495,7 @@ def _total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: 
 
 def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_s: float,
                  run_overhead_s: float = 0.0) -> np.ndarray:
-    """Measured task medians (ms), less the time the profiler itself adds to each recorded task.
+    """Measured task medians (ms per call), less the time the profiler itself adds to each recorded task.
 
     That cost is calibrated on a chain of tiny kernels; inside a real graph it is often larger (each
     event also pays for the switch between kernels). The profile's whole-model latency is timed without
@@ -496,12 +505,16 @@ def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead
     if profile is None or profile.target != t.name or not profile.measured:
         return out
     med = np.array([profile.tasks[nd.id].median_ms if nd.id in profile.tasks else 0.0 for nd in g.nodes])
-    n = int((med > 0).sum())
+    # A body task's median covers all its calls in a run; the profiler pays per call (event).
+    calls = np.array([profile.tasks[nd.id].calls if nd.id in profile.tasks else 1.0 for nd in g.nodes])
+    n = float(calls[med > 0].sum())
     over_ms = profiler_overhead_s * 1e3
     if n and profile.latency_ms and profile.latency_ms > 0:
+        med = discount_parents(g, med, calls, profile.latency_ms - run_overhead_s * 1e3)
         excess = float(med.sum()) - (profile.latency_ms - run_overhead_s * 1e3)
         over_ms = max(over_ms, excess / n)
-    return np.where(med > 0, np.maximum(med - over_ms, 0.25 * med), 0.0)
+    per_run = np.where(med > 0, np.maximum(med - over_ms * calls, 0.25 * med), 0.0)
+    return per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

@@ -73,6 +73,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     from compiler import backends, frontends
     from compiler.profile import ProfileSettings
     from simulator import sweep as sim_sweep
+    from simulator.control_flow import observed_executions
     from simulator.targets import get_target
 
     seconds: dict[str, float] = {}
@@ -114,9 +115,13 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             progress("profile", (i + 1) / len(measured))
 
     with timed("simulate"):
+        # Branches taken and trip counts seen in a profiled run stand for every target of the same model.
+        observed: dict[str, float] = {}
+        for r in results:
+            observed.update(observed_executions(r.compiled, r.profile))
         for i, r in enumerate(results):
-            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
-                                      calibration_path=opts.calibration_path, source=source)
+            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, calibration_path=opts.calibration_path,
+                                      source=source, observed=observed)
             progress("simulate", (i + 1) / len(results))
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds)

@@ -55,6 +55,9 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
     source_by_id = {m.id: m for m in source.nodes} if source is not None else {}
     index, base, metrics = _base_metrics(r)
     tasks = r.profile.tasks if r.profile else {}
+    # An If / Loop / Scan's profiled time carries the profiler's recording of its body's events: it shows the
+    # simulator's figure, from which that cost is taken out (simulator.control_flow.discount_parents).
+    parents = {n.parent for n in g.nodes if n.parent}
     rows: list[dict[str, Any]] = []
     for order, n in enumerate(g.nodes):
         i = index.get(n.id)
@@ -62,11 +65,15 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
         t = tasks.get(n.id)
         row: dict[str, Any] = {
             "id": n.id, "index": order, "name": n.name, "type": n.op_type, "namespace": n.namespace,
-            "latency_ms": t.median_ms if t else m("latency_ms"),
+            "latency_ms": t.median_ms if t and n.id not in parents else m("latency_ms"),
             "p25_ms": t.p25_ms if t else None, "p75_ms": t.p75_ms if t else None,
             "measured": t is not None,
             "macs": r.sweep.works[i].macs if i is not None else None, "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
             "source_nodes": n.source_nodes,
+            # Control flow: runs per inference (a body task's trip count, 0 for a branch not taken) and the
+            # If / Loop / Scan task and body holding it ("" at the top level).
+            "executions": r.sweep.executions[i] if i is not None and r.sweep.executions else 1.0,
+            "parent": n.parent, "branch": n.branch,
             "locations": _locations(n, source_by_id),
             "inputs": [_value_json(g.values.get(v), v) for v in n.inputs if v],
             "outputs": [_value_json(g.values.get(v), v) for v in n.outputs if v],

@@ -1,0 +1,101 @@
+"""Control flow in the simulator: body tasks cost once per execution (trip counts, the branch taken), from the
+profile, the host run's observations, the model itself or a stated default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler import frontends
+from compiler.backends import as_tasks
+from compiler.graph import Graph
+from compiler.profile import Profile, TaskTiming
+from simulator.control_flow import discount_parents, executions, observed_executions
+from simulator.costs import work_of
+from simulator.sweep import sweep
+from tests import controlflow_models as cm
+
+RPI = "ort-xnnpack/rpi5"
+
+
+def _tasks(path: Path) -> Graph:
+    return as_tasks(frontends.load(path))
+
+
+def _execs(g: Graph, **kw) -> dict[str, tuple[float, str]]:  # type: ignore[no-untyped-def]
+    count, notes = executions(g, [work_of(n, g) for n in g.nodes], **kw)
+    return {n.id: (float(c), note) for n, c, note in zip(g.nodes, count, notes)}
+
+
+def _latency(r, op: str) -> float:  # type: ignore[no-untyped-def]
+    return r.bulk["metrics"]["latency_ms"][r.bulk["ops"].index(op)][0]
+
+
+def test_static_trip_counts_and_branches(tmp_path: Path) -> None:
+    e = _execs(_tasks(cm.loop_model(tmp_path / "l.onnx", trips=3)))
+    assert e["loop"] == (1.0, "") and e["body_mm"][0] == 3.0 and "constant (3" in e["body_mm"][1]
+    e = _execs(_tasks(cm.scan_model(tmp_path / "s.onnx", steps=5)))
+    assert e["scan_mm"][0] == 5.0 and "sequence length (5)" in e["scan_mm"][1]
+    e = _execs(_tasks(cm.if_model(tmp_path / "i.onnx", cond=False)))
+    assert (e["then_mm"][0], e["else_mm"][0]) == (0.0, 1.0) and "constant (else_branch taken)" in e["else_mm"][1]
+    e = _execs(_tasks(cm.nested_model(tmp_path / "n.onnx", trips=4)))
+    assert (e["inner"][0], e["body_mm"][0], e["pass"][0]) == (1.0, 4.0, 0.0)  # 1 x 4 trips; else not taken
+
+
+def test_unknown_trip_counts_take_a_stated_default(tmp_path: Path) -> None:
+    e = _execs(_tasks(cm.loop_model(tmp_path / "l.onnx", trips=None)))
+    assert e["body_mm"][0] == 1.0 and "depends on the data and was not observed" in e["body_mm"][1]
+    assert "(default)" in e["body_mm"][1]
+    e = _execs(_tasks(cm.if_model(tmp_path / "i.onnx")))
+    # sum(x) > 0 is unknown before the run: the heavier branch (the 8->32->8 MLP) is costed, and said so.
+    assert (e["then_mm"][0], e["else_mm2"][0]) == (0.0, 1.0) and "heavier branch (else_branch)" in e["else_mm2"][1]
+
+
+def test_observations_win_over_the_model(tmp_path: Path) -> None:
+    g = _tasks(cm.loop_model(tmp_path / "l.onnx", trips=3))
+    e = _execs(g, observed={"body_mm": 7.0, "body_tanh": 7.0})
+    assert e["body_mm"][0] == 7.0 and "observed in the profiled host run" in e["body_mm"][1]
+    # This target's own profile: a body task without events did not run.
+    prof = Profile("ort-cpu/host", "ort", "cpu", 1, 20, 1, 1.0, 1.0, 0, {},
+                   tasks={"loop": TaskTiming(0.1, 0.1, 0.1, 20), "body_mm": TaskTiming(0.2, 0.2, 0.2, 20, calls=5.0)})
+    e = _execs(g, profile=prof, target="ort-cpu/host")
+    assert (e["body_mm"][0], e["body_tanh"][0]) == (5.0, 0.0) and "did not run" in e["body_tanh"][1]
+    assert observed_executions(g, prof) == {"body_mm": 5.0, "body_tanh": 0.0, "body_cond": 0.0}
+
+
+def test_body_tasks_cost_once_per_trip(tmp_path: Path) -> None:
+    one = sweep(_tasks(cm.loop_model(tmp_path / "a.onnx", trips=1)), RPI)
+    many = sweep(_tasks(cm.loop_model(tmp_path / "b.onnx", trips=6)), RPI)
+    assert _latency(one, "body_mm") > 0
+    assert _latency(many, "body_mm") == pytest.approx(6 * _latency(one, "body_mm"))
+    assert many.executions[many.bulk["ops"].index("body_tanh")] == 6.0
+    grown = many.bulk["base"]["latency_ms"] - one.bulk["base"]["latency_ms"]
+    per_trip = sum(_latency(one, op) for op in ("body_mm", "body_tanh", "body_cond"))
+    assert grown == pytest.approx(5 * per_trip, rel=1e-6)
+    # The weights are stored once, however many trips.
+    assert many.bulk["base"]["size_bytes"] == one.bulk["base"]["size_bytes"]
+
+
+def test_a_branch_not_taken_costs_no_time_but_its_weights_count(tmp_path: Path) -> None:
+    then = sweep(_tasks(cm.if_model(tmp_path / "t.onnx", cond=True)), RPI)
+    other = sweep(_tasks(cm.if_model(tmp_path / "e.onnx", cond=False)), RPI)
+    assert _latency(then, "else_mm") == 0 and _latency(then, "then_mm") > 0
+    assert _latency(other, "then_mm") == 0 and _latency(other, "else_mm") > 0
+    assert then.bulk["base"]["latency_ms"] < other.bulk["base"]["latency_ms"]  # the MLP branch is heavier
+    assert then.bulk["base"]["size_bytes"] == pytest.approx(other.bulk["base"]["size_bytes"], abs=16)
+    assert then.bulk["base"]["size_bytes"] > 4 * (8 * 8 + 8 * 32 + 32 * 8)  # both branches' weights
+    notes = then.per_op[then.bulk["ops"].index("else_mm")]["notes"]
+    assert any("else_branch" in n or "then_branch" in n for n in notes)
+
+
+def test_profiler_cost_is_taken_from_the_parents_first() -> None:
+    from compiler.graph import Node
+
+    g = Graph("t", "onnx", [Node("pre", "pre", "Relu"), Node("loop", "loop", "Loop"),
+                            Node("mm", "mm", "MatMul", parent="loop", branch="body")], {}, [], [])
+    per_run = np.array([0.1, 0.5, 0.4])  # ms; the whole model ran in 0.6 ms without the profiler
+    out = discount_parents(g, per_run, np.array([1.0, 1.0, 10.0]), 0.6)
+    assert out[0] == 0.1 and out[2] == 0.4 and out[1] == pytest.approx(0.125)  # 0.4 ms excess, floor 0.25x
+    assert (discount_parents(g, per_run, np.ones(3), 2.0) == per_run).all()  # no excess: unchanged
