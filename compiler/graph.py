@@ -128,6 +128,17 @@ class Graph:
         prod = self.producers()
         return [(prod[v], n.id, v) for n in self.nodes for v in n.inputs if v in prod]
 
+    def body_results(self) -> list[tuple[str, str, str]]:
+        """(producer id, control-flow node id, value name) for each result a body hands its parent (If,
+        Loop and Scan nodes keep their bodies' outputs in `attributes[branch]["outputs"]`)."""
+        prod = self.producers()
+        out = []
+        for n in self.nodes:
+            for attr in n.attributes.values():
+                if isinstance(attr, dict) and "graph" in attr:
+                    out += [(prod[v], n.id, v) for v in attr.get("outputs", []) if v in prod and prod[v] != n.id]
+        return out
+
     @property
     def weight_bytes(self) -> int:
         return sum(v.weight.bytes for v in self.values.values() if v.weight)

@@ -6,7 +6,8 @@ Where the count comes from, first found wins:
    a body task with no event did not run (a branch not taken, a loop of zero trips);
 2. `observed`: executions per run of source nodes seen on another target's profiled run of the same model
    (the host run, handed to the predicted targets), by the task's source nodes;
-3. the model itself: a Loop's constant trip count `M`, a Scan's sequence length, an If's constant condition;
+3. the model itself (simulator.static_values): a Loop's trip count `M` and an If's condition where they follow
+   from constants, static shapes and the input values the user gave; a Scan's sequence length;
 4. a stated default: a Loop of unknown trip count runs its body `DEFAULT_TRIPS` times, an If of unknown
    condition runs its heavier branch (the larger bound of the two).
 Each body task's note says which it was.
@@ -21,6 +22,7 @@ import numpy as np
 from compiler.graph import Graph, Node
 from compiler.profile import Profile
 from simulator.costs import Work
+from simulator.static_values import StaticValues
 
 DEFAULT_TRIPS = 1
 # A Loop's M at or above this is the "no limit" of a while loop (torch exports INT64_MAX), not a count.
@@ -28,8 +30,10 @@ _NO_LIMIT = 2**31 - 1
 
 
 def executions(graph: Graph, works: Sequence[Work], profile: Profile | None = None,
-               observed: Mapping[str, float] | None = None, target: str = "") -> tuple[np.ndarray, list[str]]:
-    """(executions per inference of each task, a note per task: "" for top-level tasks)."""
+               observed: Mapping[str, float] | None = None, target: str = "",
+               input_values: Mapping[str, float] | None = None) -> tuple[np.ndarray, list[str]]:
+    """(executions per inference of each task, a note per task: "" for top-level tasks). `input_values`: graph
+    inputs the user gave a value, which an If's condition or a Loop's trip count may be computed from."""
     n = len(graph.nodes)
     count = np.ones(n)
     notes = [""] * n
@@ -37,26 +41,29 @@ def executions(graph: Graph, works: Sequence[Work], profile: Profile | None = No
         return count, notes
     index = {nd.id: i for i, nd in enumerate(graph.nodes)}
     timed = profile.tasks if profile is not None and profile.measured and profile.target == target else None
+    taken: dict[str, str] = {}  # If id -> the branch that runs (an If's result has that branch's shape)
+    values = StaticValues(graph, input_values, branch_of=lambda node: taken.get(node.id))
     trips: dict[tuple[str, str], tuple[float, str]] = {}  # (parent, branch) -> (runs per parent run, why)
     for i, nd in enumerate(graph.nodes):
         if not nd.parent or nd.parent not in index:
             continue
         p = index[nd.parent]
-        if timed is not None and (nd.id in timed or nd.parent in timed):
+        seen = [observed[s] for s in nd.source_nodes or [nd.id] if observed and s in observed]
+        if timed:  # this target's own run: a body task without events did not run
             count[i] = timed[nd.id].calls if nd.id in timed else 0.0
             notes[i] = _observed_note(count[i], "in the profiled run")
-            continue
-        seen = [observed[s] for s in nd.source_nodes or [nd.id] if observed and s in observed]
-        if seen:
+        elif seen:
             count[i] = max(seen)
             notes[i] = _observed_note(count[i], "in the profiled host run")
-            continue
-        key = (nd.parent, nd.branch)
-        if key not in trips:
-            trips[key] = _static_trips(graph.nodes[p], nd.branch, graph, works, index)
-        per, why = trips[key]
-        count[i] = count[p] * per
-        notes[i] = f"runs {count[i]:g}x per inference: {why}"
+        else:
+            key = (nd.parent, nd.branch)
+            if key not in trips:
+                trips[key] = _static_trips(graph.nodes[p], nd.branch, values, works, index)
+            per, why = trips[key]
+            count[i] = count[p] * per
+            notes[i] = f"runs {count[i]:g}x per inference: {why}"
+        if count[i] > 0 and graph.nodes[p].op_type == "If":
+            taken.setdefault(nd.parent, nd.branch)
     return count, notes
 
 
@@ -66,37 +73,29 @@ def _observed_note(calls: float, where: str) -> str:
     return f"runs {calls:g}x per inference, as observed {where}"
 
 
-def _constant(graph: Graph, name: str) -> float | None:
-    """The value of a one-element constant, else None (weights keep their min and max only)."""
-    v = graph.values.get(name) if name else None
-    if v is None or v.weight is None or v.weight.elements != 1 or v.weight.min != v.weight.max:
-        return None
-    return v.weight.min
-
-
-def _static_trips(parent: Node, branch: str, graph: Graph, works: Sequence[Work],
+def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequence[Work],
                   index: Mapping[str, int]) -> tuple[float, str]:
     """(runs of `branch` per run of `parent`, why) from the model alone, else the default."""
-    op = parent.op_type
+    op, graph = parent.op_type, values.graph
+    first = values.scalar(parent.inputs[0]) if parent.inputs else None
     if op == "If":
-        cond = _constant(graph, parent.inputs[0] if parent.inputs else "")
-        if cond is not None:
-            taken = "then_branch" if cond else "else_branch"
-            return float(branch == taken), f"the If's condition is a constant ({taken} taken)"
+        if first is not None:
+            taken = "then_branch" if first else "else_branch"
+            return float(branch == taken), f"the If's condition is known before the run ({taken} taken)"
         heavier = max(("then_branch", "else_branch"), key=lambda b: _branch_work(parent, b, graph, works, index))
         return float(branch == heavier), (f"the If's branch was not observed; its heavier branch ({heavier}) "
                                           "is costed (default)")
     if op == "Loop":
-        m = _constant(graph, parent.inputs[0] if parent.inputs else "")
-        cond = _constant(graph, parent.inputs[1] if len(parent.inputs) > 1 else "")
+        cond = values.scalar(parent.inputs[1]) if len(parent.inputs) > 1 else None
         if cond == 0:
             return 0.0, "the Loop's initial condition is false"
-        if m is not None and m < _NO_LIMIT:
-            return float(max(0, int(m))), f"the Loop's trip count is a constant ({int(m)}; it may stop earlier)"
+        if first is not None and first < _NO_LIMIT:
+            return float(max(0, int(first))), (f"the Loop's trip count is known before the run ({int(first)}; "
+                                               "it may stop earlier)")
         return float(DEFAULT_TRIPS), (f"the Loop's trip count depends on the data and was not observed: "
                                       f"{DEFAULT_TRIPS} trip costed (default)")
     if op == "Scan":
-        length = _scan_length(parent, graph)
+        length = _scan_length(parent, values)
         if length is not None:
             return float(length), f"the Scan's sequence length ({length})"
         return float(DEFAULT_TRIPS), (f"the Scan's sequence length is not known: {DEFAULT_TRIPS} step costed "
@@ -116,17 +115,13 @@ def _branch_work(parent: Node, branch: str, graph: Graph, works: Sequence[Work],
     return total
 
 
-def _scan_length(parent: Node, graph: Graph) -> int | None:
+def _scan_length(parent: Node, values: StaticValues) -> int | None:
     n_scan = int(parent.attributes.get("num_scan_inputs", 0) or 0)
     if n_scan <= 0 or len(parent.inputs) < n_scan:
         return None
-    first = parent.inputs[len(parent.inputs) - n_scan]
-    v = graph.values.get(first)
+    shape = values.shape(parent.inputs[len(parent.inputs) - n_scan])
     axes = parent.attributes.get("scan_input_axes") or [0] * n_scan
-    if v is None or v.shape is None or not v.shape:
-        return None
-    d = v.shape[int(axes[0]) % len(v.shape)]
-    return d if isinstance(d, int) else None
+    return shape[int(axes[0]) % len(shape)] if shape else None
 
 
 def observed_executions(compiled: Graph, profile: Profile | None) -> dict[str, float]:

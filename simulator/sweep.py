@@ -215,14 +215,16 @@ class SweepResult:
 
 def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
           hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
-          source: Graph | None = None, observed: Mapping[str, float] | None = None) -> SweepResult:
+          source: Graph | None = None, observed: Mapping[str, float] | None = None,
+          input_values: Mapping[str, float] | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
     the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
     `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
     source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops).
-    `observed`: executions per run of body source nodes seen on the host run (simulator.control_flow)."""
+    `observed`: executions per run of body source nodes seen on the host run, `input_values`: values the user
+    gave graph inputs (both for control flow: simulator.control_flow)."""
     t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or _hardware(t, calibration_path)
     if compiled.format != "onnx":
@@ -236,7 +238,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     compiled = fill_shapes(compiled, source)
     view, folded = fold_constants(compiled)
     works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
-    execs, cf_notes = executions(compiled, works, profile, observed, t.name)
+    execs, cf_notes = executions(compiled, works, profile, observed, t.name, input_values)
     k_store, aux_store = _stored_elements(works)
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)

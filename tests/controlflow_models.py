@@ -218,3 +218,26 @@ def _export(module, args, inputs: list[str], path: Path, outputs: list[str] | No
         warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and RNN batch notices
         torch.onnx.export(module, args, str(path), input_names=inputs, output_names=outputs, dynamo=False,
                           opset_version=17, dynamic_axes=dynamic)
+
+
+def rate_model(path: Path) -> Path:
+    """The pattern of a stateful audio model: If(sr == 16000) picks a front end whose output length differs
+    (then: x as it is, [1,4,32]; else: x twice along time, [1,4,64]); a Loop then steps h = tanh(h @ Wl) once per
+    frame of that output (M = Shape(If's result)[2])."""
+    then = helper.make_graph([helper.make_node("Identity", ["x"], ["fa"], name="front_a")], "then", [],
+                             [helper.make_tensor_value_info("fa", F, [1, 4, 32])])
+    other = helper.make_graph([helper.make_node("Concat", ["x", "x"], ["fb"], axis=2, name="front_b")], "else", [],
+                              [helper.make_tensor_value_info("fb", F, [1, 4, 64])])
+    g = helper.make_graph(
+        [helper.make_node("Equal", ["sr", "rate"], ["is16"], name="eq"),
+         helper.make_node("If", ["is16"], ["f"], then_branch=then, else_branch=other, name="front"),
+         helper.make_node("Shape", ["f"], ["fs"], name="shape"),
+         helper.make_node("Gather", ["fs", "two"], ["frames"], axis=0, name="frames"),
+         helper.make_node("Loop", ["frames", "true", "h"], ["y"], body=_loop_body(), name="steps")],
+        "rate", [helper.make_tensor_value_info("x", F, [1, 4, 32]), helper.make_tensor_value_info("h", F, [1, 64]),
+                 helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", F, [1, 64])],
+        [_w("Wl", 64, 64, seed=7), numpy_helper.from_array(np.array(True), "true"),
+         numpy_helper.from_array(np.array(16000, np.int64), "rate"), numpy_helper.from_array(np.array(2, np.int64), "two")])
+    onnx.save(helper.make_model(g, opset_imports=OPSET), path)
+    return path

@@ -121,7 +121,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             observed.update(observed_executions(r.compiled, r.profile))
         for i, r in enumerate(results):
             r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, calibration_path=opts.calibration_path,
-                                      source=source, observed=observed)
+                                      source=source, observed=observed, input_values=opts.input_values)
             progress("simulate", (i + 1) / len(results))
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds)

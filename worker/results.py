@@ -93,7 +93,8 @@ def graph_view(g: Graph, view: str) -> dict[str, Any]:
     nodes = [{"id": n.id, "name": n.name, "type": n.op_type, "namespace": n.namespace,
               "source_nodes": n.source_nodes} for n in g.nodes]
     edges = []
-    for src, dst, value in g.edges():
+    # Body results drawn into their If / Loop / Scan node: a body's group then leads somewhere.
+    for src, dst, value in g.edges() + g.body_results():
         v = g.values.get(value)
         edges.append({"src": src, "dst": dst, "value": value,
                       "shape": v.shape if v else None, "dtype": v.dtype if v else "unknown"})

@@ -206,9 +206,12 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
         else:
             eliminated[n.id] = "removed"
 
+    control_flow = {n.parent for n in source.nodes if n.parent}
     for c in compiled.nodes:
         c.source_nodes = list(dict.fromkeys(groups.get(c.id, [])))
         ns = _common_namespace([s_nodes[s].namespace for s in c.source_nodes])
+        # An If / Loop / Scan task stays at the head of its bodies' group, whatever it absorbed.
+        ns = next((s_nodes[s].namespace for s in c.source_nodes if s in control_flow), ns)
         if c.source_nodes:
             c.namespace = ns
     compiled.eliminated = eliminated

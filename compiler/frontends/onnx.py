@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontends.onnx_scopes import Body, Placed, assign_ids, node_ids, walk  # noqa: F401 (re-exported)
+from compiler.frontends.onnx_scopes import Body, Placed, assign_ids, bodies, node_ids, walk  # noqa: F401 (re-exported)
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats, namespace_from_name
 
 # ModelProto field number -> protobuf wire type (0 varint, 2 length-delimited).
@@ -283,8 +283,7 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
     for item in walk(g):
         if isinstance(item, Body):
             parent = by_id[item.parent]
-            prefix[(item.parent, item.branch)] = _join(parent.namespace, item.parent.rstrip("/").split("/")[-1],
-                                                       item.branch)
+            prefix[(item.parent, item.branch)] = _join(parent.namespace, item.branch)
             body_inputs |= _add_body_values(item, parent, values)
             continue
         node = _node(item, values)
@@ -292,6 +291,8 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
             continue  # a Constant: a folded value (its output is a weight), not a task
         if item.parent:
             node.namespace = _join(prefix[(item.parent, item.branch)], node.namespace)
+        if bodies(item.proto):  # a control-flow node heads a group of its own, its bodies inside it
+            node.namespace = _join(node.namespace, node.id.rstrip("/").split("/")[-1])
         nodes.append(node)
         by_id[node.id] = node
 
@@ -353,6 +354,9 @@ def _add_body_values(body: Body, parent: Node, values: dict[str, Value]) -> set[
         shape, dtype = _shape(vi.type)
         if name not in values or (values[name].shape is None and values[name].weight is None):
             values[name] = Value(name=name, shape=shape, dtype=dtype)
+    summary = parent.attributes.get(body.branch)
+    if isinstance(summary, dict):  # what the body hands back to its parent (graph views draw it)
+        summary["outputs"] = [r.get(o.name, o.name) for o in g.output]
     inputs = set()
     for k, vi in enumerate(g.input):
         name = r.get(vi.name, vi.name)

@@ -22,7 +22,10 @@ def test_if_branches_are_nodes_nested_under_their_parent(tmp_path: Path) -> None
     by = {n.id: n for n in g.nodes}
     assert {(by[i].parent, by[i].branch) for i in ("then_mm", "then_id")} == {("if", "then_branch")}
     assert by["else_mm2"].parent == "if" and by["else_mm2"].branch == "else_branch"
+    # The If heads a group of its own with its branches inside, and the branches' results lead to it.
+    assert by["if"].namespace == "if"
     assert by["then_mm"].namespace == "if/then_branch" and by["else_relu"].namespace == "if/else_branch"
+    assert sorted(g.body_results()) == [("else_mm2", "if", "else_out"), ("then_id", "if", "then_out")]
     # The then branch's own initializer counts in the model's weights, beside the outer ones.
     assert g.values["Wt"].weight is not None and g.values["Wt"].shape == [8, 8]
     assert g.weight_bytes == 4 * (8 * 8 + 8 * 32 + 32 * 8) + 4 + 4  # + the two Constant scalars
@@ -98,7 +101,7 @@ def test_ort_compiles_and_profiles_loop_bodies(tmp_path: Path) -> None:
     compiled = ort.compile(src, tmp_path / "loop.ort.onnx", frontends.load(src))
     body = [n for n in compiled.nodes if n.parent == "loop"]
     assert body and {s for n in body for s in n.source_nodes} >= {"body_mm", "body_tanh"}
-    assert all(n.namespace.startswith("loop/body") for n in body)
+    assert all(n.namespace.startswith("loop/body") for n in body) and compiled.node("loop").namespace == "loop"
     prof = ort.profile(tmp_path / "loop.ort.onnx", ort.ProfileSettings(warmup=1, runs=20))
     timed = [n for n in body if n.id in prof.tasks]
     assert timed and all(prof.tasks[n.id].calls == 3 for n in timed)

@@ -35,13 +35,24 @@ def _latency(r, op: str) -> float:  # type: ignore[no-untyped-def]
 
 def test_static_trip_counts_and_branches(tmp_path: Path) -> None:
     e = _execs(_tasks(cm.loop_model(tmp_path / "l.onnx", trips=3)))
-    assert e["loop"] == (1.0, "") and e["body_mm"][0] == 3.0 and "constant (3" in e["body_mm"][1]
+    assert e["loop"] == (1.0, "") and e["body_mm"][0] == 3.0 and "known before the run (3" in e["body_mm"][1]
     e = _execs(_tasks(cm.scan_model(tmp_path / "s.onnx", steps=5)))
     assert e["scan_mm"][0] == 5.0 and "sequence length (5)" in e["scan_mm"][1]
     e = _execs(_tasks(cm.if_model(tmp_path / "i.onnx", cond=False)))
-    assert (e["then_mm"][0], e["else_mm"][0]) == (0.0, 1.0) and "constant (else_branch taken)" in e["else_mm"][1]
+    assert (e["then_mm"][0], e["else_mm"][0]) == (0.0, 1.0) and "known before the run (else_branch taken)" in e["else_mm"][1]
     e = _execs(_tasks(cm.nested_model(tmp_path / "n.onnx", trips=4)))
     assert (e["inner"][0], e["body_mm"][0], e["pass"][0]) == (1.0, 4.0, 0.0)  # 1 x 4 trips; else not taken
+
+
+def test_conditions_and_trip_counts_from_shapes_and_input_values(tmp_path: Path) -> None:
+    g = _tasks(cm.rate_model(tmp_path / "r.onnx"))
+    e = _execs(g, input_values={"sr": 16000})
+    assert (e["front_a"][0], e["front_b"][0]) == (1.0, 0.0)  # sr == 16000: the then branch
+    assert e["body_mm"][0] == 32.0  # Shape(the then branch's [1,4,32])[2] trips
+    e = _execs(g, input_values={"sr": 8000})
+    assert (e["front_a"][0], e["front_b"][0], e["body_mm"][0]) == (0.0, 1.0, 64.0)
+    e = _execs(g)  # sr unknown: the heavier branch, and the trip count its result gives
+    assert (e["front_b"][0], e["body_mm"][0]) == (1.0, 64.0) and "(default)" in e["front_b"][1]
 
 
 def test_unknown_trip_counts_take_a_stated_default(tmp_path: Path) -> None:
