@@ -249,10 +249,10 @@ def _node_names(path: str) -> tuple[set[str], set[str]]:
     """Names of all nodes (bodies' included), and of those that run bodies."""
     import onnx
 
-    from compiler.frontends.onnx_scopes import Placed, bodies, walk
+    from compiler.frontends.onnx_scopes import Placed, walk
 
-    placed = [p.proto for p in walk(onnx.load(path, load_external_data=False).graph) if isinstance(p, Placed)]
-    return {n.name for n in placed}, {n.name for n in placed if bodies(n)}
+    placed = [p for p in walk(onnx.load(path, load_external_data=False).graph) if isinstance(p, Placed)]
+    return {p.proto.name for p in placed}, {p.proto.name for p in placed if p.bodies}
 
 
 def read_trace(path: Path) -> list[dict[str, Any]]:

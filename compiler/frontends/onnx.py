@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontends.onnx_scopes import Body, Placed, assign_ids, bodies, node_ids, walk  # noqa: F401 (re-exported)
+from compiler.frontends.onnx_scopes import Body, Placed, all_bodies, assign_ids, node_ids, walk  # noqa: F401 (re-exported)
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats, namespace_from_name
 
 # ModelProto field number -> protobuf wire type (0 varint, 2 length-delimited).
@@ -92,7 +92,7 @@ def _refuse_external_data(model: Any) -> None:
     def external(t: Any) -> bool:
         return t.data_location == TensorProto.EXTERNAL
 
-    graphs = [model.graph] + [item.graph for item in walk(model.graph) if isinstance(item, Body)]
+    graphs = [model.graph, *all_bodies(model.graph)]
     tensors = [t for g in graphs for t in g.initializer]
     tensors += [a.t for g in graphs for n in g.node for a in n.attribute if a.HasField("t")]
     bad = [t.name or "(unnamed)" for t in tensors if external(t)]
@@ -291,7 +291,7 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
             continue  # a Constant: a folded value (its output is a weight), not a task
         if item.parent:
             node.namespace = _join(prefix[(item.parent, item.branch)], node.namespace)
-        if bodies(item.proto):  # a control-flow node heads a group of its own, its bodies inside it
+        if item.bodies:  # a control-flow node heads a group of its own, its bodies inside it
             node.namespace = _join(node.namespace, node.id.rstrip("/").split("/")[-1])
         nodes.append(node)
         by_id[node.id] = node
@@ -325,7 +325,8 @@ def _add_initializers(g: Any, rename: dict[str, str], values: dict[str, Value]) 
 def _node(item: Placed, values: dict[str, Value]) -> Node | None:
     """The Graph node of one placed NodeProto, its values recorded in `values`; None for a Constant."""
     pn = item.proto
-    outputs = [item.value(o) for o in pn.output]
+    rename = item.value if item.rename else (lambda v: v)
+    outputs = [rename(o) for o in pn.output]
     if pn.op_type == "Constant" and pn.domain in ("", "ai.onnx") and outputs:
         values[outputs[0]] = _constant_value(pn, outputs[0]) or Value(
             name=outputs[0], shape=None, dtype="unknown", weight=WeightStats(0, 0, 0.0, 0.0, 0.0))
@@ -334,7 +335,7 @@ def _node(item: Placed, values: dict[str, Value]) -> Node | None:
     node = Node(
         id=item.id, name=pn.name, op_type=pn.op_type,
         namespace=namespace_from_name(pn.name) or _namespace_from_metadata(props),
-        inputs=[item.value(i) for i in pn.input], outputs=outputs,
+        inputs=[rename(i) for i in pn.input], outputs=outputs,
         attributes={a.name: attribute_json(a) for a in pn.attribute},
         domain="" if pn.domain == "ai.onnx" else pn.domain,
         location=_location_from_metadata(props), parent=item.parent, branch=item.branch,

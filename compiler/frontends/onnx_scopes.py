@@ -43,6 +43,7 @@ class Placed:
     parent: str = ""
     branch: str = ""
     rename: dict[str, str] = field(default_factory=dict)
+    bodies: list[tuple[str, Any]] = field(default_factory=list)  # (attribute, GraphProto) it runs
 
     def value(self, name: str) -> str:
         return self.rename.get(name, name) if name else name
@@ -68,15 +69,31 @@ def assign_ids(names: list[str], op_types: list[str]) -> list[str]:
     return ids
 
 
+_GRAPH, _GRAPHS = 5, 10  # onnx.AttributeProto.GRAPH, GRAPHS
+
+
 def bodies(node: Any) -> list[tuple[str, Any]]:
     """(attribute name, GraphProto) of a node's body graphs, in placement order."""
-    from onnx import AttributeProto
+    found = []
+    for a in node.attribute:
+        t = a.type
+        if t == _GRAPH:
+            found.append((a.name, a.g))
+        elif t == _GRAPHS:
+            found += [(f"{a.name}.{k}", g) for k, g in enumerate(a.graphs)]
+    if len(found) > 1:
+        rank = {b: i for i, b in enumerate(BRANCH_ORDER)}
+        found.sort(key=lambda ag: rank.get(ag[0], len(rank)))
+    return found
 
-    found = [(a.name, a.g) for a in node.attribute if a.type == AttributeProto.GRAPH]
-    found += [(f"{a.name}.{k}", g) for a in node.attribute if a.type == AttributeProto.GRAPHS
-              for k, g in enumerate(a.graphs)]
-    rank = {b: i for i, b in enumerate(BRANCH_ORDER)}
-    return sorted(found, key=lambda ag: rank.get(ag[0], len(rank)))
+
+def all_bodies(g: Any) -> list[Any]:
+    """Every body graph in `g`, nested ones too."""
+    out = []
+    for n in g.node:
+        for _, b in bodies(n):
+            out += [b, *all_bodies(b)]
+    return out
 
 
 def _defined_here(g: Any) -> list[str]:
@@ -104,10 +121,11 @@ def _reads(n: Any) -> list[str]:
     return ins
 
 
-def topological(nodes: list[Any], available: set[str]) -> list[int]:
-    """Indices in execution order; file order when it already is one (the normal case)."""
+def topological(nodes: list[Any], available: set[str], reads: list[list[str]] | None = None) -> list[int]:
+    """Indices in execution order; file order when it already is one (the normal case). `reads`: each node's
+    inputs, implicit ones included (default: `_reads`)."""
     seen = set(available)
-    reads = [_reads(n) for n in nodes]
+    reads = reads if reads is not None else [_reads(n) for n in nodes]
     ok = True
     for n, r in zip(nodes, reads):
         if any(i not in seen for i in r):
@@ -143,9 +161,10 @@ def _level(g: Any, parent: str, branch: str, taken: set[str]) -> list[tuple[Any,
     """(node, id) of one graph's own nodes in execution order."""
     nodes = list(g.node)
     produced = {o for n in nodes for o in n.output if o}
-    available = {i for n in nodes for i in _reads(n)} - produced
+    reads = [_reads(n) for n in nodes]
+    available = {i for r in reads for i in r} - produced
     available |= {i.name for i in g.input} | {t.name for t in g.initializer}
-    order = topological(nodes, available)
+    order = topological(nodes, available, reads)
     local = assign_ids([nodes[i].name for i in order], [nodes[i].op_type for i in order])
     out = []
     for i, lid in zip(order, local):
@@ -173,8 +192,9 @@ def walk(g: Any) -> list[Placed | Body]:
 def _walk(g: Any, parent: str, branch: str, rename: dict[str, str], seen: set[str], taken: set[str],
           out: list[Placed | Body]) -> None:
     for proto, nid in _level(g, parent, branch, taken):
-        out.append(Placed(proto, nid, parent, branch, rename))
-        for attr, body in bodies(proto):
+        placed = Placed(proto, nid, parent, branch, rename, bodies(proto))
+        out.append(placed)
+        for attr, body in placed.bodies:
             scope = dict(rename)
             for name in _defined_here(body):
                 if name in seen:

@@ -118,7 +118,7 @@ def test_dynamo_export_namespaces_from_metadata(zoo) -> None:
     assert "softmax" in softmax.location.code
 
 
-def test_subgraph_node_recorded_as_one(tmp_path) -> None:
+def test_branches_of_constants_add_no_nodes(tmp_path) -> None:
     def branch(name: str, value: float) -> onnx.GraphProto:
         c = helper.make_node("Constant", [], [f"{name}_out"], value=numpy_helper.from_array(np.array([value], np.float32)))
         return helper.make_graph([c], name, [], [helper.make_tensor_value_info(f"{name}_out", TensorProto.FLOAT, [1])])
@@ -130,8 +130,9 @@ def test_subgraph_node_recorded_as_one(tmp_path) -> None:
     path = tmp_path / "if.onnx"
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
     graph = frontends.load(path)
-    assert [n.op_type for n in graph.nodes] == ["If"]
-    assert graph.nodes[0].attributes["then_branch"] == {"graph": "then", "nodes": 1}
+    assert [n.op_type for n in graph.nodes] == ["If"]  # the branches' Constants are values, not nodes
+    assert graph.nodes[0].attributes["then_branch"] == {"graph": "then", "nodes": 1, "outputs": ["then_out"]}
+    assert graph.values["else_out"].weight is not None and graph.values["else_out"].weight.max == 0.0
 
 
 def test_external_data_refused(tmp_path, zoo) -> None:
