@@ -34,7 +34,7 @@ from collections.abc import Collection
 from typing import Any
 
 from compiler.backends.provenance import fill_shapes_from_source, map_provenance
-from compiler.errors import ModelRunError
+from compiler.errors import ModelRunError, SandboxError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
 from compiler.profile import Profile, ProfileSettings, profile_in_sandbox, TaskTiming
@@ -62,11 +62,12 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     # Models with LayerNormalization: also optimize their fp16 export, to record which LayerNormalizations
     # ORT leaves unfused there (simulator.backends.fp16_unfused_norms).
     probe = opt_level == "all" and any(n.op_type == "LayerNormalization" for n in source.nodes)
-    payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level,
-               "fp16_probe": probe}
+    payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level}
     try:
         info = run("compiler.backends.ort:_compile_child", payload,
                    Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
+        if probe:
+            info["fp16_plain_norms"] = _probe_fp16(payload, timeout_s, memory_limit_bytes)
     finally:
         named.unlink(missing_ok=True)
     _name_nodes(out_path)
@@ -113,10 +114,24 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
     so = _session_options(ort, payload["opt_level"])
     so.optimized_model_filepath = payload["out"]
     _open(ort, payload["src"], so)
-    info: dict[str, Any] = {"version": ort.__version__}
-    if payload.get("fp16_probe"):
-        info["fp16_plain_norms"] = _fp16_plain_norms(ort, payload["src"], payload["opt_level"])
-    return info
+    return {"version": ort.__version__}
+
+
+def _probe_fp16(payload: dict[str, Any], timeout_s: float, memory_limit_bytes: int | None) -> list[str] | None:
+    # A child of its own: ORT can crash (SIGSEGV) optimizing an fp16 export of a model whose fp32 form it
+    # compiles and runs fine (a TorchScript-exported transformer with dynamic batch and length), and an
+    # optional probe must never fail the analysis.
+    try:
+        return run("compiler.backends.ort:_fp16_probe_child", payload,
+                   Limits(timeout_s, memory_limit_bytes, what="probing the fp16 export"))
+    except (SandboxError, ModelRunError):
+        return None
+
+
+def _fp16_probe_child(payload: dict[str, Any]) -> list[str] | None:
+    import onnxruntime as ort
+
+    return _fp16_plain_norms(ort, payload["src"], payload["opt_level"])
 
 
 def _fp16_plain_norms(ort: Any, src: str, opt_level: str) -> list[str] | None:
