@@ -169,3 +169,28 @@ def discount_parents(graph: Graph, per_run_ms: np.ndarray, calls: np.ndarray, wh
     room = np.where(events > 0, 0.75 * per_run_ms, 0.0)
     take = np.minimum(room, excess * events / events.sum())
     return per_run_ms - take
+
+
+# A control-flow node's own cost in kernel dispatches of its unit: a fixed part per execution (ORT sets up the
+# body's frame and feeds) and a part per Loop / Scan trip beyond the body's kernels (carried values handed on,
+# Scan slices cut and stacked). Measured on this host with ORT 1.32, 1 thread, 5th percentile of 2,000 runs of
+# Relu bodies against a chain of Relus (0.22 us per Relu): fixed 1.25 us for Loop and If, 2.5-2.7 us for Scan;
+# per trip beyond the body's kernels 0-0.6 dispatches for Loop, 1.1-1.9 for Scan.
+_FIXED_DISPATCHES = {"If": 6.0, "Loop": 6.0, "Scan": 12.0}
+_TRIP_DISPATCHES = {"Loop": 0.5, "Scan": 1.5}
+
+
+def control_dispatches(graph: Graph, execs: np.ndarray) -> np.ndarray:
+    """Dispatches per inference each If / Loop / Scan task costs beyond its own kernel (0 for other tasks)."""
+    index = {nd.id: i for i, nd in enumerate(graph.nodes)}
+    trips = np.zeros(len(graph.nodes))
+    for i, nd in enumerate(graph.nodes):
+        p = index.get(nd.parent, -1) if nd.parent else -1
+        if p >= 0:
+            trips[p] = max(trips[p], execs[i])
+    out = np.zeros(len(graph.nodes))
+    for i, nd in enumerate(graph.nodes):
+        if nd.op_type in _FIXED_DISPATCHES and any(b.get("graph") is not None for b in nd.attributes.values()
+                                                   if isinstance(b, dict)):
+            out[i] = _FIXED_DISPATCHES[nd.op_type] * execs[i] + _TRIP_DISPATCHES.get(nd.op_type, 0.0) * trips[i]
+    return out

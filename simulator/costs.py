@@ -30,6 +30,9 @@ _CONV = {"Conv", "FusedConv", "QLinearConv", "ConvInteger", "ConvTranspose", "Nh
          "QLinearConvTranspose"}
 _GEMM = {"Gemm", "FusedGemm", "QGemm", "MatMulNBits", "DynamicQuantizeMatMul", "MatMulIntegerToFloat",
          "QLinearMatMul", "MatMulInteger", "MatMul", "FusedMatMul", "MatMulFp4", "GemmFastGelu"}
+# Recurrent ops: gates per step (each a GEMM over [input, hidden] -> hidden) and FLOPs per hidden unit and step
+# of their gate activations and state update (sigmoid 4, tanh 6, element-wise 1; ONNX LSTM / GRU / RNN defaults).
+_RNN: dict[str, tuple[int, float]] = {"LSTM": (4, 3 * 4 + 2 * 6 + 5), "GRU": (3, 2 * 4 + 6 + 6), "RNN": (1, 6 + 1)}
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention", "PackedAttention",
               "SparseAttention", "DecoderMaskedMultiHeadAttention"}
 _POOL = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "QLinearAveragePool",
@@ -160,6 +163,8 @@ def kind_of(node: Node, graph: Graph) -> str:
         return "convsmall" if small else "conv"
     if op in _GEMM:
         return "gemm" if _kernel_value(node, graph) is not None else "matmul"
+    if op in _RNN:
+        return "matmul"  # a GEMM per gate and step (MLAS SGEMM on ORT's CPU), its weights options leave alone
     if op in _ATTENTION:
         return "attention"
     if op in _POOL:
@@ -256,7 +261,8 @@ def work_of(node: Node, graph: Graph) -> Work:
         notes.append("some shapes unknown: costs count only the tensors with static shapes")
     k_elems = float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0
     k_rows = int(kernel.shape[0]) if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int) else 1
-    macs, flops = _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements)
+    macs, flops = (_rnn_arithmetic(node, graph) if node.op_type in _RNN
+                   else _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements))
     fused = _fused_activation(node)
     out0 = _elements(outs[0]) if outs else None
     epilogue = _epilogue_flops(node, out0 or 0.0) if kind in WEIGHTED_KINDS or kind == "matmul" else 0.0
@@ -336,6 +342,29 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         # the layout efficiency (calibrated) turns this into time.
         return 0.0, out_e
     return 0.0, 0.0
+
+
+def _rnn_arithmetic(node: Node, graph: Graph) -> tuple[float, float]:
+    """(MACs, FLOPs) of an ONNX LSTM / GRU / RNN: every step, direction and gate multiplies [input, hidden] by its
+    weights; the gates' activations and the state update are FLOPs per hidden unit. Sizes come from the weights
+    W [dirs, gates * hidden, input] and the states where X's shape is partly unknown (a step taken in a Loop)."""
+    def dims(k: int) -> list[int | str]:
+        v = graph.values.get(node.inputs[k]) if k < len(node.inputs) and node.inputs[k] else None
+        return list(v.shape) if v is not None and v.shape is not None else []
+
+    x, w, h0 = dims(0), dims(1), dims(5)
+    gates, act_flops = _RNN[node.op_type]
+    layout = int(node.attributes.get("layout", 0) or 0)
+    hidden = int(node.attributes.get("hidden_size", 0) or 0)
+    n_in = w[2] if len(w) == 3 else (x[-1] if len(x) == 3 else None)
+    steps = x[layout] if len(x) == 3 else None
+    batch = next((b for b in (x[1 - layout] if len(x) == 3 else None, h0[1 - layout] if len(h0) == 3 else None)
+                  if isinstance(b, int)), None)
+    if not all(isinstance(d, int) for d in (n_in, steps, batch)) or not hidden:
+        return 0.0, 0.0
+    dirs = 2 if node.attributes.get("direction") == "bidirectional" else 1
+    rows = float(steps * batch * dirs)  # type: ignore[operator]
+    return rows * gates * hidden * (n_in + hidden), rows * hidden * act_flops  # type: ignore[operator]
 
 
 def _reduction_dim(node: Node, act_in: list[Value], kernel: Value | None) -> float:

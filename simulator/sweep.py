@@ -26,7 +26,7 @@ from simulator.backends import (
     storage_bytes_per_kernel,
     stored_aux_bytes,
 )
-from simulator.control_flow import discount_parents, executions, scale_by_executions
+from simulator.control_flow import control_dispatches, discount_parents, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.onnx_file import EVENTS, ExportRecords, export_records
@@ -239,6 +239,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     view, folded = fold_constants(compiled)
     works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
     execs, cf_notes = executions(compiled, works, profile, observed, t.name, input_values)
+    control = control_dispatches(compiled, execs)
     k_store, aux_store = _stored_elements(works)
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
@@ -297,6 +298,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
                              measured[rows], weights_resident, total_w, k_store[rows], aux_store[rows],
                              k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows])
         scale_by_executions(g.metrics, execs[rows])
+        # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
+        predicted = ~((measured[rows] > 0)[:, None] & co.fp32_equiv[None, :])
+        g.metrics["latency_ms"] += control[rows][:, None] * co.dispatch_s[None, :] * 1e3 * predicted
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).

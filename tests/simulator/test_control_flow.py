@@ -84,7 +84,9 @@ def test_body_tasks_cost_once_per_trip(tmp_path: Path) -> None:
     assert many.executions[many.bulk["ops"].index("body_tanh")] == 6.0
     grown = many.bulk["base"]["latency_ms"] - one.bulk["base"]["latency_ms"]
     per_trip = sum(_latency(one, op) for op in ("body_mm", "body_tanh", "body_cond"))
-    assert grown == pytest.approx(5 * per_trip, rel=1e-6)
+    loop_grown = _latency(many, "loop") - _latency(one, "loop")  # each trip costs the loop half a dispatch
+    assert 0 < loop_grown < per_trip
+    assert grown == pytest.approx(5 * per_trip + loop_grown, rel=1e-6)
     # The weights are stored once, however many trips.
     assert many.bulk["base"]["size_bytes"] == one.bulk["base"]["size_bytes"]
 
@@ -110,3 +112,20 @@ def test_profiler_cost_is_taken_from_the_parents_first() -> None:
     out = discount_parents(g, per_run, np.array([1.0, 1.0, 10.0]), 0.6)
     assert out[0] == 0.1 and out[2] == 0.4 and out[1] == pytest.approx(0.125)  # 0.4 ms excess, floor 0.25x
     assert (discount_parents(g, per_run, np.ones(3), 2.0) == per_run).all()  # no excess: unchanged
+
+
+def test_recurrent_ops_count_their_gate_gemms() -> None:
+    from compiler.graph import Node
+    from tests.simulator.helpers import act, graph, weight
+
+    def lstm(x_shape: list) -> Graph:  # type: ignore[type-arg]
+        return graph([Node("lstm", "lstm", "LSTM", inputs=["x", "W", "R", "B", "", "h0", "c0"], outputs=["y", "yh", "yc"],
+                           attributes={"hidden_size": 128})],
+                     [act("x", x_shape), weight("W", [1, 512, 64]), weight("R", [1, 512, 128]), weight("B", [1, 1024]),
+                      act("h0", [1, 2, 128]), act("c0", [1, 2, 128])], ["x", "h0", "c0"], ["y"])
+
+    g = lstm([5, 2, 64])  # 5 steps, batch 2
+    w = work_of(g.nodes[0], g)
+    assert w.kind == "matmul" and w.macs == 5 * 2 * 4 * 128 * (64 + 128) and w.flops > 0
+    g = lstm([1, "b", "f"])  # one step inside a Loop body: batch from the state, input width from W
+    assert work_of(g.nodes[0], g).macs == 1 * 2 * 4 * 128 * (64 + 128)
