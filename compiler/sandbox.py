@@ -7,13 +7,19 @@
 Limits: RLIMIT_AS (address space; ORT + numpy map ~1 GB before any model, so keep caps above
 that), RLIMIT_CPU (timeout + margin) and a wall-clock timeout that kills the child's process
 group. The child gets a minimal environment: no credentials from the worker leak into code that
-parses untrusted files. Results come back as JSON files; any failure becomes a `SandboxError`
+parses untrusted files. The child dies with the thread that started it (PR_SET_PDEATHSIG), so a
+killed worker leaves no orphan; it runs in a folder under `scratch()` (the job's own temp folder when
+the worker set one with `scratch_in`) with TMPDIR pointing there, so whatever it writes is removed with
+the job. Results come back as JSON files; any failure becomes a `SandboxError`
 (crash, memory, time) or the child's own user-facing error (`ModelRunError`, `InputSpecError`,
 `ModelFormatError`), re-raised here with the child's message.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import resource
@@ -21,6 +27,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +41,33 @@ _ROOT = str(Path(__file__).resolve().parent.parent)  # directory holding the `co
 _PASSED_ERRORS: dict[str, type[Exception]] = {
     "ModelRunError": ModelRunError, "InputSpecError": InputSpecError, "ModelFormatError": ModelFormatError,
 }
-_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "TMPDIR", "HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+# Where sandbox folders go in this thread (a job's temp folder); None = the system temp folder.
+_SCRATCH: ContextVar[Path | None] = ContextVar("edgescope_sandbox_scratch", default=None)
+
+
+@contextlib.contextmanager
+def scratch_in(folder: Path) -> Iterator[Path]:
+    """Create sandbox folders (and the children's TMPDIR) under `folder` in this thread while in the block."""
+    token = _SCRATCH.set(folder)
+    try:
+        yield folder
+    finally:
+        _SCRATCH.reset(token)
+
+
+def scratch() -> str | None:
+    folder = _SCRATCH.get()
+    return str(folder) if folder is not None else None
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a freshly forked child: be killed when the parent thread dies (and exit if it already has)."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +77,19 @@ class Limits:
     what: str = "the model run"  # for messages: "profiling", "compiling for ort-cpu/host"
 
 
-def _child_env() -> dict[str, str]:
+def _child_env(tmp: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
     env["PYTHONPATH"] = _ROOT
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["TMPDIR"] = tmp  # the child's temporary files live and die with its folder
     return env
 
 
 def _limit(memory: int | None, cpu_s: int) -> Any:
+    parent = os.getpid()
+
     def apply() -> None:  # runs in the child between fork and exec
+        die_with_parent(parent)
         if memory:
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
@@ -63,14 +101,14 @@ def run(target: str, payload: dict[str, Any], limits: Limits = Limits(), python:
     """Call `target` ("package.module:function", taking the payload dict, returning JSON-able data)
     in a child process (of `python`, default this interpreter) and return its result. The child
     runs in a temporary directory: paths in the payload must be absolute."""
-    with tempfile.TemporaryDirectory(prefix="edgescope-sandbox-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="edgescope-sandbox-", dir=scratch()) as tmp:
         inp, out = Path(tmp, "in.json"), Path(tmp, "out.json")
         inp.write_text(json.dumps(payload))
         # CPU seconds across all threads; generous so the wall clock is the limit users see.
         cpu = int(limits.timeout_s * max(1, os.cpu_count() or 1)) + 10
         proc = subprocess.Popen(
             [python or sys.executable, "-m", "compiler.sandbox_child", target, str(inp), str(out)],
-            cwd=tmp, env=_child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            cwd=tmp, env=_child_env(tmp), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE, start_new_session=True,
             preexec_fn=_limit(limits.memory_limit_bytes, cpu),
         )

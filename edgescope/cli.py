@@ -62,14 +62,16 @@ def serve(host: str, port: int, threads: int) -> None:
         app = create_app(settings)
     except SchemaOutOfDate as e:
         raise click.ClickException(str(e)) from None
+    from store.services import Services
+    from worker.celery_app import enqueue
+    from worker.reconcile import start_reconciler
+
+    celery = app.extensions["celery"]
     if settings.embedded_worker:
-        from store.services import Services
-        from worker.celery_app import enqueue
         from worker.embedded import start_embedded_worker
         from worker.jobs import requeue_interrupted
         from worker.warmup import calibrate_in_background
 
-        celery = app.extensions["celery"]
         start_embedded_worker(celery)
         calibrate_in_background(settings)
         for job_id in requeue_interrupted(Services(settings)):
@@ -77,6 +79,8 @@ def serve(host: str, port: int, threads: int) -> None:
         mode = f"embedded worker, data in {settings.data_dir}"
     else:
         mode = f"jobs sent to {settings.broker_url.split('@')[-1]}"
+    # Re-queues jobs whose worker died and jobs the broker lost; removes crashed jobs' temp folders.
+    start_reconciler(Services(settings, pooled=False), lambda job_id: enqueue(celery, job_id))
     click.echo(f"Edgescope on http://{host}:{port}/ ({mode})", err=True)
     waitress.serve(app, host=host, port=port, threads=threads, ident="edgescope",
                    max_request_body_size=settings.max_upload_bytes + 1024 * 1024)
@@ -93,10 +97,16 @@ def worker(concurrency: int, loglevel: str) -> None:
     if settings.embedded_worker:
         raise click.ClickException("Set EDGESCOPE_BROKER_URL (e.g. redis://127.0.0.1:6379/0) to run separate "
                                    "workers; without it `edgescope serve` runs its own.")
+    from store.services import Services
+    from worker.celery_app import enqueue
+    from worker.reconcile import start_reconciler
     from worker.warmup import calibrate_in_background
 
     app = make_celery(settings)
     calibrate_in_background(settings)
+    # In the main process, beside the pool: it holds no database connection between ticks, so the pool
+    # children Celery forks inherit none.
+    start_reconciler(Services(settings, pooled=False), lambda job_id: enqueue(app, job_id))
     app.worker_main(["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}",
                      "--without-gossip", "--without-mingle"])
 

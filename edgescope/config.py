@@ -38,6 +38,23 @@ class Settings:
     profile_memory_bytes: int = 8 * 1024**3
     # Wall-clock limit of one analysis job in a worker.
     job_time_limit_s: int = 3600
+    # A worker holds a lease on the job it runs and renews it every third of this; a job whose lease
+    # expired (its worker died) is re-queued by the reconciler, or failed after job_max_attempts tries.
+    job_lease_s: int = 30
+    job_max_attempts: int = 3
+    # How often the reconciler looks for expired leases, jobs missing from the broker and stale temp folders.
+    reconcile_interval_s: int = 10
+    # A queued job that no broker message holds for this long is sent again (broker restarted, message lost).
+    requeue_after_s: int = 30
+    # One folder per job or upload lives here; crashed ones are removed at start-up and after temp_max_age_s.
+    temp_dir: Path | None = None
+    temp_max_age_s: int = 6 * 3600
+    # JSON request bodies larger than this get 413.
+    max_json_bytes: int = 1024 * 1024
+    # Per-user upload quota per hour (a window that opens with the user's first upload in it): uploads
+    # received and their bytes; 0 = no quota.
+    upload_quota_count_per_hour: int = 100
+    upload_quota_bytes_per_hour: int = 16 * 1024**3
     # Interpreter of the litert-torch venv that converts .pt2 to .tflite (LiteRT targets);
     # empty = <checkout>/.venv-litert-torch/bin/python when it exists (compiler.backends.pt2_tflite).
     litert_torch_python: str = ""
@@ -55,6 +72,10 @@ class Settings:
         return (self.calibration_dir or self.data_dir / "calibration") / "host-cpu.json"
 
     @property
+    def temp_root(self) -> Path:
+        return Path(self.temp_dir or self.data_dir / "tmp")
+
+    @property
     def embedded_worker(self) -> bool:
         return not self.broker_url
 
@@ -67,6 +88,7 @@ class Settings:
             database_url=self.database_url or f"sqlite:///{data_dir / 'edgescope.db'}",
             blob_url=self.blob_url or f"file://{data_dir / 'blobs'}",
             calibration_dir=Path(self.calibration_dir or data_dir / "calibration").expanduser().resolve(),
+            temp_dir=Path(self.temp_dir or data_dir / "tmp").expanduser().resolve(),
         )
 
     @classmethod

@@ -6,13 +6,15 @@ import logging
 import secrets
 
 from flask import Flask, jsonify, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.routing import PathConverter
 
 from edgescope.config import Settings
 from store.db import check_at_head
 from store.services import Services
 from worker.celery_app import make_celery
+
+from .uploads import UploadRequest, too_large_message
 
 # Multipart framing around the file: the size limit applies to the model, not the envelope.
 MULTIPART_SLACK_BYTES = 64 * 1024
@@ -28,6 +30,7 @@ class OpIdConverter(PathConverter):
 def create_app(settings: Settings | None = None, *, check_schema: bool = True) -> Flask:
     settings = settings or Settings.from_env()
     app = Flask(__name__, static_folder=None)
+    app.request_class = UploadRequest  # uploads stream into their own temp folder (server/uploads.py)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + MULTIPART_SLACK_BYTES
     app.config["SECRET_KEY"] = settings.secret_key or secrets.token_hex(32)
     app.json.sort_keys = False  # type: ignore[attr-defined]
@@ -53,6 +56,14 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
     from .openapi import bp as openapi_bp
     from .pages import bp as pages_bp
 
+    @app.before_request
+    def _limit_json_bodies() -> None:
+        # Only multipart uploads may be large; any other body (JSON) is refused past max_json_bytes.
+        if request.mimetype != "multipart/form-data":
+            request.max_content_length = settings.max_json_bytes  # type: ignore[misc]
+            if (request.content_length or 0) > settings.max_json_bytes:
+                raise RequestEntityTooLarge()
+
     app.before_request(authenticate)
     app.register_error_handler(ApiError, handle_api_error)
     for bp in (auth_bp, models_bp, results_bp, sharing_bp, analyses_bp, exports_bp, openapi_bp, pages_bp):
@@ -63,10 +74,13 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
         if not request.path.startswith("/api/"):
             return e
         message = e.description or e.name
-        if e.code == 413:
-            message = (f"The upload is larger than this server accepts "
-                       f"({settings.max_upload_bytes} bytes; EDGESCOPE_MAX_UPLOAD_BYTES).")
         code = (e.name or "error").lower().replace(" ", "_")
+        if e.code == 413:
+            code = "too_large"
+            message = too_large_message(settings.max_upload_bytes)
+            if request.mimetype != "multipart/form-data":
+                message = (f"The request body is larger than this server accepts for JSON "
+                           f"({settings.max_json_bytes} bytes; EDGESCOPE_MAX_JSON_BYTES).")
         return jsonify(error=message, code=code), e.code
 
     @app.errorhandler(Exception)

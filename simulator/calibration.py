@@ -682,6 +682,11 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
     return profile_from_cache(cache)
 
 
+def is_cached(path: str | os.PathLike[str]) -> bool:
+    """True when `load_or_calibrate(path)` would return at once (a current cache exists)."""
+    return _current_cache(Path(path)) is not None
+
+
 def save_cache(path: str | os.PathLike[str], cache: dict[str, Any]) -> None:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ class BlobNotFound(KeyError):
 
 
 class BlobStore(Protocol):
-    def put_file(self, key: str, src: Path) -> int: ...
+    def put_file(self, key: str, src: Path, move: bool = False) -> int: ...
     def put_bytes(self, key: str, data: bytes) -> int: ...
     def get_bytes(self, key: str) -> bytes: ...
     def get_range(self, key: str, start: int, length: int) -> bytes: ...
@@ -61,7 +61,17 @@ class LocalBlobStore:
             raise
         return path.stat().st_size
 
-    def put_file(self, key: str, src: Path) -> int:
+    def put_file(self, key: str, src: Path, move: bool = False) -> int:
+        """`move=True`: `src` is ours to take (an upload's temp file); on the same disk it is renamed, not copied."""
+        if move:
+            path = self._path(key)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.replace(src, path)
+                return path.stat().st_size
+            except OSError:
+                pass  # another file system: copy below
+
         def w(f: BinaryIO) -> None:
             with open(src, "rb") as s:
                 shutil.copyfileobj(s, f, 1 << 20)
@@ -123,7 +133,7 @@ class S3BlobStore:
         code = getattr(err, "response", {}).get("Error", {}).get("Code", "")
         return code in ("NoSuchKey", "404", "NotFound")
 
-    def put_file(self, key: str, src: Path) -> int:
+    def put_file(self, key: str, src: Path, move: bool = False) -> int:
         self.client.upload_file(str(src), self.bucket, self._key(key))
         return src.stat().st_size
 
@@ -204,9 +214,9 @@ def open_blob_store(url: str, s3_endpoint_url: str = "") -> BlobStore:
 
 
 @contextmanager
-def local_copy(store: BlobStore, key: str, suffix: str = "") -> Iterator[Path]:
-    """A local file with the blob's content, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="edgescope-") as d:
+def local_copy(store: BlobStore, key: str, suffix: str = "", dir: Path | None = None) -> Iterator[Path]:
+    """A local file with the blob's content (in a folder under `dir`, e.g. the job's), removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="edgescope-", dir=dir) as d:
         dest = Path(d) / f"blob{suffix}"
         store.download(key, dest)
         yield dest

@@ -6,7 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from typing import Any
+
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
 from sqlalchemy.orm import Session, sessionmaker
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
@@ -22,21 +25,32 @@ def _ensure_sqlite_dir(url: str) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
-def make_engine(url: str) -> Engine:
+SQLITE_BUSY_TIMEOUT_S = 30
+
+
+def make_engine(url: str, pooled: bool = True) -> Engine:
+    """`pooled=False` opens a connection per session (NullPool): for a thread in a process that forks
+    Celery pool children, which must not inherit open database connections."""
+    extra: dict[str, Any] = {} if pooled else {"poolclass": NullPool}
     if url.startswith("sqlite"):
         _ensure_sqlite_dir(url)
-        # Web threads and the embedded worker thread share the file; wait instead of failing.
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+        # Web threads and the embedded worker thread share the file. WAL lets readers run beside the one
+        # writer; the busy timeout makes a writer wait for the lock instead of failing ("database is
+        # locked"), and writers keep their transactions short (results are blobs, written before).
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_S},
+                               **extra)
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_S * 1000}")
+            cur.execute("PRAGMA synchronous=NORMAL")  # durable at each checkpoint; WAL keeps it consistent
             cur.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    return create_engine(url, pool_pre_ping=True, **extra)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[Session]:

@@ -74,6 +74,13 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # The lease of the worker running the job (worker/lease.py): a random token, renewed by a heartbeat.
+    # A running job whose lease expired lost its worker; the reconciler re-queues or fails it.
+    lease_token: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, index=True)
+    worker: Mapped[str | None] = mapped_column(String(200), nullable=True)  # host:pid holding the lease
+    # When the job was last sent to the broker (the reconciler re-sends queued jobs the broker lost).
+    enqueued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True, default=utcnow)
 
     model: Mapped[Model] = relationship(back_populates="jobs")
 
@@ -147,6 +154,18 @@ class LoginAttempt(Base):
     ip: Mapped[str] = mapped_column(String(64), index=True)
     success: Mapped[bool] = mapped_column(Boolean)
     at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+
+
+class RateCounter(Base):
+    """A fixed-window counter (sign-in failures per e-mail or address, uploads per user), updated with one
+    conditional UPDATE so parallel requests cannot overshoot the limit (server/limits.py)."""
+
+    __tablename__ = "rate_counters"
+
+    key: Mapped[str] = mapped_column(String(400), primary_key=True)  # "login-email:x", "upload:<user id>"
+    window_start: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    count: Mapped[int] = mapped_column(Integer, default=0)
+    amount: Mapped[int] = mapped_column(BigInteger, default=0)  # bytes, where the limit counts them
 
 
 class Group(Base):

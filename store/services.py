@@ -17,10 +17,11 @@ from .db import make_engine, make_sessionmaker
 @dataclass
 class Services:
     settings: Settings
+    pooled: bool = True  # False: a connection per session (see store.db.make_engine)
 
     @cached_property
     def engine(self) -> Engine:
-        return make_engine(self.settings.database_url)
+        return make_engine(self.settings.database_url, self.pooled)
 
     @cached_property
     def sessions(self) -> sessionmaker[Session]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import secrets
+
 from celery import Celery
 
 from edgescope.config import Settings
@@ -13,7 +15,9 @@ def make_celery(settings: Settings) -> Celery:
     app = Celery("edgescope")
     conf: dict[str, object] = dict(
         task_ignore_result=True,  # job state lives in our own table
-        task_acks_late=True,  # a worker that dies mid-job gets the job redelivered
+        # A worker that dies mid-job: its lease expires and the reconciler re-queues the job (worker/lease.py);
+        # acks_late also has the broker redeliver the message, which a claim then ignores or takes.
+        task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,  # jobs are long; don't hoard them
         task_time_limit=settings.job_time_limit_s + 60,
@@ -25,7 +29,7 @@ def make_celery(settings: Settings) -> Celery:
     if settings.broker_url:
         conf["broker_url"] = settings.broker_url
         if settings.broker_url.startswith("redis"):
-            # Redelivery of un-acked jobs after a worker dies; longer than any job.
+            # Redelivery of un-acked messages after a worker dies; longer than any job (leases recover sooner).
             conf["broker_transport_options"] = {"visibility_timeout": settings.job_time_limit_s * 2}
     else:
         queue = settings.data_dir / "broker"
@@ -46,8 +50,9 @@ def make_celery(settings: Settings) -> Celery:
 
 
 def enqueue(app: Celery, job_id: str) -> None:
-    """Send an analysis job to the workers. Call after the job row is committed."""
-    app.send_task(tasks.ANALYZE, args=[job_id])
+    """Send an analysis job to the workers. Call after the job row is committed. The task id starts with the
+    job id, so the reconciler can tell which jobs the broker holds (`worker.broker_inventory`)."""
+    app.send_task(tasks.ANALYZE, args=[job_id], task_id=f"{job_id}.{secrets.token_hex(6)}")
 
 
 def enqueue_export(app: Celery, export_id: str) -> None:

@@ -89,7 +89,8 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
         progress(stage, 1.0)
 
     with timed("parse"):
-        source = frontends.load(model_path, opts.format)
+        # In a sandboxed child: parsing untrusted files (archives above all) never runs in the caller.
+        source = frontends.load_isolated(model_path, opts.format, opts.timeout_s, opts.memory_limit_bytes)
 
     results: list[TargetResult] = []
     with timed("compile"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import cache
 
 from celery import Celery
-from celery.app.task import Task
 
 from edgescope.config import Settings
 from store.services import Services
@@ -25,11 +24,10 @@ def _services(settings: Settings) -> Services:
     return Services(settings)
 
 
-def analyze_model(settings: Settings, task: Task, job_id: str) -> str:
+def analyze_model(settings: Settings, job_id: str) -> str:
     services = _services(settings)
-    redelivered = bool((task.request.delivery_info or {}).get("redelivered"))
     try:
-        return jobs.run_job(services, job_id, redelivered=redelivered)
+        return jobs.run_job(services, job_id)
     except Exception as e:
         # run_job ends its own failures; this catches the store itself failing (database or
         # blob store down) so the job is not left "running" when the store comes back.
@@ -47,9 +45,9 @@ def export_model(settings: Settings, export_id: str) -> str:
 
 
 def register(app: Celery, settings: Settings) -> None:
-    @app.task(name=ANALYZE, bind=True, acks_late=True)
-    def _analyze(task: Task, job_id: str) -> str:
-        return analyze_model(settings, task, job_id)
+    @app.task(name=ANALYZE, acks_late=True)
+    def _analyze(job_id: str) -> str:
+        return analyze_model(settings, job_id)
 
     @app.task(name=EXPORT, acks_late=True)
     def _export(export_id: str) -> str:

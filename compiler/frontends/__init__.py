@@ -86,3 +86,20 @@ def load(path: str | os.PathLike[str], format: str | None = None) -> Graph:
     """Detect (or take `format`) and load the file into a Graph. Raises ModelFormatError."""
     name = detect(path, format)
     return _module(_spec(name)).load(path)
+
+
+def load_isolated(path: str | os.PathLike[str], format: str | None = None, timeout_s: float = 600.0,
+                  memory_limit_bytes: int | None = None) -> Graph:
+    """`load` in a sandboxed child process (`compiler.sandbox`): a hostile file (zip bomb, parser crash,
+    runaway memory) costs the child, never the caller, which in the embedded default is the web process."""
+    from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+
+    limits = Limits(timeout_s=timeout_s, memory_limit_bytes=memory_limit_bytes or DEFAULT_MEMORY_LIMIT,
+                    what="reading the model")
+    data = run("compiler.frontends:load_child", {"path": str(Path(path).resolve()), "format": format}, limits)
+    return Graph.from_json(data)
+
+
+def load_child(payload: dict[str, str | None]) -> dict[str, object]:
+    """Child side of `load_isolated`: the Graph as JSON."""
+    return load(str(payload["path"]), payload.get("format")).to_json()

@@ -4,7 +4,12 @@ Every member is vetted before a byte is used: names must be relative paths that 
 archive (no `/abs`, `C:`, `..` components, backslashes, NUL), no symlinks or other special files,
 at most `max_members` entries, a total uncompressed size under `max_total_bytes` and each member's
 compression ratio under `max_ratio` (zip bombs). Declared sizes can lie, so reads count the bytes
-actually inflated and stop at the declared size + 1. Failures are `ModelFormatError`s.
+actually inflated and stop at the declared size + 1, and every byte inflated from the archive, by any
+read, counts against one budget of `max_total_bytes` (reading a member twice counts twice).
+
+Memory stays bounded whatever the archive holds: members are inflated as streams (`open`, `copy_to`),
+and `read` (a member as bytes) refuses members declared larger than `max_read_bytes`; large members
+(weights) are streamed or copied to a file in chunks. Failures are `ModelFormatError`s.
 
 Limits default to the upload limit (`EDGESCOPE_MAX_UPLOAD_BYTES`, 512 MiB when unset) times
 `EXPANSION`: a model file legitimately unpacks to about its own size (weights compress poorly).
@@ -15,6 +20,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -37,13 +43,15 @@ class ZipLimits:
     max_total_bytes: int = 0  # 0 = EXPANSION x the upload limit
     max_ratio: float = 200.0  # uncompressed / compressed, per member (zeros compress ~1000x)
     max_members: int = 10_000
+    # Largest member `read` returns as bytes (program JSON, specs, pickles); weights are streamed instead.
+    max_read_bytes: int = 256 * 1024 * 1024
 
     def total(self) -> int:
         return self.max_total_bytes or EXPANSION * _upload_limit()
 
 
 class SafeZip:
-    """A vetted zip archive: `names()` and `read(name)` only; nothing is written to disk."""
+    """A vetted zip archive: `names()`, `chunks(name)`, `read(name)` and `copy_to(name, file)`."""
 
     def __init__(self, path: str | os.PathLike[str], limits: ZipLimits = ZipLimits(), label: str = "archive") -> None:
         self.label = label
@@ -56,6 +64,7 @@ class SafeZip:
         if len(infos) > limits.max_members:
             raise ModelFormatError(f"the {label} has {len(infos)} entries; at most {limits.max_members} are allowed")
         total = 0
+        self.inflated = 0  # bytes inflated by every read so far (the byte budget)
         self.infos: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
             name = check_member_name(info.filename, label)
@@ -79,22 +88,46 @@ class SafeZip:
     def names(self) -> list[str]:
         return list(self.infos)
 
-    def read(self, name: str) -> bytes:
+    def info(self, name: str) -> zipfile.ZipInfo:
         info = self.infos.get(name)
         if info is None:
             raise ModelFormatError(f"the {self.label} has no entry '{name}'")
-        out = bytearray()
+        return info
+
+    def chunks(self, name: str, chunk_bytes: int = 1 << 20) -> Iterator[bytes]:
+        """The member's bytes, inflated as a stream, counted against the archive's byte budget."""
+        info = self.info(name)
+        seen = 0
         try:
             with self.zf.open(info) as fh:
-                while chunk := fh.read(1 << 20):
-                    out += chunk
-                    if len(out) > info.file_size:  # the header lied about the size
+                while chunk := fh.read(chunk_bytes):
+                    seen += len(chunk)
+                    self.inflated += len(chunk)
+                    if seen > info.file_size:  # the header lied about the size
                         raise ModelFormatError(f"the {self.label} entry '{name}' is larger than its header says")
+                    if self.inflated > self.limits.total():
+                        raise ModelFormatError(f"reading the {self.label} inflated more than {self.limits.total()} "
+                                               "bytes; refusing it")
+                    yield chunk
         except (zipfile.BadZipFile, OSError, EOFError, ValueError) as e:
             if isinstance(e, ModelFormatError):
                 raise
             raise ModelFormatError(f"the {self.label} entry '{name}' is corrupt: {e}") from None
-        return bytes(out)
+
+    def read(self, name: str) -> bytes:
+        """A small member as bytes; members declared over `max_read_bytes` are refused (stream them)."""
+        info = self.info(name)
+        if info.file_size > self.limits.max_read_bytes:
+            raise ModelFormatError(f"the {self.label} entry '{name}' is {info.file_size} bytes, more than the "
+                                   f"{self.limits.max_read_bytes} read into memory")
+        return b"".join(self.chunks(name))
+
+    def copy_to(self, name: str, dest: str | os.PathLike[str]) -> Path:
+        """Inflate one member into the file `dest`, in chunks (for readers that need random access)."""
+        with open(dest, "wb") as out:
+            for chunk in self.chunks(name):
+                out.write(chunk)
+        return Path(dest)
 
     def close(self) -> None:
         self.zf.close()
@@ -130,5 +163,5 @@ def extract(path: str | os.PathLike[str], dest: str | os.PathLike[str], limits: 
             if root not in target.parents:
                 raise ModelFormatError(f"the {label} contains an unsafe path '{name}'")
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(z.read(name))
+            z.copy_to(name, target)
     return dest

@@ -2,7 +2,9 @@
 
 Only coremltools' protobuf classes (`coremltools.proto.Model_pb2`) are used: no prediction, no
 Core ML framework. The zip is vetted by `compiler.frontends.archive` (no `..`/absolute paths,
-no symlinks, size and ratio limits) and read in memory; nothing is extracted.
+no symlinks, size and ratio limits, a byte budget); the spec is read in memory, and only
+`weights/weight.bin` is inflated, as a stream, into a temporary file that weights are read from in
+chunks, so memory stays bounded whatever the package holds.
 
 ML Program (`mlProgram`): the operations of the main function's block become Nodes (op_type =
 MIL op, `conv`, `linear`; id = the op's first output name, unique in SSA form). `const` ops are
@@ -22,6 +24,7 @@ import json
 import math
 import os
 import struct
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,7 @@ import numpy as np
 
 from compiler.frontends.archive import ZIP_MAGIC, SafeZip
 from compiler.frontends.onnx import assign_ids, weight_stats
+from compiler.frontends.weight_stream import file_chunks, stream_stats
 from compiler.graph import Dim, Graph, ModelFormatError, Node, Value, WeightStats, namespace_from_name
 
 _BLOB_SENTINEL = 0xDEADBEEF
@@ -71,11 +75,16 @@ def load(path: str | os.PathLike[str]) -> Graph:
     stem = path.name.split(".")[0] or "model"
     with open(path, "rb") as fh:
         is_zip = fh.read(4) == ZIP_MAGIC
-    if is_zip:
-        with SafeZip(path, label="Core ML package zip") as z:
-            spec_bytes, weights = _package_parts(z)
-    else:
-        spec_bytes, weights = path.read_bytes(), None
+    with tempfile.TemporaryDirectory(prefix="edgescope-coreml-") as tmp:
+        if is_zip:
+            with SafeZip(path, label="Core ML package zip") as z:
+                spec_bytes, weights = _package_parts(z, Path(tmp))
+        else:
+            spec_bytes, weights = path.read_bytes(), None
+        return _parse(spec_bytes, weights, stem)
+
+
+def _parse(spec_bytes: bytes, weights: Path | None, stem: str) -> Graph:
     Model_pb2, _ = _pb()
     spec = Model_pb2.Model()
     try:
@@ -98,9 +107,10 @@ def load(path: str | os.PathLike[str]) -> Graph:
                            "and neural networks")
 
 
-def _package_parts(z: SafeZip) -> tuple[bytes, bytes | None]:
-    """(model.mlmodel bytes, weights/weight.bin bytes or None) of a zipped .mlpackage, located
-    through its Manifest.json (at the zip root or inside one top folder)."""
+def _package_parts(z: SafeZip, tmp: Path) -> tuple[bytes, Path | None]:
+    """(model.mlmodel bytes, weights/weight.bin inflated into `tmp`, or None) of a zipped .mlpackage,
+    located through its Manifest.json (at the zip root or inside one top folder). The weights are
+    streamed to a file and read from it by offset, never held in memory."""
     manifests = [n for n in z.names() if n.rsplit("/", 1)[-1] == "Manifest.json" and n.count("/") <= 1]
     if not manifests:
         raise ModelFormatError("the zip holds no Core ML package: no Manifest.json at its root or in a "
@@ -116,7 +126,7 @@ def _package_parts(z: SafeZip) -> tuple[bytes, bytes | None]:
     if model_path not in z.names():
         raise ModelFormatError(f"the Core ML package names '{item['path']}' as its model, but the zip has no such file")
     weights_dir = model_path.rsplit("/", 1)[0] + "/weights/weight.bin"
-    weights = z.read(weights_dir) if weights_dir in z.names() else None
+    weights = z.copy_to(weights_dir, tmp / "weight.bin") if weights_dir in z.names() else None
     return z.read(model_path), weights
 
 
@@ -130,7 +140,7 @@ def _dims(tt: Any) -> list[Dim] | None:
 
 
 class _MilReader:
-    def __init__(self, spec: Any, weights: bytes | None) -> None:
+    def __init__(self, spec: Any, weights: Path | None) -> None:
         _, MIL_pb2 = _pb()
         self.spec = spec
         self.weights = weights
@@ -266,15 +276,17 @@ class _MilReader:
             raise ModelFormatError(f"the Core ML model keeps weight '{name}' in weights/weight.bin, which was not "
                                    "uploaded; upload the whole .mlpackage folder as a zip")
         w, off = self.weights, int(ref.offset)
-        if off < 0 or off + 64 > len(w):
-            raise ModelFormatError(f"the Core ML weight file is truncated: weight '{name}' is at byte {off} of {len(w)}")
-        sentinel, _blob_type, size, data_off = struct.unpack_from("<IIQQ", w, off)
-        if sentinel != _BLOB_SENTINEL or data_off + size > len(w):
+        length = w.stat().st_size
+        if off < 0 or off + 64 > length:
+            raise ModelFormatError(f"the Core ML weight file is truncated: weight '{name}' is at byte {off} of {length}")
+        with open(w, "rb") as fh:
+            fh.seek(off)
+            sentinel, _blob_type, size, data_off = struct.unpack_from("<IIQQ", fh.read(64))
+        if sentinel != _BLOB_SENTINEL or data_off + size > length:
             raise ModelFormatError(f"the Core ML weight file is corrupt at weight '{name}' (byte {off})")
-        raw = w[data_off:data_off + size]
         np_dtype = _MIL_NUMPY.get(dtype.upper())
         if np_dtype and size >= n * np.dtype(np_dtype).itemsize:
-            return weight_stats(np.frombuffer(raw, dtype=np_dtype, count=n), dtype)
+            return stream_stats(file_chunks(str(w), data_off, size), np_dtype, n, dtype)
         return WeightStats(elements=n, bytes=size, min=0.0, max=0.0, sparsity=0.0)  # sub-byte (palettized) data
 
 

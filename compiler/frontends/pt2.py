@@ -30,9 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontends.archive import ZIP_MAGIC, SafeZip
-from compiler.frontends.onnx import _relative_scopes, weight_stats
-from compiler.frontends.pickle_scan import check_member
+from compiler.frontends.archive import ZIP_MAGIC, SafeZip, check_member_name
+from compiler.frontends.onnx import _relative_scopes
+from compiler.frontends.pickle_scan import MAX_PICKLE_BYTES, check_member
+from compiler.frontends.weight_stream import CHUNK_BYTES, skip, stream_stats
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats
 
 SOURCES_DIR = "extra/edgescope_sources/"  # source files saved by `edgescope export-pt2`
@@ -98,19 +99,40 @@ class Pt2Archive:
         return self.json(rel).get("config", {}) if self.has(rel) else {}
 
     def vet_pickles(self) -> None:
-        """Every member torch.export.load would unpickle must pass `pickle_scan` (see module doc)."""
-        raw = {f"data/weights/{c['path_name']}" for c in self.config("weights").values() if not c.get("use_pickle")}
-        raw |= {f"data/constants/{c['path_name']}" for c in self.config("constants").values()
-                if not c.get("use_pickle") and c.get("path_name")}
+        """Every member torch.export.load could unpickle must pass `pickle_scan` (see module doc). A member is
+        skipped as raw tensor bytes only when no config entry, of weights or constants, loads it as a
+        pickle: one entry marking a file raw does not exempt it from another that pickles it."""
+        entries = [(f"data/{kind}/{c.get('path_name', '')}", bool(c.get("use_pickle")))
+                   for kind in ("weights", "constants") for c in self._entries(kind)]
+        pickled = {_normal(rel) for rel, use_pickle in entries if use_pickle}
+        raw = {_normal(rel) for rel, use_pickle in entries if not use_pickle} - pickled
         for rel in self.rel_names():
             if (rel in raw or rel.endswith(".json") or rel.startswith("extra/")
                     or rel in ("archive_format", "archive_version", "byteorder", ".data/version",
                                ".data/serialization_id", "version")):
                 continue
+            size = self.zip.infos[self.prefix + rel].file_size
+            if size > MAX_PICKLE_BYTES:
+                raise ModelFormatError(f"the .pt2 archive's {rel} would be unpickled but is {size} bytes, too large "
+                                       "to vet; refusing it")
             check_member(rel, self.read(rel), "the .pt2 archive")
+
+    def _entries(self, kind: str) -> list[dict[str, Any]]:
+        cfg = self.config(kind)
+        if not isinstance(cfg, dict):
+            raise ModelFormatError(f"the .pt2 archive's {kind} config is malformed")
+        return [c for c in cfg.values() if isinstance(c, dict)]
 
     def close(self) -> None:
         self.zip.close()
+
+
+def _normal(rel: str) -> str:
+    """A member name as the archive's vetted names are written (`data/weights/./w` -> `data/weights/w`)."""
+    try:
+        return check_member_name(rel, ".pt2 config path")
+    except ModelFormatError:
+        return rel  # never matches a vetted name, so it is not exempted from vetting
 
 
 def load(path: str | os.PathLike[str]) -> Graph:
@@ -152,12 +174,13 @@ def _weight(arc: Pt2Archive, cfg: dict[str, Any], kind: str) -> WeightStats:
     rel = f"data/{kind}/{cfg.get('path_name', '')}"
     if cfg.get("use_pickle") or not arc.has(rel):
         return WeightStats(elements=n, bytes=0, min=0.0, max=0.0, sparsity=0.0)  # never unpickled here
-    raw = arc.read(rel)
+    size = arc.zip.info(arc.prefix + rel).file_size
     off = int(meta.get("storage_offset", {}).get("as_int", 0) or 0)
-    if np_dtype and len(raw) >= (off + n) * np.dtype(np_dtype).itemsize:
-        arr = np.frombuffer(raw, dtype=np_dtype, count=n, offset=off * np.dtype(np_dtype).itemsize)
-        return weight_stats(arr.astype(bool) if dtype == "bool" else arr, dtype)
-    return WeightStats(elements=n, bytes=len(raw), min=0.0, max=0.0, sparsity=0.0)
+    if np_dtype and size >= (off + n) * np.dtype(np_dtype).itemsize:
+        # Streamed: a weight as large as the upload limit never sits whole in memory.
+        chunks = skip(arc.zip.chunks(arc.prefix + rel, CHUNK_BYTES), off * np.dtype(np_dtype).itemsize)
+        return stream_stats(chunks, np_dtype, n, dtype)
+    return WeightStats(elements=n, bytes=size, min=0.0, max=0.0, sparsity=0.0)
 
 
 def _arg_tensors(arg: dict[str, Any]) -> list[str] | None:

@@ -15,6 +15,7 @@ from sqlalchemy import delete, func, select
 from store.db import session_scope
 from store.models import ApiToken, LoginAttempt, User, WebSession
 
+from ..limits import Limit, give_back, take
 from ..auth import COOKIE, SESSION_DAYS, new_api_token, require_user, sha256, start_session
 from .common import iso, json_body, services
 from .errors import ApiError
@@ -81,14 +82,18 @@ def _client_ip() -> str:
 
 
 def check_password(s: Any, email: str, password: str) -> User:
-    """The user, or 401; too many recent failures for this e-mail or address give 429."""
+    """The user, or 401; too many recent failures for this e-mail or address give 429.
+
+    Each attempt first reserves a slot in both counters (server/limits.py, atomic), so parallel guesses
+    cannot all pass the check before any failure is recorded; a successful sign-in returns its slots."""
     email, ip, now = email.strip().lower(), _client_ip(), datetime.now(UTC)
-    since = now - WINDOW
-    fails_email = s.scalar(select(func.count()).select_from(LoginAttempt).where(
-        LoginAttempt.email == email, LoginAttempt.success.is_(False), LoginAttempt.at >= since))
-    fails_ip = s.scalar(select(func.count()).select_from(LoginAttempt).where(
-        LoginAttempt.ip == ip, LoginAttempt.success.is_(False), LoginAttempt.at >= since))
-    if fails_email >= MAX_FAILS_PER_EMAIL or fails_ip >= MAX_FAILS_PER_IP:
+    sessions = services().sessions
+    by_email = Limit(f"login-email:{email}", MAX_FAILS_PER_EMAIL, WINDOW)
+    by_ip = Limit(f"login-ip:{ip}", MAX_FAILS_PER_IP, WINDOW)
+    if not take(sessions, by_email):
+        raise ApiError(429, "rate_limited", f"Too many failed sign-ins; wait {WINDOW.seconds // 60} minutes.")
+    if not take(sessions, by_ip):
+        give_back(sessions, by_email.key)
         raise ApiError(429, "rate_limited", f"Too many failed sign-ins; wait {WINDOW.seconds // 60} minutes.")
     u = s.scalar(select(User).where(User.email == email))
     ok = False
@@ -97,10 +102,13 @@ def check_password(s: Any, email: str, password: str) -> User:
         ok = HASHER.verify(u.password_hash if u else _DUMMY_HASH, password) and u is not None
     except (VerificationError, InvalidHashError):
         ok = False
-    s.add(LoginAttempt(email=email, ip=ip, success=ok, at=now))
+    if ok:  # before this session writes: on SQLite the counters' own sessions would wait for its lock
+        give_back(sessions, by_email.key)
+        give_back(sessions, by_ip.key)
+    s.add(LoginAttempt(email=email, ip=ip, success=ok, at=now))  # the record of attempts; limits use the counters
     s.execute(delete(LoginAttempt).where(LoginAttempt.at < now - WINDOW * 4))  # keep the table small
     if not ok:
-        s.commit()  # the failure must count even though this request fails
+        s.commit()  # the record stays even though this request fails
         raise ApiError(401, "bad_credentials", "Wrong e-mail or password.")
     return u  # type: ignore[return-value]
 

@@ -17,7 +17,10 @@ def services() -> Services:
 
 
 def json_body() -> dict[str, Any]:
-    data = request.get_json(silent=True)
+    try:
+        data = request.get_json(silent=True)
+    except RecursionError:
+        raise ApiError(400, "bad_json", "The JSON body is nested too deeply.") from None
     if not isinstance(data, dict):
         raise ApiError(400, "bad_json", "Send a JSON object (Content-Type: application/json).")
     return data

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, current_app, jsonify, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy.orm import selectinload
-from werkzeug.utils import secure_filename
 
 from compiler import frontends
 from compiler.graph import ModelFormatError
@@ -21,9 +18,11 @@ from store.db import session_scope
 from store.models import Job, Model
 from store.services import Services
 from worker.celery_app import enqueue
+from worker.lease import holds_model, retire_stale
 
 from ..access import model_for, record_link_visit, role_on, visible_models_query
 from ..auth import current_user, require_user
+from ..uploads import HashingFile, receive, safe_filename, too_large_message
 from .common import services
 from .errors import ApiError
 from .serialize import model_json
@@ -42,6 +41,8 @@ def _json_field(name: str, kind: type) -> Any:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
         raise ApiError(400, "bad_field", f"Field '{name}' is not valid JSON: {e.msg}.") from None
+    except RecursionError:
+        raise ApiError(400, "bad_field", f"Field '{name}' is nested too deeply.") from None
     if not isinstance(value, kind):
         raise ApiError(400, "bad_field", f"Field '{name}' must be a JSON {kind.__name__}.")
     return value
@@ -76,35 +77,31 @@ def _targets(fmt: str) -> list[str]:
     return list(dict.fromkeys(targets))
 
 
-def _save_upload(tmpdir: Path) -> tuple[Path, str, int, str]:
+def _save_upload() -> tuple[Path, str, int, str]:
     f = request.files.get("file")
     if f is None:
         raise ApiError(400, "no_file", "Send the model as a multipart form field named 'file'.")
-    filename = secure_filename(f.filename or "") or "model"
-    path = tmpdir / filename
-    digest, size = hashlib.sha256(), 0
-    with open(path, "wb") as out:
-        while chunk := f.stream.read(1 << 20):
-            size += len(chunk)
-            if size > services().settings.max_upload_bytes:
-                raise ApiError(413, "too_large", f"The upload is larger than this server accepts "
-                                                 f"({services().settings.max_upload_bytes} bytes).")
-            digest.update(chunk)
-            out.write(chunk)
+    filename = safe_filename(f.filename)
+    if not isinstance(f.stream, HashingFile):  # parsed before the upload folder was set: a server bug
+        raise RuntimeError("the upload was not streamed to its folder")
+    size = f.stream.size
+    if size > services().settings.max_upload_bytes:
+        raise ApiError(413, "too_large", too_large_message(services().settings.max_upload_bytes))
     if size == 0:
         raise ApiError(400, "empty_file", f"The uploaded file '{filename}' is empty.")
-    return path, filename, size, digest.hexdigest()
+    f.stream.flush()
+    return f.stream.path, filename, size, f.stream.sha256.hexdigest()
 
 
 @bp.post("")
 def upload() -> ResponseReturnValue:
     user = require_user()
     svc = services()
-    name = (request.form.get("name") or "").strip()[:MAX_NAME]
-    shapes, values = _input_shapes(), _input_values()
-    _json_field("targets", list)  # a malformed field fails before the upload is read
-    with tempfile.TemporaryDirectory(prefix="edgescope-upload-") as d:
-        path, filename, size, sha = _save_upload(Path(d))
+    with receive(svc, user.id):  # quota, then the body streamed once into the upload's temp folder
+        name = (request.form.get("name") or "").strip()[:MAX_NAME]
+        shapes, values = _input_shapes(), _input_values()
+        _json_field("targets", list)  # a malformed field fails before the model is stored
+        path, filename, size, sha = _save_upload()
         try:
             fmt = frontends.detect(path, request.form.get("format") or None)
         except ModelFormatError as e:
@@ -117,8 +114,8 @@ def upload() -> ResponseReturnValue:
         with session_scope(svc.sessions) as s:
             s.add(model)
             s.flush()  # assigns ids
-            # Blob first, row committed after: a committed model always has its file.
-            svc.blobs.put_file(keys.upload(model.id, filename), path)
+            # Blob first, row committed after: a committed model always has its file (moved, not copied).
+            svc.blobs.put_file(keys.upload(model.id, filename), path, move=True)
         model_id, job_id = model.id, job.id
     _enqueue(svc, job_id)
     with session_scope(svc.sessions) as s:
@@ -130,14 +127,8 @@ def upload() -> ResponseReturnValue:
 def _enqueue(svc: Services, job_id: str) -> None:
     try:
         enqueue(current_app.extensions["celery"], job_id)
-    except Exception as e:  # noqa: BLE001 - broker down: say so and keep the upload
-        log.exception("could not queue job %s", job_id)
-        with session_scope(svc.sessions) as s:
-            job = s.get(Job, job_id)
-            job.status = "failed"
-            job.error = f"Could not queue the analysis (broker unavailable: {type(e).__name__}). Retry later."
-        raise ApiError(503, "queue_unavailable", "The upload was stored but the analysis could not be queued; "
-                                                 "the job broker is unavailable.") from None
+    except Exception:  # noqa: BLE001 - broker down: the job stays queued; the reconciler sends it when it is back
+        log.exception("could not queue job %s now; the reconciler will send it again", job_id)
 
 
 @bp.get("")
@@ -177,7 +168,10 @@ def _reanalysis_inputs() -> tuple[dict[str, list[int]] | None, dict[str, float] 
     """Optional JSON body `{"inputs": {...}, "input_values": {...}}`: each given field replaces the stored one."""
     if not request.get_data():
         return None, None
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise ApiError(400, "bad_json", "The JSON body is nested too deeply.") from None
     if not isinstance(body, dict):
         raise ApiError(400, "bad_json", "Send a JSON object: {\"inputs\": {name: shape}, \"input_values\": {name: number}}.")
     fields = []
@@ -198,7 +192,8 @@ def reanalyze(model_id: str) -> ResponseReturnValue:
     with session_scope(svc.sessions) as s:
         m, _ = model_for(s, model_id, user, at_least="editor")
         shapes, values = _reanalysis_inputs()
-        if m.job and m.job.status in ("queued", "running"):
+        # Running with an expired lease (its worker died) does not hold the model: retried at once.
+        if m.job and (holds_model(m.job) or not retire_stale(s, m.job)):
             raise ApiError(409, "busy", "The model is being analysed already.")
         if shapes is not None:
             m.input_shapes = shapes
