@@ -50,8 +50,6 @@ def serve(host: str, port: int, threads: int) -> None:
     """Run the web service (and, without EDGESCOPE_BROKER_URL, a worker in the same process)."""
     import logging
 
-    import waitress
-
     from server.app import create_app
     from store.db import SchemaOutOfDate
 
@@ -82,8 +80,9 @@ def serve(host: str, port: int, threads: int) -> None:
     # Re-queues jobs whose worker died and jobs the broker lost; removes crashed jobs' temp folders.
     start_reconciler(Services(settings, pooled=False), lambda job_id: enqueue(celery, job_id))
     click.echo(f"Edgescope on http://{host}:{port}/ ({mode})", err=True)
-    waitress.serve(app, host=host, port=port, threads=threads, ident="edgescope",
-                   max_request_body_size=settings.max_upload_bytes + 1024 * 1024)
+    from server.serving import serve as serve_app
+
+    serve_app(app, settings, host, port, threads)
 
 
 @main.command()

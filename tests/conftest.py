@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,8 +53,13 @@ def wait_http(url: str, timeout_s: float = 60, proc: subprocess.Popen | None = N
 
 @pytest.fixture(scope="session")
 def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One host calibration for the whole run: it measures kernels and takes seconds."""
-    return tmp_path_factory.mktemp("calibration")
+    """One host calibration for the whole run: it measures kernels and takes seconds (minutes on a busy
+    machine). EDGESCOPE_TEST_CALIBRATION_SEED names a cache to start from (used as is if it is current)."""
+    folder = tmp_path_factory.mktemp("calibration")
+    seed = os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED")
+    if seed and Path(seed).is_file():
+        shutil.copyfile(seed, folder / "host-cpu.json")
+    return folder
 
 
 @pytest.fixture

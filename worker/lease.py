@@ -108,4 +108,6 @@ def retire_stale(s: object, job: Job) -> bool:
     return s.execute(update(Job).where(Job.id == job.id, Job.status == "running",  # type: ignore[attr-defined]
                                 Job.lease_token == job.lease_token, Job.lease_expires_at < now())
               .values(status="failed", finished_at=now(), lease_token=None, lease_expires_at=None,
-                      error="Its worker stopped responding; replaced by a new analysis.")).rowcount == 1
+                      error="Its worker stopped responding; replaced by a new analysis.")
+              # The session holds the job loaded; SQLite's naive datetimes cannot be compared in Python.
+              .execution_options(synchronize_session=False)).rowcount == 1

@@ -1,0 +1,53 @@
+"""A plain `pip install .` (no extras) carries every dependency the base commands import.
+
+Installs the package into a fresh venv, with the project's pins as constraints, from pip's local wheel
+cache where it can (the cache that installing the dev environment filled), then runs `edgescope analyze`
+and an int8 `edgescope optimize` with that venv's own interpreter on a model built here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.slow
+def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo) -> None:  # type: ignore[no-untyped-def]
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    py = env_dir / "bin" / "python"
+    # A copy of the source tree without venvs, the web app or state: `pip install .` builds in it.
+    src = tmp_path / "src"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".venv*", ".git", "web", "instance", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--prefer-binary",
+           "-c", str(ROOT / "requirements.lock"), str(src)]
+    subprocess.run(pip, check=True, env={**os.environ, "PIP_NO_INPUT": "1"}, timeout=900)
+    extras = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
+                            capture_output=True, text=True, check=True)
+    assert extras.stdout.strip() == "True"  # really the base install: no torch
+
+    model = zoo.path("tiny_cnn")
+    env = {**os.environ, "EDGESCOPE_DATA_DIR": str(tmp_path / "data"), "EDGESCOPE_PROFILE_RUNS": "20",
+           "EDGESCOPE_PROFILE_WARMUP": "1", "PYTHONPATH": ""}
+    cli = [str(env_dir / "bin" / "edgescope")]
+    out = subprocess.run(cli + ["analyze", str(model), "--target", "ort-cpu/host", "--json", "--runs", "20"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["targets"][0]["measured"] and doc["targets"][0]["latency_ms"] > 0
+    out = subprocess.run(cli + ["optimize", str(model), "--target", "ort-cpu/host", "--model-wide", "int8-dynamic",
+                                "--out", str(tmp_path / "int8.onnx"), "--json"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (tmp_path / "int8.onnx").stat().st_size > 0
+    assert sys.executable != str(py)
