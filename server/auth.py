@@ -26,6 +26,7 @@ from .api.errors import ApiError
 
 COOKIE = "edgescope_session"
 SESSION_DAYS = 14
+LAST_USED_RESOLUTION = timedelta(minutes=1)  # how precisely a token's last use is recorded
 TOKEN_PREFIX = "es_"
 UNSAFE = {"POST", "PUT", "PATCH", "DELETE"}
 # Endpoints that take a password: JSON only, so no cross-site form can post to them.
@@ -65,7 +66,10 @@ def _from_token(raw: str) -> Principal:
         if tok is None or tok.revoked_at is not None:
             raise ApiError(401, "bad_token", "The API token is unknown or revoked; create a new one with "
                                              "`edgescope login`.")
-        tok.last_used_at = _now()
+        # At most one write a minute per token: a write per request would queue every reader behind
+        # SQLite's single writer (and a worker's heartbeat behind them).
+        if tok.last_used_at is None or _aware(tok.last_used_at) < _now() - LAST_USED_RESOLUTION:
+            tok.last_used_at = _now()
         u = tok.user
         return Principal(u.id, u.email, u.name, u.is_admin, "token")
 

@@ -1,8 +1,9 @@
 """A plain `pip install .` (no extras) carries every dependency the base commands import.
 
-Installs the package into a fresh venv, with the project's pins as constraints, from pip's local wheel
-cache where it can (the cache that installing the dev environment filled), then runs `edgescope analyze`
-and an int8 `edgescope optimize` with that venv's own interpreter on a model built here.
+Installs the package into a fresh venv, with the project's pins as constraints, offline from a wheelhouse
+(`--no-index --find-links`, `EDGESCOPE_WHEELHOUSE`, default `~/.cache/edgescope/wheelhouse`) that the first
+run fills with `pip download` (from pip's own cache where it can), then runs `edgescope analyze` and an int8
+`edgescope optimize` with that venv's own interpreter on a model built here.
 """
 
 from __future__ import annotations
@@ -29,9 +30,26 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo) -> None:  #
     src = tmp_path / "src"
     shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
         ".venv*", ".git", "web", "instance", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
-    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--prefer-binary",
-           "-c", str(ROOT / "requirements.lock"), str(src)]
-    subprocess.run(pip, check=True, env={**os.environ, "PIP_NO_INPUT": "1"}, timeout=900)
+    wheels = Path(os.environ.get("EDGESCOPE_WHEELHOUSE", Path.home() / ".cache" / "edgescope" / "wheelhouse"))
+    wheels.mkdir(parents=True, exist_ok=True)
+    pip = [str(py), "-m", "pip", "--disable-pip-version-check", "-q"]
+    env = {**os.environ, "PIP_NO_INPUT": "1"}
+    offline = ["--no-index", "--find-links", str(wheels)]
+    build = ["setuptools>=68", "wheel"]  # the project's build backend (installed offline too)
+    lock = ["-c", str(ROOT / "requirements.lock")]
+
+    def install() -> bool:
+        ok = subprocess.run(pip + ["install"] + offline + build, env=env, capture_output=True).returncode == 0
+        return ok and subprocess.run(pip + ["install", "--no-build-isolation"] + offline + lock + [str(src)],
+                                     env=env, capture_output=True).returncode == 0
+
+    if not install():  # first run on this machine: fill the wheelhouse, then install offline
+        subprocess.run(pip + ["download", "-d", str(wheels), "--prefer-binary"] + build, env=env, check=True,
+                       timeout=900)
+        subprocess.run(pip + ["install"] + offline + build, env=env, check=True)
+        subprocess.run(pip + ["download", "-d", str(wheels), "--prefer-binary", "--no-build-isolation"] + lock
+                       + [str(src)], env=env, check=True, timeout=900)
+        assert install(), "offline install from the filled wheelhouse failed"
     extras = subprocess.run([str(py), "-c", "import importlib.util as u; print(u.find_spec('torch') is None)"],
                             capture_output=True, text=True, check=True)
     assert extras.stdout.strip() == "True"  # really the base install: no torch
