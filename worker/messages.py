@@ -26,7 +26,7 @@ def public_message(text: str) -> str:
     text = _PY_FRAME.sub("", text)
     text = _ABS_PATH.sub(lambda m: m.group(0).rstrip("/").rsplit("/", 1)[-1], text)
     text = re.sub(r"\s+", " ", text).strip()
-    text = re.sub(r"\s+([:.,;])", r"\1", text)
+    text = re.sub(r"\s+([:,;])(?=\s|$)", r"\1", text)  # "failed :" left where a location was cut
     if len(text) > MAX_CHARS:
         text = text[: MAX_CHARS - 1].rstrip() + "…"
     return text
