@@ -154,7 +154,8 @@ def _torch_zip_with(payload: bytes) -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("how", ["raw-constant", "torch-zip-sample-inputs", "pickled-weight", "stack-global"])
+@pytest.mark.parametrize("how", ["raw-constant", "torch-zip-sample-inputs", "pickled-weight", "stack-global",
+                                 "decoy-config"])
 def test_pickle_payload_refused_and_not_run(net_pt2: Path, tmp_path: Path, how: str) -> None:
     marker = tmp_path / f"pwned-{how}"
     evil = pickle.dumps(_Payload(marker), protocol=4 if how == "stack-global" else 2)
@@ -167,8 +168,11 @@ def test_pickle_payload_refused_and_not_run(net_pt2: Path, tmp_path: Path, how: 
         with zipfile.ZipFile(net_pt2) as z:
             cfg_name = next(n for n in z.namelist() if n.endswith("model_weights_config.json"))
             cfg = json.loads(z.read(cfg_name))
-        first = next(iter(cfg["config"].values()))
+        key, first = next(iter(cfg["config"].items()))
         first["use_pickle"] = True
+        if how == "decoy-config":  # one entry says the file is raw bytes, another pickles the same file
+            cfg["config"][key + "_decoy"] = dict(first)
+            first["use_pickle"] = False
         rel = f"data/weights/{first['path_name']}"
         _replace(net_pt2, bad, rel, _torch_zip_with(evil), ("data/weights/model_weights_config.json", cfg))
     with pytest.raises(ModelFormatError, match="posix.system|os.system|refusing|refused"):
