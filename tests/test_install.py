@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.slow
-def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo) -> None:  # type: ignore[no-untyped-def]
+def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration_dir: Path) -> None:  # type: ignore[no-untyped-def]
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     py = env_dir / "bin" / "python"
@@ -55,7 +55,9 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo) -> None:  #
     assert extras.stdout.strip() == "True"  # really the base install: no torch
 
     model = zoo.path("tiny_cnn")
+    # The run's shared host calibration: calibrating afresh here would take minutes and test nothing new.
     env = {**os.environ, "EDGESCOPE_DATA_DIR": str(tmp_path / "data"), "EDGESCOPE_PROFILE_RUNS": "20",
+           "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir),
            "EDGESCOPE_PROFILE_WARMUP": "1", "PYTHONPATH": ""}
     cli = [str(env_dir / "bin" / "edgescope")]
     out = subprocess.run(cli + ["analyze", str(model), "--target", "ort-cpu/host", "--json", "--runs", "20"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import tempfile
 import traceback
 from datetime import UTC, datetime
 from pathlib import Path
@@ -11,13 +10,15 @@ from pathlib import Path
 from sqlalchemy import update
 
 from compiler.profile import ProfileSettings
+from compiler.sandbox import scratch_in
 from store import keys
 from store.blobs import local_copy
 from store.db import session_scope
 from store.models import Export, Model
 from store.services import Services
 
-from . import pipeline
+from . import pipeline, scratch
+from .messages import public_message
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ def fail(services: Services, export_id: str, message: str) -> None:
     with session_scope(services.sessions) as s:
         e = s.get(Export, export_id)
         if e is not None:
-            e.status, e.error, e.finished_at = "failed", message, datetime.now(UTC)
+            e.status, e.error, e.finished_at = "failed", public_message(message), datetime.now(UTC)
 
 
 def export_filename(upload_name: str, model_wide: str, kind: str) -> str:
@@ -53,8 +54,9 @@ def run_export(services: Services, export_id: str) -> str:
     st = services.settings
     try:
         kind = exporter(state["target"], fmt)
-        with tempfile.TemporaryDirectory(prefix="edgescope-export-") as d, \
-                local_copy(services.blobs, keys.upload(model_id, filename), suffix=Path(filename).suffix) as src:
+        # One temp folder per export (removed at the end, or swept after a crash); sandboxes write inside it.
+        with scratch.scratch_folder(st, "export", export_id) as d, scratch_in(d), \
+                local_copy(services.blobs, keys.upload(model_id, filename), suffix=Path(filename).suffix, dir=d) as src:
             out = Path(d) / export_filename(filename, state["model_wide"], kind)
             res = optimize_for_target(src, out, state["target"], state["model_wide"], state["overrides"], Path(d),
                                       st.calibration_path, input_shapes=shapes, input_values=values)

@@ -6,7 +6,8 @@ Every `EDGESCOPE_RECONCILE_INTERVAL_S` (in `edgescope serve` and in each `edgesc
 2. A queued job that the broker holds no message for (`broker_inventory`) for `EDGESCOPE_REQUEUE_AFTER_S`
    is sent again: Redis restarted without persistence, or a message was lost. A broker that cannot be
    listed gets every queued job re-sent at that age. A duplicate message is harmless: claiming is atomic.
-3. Temporary folders of crashed jobs and uploads are removed (`worker.scratch.sweep`).
+3. Exports (which hold no lease) still unfinished past the job time limit are failed with a reason.
+4. Temporary folders of crashed jobs and uploads are removed (`worker.scratch.sweep`).
 Each change is a conditional UPDATE on the row as it was read, so any number of reconcilers can run.
 """
 
@@ -109,6 +110,22 @@ def resend_lost(services: Services, enqueue: Enqueue) -> list[str]:
     return resent
 
 
+def fail_stale_exports(services: Services) -> list[str]:
+    """Exports hold no lease: one still queued or running past the job time limit (plus the broker's grace)
+    lost its worker, and is failed with a reason rather than left running."""
+    st, t = services.settings, now()
+    cutoff = t - timedelta(seconds=st.job_time_limit_s + 60 + st.requeue_after_s)
+    with session_scope(services.sessions) as s:
+        ids = list(s.scalars(select(Export.id).where(Export.status.in_(("queued", "running")),
+                                                     Export.created_at < cutoff)))
+        if ids:
+            s.execute(update(Export).where(Export.id.in_(ids), Export.status.in_(("queued", "running")))
+                      .values(status="failed", finished_at=t,
+                              error="The export did not finish within the job time limit (its worker may have "
+                                    "stopped); export again."))
+    return ids
+
+
 def running_ids(services: Services) -> set[str]:
     with session_scope(services.sessions) as s:
         jobs = s.scalars(select(Job.id).where(Job.status == "running", Job.lease_expires_at >= now()))
@@ -120,6 +137,7 @@ def reconcile_once(services: Services, enqueue: Enqueue) -> Report:
     report = Report()
     report.requeued, report.failed = expire_leases(services, enqueue)
     report.resent = resend_lost(services, enqueue)
+    report.failed += fail_stale_exports(services)
     report.swept = scratch.sweep(services.settings, running_ids(services))
     if report.swept:
         log.info("removed %d stale temporary folders: %s", len(report.swept), ", ".join(report.swept[:10]))

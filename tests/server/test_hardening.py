@@ -296,3 +296,25 @@ def test_sandbox_child_dies_with_its_parent() -> None:
         time.sleep(0.1)
     alive = Path(f"/proc/{child}/stat").exists() and Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
     assert not alive, "the sandbox child outlived its parent"
+
+
+def test_reconciler_fails_exports_left_running_past_the_time_limit(app, client, zoo) -> None:  # type: ignore[no-untyped-def]
+    from sqlalchemy import select
+
+    from store.db import session_scope
+    from store.models import Export, User
+    from worker.reconcile import reconcile_once
+
+    svc, model_id, _ = _job(app, client, zoo)
+    old = datetime.now(UTC) - timedelta(seconds=svc.settings.job_time_limit_s + 3600)
+    with session_scope(svc.sessions) as s:
+        user_id = s.scalar(select(User.id))
+        stale = Export(model_id=model_id, requested_by=user_id, state={}, status="running", created_at=old)
+        fresh = Export(model_id=model_id, requested_by=user_id, state={}, status="running")
+        s.add_all([stale, fresh])
+        s.flush()
+        stale_id, fresh_id = stale.id, fresh.id
+    assert stale_id in reconcile_once(svc, lambda _: None).failed
+    with session_scope(svc.sessions) as s:
+        assert s.get(Export, stale_id).status == "failed" and "time limit" in s.get(Export, stale_id).error
+        assert s.get(Export, fresh_id).status == "running"
