@@ -79,6 +79,9 @@ def test_upload_by_drop_zone_shows_progress_then_ready(ui_server: Any, page: Any
     path = modelzoo.tiny_cnn(tmp_path / "tiny_cnn.onnx")
     page.goto(ui_server.url + "/")
     page.set_input_files("[data-testid=upload-input]", str(path))
+    # the form reads the model's inputs in the browser, then uploads on request
+    page.wait_for_selector("[data-testid=upload-form][data-read=ok] [data-testid=input-editor] tr[data-input]")
+    page.click("[data-testid=upload-submit]")
     row = page.locator(".model-row", has_text="tiny_cnn.onnx").first
     row.wait_for()
     shot(page, "list-uploading")
@@ -260,6 +263,8 @@ def test_failed_upload_shows_its_error(ui_server: Any, page: Any, tmp_path: Path
     bad.write_bytes(b"this is not a model at all\n" * 10)
     page.goto(ui_server.url + "/")
     page.set_input_files("[data-testid=upload-input]", str(bad))
+    page.wait_for_selector("[data-testid=upload-form][data-read=later]")  # not a model the browser can read
+    page.click("[data-testid=upload-submit]")
     err = page.locator("[data-testid=upload-error], .model-row:has-text('not_a_model.onnx') [data-testid=model-error]").first
     err.wait_for(timeout=120_000)
     text = err.inner_text()

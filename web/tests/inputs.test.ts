@@ -62,9 +62,10 @@ describe("input editor", () => {
     rows = rows.map((r) => (r.name === "sr" ? { ...r, value: "16000" } : r));
     expect(toRequest(rows)).toEqual({ inputs: { input_ids: [1, 48], mask: [1, 48] }, input_values: { sr: 16000 }, errors: [] });
   });
-  it("asks for every free dim of an input, or none", () => {
-    const rows = setDim(rowsFor(declared), 0, 1, "48");
-    expect(toRequest(rows).errors).toEqual(["input_ids: set batch too, or leave every free dim blank for the defaults.", "mask: set batch too, or leave every free dim blank for the defaults."]);
+  it("asks for every free dim of an input but a batch-like one, or none", () => {
+    expect(toRequest(setDim(rowsFor(declared), 0, 1, "48"))).toEqual({ inputs: { input_ids: [1, 48], mask: [1, 48] }, input_values: {}, errors: [] });
+    const rows = setDim(rowsFor(declared), 0, 0, "2");
+    expect(toRequest(rows).errors).toEqual(["input_ids: set seq too, or leave every free dim blank for the defaults.", "mask: set seq too, or leave every free dim blank for the defaults."]);
     expect(toRequest(setDim(rowsFor(declared), 0, 0, "0")).errors[0]).toContain("not a positive whole number");
   });
   it("pre-fills from the shapes and values used", () => {

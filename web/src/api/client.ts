@@ -1,6 +1,6 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
 import type { GraphColumns, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
-import type { Analysis, AnalysisState, ApiToken, Group, Lineage, Share, SharesResponse } from "./types";
+import type { Analysis, AnalysisState, ApiToken, ExportRecord, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
 let csrfToken = "";
@@ -87,8 +87,10 @@ export const api = {
     const r = await fetch(m(id), { method: "DELETE", headers: unsafeHeaders() });
     if (!r.ok && r.status !== 204) throw await toError(r);
   },
-  /** Multipart upload with byte progress (XHR: fetch has no upload progress). */
-  upload(file: File, onProgress?: (fraction: number) => void): Promise<Model> {
+  /** Queue a fresh analysis, with other input shapes and values (editor rights). */
+  reanalyze: (id: string, body: { inputs: Record<string, number[]>; input_values: Record<string, number> }) => postJson<Model>(`${m(id)}/reanalyze`, body),
+  /** Multipart upload with byte progress (XHR: fetch has no upload progress). `fields`: inputs, input_values. */
+  upload(file: File, onProgress?: (fraction: number) => void, fields: { inputs?: Record<string, number[]>; input_values?: Record<string, number> } = {}): Promise<Model> {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/api/models");
@@ -111,6 +113,7 @@ export const api = {
       };
       const fd = new FormData();
       fd.append("file", file, file.name);
+      for (const [k, v] of Object.entries(fields)) if (v && Object.keys(v).length) fd.append(k, JSON.stringify(v));
       xhr.send(fd);
     });
   },
@@ -153,4 +156,13 @@ export const collab = {
     send<Analysis>("POST", `${an(id, aid)}/fork`, body),
   deleteAnalysis: (id: string, aid: string) => send<void>("DELETE", an(id, aid)),
   lineage: (id: string, aid: string, signal?: AbortSignal) => get<Lineage>(`${an(id, aid)}/lineage`, signal),
+};
+
+// ---- exports of optimized models ----
+
+export const exportsApi = {
+  list: (id: string, signal?: AbortSignal) => get<{ exports: ExportRecord[] }>(`${m(id)}/exports`, signal),
+  get: (id: string, exportId: string, signal?: AbortSignal) => get<ExportRecord>(`${m(id)}/exports/${encodeURIComponent(exportId)}`, signal),
+  create: (id: string, state: AnalysisState, analysisId: string | null) =>
+    send<ExportRecord>("POST", `${m(id)}/exports`, analysisId ? { state, analysis_id: analysisId } : { state }),
 };

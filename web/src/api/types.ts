@@ -24,6 +24,9 @@ export interface TargetSummary {
   peak_memory_bytes: number;
   measured: boolean;
   label: string;
+  noisy?: boolean;
+  spread?: number | null;
+  work_unknown?: WorkUnknown | null;
 }
 
 export interface ModelSummary {
@@ -53,6 +56,33 @@ export interface Model {
   /** the caller's role; null in the "shared" list */
   your_role?: Role | null;
   link_sharing?: boolean;
+  /** input shapes and values set for the analysis (upload form, `--input`, re-analysis); {} for the defaults */
+  input_shapes?: Record<string, number[]>;
+  input_values?: Record<string, number>;
+  /** every input as the server read and planned it (at the parse stage, so failed models have it too) */
+  inputs?: InputRecord[] | null;
+}
+
+/** One model input: declared shape (symbolic dims by name), the concrete shape and value the analysis used, and
+ * who set them. */
+export interface InputRecord {
+  name: string;
+  dtype: string;
+  declared: (number | string | null)[] | null;
+  shape: number[] | null;
+  value?: number | null;
+  role?: string | null;
+  /** free dims that took a default size: dim -> size */
+  defaulted?: Record<string, number> | null;
+  set_by?: "user" | "default" | "model" | null;
+  note?: string | null;
+}
+
+/** Tasks whose work (MACs, bytes) could not be resolved, and their time. */
+export interface WorkUnknown {
+  tasks: number;
+  latency_ms: number;
+  share: number;
 }
 
 export interface ModelList {
@@ -85,6 +115,8 @@ export interface Op {
   locations?: SourceLocation[];
   inputs: TensorInfo[];
   outputs: TensorInfo[];
+  /** the task's work (MACs, bytes) could not be resolved at the shapes used: its predictions are unreliable */
+  work_unknown?: boolean;
 }
 
 export interface SourceLocation {
@@ -107,6 +139,15 @@ export interface OpsResponse {
   measured: boolean;
   label: string;
   latency_ms: number;
+  /** whole-model p90 of un-profiled runs (measured targets) */
+  latency_p90_ms?: number | null;
+  /** measured peak memory of the unoptimized model (rise in resident memory) */
+  peak_memory_bytes?: number | null;
+  /** tasks marked work_unknown and their share of the time */
+  work_unknown?: WorkUnknown | null;
+  /** the measurement was noisy (wide spread between runs); `spread` is p90 / median */
+  noisy?: boolean;
+  spread?: number | null;
   ops: Op[];
 }
 
@@ -170,6 +211,8 @@ export interface OptionLabel {
   /** "measured" when fp32 cells of ops running the fp32 kernel are measured medians */
   baseline?: "measured" | "predicted";
   measured_runtime?: string;
+  /** the server's one-sentence label; shown as is when present */
+  text?: string;
 }
 
 export interface OptionMetrics {
@@ -198,6 +241,11 @@ export interface OptionTable {
   crossing?: Crossing | null;
   constants: { dram_pj_per_byte: number; size_overhead_bytes: number };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
+  /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
+  exportable?: boolean[];
+  export_reasons?: (string | null)[];
+  /** which exporter builds files for this target (null: none for this model and target) */
+  exporter?: string | null;
 }
 
 /** One crossing between compute units costs `(fixed_s + bytes / bytes_per_s) * 1e3` ms (docs/option-table.md). */
@@ -219,6 +267,8 @@ export interface OpOptions {
   dram_bytes: number[];
   /** unit that runs combo k, as an index into the bulk table's `unit_names` (absent in older tables) */
   unit?: number[];
+  /** false where the exporter cannot write combo k for this model (absent: all exportable) */
+  exportable?: boolean[];
   notes: string[];
 }
 
@@ -310,4 +360,38 @@ export interface ApiToken {
   last_used_at: string | null;
   revoked: boolean;
   token?: string;
+}
+
+// ---- exports (server/api/exports.py) ----
+
+export interface ExportFigures {
+  latency_ms?: number | null;
+  latency_p90_ms?: number | null;
+  size_bytes?: number | null;
+  peak_memory_bytes?: number | null;
+  memory_power_mw?: number | null;
+  label?: string;
+}
+
+/** An optimized model file built from a state, with its prediction beside what was measured here. */
+export interface ExportRecord {
+  id: string;
+  model_id: string;
+  state: AnalysisState;
+  status: "queued" | "running" | "ready" | "failed";
+  error: string | null;
+  filename: string | null;
+  size_bytes: number | null;
+  predicted: ExportFigures | null;
+  /** null where the target does not run on this server */
+  measured: ExportFigures | null;
+  notes: string[];
+  created_at: string;
+  finished_at: string | null;
+  download_url: string | null;
+  /** the saved analysis the export was made from, if any */
+  analysis_id?: string | null;
+  /** what the worker is doing now, and how far (when the server reports it) */
+  stage?: string | null;
+  progress?: number | null;
 }

@@ -14,9 +14,12 @@ import { fmtBytes, fmtMs, typeColor } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
 import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
 import { drawOverlay as drawOverlay2d } from "../graph/overlay";
-import type { Selection, SelectSource } from "../pages/ModelPage";
+import { opsInside, useLasso } from "./graph/lasso";
+import { useMinimap } from "./graph/minimap";
+import type { Selection, SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
-import { MIXED_UNIT_COLOR, UNKNOWN_UNIT_COLOR, unitColor, unitLabel, unitNames } from "../units";
+import { unitLabel } from "../units";
+import { DIM, DIV, lerpColor, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
 
 interface Props {
   graph: GraphColumns | null;
@@ -39,33 +42,6 @@ const newLayoutWorker = () => new Worker(new URL("../graph/layout.worker.ts", im
 // Started as this module loads, so the worker's script is fetched and compiled while the graph is still downloading.
 let spareWorker: Worker | null = newLayoutWorker();
 
-type MetricKey = "type" | "unit" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
-const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; diverging?: boolean }[] = [
-  { key: "type", label: "Task type", unit: "" },
-  { key: "unit", label: "Compute unit", unit: "" },
-  { key: "latency", label: "Time now (ms)", unit: "ms" },
-  { key: "delta", label: "Δ time vs unoptimized", unit: "ms", diverging: true },
-  { key: "measured", label: "Measured time (ms)", unit: "ms" },
-  { key: "weights", label: "Weight bytes now", unit: "B" },
-  { key: "activations", label: "Activation bytes now", unit: "B" },
-  { key: "conversion", label: "Conversion time (ms)", unit: "ms" },
-];
-
-const SEQ = ["#1d2b53", "#26547c", "#2a9d8f", "#8ab17d", "#e9c46a", "#f4a261", "#e76f51"];
-function lerpColor(stops: string[], t: number): string {
-  const x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(x));
-  const f = x - i;
-  const a = parseInt(stops[i].slice(1), 16), b = parseInt(stops[i + 1].slice(1), 16);
-  const ch = (s: number) => Math.round(((a >> s) & 255) * (1 - f) + ((b >> s) & 255) * f);
-  return `#${((1 << 24) | (ch(16) << 16) | (ch(8) << 8) | ch(0)).toString(16).slice(1)}`;
-}
-const DIV = ["#1a9850", "#91cf60", "#3a3f4b", "#fc8d59", "#d73027"];
-const SEL = "#ffcc00";
-const DIM = "#3c4150";
-
-type UnitLegend = { unit: string; label: string; color: string; count: number }[];
-
 export interface GraphDebug {
   nodeViewport(id: string): { x: number; y: number } | null;
   highlighted(): string[];
@@ -78,14 +54,14 @@ export interface GraphDebug {
   cheap(on: boolean): void;
   /** skip edges while the camera moves, as graphs over 8,000 edges do (to test that path on a small model) */
   hideEdgesWhileMoving(on: boolean): void;
+  /** labels of the groups drawn now (collapsed nodes and expanded boxes) */
+  groupLabels(): string[];
 }
 
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
   const boxesCanvas = useRef<HTMLCanvasElement>(null);
-  const lassoCanvas = useRef<HTMLCanvasElement>(null);
-  const minimap = useRef<HTMLCanvasElement>(null);
   const sigmaRef = useRef<Sigma | null>(null);
   const graphRef = useRef<Graph | null>(null);
   const workerRef = useRef<Worker | null>(null);
@@ -241,52 +217,14 @@ export default memo(function GraphView(p: Props) {
   }, [layout]);
 
   // ---- colors / highlight ----
-  const metricValues = useCallback((): { values: Float64Array; min: number; max: number } | null => {
-    const L = layoutRef.current, ev = p.evaluation, base = p.baseEvaluation;
-    if (!L || !ev || !base || !toTable || metric === "type" || metric === "unit") return null;
-    const n = L.ops.length + L.collapsed.length;
-    const values = new Float64Array(n);
-    for (let i = 0; i < L.rep.length; i++) {
-      const k = toTable[i];
-      if (k < 0) continue;
-      let v = 0;
-      switch (metric) {
-        case "latency": v = ev.latency_ms[k]; break;
-        case "delta": v = ev.latency_ms[k] - base.latency_ms[k]; break;
-        case "measured": v = opsByTable?.[k]?.latency_ms ?? 0; break;
-        case "weights": v = ev.weight_bytes[k]; break;
-        case "activations": v = ev.activation_bytes[k]; break;
-        case "conversion": v = ev.conversion_in_ms[k]; break;
-      }
-      values[L.rep[i]] += v;
-    }
-    let min = Infinity, max = -Infinity;
-    for (const v of values) (min = Math.min(min, v)), (max = Math.max(max, v));
-    return { values, min, max };
-  }, [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable]);
-
-  /** Categorical colours by compute unit: a collapsed group whose ops run on different units is "mixed". */
-  const unitColoring = useCallback((): { colors: string[]; legend: UnitLegend } | null => {
-    const L = layoutRef.current, units = p.units, table = p.table;
-    if (!L || !units || !table || !toTable || metric !== "unit") return null;
-    const names = unitNames(table);
-    const itemUnit: (string | null | undefined)[] = new Array(L.ops.length + L.collapsed.length);
-    const mixed = new Uint8Array(itemUnit.length);
-    const counts = new Map<string | null, number>();
-    for (let i = 0; i < L.rep.length; i++) {
-      const u = toTable[i] >= 0 ? units[toTable[i]] : null;
-      counts.set(u, (counts.get(u) ?? 0) + 1);
-      const k = L.rep[i];
-      if (itemUnit[k] === undefined) itemUnit[k] = u;
-      else if (itemUnit[k] !== u) mixed[k] = 1;
-    }
-    const color = (u: string | null | undefined) => (u ? unitColor(u, names) : UNKNOWN_UNIT_COLOR);
-    const colors = Array.from(itemUnit, (u, k) => (mixed[k] ? MIXED_UNIT_COLOR : color(u)));
-    const order = (u: string | null) => (u === null ? names.length : names.indexOf(u));
-    const legend = [...counts].sort((a, b) => order(a[0]) - order(b[0])).map(([u, n]) => ({ unit: u ?? "unknown", label: unitLabel(u), color: color(u), count: n }));
-    if (mixed.some((x) => x)) legend.push({ unit: "mixed", label: "mixed (collapsed group)", color: MIXED_UNIT_COLOR, count: 0 });
-    return { colors, legend };
-  }, [p.units, p.table, toTable, metric]);
+  const metricValues = useCallback(
+    () => (layoutRef.current ? metricValuesOf(layoutRef.current, metric, p.evaluation, p.baseEvaluation, toTable, opsByTable) : null),
+    [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable],
+  );
+  const unitColoring = useCallback(
+    () => (layoutRef.current && metric === "unit" ? unitColoringOf(layoutRef.current, p.units, p.table, toTable) : null),
+    [p.units, p.table, toTable, metric],
+  );
 
   const [legend, setLegend] = useState<{ min: number; max: number } | null>(null);
   const [unitLegend, setUnitLegend] = useState<UnitLegend | null>(null);
@@ -464,7 +402,7 @@ export default memo(function GraphView(p: Props) {
         });
       } else {
         const grp = hier.groups.get(a.group)!;
-        setTip({ x: event.x, y: event.y, html: (<><b>{grp.auto ? `ops ${grp.label}` : grp.id}</b><br />{grp.count} tasks · click to expand</>) });
+        setTip({ x: event.x, y: event.y, html: (<><b>{grp.auto ? grp.label : grp.id}</b>{grp.range ? ` ${grp.range}` : ""}<br />{grp.count} tasks · click to expand</>) });
       }
     };
     const leave = () => setTip(null);
@@ -504,107 +442,16 @@ export default memo(function GraphView(p: Props) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [hier]);
 
-  const miniBase = useRef<HTMLCanvasElement | null>(null);
-  const MW = 200, MH = 140;
-  const miniScale = () => {
-    const L = layoutRef.current!;
-    const sc = Math.min(MW / Math.max(L.width, 1), MH / Math.max(L.height, 1));
-    return { sc, ox: (MW - L.width * sc) / 2, oy: (MH - L.height * sc) / 2 };
-  };
-  const drawMinimapBase = () => {
-    const L = layoutRef.current;
-    if (!L) return;
-    const c = miniBase.current ?? (miniBase.current = document.createElement("canvas"));
-    c.width = MW;
-    c.height = MH;
-    const g = c.getContext("2d")!;
-    g.fillStyle = "#0f1116";
-    g.fillRect(0, 0, MW, MH);
-    const { sc, ox, oy } = miniScale();
-    g.strokeStyle = "rgba(150,160,200,0.5)";
-    for (const b of L.boxes) g.strokeRect(ox + b.x * sc, oy + b.y * sc, b.w * sc, b.h * sc);
-    g.fillStyle = "#8a93b0";
-    for (let k = 0; k < L.ops.length; k++) g.fillRect(ox + L.opXY[2 * k] * sc - 0.5, oy + L.opXY[2 * k + 1] * sc - 0.5, 1.5, 1.5);
-    g.fillStyle = "#b9c0da";
-    for (const b of L.collapsed) g.fillRect(ox + (b.x - b.w / 2) * sc, oy + (b.y - b.h / 2) * sc, Math.max(1.5, b.w * sc), Math.max(1.5, b.h * sc));
-  };
-  const drawMinimapViewport = () => {
-    const c = minimap.current, s = sigmaRef.current, L = layoutRef.current;
-    if (!c || !s || !L || !miniBase.current) return;
-    const g = c.getContext("2d")!;
-    g.drawImage(miniBase.current, 0, 0);
-    const { width, height } = s.getDimensions();
-    const a = s.viewportToGraph({ x: 0, y: 0 }), z = s.viewportToGraph({ x: width, y: height });
-    const { sc, ox, oy } = miniScale();
-    g.strokeStyle = SEL;
-    g.lineWidth = 1.5;
-    g.strokeRect(ox + a.x * sc, oy - a.y * sc, (z.x - a.x) * sc, (a.y - z.y) * sc);
-  };
-  const miniDrag = (e: React.PointerEvent<HTMLCanvasElement>) => {
-    if (!(e.buttons & 1) && e.type !== "pointerdown") return;
-    const s = sigmaRef.current;
-    if (!s || !layoutRef.current) return;
-    const r = e.currentTarget.getBoundingClientRect();
-    const { sc, ox, oy } = miniScale();
-    const gx = (e.clientX - r.left - ox) / sc, gy = (e.clientY - r.top - oy) / sc;
-    const f = s.viewportToFramedGraph(s.graphToViewport({ x: gx, y: -gy }));
-    s.getCamera().setState({ x: f.x, y: f.y });
-  };
-
-  // ---- lasso ----
-  const lassoPts = useRef<{ x: number; y: number }[] | null>(null);
-  const lassoDown = (e: React.PointerEvent<HTMLCanvasElement>) => {
-    const r = e.currentTarget.getBoundingClientRect();
-    lassoPts.current = [{ x: e.clientX - r.left, y: e.clientY - r.top }];
-    e.currentTarget.setPointerCapture(e.pointerId);
-  };
-  const lassoMove = (e: React.PointerEvent<HTMLCanvasElement>) => {
-    const pts = lassoPts.current, c = lassoCanvas.current;
-    if (!pts || !c) return;
-    const r = c.getBoundingClientRect();
-    pts.push({ x: e.clientX - r.left, y: e.clientY - r.top });
-    c.width = r.width;
-    c.height = r.height;
-    const g = c.getContext("2d")!;
-    g.strokeStyle = SEL;
-    g.fillStyle = "rgba(255,204,0,0.08)";
-    g.setLineDash([5, 4]);
-    g.beginPath();
-    pts.forEach((pt, k) => (k ? g.lineTo(pt.x, pt.y) : g.moveTo(pt.x, pt.y)));
-    g.closePath();
-    g.fill();
-    g.stroke();
-  };
-  const lassoUp = () => {
-    const pts = lassoPts.current, s = sigmaRef.current, g = graphRef.current, c = lassoCanvas.current;
-    lassoPts.current = null;
-    if (c) c.getContext("2d")!.clearRect(0, 0, c.width, c.height);
-    if (!pts || pts.length < 3 || !s || !g || !hier || !nodes) return;
-    const inside = (x: number, y: number) => {
-      let r = false;
-      for (let i = 0, j = pts.length - 1; i < pts.length; j = i++) {
-        const a = pts[i], b = pts[j];
-        if (a.y > y !== b.y > y && x < ((b.x - a.x) * (y - a.y)) / (b.y - a.y) + a.x) r = !r;
-      }
-      return r;
-    };
-    const ids: string[] = [];
-    const addGroup = (gid: string) => {
-      const grp = hier.groups.get(gid)!;
-      for (const o of grp.ops) ids.push(nodes[o].id);
-      for (const c2 of grp.groups) addGroup(c2);
-    };
-    g.forEachNode((key, a) => {
-      const v = s.graphToViewport({ x: a.x, y: a.y });
-      if (!inside(v.x, v.y)) return;
-      if (a.kind === "op") ids.push(nodes[a.op].id);
-      else addGroup(a.group);
-    });
+  const { canvas: minimap, drawBase: drawMinimapBase, drawViewport: drawMinimapViewport, onPointer: miniDrag, width: MW, height: MH } = useMinimap(sigmaRef, layoutRef);
+  const { canvas: lassoCanvas, down: lassoDown, move: lassoMove, up: lassoUp } = useLasso((pts) => {
+    const s = sigmaRef.current, g = graphRef.current;
     setLassoMode(false);
+    if (!s || !g || !hier || !nodes) return;
+    const ids = opsInside(pts, g, s, hier, nodes);
     if (!ids.length) return;
     p.onSelect(ids, null, "graph");
     p.onLasso(new Set(ids));
-  };
+  });
 
   // ---- test / benchmark hooks ----
   useEffect(() => {
@@ -635,6 +482,10 @@ export default memo(function GraphView(p: Props) {
         s.setSetting("defaultEdgeType", on ? "line" : "arrow");
       },
       hideEdgesWhileMoving: (on: boolean) => sigmaRef.current && hideEdgesWhileMoving(sigmaRef.current, on),
+      groupLabels: () => {
+        const L = layoutRef.current;
+        return L && hier ? [...L.collapsed, ...L.boxes].map((c) => hier.groups.get(c.id)?.label ?? "") : [];
+      },
     };
     (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
   }, [idToNode, hier]);

@@ -32,28 +32,34 @@ interface ColMeta {
 
 const meta = (label: string, width: number, help: string, numeric = false): ColMeta => ({ label, help, width, numeric });
 
+// The name column comes first and stays in view when the table scrolls sideways (sticky); it takes the width
+// the other columns leave, at least its own.
 export const COLUMN_HELP: Record<string, ColMeta> = {
-  mark: meta("", 26, "◆ marks tasks whose option you changed (per-op override)."),
-  index: meta("#", 56, "Position in execution order.", true),
-  name: meta("Name", 220, "Name of the compiled task (fused ops share one task)."),
-  type: meta("Type", 120, "Kind of compiled task, e.g. FusedConv = convolution with its activation fused in."),
+  name: meta("Name", 190, "Name of the compiled task (fused ops share one task); ◆ marks tasks whose option you changed. Optimize lists every option of the task."),
+  index: meta("#", 50, "Position in execution order.", true),
+  type: meta("Type", 104, "Kind of compiled task, e.g. FusedConv = convolution with its activation fused in."),
   namespace: meta("Namespace", 140, "Where the task sits in the model's module hierarchy."),
-  latency_ms: meta("Time (ms)", 130, "Measured time of this task on the target, unoptimized (median of runs).", true),
+  latency_ms: meta("Time (ms)", 108, "Measured time of this task on the target, unoptimized (median of runs); the bar shows its share of the model.", true),
   p25_ms: meta("p25 (ms)", 80, "25th percentile of the measured time: a quarter of the runs were faster.", true),
   p75_ms: meta("p75 (ms)", 80, "75th percentile of the measured time: three quarters of the runs were faster.", true),
   share: meta("Share", 66, "Fraction of the whole model's time spent in this task.", true),
-  pred_ms: meta("Now (ms)", 86, "Predicted time of this task with the optimization you chose (model-wide and per-op).", true),
-  delta_ms: meta("Δ (ms)", 80, "Change of this task's predicted time compared with the unoptimized model. Negative is faster.", true),
+  pred_ms: meta("Now (ms)", 76, "Predicted time of this task with the optimization you chose (model-wide and per-op).", true),
+  delta_ms: meta("Δ (ms)", 72, "Change of this task's predicted time compared with the unoptimized model. Negative is faster.", true),
   conv_ms: meta("Conv. (ms)", 80, "Time spent converting inputs to this task's format because a neighbour uses a different number format.", true),
-  combo: meta("Formats", 150, "Number formats now: input / output / weights / % of weights pruned."),
-  unit: meta("Unit", 96, "Compute unit the task runs on now (NPU, GPU, CPU); CPU on an accelerator target is a fallback."),
+  combo: meta("Formats", 124, "Number formats now: input / output / weights / % of weights pruned."),
+  unit: meta("Unit", 76, "Compute unit the task runs on now (NPU, GPU, CPU); CPU on an accelerator target is a fallback."),
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
   activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
-  actions: meta("", 84, "Open the list of every option for this task."),
 };
 
-const DEFAULT_HIDDEN: VisibilityState = { namespace: false, p25_ms: false, p75_ms: false, macs: false, activation_bytes: false };
+/** What a 1440 px screen's table pane shows without scrolling sideways; the rest is one click away (Columns). */
+const DEFAULT_HIDDEN: VisibilityState = {
+  index: false, namespace: false, p25_ms: false, p75_ms: false, share: false, conv_ms: false, macs: false, weight_bytes: false, activation_bytes: false,
+};
+
+/** A task's name as shown: formats without op names (TFLite) fall back to the task id, e.g. CONV_2D_3. */
+export const displayName = (op: Pick<Op, "name" | "id">) => op.name || op.id;
 
 interface Props {
   rows: Row[];
@@ -65,6 +71,8 @@ interface Props {
   focusFromElsewhere: boolean;
   onSelect: (ids: string[], focus: string | null, additive: boolean) => void;
   onOptimize: (id: string) => void;
+  /** the target has several compute units: show the Unit column by default */
+  multiUnit?: boolean;
 }
 
 const NO_ROWS: Row[] = [];
@@ -99,9 +107,20 @@ const num = (key: "latency_ms" | "p25_ms" | "p75_ms" | "macs" | "weight_bytes" |
 function useColumns(maxLatency: number, onOptimize: (id: string) => void): ColumnDef<Row>[] {
   return useMemo<ColumnDef<Row>[]>(
     () => [
-      { id: "mark", accessorFn: (r) => (r.optimized ? 1 : 0), cell: (c) => (c.getValue() ? <span title="optimized (per-op override)" aria-label="optimized">◆</span> : null) },
+      {
+        id: "name",
+        accessorFn: (r) => displayName(r.op),
+        cell: (c) => (
+          <span className="name-cell">
+            {c.row.original.optimized && <span className="mark" title="optimized (per-op override)" aria-label="optimized">◆</span>}
+            <span className="cell-text" title={`${String(c.getValue())}${c.row.original.op.namespace ? `\n${c.row.original.op.namespace}` : ""}`}>{String(c.getValue())}</span>
+            <button className="small row-optimize" onClick={(e) => (e.stopPropagation(), onOptimize(c.row.original.op.id))} aria-label={`Optimize ${displayName(c.row.original.op)}`}>
+              Optimize
+            </button>
+          </span>
+        ),
+      },
       { id: "index", accessorFn: (r) => r.op.index },
-      { id: "name", accessorFn: (r) => r.op.name, cell: (c) => <span className="cell-text" title={String(c.getValue())}>{String(c.getValue())}</span> },
       { id: "type", accessorFn: (r) => r.op.type },
       { id: "unit", accessorFn: (r) => r.unit },
       { id: "namespace", accessorFn: (r) => r.op.namespace },
@@ -135,23 +154,14 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
       { id: "macs", accessorFn: num("macs"), cell: (c) => fmtCount(c.getValue() as number) },
       { id: "weight_bytes", accessorFn: num("weight_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
       { id: "activation_bytes", accessorFn: num("activation_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
-      {
-        id: "actions",
-        enableSorting: false,
-        cell: (c) => (
-          <button className="small" onClick={(e) => (e.stopPropagation(), onOptimize(c.row.original.op.id))} aria-label={`Optimize ${c.row.original.op.name}`}>
-            Optimize
-          </button>
-        ),
-      },
     ],
     [maxLatency, onOptimize],
   );
 }
 
-export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize }: Props) {
+export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize, multiUnit = false }: Props) {
   const [sorting, setSorting] = useState<SortingState>([]);
-  const [visibility, setVisibility] = useState<VisibilityState>(DEFAULT_HIDDEN);
+  const [visibility, setVisibility] = useState<VisibilityState>(() => ({ ...DEFAULT_HIDDEN, unit: multiUnit }));
   const [chooser, setChooser] = useState(false);
   const columns = useColumns(maxLatency, onOptimize);
   // TanStack Table keeps the column model (visibility, sort state, headers); rows are sorted here on typed keys
@@ -170,8 +180,8 @@ export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected,
   const shown = useMemo(() => (only ? sorted.filter((r) => only.has(r.op.id)) : sorted), [sorted, only]);
   const model = { rows: shown };
   const visibleCols = table.getVisibleLeafColumns();
-  const template = visibleCols.map((c) => `${COLUMN_HELP[c.id].width}px`).join(" ");
-  const width = visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0);
+  const template = visibleCols.map((c) => (c.id === "name" ? `minmax(${COLUMN_HELP.name.width}px, 1fr)` : `${COLUMN_HELP[c.id].width}px`)).join(" ");
+  const width = `max(100%, ${visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0)}px)`;
   const scroller = useRef<HTMLDivElement>(null);
   const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => 28, overscan: 12 });
 
@@ -232,7 +242,7 @@ export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected,
             const m = COLUMN_HELP[h.column.id];
             const s = h.column.getIsSorted();
             return (
-              <div key={h.id} role="columnheader" aria-sort={s === "asc" ? "ascending" : s === "desc" ? "descending" : "none"} className={m.numeric ? "num" : ""}>
+              <div key={h.id} role="columnheader" aria-sort={s === "asc" ? "ascending" : s === "desc" ? "descending" : "none"} className={m.numeric ? "num" : ""} data-col={h.column.id}>
                 {h.column.getCanSort() && m.label ? (
                   <button className="th" data-col={h.column.id} title={m.help} onClick={h.column.getToggleSortingHandler()}>
                     {m.label}

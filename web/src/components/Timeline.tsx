@@ -1,7 +1,7 @@
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Op } from "../api/types";
 import { fmtMs, typeColor } from "../format";
-import type { Selection } from "../pages/ModelPage";
+import type { Selection } from "../selection";
 
 interface Props {
   ops: Op[];

@@ -7,7 +7,10 @@ export const MAX_ITEMS = 40;
 
 export interface Group {
   id: string;
+  /** namespace part, or for an automatic group its main task types ("Conv 6 · Add 2") */
   label: string;
+  /** automatic groups: the execution-order range they cover ("#12–#40") */
+  range?: string;
   parent: string | null;
   groups: string[];
   ops: number[];
@@ -87,7 +90,8 @@ export function buildHierarchy(nodes: { name: string; type: string; namespace: s
         const a = part[0].first;
         const lastItem = part[part.length - 1];
         const b = lastItem.op ?? lastItem.first;
-        const sub = mk(`${g.id ? g.id + "/" : ""}\u00a7${autoSeq++}`, g.id, `#${a}…#${b}`, a, true);
+        const sub = mk(`${g.id ? g.id + "/" : ""}\u00a7${autoSeq++}`, g.id, `#${a}–#${b}`, a, true);
+        sub.range = `#${a}–#${b}`;
         for (const it of part) {
           if (it.group !== undefined) {
             sub.groups.push(it.group);
@@ -116,7 +120,42 @@ export function buildHierarchy(nodes: { name: string; type: string; namespace: s
     g.count = g.ops.length + g.groups.reduce((s, c) => s + groups.get(c)!.count, 0);
     g.groups.sort((a, b) => groups.get(a)!.first - groups.get(b)!.first);
   }
+  for (const g of order) if (g.auto) g.label = describe(g, groups, nodes);
   return { groups, opParent };
+}
+
+/** A label for an automatic group, so a flat graph's first view reads as blocks: its most frequent task types
+ * with counts ("FusedConv 6 · Add 2"), or the common name prefix of its tasks when they share one. */
+function describe(g: Group, groups: Map<string, Group>, nodes: { name: string; type: string }[]): string {
+  const counts = new Map<string, number>();
+  const names: string[] = [];
+  const walk = (x: Group) => {
+    for (const i of x.ops) {
+      counts.set(nodes[i].type, (counts.get(nodes[i].type) ?? 0) + 1);
+      if (names.length < 200) names.push(nodes[i].name);
+    }
+    for (const c of x.groups) walk(groups.get(c)!);
+  };
+  walk(g);
+  const prefix = commonPrefix(names);
+  if (prefix.length >= 3) return prefix;
+  const top = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
+  const shown = top.slice(0, 2).map(([t, n]) => (n > 1 ? `${t} ${n}` : t));
+  return top.length > 2 ? `${shown.join(" · ")} · …` : shown.join(" · ");
+}
+
+/** Longest common prefix of names, cut back to a separator ("/", ".", "_", ":"); "" when there is none. */
+export function commonPrefix(names: string[]): string {
+  if (names.length < 2) return "";
+  let p = names[0];
+  for (const n of names) {
+    let k = 0;
+    while (k < p.length && k < n.length && p[k] === n[k]) k++;
+    p = p.slice(0, k);
+    if (!p) return "";
+  }
+  const cut = Math.max(p.lastIndexOf("/"), p.lastIndexOf("."), p.lastIndexOf("_"), p.lastIndexOf(":"));
+  return cut > 0 ? p.slice(0, cut).replace(/^\/+/, "") : "";
 }
 
 /** Groups from the root down to the op's direct parent (root excluded). */

@@ -37,7 +37,7 @@ export function drawOverlay(
     const hh = v.ky * HEADER;
     if (hh > MIN_HEADER_PX) {
       headers.rect(x, y, w, hh);
-      titles.push({ text: `▾ ${grp.auto ? "ops " + grp.label : grp.label} (${grp.count})`, x: x + 6, y: y + Math.min(hh - 4, 16), w: Math.max(0, w - 12) });
+      titles.push({ text: `▾ ${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, x: x + 6, y: y + Math.min(hh - 4, 16), w: Math.max(0, w - 12) });
     }
   }
   const collapsed = new Path2D();

@@ -53,6 +53,12 @@ export function setDim(rows: InputRow[], row: number, k: number, text: string): 
   return rows.map((r, i) => (i === row ? { ...r, dims: r.dims.map((v, j) => (j === k ? text : v)) } : r));
 }
 
+/** A batch-like dim takes 1 when left blank, as the server does (compiler/inputs.py `is_batch_dim`). */
+export function isBatchDim(name: string | null, axis: number): boolean {
+  if (name === null || name === "" || name === "?") return axis === 0;
+  return /^(batch(_?size)?|n|bs|b|num_batches|unk__0)$/i.test(name) || name.toLowerCase().includes("batch");
+}
+
 const posInt = (s: string) => /^\s*\d+\s*$/.test(s) && Number(s) > 0 && Number(s) <= 1 << 20;
 
 export function toRequest(rows: InputRow[]): InputRequest {
@@ -66,11 +72,13 @@ export function toRequest(rows: InputRow[]): InputRequest {
       const free = r.declared.map((d, k) => (typeof d === "number" ? null : k)).filter((k): k is number => k !== null);
       const filled = free.filter((k) => r.dims[k].trim() !== "");
       const bad = filled.filter((k) => !posInt(r.dims[k]));
+      // blank batch-like dims of an input whose other dims are set take 1, like the server's default
+      const size = (k: number) => (r.dims[k].trim() === "" && isBatchDim(r.declared![k] as string | null, k) ? 1 : Number(r.dims[k]));
+      const missing = free.filter((k) => r.dims[k].trim() === "" && !isBatchDim(r.declared![k] as string | null, k));
       if (bad.length) out.errors.push(`${r.name}: ${bad.map((k) => `“${r.dims[k]}”`).join(", ")} is not a positive whole number.`);
-      else if (filled.length && filled.length < free.length) {
-        const missing = free.filter((k) => !filled.includes(k)).map((k) => r.declared![k] ?? `dim ${k}`);
-        out.errors.push(`${r.name}: set ${missing.join(", ")} too, or leave every free dim blank for the defaults.`);
-      } else if (filled.length) out.inputs[r.name] = r.declared.map((d, k) => (typeof d === "number" ? d : Number(r.dims[k])));
+      else if (filled.length && missing.length) {
+        out.errors.push(`${r.name}: set ${missing.map((k) => r.declared![k] ?? `dim ${k}`).join(", ")} too, or leave every free dim blank for the defaults.`);
+      } else if (filled.length) out.inputs[r.name] = r.declared.map((d, k) => (typeof d === "number" ? d : size(k)));
     } else if (r.shapeText.trim()) {
       const parts = r.shapeText.trim().split(/\s*[x×,]\s*/);
       if (parts.every(posInt)) out.inputs[r.name] = parts.map(Number);

@@ -1,16 +1,11 @@
 import { useCallback, useEffect, useRef, useState } from "react";
-import { api, ApiError } from "../api/client";
+import { api } from "../api/client";
+import { shapesUsed } from "../components/ReanalyseDialog";
+import { UploadForm } from "../components/UploadForm";
 import type { Model } from "../api/types";
 import { fmtBytes } from "../format";
 import { useSession } from "../session";
 import { ACCOUNT_URL, navigate } from "../router";
-
-interface PendingUpload {
-  key: number;
-  name: string;
-  fraction: number;
-  error: string | null;
-}
 
 export function StageList({ model }: { model: Model }) {
   if (!model.stages.length)
@@ -33,29 +28,46 @@ export function StageList({ model }: { model: Model }) {
   );
 }
 
+/** "input_ids 1×16, mask 1×16 · sr = 16000": the shapes the last analysis used (or the ones set for it). */
+export function inputsText(m: Model): string {
+  const shapes = shapesUsed(m);
+  const parts = Object.entries(shapes).map(([k, v]) => `${k} ${v.length ? v.join("×") : "scalar"}`);
+  const values = Object.entries(m.input_values ?? {}).map(([k, v]) => `${k} = ${v}`);
+  return [parts.join(", "), values.join(", ")].filter(Boolean).join(" · ");
+}
+
 function ModelRow({ m, onDelete }: { m: Model; onDelete: ((id: string) => void) | null }) {
   const ready = m.status === "ready";
   const t = m.summary?.targets[0];
+  const [copied, setCopied] = useState(false);
+  const inputs = inputsText(m);
+  const copy = () => navigator.clipboard?.writeText(m.url).then(() => (setCopied(true), setTimeout(() => setCopied(false), 1200)), () => undefined);
   return (
     <li className={`model-row status-${m.status}`} data-model-id={m.id} data-status={m.status}>
       <div className="model-main">
-        {ready ? (
-          <a href={`/m/${m.id}`} onClick={(e) => (e.preventDefault(), navigate(`/m/${m.id}`))} className="model-name">
-            {m.name}
-          </a>
-        ) : (
-          <span className="model-name">{m.name}</span>
-        )}
+        <a href={`/m/${m.id}`} onClick={(e) => (e.preventDefault(), navigate(`/m/${m.id}`))} className="model-name">
+          {m.name}
+        </a>
         <span className="muted">
           {m.format} · {fmtBytes(m.size_bytes)} · {new Date(m.created_at).toLocaleString()}
         </span>
-        <span className={`badge badge-${m.status}`}>{m.status}</span>
+        <span className={`badge badge-${m.status}`} data-testid="model-status">{m.status}</span>
         {!onDelete && m.owner && <span className="muted" data-testid="shared-by">shared by {m.owner.name}</span>}
+      </div>
+      <div className="model-meta small-text">
+        <span className="share-url" data-testid="share-url" title="Shareable URL of this model's page">
+          <code>{m.url}</code>
+          <button className="link" onClick={copy} aria-label={`Copy the link to ${m.name}`}>{copied ? "copied" : "copy"}</button>
+        </span>
+        <span className="muted" data-testid="inputs-used" title={ready ? "Input shapes the analysis used" : "Input shapes set for the analysis"}>
+          inputs: {inputs || (ready ? "as declared" : "defaults")}
+        </span>
       </div>
       {m.status !== "ready" && <StageList model={m} />}
       {m.status === "failed" && (
         <p className="error" role="alert" data-testid="model-error">
-          {m.error ?? "Processing failed."}
+          {m.error ?? "Processing failed."}{" "}
+          <a href={`/m/${m.id}`} onClick={(e) => (e.preventDefault(), navigate(`/m/${m.id}`))}>Open it to re-analyse with other inputs</a>
         </p>
       )}
       {ready && m.summary && t && (
@@ -76,10 +88,6 @@ function ModelRow({ m, onDelete }: { m: Model; onDelete: ((id: string) => void) 
 export function ModelListPage() {
   const [models, setModels] = useState<Model[] | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
-  const [uploads, setUploads] = useState<PendingUpload[]>([]);
-  const [drag, setDrag] = useState(false);
-  const input = useRef<HTMLInputElement>(null);
-  const seq = useRef(0);
   const session = useSession();
   const [scope, setScope] = useState<"mine" | "shared">("mine");
   const scopeNow = useRef(scope);
@@ -108,24 +116,10 @@ export function ModelListPage() {
     return () => clearInterval(t);
   }, [busy, refresh]);
 
-  const upload = useCallback(
-    async (files: FileList | File[]) => {
-      for (const file of Array.from(files)) {
-        const key = ++seq.current;
-        setUploads((u) => [...u, { key, name: file.name, fraction: 0, error: null }]);
-        try {
-          await api.upload(file, (f) => setUploads((u) => u.map((x) => (x.key === key ? { ...x, fraction: f } : x))));
-          setUploads((u) => u.filter((x) => x.key !== key));
-          if (scope === "mine") await refresh();
-          else setScope("mine");
-        } catch (e) {
-          const msg = e instanceof ApiError ? e.message : String(e);
-          setUploads((u) => u.map((x) => (x.key === key ? { ...x, error: msg } : x)));
-        }
-      }
-    },
-    [refresh, scope],
-  );
+  const onUploaded = useCallback(() => {
+    if (scope === "mine") refresh();
+    else setScope("mine");
+  }, [refresh, scope]);
 
   const onDelete = async (id: string) => {
     await api.deleteModel(id);
@@ -144,46 +138,7 @@ export function ModelListPage() {
           </span>
         )}
       </header>
-      <section
-        className={`dropzone ${drag ? "drag" : ""}`}
-        onDragOver={(e) => (e.preventDefault(), setDrag(true))}
-        onDragLeave={() => setDrag(false)}
-        onDrop={(e) => {
-          e.preventDefault();
-          setDrag(false);
-          if (e.dataTransfer.files.length) upload(e.dataTransfer.files);
-        }}
-        aria-label="Upload a model"
-      >
-        <p>Drop a model file here (ONNX, TFLite, Core ML, PyTorch) or</p>
-        <button onClick={() => input.current?.click()}>Choose a file…</button>
-        <input
-          ref={input}
-          type="file"
-          data-testid="upload-input"
-          aria-label="Model file"
-          hidden
-          onChange={(e) => {
-            if (e.target.files?.length) upload(e.target.files);
-            e.target.value = "";
-          }}
-        />
-        {uploads.map((u) => (
-          <div key={u.key} className="upload" data-testid="upload">
-            <span>{u.name}</span>
-            {u.error ? (
-              <p className="error" role="alert" data-testid="upload-error">
-                Upload of {u.name} failed: {u.error}
-                <button className="link" onClick={() => setUploads((x) => x.filter((y) => y.key !== u.key))}>
-                  Dismiss
-                </button>
-              </p>
-            ) : (
-              <progress max={1} value={u.fraction} aria-label={`Uploading ${u.name}`} />
-            )}
-          </div>
-        ))}
-      </section>
+      <UploadForm onUploaded={onUploaded} />
       <section aria-label="Models">
         <div className="tabs" role="tablist" aria-label="Which models">
           {(["mine", "shared"] as const).map((s) => (

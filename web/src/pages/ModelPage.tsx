@@ -1,10 +1,16 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
-import { api, ApiError } from "../api/client";
+import { api } from "../api/client";
 import { takeEarly } from "../api/prefetch";
 import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
-import { ModelWideDialog, OpOptionsDialog } from "../components/Dialogs";
-import { Header } from "../components/Header";
-import { OpTable, type Row } from "../components/OpTable";
+import { ModelWideDialog } from "../components/Dialogs";
+import { ExportDialog } from "../components/ExportDialog";
+import { Header, type Measured } from "../components/Header";
+import { ModelFacts } from "../components/ModelFacts";
+import { OpOptionsDialog } from "../components/OpOptionsDialog";
+import { ReanalyseDialog } from "../components/ReanalyseDialog";
+import { EMPTY_SELECTION, type SelectSource, type Selection } from "../selection";
+import { useModel } from "./useModel";
+import { displayName, OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
 import { evaluate } from "../totals";
@@ -13,18 +19,12 @@ import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
 import { useSavedAnalysis } from "../collab";
 import { NotFound } from "./NotFound";
+import { navigate } from "../router";
 import { SourcePanel } from "../components/SourcePanel";
 
 // fetched as this module loads, in parallel with the model's own requests
 const graphViewModule = import("../components/GraphView");
 const GraphView = lazy(() => graphViewModule);
-
-export type SelectSource = "table" | "graph" | "timeline";
-export interface Selection {
-  ids: ReadonlySet<string>;
-  focus: string | null;
-  source: SelectSource;
-}
 
 interface Filters {
   text: string;
@@ -32,12 +32,9 @@ interface Filters {
   minLatency: string;
 }
 
-const EMPTY_SEL: Selection = { ids: new Set(), focus: null, source: "table" };
-
 export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: string | null }) {
-  const [model, setModel] = useState<Model | null>(null);
+  const { model, error: modelError, missing, restart } = useModel(id);
   const [error, setError] = useState<string | null>(null);
-  const [missing, setMissing] = useState<number | null>(null);
   const [target, setTarget] = useState<string | null>(null);
   const [ops, setOps] = useState<OpsResponse | null>(null);
   const [table, setTable] = useState<OptionTable | null>(null);
@@ -46,10 +43,10 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [hist, setHist] = useState<{ cur: AnalysisState | null; past: AnalysisState[] }>({ cur: null, past: [] });
   const analysis = hist.cur;
   const history = hist.past;
-  const [sel, setSel] = useState<Selection>(EMPTY_SEL);
+  const [sel, setSel] = useState<Selection>(EMPTY_SELECTION);
   const [filters, setFilters] = useState<Filters>({ text: "", type: "", minLatency: "" });
   const [lasso, setLasso] = useState<ReadonlySet<string> | null>(null);
-  const [dialog, setDialog] = useState<{ kind: "model" } | { kind: "op"; op: string } | null>(null);
+  const [dialog, setDialog] = useState<{ kind: "model" | "export" | "reanalyse" } | { kind: "op"; op: string } | null>(null);
   const [opErr, setOpErr] = useState<string | null>(null);
   const [showTimeline, setShowTimeline] = useState(true);
   // The graph is drawn before the table's data is requested: parsing tens of MB of ops and option tables on the
@@ -57,27 +54,21 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [graphDrawn, setGraphDrawn] = useState(false);
   const onGraphDrawn = useCallback(() => setGraphDrawn(true), []);
 
-  // model: poll until ready or failed
-  useEffect(() => {
-    let stop = false;
-    let timer: ReturnType<typeof setTimeout>;
-    const tick = async () => {
-      try {
-        const m = await takeEarly(`model:${id}`, () => api.getModel(id));
-        if (stop) return;
-        setModel(m);
-        if (m.status === "queued" || m.status === "running") timer = setTimeout(tick, 700);
-      } catch (e) {
-        if (stop) return;
-        if (e instanceof ApiError && (e.status === 404 || e.status === 401)) setMissing(e.status);
-        else setError((e as Error).message);
-      }
-    };
-    tick();
-    return () => ((stop = true), clearTimeout(timer));
-  }, [id]);
-
   const ready = model?.status === "ready";
+  // A re-analysis replaces every result: nothing of the previous one may stay in a view, cache or dialog.
+  useEffect(() => {
+    if (ready) return;
+    setGraph(null);
+    setOps(null);
+    setTable(null);
+    setPerOp({});
+    setHist({ cur: null, past: [] });
+    setSel(EMPTY_SELECTION);
+    setLasso(null);
+    setDialog((d) => (d?.kind === "reanalyse" ? d : null));
+    setError(null);
+  }, [ready]);
+  const onQueued = useCallback((m: Model) => (setDialog(null), restart(m)), [restart]);
   useEffect(() => {
     if (ready && model && !target) setTarget(model.targets[0] ?? null);
   }, [ready, model, target]);
@@ -146,7 +137,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         (!lasso || lasso.has(r.op.id)) &&
         (!filters.type || r.op.type === filters.type) &&
         !(r.pred_ms <= min) &&
-        (!text || r.op.name.toLowerCase().includes(text) || r.op.id.toLowerCase() === text || r.op.type.toLowerCase().includes(text)),
+        (!text || displayName(r.op).toLowerCase().includes(text) || r.op.id.toLowerCase() === text || r.op.type.toLowerCase().includes(text)),
     );
   }, [rows, filters, lasso, filterActive]);
   const filteredIds = useMemo(() => (filterActive ? new Set(filtered.map((r) => r.op.id)) : null), [filtered, filterActive]);
@@ -200,15 +191,20 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
 
   if (missing) return <NotFound status={missing} what="model" />;
   if (saved.missing && model) return <NotFound status={saved.missing} what="analysis" modelId={id} />;
-  if (error) return <main className="page"><p className="error" role="alert">{error}</p></main>;
+  const pageError = modelError ?? error;
+  if (pageError) return <main className="page"><p className="error" role="alert">{pageError}</p></main>;
   if (!model) return <main className="page"><p className="muted">Loading…</p></main>;
+  const canReanalyse = model.your_role === "owner" || model.your_role === "editor";
   if (model.status !== "ready")
     return (
-      <main className="page" data-testid="model-pending">
+      <main className="page" data-testid="model-pending" data-status={model.status}>
+        <p><a href="/" onClick={(e) => (e.preventDefault(), navigate("/"))}>Edgescope</a></p>
         <h1>{model.name}</h1>
         <p>{model.status === "failed" ? "Processing failed." : "Processing…"}</p>
         <StageList model={model} />
         {model.error && <p className="error" role="alert" data-testid="model-error">{model.error}</p>}
+        <ModelFacts model={model} ops={null} canReanalyse={canReanalyse && model.status === "failed"} onReanalyse={() => setDialog({ kind: "reanalyse" })} />
+        {dialog?.kind === "reanalyse" && <ReanalyseDialog model={model} onClose={() => setDialog(null)} onQueued={onQueued} />}
       </main>
     );
 
@@ -216,6 +212,16 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const selId = sel.focus ?? (sel.ids.size === 1 ? [...sel.ids][0] : null);
   const selOp = selId ? ops?.ops.find((o) => o.id === selId) ?? null : null;
   const focusOp = dialog?.kind === "op" ? ops?.ops.find((o) => o.id === dialog.op) : null;
+  const summary = model.summary?.targets.find((t) => t.target === target) ?? null;
+  const measured: Measured = {
+    latency: !!ops?.measured && table?.label.baseline !== "predicted",
+    label: ops?.label ?? summary?.label ?? "",
+    wholeModelMs: ops?.measured ? ops.latency_ms : null,
+    p90Ms: ops?.latency_p90_ms ?? (summary?.measured ? summary.latency_p90_ms : null),
+    peakBytes: ops?.peak_memory_bytes ?? (summary?.measured ? summary.peak_memory_bytes : null),
+    noisy: !!(ops?.noisy ?? summary?.noisy),
+    spread: ops?.spread ?? summary?.spread ?? null,
+  };
 
   return (
     <div className="model-page" data-testid="model-page" data-ready={!!evaluation}>
@@ -226,8 +232,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         totals={evaluation?.totals ?? null}
         base={baseEval?.totals ?? null}
         unoptimized={unoptimized}
-        latencyMeasured={!!ops?.measured}
-        measuredLabel={ops?.label ?? ""}
+        measured={measured}
         predictedLabel={table ? labelText(table.label) : ""}
         optimizedCount={analysis ? Object.keys(analysis.overrides).length : 0}
         modelWide={analysis?.model_wide ?? ""}
@@ -235,8 +240,10 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         onUndo={undo}
         onReset={reset}
         onOptimize={() => setDialog({ kind: "model" })}
+        onExport={() => setDialog({ kind: "export" })}
       />
       <CollabBar model={model} saved={saved} canSave={!!evaluation} />
+      <ModelFacts model={model} ops={ops} canReanalyse={canReanalyse} onReanalyse={() => setDialog({ kind: "reanalyse" })} />
       <div className="toolbar" role="search">
         <input
           type="search"
@@ -270,7 +277,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       <div className="panes">
         <section className="pane pane-table" aria-label="Table">
           {ops && evaluation ? (
-            <OpTable rows={rows} only={filteredIds} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} />
+            <OpTable rows={rows} only={filteredIds} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} multiUnit={(table?.unit_names?.length ?? 0) > 1} />
           ) : (
             <p className="muted pad">Loading tasks…</p>
           )}
@@ -308,11 +315,15 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           onApply={(preset, keep) => (push({ ...analysis, model_wide: preset, overrides: keep ? analysis.overrides : {} }), setDialog(null))}
         />
       )}
+      {dialog?.kind === "reanalyse" && <ReanalyseDialog model={model} onClose={() => setDialog(null)} onQueued={onQueued} />}
+      {dialog?.kind === "export" && analysis && (
+        <ExportDialog modelId={id} state={analysis} analysisId={saved.current?.id ?? null} onClose={() => setDialog(null)} />
+      )}
       {dialog?.kind === "op" && table && analysis && evaluation && (
         <OpOptionsDialog
           table={table}
           opId={dialog.op}
-          opName={focusOp?.name ?? dialog.op}
+          opName={focusOp ? displayName(focusOp) : dialog.op}
           options={perOp[dialog.op] ?? null}
           error={opErr}
           perOp={perOp}

@@ -1,0 +1,149 @@
+"""A model page that reads at a glance (issue 18 item 5): the table fits its pane at 1440 px with the name column
+sticky, the per-op dialog lists each outcome once with rounded figures, flat graphs open as labelled blocks,
+measured peak memory beside the predicted one, badges that agree with their tooltips, no console errors, and a
+link-opened model under "Shared with me"."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from tests import modelzoo
+from tests.browser.conftest import OWNER, shot
+
+pytestmark = pytest.mark.browser
+
+GRAPH = "[data-testid=graph]"
+ROWS = "[data-testid=op-table] [role=row][data-op-id]"
+
+
+@pytest.fixture(scope="module")
+def mobilenet(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("glance") / "mobilenet_glance.onnx"))
+
+
+def open_model(page: Any, url: str, mid: str) -> None:
+    page.goto(f"{url}/m/{mid}")
+    page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]")
+    page.wait_for_selector(ROWS)
+
+
+def test_table_fits_at_1440_with_a_sticky_name_column(ui_server: Any, page: Any, mobilenet: str) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_model(page, ui_server.url, mobilenet)
+    scroller = page.locator(".optable-scroll")
+    fits = scroller.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert fits[0] <= fits[1], f"the default columns overflow the pane: {fits}"
+    shot(page, "table-1440")
+    # every column on: it scrolls sideways, and the name stays at the pane's left edge
+    page.click("[data-testid=op-table] button:has-text('Columns')")
+    for box in page.locator(".chooser-menu input[type=checkbox]").all():
+        if not box.is_checked():
+            box.check()
+    page.click("[data-testid=op-table] button:has-text('Columns')")
+    assert scroller.evaluate("e => e.scrollWidth > e.clientWidth")
+    scroller.evaluate("e => { e.scrollLeft = e.scrollWidth }")
+    page.wait_for_timeout(100)
+    pane = scroller.bounding_box()
+    name = page.locator(f"{ROWS} [data-col=name]").first.bounding_box()
+    assert abs(name["x"] - pane["x"]) <= 1 and name["width"] > 100
+    head = page.locator(".optable-head [data-col=name]").bounding_box()
+    assert abs(head["x"] - pane["x"]) <= 1
+    shot(page, "table-sticky-name")
+
+
+def test_per_op_dialog_lists_each_outcome_once_with_rounded_figures(ui_server: Any, page: Any, mobilenet: str) -> None:
+    open_model(page, ui_server.url, mobilenet)
+    ids = page.locator(ROWS).evaluate_all("rs => rs.map(r => [r.dataset.opId, r.innerText])")
+    op = next(i for i, text in ids if "Conv" in text)
+    page.locator(f"{ROWS}[data-op-id='{op}']").locator("button", has_text="Optimize").click()
+    dlg = page.locator("[data-testid=op-dialog]")
+    dlg.locator("[data-testid=op-options] tbody tr").first.wait_for()
+    count = dlg.locator("[data-testid=outcome-count]")
+    outcomes, combos = int(count.get_attribute("data-outcomes")), int(count.get_attribute("data-combos"))
+    rows = dlg.locator("[data-testid=op-options] tbody tr")
+    assert rows.count() == outcomes < combos
+    assert sum(int(r) for r in rows.evaluate_all("rs => rs.map(r => r.dataset.combos)")) == combos
+    text = dlg.inner_text()
+    assert not re.search(r"\d\.\d{5,}", text), "a figure with more than 4 decimals"
+    assert not re.search(r"\d+\.\d+ B\b", text), "fractional bytes"
+    shot(page, "op-dialog-deduplicated")
+
+
+def test_flat_graph_opens_as_labelled_blocks(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    mid = ui_server.upload(modelzoo.flat_names(tmp_path / "flat_300.onnx", n=300), targets=["ort-cpu/host"])
+    open_model(page, ui_server.url, mid)
+    nodes = int(page.get_attribute(GRAPH, "data-nodes"))
+    labels = page.evaluate("window.edgescopeGraph.groupLabels()")
+    assert nodes <= 60 and len(labels) >= 2, (nodes, labels)
+    assert all(lab and not lab.startswith("#") for lab in labels), labels  # named by content, not by position only
+    shot(page, "flat-graph-blocks")
+
+
+def test_tiles_agree_with_their_tooltips_and_show_measured_peak(ui_server: Any, page: Any, mobilenet: str) -> None:
+    open_model(page, ui_server.url, mobilenet)
+    for tile in page.locator(".tile").all():
+        source = tile.get_attribute("data-source")
+        badge = tile.locator(".src")
+        assert badge.inner_text() == source
+        assert badge.get_attribute("title").startswith(f"{source}:")
+        assert f"\n{source}:" in tile.get_attribute("title")
+    assert page.get_attribute(".tile[data-metric=latency]", "data-source") == "measured"
+    assert page.get_attribute(".tile[data-metric=fps]", "data-source") == "measured"
+    peak = page.locator("[data-testid=peak-measured]")
+    assert float(peak.get_attribute("data-value")) > 0 and "measured" in peak.inner_text()
+    # after a change the latency is predicted, and both its badge and tooltip say so
+    page.click("[data-testid=optimize-model]")
+    page.locator("[data-testid=model-wide-dialog] tr[data-preset=fp16]").click()
+    page.click("[data-testid=apply-preset]")
+    tile = page.locator(".tile[data-metric=latency]")
+    assert tile.get_attribute("data-source") == "predicted" and "\npredicted:" in tile.get_attribute("title")
+    shot(page, "tiles-measured-predicted")
+
+
+def test_model_page_has_no_console_errors(ui_server: Any, page: Any, mobilenet: str, tmp_path: Path) -> None:
+    problems: list[str] = []
+    page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+    page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status} {r.url}"))
+    open_model(page, ui_server.url, mobilenet)
+    page.locator(ROWS).first.click()
+    page.locator(ROWS).first.locator("button", has_text="Optimize").click()
+    page.locator("[data-testid=op-dialog] [data-testid=op-options] tbody tr").first.wait_for()
+    page.keyboard.press("Escape")
+    page.wait_for_timeout(300)
+    # a model that is not ready yet: its page asks for no result it cannot have
+    mid = ui_server.upload(modelzoo.tiny_cnn(tmp_path / "tiny_not_ready.onnx"), wait=False)
+    page.goto(f"{ui_server.url}/m/{mid}")
+    page.wait_for_selector("[data-testid=model-pending], [data-testid=model-page]")
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]", timeout=300_000)
+    assert problems == [], problems
+
+
+def test_link_opened_model_is_listed_under_shared_with_me(ui_server: Any, browser: Any, mobilenet: str) -> None:
+    if ui_server.mock:
+        pytest.skip("sharing needs the real server")
+    owner = requests.Session()
+    me = owner.post(f"{ui_server.url}/api/auth/login", json=OWNER, timeout=30).json()
+    assert owner.put(f"{ui_server.url}/api/models/{mobilenet}/link", json={"enabled": True},
+                     headers={"X-CSRF-Token": me["csrf_token"]}, timeout=30).ok
+    ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+    guest = {"email": "link-guest@example.com", "password": "guest password 1"}
+    assert ctx.request.post(f"{ui_server.url}/api/auth/signup", data=guest).ok
+    pg = ctx.new_page()
+    pg.goto(f"{ui_server.url}/")
+    pg.click("[data-testid=tab-shared]")
+    pg.wait_for_selector("[data-testid=model-list][data-scope=shared]")
+    assert pg.locator(f".model-row[data-model-id='{mobilenet}']").count() == 0
+    pg.goto(f"{ui_server.url}/m/{mobilenet}")  # opened through the link
+    pg.wait_for_selector("[data-testid=model-page][data-ready=true]")
+    pg.goto(f"{ui_server.url}/")
+    pg.click("[data-testid=tab-shared]")
+    row = pg.locator(f"[data-testid=model-list][data-scope=shared] .model-row[data-model-id='{mobilenet}']")
+    row.wait_for()
+    assert "mobilenet_glance.onnx" in row.inner_text()
+    shot(pg, "shared-with-me-link")
+    ctx.close()
