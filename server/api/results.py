@@ -119,7 +119,14 @@ def graph(model_id: str) -> ResponseReturnValue:
     if fmt == "nodes":
         return _document(model_id, "graph", per_target=view == "compiled")
     with session_scope(services().sessions) as s:
-        m = _ready_model(s, model_id)
+        try:
+            m = _ready_model(s, model_id)
+        except ApiError as e:
+            # `early=1`: the page's first request, sent before it knows the model's status (web/index.html); a
+            # model still being analysed answers "nothing yet" rather than an error the browser would log
+            if e.status == 409 and request.args.get("early") == "1":
+                return Response(status=204)
+            raise
         target = _target(m) if view == "compiled" else ""
         stored = _stored(s, model_id, "graph_columns", target)
         a = stored if stored is not None else _artifact(s, model_id, "graph", target)

@@ -19,7 +19,7 @@ ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 def test_export_with_a_per_op_override_downloads_and_measures(ui_server: Any, page: Any, tmp_path: Path) -> None:
     if ui_server.mock:
         pytest.skip("exports need the real worker")
-    mid = ui_server.upload(modelzoo.tiny_cnn(tmp_path / "tiny_cnn_export.onnx"), targets=["ort-cpu/host"])
+    mid = ui_server.upload(modelzoo.tiny_cnn(tmp_path / "tiny_cnn_export.onnx"), targets=["ort-cpu/host"], timeout_s=900)
     page.goto(f"{ui_server.url}/m/{mid}")
     page.wait_for_selector("[data-testid=model-page][data-ready=true]")
     page.wait_for_selector(ROWS)

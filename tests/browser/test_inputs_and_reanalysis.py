@@ -68,7 +68,7 @@ def test_reanalyse_a_failed_model_then_its_dialogs_show_the_new_analysis(ui_serv
     if ui_server.mock:
         pytest.skip("the mock server does not run models")
     path = frames_of_40(tmp_path / "frames_default.onnx")
-    mid = ui_server.upload(path, targets=["ort-cpu/host"])  # default size 16 is no multiple of 40: it fails
+    mid = ui_server.upload(path, targets=["ort-cpu/host"], timeout_s=900)  # default size 16 is no multiple of 40: it fails
     page.goto(ui_server.url + "/")
     failed = page.locator(f".model-row[data-model-id='{mid}']")
     failed.wait_for()

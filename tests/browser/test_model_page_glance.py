@@ -22,7 +22,7 @@ ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 @pytest.fixture(scope="module")
 def mobilenet(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    return ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("glance") / "mobilenet_glance.onnx"))
+    return ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("glance") / "mobilenet_glance.onnx"), timeout_s=900)
 
 
 def open_model(page: Any, url: str, mid: str) -> None:
@@ -51,7 +51,7 @@ def test_table_fits_at_1440_with_a_sticky_name_column(ui_server: Any, page: Any,
     pane = scroller.bounding_box()
     name = page.locator(f"{ROWS} [data-col=name]").first.bounding_box()
     assert abs(name["x"] - pane["x"]) <= 1 and name["width"] > 100
-    head = page.locator(".optable-head [data-col=name]").bounding_box()
+    head = page.locator(".optable-head > [data-col=name]").bounding_box()
     assert abs(head["x"] - pane["x"]) <= 1
     shot(page, "table-sticky-name")
 
@@ -75,7 +75,7 @@ def test_per_op_dialog_lists_each_outcome_once_with_rounded_figures(ui_server: A
 
 
 def test_flat_graph_opens_as_labelled_blocks(ui_server: Any, page: Any, tmp_path: Path) -> None:
-    mid = ui_server.upload(modelzoo.flat_names(tmp_path / "flat_300.onnx", n=300), targets=["ort-cpu/host"])
+    mid = ui_server.upload(modelzoo.flat_names(tmp_path / "flat_300.onnx", n=300), targets=["ort-cpu/host"], timeout_s=900)
     open_model(page, ui_server.url, mid)
     nodes = int(page.get_attribute(GRAPH, "data-nodes"))
     labels = page.evaluate("window.edgescopeGraph.groupLabels()")
@@ -136,8 +136,7 @@ def test_link_opened_model_is_listed_under_shared_with_me(ui_server: Any, browse
     pg = ctx.new_page()
     pg.goto(f"{ui_server.url}/")
     pg.click("[data-testid=tab-shared]")
-    pg.wait_for_selector("[data-testid=model-list][data-scope=shared]")
-    assert pg.locator(f".model-row[data-model-id='{mobilenet}']").count() == 0
+    pg.wait_for_selector("text=Nobody has shared a model with you yet.")  # link sharing alone lists nothing
     pg.goto(f"{ui_server.url}/m/{mobilenet}")  # opened through the link
     pg.wait_for_selector("[data-testid=model-page][data-ready=true]")
     pg.goto(f"{ui_server.url}/")

@@ -89,3 +89,14 @@ def test_a_model_opened_through_its_link_is_shared_with_me_while_the_link_is_on(
     assert bob.get("/api/models?scope=shared").get_json()["models"] == []
     assert client.delete(f"/api/models/{mid}").status_code == 204
     assert bob.get("/api/models?scope=shared").get_json()["models"] == []
+
+
+def test_the_pages_early_graph_request_is_not_an_error_before_the_model_is_ready(app: Any, client: Any, zoo: Any) -> None:
+    with open(zoo.path("tiny_cnn"), "rb") as f:
+        mid = client.post("/api/models", data={"file": (f, "t.onnx")}, content_type="multipart/form-data").get_json()["id"]
+    url = f"/api/models/{mid}/graph?view=compiled&format=columns"
+    assert client.get(url).status_code == 409
+    r = client.get(url + "&early=1")
+    assert r.status_code == 204 and r.data == b""
+    assert _run_newest_job(app, mid) == "ready"
+    assert client.get(url + "&early=1").get_json()["ids"]

@@ -26,7 +26,8 @@ export function adoptEarlyRequests(id: string): void {
   if (!e || decodeURIComponent(e.path) !== id) return;
   earlyMe = e.me;
   keep(`model:${id}`, readJson<Model>(e.model));
-  keep(`graph:${id}`, readJson<GraphColumns>(e.graph));
+  // 204: the model was not ready when the page loaded; the page asks again once it is
+  keep(`graph:${id}`, e.graph.then((r) => (r.status === 204 ? Promise.reject(new Error("not ready")) : readJson<GraphColumns>(Promise.resolve(r)))));
 }
 
 /** index.html's /api/auth/me request (once), if it sent one. */

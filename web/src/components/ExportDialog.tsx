@@ -5,6 +5,8 @@ import { fmtBytes, fmtMs, fmtPct } from "../format";
 import { Modal } from "./Dialogs";
 
 const HOST_TARGETS = new Set(["ort-cpu/host", "litert-cpu/host"]);
+/** a label without its own "predicted: " / "measured: " lead, which the dialog writes itself */
+const bare = (label: string) => label.replace(/^(predicted|measured):\s*/i, "");
 
 export const stateText = (s: AnalysisState) => {
   const n = Object.keys(s.overrides).length;
@@ -14,10 +16,10 @@ export const stateText = (s: AnalysisState) => {
 const sameState = (a: AnalysisState, b: AnalysisState) =>
   a.target === b.target && a.model_wide === b.model_wide && JSON.stringify(Object.entries(a.overrides).sort()) === JSON.stringify(Object.entries(b.overrides).sort());
 
-function Row({ label, pred, meas, fmt, metric }: { label: string; pred: number | null | undefined; meas: number | null | undefined; fmt: (v: number) => string; metric: string }) {
-  const err = pred != null && meas != null && pred > 0 ? meas / pred - 1 : null;
+function Row({ label, pred, meas, fmt, metric, compare = true, help }: { label: string; pred: number | null | undefined; meas: number | null | undefined; fmt: (v: number) => string; metric: string; compare?: boolean; help?: string }) {
+  const err = compare && pred != null && meas != null && pred > 0 ? meas / pred - 1 : null;
   return (
-    <tr data-metric={metric}>
+    <tr data-metric={metric} title={help}>
       <td>{label}</td>
       <td className="num" data-testid={`export-predicted-${metric}`} data-value={pred ?? ""}>{pred != null ? fmt(pred) : "–"}</td>
       <td className="num" data-testid={`export-measured-${metric}`} data-value={meas ?? ""}>{meas != null ? fmt(meas) : "–"}</td>
@@ -37,12 +39,13 @@ export function ExportResult({ e }: { e: ExportRecord }) {
         <tbody>
           <Row label="Latency" metric="latency" pred={p.latency_ms} meas={m.latency_ms} fmt={ms} />
           <Row label="File size" metric="size" pred={p.size_bytes} meas={m.size_bytes ?? e.size_bytes} fmt={fmtBytes} />
-          <Row label="Peak memory" metric="peak" pred={p.peak_memory_bytes} meas={m.peak_memory_bytes} fmt={fmtBytes} />
+          <Row label="Peak memory" metric="peak" pred={p.peak_memory_bytes} meas={m.peak_memory_bytes} fmt={fmtBytes} compare={false}
+            help="Predicted: weights plus the largest working set of one task. Measured: the rise in the process's resident memory, which includes the runtime's own buffers, so the two are not compared." />
         </tbody>
       </table>
       <p className="muted small-text">
-        {p.label && <>predicted: {p.label}. </>}
-        {e.measured ? <>measured: {m.label ?? "on this server"}.</> : HOST_TARGETS.has(e.state.target) ? "Not measured." : `${e.state.target.split("/")[0]} does not run on this server: only the file size is measured.`}
+        {p.label && <>predicted: {bare(p.label)}. </>}
+        {e.measured ? <>measured: {bare(m.label ?? "on this server")}.</> : HOST_TARGETS.has(e.state.target) ? "Not measured." : `${e.state.target.split("/")[0]} does not run on this server: only the file size is measured.`}
       </p>
       {e.notes.length > 0 && (
         <div className="notes" data-testid="export-notes">{e.notes.map((n) => <p key={n} className="note">{n}</p>)}</div>

@@ -184,9 +184,11 @@ export default memo(function GraphView(p: Props) {
       const n = nodes[i];
       g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: 9, label: n.name.split("/").pop() || n.id, kind: "op", op: i, color: "#888" });
     }
+    // a first view of labelled blocks shows every block's label (sigma's label grid would drop some)
+    const few = layout.ops.length + layout.collapsed.length <= 80;
     for (const c of layout.collapsed) {
       const grp = hier.groups.get(c.id)!;
-      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: 15, label: `${grp.label} (${grp.count})`, kind: "group", group: c.id, color: "#888", forceLabel: false });
+      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: 15, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, color: "#888", forceLabel: few, pinLabel: few });
     }
     for (let e = 0; e < layout.edges.length; e += 2) {
       const a = keyOfIndex(layout.edges[e], layout), b = keyOfIndex(layout.edges[e + 1], layout);
@@ -268,7 +270,7 @@ export default memo(function GraphView(p: Props) {
         color: selected ? SEL : dim ? DIM : color,
         size: (a.kind === "op" ? 9 : 15) * (selected ? 1.6 : 1),
         zIndex: selected ? 2 : dim ? 0 : 1,
-        forceLabel: selected,
+        forceLabel: selected || !!a.pinLabel,
         highlighted: false,
         label: (hasOpt[k] ? "◆ " : "") + baseLabel,
         optimized: hasOpt[k] === 1,

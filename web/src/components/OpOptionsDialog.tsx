@@ -69,7 +69,9 @@ export function OpOptionsDialog(p: {
         dMem: o.weight_bytes[k] + o.activation_bytes[k] - (cur.weight_bytes[i] + cur.activation_bytes[i]),
         dTotal: total.latency_ms - cur.totals.latency_ms,
         total: total.latency_ms,
-        key: [o.latency_ms[k], o.weight_bytes[k], o.activation_bytes[k], o.dram_bytes[k], o.unit?.[k] ?? "", o.resolved?.[k] ?? "", o.supported[k], o.exportable?.[k] ?? true, total.latency_ms, comboNotes.get(c) ?? ""].join("|"),
+        // what the op and the model do under this combo: a combo that falls back runs as another one and has its
+        // outcome, so it is that outcome (the group names every combo that gives it)
+        key: [o.latency_ms[k], o.weight_bytes[k], o.activation_bytes[k], o.dram_bytes[k], o.unit?.[k] ?? "", o.exportable?.[k] ?? true, total.latency_ms].join("|"),
       };
     });
   }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i, comboNotes]);
@@ -89,9 +91,11 @@ export function OpOptionsDialog(p: {
     // a group stands for itself by the combo in use now, else by one that runs as written
     const kOf = new Map(o?.combos.map((c, k) => [c, k]) ?? []);
     for (const g of byKey.values()) {
-      const pick = g.combos.find((c) => c === current) ?? g.combos.find((c) => o?.resolved?.[kOf.get(c)!] === c) ?? g.combos[0];
+      const pick = g.combos.find((c) => c === current) ?? g.combos.find((c) => o?.supported[kOf.get(c)!]) ?? g.combos[0];
       g.combo = pick;
       g.k = kOf.get(pick)!;
+      g.supported = o?.supported[g.k] ?? true;
+      g.note = comboNotes.get(pick);
     }
     return [...byKey.values()].sort((a, b) => a.dTotal - b.dTotal);
   }, [shown, current, o, comboNotes]);

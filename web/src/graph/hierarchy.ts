@@ -169,7 +169,8 @@ export function ancestors(h: Hierarchy, op: number): string[] {
   return out.reverse();
 }
 
-/** Groups to open first: the top level, then breadth-first while the drawn node count stays within `budget`. */
+/** Groups to open first: the top level, then breadth-first while the drawn node count stays within `budget`.
+ * Automatic blocks stay closed: a flat graph opens as its labelled blocks, an overview rather than the first 40 ops. */
 export function initialExpanded(h: Hierarchy, budget = 60): Set<string> {
   const out = new Set([ROOT]);
   const items = (id: string) => {
@@ -180,6 +181,7 @@ export function initialExpanded(h: Hierarchy, budget = 60): Set<string> {
   const queue = [...h.groups.get(ROOT)!.groups];
   while (queue.length) {
     const id = queue.shift()!;
+    if (h.groups.get(id)!.auto) continue;
     const n = items(id);
     if (visible - 1 + n > budget) continue;
     out.add(id);
