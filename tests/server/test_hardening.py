@@ -318,3 +318,31 @@ def test_reconciler_fails_exports_left_running_past_the_time_limit(app, client, 
     with session_scope(svc.sessions) as s:
         assert s.get(Export, stale_id).status == "failed" and "time limit" in s.get(Export, stale_id).error
         assert s.get(Export, fresh_id).status == "running"
+
+
+def test_calibration_is_a_visible_stage_of_the_first_job(app, client, zoo, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import simulator.calibration as calibration
+    from store.db import session_scope
+    from store.models import Job
+    from worker import jobs, lease
+
+    svc, _, job_id = _job(app, client, zoo)
+    token = jobs.claim(svc, job_id)
+    assert token is not None
+    seen: list[tuple[str, list]] = []  # type: ignore[type-arg]
+
+    def fake_calibrate(path, *a, **k):  # type: ignore[no-untyped-def]
+        with session_scope(svc.sessions) as s:
+            job = s.get(Job, job_id)
+            seen.append((job.stage, [dict(st) for st in job.stages]))
+
+    monkeypatch.setattr(calibration, "is_cached", lambda path: False)
+    monkeypatch.setattr(calibration, "load_or_calibrate", fake_calibrate)
+    beat = lease.Heartbeat(svc, job_id, token)
+    opts = jobs.pipeline.AnalysisOptions(targets=("ort-cpu/host",), calibration_path=svc.settings.calibration_path)
+    jobs._calibrate_if_needed(svc, opts, jobs._Progress(svc, job_id, token, beat))
+    stage, stages = seen[0]
+    assert stage == "calibrate" and stages[0]["name"] == "calibrate" and stages[0]["status"] == "running"
+    assert "Calibrating this machine, once" in stages[0]["note"]
+    with session_scope(svc.sessions) as s:
+        assert s.get(Job, job_id).stages[0]["status"] == "done"

@@ -15,6 +15,8 @@ export interface Stage {
   name: StageName | string;
   status: StageStatus;
   seconds: number | null;
+  /** Why a stage of its own is there, e.g. "calibrate": "Calibrating this machine, once (about 90 s)…". */
+  note?: string;
 }
 
 export interface TargetSummary {

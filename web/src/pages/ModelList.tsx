@@ -22,6 +22,7 @@ export function StageList({ model }: { model: Model }) {
           {s.name}
           <span className="sr-only">: {s.status}</span>
           {s.seconds != null && <span className="muted"> {s.seconds.toFixed(1)} s</span>}
+          {s.note && s.status === "running" && <span className="muted stage-note"> {s.note}</span>}
         </li>
       ))}
     </ol>
