@@ -34,7 +34,8 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration
     wheels.mkdir(parents=True, exist_ok=True)
     pip = [str(py), "-m", "pip", "--disable-pip-version-check", "-q"]
     env = {**os.environ, "PIP_NO_INPUT": "1"}
-    offline = ["--no-index", "--find-links", str(wheels)]
+    # --no-compile: byte-compiling botocore's thousands of files is most of an install's CPU time.
+    offline = ["--no-index", "--find-links", str(wheels), "--no-compile"]
     build = ["setuptools>=68", "wheel"]  # the project's build backend (installed offline too)
     lock = ["-c", str(ROOT / "requirements.lock")]
 
