@@ -7,7 +7,8 @@ Every `EDGESCOPE_RECONCILE_INTERVAL_S` (in `edgescope serve` and in each `edgesc
    is sent again: Redis restarted without persistence, or a message was lost. A broker that cannot be
    listed gets every queued job re-sent at that age. A duplicate message is harmless: claiming is atomic.
 3. Exports (which hold no lease) still unfinished past the job time limit are failed with a reason.
-4. Temporary folders of crashed jobs and uploads are removed (`worker.scratch.sweep`).
+4. Temporary folders of crashed jobs and uploads are removed (`worker.scratch.sweep`), and rate counters of
+   windows that ended a day ago are dropped.
 Each change is a conditional UPDATE on the row as it was read, so any number of reconcilers can run.
 """
 
@@ -19,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from store.db import session_scope
-from store.models import Export, Job
+from store.models import Export, Job, RateCounter
 from store.services import Services
 
 from . import broker_inventory, scratch
@@ -126,6 +127,12 @@ def fail_stale_exports(services: Services) -> list[str]:
     return ids
 
 
+def drop_old_counters(services: Services) -> None:
+    """Rate counters whose window ended long ago (sign-in: 15 min, uploads: 1 h) count nothing any more."""
+    with session_scope(services.sessions) as s:
+        s.execute(delete(RateCounter).where(RateCounter.window_start < now() - timedelta(days=1)))
+
+
 def running_ids(services: Services) -> set[str]:
     with session_scope(services.sessions) as s:
         jobs = s.scalars(select(Job.id).where(Job.status == "running", Job.lease_expires_at >= now()))
@@ -138,6 +145,7 @@ def reconcile_once(services: Services, enqueue: Enqueue) -> Report:
     report.requeued, report.failed = expire_leases(services, enqueue)
     report.resent = resend_lost(services, enqueue)
     report.failed += fail_stale_exports(services)
+    drop_old_counters(services)
     report.swept = scratch.sweep(services.settings, running_ids(services))
     if report.swept:
         log.info("removed %d stale temporary folders: %s", len(report.swept), ", ".join(report.swept[:10]))
