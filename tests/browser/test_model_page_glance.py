@@ -146,3 +146,12 @@ def test_link_opened_model_is_listed_under_shared_with_me(ui_server: Any, browse
     assert "mobilenet_glance.onnx" in row.inner_text()
     shot(pg, "shared-with-me-link")
     ctx.close()
+
+
+def test_tflite_ops_show_their_names(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    mid = ui_server.upload(modelzoo.tflite_cnn(tmp_path / "cnn_names.tflite"), timeout_s=900)
+    open_model(page, ui_server.url, mid)
+    rows = page.locator(ROWS).evaluate_all(
+        "rs => rs.map(r => [r.querySelector('[data-col=name] .cell-text').innerText, r.querySelector('[data-col=type]').innerText])")
+    assert rows and all(name.strip() for name, _ in rows), rows
+    assert any(name.startswith("CONV_2D") for name, _ in rows), rows

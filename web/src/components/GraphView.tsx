@@ -179,13 +179,13 @@ export default memo(function GraphView(p: Props) {
     s.setSetting("defaultNodeType", big ? "point" : "circle");
     s.setSetting("defaultEdgeType", big ? "line" : "arrow");
     g.clear();
+    // a first view of labelled blocks shows every block's label (sigma's label grid would drop some)
+    const few = layout.ops.length + layout.collapsed.length <= 80;
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
       const n = nodes[i];
       g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: 9, label: n.name.split("/").pop() || n.id, kind: "op", op: i, color: "#888" });
     }
-    // a first view of labelled blocks shows every block's label (sigma's label grid would drop some)
-    const few = layout.ops.length + layout.collapsed.length <= 80;
     for (const c of layout.collapsed) {
       const grp = hier.groups.get(c.id)!;
       g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: 15, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, color: "#888", forceLabel: few, pinLabel: few });

@@ -35,18 +35,18 @@ const meta = (label: string, width: number, help: string, numeric = false): ColM
 // The name column comes first and stays in view when the table scrolls sideways (sticky); it takes the width
 // the other columns leave, at least its own.
 export const COLUMN_HELP: Record<string, ColMeta> = {
-  name: meta("Name", 190, "Name of the compiled task (fused ops share one task); ◆ marks tasks whose option you changed. Optimize lists every option of the task."),
+  name: meta("Name", 170, "Name of the compiled task (fused ops share one task); ◆ marks tasks whose option you changed. Optimize lists every option of the task."),
   index: meta("#", 50, "Position in execution order.", true),
-  type: meta("Type", 104, "Kind of compiled task, e.g. FusedConv = convolution with its activation fused in."),
+  type: meta("Type", 96, "Kind of compiled task, e.g. FusedConv = convolution with its activation fused in."),
   namespace: meta("Namespace", 140, "Where the task sits in the model's module hierarchy."),
-  latency_ms: meta("Time (ms)", 108, "Measured time of this task on the target, unoptimized (median of runs); the bar shows its share of the model.", true),
+  latency_ms: meta("Time (ms)", 104, "Measured time of this task on the target, unoptimized (median of runs); the bar shows its share of the model.", true),
   p25_ms: meta("p25 (ms)", 80, "25th percentile of the measured time: a quarter of the runs were faster.", true),
   p75_ms: meta("p75 (ms)", 80, "75th percentile of the measured time: three quarters of the runs were faster.", true),
   share: meta("Share", 66, "Fraction of the whole model's time spent in this task.", true),
   pred_ms: meta("Now (ms)", 76, "Predicted time of this task with the optimization you chose (model-wide and per-op).", true),
   delta_ms: meta("Δ (ms)", 72, "Change of this task's predicted time compared with the unoptimized model. Negative is faster.", true),
   conv_ms: meta("Conv. (ms)", 80, "Time spent converting inputs to this task's format because a neighbour uses a different number format.", true),
-  combo: meta("Formats", 124, "Number formats now: input / output / weights / % of weights pruned."),
+  combo: meta("Formats", 112, "Number formats now: input / output / weights / % of weights pruned."),
   unit: meta("Unit", 76, "Compute unit the task runs on now (NPU, GPU, CPU); CPU on an accelerator target is a fallback."),
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),

@@ -1,5 +1,5 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
-import { api } from "../api/client";
+import { api, ApiError } from "../api/client";
 import { takeEarly } from "../api/prefetch";
 import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog } from "../components/Dialogs";
@@ -69,6 +69,21 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     setError(null);
   }, [ready]);
   const onQueued = useCallback((m: Model) => (setDialog(null), restart(m)), [restart]);
+  // Results replaced under the page (someone re-analysed it meanwhile): load the model and its new results again.
+  const [generation, setGeneration] = useState(0);
+  const failed = useCallback(
+    (e: Error, what = "") => {
+      if (!(e instanceof ApiError && e.code === "results_replaced")) return setError(what + e.message);
+      setGraph(null);
+      setOps(null);
+      setTable(null);
+      setPerOp({});
+      setDialog(null);
+      if (model) restart(model);
+      setGeneration((g) => g + 1);
+    },
+    [model, restart],
+  );
   useEffect(() => {
     if (ready && model && !target) setTarget(model.targets[0] ?? null);
   }, [ready, model, target]);
@@ -77,9 +92,9 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     if (!ready) return;
     const ac = new AbortController();
     setGraphDrawn(false);
-    takeEarly(`graph:${id}`, () => api.graphColumns(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && setError(`graph: ${e.message}`));
+    takeEarly(`graph:${id}`, () => api.graphColumns(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && failed(e, "graph: "));
     return () => ac.abort();
-  }, [id, ready]);
+  }, [id, ready, generation]);
 
   useEffect(() => {
     if (!ready || !target || !graphDrawn) return;
@@ -96,10 +111,10 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           past: [],
         }));
       },
-      (e) => !ac.signal.aborted && setError(e.message),
+      (e) => !ac.signal.aborted && failed(e),
     );
     return () => ac.abort();
-  }, [id, ready, target, graphDrawn]);
+  }, [id, ready, target, graphDrawn, generation]);
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
