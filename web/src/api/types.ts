@@ -119,6 +119,11 @@ export interface Op {
   outputs: TensorInfo[];
   /** the task's work (MACs, bytes) could not be resolved at the shapes used: its predictions are unreliable */
   work_unknown?: boolean;
+  /** runs per inference: a Loop body's trip count, 0 for a branch not taken (latency_ms covers all of them) */
+  executions?: number;
+  /** id of the If / Loop / Scan task whose body holds this task, and which body ("" at the top level) */
+  parent?: string;
+  branch?: string;
 }
 
 export interface SourceLocation {

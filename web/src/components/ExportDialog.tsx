@@ -1,6 +1,6 @@
 import { useEffect, useState } from "react";
 import { ApiError, collab, exportsApi } from "../api/client";
-import type { AnalysisState, ExportFigures, ExportRecord } from "../api/types";
+import type { AnalysisState, ExportFigures, ExportRecord, OpOptions, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs, fmtPct } from "../format";
 import { Modal } from "./Dialogs";
 
@@ -12,6 +12,19 @@ export const stateText = (s: AnalysisState) => {
   const n = Object.keys(s.overrides).length;
   return `${s.target} · ${s.model_wide}${n ? ` + ${n} op override${n > 1 ? "s" : ""}` : ""}`;
 };
+
+/** Why the exporter cannot write this state (from the option table's exportability), or null. */
+export function exportBlocked(table: OptionTable, perOp: Record<string, OpOptions>, state: AnalysisState): string | null {
+  if (table.exporter === null) return `Nothing can be exported for this model on ${state.target}.`;
+  const p = table.presets.findIndex((x) => x.name === state.model_wide);
+  if (p >= 0 && table.exportable?.[p] === false) return `${state.model_wide}: ${table.export_reasons?.[p] ?? "the exporter cannot write this option for this model."}`;
+  for (const [op, combo] of Object.entries(state.overrides)) {
+    const o = perOp[op];
+    const k = o?.combos.indexOf(combo) ?? -1;
+    if (o && k >= 0 && o.exportable?.[k] === false) return `The override ${combo} on ${op} cannot be exported for this model.`;
+  }
+  return null;
+}
 
 const sameState = (a: AnalysisState, b: AnalysisState) =>
   a.target === b.target && a.model_wide === b.model_wide && JSON.stringify(Object.entries(a.overrides).sort()) === JSON.stringify(Object.entries(b.overrides).sort());
@@ -54,6 +67,11 @@ export function ExportResult({ e }: { e: ExportRecord }) {
   );
 }
 
+const STAGES: Record<string, string> = {
+  queued: "Waiting for a worker", predict: "Predicting its figures", export: "Writing the file", check: "Checking that it loads",
+  measure: "Measuring it here", store: "Storing it",
+};
+
 function Progress({ e, since }: { e: ExportRecord; since: number }) {
   const [now, setNow] = useState(Date.now());
   useEffect(() => {
@@ -64,14 +82,14 @@ function Progress({ e, since }: { e: ExportRecord; since: number }) {
   return (
     <div className="export-progress" data-testid="export-progress" aria-live="polite">
       {e.progress != null ? <progress max={100} value={e.progress} /> : <progress />}
-      <span>{e.status === "queued" ? "Waiting for a worker" : e.stage ? `Building: ${e.stage}` : "Building, checking and measuring the file"}… {secs.toFixed(0)} s</span>
+      <span>{e.status === "queued" ? "Waiting for a worker" : (e.stage && STAGES[e.stage]) || "Building, checking and measuring the file"}… {secs.toFixed(0)} s</span>
     </div>
   );
 }
 
 /** Export the current state: build the file in a worker, follow its progress, download it, and compare what was
  * measured here with what was predicted. Lists the model's exports, each with the analysis that made it. */
-export function ExportDialog({ modelId, state, analysisId, onClose }: { modelId: string; state: AnalysisState; analysisId: string | null; onClose: () => void }) {
+export function ExportDialog({ modelId, state, analysisId, blocked, onClose }: { modelId: string; state: AnalysisState; analysisId: string | null; blocked: string | null; onClose: () => void }) {
   const [list, setList] = useState<ExportRecord[] | null>(null);
   const [names, setNames] = useState<Record<string, string>>({});
   const [current, setCurrent] = useState<ExportRecord | null>(null);
@@ -118,9 +136,10 @@ export function ExportDialog({ modelId, state, analysisId, onClose }: { modelId:
         The worker writes the file for the target's runtime, checks that it loads, and measures it here when the target runs on this server ({[...HOST_TARGETS].join(", ")}).
       </p>
       {error && <p className="error" role="alert" data-testid="export-error">{error}</p>}
+      {blocked && !current && <p className="error" role="alert" data-testid="export-blocked">Not exportable: {blocked}</p>}
       {!current && (
         <div className="modal-actions left">
-          <button className="primary" onClick={start} data-testid="export-start">Build the file</button>
+          <button className="primary" onClick={start} disabled={!!blocked} data-testid="export-start">Build the file</button>
           {previous && <span className="muted small-text">This state was exported before ({new Date(previous.created_at).toLocaleString()}); see below.</span>}
         </div>
       )}

@@ -58,6 +58,16 @@ const DEFAULT_HIDDEN: VisibilityState = {
   index: false, namespace: false, p25_ms: false, p75_ms: false, share: false, conv_ms: false, macs: false, weight_bytes: false, activation_bytes: false,
 };
 
+/** Runs per inference of a control-flow body task: "×8" for a Loop body, "not run" for a branch not taken. */
+function runsChip(n: number | undefined) {
+  if (n === undefined || n === 1) return null;
+  return n === 0 ? (
+    <span className="chip-runs off" title="Not run: a branch not taken at these inputs">not run</span>
+  ) : (
+    <span className="chip-runs" title={`Runs ${n} times per inference (its time covers all of them)`}>×{n}</span>
+  );
+}
+
 /** A task's name as shown: formats without op names (TFLite) fall back to the task id, e.g. CONV_2D_3. */
 export const displayName = (op: Pick<Op, "name" | "id">) => op.name || op.id;
 
@@ -111,9 +121,11 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
         id: "name",
         accessorFn: (r) => displayName(r.op),
         cell: (c) => (
-          <span className="name-cell">
+          <span className="name-cell" style={c.row.original.op.parent ? { paddingLeft: 12 } : undefined}>
+            {c.row.original.op.parent && <span className="muted" title={`inside ${c.row.original.op.parent}${c.row.original.op.branch ? ` (${c.row.original.op.branch})` : ""}`}>↳</span>}
             {c.row.original.optimized && <span className="mark" title="optimized (per-op override)" aria-label="optimized">◆</span>}
             <span className="cell-text" title={`${String(c.getValue())}${c.row.original.op.namespace ? `\n${c.row.original.op.namespace}` : ""}`}>{String(c.getValue())}</span>
+            {runsChip(c.row.original.op.executions)}
             <button className="small row-optimize" onClick={(e) => (e.stopPropagation(), onOptimize(c.row.original.op.id))} aria-label={`Optimize ${displayName(c.row.original.op)}`}>
               Optimize
             </button>

@@ -3,7 +3,7 @@ import { api, ApiError } from "../api/client";
 import { takeEarly } from "../api/prefetch";
 import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog } from "../components/Dialogs";
-import { ExportDialog } from "../components/ExportDialog";
+import { ExportDialog, exportBlocked } from "../components/ExportDialog";
 import { Header, type Measured } from "../components/Header";
 import { ModelFacts } from "../components/ModelFacts";
 import { OpOptionsDialog } from "../components/OpOptionsDialog";
@@ -332,7 +332,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       )}
       {dialog?.kind === "reanalyse" && <ReanalyseDialog model={model} onClose={() => setDialog(null)} onQueued={onQueued} />}
       {dialog?.kind === "export" && analysis && (
-        <ExportDialog modelId={id} state={analysis} analysisId={saved.current?.id ?? null} onClose={() => setDialog(null)} />
+        <ExportDialog modelId={id} state={analysis} analysisId={saved.current && !saved.dirty ? saved.current.id : null}
+          blocked={table ? exportBlocked(table, perOp, analysis) : null} onClose={() => setDialog(null)} />
       )}
       {dialog?.kind === "op" && table && analysis && evaluation && (
         <OpOptionsDialog
