@@ -181,11 +181,22 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model")
     ap.add_argument("--calibration", default=None, help="host calibration cache (default: the workers' one)")
     ap.add_argument("--json", default=None, help="write every row here")
+    ap.add_argument("--report", nargs="+", metavar="ROWS.json",
+                    help="print the report of earlier --json runs (merged; a later row replaces one of the same model)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         return _child(json.loads(a.child), Path(a.out))
+    if a.report:
+        merged: dict[tuple[str, str], dict[str, Any]] = {}
+        gone: dict[tuple[str, str], dict[str, Any]] = {}
+        for f in a.report:
+            doc = json.loads(Path(f).read_text())
+            merged.update({(r["id"], r["exporter"]): r for r in doc["rows"]})
+            gone.update({(m["id"], m["exporter"]): m for m in doc["missing"]})
+        report(list(merged.values()), [m for k, m in gone.items() if k not in merged])
+        return 0
 
     from edgescope.config import Settings
     from simulator.calibration import load_or_calibrate

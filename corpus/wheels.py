@@ -94,7 +94,7 @@ REAL_FILES: tuple[RealFile, ...] = (
     RealFile("openwakeword/melspectrogram", *_OWW, "wyoming_openwakeword/models/melspectrogram.tflite",
              "96fa0adccb6e8cf95cb14465409a1a2898ee4a96a85bb9ed3c7eb0e68bf163e8", _OWW_LICENSE, "sequence",
              "mel spectrogram front end (.tflite, dynamic length; openWakeWord feeds 1280 samples + 480 of context)",
-             {"input": [1, 1760]}),
+             {"serving_default_input:0": [1, 1760]}),
     RealFile("openwakeword/embedding", *_OWW, "wyoming_openwakeword/models/embedding_model.tflite",
              "c0aea21eb84a4ce90a08c870da41b7a7173b45269e6a3207c71d67c40f3a59d8", _OWW_LICENSE, "mobile-cnn",
              "speech embedding CNN (.tflite) over 76 mel frames"),
