@@ -181,6 +181,8 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model")
     ap.add_argument("--calibration", default=None, help="host calibration cache (default: the workers' one)")
     ap.add_argument("--json", default=None, help="write every row here")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the rows already in --json and analyse only the models it lacks")
     ap.add_argument("--report", nargs="+", metavar="ROWS.json",
                     help="print the report of earlier --json runs (merged; a later row replaces one of the same model)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -212,7 +214,12 @@ def main() -> int:
     load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
     print(f"{len(items)} models to analyse from {root} ({len(missing)} exports not there), calibration {calibration}",
           flush=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    if a.resume and a.json and Path(a.json).is_file():
+        rows = json.loads(Path(a.json).read_text())["rows"]
+        done = {(r["id"], r["exporter"]) for r in rows}
+        items = [it for it in items if (it["id"], it["exporter"]) not in done]
+        print(f"resuming: {len(rows)} rows kept, {len(items)} to analyse", flush=True)
     t0 = time.perf_counter()
     for i, it in enumerate(items, 1):
         row = run_one(it, calibration, a.runs, a.warmup, a.timeout)
