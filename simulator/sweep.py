@@ -227,17 +227,22 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     gave graph inputs (both for control flow: simulator.control_flow)."""
     t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or _hardware(t, calibration_path)
-    if compiled.format != "onnx":
-        # TFLite / Core ML / aten ops in ONNX vocabulary and layouts (same ids), so the cost model
-        # recognises convs and matmuls and reads their kernels.
-        from compiler.frontends.onnx_view import onnx_view
-        compiled = onnx_view(compiled)
+    if compiled.format == "tflite":
+        # TFLite's own layouts, and its weights behind DEQUANTIZE / DENSIFY (simulator/tflite_ops.py).
+        from simulator.tflite_ops import tflite_works
+        works, folded, view = tflite_works(compiled)
+    else:
+        if compiled.format != "onnx":
+            # Core ML / aten ops in ONNX vocabulary and layouts (same ids), so the cost model
+            # recognises convs and matmuls and reads their kernels.
+            from compiler.frontends.onnx_view import onnx_view
+            compiled = onnx_view(compiled)
+        compiled = fill_shapes(compiled, source)
+        view, folded = fold_constants(compiled)
+        works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in compiled.nodes]
     nodes = compiled.nodes
     n = len(nodes)
     ops = [nd.id for nd in nodes]
-    compiled = fill_shapes(compiled, source)
-    view, folded = fold_constants(compiled)
-    works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in nodes]
     execs, cf_notes = executions(compiled, works, profile, observed, t.name, input_values)
     control = control_dispatches(compiled, execs)
     k_store, aux_store = _stored_elements(works)

@@ -206,7 +206,7 @@ class _Reader:
         if not 0 <= b < max(n_buffers, 1):
             raise ModelFormatError(f"the TFLite file is corrupt: tensor {index} ('{name}') refers to buffer {b}, "
                                    f"but the model has {n_buffers} buffers")
-        weight = self._weight(b, shape, dtype, np_dtype) if b > 0 else None
+        weight = self._weight(b, shape, dtype, np_dtype, sparse=t.Sparsity() is not None) if b > 0 else None
         return Value(name=name, shape=shape, dtype=dtype, weight=weight, quant=self._quant(t.Quantization()))
 
     def _buffer_bytes(self, b: int) -> memoryview | None:
@@ -226,13 +226,22 @@ class _Reader:
         data = buf.DataAsNumpy()
         return memoryview(data.tobytes()) if not isinstance(data, int) else None
 
-    def _weight(self, b: int, shape: list[Dim], dtype: str, np_dtype: str | None) -> WeightStats | None:
+    def _weight(self, b: int, shape: list[Dim], dtype: str, np_dtype: str | None,
+                sparse: bool = False) -> WeightStats | None:
         raw = self._buffer_bytes(b)
         if raw is None:
             return None  # an activation or a variable: buffer 0 or an empty buffer
         from compiler.frontends.onnx import weight_stats
 
         n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+        if sparse and np_dtype is not None and n:
+            # TFLite sparsity parameters: the buffer holds the stored (non-zero) values only, the indices sit in
+            # the tensor's dim metadata. Elements are the dense count; the bytes are the buffer's.
+            stored = np.frombuffer(raw, dtype=np_dtype, count=len(raw) // np.dtype(np_dtype).itemsize)
+            nonzero = int(np.count_nonzero(stored))
+            lo, hi = (float(stored.min()), float(stored.max())) if stored.size else (0.0, 0.0)
+            return WeightStats(elements=n, bytes=len(raw), min=min(lo, 0.0), max=max(hi, 0.0),
+                               sparsity=1.0 - nonzero / n)
         if np_dtype is not None and len(raw) >= n * np.dtype(np_dtype).itemsize:
             arr = np.frombuffer(raw, dtype=np_dtype, count=n)
             if dtype == "bool":

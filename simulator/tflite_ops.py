@@ -1,0 +1,212 @@
+"""Work of TFLite builtin operators, counted from the tensors each kernel reads, in TFLite's own layouts.
+
+TFLite activations are NHWC. Filters: CONV_2D [C_out, kh, kw, C_in/groups] (OHWI), DEPTHWISE_CONV_2D
+[1, kh, kw, C_in*m] (the depth multiplier m folded into the last dim), TRANSPOSE_CONV [C_out, kh, kw, C_in]
+with inputs (output_shape, filter, input, bias), CONV_3D [kd, kh, kw, C_in/groups, C_out] (DHWIO),
+CONV_3D_TRANSPOSE [kd, kh, kw, C_out, C_in] after an output_shape input. FULLY_CONNECTED weights are
+[out, in] and the input is read as rows of `in`; BATCH_MATMUL reads [..., M, K] x [..., K, N], `adj_x` /
+`adj_y` swapping the last two dims. (TensorFlow Lite schema.fbs and kernels/*.cc; Netron's tflite
+metadata lists the same inputs.)
+
+A weight may reach its kernel through DEQUANTIZE (fp16 or int8 in the file) or DENSIFY (a sparse
+constant). Both run once, when the model is prepared, not per inference: TFLite's dequantize and densify
+kernels evaluate a constant input in Prepare, and the XNNPACK delegate packs the dequantized or densified
+weights at init (the delegate README: sparse weights are stored "using DENSIFY operators"). Measured here
+with LiteRT 2.3.0's profiler: an fp16-weight MobileNetV2 runs the same F32 XNNPACK operators as the fp32
+file, and no DEQUANTIZE runs. So those ops are folded (`costs.fold_constants`), and the consumer's kernel
+is the dequantized constant, with the shape the consumer reads.
+
+A sparse constant read by FULLY_CONNECTED itself (no DENSIFY) is counted dense: LiteRT 2.3's XNNPACK delegate
+takes that op and runs it as a dense one (see `work_of`). A fused RELU / RELU6 / RELU_N1_TO_1 is a clamp applied
+while the kernel stores its output (one op per element); a fused TANH or SIGN_BIT is a pass of its own.
+"""
+
+from __future__ import annotations
+
+import math
+
+from compiler.graph import DTYPE_BYTES, Graph, Node, Value
+from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants
+
+_CONV = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "CONV_3D", "CONV_3D_TRANSPOSE"}
+_MATRIX = {"FULLY_CONNECTED", "BATCH_MATMUL"}
+_KIND: dict[str, str] = {
+    **{op: "pool" for op in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D")},
+    **{op: "softmax" for op in ("SOFTMAX", "LOG_SOFTMAX")},
+    **{op: "norm" for op in ("L2_NORMALIZATION", "LOCAL_RESPONSE_NORMALIZATION")},
+    **{op: "reduce" for op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY",
+                               "REDUCE_ALL", "ARG_MAX", "ARG_MIN", "TOPK_V2", "CUMSUM")},
+    **{op: "view" for op in ("RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE", "RANK", "BITCAST")},
+    **{op: "quant" for op in ("QUANTIZE", "DEQUANTIZE", "CAST", "FAKE_QUANT")},
+    **{op: "layout" for op in (
+        "TRANSPOSE", "CONCATENATION", "PACK", "UNPACK", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "GATHER",
+        "GATHER_ND", "EMBEDDING_LOOKUP", "PAD", "PADV2", "MIRROR_PAD", "TILE", "BROADCAST_TO", "DEPTH_TO_SPACE",
+        "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
+        "SCATTER_ND", "REVERSE_V2", "ONE_HOT", "FILL", "ZEROS_LIKE", "RANGE", "DYNAMIC_UPDATE_SLICE", "DENSIFY")},
+}
+# FLOPs per output element of element-wise ops (transcendental ones count their polynomial, as costs.py does).
+_ELEMENTWISE_FLOPS: dict[str, float] = {
+    "ADD": 1, "SUB": 1, "MUL": 1, "DIV": 1, "FLOOR_DIV": 2, "FLOOR_MOD": 2, "MAXIMUM": 1, "MINIMUM": 1,
+    "SQUARED_DIFFERENCE": 2, "POW": 6, "ADD_N": 1, "ATAN2": 8, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 2,
+    "RELU_0_TO_1": 2, "LEAKY_RELU": 2, "PRELU": 2, "ELU": 4, "LOGISTIC": 4, "TANH": 6, "HARD_SWISH": 4,
+    "GELU": 10, "EXP": 4, "LOG": 4, "SQRT": 2, "RSQRT": 2, "SQUARE": 1, "NEG": 1, "ABS": 1, "SIGN": 1,
+    "SIN": 6, "COS": 6, "FLOOR": 1, "CEIL": 1, "ROUND": 1, "EQUAL": 1, "NOT_EQUAL": 1, "LESS": 1,
+    "LESS_EQUAL": 1, "GREATER": 1, "GREATER_EQUAL": 1, "LOGICAL_AND": 1, "LOGICAL_OR": 1, "LOGICAL_NOT": 1,
+    "SELECT": 1, "SELECT_V2": 1, "WHERE": 1,
+}
+_CLAMPS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"})  # fused: applied as the output is stored
+_FLOAT = frozenset({"float32", "float16", "bfloat16", "float64"})
+
+
+def tflite_works(graph: Graph) -> tuple[list[Work], frozenset[str], Graph]:
+    """(one Work per operator, ids of the operators folded at prepare, the graph with those folded outputs as
+    constants) of a TFLite graph, in the graph's operator order."""
+    view, folded = fold_constants(graph)
+    return [FOLDED if n.id in folded else work_of(n, view) for n in graph.nodes], folded, view
+
+
+def kind_of(node: Node, graph: Graph) -> str:
+    op = node.op_type
+    if op in _CONV:
+        return "dwconv" if op == "DEPTHWISE_CONV_2D" else "conv"
+    if op in _MATRIX:
+        return "gemm" if _kernel(node, graph) is not None else "matmul"
+    if op in _KIND:
+        return _KIND[op]
+    return "elementwise" if op in _ELEMENTWISE_FLOPS else "other"
+
+
+def _kernel(node: Node, graph: Graph) -> Value | None:
+    """The constant an option quantizes: the filter of a conv, the weights of FULLY_CONNECTED, a constant
+    right-hand side of BATCH_MATMUL."""
+    if node.op_type not in _CONV and node.op_type not in _MATRIX:
+        return None
+    v = graph.values.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+    return v if v is not None and v.weight is not None and v.shape is not None and len(v.shape) >= 2 else None
+
+
+def _kernel_rows(op: str, k: Value, attrs: dict[str, object]) -> int:
+    """Output channels of a kernel (one quantization scale each)."""
+    s = k.shape or [1]
+    if op in ("DEPTHWISE_CONV_2D", "CONV_3D"):
+        d = s[-1]
+    elif op == "BATCH_MATMUL":
+        d = s[-2] if attrs.get("adj_y") else s[-1]
+    elif op == "CONV_3D_TRANSPOSE":
+        d = s[-2]
+    else:
+        d = s[0]
+    return int(d) if isinstance(d, int) else 1
+
+
+def _elements(v: Value | None) -> float | None:
+    if v is None or not v.is_static:
+        return None
+    return float(math.prod(v.shape))  # type: ignore[arg-type]
+
+
+def _stored_sparse(v: Value) -> bool:
+    """A constant whose buffer holds only its non-zero values (TFLite sparsity parameters): fewer bytes than
+    its dense element count takes. Dense tensors always fill elements x bytes per element."""
+    w = v.weight
+    per = DTYPE_BYTES.get(v.dtype, 4)
+    return w is not None and per >= 1 and w.bytes < w.elements * per and w.sparsity > 0
+
+
+def work_of(node: Node, graph: Graph) -> Work:
+    op = node.op_type
+    kind = kind_of(node, graph)
+    kernel = _kernel(node, graph) if kind in WEIGHTED_KINDS else None
+    act_in: list[Value] = []
+    aux_names: list[tuple[str, float]] = []
+    other_const = 0.0
+    for name in node.inputs:
+        v = graph.values.get(name) if name else None
+        if v is None or v is kernel:
+            continue
+        if v.weight is None:
+            act_in.append(v)
+        elif v.dtype in _FLOAT:
+            aux_names.append((name, float(v.weight.elements)))
+        else:
+            other_const += v.weight.bytes
+    outs = [graph.values.get(o) for o in node.outputs if o]
+    in_el, out_el = [_elements(v) for v in act_in], [_elements(v) for v in outs]
+    known = all(e is not None for e in in_el + out_el)
+    notes = [] if known else ["some shapes unknown: costs count only the tensors with static shapes"]
+    in_e = sum(e for e in in_el if e is not None)
+    out_e = sum(e for e in out_el if e is not None)
+    out0 = out_el[0] or 0.0 if out_el else 0.0
+    macs, flops = _arithmetic(node, kind, kernel, act_in, out0, in_e)
+    if kind == "other":
+        notes.append(f"no cost rule for the TFLite operator {op}: only its tensors' bytes are counted")
+    if kernel is not None and _stored_sparse(kernel):
+        # TFLite's builtin FULLY_CONNECTED has a sparse kernel, but LiteRT 2.3's default XNNPACK delegate takes
+        # the op and runs it densely (on the compressed buffer: its outputs are NaN; the builtin's are right).
+        notes.append("weights stored sparse without DENSIFY: counted dense, as LiteRT's XNNPACK delegate runs "
+                     "them (TFLite's builtin sparse kernel, without the delegate, would skip the zeros)")
+    act = str(node.attributes.get("fused_activation_function", "NONE"))
+    epilogue = 0.0
+    if act in _CLAMPS:
+        flops += out0
+    elif act in ("TANH", "SIGN_BIT"):
+        epilogue = _ELEMENTWISE_FLOPS.get(act, 1.0) * out0
+    rows = _kernel_rows(op, kernel, node.attributes) if kernel is not None else 1
+    return Work(kind=kind, macs=macs, flops=flops, in_elements=in_e, out_elements=out_e,
+                kernel_elements=float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0,
+                kernel_out_channels=rows, aux_weight_elements=sum(e for _, e in aux_names),
+                other_const_bytes=other_const, fused_activation=act not in ("NONE", ""), shapes_known=known,
+                notes=tuple(notes), kernel_name=kernel.name if kernel is not None else "",
+                aux_weights=tuple(aux_names), epilogue_flops=epilogue)
+
+
+def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value], out_e: float,
+                in_e: float) -> tuple[float, float]:
+    """(MACs, other FLOPs) of one operator; `out_e` = elements of its first output."""
+    op = node.op_type
+    if op in _CONV or op in _MATRIX:
+        return _matrix_macs(node, kernel, act_in, out_e), 0.0
+    if kind == "pool":
+        taps = int(node.attributes.get("filter_height", 1)) * int(node.attributes.get("filter_width", 1))
+        return 0.0, out_e * taps
+    if kind == "softmax":
+        return 0.0, 5.0 * out_e
+    if kind == "norm":
+        return 0.0, 3.0 * in_e
+    if kind == "reduce":
+        return 0.0, in_e
+    if kind == "elementwise":
+        return 0.0, _ELEMENTWISE_FLOPS[op] * out_e
+    if kind == "quant":
+        return 0.0, 2.0 * out_e
+    if kind == "layout":
+        # Elements moved (as costs.py counts layout ops); bilinear resize also interpolates 4 taps.
+        return 0.0, out_e * (4.0 if op == "RESIZE_BILINEAR" else 1.0)
+    return 0.0, 0.0
+
+
+def _matrix_macs(node: Node, kernel: Value | None, act_in: list[Value], out_e: float) -> float:
+    op = node.op_type
+    w = kernel if kernel is not None else (act_in[1] if len(act_in) > 1 else None)
+    if op == "BATCH_MATMUL":
+        x = act_in[0] if act_in else None
+        if x is None or x.shape is None or len(x.shape) < 2:
+            return 0.0
+        k = x.shape[-2] if node.attributes.get("adj_x") else x.shape[-1]
+        return out_e * k if isinstance(k, int) else 0.0
+    if w is None or w.shape is None or not all(isinstance(d, int) for d in w.shape):
+        return 0.0
+    s = [int(d) for d in w.shape]  # type: ignore[arg-type]
+    if op == "FULLY_CONNECTED":
+        return out_e * s[-1]  # out = rows x units; each sums `in` products
+    if op == "CONV_2D":
+        return out_e * math.prod(s[1:])  # kh x kw x C_in/groups per output
+    if op == "DEPTHWISE_CONV_2D":
+        return out_e * math.prod(s[1:3])  # one input channel per output: kh x kw
+    if op == "CONV_3D":
+        return out_e * math.prod(s[:4])  # kd x kh x kw x C_in/groups
+    # Transposed convs scatter each input element into kernel-sized outputs (input = 3rd operand).
+    x = _elements(act_in[0]) if act_in else None
+    if x is None:
+        return 0.0
+    return x * (math.prod(s[:3]) if op == "TRANSPOSE_CONV" else math.prod(s[:4]))

@@ -1,0 +1,114 @@
+"""Work of TFLite builtins (simulator/tflite_ops.py) against hand-computed MACs on small flatbuffers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler.frontends import tflite
+from simulator.sweep import sweep
+from simulator.tflite_ops import tflite_works
+from tests.formats import tflite_builder as tb
+
+
+@pytest.fixture(scope="session")
+def zoo(models) -> Path:
+    return models.get("op_zoo.tflite", tb.op_zoo)
+
+
+def test_zoo_runs_in_litert_at_the_declared_shapes(zoo: Path) -> None:
+    """The expectations below are computed from the shapes written in the file: LiteRT must agree with them."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(zoo))
+    it.allocate_tensors()
+    for d in it.get_input_details():
+        it.set_tensor(d["index"], np.ones(d["shape"], np.float32))
+    it.invoke()
+    g = tflite.load(zoo)
+    seen = {d["name"]: list(d["shape"]) for d in it.get_tensor_details()}
+    assert all(seen[n] == v.shape for n, v in g.values.items() if n in seen)
+    assert np.isfinite(it.get_tensor(it.get_output_details()[0]["index"])).all()
+
+
+# op id -> (kind, MACs, other FLOPs, activation elements in, out, kernel elements, kernel rows)
+EXPECTED = {
+    "DEQUANTIZE_0": ("folded", 0, 0, 0, 0, 0, 1),  # fp16 filter: dequantized once at prepare
+    # x [1,8,8,4], multiplier 2 -> [1,8,8,8]; filter [1,3,3,8]: 3x3 taps per output; fused RELU6 clamps.
+    "DEPTHWISE_CONV_2D_1": ("dwconv", 8 * 8 * 8 * 9, 8 * 8 * 8, 8 * 8 * 4, 8 * 8 * 8, 3 * 3 * 8, 8),
+    "DEQUANTIZE_2": ("folded", 0, 0, 0, 0, 0, 1),  # per-channel int8 filter
+    # [1,8,8,8] stride 2 -> [1,4,4,16], filter OHWI [16,3,3,8].
+    "CONV_2D_3": ("conv", 4 * 4 * 16 * 3 * 3 * 8, 0, 8 * 8 * 8, 4 * 4 * 16, 16 * 72, 16),
+    "HARD_SWISH_4": ("elementwise", 0, 4 * 256, 256, 256, 0, 1),
+    "MUL_5": ("elementwise", 0, 256, 256, 256, 0, 1),  # [1,4,4,16] x constant [16], broadcast
+    "ADD_6": ("elementwise", 0, 256 + 256, 512, 256, 0, 1),  # + fused RELU
+    "PAD_7": ("layout", 0, 6 * 6 * 16, 256, 6 * 6 * 16, 0, 1),
+    "AVERAGE_POOL_2D_8": ("pool", 0, 4 * 4 * 16 * 9, 6 * 6 * 16, 4 * 4 * 16, 0, 1),
+    "MAX_POOL_2D_9": ("pool", 0, 2 * 2 * 16 * 4, 256, 64, 0, 1),
+    "RESIZE_BILINEAR_10": ("layout", 0, 4 * 256, 64, 256, 0, 1),
+    "RESIZE_NEAREST_NEIGHBOR_11": ("layout", 0, 1024, 256, 1024, 0, 1),
+    # Input [1,8,8,16] scatters into C_out x 3 x 3 = 72 outputs per element; filter [8,3,3,16].
+    "TRANSPOSE_CONV_12": ("conv", 8 * 8 * 16 * 72, 0, 1024, 16 * 16 * 8, 8 * 3 * 3 * 16, 8),
+    "MEAN_13": ("reduce", 0, 2048, 2048, 8, 0, 1),
+    "RESHAPE_14": ("view", 0, 0, 8, 8, 0, 1),
+    "FULLY_CONNECTED_15": ("gemm", 6 * 12 * 8, 0, 48, 72, 96, 12),  # [1,6,8] rows of 8 -> 12 units
+    "STRIDED_SLICE_16": ("layout", 0, 48, 72, 48, 0, 1),
+    "BATCH_MATMUL_17": ("matmul", 6 * 6 * 8, 0, 96, 36, 0, 1),  # q k^T (adj_y): K = 8
+    "SOFTMAX_18": ("softmax", 0, 5 * 36, 36, 36, 0, 1),
+    "BATCH_MATMUL_19": ("matmul", 6 * 8 * 6, 0, 36 + 48, 48, 0, 1),  # p v: K = 6
+    "GELU_20": ("elementwise", 0, 10 * 48, 48, 48, 0, 1),
+    "CONCATENATION_21": ("layout", 0, 56, 56, 56, 0, 1),
+    "TRANSPOSE_22": ("layout", 0, 56, 56, 56, 0, 1),
+    "QUANTIZE_23": ("quant", 0, 112, 56, 56, 0, 1),
+    "DEQUANTIZE_24": ("quant", 0, 112, 56, 56, 0, 1),  # of an activation: runs every inference
+    "DENSIFY_25": ("folded", 0, 0, 0, 0, 0, 1),
+    "FULLY_CONNECTED_26": ("gemm", 8 * 5 * 7, 0, 56, 40, 35, 5),  # the densified [5,7] matrix
+}
+
+
+def test_hand_computed_work_of_every_builtin(zoo: Path) -> None:
+    g = tflite.load(zoo)
+    works, folded, _ = tflite_works(g)
+    got = {n.id: (w.kind, w.macs, w.flops, w.in_elements, w.out_elements, w.kernel_elements, w.kernel_out_channels)
+           for n, w in zip(g.nodes, works)}
+    assert got == EXPECTED
+    assert folded == {"DEQUANTIZE_0", "DEQUANTIZE_2", "DENSIFY_25"}
+    by_id = dict(zip((n.id for n in g.nodes), works))
+    assert by_id["DEPTHWISE_CONV_2D_1"].kernel_name == "dw/w" and by_id["DEPTHWISE_CONV_2D_1"].fused_activation
+    assert by_id["CONV_2D_3"].aux_weight_elements == 16 and by_id["TRANSPOSE_CONV_12"].other_const_bytes == 16
+    assert all(w.shapes_known for w in works)
+
+
+def test_weights_behind_dequantize_cost_what_fp32_weights_cost(models, tmp_path: Path) -> None:
+    """The regression of issue 13: an fp16-weight file's depthwise conv read its DEQUANTIZE output ([1,3,3,C]) as
+    a dense OIHW filter, C times the MACs. Same network, fp32 or fp16 weights: same work, same fp32 latency."""
+    f32 = tflite.load(models.get("cnn.tflite", tb.cnn))
+    f16 = tflite.load(tb.cnn(tmp_path / "cnn16.tflite", fp16=True))
+    w32, w16 = tflite_works(f32)[0], tflite_works(f16)[0]
+    by_type = lambda g, ws: {(n.op_type, w.macs) for n, w in zip(g.nodes, ws) if w.macs}  # noqa: E731
+    assert by_type(f32, w32) == by_type(f16, w16)
+    assert sum(w.macs for w in w16) == 16 * 16 * 16 * 27 + 16 * 16 * 16 * 9 + 16 * 16 * 16 * 16 + 10 * 16
+    lat = [sum(sweep(g, "litert/pixel-8").bulk["metrics"]["latency_ms"][i][0] for i in range(len(g.nodes)))
+           for g in (f32, f16)]
+    assert lat[1] == pytest.approx(lat[0], rel=0.02)
+
+
+def test_sparse_constant_weights(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    dense = rng.standard_normal((6, 16)).astype(np.float32)
+    dense[rng.random((6, 16)) < 0.75] = 0.0
+    w = tb.TfliteWriter()
+    x, y = w.tensor("x", [2, 16]), w.tensor("y", [2, 6])
+    wd = w.tensor("w/dense", [6, 16])
+    w.op("DENSIFY", [w.sparse_const("w", dense)], [wd])
+    w.op("FULLY_CONNECTED", [x, wd, -1], [y], w.options("FullyConnectedOptions"))
+    g = tflite.load(w.save(tmp_path / "sparse.tflite", [x], [y]))
+    ws = g.values["w"].weight
+    nz = int(np.count_nonzero(dense))
+    assert ws is not None and (ws.elements, ws.bytes) == (96, nz * 4)
+    assert ws.sparsity == pytest.approx(1 - nz / 96) and ws.min == pytest.approx(float(dense.min()))
+    works, folded, _ = tflite_works(g)
+    assert folded == {"DENSIFY_0"}
+    assert (works[1].macs, works[1].kernel_elements) == (2 * 6 * 16, 96)  # XNNPACK runs the densified matrix
