@@ -37,6 +37,7 @@ class Profile:
     input_shapes: dict[str, list[int]]
     tasks: dict[str, TaskTiming] = field(default_factory=dict)  # compiled node id -> timing
     measured: bool = True
+    kernels: dict[str, list[str]] = field(default_factory=dict)  # compiled node id -> kernels the runtime ran
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -504,6 +504,9 @@ def _total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: 
     return float(profile.latency_ms) / pred
 
 
+_MEASURED_ZERO_MS = 1e-9  # a measured "no time of its own": positive, so the measurement replaces the prediction
+
+
 def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_s: float,
                  run_overhead_s: float = 0.0) -> np.ndarray:
     """Measured task medians (ms per call), less the time the profiler itself adds to each recorded task.
@@ -519,13 +522,22 @@ def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead
     # A body task's median covers all its calls in a run; the profiler pays per call (event).
     calls = np.array([profile.tasks[nd.id].calls if nd.id in profile.tasks else 1.0 for nd in g.nodes])
     n = float(calls[med > 0].sum())
-    over_ms = profiler_overhead_s * 1e3
+    # LiteRT's per-operator times are XNNPACK's own timers, not an event profiler's (the calibrated overhead
+    # is ORT's): nothing to take off but an excess over the whole.
+    litert = g.format == "tflite"
+    over_ms = 0.0 if litert else profiler_overhead_s * 1e3
     if n and profile.latency_ms and profile.latency_ms > 0:
         med = discount_parents(g, med, calls, profile.latency_ms - run_overhead_s * 1e3)
         excess = float(med.sum()) - (profile.latency_ms - run_overhead_s * 1e3)
         over_ms = max(over_ms, excess / n)
     per_run = np.where(med > 0, np.maximum(med - over_ms * calls, 0.25 * med), 0.0)
-    return per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
+    out = per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
+    if litert:
+        # An operator XNNPACK folded into a neighbour (a PAD into the next conv) was measured at no time of its
+        # own: a measured zero, not a missing measurement to predict.
+        present = np.array([nd.id in profile.tasks for nd in g.nodes])
+        out = np.where(present & (out <= 0), _MEASURED_ZERO_MS, out)
+    return out
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

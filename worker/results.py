@@ -78,6 +78,8 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
             "inputs": [_value_json(g.values.get(v), v) for v in n.inputs if v],
             "outputs": [_value_json(g.values.get(v), v) for v in n.outputs if v],
         }
+        if r.profile and n.id in r.profile.kernels:  # the runtime's own kernels (LiteRT: XNNPACK operator names)
+            row["kernels"] = r.profile.kernels[n.id]
         rows.append(row)
     total_ops = sum(row["latency_ms"] or 0.0 for row in rows)
     for row in rows:
