@@ -9,10 +9,11 @@ supports, and the child records how many nodes remain after delegation in the me
 Profile: a sandboxed child (an interpreter crash kills the child, not the worker) opens the
 model with `threads` threads, sets generated inputs (`compiler.inputs`, resizing dynamic inputs),
 runs `warmup` + `runs` `invoke()` calls and reports median and p90 latency and the peak
-resident-memory growth (VmHWM, as in the ORT backend). Per-operator times are NOT measured:
-the LiteRT Python API (2.3.0) exposes no op profiler, so `Profile.tasks` stays empty and
-`Profile.runtime` says "per-op not measured"; the simulator predicts per-op costs for this
-target and scales them to the measured total.
+resident-memory growth (VmHWM, as in the ORT backend). A second child measures per-operator times
+with LiteRT's own profiler, which the wheel offers through its C API only
+(`compiler.backends.litert_profiler`); `Profile.kernels` names the XNNPACK or TFLite kernels each
+operator ran. If that child fails, `Profile.tasks` stays empty, `Profile.runtime` says why, and
+the simulator predicts per-op costs for this target and scales them to the measured total.
 """
 
 from __future__ import annotations
@@ -29,26 +30,48 @@ from compiler.profile import Profile, ProfileSettings, profile_in_sandbox
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "litert-cpu/host"
-PER_OP_NOTE = "per-op not measured (LiteRT Python API has no op profiler): simulator-predicted, scaled to measured total"
+PER_OP_NOTE = "per-op not measured ({why}): simulator-predicted, scaled to measured total"
+PER_OP_MEASURED = "per-op times from LiteRT's profiler (C API), XNNPACK operators mapped to TFLite operators"
 
 
 def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], source: Graph,
             timeout_s: float = 300.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Graph:
-    """Check LiteRT loads the model, copy it to `out_path`, return the task graph (one task per op)."""
+    """Check LiteRT loads the model, write what it runs to `out_path`, return the task graph (one task per op).
+
+    Custom operators this LiteRT build cannot resolve are stood in for (`litert_standin`): the file written then
+    differs from the upload, `metadata["unmeasured_ops"]` lists them and `<out_path>.standins.json` tells the
+    profile. If not even that makes the model runnable, `metadata["litert_runnable"]` is "false" and the note says
+    why: the target is predicted."""
+    import json
+
     from compiler.backends import as_tasks
 
-    src, out = Path(src_model_path).resolve(), Path(out_path)  # absolute: the child runs elsewhere
-    info = run("compiler.backends.litert:_compile_child", {"src": os.fspath(src)},
+    src, out = Path(src_model_path).resolve(), Path(out_path).resolve()  # absolute: the child runs elsewhere
+    info = run("compiler.backends.litert:_compile_child", {"src": os.fspath(src), "out": os.fspath(out)},
                Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
-    if src.resolve() != out.resolve():
-        out.write_bytes(src.read_bytes())  # LiteRT executes the file as is; the copy is what we profile
     compiled = as_tasks(source)
+    note = "one task per TFLite operator; the XNNPACK delegate runs supported ops as fused partitions"
+    standins, codes = info.get("standins", []), info.get("codes", [])
+    sidecar = standins_path(out)
+    sidecar.unlink(missing_ok=True)
+    if info.get("unrunnable"):
+        note = f"{info['unrunnable']}; predicted, not measured"
+        compiled.metadata["litert_runnable"] = "false"
+    elif codes:
+        note += (f"; custom operator{'s' if len(codes) > 1 else ''} {', '.join(codes)} not measured: this LiteRT "
+                 f"build cannot run {'them' if len(codes) > 1 else 'it'} (a FILL of the output stood in while "
+                 f"the rest was measured), predicted instead")
+        compiled.metadata["unmeasured_ops"] = json.dumps(standins)
+        sidecar.write_text(json.dumps({"ops": standins, "codes": codes}))
     compiled.metadata.update({
         "target": TARGET, "runtime": f"ai-edge-litert {info['version']}",
-        "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(source.nodes)),
-        "note": "one task per TFLite operator; the XNNPACK delegate runs supported ops as fused partitions",
+        "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(source.nodes)), "note": note,
     })
     return compiled
+
+
+def standins_path(compiled_path: Path) -> Path:
+    return compiled_path.with_name(compiled_path.name + ".standins.json")
 
 
 def _version() -> str:
@@ -70,17 +93,66 @@ def _interpreter(path: str, threads: int | None = None) -> Any:
 
 
 def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
-    it = _interpreter(payload["src"])
+    """Prepare the model in LiteRT; stand in for custom operators it cannot resolve; write what runs to "out"."""
+    from compiler.backends import litert_standin
+
+    buf = Path(payload["src"]).read_bytes()
+    standins: list[str] = []
+    codes: list[str] = []
+    while True:
+        try:
+            _prepare(buf)
+            break
+        except ModelRunError as e:
+            code = litert_standin.unresolved_op(str(e))
+            if code is None or code in codes or len(codes) >= litert_standin.MAX_CODES:
+                raise
+        try:
+            buf, ids = litert_standin.stand_in(buf, code)
+        except ModelRunError as e:
+            return {"version": _version(), "unrunnable": str(e)}
+        standins += ids
+        codes.append(code)
+    Path(payload["out"]).write_bytes(buf)  # LiteRT executes the file as is (or with stand-ins): what we profile
+    return {"version": _version(), "standins": standins, "codes": codes}
+
+
+def _prepare(buf: bytes) -> None:
+    from ai_edge_litert.interpreter import Interpreter
+
     try:
-        it.allocate_tensors()
+        Interpreter(model_content=buf).allocate_tensors()
     except Exception as e:
         raise ModelRunError(f"LiteRT cannot prepare the model: {str(e).strip()[:800]}") from None
-    return {"version": _version()}
 
 
 def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = ProfileSettings()) -> Profile:
-    """Measure the model (the `out_path` of `compile`) in a sandboxed child."""
-    return profile_in_sandbox("compiler.backends.litert:_profile_child", Path(model_path).resolve(), settings)
+    """Measure the model (the `out_path` of `compile`) in a sandboxed child, then its operators in another."""
+    import json
+
+    from compiler.errors import SandboxError
+    from compiler.profile import TaskTiming
+
+    path = Path(model_path).resolve()
+    prof = profile_in_sandbox("compiler.backends.litert:_profile_child", path, settings)
+    payload = {"model": os.fspath(path), "threads": settings.threads, "warmup": settings.warmup,
+               "runs": settings.runs, "input_shapes": settings.input_shapes, "input_values": settings.input_values}
+    try:
+        ops = run("compiler.backends.litert_profiler:per_op_child", payload,
+                  Limits(settings.timeout_s, settings.memory_limit_bytes, what="profiling LiteRT's operators"))
+    except (ModelRunError, SandboxError) as e:
+        prof.runtime = f"ai-edge-litert {_version()} interpreter (XNNPACK delegate); {PER_OP_NOTE.format(why=e)}"
+        return prof
+    standins = json.loads(standins_path(path).read_text()) if standins_path(path).exists() else {}
+    # The stood-in operators are FILLs in the file profiled (same indices): not the custom operators' times.
+    skip = {f"FILL_{op.rsplit('_', 1)[1]}" for op in standins.get("ops", [])}
+    prof.tasks = {k: TaskTiming(*v) for k, v in ops["tasks"].items() if k not in skip}
+    prof.kernels = {k: v for k, v in ops["kernels"].items() if k not in skip}
+    prof.runtime = f"ai-edge-litert {_version()} interpreter (XNNPACK delegate); {PER_OP_MEASURED}"
+    if skip:
+        prof.runtime += (f"; without custom operator(s) {', '.join(standins.get('codes', []))}, which this LiteRT "
+                         f"build cannot run (a FILL of the output stood in)")
+    return prof
 
 
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +199,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     peak = max(0, _peak_rss() - base_rss)
     times.sort()
     return Profile(
-        target=TARGET, runtime=f"ai-edge-litert {_version()} interpreter (XNNPACK delegate); {PER_OP_NOTE}",
+        target=TARGET, runtime=f"ai-edge-litert {_version()} interpreter (XNNPACK delegate)",
         device=cpu_name(), threads=s.threads, runs=s.runs, warmup=s.warmup,
         latency_ms=statistics.median(times), latency_p90_ms=float(np.percentile(times, 90)),
         peak_memory_bytes=peak, input_shapes=shapes, tasks={},
@@ -146,7 +218,8 @@ class LiteRtCpu:
 
             return pt2_tflite.compile_for_litert(src, workdir, source)
         out = workdir / "litert-cpu.tflite"
-        return compile(src, out, source), out
+        compiled = compile(src, out, source)
+        return compiled, (None if compiled.metadata.get("litert_runnable") == "false" else out)
 
     def profile(self, compiled_path: Path, settings: object) -> Profile:
         return profile(compiled_path, settings)  # type: ignore[arg-type]

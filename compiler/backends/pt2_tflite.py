@@ -73,6 +73,8 @@ def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, 
         checked = litert.compile(out, out, as_tasks(source))  # LiteRT itself must load what the converter wrote
     except (ModelRunError, SandboxError) as e:
         return _predicted(source, f"not converted to TFLite ({e})")
+    if checked.metadata.get("litert_runnable") == "false":
+        return _predicted(source, f"LiteRT cannot run the converted file ({checked.metadata['note']})")
     compiled = tflite.load(out)
     compiled.name = source.name
     mapped = map_to_fx(source, compiled)

@@ -157,7 +157,14 @@ def test_litert_compile_and_profile(cnn: Path, tmp_path: Path) -> None:
     assert 0 < prof.latency_ms <= prof.latency_p90_ms < 1000
     assert prof.peak_memory_bytes > 0
     assert prof.input_shapes == {"input": [1, 32, 32, 3]}
-    assert prof.tasks == {} and "per-op not measured" in prof.runtime
+    # Per-operator times from LiteRT's own profiler: every operator but the DEQUANTIZE of a constant (run
+    # once at prepare), each with the XNNPACK kernels it ran; a 1x1 CONV_2D runs as XNNPACK's Fully Connected.
+    ops = [n.id for n in source.nodes if n.op_type != "DEQUANTIZE"]
+    assert sorted(prof.tasks) == sorted(ops) and "LiteRT's profiler" in prof.runtime
+    assert all(t.runs == 20 and 0 <= t.p25_ms <= t.p75_ms for t in prof.tasks.values())
+    assert prof.tasks["CONV_2D_0"].median_ms > 0
+    assert prof.kernels["DEPTHWISE_CONV_2D_1"] == ["Convolution (NHWC, F32) DWConv"]
+    assert prof.kernels["CONV_2D_2"] == ["Fully Connected (NC, F32) GEMM"]
 
 
 def test_litert_profile_transformer_and_bad_override(block: Path, tmp_path: Path) -> None:
@@ -179,3 +186,23 @@ def test_int8_model_quantization_and_run(tmp_path: Path) -> None:
     _, compiled = backend.compile(path, tmp_path, g)
     prof = backend.profile(compiled, ProfileSettings(runs=3, warmup=1))
     assert prof.input_shapes == {"x": [1, 8]} and prof.latency_ms > 0
+
+
+def test_unresolved_custom_op_leaves_only_that_op_unmeasured(tmp_path: Path, calibration_dir: Path) -> None:
+    """LiteRT refuses a model with a custom op it has no kernel for; the op is stood in for while the rest is
+    measured, and every target still analyses and predicts the whole model."""
+    from worker.pipeline import AnalysisOptions, analyze
+
+    path = tb.with_custom_op(tmp_path / "custom.tflite")
+    opts = AnalysisOptions(targets=("litert-cpu/host", "litert/pixel-8"), runs=20, warmup=2,
+                           calibration_path=calibration_dir / "host-cpu.json")
+    host, pixel = analyze(path, tmp_path, opts).targets
+    assert host.profile is not None and "without custom operator(s) EdgescopeTestOp" in host.profile.runtime
+    assert sorted(host.profile.tasks) == ["ADD_2", "CONV_2D_0", "FULLY_CONNECTED_4", "LOGISTIC_5", "MEAN_3"]
+    assert "EdgescopeTestOp" in host.compiled.metadata["note"] and "not measured" in host.compiled.metadata["note"]
+    assert host.compiled_model_path is not None and host.compiled_model_path.read_bytes() != path.read_bytes()
+    for r in (host, pixel):
+        assert r.sweep.bulk["ops"] == [n.id for n in tflite.load(path).nodes]
+        assert r.sweep.bulk["base"]["latency_ms"] > 0
+    i = pixel.sweep.bulk["ops"].index("EdgescopeTestOp_1")
+    assert pixel.sweep.bulk["units"][i][0] == "cpu" and pixel.sweep.bulk["units"][0][0] == "gpu"

@@ -34,7 +34,7 @@ class TfliteWriter:
     tensors: list[Any] = field(default_factory=list)
     buffers: list[Any] = field(default_factory=list)
     operators: list[Any] = field(default_factory=list)
-    codes: dict[int, int] = field(default_factory=dict)  # builtin code -> index in operator_codes
+    codes: dict[int | str, int] = field(default_factory=dict)  # builtin code or custom name -> operator code index
 
     def __post_init__(self) -> None:
         s = _schema()
@@ -89,8 +89,9 @@ class TfliteWriter:
         return idx
 
     def op(self, code_name: str, inputs: list[int], outputs: list[int], options: Any = None,
-           options_type: str | None = None) -> None:
-        code = getattr(self.s.BuiltinOperator, code_name)
+           options_type: str | None = None, custom: bool = False) -> None:
+        """A builtin operator (`ADD`), or with `custom=True` a custom one whose code is `code_name`."""
+        code: int | str = code_name if custom else getattr(self.s.BuiltinOperator, code_name)
         if code not in self.codes:
             self.codes[code] = len(self.codes)
         o = self.s.OperatorT()
@@ -122,6 +123,9 @@ class TfliteWriter:
         m.operatorCodes = []
         for code in sorted(self.codes, key=self.codes.__getitem__):
             oc = s.OperatorCodeT()
+            if isinstance(code, str):
+                oc.customCode = code.encode()
+                code = s.BuiltinOperator.CUSTOM
             oc.builtinCode = code
             oc.deprecatedBuiltinCode = min(code, 127)  # the int8 field; 127 = "see builtin_code"
             oc.version = 1
@@ -314,3 +318,26 @@ def op_zoo(path: str | os.PathLike[str]) -> Path:
     z11 = t("sparse/fc", [8, 5])
     w.op("FULLY_CONNECTED", [z10, sp_w, -1], [z11], w.options("FullyConnectedOptions"))
     return w.save(path, [x, s], [z11])
+
+
+def with_custom_op(path: str | os.PathLike[str], code: str = "EdgescopeTestOp") -> Path:
+    """CONV_2D -> a custom operator no LiteRT build resolves -> ADD -> FULLY_CONNECTED, and a second branch
+    that does not depend on it, as models with a vendor's custom kernels (MediaPipe's) are."""
+    rng = np.random.default_rng(4)
+    w = TfliteWriter()
+    x = w.tensor("x", [1, 8, 8, 3])
+    c = w.tensor("conv", [1, 8, 8, 8])
+    w.op("CONV_2D", [x, w.const("conv/w", _w(rng, 8, 3, 3, 3)), w.const("conv/b", _w(rng, 8))], [c],
+         w.options("Conv2DOptions", padding=0, strideW=1, strideH=1, fusedActivationFunction=1))
+    u = w.tensor("custom", [1, 8, 8, 8])
+    w.op(code, [c], [u], custom=True)
+    a = w.tensor("add", [1, 8, 8, 8])
+    w.op("ADD", [u, c], [a], w.options("AddOptions"))
+    m = w.tensor("mean", [1, 8])
+    w.op("MEAN", [a, w.const("mean/axes", np.array([1, 2], np.int32))], [m], w.options("ReducerOptions"))
+    y = w.tensor("logits", [1, 4])
+    w.op("FULLY_CONNECTED", [m, w.const("fc/w", _w(rng, 4, 8)), w.const("fc/b", _w(rng, 4))], [y],
+         w.options("FullyConnectedOptions"))
+    s = w.tensor("side", [1, 8, 8, 3])
+    w.op("LOGISTIC", [x], [s])
+    return w.save(path, [x], [y, s])
