@@ -177,12 +177,15 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     from worker.pipeline import STAGE_WEIGHT, STAGES, AnalysisOptions, analyze as run, user_errors
 
     from compiler.frontends import detect
-    from simulator.targets import default_targets
+    from simulator.targets import default_targets, runs_format
 
     settings = Settings.from_env()
     shapes, vals = _parse_inputs(inputs, values)
     try:
-        targets = targets or settings.default_targets or tuple(default_targets(detect(model, fmt)))
+        if not targets:  # the configured defaults that run this format, else the format's own
+            detected = detect(model, fmt)
+            targets = tuple(t for t in settings.default_targets or () if runs_format(t, detected)) \
+                or tuple(default_targets(detected))
     except user_errors() as e:
         raise click.ClickException(str(e)) from None
     opts = AnalysisOptions(targets=targets, format=fmt, input_shapes=shapes,

@@ -59,8 +59,38 @@ _DEFAULTS: dict[str, list[str]] = {
 }
 
 
+# Model formats each exporter family's backends compile. A .pt2 is converted for every target (to ONNX, Core ML
+# or TFLite); Core ML targets also predict an ONNX model on its own graph; LiteRT runs only TFLite flatbuffers
+# and ONNX Runtime only ONNX.
+_FORMATS_BY_EXPORT: dict[str, tuple[str, ...]] = {
+    "onnx": ("onnx", "pt2"), "tflite": ("tflite", "pt2"), "coreml": ("coreml", "onnx", "pt2"),
+}
+
+
+class TargetFormatError(OptionError):
+    """A target that cannot run the model's format. Message is user-facing and lists the format's targets."""
+
+
 def list_targets() -> list[str]:
     return list(_TARGETS)
+
+
+def runs_format(target: str, model_format: str) -> bool:
+    formats = _FORMATS_BY_EXPORT.get(get_target(target).export)
+    return formats is None or model_format in formats
+
+
+def targets_for_format(model_format: str) -> list[str]:
+    return [name for name in _TARGETS if runs_format(name, model_format)]
+
+
+def check_targets_format(targets: list[str] | tuple[str, ...], model_format: str) -> None:
+    """Raise TargetFormatError naming the targets that cannot run `model_format` and those that can."""
+    bad = [t for t in targets if not runs_format(t, model_format)]
+    if bad:
+        can = ", ".join(targets_for_format(model_format)) or "none"
+        raise TargetFormatError(f"target{'s' if len(bad) > 1 else ''} {', '.join(bad)} cannot run a {model_format} "
+                                f"model; the targets for {model_format} models are: {can}")
 
 
 def get_target(name: str) -> Target:

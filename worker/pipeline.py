@@ -91,6 +91,9 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     with timed("parse"):
         # In a sandboxed child: parsing untrusted files (archives above all) never runs in the caller.
         source = frontends.load_isolated(model_path, opts.format, opts.timeout_s, opts.memory_limit_bytes)
+        from simulator.targets import check_targets_format
+
+        check_targets_format(opts.targets, source.format)  # a .tflite on ort-cpu/host: the format's targets
 
     results: list[TargetResult] = []
     with timed("compile"):

@@ -66,14 +66,22 @@ def _input_values(values: dict[str, Any] | None = None) -> dict[str, float]:
 
 
 def _targets(fmt: str) -> list[str]:
-    from simulator.targets import default_targets, list_targets
+    from simulator.targets import (TargetFormatError, check_targets_format, default_targets, list_targets,
+                                   runs_format)
 
-    targets = _json_field("targets", list) or list(services().settings.default_targets or default_targets(fmt))
+    asked = _json_field("targets", list)
+    targets = asked or list(services().settings.default_targets or default_targets(fmt))
     known = set(list_targets())
     bad = [t for t in targets if t not in known]
     if bad:
         raise ApiError(400, "unknown_target", f"Unknown target(s) {', '.join(map(str, bad))}; "
                                               f"known: {', '.join(sorted(known))}.")
+    if not asked:  # the server's defaults: those that run this format, else the format's own
+        targets = [t for t in targets if runs_format(t, fmt)] or default_targets(fmt)
+    try:
+        check_targets_format(targets, fmt)
+    except TargetFormatError as e:
+        raise ApiError(400, "target_format", f"The {e}.") from None
     return list(dict.fromkeys(targets))
 
 

@@ -47,6 +47,17 @@ def test_analyze_with_input_overrides(zoo, calibration_dir: Path, tmp_path: Path
     assert bad.returncode != 0 and "nonexistent" in bad.stderr
 
 
+def test_target_that_cannot_run_the_format(calibration_dir: Path, tmp_path: Path) -> None:
+    from tests.formats import tflite_builder
+
+    model = tflite_builder.cnn(tmp_path / "cnn.tflite")
+    for cmd in ("analyze", "predict"):
+        p = _cli(cmd, str(model), "--target", "ort-cpu/host", calibration_dir=calibration_dir, cwd=tmp_path)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert ("target ort-cpu/host cannot run a tflite model; the targets for tflite models are: "
+                "litert-cpu/host, litert/pixel-8") in p.stderr
+
+
 def test_analyze_bad_file(calibration_dir: Path, tmp_path: Path) -> None:
     f = tmp_path / "junk.onnx"
     f.write_bytes(os.urandom(3000))

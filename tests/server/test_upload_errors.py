@@ -77,6 +77,20 @@ def test_bad_fields(client, zoo, field: str, value: str, message: str) -> None: 
     assert _count_models(client) == 0
 
 
+def test_target_that_cannot_run_the_format(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.formats import tflite_builder
+
+    data = tflite_builder.cnn(tmp_path / "cnn.tflite").read_bytes()
+    r = _post(client, data, filename="cnn.tflite", targets='["litert-cpu/host", "ort-cpu/host"]')
+    body = r.get_json()
+    assert r.status_code == 400 and body["code"] == "target_format"
+    assert body["error"] == ("The target ort-cpu/host cannot run a tflite model; the targets for tflite models "
+                             "are: litert-cpu/host, litert/pixel-8.")
+    assert _count_models(client) == 0
+    r = _post(client, data, filename="cnn.tflite", targets='["litert/pixel-8"]')
+    assert r.status_code == 201 and r.get_json()["targets"] == ["litert/pixel-8"]
+
+
 def test_unknown_model_is_404(client) -> None:  # type: ignore[no-untyped-def]
     for path in ("/api/models/nope", "/api/models/nope/ops", "/api/models/nope/graph", "/api/models/nope/options"):
         r = client.get(path)
