@@ -85,9 +85,11 @@ class _Api:
 _NO_DELETE = C.CFUNCTYPE(None, C.c_void_p)(lambda p: None)  # option payloads stay owned by Python
 
 
-def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: int, runs: int) -> list[list[Event]]:
+def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: int, runs: int,
+            out_shapes: Mapping[str, list[int]] | None = None) -> list[list[Event]]:
     """Events of `runs` profiled runs (after `warmup` unprofiled ones), one list per run. `feeds` in the
-    order of the model's inputs (signature 0, which is subgraph 0's input order)."""
+    order of the model's inputs (signature 0, which is subgraph 0's input order); `out_shapes` {output tensor
+    name: shape} where resized inputs change the outputs' shapes from the file's."""
     api = _Api()
     P = C.c_void_p
     env, model, opts, cm, prof = P(), P(), P(), P(), P()
@@ -105,7 +107,7 @@ def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: 
             api("LiteRtAddOpaqueOptions", opts, opaque)
         api("LiteRtCreateCompiledModel", env, model, opts, C.byref(cm))
         try:
-            ins, outs = _buffers(api, env, model, cm, feeds)
+            ins, outs = _buffers(api, env, model, cm, feeds, out_shapes or {})
             run = lambda: api("LiteRtRunCompiledModel", cm, 0, len(ins), ins, len(outs), outs)  # noqa: E731
             for _ in range(warmup):
                 run()
@@ -129,8 +131,10 @@ def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: 
     return split_runs(events)
 
 
-def _buffers(api: _Api, env: Any, model: Any, cm: Any, feeds: Sequence[np.ndarray]) -> tuple[Any, Any]:
-    """Input buffers holding `feeds` (inputs resized to them where the model's shapes differ), output buffers."""
+def _buffers(api: _Api, env: Any, model: Any, cm: Any, feeds: Sequence[np.ndarray],
+             out_shapes: Mapping[str, list[int]]) -> tuple[Any, Any]:
+    """Input buffers holding `feeds` (inputs resized to them where the model's shapes differ), output buffers
+    (of `out_shapes` where given)."""
     P = C.c_void_p
     sig = P()
     api("LiteRtGetModelSignature", model, 0, C.byref(sig))
@@ -148,19 +152,35 @@ def _buffers(api: _Api, env: Any, model: Any, cm: Any, feeds: Sequence[np.ndarra
         if rank != len(dims) or list(struct.unpack_from(f"<{rank}i", tt.raw, 8)) != dims:
             arr = (C.c_int * len(dims))(*dims)
             api("LiteRtCompiledModelResizeInputTensorNonStrict", cm, 0, i, arr, len(dims))
-            C.memmove(C.addressof(tt) + 8, arr, 4 * len(dims))  # LiteRtLayout: dims follow the rank byte
+            _set_dims(tt, dims)
         types.append(tt)
     ins = (P * len(feeds))()
     for i, (x, tt) in enumerate(zip(feeds, types)):
         ins[i] = _buffer(api, env, cm, tt, "LiteRtGetCompiledModelInputBufferRequirements", i)
         _write(api, ins[i], np.ascontiguousarray(x))
+    if out_shapes:  # inputs were resized: LiteRT re-allocates and propagates the shapes to the outputs
+        layouts = C.create_string_buffer(n_out.value * _TENSOR_TYPE_BYTES)
+        api("LiteRtGetCompiledModelOutputTensorLayouts", cm, 0, n_out.value, layouts, True)
     outs = (P * n_out.value)()
     for i in range(n_out.value):
         t, tt = P(), C.create_string_buffer(_TENSOR_TYPE_BYTES)
         api("LiteRtGetSignatureOutputTensorByIndex", sig, i, C.byref(t))
         api("LiteRtGetRankedTensorType", t, tt)
+        name = C.c_char_p()
+        api("LiteRtGetTensorName", t, C.byref(name))
+        shape = out_shapes.get((name.value or b"").decode("utf-8", "replace"))
+        if shape is not None:
+            _set_dims(tt, list(shape))
         outs[i] = _buffer(api, env, cm, tt, "LiteRtGetCompiledModelOutputBufferRequirements", i)
     return ins, outs
+
+
+def _set_dims(tensor_type: Any, dims: list[int]) -> None:
+    """Write `dims` into a LiteRtRankedTensorType: element type (4 bytes), then LiteRtLayout (rank in the low 7
+    bits of its first word, then the dimensions as int32)."""
+    rank = struct.unpack_from("<I", tensor_type.raw, 4)[0]
+    struct.pack_into("<I", tensor_type, 4, (rank & ~0x7F) | len(dims))
+    struct.pack_into(f"<{len(dims)}i", tensor_type, 8, *dims)
 
 
 def _buffer(api: _Api, env: Any, cm: Any, tensor_type: Any, requirements: str, index: int) -> int:
@@ -357,6 +377,20 @@ def folded_at_prepare(graph: Graph) -> frozenset[str]:
         v and v in graph.values and graph.values[v].weight is not None for v in n.inputs))
 
 
+def _output_shapes(path: str, graph: Graph, feeds: Mapping[str, np.ndarray]) -> dict[str, list[int]]:
+    """{output tensor name: shape} at the inputs' shapes, where they differ from the file's (LiteRT's own shape
+    propagation, by its interpreter)."""
+    if all(graph.values[n].shape == list(feeds[n].shape) for n in graph.inputs):
+        return {}
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=path)
+    for d, n in zip(it.get_input_details(), graph.inputs):
+        it.resize_tensor_input(d["index"], list(feeds[n].shape), strict=False)
+    it.allocate_tensors()
+    return {d["name"]: [int(x) for x in d["shape"]] for d in it.get_output_details()}
+
+
 def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
     """Sandbox child: {"tasks": {op id: [central ms, p25 ms, p75 ms, runs]}, "kernels": {op id: [kernel names]},
     "whole_ms": median per-run sum of the events} for the model at payload["model"]."""
@@ -366,7 +400,7 @@ def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
     graph = tflite.load(payload["model"])
     feeds = generate_inputs(graph, payload.get("input_shapes") or {}, payload.get("input_values") or {})
     runs = measure(payload["model"], [feeds[n] for n in graph.inputs], int(payload["threads"]),
-                   int(payload["warmup"]), int(payload["runs"]))
+                   int(payload["warmup"]), int(payload["runs"]), _output_shapes(payload["model"], graph, feeds))
     if not runs or not any(runs):
         raise ModelRunError("LiteRT's profiler recorded no operator events")
     skip = folded_at_prepare(graph)
