@@ -206,3 +206,20 @@ def test_unresolved_custom_op_leaves_only_that_op_unmeasured(tmp_path: Path, cal
         assert r.sweep.bulk["base"]["latency_ms"] > 0
     i = pixel.sweep.bulk["ops"].index("EdgescopeTestOp_1")
     assert pixel.sweep.bulk["units"][i][0] == "cpu" and pixel.sweep.bulk["units"][0][0] == "gpu"
+
+
+def test_dynamic_input_that_prepares_only_at_its_real_shape(tmp_path: Path) -> None:
+    """A 3x3 VALID conv on an input whose file shape is the placeholder [1, 1, 1, 3] (signature [1, -1, -1, 3]):
+    LiteRT cannot prepare it there, but it runs, and is measured per op, at the shape the user gives."""
+    w = tb.TfliteWriter()
+    x = w.tensor("x", [1, 1, 1, 3], signature=[1, -1, -1, 3])
+    y = w.tensor("y", [1, 1, 1, 4], signature=[1, -1, -1, 4])
+    w.op("CONV_2D", [x, w.const("w", np.ones((4, 3, 3, 3), np.float32)), w.const("b", np.zeros(4, np.float32))],
+         [y], w.options("Conv2DOptions", padding=1, strideW=1, strideH=1))
+    path = w.save(tmp_path / "dyn.tflite", [x], [y])
+    backend = backends.for_target("litert-cpu/host")
+    compiled, out = backend.compile(path, tmp_path, tflite.load(path))
+    assert out is not None and compiled.nodes[0].op_type == "CONV_2D"
+    prof = backend.profile(out, ProfileSettings(runs=5, warmup=1, input_shapes={"x": [1, 16, 16, 3]}))
+    assert prof.input_shapes == {"x": [1, 16, 16, 3]} and list(prof.tasks) == ["CONV_2D_0"]
+    assert prof.kernels["CONV_2D_0"] == ["Convolution (NHWC, F32) IGEMM"]

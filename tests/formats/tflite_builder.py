@@ -42,10 +42,13 @@ class TfliteWriter:
         self.buffers.append(s.BufferT())  # buffer 0 is the empty buffer by convention
 
     def tensor(self, name: str, shape: list[int], dtype: str = "float32", data: np.ndarray | None = None,
-               quant: tuple[list[float], list[int], int] | None = None) -> int:
+               quant: tuple[list[float], list[int], int] | None = None, signature: list[int] | None = None) -> int:
+        """`signature`: the shape signature, -1 for a dynamic dim (`shape` then holds its placeholder)."""
         t = self.s.TensorT()
         t.name = name.encode()
         t.shape = np.array(shape, dtype=np.int32)
+        if signature is not None:
+            t.shapeSignature = np.array(signature, dtype=np.int32)
         t.type = _NP_TYPE[np.dtype(dtype)]
         t.buffer = 0
         if data is not None:
