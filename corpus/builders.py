@@ -25,6 +25,7 @@ class Built:
     input_names: list[str]
     output_names: list[str]
     dynamic_dims: dict[str, list[int]]  # input -> dims an export may make dynamic
+    script: bool = False  # the TorchScript exporter gets torch.jit.script(module): Python loops become ONNX Loop
 
 
 class _Logits(nn.Module):
@@ -103,10 +104,59 @@ class _TextEncoder(nn.Module):
         return self.norm(self.enc(self.tok(input) + self.pos(positions))).mean(1)
 
 
+class _GreedyDecoder(nn.Module):
+    """A recurrent greedy decoder (as in OCR / speech decoders): each step reads one encoder frame and feeds
+    back its own argmax token. Scripted for the TorchScript exporter, the step loop over the frames is an
+    ONNX Loop whose trip count comes from the input's length."""
+
+    def __init__(self, vocab: int, dim: int) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        # A GRU step written out: nn.GRUCell's input check (`dim() not in (1, 2)`) does not export when scripted.
+        self.wx = nn.Linear(dim, 3 * dim)
+        self.wh = nn.Linear(dim, 3 * dim)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        h = input[:, 0] * 0
+        tok = self.out(h).argmax(-1)
+        out = self.out(h).unsqueeze(1)[:, :0]
+        for t in range(input.size(1)):
+            xr, xz, xn = self.wx(input[:, t] + self.emb(tok)).chunk(3, -1)
+            hr, hz, hn = self.wh(h).chunk(3, -1)
+            r, z = torch.sigmoid(xr + hr), torch.sigmoid(xz + hz)
+            h = (1 - z) * torch.tanh(xn + r * hn) + z * h
+            logits = self.out(h)
+            tok = logits.argmax(-1)
+            out = torch.cat([out, logits.unsqueeze(1)], 1)
+        return out
+
+
+class _Gated(nn.Module):
+    """A data-dependent branch (torch.cond: an ONNX If through the dynamo exporter), as early-exit and
+    mixture models use: a heavy or a light conv block depending on the input's mean."""
+
+    def __init__(self, c: int = 32) -> None:
+        super().__init__()
+        self.stem = nn.Conv2d(3, c, 3, 2, 1)
+        self.heavy = nn.Sequential(nn.Conv2d(c, c, 3, 1, 1), nn.ReLU(), nn.Conv2d(c, c, 3, 1, 1), nn.ReLU())
+        self.light = nn.Sequential(nn.Conv2d(c, c, 1), nn.ReLU())
+        self.head = nn.Linear(c, 10)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        x = self.stem(input)
+        x = torch.cond(x.mean() > 0, lambda t: self.heavy(t), lambda t: self.light(t), (x,))
+        return self.head(x.mean((2, 3)))
+
+
 def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
     k = e.kwargs
     if e.name in ("lstm", "gru"):
         return _Recurrent(e.name, e.shape[-1], k["hidden"], k["layers"], k.get("classes", 0)), torch.randn(*e.shape)
+    if e.name == "greedy-decoder":
+        return _GreedyDecoder(k["vocab"], k["dim"]), torch.randn(*e.shape)
+    if e.name == "gated":
+        return _Gated(), torch.randn(*e.shape)
     if e.name == "transformer":
         m = _TextEncoder(k["vocab"], k["dim"], k["heads"], k["layers"])
         return m, torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)
@@ -140,7 +190,7 @@ def build(e: Entry) -> Built:
     n_out = len(out) if isinstance(out, tuple) else 1
     names = ["output"] if n_out == 1 else [f"output_{i}" for i in range(n_out)]
     dims = [0, 2, 3] if x.dim() == 4 else [0, 1]  # batch and H/W of images; batch and length of sequences
-    return Built(module, (x,), ["input"], names, {"input": dims})
+    return Built(module, (x,), ["input"], names, {"input": dims}, script=e.name == "greedy-decoder")
 
 
 def describe(e: Entry) -> dict[str, Any]:

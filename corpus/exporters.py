@@ -76,7 +76,8 @@ def export_torch(built, exporter: str, out: Path) -> None:  # type: ignore[no-un
             axes = None
             if x.dynamic:
                 axes = {n: {d: f"{n}_dim{d}" for d in built.dynamic_dims[n]} for n in built.input_names}
-            torch.onnx.export(built.module, built.args, os.fspath(out), dynamo=False, dynamic_axes=axes,
+            module = torch.jit.script(built.module) if built.script else built.module
+            torch.onnx.export(module, built.args, os.fspath(out), dynamo=False, dynamic_axes=axes,
                               opset_version=12 if exporter == "ts-op12" else TS_OPSET, do_constant_folding=True,
                               **names)
         elif exporter == "pt2":

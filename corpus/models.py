@@ -147,6 +147,10 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("torch/gru-bi", "sequence", "torch", "gru", (1, 200, 80), kwargs={"hidden": 256, "layers": 2}),
     Entry("torch/transformer-encoder", "sequence", "torch", "transformer", (1, 128), TS_DYN,
           kwargs={"vocab": 8000, "dim": 256, "heads": 4, "layers": 4}),
+    # control flow: a scripted step loop (ONNX Loop via the TorchScript exporter) and torch.cond (ONNX If via dynamo)
+    Entry("torch/greedy-decoder", "sequence", "torch", "greedy-decoder", (1, 24, 256),
+          kwargs={"vocab": 1000, "dim": 256}),
+    Entry("torch/gated-cnn", "cnn", "torch", "gated", (1, 3, 224, 224)),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
