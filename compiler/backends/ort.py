@@ -304,6 +304,11 @@ def task_timings(trace: list[dict[str, Any]], runs: int, parents: Collection[str
     start = spans[0][0] if spans else 0
     events = sorted(((e["ts"], -e["dur"], e["name"][: -len("_kernel_time")]) for e in trace
                      if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time") and e.get("ts", 0) >= start))
+    # ORT stops recording at its event limit, which a long loop can reach (its trips multiply the events of a
+    # run): a run with fewer events than the others was cut short, and is left out.
+    run_of = [max(0, bisect.bisect_right(starts, ts) - 1) for ts, _, _ in events]
+    per_run = np.bincount(run_of, minlength=len(spans)) if run_of else np.zeros(0, dtype=int)
+    complete = set(np.flatnonzero(per_run == per_run.max()).tolist()) if len(per_run) else set()
     open_parents: list[list[Any]] = []  # [end ts, exclusive µs, name, run] of enclosing control-flow events
     per_node: dict[str, dict[int, float]] = {}
     calls: dict[str, int] = {}
@@ -312,12 +317,13 @@ def task_timings(trace: list[dict[str, Any]], runs: int, parents: Collection[str
         per_node.setdefault(rec[2], {}).setdefault(rec[3], 0.0)
         per_node[rec[2]][rec[3]] += rec[1] / 1e3
 
-    for ts, neg_dur, name in events:
+    for (ts, neg_dur, name), run in zip(events, run_of):
+        if run not in complete:
+            continue
         while open_parents and ts >= open_parents[-1][0]:
             close(open_parents.pop())
         if open_parents:
             open_parents[-1][1] += neg_dur  # sequential execution: this call runs inside the enclosing one
-        run = max(0, bisect.bisect_right(starts, ts) - 1)
         calls[name] = calls.get(name, 0) + 1
         if name in parents:
             open_parents.append([ts - neg_dur, -neg_dur, name, run])
