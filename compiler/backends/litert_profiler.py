@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes as C
 import os
 import struct
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,10 +87,10 @@ _NO_DELETE = C.CFUNCTYPE(None, C.c_void_p)(lambda p: None)  # option payloads st
 
 
 def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: int, runs: int,
-            out_shapes: Mapping[str, list[int]] | None = None) -> list[list[Event]]:
-    """Events of `runs` profiled runs (after `warmup` unprofiled ones), one list per run. `feeds` in the
-    order of the model's inputs (signature 0, which is subgraph 0's input order); `out_shapes` {output tensor
-    name: shape} where resized inputs change the outputs' shapes from the file's."""
+            out_shapes: Mapping[str, list[int]] | None = None) -> tuple[list[list[Event]], list[float]]:
+    """(events of `runs` profiled runs (after `warmup` unprofiled ones), one list per run; each run's CPU time in
+    seconds). `feeds` in the order of the model's inputs (signature 0, which is subgraph 0's input order);
+    `out_shapes` {output tensor name: shape} where resized inputs change the outputs' shapes from the file's."""
     api = _Api()
     P = C.c_void_p
     env, model, opts, cm, prof = P(), P(), P(), P(), P()
@@ -114,8 +115,11 @@ def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: 
             api("LiteRtCompiledModelGetProfiler", cm, C.byref(prof))
             api("LiteRtResetProfiler", prof)
             api("LiteRtStartProfiler", prof)
+            cpu = []
             for _ in range(runs):
+                c0 = time.process_time()
                 run()
+                cpu.append(time.process_time() - c0)
             api("LiteRtStopProfiler", prof)
             events = _read_events(api, prof)
             for b in list(ins) + list(outs):
@@ -128,7 +132,7 @@ def measure(model_path: str, feeds: Sequence[np.ndarray], threads: int, warmup: 
         if model:
             api.lib.LiteRtDestroyModel(model)
         api.lib.LiteRtDestroyEnvironment(env)
-    return split_runs(events)
+    return split_runs(events), cpu
 
 
 def _buffers(api: _Api, env: Any, model: Any, cm: Any, feeds: Sequence[np.ndarray],
@@ -399,12 +403,21 @@ def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
 
     graph = tflite.load(payload["model"])
     feeds = generate_inputs(graph, payload.get("input_shapes") or {}, payload.get("input_values") or {})
-    runs = measure(payload["model"], [feeds[n] for n in graph.inputs], int(payload["threads"]),
-                   int(payload["warmup"]), int(payload["runs"]), _output_shapes(payload["model"], graph, feeds))
+    runs, cpu_s = measure(payload["model"], [feeds[n] for n in graph.inputs], int(payload["threads"]),
+                          int(payload["warmup"]), int(payload["runs"]), _output_shapes(payload["model"], graph, feeds))
     if not runs or not any(runs):
         raise ModelRunError("LiteRT's profiler recorded no operator events")
     skip = folded_at_prepare(graph)
     kernels: dict[str, list[str]] = {}
-    per_run = [attribute(graph, r, skip, kernels if i == 0 else None) for i, r in enumerate(runs)]
-    return {"tasks": {k: list(v) for k, v in timings(per_run).items()}, "kernels": kernels,
-            "whole_ms": float(np.median([sum(e.us for e in r) for r in runs])) / 1e3}
+    tasks = timings([attribute(graph, r, skip, kernels if i == 0 else None) for i, r in enumerate(runs)])
+    # XNNPACK's timers are wall clock: time other processes take the CPU away lands in whichever operator was
+    # running. Preemption comes in bursts, so an operator's mean between the quartiles is its unpreempted time,
+    # unless it is long enough to be preempted in most runs (an 8 ms conv on a machine loaded 7 deep read 4x its
+    # time). The process's CPU time per run (1 thread: the inference) bounds the whole: above it, every operator
+    # is scaled down to it.
+    cpu_ms = float(np.median(cpu_s)) * 1e3 if cpu_s else 0.0
+    total = sum(v[0] for v in tasks.values())
+    scale = cpu_ms / total if int(payload["threads"]) == 1 and cpu_ms and total > cpu_ms else 1.0
+    return {"tasks": {k: [v[0] * scale, v[1] * scale, v[2] * scale, v[3]] for k, v in tasks.items()},
+            "kernels": kernels, "whole_ms": float(np.median([sum(e.us for e in r) for r in runs])) / 1e3,
+            "cpu_ms": cpu_ms, "scaled_to_cpu": scale}
