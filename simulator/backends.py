@@ -171,7 +171,12 @@ def _float_compute(unit: Unit, fmt: str) -> str | None:
 def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
                   fused: bool) -> Path | None:
     from simulator.costs import base_kind
+    from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
 
+    if target.backend in LITERT_BACKENDS and unit.name == "cpu":  # XNNPACK's paths (simulator/litert_paths.py)
+        p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused)
+        if p is not None:
+            return p
     any_int8 = "int8" in (c.input, c.output)
     if any_int8 and kind not in unit.int8_kinds and base_kind(kind) not in unit.int8_kinds:
         return None

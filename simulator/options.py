@@ -160,19 +160,21 @@ BACKEND_NOTES: dict[str, dict[str, str]] = {
         "prune": "no sparse kernels",
     },
     "litert": {
-        "fp16": "GPU delegate computes fp16",
-        "int8-dynamic": "dynamic-range weights are dequantized to float by XNNPACK",
+        "fp16": "GPU delegate computes fp16; on the CPU fp16 is the weights' storage (XNNPACK computes fp32)",
+        "int8-dynamic": "XNNPACK on the CPU: int8 GEMMs for convs and fully connected layers (inputs quantized per "
+                        "run); depthwise convs run on TFLite's own hybrid kernel",
         "int8-static": "XNNPACK int8 on CPU (GPU delegate needs an experimental flag)",
         "int4-weights": "decoded to float",
         "palettize": "decoded at load",
         "prune": "no sparse kernels",
     },
     "litert-cpu": {
-        "all": "measured whole-model only: per-op figures are host-cpu predictions scaled to the measured "
-               "total; options are predicted with ORT's CPU kernel behaviour (no LiteRT exporter here)",
+        "all": "fp32 measured per op with LiteRT's profiler; options predicted with XNNPACK's paths, its kernels "
+               "calibrated on this machine with LiteRT (simulator/litert_calibration.py)",
         "fp16": "fp16 weights are dequantized to fp32 at load by XNNPACK; only the file shrinks",
-        "int8-dynamic": "dynamic-range weights (predicted as ORT's dynamic int8 on this CPU)",
-        "int8-static": "XNNPACK int8 (predicted with the host's int8 efficiencies)",
+        "int8-dynamic": "XNNPACK QD8 x QC8W GEMMs for convs and fully connected layers (inputs quantized per run); "
+                        "depthwise convs on TFLite's own hybrid kernel, many times slower than XNNPACK's fp32",
+        "int8-static": "XNNPACK's QS8 / QC8 kernels",
         "int4-weights": "decoded to float",
         "palettize": "decoded at load",
         "prune": "no sparse kernels",

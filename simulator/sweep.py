@@ -397,7 +397,11 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
 def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> HardwareProfile:
     if calibration_path is not None and t.profile == "host-cpu":
         from simulator.calibration import load_or_calibrate
-        return load_or_calibrate(calibration_path)
+        hw = load_or_calibrate(calibration_path)
+        if t.backend == "litert-cpu":  # XNNPACK's own rates, calibrated with LiteRT (simulator/litert_calibration.py)
+            from simulator.litert_calibration import with_litert
+            hw = with_litert(hw, calibration_path)
+        return hw
     return load_profile(t.profile, t.backend)
 
 

@@ -18,7 +18,10 @@ def calibrate_in_background(settings: Settings) -> threading.Thread:
         from simulator.calibration import load_or_calibrate
 
         try:
-            load_or_calibrate(settings.calibration_path)
+            hw = load_or_calibrate(settings.calibration_path)
+            from simulator.litert_calibration import with_litert
+
+            with_litert(hw, settings.calibration_path)  # LiteRT's kernels, for litert-cpu/host
         except Exception:  # noqa: BLE001 - a job will calibrate (and report any error) itself
             log.exception("host calibration at worker start failed; the first job will retry it")
 

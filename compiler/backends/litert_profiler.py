@@ -421,3 +421,9 @@ def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
     return {"tasks": {k: [v[0] * scale, v[1] * scale, v[2] * scale, v[3]] for k, v in tasks.items()},
             "kernels": kernels, "whole_ms": float(np.median([sum(e.us for e in r) for r in runs])) / 1e3,
             "cpu_ms": cpu_ms, "scaled_to_cpu": scale}
+
+
+def per_op_many_child(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """`per_op_child` for each of payload["models"] in one child (LiteRT's calibration: one start-up, not 50)."""
+    common = {k: v for k, v in payload.items() if k != "models"}
+    return [per_op_child({**common, "model": m}) for m in payload["models"]]

@@ -165,14 +165,21 @@ def options(as_json: bool) -> None:
 @click.option("--force", is_flag=True, help="Measure again even if the cache is current.")
 @click.option("--json", "as_json", is_flag=True)
 def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
-    """Measure kernels with ONNX Runtime (1 thread) and fit the host-cpu profile (about 70 s of CPU time, once per machine)."""
+    """Measure kernels with ONNX Runtime (1 thread) and fit the host-cpu profile (about 70 s of CPU time, once per
+    machine), then LiteRT's (XNNPACK's) kernels for litert-cpu/host (about 30 s)."""
     from simulator.calibration import load_or_calibrate
+    from simulator.litert_calibration import cache_path, with_litert
 
     path = _calibration_path(out_path)
-    load_or_calibrate(path, progress=lambda s: None if as_json else click.echo(s, err=True), force=force)
+    echo = lambda s: None if as_json else click.echo(s, err=True)  # noqa: E731
+    hw = load_or_calibrate(path, progress=echo, force=force)
+    if force:
+        cache_path(path).unlink(missing_ok=True)
+    with_litert(hw, path, progress=echo)
     cache = json.loads(path.read_text())
+    litert = json.loads(cache_path(path).read_text())
     if as_json:
-        click.echo(json.dumps(cache))
+        click.echo(json.dumps({**cache, "litert": litert}))
         return
     cpu = cache["overrides"]["units"]["cpu"]
     click.echo(f"host-cpu calibrated in {cache['seconds']:.1f} s on {cache['machine']} (onnxruntime "
@@ -181,6 +188,9 @@ def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
                f"cache {cpu['cache_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, weights "
                f"{cache['overrides']['dram_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
     for k, v in sorted(cpu["efficiency"].items()):
+        click.echo(f"  efficiency {k:18s} {v:.3f}")
+    click.echo(f"litert-cpu (ai-edge-litert {litert['litert']}, XNNPACK) -> {cache_path(path)}")
+    for k, v in sorted(litert["overrides"]["units"]["cpu"]["efficiency"].items()):
         click.echo(f"  efficiency {k:18s} {v:.3f}")
 
 

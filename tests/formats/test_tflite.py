@@ -57,7 +57,7 @@ def test_cnn_ops_namespaces_weights(cnn: Path) -> None:
     pw = g.values["net/block1/pw/weights"].weight
     assert pw is not None and pw.sparsity >= 0.25  # a quarter of the output channels was zeroed
     assert g.values["net/stem/conv/Relu6"].weight is None  # activation, not a constant
-    assert g.metadata["producer"] == "edgescope-tests"
+    assert g.metadata["producer"] == "edgescope"
 
 
 def test_quantization_params(cnn: Path) -> None:

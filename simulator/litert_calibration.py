@@ -1,0 +1,232 @@
+"""Calibrate LiteRT's CPU kernels on this machine, for `litert-cpu/host`: XNNPACK's own rates, not ORT's.
+
+Each case is a chain of R identical TFLite operators written in code (`compiler.frontends.tflite_writer`), in
+three forms: fp32; int8 weights with float activations (what ai-edge-quantizer's dynamic int8 writes: XNNPACK
+runs CONV_2D and FULLY_CONNECTED as QD8 x QC8W GEMMs, quantizing each input on the fly; a DEPTHWISE_CONV_2D it
+does not take, so TFLite's own hybrid kernel runs it); and int8 activations and weights (static int8: XNNPACK's
+QS8 / QC8 kernels). Every operator is timed by LiteRT's own profiler (`compiler.backends.litert_profiler`,
+in a sandboxed child) and, per (kind, path), an efficiency and a fixed cost per operator are fitted so that the
+sweep's own prediction of an operator on `litert-cpu/host` equals its measured time (relative least squares
+over the case's shapes). The fit goes through the same code as every prediction, as `simulator.calibration`
+does for ORT; the result overrides the ORT-calibrated host profile for the `litert-cpu` backend only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.profiles import HardwareProfile
+
+CACHE_VERSION = 2
+R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
+TARGET = "litert-cpu/host"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED
+    shape: tuple[int, ...]  # conv: (C, H, k[, stride]); FULLY_CONNECTED: (M, K)
+
+
+CASES: tuple[Case, ...] = (
+    *(Case(f"conv1x1-{c}-{h}", "CONV_2D", (c, h, 1)) for c, h in ((32, 56), (64, 28), (128, 14), (256, 7))),
+    *(Case(f"conv3x3-{c}-{h}", "CONV_2D", (c, h, 3)) for c, h in ((16, 56), (32, 28), (64, 14))),
+    *(Case(f"dw3x3-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 3)) for c, h in ((32, 56), (64, 28), (128, 14), (256, 7))),
+    Case("dw3x3-32-112", "DEPTHWISE_CONV_2D", (32, 112, 3)), Case("dw3x3s2-96-112", "DEPTHWISE_CONV_2D", (96, 112, 3, 2)),
+    *(Case(f"fc-{m}-{k}", "FULLY_CONNECTED", (m, k)) for m, k in ((16, 256), (64, 256), (16, 512), (64, 512))),
+)
+FORMS = ("fp32", "dyn8", "static8")
+# The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
+PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static"}
+
+
+def build(case: Case, form: str, path: Path) -> Path:
+    """The chain of `case` in `form`, written to `path`."""
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    rng = np.random.default_rng(0)
+    w = TfliteWriter(description="edgescope calibration")
+    q8 = form == "static8"
+    act = dict(dtype="int8", quant=([0.05], [0], 0)) if q8 else {}
+    stride = case.shape[3] if len(case.shape) > 3 else 1
+    if case.op == "FULLY_CONNECTED":
+        m, k = case.shape
+        shape = [m, k]
+    else:
+        c, h = case.shape[:2]
+        shape = [1, h, h, c]
+    x = first = w.tensor("x", shape, **act)
+    for i in range(R):
+        if stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
+            shape = [1, -(-shape[1] // stride), -(-shape[2] // stride), shape[3]]
+        y = w.tensor(f"op{i}/out", shape, **act)
+        weights, bias = _weights(w, case, i, form, rng)
+        if case.op == "FULLY_CONNECTED":
+            w.op("FULLY_CONNECTED", [x, weights, bias], [y], w.options("FullyConnectedOptions"))
+        elif case.op == "CONV_2D":
+            w.op("CONV_2D", [x, weights, bias], [y], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+        else:
+            w.op("DEPTHWISE_CONV_2D", [x, weights, bias], [y],
+                 w.options("DepthwiseConv2DOptions", padding=0, strideW=stride, strideH=stride, depthMultiplier=1))
+        x = y
+    return w.save(path, [first], [x])
+
+
+def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator) -> tuple[int, int]:
+    """(filter, bias) tensor indices: float, or per-channel int8 (with an fp32 bias for the dynamic form, an int32
+    one at input scale x weight scale for the static form)."""
+    if case.op == "FULLY_CONNECTED":
+        _, k = case.shape
+        shape, axis = [k, k], 0
+    elif case.op == "CONV_2D":
+        c, _, kk = case.shape[:3]
+        shape, axis = [c, kk, kk, c], 0
+    else:
+        c, _, kk = case.shape[:3]
+        shape, axis = [1, kk, kk, c], 3
+    rows = shape[axis]
+    wf = (rng.standard_normal(shape) * 0.05).astype(np.float32)
+    if form == "fp32":
+        return w.const(f"op{i}/w", wf), w.const(f"op{i}/b", np.zeros(rows, np.float32))
+    scales = [float(s) for s in np.abs(wf).max(axis=tuple(a for a in range(len(shape)) if a != axis)) / 127 + 1e-8]
+    s_b = np.array(scales).reshape([-1 if a == axis else 1 for a in range(len(shape))])
+    q = np.clip(np.round(wf / s_b), -127, 127).astype(np.int8)
+    wt = w.tensor(f"op{i}/w", shape, "int8", data=q, quant=(scales, [0] * rows, axis))
+    if form == "dyn8":
+        return wt, w.const(f"op{i}/b", np.zeros(rows, np.float32))
+    bias = w.tensor(f"op{i}/b", [rows], "int32", data=np.zeros(rows, np.int32),
+                    quant=([0.05 * s for s in scales], [0] * rows, 0))
+    return wt, bias
+
+
+def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 30
+            ) -> dict[tuple[str, str], tuple[Graph, list[float]]]:
+    """{(case, form): (the chain's graph, measured ms of each operator but the first)}."""
+    from compiler.frontends import tflite
+    from compiler.sandbox import Limits, run
+
+    keys = [(case, form) for case in CASES for form in FORMS]
+    paths = [build(case, form, tmp / f"{case.name}-{form}.tflite") for case, form in keys]
+    progress(f"timing {len(paths)} LiteRT chains")
+    results = run("compiler.backends.litert_profiler:per_op_many_child",
+                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 5, "runs": runs},
+                  Limits(1800.0, what="calibrating LiteRT"))
+    out: dict[tuple[str, str], tuple[Graph, list[float]]] = {}
+    for (case, form), path, res in zip(keys, paths, results):
+        g = tflite.load(path)
+        out[(case.name, form)] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
+    return out
+
+
+# (form, kind) -> the efficiency tag that path runs at (simulator/litert_paths.py; static int8: the generic path).
+TAGS: dict[tuple[str, str], str] = {
+    ("fp32", "conv"): "fp32", ("fp32", "dwconv"): "fp32", ("fp32", "gemm"): "fp32",
+    ("dyn8", "conv"): "qd8", ("dyn8", "gemm"): "qd8", ("dyn8", "dwconv"): "hybrid",
+    ("static8", "conv"): "int8", ("static8", "dwconv"): "int8", ("static8", "gemm"): "int8",
+}
+_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm"}
+
+
+def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
+    """The sweep's per-operator prediction on litert-cpu/host, operators 1.. (the first pays the run's cost)."""
+    from simulator.sweep import sweep
+
+    r = sweep(g, TARGET, hardware=hw)
+    col = [p["name"] for p in r.bulk["presets"]].index(preset)
+    return [row[col] for row in r.bulk["metrics"]["latency_ms"][1:]]
+
+
+def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, float]:
+    """(efficiency, fixed seconds per operator) for `key` (`conv.qd8`) that bring the predictions of every case's
+    operators closest to the measurements, in relative least squares (the setup >= 0, solved per efficiency)."""
+    meas = np.array([m for _, _, ms in cases for m in ms])
+
+    def err(log_eff: float) -> tuple[float, float]:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
+                                                 "kind_overhead_s": {key: 0.0}}}})
+        pred = np.array([p for g, preset, _ in cases for p in _predicted_ms(g, h, preset)])
+        # (pred + s) / meas - 1 = 0 in least squares: s = sum((1 - pred/meas) / meas) / sum(1 / meas^2), s >= 0.
+        s_ms = max(0.0, float(((1 - pred / meas) / meas).sum() / (1 / meas ** 2).sum()))
+        return float((((pred + s_ms) / meas - 1) ** 2).sum()), s_ms / 1e3
+
+    grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
+    i = int(np.argmin([err(x)[0] for x in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    for _ in range(12):  # golden-section refinement around the best grid point
+        m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        if err(m1)[0] < err(m2)[0]:
+            hi = m2
+        else:
+            lo = m1
+    x = (lo + hi) / 2
+    return float(np.exp(x)), err(x)[1]
+
+
+def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
+    """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}}}} from `measure`."""
+    groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
+    by_name = {c.name: c for c in CASES}
+    for (name, form), (g, ms) in measured.items():
+        kind = _KIND[by_name[name].op]
+        groups.setdefault(f"{kind}.{TAGS[(form, kind)]}", []).append((g, PRESET[form], ms))
+    eff, setup = {}, {}
+    for key, cases in sorted(groups.items()):
+        eff[key], setup[key] = _fit(cases, hw, key)
+    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup}}}
+
+
+def _litert_version() -> str:
+    from importlib.metadata import version
+
+    return version("ai-edge-litert")
+
+
+def cache_path(host_calibration: str | os.PathLike[str]) -> Path:
+    """The LiteRT cache beside the host (ORT) calibration cache."""
+    return Path(host_calibration).with_name("litert-cpu.json")
+
+
+def _current(p: Path) -> dict[str, Any] | None:
+    from simulator.calibration import _machine
+
+    try:
+        cache = json.loads(p.read_text())
+        if (cache.get("version") == CACHE_VERSION and cache.get("litert") == _litert_version()
+                and cache.get("machine") == _machine()):
+            return cache
+    except (OSError, ValueError, KeyError):
+        pass
+    return None
+
+
+def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
+                progress: Callable[[str], None] = lambda s: None) -> HardwareProfile:
+    """`hw` (the ORT-calibrated host profile) with LiteRT's kernels as calibrated on this machine, calibrating and
+    caching them first if needed (one calibration at a time per machine, as for ORT)."""
+    import fcntl
+
+    from simulator.calibration import _machine, save_cache
+
+    p = cache_path(host_calibration)
+    if (cache := _current(p)) is None:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with open(p.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if (cache := _current(p)) is None:
+                with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
+                    measured = measure(Path(tmp), progress)
+                cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": _machine(),
+                         "platform": platform.platform(), "overrides": fit(measured, hw)}
+                save_cache(p, cache)
+    return hw.with_overrides(cache["overrides"])
