@@ -28,13 +28,14 @@ DTYPE_BYTES: dict[str, float] = {
 
 @dataclass(frozen=True, slots=True)
 class WeightStats:
-    """Summary of a constant tensor; the values themselves stay in the model file."""
+    """Summary of a constant tensor; the values stay in the model file (but for small integer ones)."""
 
     elements: int
     bytes: int
     min: float
     max: float
     sparsity: float  # share of elements that are exactly zero, 0..1
+    ints: tuple[int, ...] | None = None  # the values of a small integer constant (shape tensors, axes), <= 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +165,7 @@ class Graph:
             q = v.get("quant")
             values[v["name"]] = Value(
                 name=v["name"], shape=v.get("shape"), dtype=v["dtype"],
-                weight=WeightStats(**w) if w else None, quant=Quantization(**q) if q else None,
+                weight=_weight_stats(w) if w else None, quant=Quantization(**q) if q else None,
             )
         nodes = []
         for n in data["nodes"]:
@@ -180,6 +181,11 @@ class Graph:
         return cls(name=data["name"], format=data["format"], nodes=nodes, values=values,
                    inputs=data["inputs"], outputs=data["outputs"], metadata=data.get("metadata", {}),
                    eliminated=data.get("eliminated", {}))
+
+
+def _weight_stats(w: dict[str, JSON]) -> WeightStats:
+    ints = w.get("ints")
+    return WeightStats(**{**w, "ints": tuple(ints) if ints is not None else None})
 
 
 def _drop_empty(d: dict[str, JSON]) -> dict[str, JSON]:

@@ -7,6 +7,9 @@ figures come from `simulator/` and carry their own label.
 from __future__ import annotations
 
 import os
+import statistics
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +24,76 @@ class TaskTiming:
     runs: int  # number of runs the task was seen in
     # Executions per run: 1, or a body node's trip count (its times are per run, all calls summed).
     calls: float = 1.0
+
+
+# A whole-model timing is noisy when its runs spread wide or the process did not have the CPU for most of their
+# wall time (other load on the machine). Such a round is timed again, after a pause, while that stays cheap.
+NOISY_SPREAD = 1.3  # p90 / median of the runs
+NOISY_CPU_SHARE = 0.85  # CPU time of the inference thread / wall time (1 thread: ~1.0 on an idle machine)
+REMEASURE_ROUNDS = 3
+REMEASURE_BUDGET_S = 5.0  # no further round once the rounds so far took this long
+REMEASURE_PAUSE_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Round:
+    """One round of timed runs of the whole model."""
+
+    median_ms: float
+    p90_ms: float
+    cpu_median_ms: float  # CPU time of the calling thread per run (ORT runs 1 intra-op thread on it)
+    cpu_share: float  # total CPU time / total wall time
+    load_per_cpu: float  # 1-minute load average over the CPUs this process may use, after the round
+    wall_s: float
+
+    @property
+    def spread(self) -> float:
+        return self.p90_ms / self.median_ms if self.median_ms > 0 else 1.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.spread > NOISY_SPREAD or self.cpu_share < NOISY_CPU_SHARE
+
+    def noise(self, rounds: int) -> dict[str, Any]:
+        """The record a Profile carries (`Profile.noise`)."""
+        reasons = []
+        if self.spread > NOISY_SPREAD:
+            reasons.append(f"runs spread wide (p90/median {self.spread:.2f})")
+        if self.cpu_share < NOISY_CPU_SHARE:
+            reasons.append(f"the process had the CPU for only {self.cpu_share:.0%} of the time (other load; "
+                           f"load average {self.load_per_cpu:.1f} per CPU)")
+        return {"noisy": self.noisy, "spread": round(self.spread, 3), "cpu_share": round(self.cpu_share, 3),
+                "load_per_cpu": round(self.load_per_cpu, 2), "cpu_latency_ms": self.cpu_median_ms,
+                "rounds": rounds, "reason": "; ".join(reasons)}
+
+
+def _load_per_cpu() -> float:
+    try:
+        load = float(open("/proc/loadavg").read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return load / max(1, cpus)
+
+
+def timed_runs(run: Callable[[], None], n: int, between: Callable[[int], None] | None = None) -> Round:
+    """Time `n` calls of `run` (wall and this thread's CPU time); `between(i)` runs untimed after call i."""
+    import numpy as np
+
+    wall, cpu = [], []
+    t_start = time.perf_counter()
+    for i in range(n):
+        c0, t0 = time.thread_time(), time.perf_counter()
+        run()
+        t1, c1 = time.perf_counter(), time.thread_time()
+        wall.append((t1 - t0) * 1e3)
+        cpu.append((c1 - c0) * 1e3)
+        if between is not None:
+            between(i)
+    total = sum(wall)
+    return Round(median_ms=statistics.median(wall), p90_ms=float(np.percentile(wall, 90)),
+                 cpu_median_ms=statistics.median(cpu), cpu_share=min(1.0, sum(cpu) / total) if total > 0 else 1.0,
+                 load_per_cpu=_load_per_cpu(), wall_s=time.perf_counter() - t_start)
 
 
 @dataclass(slots=True)
@@ -38,6 +111,11 @@ class Profile:
     tasks: dict[str, TaskTiming] = field(default_factory=dict)  # compiled node id -> timing
     measured: bool = True
     kernels: dict[str, list[str]] = field(default_factory=dict)  # compiled node id -> kernels the runtime ran
+    # Round.noise() of the round the latency comes from: {noisy, spread, cpu_share, load_per_cpu, cpu_latency_ms,
+    # rounds, reason}; empty for profiles measured before it was recorded.
+    noise: dict[str, Any] = field(default_factory=dict)
+    # Compiled node id -> the shape and dtype of each output as the run saw it ([shape, dtype] or None).
+    output_shapes: dict[str, list[Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +136,7 @@ class ProfileSettings:
     memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT
     input_shapes: dict[str, list[int]] = field(default_factory=dict)
     input_values: dict[str, int | float | bool] = field(default_factory=dict)
+    input_ranges: dict[str, list[int]] = field(default_factory=dict)  # integer inputs: drawn from [low, high)
 
 
 def profile_in_sandbox(child: str, model_path: str | os.PathLike[str], settings: ProfileSettings) -> Profile:

@@ -142,23 +142,46 @@ def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
     targets = []
     for r in result.targets:
         table = results.ops_table(r, result.source)
-        summary = results.target_summary(r)
+        summary = results.target_summary(r, table)
         targets.append({
             "target": r.target, "latency_ms": summary["latency_ms"],
             "latency_p90_ms": summary["latency_p90_ms"], "peak_memory_bytes": summary["peak_memory_bytes"],
-            "measured": summary["measured"], "label": summary["label"],
-            "size_bytes": r.sweep.bulk["base"]["size_bytes"],
+            "measured": summary["measured"], "label": summary["label"], "noise": summary["noise"],
+            "work_unknown": summary["work_unknown"], "size_bytes": r.sweep.bulk["base"]["size_bytes"],
             "ops": [{"name": o["name"] or o["id"], "id": o["id"], "type": o["type"], "latency_ms": o["latency_ms"],
-                     "measured": o["measured"], "source_nodes": o["source_nodes"], "executions": o["executions"]}
-                    for o in table["ops"]],
+                     "measured": o["measured"], "macs": o["macs"], "work_unknown": o["work_unknown"],
+                     "source_nodes": o["source_nodes"], "executions": o["executions"]} for o in table["ops"]],
         })
     src = result.source
     return {
         "model": {"name": model_path.name, "format": src.format, "op_count": len(src.nodes),
                   "size_bytes": model_path.stat().st_size},
+        "inputs": [p.to_json() for p in result.inputs.values()],
         "targets": targets,
         "stage_seconds": result.stage_seconds,
     }
+
+
+def echo_inputs(plans: list[dict[str, Any]]) -> None:
+    """One line per input: the shape (and value) it ran with, and why."""
+    from compiler.input_plan import InputPlan, describe
+
+    for p in plans:
+        plan = InputPlan(name=p["name"], dtype=p["dtype"], declared=p["declared"], shape=p["shape"], role=p["role"],
+                         set_by=p["set_by"], value=p["value"], note=p["note"])
+        click.echo(f"  input {describe(plan)}" + (" [set]" if p["set_by"] == "user" else ""))
+
+
+def echo_quality(t: dict[str, Any]) -> None:
+    """Say when a figure is less than it looks: a noisy measurement, tasks whose work is unknown."""
+    noise = t.get("noise") or {}
+    if noise.get("noisy"):
+        click.echo(f"  noisy measurement: {noise['reason']}; the model's own CPU time per run was "
+                   f"{noise['cpu_latency_ms']:.3f} ms ({noise['rounds']} round(s) timed)")
+    unknown = t.get("work_unknown") or {}
+    if unknown.get("tasks"):
+        click.echo(f"  work unknown for {unknown['tasks']} task(s), {unknown['share']:.1%} of the time: their "
+                   "shapes could not be resolved, so predictions for them are not reliable")
 
 
 @main.command()
@@ -212,9 +235,11 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
         return
     m = doc["model"]
     click.echo(f"{m['name']}: {m['format']}, {m['op_count']} ops, {m['size_bytes'] / 1e6:.2f} MB")
+    echo_inputs(doc["inputs"])
     for t in doc["targets"]:
         click.echo(f"\n{t['target']}: {t['latency_ms']:.3f} ms, peak memory "
                    f"{t['peak_memory_bytes'] / 1e6:.1f} MB ({t['label']})")
+        echo_quality(t)
         ops = sorted(t["ops"], key=lambda o: -(o["latency_ms"] or 0))[:top]
         for o in ops:
             tag = "" if o["measured"] else " (predicted)"

@@ -267,11 +267,13 @@ def _feeds(sess: Any) -> dict[str, np.ndarray]:
     return feeds
 
 
-def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "all", rounds: int = 3) -> float:
+def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "all", rounds: int = 3,
+            feeds: dict[str, np.ndarray] | None = None) -> float:
     """Time of session.run (ms, `_clock`, `fast_ms` of all runs), 1 intra-op thread, after warm-up, over
-    `rounds` rounds, so a burst of load from other processes on a shared machine does not become the figure."""
+    `rounds` rounds, so a burst of load from other processes on a shared machine does not become the figure.
+    `feeds`: the inputs to run with (default: calibration's own, symbolic dims at 1)."""
     sess = _session(path, opt)
-    feeds = _feeds(sess)
+    feeds = feeds if feeds is not None else _feeds(sess)
     for _ in range(3):
         sess.run(None, feeds)
     times: list[float] = []

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from compiler.graph import Graph
+from compiler.input_plan import InputPlan, Scalar
 
 
 def load_source(path: str | os.PathLike[str]) -> Graph:
@@ -14,13 +16,17 @@ def load_source(path: str | os.PathLike[str]) -> Graph:
     return frontends.load(path)
 
 
-def compile_for(path: str | os.PathLike[str], target: str, workdir: str | os.PathLike[str]) -> tuple[Graph, Graph]:
-    """(source, compiled) for `target`, through the same backend registry as the worker."""
-    from compiler.backends import compile_for_target
+def compile_for(path: str | os.PathLike[str], target: str, workdir: str | os.PathLike[str],
+                input_shapes: Mapping[str, Sequence[int]] | None = None,
+                input_values: Mapping[str, Scalar] | None = None) -> tuple[Graph, Graph, dict[str, InputPlan]]:
+    """(source, compiled, input plan) for `target` at the inputs the worker would use (the given shapes and
+    values, defaults for the rest), through the same backend registry and input planning as the worker."""
+    from compiler.prepare import prepare
     from simulator.targets import check_targets_format, get_target
 
     get_target(target)  # unknown names fail here, with the list of targets
     source = load_source(path)
     check_targets_format([target], source.format)  # so does a target that cannot run the model's format
-    compiled, _ = compile_for_target(Path(path), target, Path(workdir), source)
-    return source, compiled
+    prep = prepare(Path(path), source, Path(workdir), [target], input_shapes or {}, input_values or {},
+                   reload=lambda: load_source(path), target_dir=lambda i: Path(workdir))
+    return prep.source, prep.compiled[0][0], prep.plans

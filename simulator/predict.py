@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
+from compiler.input_plan import fill_values
 from simulator.options import OptionError, parse_combo, parse_preset
 from simulator.targets import get_target
 
@@ -57,18 +58,20 @@ def task_overrides(compiled: Graph, per_op: Any, ops: Mapping[str, str], float_f
 
 
 def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: str, ops: Mapping[str, str],
-                  workdir: str | os.PathLike[str], calibration_path: str | os.PathLike[str] | None = None
-                  ) -> tuple[dict[str, Any], Graph, Graph]:
-    """(result, source, compiled): predicted totals and per-op values, without running the model."""
+                  workdir: str | os.PathLike[str], calibration_path: str | os.PathLike[str] | None = None,
+                  input_shapes: Mapping[str, list[int]] | None = None,
+                  input_values: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], Graph, Graph]:
+    """(result, source, compiled): predicted totals and per-op values at the given input shapes and values
+    (defaults for the rest, as the worker's), without running the model."""
     from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.totals import totals
 
     t = get_target(target)
     preset = parse_preset(model_wide).name
-    source, compiled = compile_for(model_path, target, workdir)
+    source, compiled, plans = compile_for(model_path, target, workdir, input_shapes, input_values)
     r = sweep(compiled, target, calibration_path=calibration_path if t.profile == "host-cpu" else None,
-              source=source)
+              source=source, input_values=fill_values(plans))
     names = [p["name"] for p in r.bulk["presets"]]
     if preset in names:
         base, overrides = preset, task_overrides(compiled, r.per_op, ops, t.float_format)
@@ -89,17 +92,24 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
         else:
             vals = {m: r.bulk["metrics"][m][i][p] for m in METRICS}
             combo, sup, unit = r.bulk["combos"][i][p], r.bulk["supported"][i][p], r.bulk["units"][i][p]
+        w = r.works[i]
         rows.append({"id": n.id, "name": n.name, "type": n.op_type, "combo": combo, "supported": sup,
-                     "unit": unit, **vals})
+                     "unit": unit, "macs": w.macs, "work_unknown": not (w.shapes_known or w.kind == "folded"), **vals})
+    unknown = [row for row in rows if row["work_unknown"]]
+    unknown_ms = sum(row["latency_ms"] for row in unknown)
     result = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
-              "label_text": label_text(r.bulk["label"]), "totals": tot, "ops": rows}
+              "label_text": label_text(r.bulk["label"]), "inputs": [p.to_json() for p in plans.values()],
+              "totals": tot, "work_unknown": {"tasks": len(unknown), "latency_ms": unknown_ms,
+                                              "share": unknown_ms / tot["latency_ms"] if tot["latency_ms"] > 0 else 0.0},
+              "ops": rows}
     return result, source, compiled
 
 
 def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], target: str,
                    model_wide: str, ops: Mapping[str, str], workdir: str | os.PathLike[str],
                    calibration_path: str | os.PathLike[str] | None = None,
-                   input_shapes: Mapping[str, list[int]] | None = None) -> dict[str, Any]:
+                   input_shapes: Mapping[str, list[int]] | None = None,
+                   input_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Write the optimized model for `target` and return its prediction next to its real file size:
     {"path", "size_bytes", "predicted": {totals, "label"}, "size_error_pct", "notes", "choices", "prediction"}."""
     t = get_target(target)
@@ -109,7 +119,8 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
         raise OptionError(f"{target}: optimize_model writes ONNX models only; Core ML packages (from an uploaded "
                           f"ML Program or one converted from a .pt2) and LiteRT files are written by "
                           f"compiler.optimize.export.optimize_for_target, as `edgescope optimize` does")
-    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path)
+    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path,
+                                             input_shapes, input_values)
     # Export works on source nodes: a task's override applies to every source node it implements.
     by_id = {n.id: n for n in compiled.nodes}
     src_names = {n.id: n.name or n.id for n in source.nodes}
@@ -120,8 +131,10 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
     from compiler.optimize.onnx_export import export_onnx, exportable_names
 
     known = exportable_names(model_path)
+    # The exporter calibrates static int8 at the shapes the prediction used (the input plan's).
+    used = {p["name"]: p["shape"] for p in result["inputs"]}
     res = export_onnx(model_path, out_path, result["model_wide"], {k: v for k, v in src_over.items() if k in known},
-                      input_shapes=input_shapes)
+                      input_shapes=used)
     pred = result["totals"]["size_bytes"]
     return {"path": str(res.path), "size_bytes": res.size_bytes,
             "predicted": {**result["totals"], "label": result["label_text"]},

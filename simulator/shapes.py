@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from compiler.concrete import reshaped
 from compiler.graph import Graph, Node, Value
 
 # Same shape as the first input.
@@ -113,13 +114,10 @@ def _infer(node: Node, g: Graph) -> list[list[int] | None]:
         batch = _broadcast([x[:-2], b[:-2]]) if len(x) > 2 or len(b) > 2 else []
         return [None] if batch is None else [[*batch, x[-2] if len(x) > 1 else 1, b[-1]]]
     if op == "Reshape" and x is not None and len(node.inputs) > 1:
-        # Shape tensors are constants whose values we do not keep; ORT's Gemm helpers reshape to
-        # [-1, last] (2 elements, min -1, max = last dim), which the summary identifies.
         sv = g.values.get(node.inputs[1])
         w = sv.weight if sv is not None else None
-        if w is not None and w.elements == 2 and w.min == -1 and int(w.max) == x[-1]:
-            return [[math.prod(x) // x[-1], x[-1]]]
-        return [None]
+        target = reshaped(x, list(w.ints), bool(node.attributes.get("allowzero"))) if w and w.ints is not None else None
+        return [target]
     if op == "Transpose" and x is not None:
         perm = node.attributes.get("perm") or list(reversed(range(len(x))))
         return [[x[p] for p in perm]]

@@ -26,12 +26,13 @@ from simulator.backends import (
     storage_bytes_per_kernel,
     stored_aux_bytes,
 )
-from simulator.control_flow import control_dispatches, discount_parents, executions, scale_by_executions
+from simulator.control_flow import control_dispatches, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.formats import ACTIVATION_FORMATS, BITS
 from simulator.onnx_file import EVENTS, ExportRecords, export_records
 from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.shapes import fill_shapes
+from simulator.measured import measured_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.targets import Target, get_target
 
@@ -260,7 +261,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     name_len = np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64)
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
-    measured = _measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
+    measured = measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
 
     # Elements each op reads from graph inputs / writes to graph outputs (the model's I/O stays fp32).
     # A graph input is converted once, by (and charged to) its first consumer.
@@ -321,12 +322,12 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         bulk_out[rows] = np.array([s.split("/")[1] for s in names], dtype=object)
 
     # The runtime's fixed cost per inference (InferenceSession.run, Core ML predict) is charged to the
-    # first task in every column, so the totals rule needs no extra term.
+    # first task in every column, so the totals rule needs no extra term; so is the part of a measured whole
+    # model its measured tasks do not explain (time between kernels, other load), so every view shows the whole.
     run_ms = hw.units[0].run_overhead_s * 1e3
-    if n:
-        g0, r0 = where[0]
-        g0.metrics["latency_ms"][r0] += run_ms
-        bulk_m["latency_ms"][0] += run_ms
+    _charge_first(where, bulk_m, run_ms)
+    gap_ms = unexplained_ms(profile, measured, bulk_m["latency_ms"], presets)
+    _charge_first(where, bulk_m, gap_ms)
 
     src, dst, elements = _edges(compiled, folded, execs)
     # Partition crossings, charged to the consumer in the bulk columns. Per-op rows carry none (they depend on
@@ -344,7 +345,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
     # scaled by measured / predicted fp32 total, so the fp32 ops sum to the measurement and options keep
     # their predicted ratios to it.
-    scale = _total_scale(t, profile, measured, bulk_m["latency_ms"], presets)
+    scale = total_scale(t, profile, measured, bulk_m["latency_ms"], presets)
     if scale is not None:
         bulk_m["latency_ms"] *= scale
         for g in {id(g): g for g, _ in where}.values():
@@ -386,7 +387,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     }
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     if n:
-        notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)")
+        notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)"
+                        + (f" and {gap_ms:.4f} ms of the measured whole model outside its tasks' kernel times"
+                           if gap_ms > 0 else ""))
     per_op = PerOpTable(ops, where, notes)
     from simulator.totals import totals  # late import: totals reads the same structures
     base = totals(bulk, per_op, "fp32", {})
@@ -496,52 +499,12 @@ def _size_overhead(g: Graph) -> float:
     return 4096.0 + 120.0 * len(g.nodes)  # estimate: protobuf node records + header
 
 
-def _total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,
-                 presets: list[Any]) -> float | None:
-    """measured / predicted whole-model fp32 latency, when the profile measured only the whole model."""
-    if profile is None or profile.target != t.name or not profile.measured or profile.tasks or measured.any():
-        return None
-    p = [x.name for x in presets].index("fp32")
-    pred = float(lat[:, p].sum())  # fp32 everywhere: no edge converts, so this is the fp32 total
-    if pred <= 0 or not profile.latency_ms or profile.latency_ms <= 0:
-        return None
-    return float(profile.latency_ms) / pred
-
-
-_MEASURED_ZERO_MS = 1e-9  # a measured "no time of its own": positive, so the measurement replaces the prediction
-
-
-def _measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_s: float,
-                 run_overhead_s: float = 0.0) -> np.ndarray:
-    """Measured task medians (ms per call), less the time the profiler itself adds to each recorded task.
-
-    That cost is calibrated on a chain of tiny kernels; inside a real graph it is often larger (each
-    event also pays for the switch between kernels). The profile's whole-model latency is timed without
-    the profiler, so when the task medians add up to more than it, the excess per task is taken as
-    this graph's profiler cost: the measured tasks then sum to the measured whole."""
-    out = np.zeros(len(g.nodes))
-    if profile is None or profile.target != t.name or not profile.measured:
-        return out
-    med = np.array([profile.tasks[nd.id].median_ms if nd.id in profile.tasks else 0.0 for nd in g.nodes])
-    # A body task's median covers all its calls in a run; the profiler pays per call (event).
-    calls = np.array([profile.tasks[nd.id].calls if nd.id in profile.tasks else 1.0 for nd in g.nodes])
-    n = float(calls[med > 0].sum())
-    # LiteRT's per-operator times are XNNPACK's own timers, not an event profiler's (the calibrated overhead
-    # is ORT's): nothing to take off but an excess over the whole.
-    litert = g.format == "tflite"
-    over_ms = 0.0 if litert else profiler_overhead_s * 1e3
-    if n and profile.latency_ms and profile.latency_ms > 0:
-        med = discount_parents(g, med, calls, profile.latency_ms - run_overhead_s * 1e3)
-        excess = float(med.sum()) - (profile.latency_ms - run_overhead_s * 1e3)
-        over_ms = max(over_ms, excess / n)
-    per_run = np.where(med > 0, np.maximum(med - over_ms * calls, 0.25 * med), 0.0)
-    out = per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
-    if litert:
-        # An operator XNNPACK folded into a neighbour (a PAD into the next conv) was measured at no time of its
-        # own: a measured zero, not a missing measurement to predict.
-        present = np.array([nd.id in profile.tasks for nd in g.nodes])
-        out = np.where(present & (out <= 0), _MEASURED_ZERO_MS, out)
-    return out
+def _charge_first(where: list[tuple[_Group, int]], bulk_m: dict[str, np.ndarray], ms: float) -> None:
+    """Add `ms` to the first task's latency in every column (bulk and per-op)."""
+    if where and ms > 0:
+        g0, r0 = where[0]
+        g0.metrics["latency_ms"][r0] += ms
+        bulk_m["latency_ms"][0] += ms
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

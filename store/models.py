@@ -71,6 +71,9 @@ class Job(Base):
     # [{"name": "parse", "status": "done", "seconds": 0.1}, ...]
     stages: Mapped[list[Any]] = mapped_column(default=list)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # The input plan it ran with (compiler.input_plan.InputPlan.to_json per input), written once the model
+    # is parsed, so a failed analysis still says which shapes and values it tried.
+    inputs: Mapped[list[Any] | None] = mapped_column(JSON, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)

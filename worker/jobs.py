@@ -104,6 +104,14 @@ class _Progress:
 CALIBRATING_NOTE = "Calibrating this machine, once (about 90 s): timing kernels for the host cost model."
 
 
+def _store_plan(services: Services, job_id: str, token: str, plans: dict[str, Any]) -> None:
+    """The input plan, on the job row as soon as it is made (a failed analysis still shows what it tried)."""
+    with session_scope(services.sessions) as s:
+        job = s.scalar(select(Job).where(*_mine(job_id, token)))
+        if job is not None:
+            job.inputs = [p.to_json() for p in plans.values()]
+
+
 def fail(services: Services, job_id: str, message: str, token: str | None = None) -> None:
     """Mark the job failed with a message for the user (cleaned of paths and stack text)."""
     with session_scope(services.sessions) as s:
@@ -241,7 +249,8 @@ def _run_claimed(services: Services, job_id: str, token: str, beat: lease.Heartb
         workdir.mkdir()
         with local_copy(services.blobs, upload_key, suffix=Path(filename).suffix, dir=folder) as src:
             _calibrate_if_needed(services, opts, progress)
-            result = pipeline.analyze(src, workdir, opts, progress)
+            result = pipeline.analyze(src, workdir, opts, progress,
+                                      on_plan=lambda plans: _store_plan(services, job_id, token, plans))
             progress("store", 0.0)
             t0 = time.perf_counter()
             stored = store_blobs(services, model_id, job_id, result)

@@ -53,6 +53,7 @@ class AnalysisResult:
     source: Graph
     targets: list[TargetResult]
     stage_seconds: dict[str, float]
+    inputs: dict[str, Any] = field(default_factory=dict)  # input name -> compiler.input_plan.InputPlan
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
@@ -69,8 +70,16 @@ def user_errors() -> tuple[type[BaseException], ...]:
 
 
 def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
-            progress: ProgressFn = lambda stage, frac: None) -> AnalysisResult:
+            progress: ProgressFn = lambda stage, frac: None,
+            on_plan: Callable[[dict[str, Any]], None] = lambda plans: None) -> AnalysisResult:
+    """`on_plan(plans)` is called with the input plan as soon as it is known (the job stores it with the model,
+    so a model whose analysis fails later still shows the inputs it was tried with)."""
     from compiler import backends, frontends
+    from compiler.concrete import fill_by_name, observed_shapes
+    from compiler.input_plan import concrete_shapes, fill_values, value_ranges
+    from compiler.errors import ModelRunError, SandboxError
+    from compiler.input_hints import explain
+    from compiler.prepare import prepare
     from compiler.profile import ProfileSettings
     from simulator import sweep as sim_sweep
     from simulator.control_flow import observed_executions
@@ -97,12 +106,13 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
 
     results: list[TargetResult] = []
     with timed("compile"):
-        for i, target in enumerate(opts.targets):
-            tdir = workdir / f"target-{i}"
-            tdir.mkdir()
-            compiled, compiled_path = backends.compile_for_target(model_path, target, tdir, source)
-            results.append(TargetResult(target, compiled, compiled_model_path=compiled_path))
-            progress("compile", (i + 1) / len(opts.targets))
+        # Every stage works at one set of concrete input shapes: ONNX models are compiled with their input
+        # dims fixed, and a dim the model itself requires is set to what it needs (compiler.prepare).
+        prep = prepare(model_path, source, workdir, opts.targets, opts.input_shapes, opts.input_values,
+                       reload=lambda: frontends.load(model_path, opts.format), on_plan=on_plan,
+                       on_target=lambda i: progress("compile", (i + 1) / len(opts.targets)))
+        source, plans = prep.source, prep.plans
+        results = [TargetResult(t, g, compiled_model_path=out) for t, (g, out) in zip(opts.targets, prep.compiled)]
 
     with timed("profile"):
         # A backend that measures may still hand back no file (e.g. .pt2 on LiteRT without the
@@ -110,13 +120,29 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
         measured = [r for r in results
                     if backends.for_target(r.target).measures and r.compiled_model_path is not None]
         for i, r in enumerate(measured):
+            # The plan's inputs where the compiled file keeps the source's input names (a .pt2 converted to
+            # .tflite renames them, and is converted at its example inputs' static shapes).
+            same = r.compiled.format in ("onnx", source.format)
             settings = ProfileSettings(
                 warmup=opts.warmup, runs=opts.runs, threads=opts.threads, timeout_s=opts.timeout_s,
-                memory_limit_bytes=opts.memory_limit_bytes, input_shapes=opts.input_shapes,
-                input_values=opts.input_values,
+                memory_limit_bytes=opts.memory_limit_bytes,
+                input_shapes=concrete_shapes(plans) if same else dict(opts.input_shapes),
+                input_values=fill_values(plans) if same else dict(opts.input_values),
+                input_ranges=value_ranges(plans) if same else {},
             )
-            r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)
+            try:
+                r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)
+            except (ModelRunError, SandboxError) as e:  # say which input to set, with an example that fits it
+                raise type(e)(explain(str(e), r.compiled, plans)) from None
             progress("profile", (i + 1) / len(measured))
+        # Shapes the runs saw fill what inference left unknown: in the compiled graph they ran, and by value
+        # name in the source and the other targets' graphs.
+        for r in measured:
+            if r.profile is not None and r.profile.output_shapes:
+                seen = observed_shapes(r.compiled, r.profile.output_shapes)
+                fill_by_name(r.compiled, seen, overwrite=True)
+                for g in [source] + [o.compiled for o in results if o is not r]:
+                    fill_by_name(g, seen)
 
     with timed("simulate"):
         # Branches taken and trip counts seen in a profiled run stand for every target of the same model.
@@ -125,7 +151,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             observed.update(observed_executions(r.compiled, r.profile))
         for i, r in enumerate(results):
             r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, calibration_path=opts.calibration_path,
-                                      source=source, observed=observed, input_values=opts.input_values)
+                                      source=source, observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
 
-    return AnalysisResult(source=source, targets=results, stage_seconds=seconds)
+    return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)

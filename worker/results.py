@@ -50,6 +50,23 @@ def _locations(n: Node, source_by_id: dict[str, Node]) -> list[dict[str, Any]]:
     return out
 
 
+def _work_known(r: TargetResult, i: int | None) -> bool:
+    """Whether the cost model knew the task's work (every tensor's shape); folded constants do no work."""
+    if i is None or r.sweep is None:
+        return True
+    w = r.sweep.works[i]
+    return w.shapes_known or w.kind == "folded"
+
+
+def work_unknown(rows: list[dict[str, Any]], total_ms: float | None = None) -> dict[str, Any]:
+    """How much of the time is in tasks whose work could not be resolved: their predictions under other options
+    are not to be trusted (never a silent zero)."""
+    unknown = [row for row in rows if row.get("work_unknown")]
+    ms = sum(row["latency_ms"] or 0.0 for row in unknown)
+    total = total_ms if total_ms is not None else sum(row["latency_ms"] or 0.0 for row in rows)
+    return {"tasks": len(unknown), "latency_ms": ms, "share": ms / total if total > 0 else 0.0}
+
+
 def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
     g = r.compiled
     source_by_id = {m.id: m for m in source.nodes} if source is not None else {}
@@ -69,6 +86,7 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
             "p25_ms": t.p25_ms if t else None, "p75_ms": t.p75_ms if t else None,
             "measured": t is not None,
             "macs": r.sweep.works[i].macs if i is not None else None, "weight_bytes": m("weight_bytes"), "activation_bytes": m("activation_bytes"),
+            "work_unknown": not _work_known(r, i),
             "source_nodes": n.source_nodes,
             # Control flow: runs per inference (a body task's trip count, 0 for a branch not taken) and the
             # If / Loop / Scan task and body holding it ("" at the top level).
@@ -88,7 +106,9 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
         latency, measured, label = r.profile.latency_ms, True, profile_label(r.profile)
     else:
         latency, measured, label = r.sweep.bulk["base"]["latency_ms"], False, predicted_label(r.sweep.bulk)
-    return {"target": r.target, "measured": measured, "label": label, "latency_ms": latency, "ops": rows}
+    return {"target": r.target, "measured": measured, "label": label, "latency_ms": latency,
+            "noise": r.profile.noise or None if r.profile else None, "work_unknown": work_unknown(rows),
+            "ops": rows}
 
 
 def graph_view(g: Graph, view: str) -> dict[str, Any]:
@@ -114,26 +134,24 @@ def graph_columns(view: dict[str, Any]) -> dict[str, Any]:
             "src": [a for a, _ in edges], "dst": [b for _, b in edges]}
 
 
-def target_summary(r: TargetResult) -> dict[str, Any]:
+def target_summary(r: TargetResult, table: dict[str, Any] | None = None) -> dict[str, Any]:
     base = r.sweep.bulk["base"]
+    unknown = (table or ops_table(r))["work_unknown"]
     if r.profile:
         return {"target": r.target, "latency_ms": r.profile.latency_ms,
                 "latency_p90_ms": r.profile.latency_p90_ms,
                 "peak_memory_bytes": r.profile.peak_memory_bytes, "measured": True,
-                "label": profile_label(r.profile),
+                "label": profile_label(r.profile), "noise": r.profile.noise or None, "work_unknown": unknown,
                 "predicted": {"latency_ms": base["latency_ms"], "peak_memory_bytes": base["peak_memory_bytes"]}}
     return {"target": r.target, "latency_ms": base["latency_ms"], "latency_p90_ms": None,
             "peak_memory_bytes": base["peak_memory_bytes"], "measured": False,
-            "label": predicted_label(r.sweep.bulk)}
+            "label": predicted_label(r.sweep.bulk), "noise": None, "work_unknown": unknown}
 
 
 def summary(result: AnalysisResult) -> dict[str, Any]:
     src = result.source
-    inputs = {}
-    for r in result.targets:
-        if r.profile:
-            inputs = r.profile.input_shapes
-            break
+    # The concrete shapes every stage used (the input plan; a profile's are the same).
+    inputs = {name: list(p.shape) for name, p in result.inputs.items()}
     if not inputs:
         inputs = {name: src.values[name].shape for name in src.inputs if name in src.values}
     return {

@@ -178,7 +178,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     path = payload["model"]
     graph = tflite.load(path)  # input names, dtypes and dynamic dims, as the user sees them
     shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
-    feeds = generate_inputs(graph, s.input_shapes, s.input_values)
+    feeds = generate_inputs(graph, s.input_shapes, s.input_values, ranges=s.input_ranges)
     del graph
     base_rss = _reset_peak()
     it = _interpreter(path, s.threads)

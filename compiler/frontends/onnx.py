@@ -132,6 +132,9 @@ def _shape(type_proto: Any) -> tuple[list[Dim] | None, str]:
     return dims, dtype
 
 
+SMALL_INTS = 16  # integer constants up to this size keep their values (shape tensors, axes, indices)
+
+
 def weight_stats(arr: np.ndarray, dtype: str) -> WeightStats:
     """Elements, bytes, min, max, share of exact zeros. The array is dropped by the caller."""
     from compiler.graph import DTYPE_BYTES
@@ -148,7 +151,8 @@ def weight_stats(arr: np.ndarray, dtype: str) -> WeightStats:
     finite = flat[np.isfinite(flat)] if flat.dtype.kind == "f" else flat
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
     zeros = n - int(np.count_nonzero(flat))
-    return WeightStats(elements=n, bytes=nbytes, min=lo, max=hi, sparsity=zeros / n)
+    ints = tuple(int(x) for x in flat) if flat.dtype.kind in "iu" and n <= SMALL_INTS else None
+    return WeightStats(elements=n, bytes=nbytes, min=lo, max=hi, sparsity=zeros / n, ints=ints)
 
 
 def _tensor_value(t: Any, name: str) -> Value:

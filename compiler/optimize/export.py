@@ -66,14 +66,15 @@ def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.P
         from simulator.predict import optimize_model
 
         return {**optimize_model(model_path, out_path, target, model_wide, ops, workdir, calibration_path,
-                                 input_shapes=input_shapes), "export": kind}
+                                 input_shapes=input_shapes, input_values=input_values), "export": kind}
     if kind == "tflite":
         from compiler.optimize.litert_export import check_options
 
         check_options(model_wide, ops)  # before the prediction: a refused option costs nothing
     from simulator.predict import predict_model
 
-    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path)
+    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path,
+                                             input_shapes, input_values)
     if kind == "coreml":
         from compiler.optimize.coreml_export import export_coreml_file
 

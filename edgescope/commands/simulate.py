@@ -50,30 +50,67 @@ def _user_errors() -> tuple[type[BaseException], ...]:
     return (OptionError, ModelFormatError, ModelRunError, InputSpecError, SandboxError)
 
 
+def _inputs(inputs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from compiler.errors import InputSpecError
+    from compiler.inputs import parse_shape_args, parse_value_args
+
+    try:
+        return parse_shape_args(inputs), parse_value_args(values)
+    except InputSpecError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+_input_options = [
+    click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224",
+                 help="Input shape (repeatable); other symbolic dims get defaults by input role, as `analyze`."),
+    click.option("--input-value", "values", multiple=True, metavar="NAME=16000", help="Fill an input with a value."),
+]
+
+
+def _with_inputs(f: Any) -> Any:
+    for opt in reversed(_input_options):
+        f = opt(f)
+    return f
+
+
+def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
+    from edgescope.cli import echo_inputs
+
+    echo_inputs(out["inputs"])
+    unknown = out["work_unknown"]
+    if unknown["tasks"]:
+        click.echo(f"  work unknown for {unknown['tasks']} task(s), {unknown['share']:.1%} of the predicted time: "
+                   "their shapes could not be resolved, so these predictions are not reliable")
+
+
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--target", default="ort-cpu/host", show_default=True, help="See `edgescope options`.")
 @click.option("--model-wide", default="fp32", show_default=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
               help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
+@_with_inputs
 @click.option("--calibration", type=click.Path(path_type=Path), default=None,
               help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
 @click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label and every op.")
-def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], calibration: Path | None, top: int,
-            as_json: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label, inputs and every op.")
+def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inputs: tuple[str, ...],
+            values: tuple[str, ...], calibration: Path | None, top: int, as_json: bool) -> None:
     """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
     from simulator.predict import predict_model
 
+    shapes, vals = _inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
-            out, *_ = predict_model(model, target, model_wide, _parse_ops(ops), td, _calibration_path(calibration))
+            out, *_ = predict_model(model, target, model_wide, _parse_ops(ops), td, _calibration_path(calibration),
+                                    shapes, vals)
     except _user_errors() as e:
         _fail(str(e))
     if as_json:
         click.echo(json.dumps(out))
         return
     _print_totals(out)
+    _print_inputs_and_unknown(out)
     for r in sorted(out["ops"], key=lambda r: -r["latency_ms"])[:top]:
         click.echo(f"  {r['latency_ms']:9.4f} ms  {r['type']:18s} {r['combo']:20s} {r['unit']:8s} {r['name'] or r['id']}")
 
@@ -87,19 +124,22 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], cal
               help="Output file: .onnx (ONNX Runtime targets), .mlpackage.zip (Core ML), .tflite (LiteRT).")
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
 @click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
+@_with_inputs
 @click.option("--json", "as_json", is_flag=True)
 def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
-             calibration: Path | None, measure: bool, as_json: bool) -> None:
+             calibration: Path | None, measure: bool, inputs: tuple[str, ...], values: tuple[str, ...],
+             as_json: bool) -> None:
     """Write the optimized model for TARGET and print its predicted totals next to its real size.
 
     ONNX Runtime targets: ONNX Runtime's quantizers; Core ML: coremltools.optimize.coreml (from a
     .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
     from compiler.optimize.export import optimize_for_target
 
+    shapes, vals = _inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
             result = optimize_for_target(model, out_path, target, model_wide, _parse_ops(ops), td,
-                                         _calibration_path(calibration))
+                                         _calibration_path(calibration), input_shapes=shapes, input_values=vals)
     except _user_errors() as e:
         _fail(str(e))
     out = result["prediction"]
@@ -109,7 +149,7 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
     if measure and target == "ort-cpu/host":
         from simulator.calibration import wall_ms
 
-        ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3)
+        ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3, feeds=_feeds(result))
         result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "
                                                          "medians on this machine"}
     elif measure and target == "litert-cpu/host":
@@ -121,6 +161,7 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
         click.echo(json.dumps(result))
         return
     _print_totals(out)
+    _print_inputs_and_unknown(out)
     click.echo(f"  wrote {result['path']}: {result['size_bytes'] / 1e6:.3f} MB on disk (predicted {pred / 1e6:.3f} MB, "
                f"{result['size_error_pct']:+.1f}%)")
     if "measured" in result:
@@ -129,6 +170,17 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
                    f"{(out['totals']['latency_ms'] / m - 1) * 100:+.1f}%)")
     for n in result["notes"]:
         click.echo(f"  note: {n}")
+
+
+def _feeds(result: dict[str, Any]) -> dict[str, Any]:
+    """Inputs for timing the written model: the ones its prediction was made at (the input plan)."""
+    from compiler.frontends import onnx as onnx_frontend
+    from compiler.input_plan import stored_inputs
+    from compiler.inputs import generate_inputs
+
+    st = stored_inputs(result["inputs"])
+    return generate_inputs(onnx_frontend.load(result["path"]), st["input_shapes"], st["input_values"],
+                           ranges=st["input_ranges"])
 
 
 @click.command()

@@ -37,5 +37,7 @@ def model_json(m: Model, role: str | None = None) -> dict[str, Any]:
         "targets": m.targets,
         "input_shapes": m.input_shapes,
         "input_values": m.input_values,
+        # What the newest analysis ran with: every input's declared and concrete shape, fill and why.
+        "inputs": job.inputs if job else None,
         "summary": m.summary if job and job.status == "ready" else None,
     }

@@ -55,6 +55,16 @@ def test_reanalysis_replaces_cached_option_index(app, client, zoo) -> None:  # t
     assert model["summary"]["inputs"]["input_ids"] == [4, 64]
     second = _per_op_agrees_with_bulk(client, model_id)
     assert second["ops"] == first["ops"]
+    # The new shapes reached the simulator (4x64 tokens, not 1x8) and the compiled graph's values.
+    act = lambda t: sum(row[0] for row in t["metrics"]["activation_bytes"])  # noqa: E731
+    assert act(second) > 20 * act(first) > 0
+    ops = client.get(f"/api/models/{model_id}/ops").get_json()
+    gather = next(o for o in ops["ops"] if o["type"] == "Gather")
+    assert [v["shape"] for v in gather["outputs"]] == [[4, 64, 32]]
+    assert ops["work_unknown"]["tasks"] == 0 and not any(o["work_unknown"] for o in ops["ops"])
+    plan = {p["name"]: p for p in model["inputs"]}
+    assert plan["input_ids"]["declared"] == ["batch", "seq"] and plan["input_ids"]["set_by"] == "user"
+    assert plan["mask"]["shape"] == [4, 64] and plan["mask"]["value"] == 1
     # The previous analysis' blobs are gone and no row points to them.
     with session_scope(services.sessions) as s:
         new_keys = {a.key for a in s.scalars(select(Artifact).where(Artifact.model_id == model_id))}

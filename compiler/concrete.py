@@ -1,0 +1,191 @@
+"""One set of concrete shapes for every stage: the input plan is written into the model before it is compiled,
+and every value's shape is resolved from it.
+
+- `apply_plan`: the source graph's inputs take the plan's shapes. An ONNX model is also written again with its
+  input dims fixed (so ONNX Runtime's shape-dependent fusions, constant folding of shape arithmetic and the
+  compiled graph are those of the run that is measured), and every shape ONNX shape inference with data
+  propagation finds is filled into the source graph and stored in the file as `value_info`.
+- `observed_shapes` / `fill_by_name`: shapes ONNX Runtime's profiler saw on each node's outputs fill whatever
+  inference could not resolve (contrib ops, shapes computed from data).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from compiler.graph import Graph, Value
+from compiler.input_plan import InputPlan
+
+Shape = list[int]
+
+
+def apply_plan(model_path: Path, source: Graph, plans: Mapping[str, InputPlan],
+               workdir: Path) -> tuple[Path, Graph | None]:
+    """Give `source` the plan's input shapes (and, for ONNX, every shape resolved from them). Returns the file
+    to compile (for ONNX a copy with fixed input dims, else `model_path` itself) and, when ONNX shape inference
+    left shapes unknown, the model as ONNX Runtime's constant folding leaves it at these shapes (standard ops,
+    shape arithmetic folded into constants), whose shapes filled the source's."""
+    source.metadata.setdefault("file_size_bytes", str(Path(model_path).stat().st_size))
+    source.metadata.setdefault("source_weight_bytes", str(source.weight_bytes))
+    for name, plan in plans.items():
+        v = source.values.get(name)
+        if v is not None:
+            source.values[name] = Value(name=name, shape=list(plan.shape), dtype=v.dtype, quant=v.quant)
+    if source.format != "onnx":
+        return Path(model_path), None
+    out = Path(workdir) / f"{Path(model_path).stem}.concrete.onnx"
+    fill_by_name(source, fix_onnx_inputs(model_path, out, {n: p.shape for n, p in plans.items()}))
+    if not unknown_values(source):
+        return out, None
+    from compiler.backends import ort
+    from compiler.errors import ModelRunError, SandboxError
+    from compiler.frontends import onnx as onnx_frontend
+
+    try:
+        folded = onnx_frontend.load(ort.fold(out, Path(workdir) / f"{Path(model_path).stem}.folded.onnx"))
+    except (ModelRunError, SandboxError):
+        return out, None  # the compile step reports why ONNX Runtime cannot load it
+    fill_by_name(source, static_shapes(folded))
+    return out, folded
+
+
+def unknown_values(graph: Graph) -> list[str]:
+    """Activation values some node writes whose shape is not fully known."""
+    return [o for n in graph.nodes for o in n.outputs
+            if o and (graph.values.get(o) is None or not graph.values[o].is_static)]
+
+
+def fix_onnx_inputs(src: str | os.PathLike[str], out: str | os.PathLike[str],
+                    shapes: Mapping[str, Shape]) -> dict[str, tuple[Shape, str]]:
+    """Write `src` to `out` with each named graph input's dims fixed, symbolic `value_info` replaced by what
+    shape inference (with data propagation) derives from those dims. Returns {value: (shape, dtype)} of every
+    value whose shape is now fully known."""
+    import onnx
+
+    model = onnx.load(os.fspath(src), load_external_data=False)
+    for vi in model.graph.input:
+        if vi.name in shapes and vi.type.HasField("tensor_type"):
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for size in shapes[vi.name]:
+                dims.add().dim_value = int(size)
+    # The exporter's symbolic value_info would only be merged with (and can contradict) the concrete shapes.
+    keep = [vi for vi in model.graph.value_info if _static(vi.type)]
+    del model.graph.value_info[:]
+    model.graph.value_info.extend(keep)
+    try:
+        model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is a bonus; the runtime still runs the fixed model
+        pass
+    onnx.save(model, os.fspath(out))
+    from compiler.frontends.onnx import dtype_name
+
+    found: dict[str, tuple[Shape, str]] = {}
+    for vi in list(model.graph.value_info) + list(model.graph.output):
+        if _static(vi.type):
+            tt = vi.type.tensor_type
+            found[vi.name] = ([int(d.dim_value) for d in tt.shape.dim], dtype_name(tt.elem_type))
+    return found
+
+
+def _static(type_proto: Any) -> bool:
+    if not type_proto.HasField("tensor_type") or not type_proto.tensor_type.HasField("shape"):
+        return False
+    return all(d.HasField("dim_value") for d in type_proto.tensor_type.shape.dim)
+
+
+def fill_by_name(graph: Graph, shapes: Mapping[str, tuple[Shape, str]], overwrite: bool = False) -> int:
+    """Set the shape of each activation value of `graph` named in `shapes` whose own shape is not fully known
+    (or every one, with `overwrite`: shapes a run observed beat inferred ones). Returns how many were set."""
+    n = 0
+    for name, (shape, dtype) in shapes.items():
+        v = graph.values.get(name)
+        if v is None or v.weight is not None or (v.is_static and not overwrite) or v.shape == shape:
+            continue
+        keep = v.dtype if v.dtype != "unknown" else dtype
+        graph.values[name] = Value(name=name, shape=list(shape), dtype=keep, quant=v.quant)
+        n += 1
+    return n
+
+
+def static_shapes(graph: Graph) -> dict[str, tuple[Shape, str]]:
+    """{value: (shape, dtype)} of every value of `graph` whose shape is fully known, constants included (a
+    compiled graph holds as constants the results its runtime folded, under their source names)."""
+    return {k: (list(v.shape), v.dtype) for k, v in graph.values.items() if v.is_static}  # type: ignore[arg-type]
+
+
+# Element type keys of ORT's profiler (`output_type_shape: [{"float": [1, 64, 56, 56]}]`) -> our dtype names.
+_TRACE_DTYPES = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16",
+                 "int64_t": "int64", "int32_t": "int32", "int16_t": "int16", "int8_t": "int8", "uint8_t": "uint8",
+                 "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64", "bool": "bool"}
+
+
+def trace_shapes(args: Mapping[str, Any]) -> list[tuple[Shape, str] | None]:
+    """Output shapes of one node event's `args` in ORT's profiler trace."""
+    out: list[tuple[Shape, str] | None] = []
+    for entry in args.get("output_type_shape") or []:
+        if isinstance(entry, dict) and len(entry) == 1:
+            (kind, shape), = entry.items()
+            if isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape):
+                out.append(([int(d) for d in shape], _TRACE_DTYPES.get(kind, kind)))
+                continue
+        out.append(None)
+    return out
+
+
+def observed_shapes(graph: Graph, per_node: Mapping[str, list[Any]]) -> dict[str, tuple[Shape, str]]:
+    """{value: (shape, dtype)} from a profile's per-node output shapes ({node id: [[shape, dtype] | None]}),
+    matched to the node's outputs in order."""
+    out: dict[str, tuple[Shape, str]] = {}
+    for node in graph.nodes:
+        seen = per_node.get(node.id)
+        if not seen:
+            continue
+        for value, s in zip([o for o in node.outputs if o], seen):
+            if s:
+                out[value] = (list(s[0]), str(s[1]))
+    return out
+
+
+def reshaped(x: list[int], target: list[int], allowzero: bool = False) -> list[int] | None:
+    """Reshape's output shape (0 copies the input dim unless `allowzero`, one -1 takes the rest); None when the
+    element counts cannot agree."""
+    out = [x[i] if d == 0 and not allowzero and i < len(x) else d for i, d in enumerate(target)]
+    total = math.prod(x)
+    known = math.prod(d for d in out if d != -1)
+    if out.count(-1) > 1 or known <= 0 and total:
+        return None
+    if -1 in out:
+        if total % known:
+            return None
+        out[out.index(-1)] = total // known
+    return out if math.prod(out) == total else None
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A node the concrete shapes cannot satisfy: a Reshape whose input has `have` elements, to `want`."""
+
+    node: str
+    have: list[int]
+    want: list[int]
+
+
+def reshape_conflicts(graph: Graph) -> list[Conflict]:
+    """Reshapes whose static input cannot take their constant target shape (the runtime folded it, or the
+    exporter baked a traced size in): at these input shapes the model cannot run."""
+    out = []
+    for n in graph.nodes:
+        if n.op_type != "Reshape" or len(n.inputs) < 2:
+            continue
+        x, t = graph.values.get(n.inputs[0]), graph.values.get(n.inputs[1])
+        if x is None or not x.is_static or t is None or t.weight is None or t.weight.ints is None:
+            continue
+        if reshaped(list(x.shape), list(t.weight.ints), bool(n.attributes.get("allowzero"))) is None:  # type: ignore[arg-type]
+            out.append(Conflict(n.id, list(x.shape), list(t.weight.ints)))  # type: ignore[arg-type]
+    return out

@@ -1,0 +1,328 @@
+"""The concrete inputs a model is analysed with: one shape and one way to fill every graph input.
+
+A user's shapes and values come first. Every other symbolic dim gets a default by the role of its input, read
+from the graph itself, and the same dim name gets the same size in every input:
+
+- batch: a dim named like a batch, or the first dim of an input of rank 2 or more that no other axis shares: 1
+  (single-inference latency);
+- image: a 4-D float input with a fixed channel axis of 1 to 4 (NCHW or NHWC): height and width 224, or the size
+  the model's metadata gives (`image_size`, `input_size`, `img_size`, `resolution`: `640` or `640x480`);
+- audio: a waveform input (named audio, wav, waveform, pcm, speech, samples, input_values): 16000 samples (1 s at
+  16 kHz);
+- sequence: any other symbolic dim of token ids or features: 128 (a common sequence length);
+- anything else: 16.
+
+Values: integer ids that feed a `Gather` are drawn inside the table they index (a 2-row token-type table gets 0
+or 1); masks are all ones; a 1-element integer input is a parameter: the constant it is compared with, 16000 when
+it is named like a sample rate, else 1. Other inputs are random (floats N(0, 1), integers in [0, 100)).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.errors import InputSpecError
+from compiler.graph import Dim, Graph, Node
+
+BATCH_DEFAULT = 1
+IMAGE_DEFAULT = 224
+AUDIO_DEFAULT = 16000
+SEQ_DEFAULT = 128
+DIM_DEFAULT = 16
+SAMPLE_RATE_DEFAULT = 16000
+INT_HIGH = 100  # exclusive upper bound of generated integer inputs that index nothing we can see
+
+Scalar = int | float | bool
+Shapes = dict[str, list[int]]
+
+_BATCH = re.compile(r"batch", re.IGNORECASE)
+_BATCH_SHORT = re.compile(r"^(n|bs|b|unk__0)$", re.IGNORECASE)  # a batch only as the first dim
+_AUDIO = re.compile(r"audio|wav|waveform|pcm|speech|samples|input_values|signal", re.IGNORECASE)
+_RATE = re.compile(r"^(sr|fs|sample_?rate|sampling_?rate|rate)$", re.IGNORECASE)
+_MASK = re.compile(r"mask", re.IGNORECASE)
+_IMAGE_META = re.compile(r"(image|img|input)_?(size|shape|resolution)|resolution", re.IGNORECASE)
+# Ops an integer input passes through unchanged in value on its way to a Gather's indices.
+_INDEX_PASS = frozenset({"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand", "Slice",
+                         "Transpose", "Concat", "Tile"})
+_FLOAT = ("float32", "float16", "bfloat16", "float64")
+_ROLE_ORDER = ("image", "audio", "ids", "sequence", "mask", "tensor", "parameter")
+
+
+@dataclass(slots=True)
+class InputPlan:
+    """How one graph input is fed. `defaulted`: symbolic dim (its name, or `axis N`) -> size chosen by default."""
+
+    name: str
+    dtype: str
+    declared: list[Dim] | None
+    shape: list[int]
+    role: str  # image, audio, sequence, ids, mask, parameter, tensor
+    set_by: str  # "user" (shape or value given), "default"
+    value: Scalar | None = None  # every element is this value
+    low: int | None = None  # integer inputs: drawn from [low, high)
+    high: int | None = None
+    defaulted: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "dtype": self.dtype, "declared": self.declared, "shape": self.shape,
+                "role": self.role, "set_by": self.set_by, "value": self.value,
+                "range": [self.low, self.high] if self.high is not None else None,
+                "defaulted": self.defaulted, "note": self.note}
+
+
+def is_batch_name(name: str, axis: int = 0) -> bool:
+    return bool(_BATCH.search(name)) or (axis == 0 and bool(_BATCH_SHORT.match(name)))
+
+
+_TORCHSCRIPT_DIM = re.compile(r"^.+_dynamic_axes_(\d+)$")
+
+
+def dim_key(name: str, axis: int) -> str:
+    """What a symbolic dim is shared by. torch.onnx's TorchScript exporter names each input's dynamic axes on
+    its own (`input_ids_dynamic_axes_2`, `attention_mask_dynamic_axes_2`): the same numbered axis at the same
+    position is taken as one dim (a batch, a sequence), so setting one input sets the others."""
+    m = _TORCHSCRIPT_DIM.match(name)
+    return f"dynamic_axes_{m.group(1)}@{axis}" if m else name
+
+
+def plan_inputs(graph: Graph, shapes: Mapping[str, Sequence[int]] | None = None,
+                values: Mapping[str, Scalar] | None = None) -> dict[str, InputPlan]:
+    """The plan of every graph input; raises InputSpecError naming a bad override."""
+    shapes, values = dict(shapes or {}), dict(values or {})
+    for name in list(shapes) + list(values):
+        if name not in graph.inputs:
+            raise InputSpecError(f"the model has no input '{name}'; its inputs are: {', '.join(graph.inputs)}")
+    dims = _pinned_dims(graph, shapes)
+    axes_of = _axes_by_dim(graph)
+    image = _image_size(graph.metadata)
+    roles = {n: _role(n, graph) for n in graph.inputs}
+    # The most specific roles claim shared dim names first.
+    order = sorted(graph.inputs, key=lambda n: _ROLE_ORDER.index(roles[n]))
+    out: dict[str, InputPlan] = {}
+    for name in order:
+        v = graph.values[name]
+        plan = InputPlan(name=name, dtype=v.dtype, declared=list(v.shape) if v.shape is not None else None,
+                         shape=[], role=roles[name], set_by="user" if name in shapes or name in values else "default")
+        if name in shapes:
+            plan.shape = [int(d) for d in shapes[name]]
+        elif v.shape is None:
+            if name not in values:
+                raise InputSpecError(f"input '{name}' ({v.dtype}) declares no shape; set one, "
+                                     f"e.g. --input {name}=1x16")
+            plan.shape = []
+        else:
+            for axis, d in enumerate(v.shape):
+                if isinstance(d, int):
+                    plan.shape.append(d)
+                    continue
+                label = d if d not in ("?", "") else f"axis {axis}"
+                key = dim_key(d, axis)
+                if key in dims:
+                    plan.shape.append(dims[key])
+                    continue
+                size = _default_dim(d, axis, v.shape, plan.role, axes_of, image)
+                if d not in ("?", ""):
+                    dims[key] = size
+                plan.shape.append(size)
+                plan.defaulted[label] = size
+        _fill(plan, graph, values)
+        out[name] = plan
+    return {n: out[n] for n in graph.inputs}
+
+
+def concrete_shapes(plans: Mapping[str, InputPlan]) -> Shapes:
+    return {n: list(p.shape) for n, p in plans.items()}
+
+
+def fill_values(plans: Mapping[str, InputPlan]) -> dict[str, Scalar]:
+    return {n: p.value for n, p in plans.items() if p.value is not None}
+
+
+def value_ranges(plans: Mapping[str, InputPlan]) -> dict[str, list[int]]:
+    return {n: [p.low or 0, p.high] for n, p in plans.items() if p.high is not None and p.value is None}
+
+
+def stored_inputs(inputs: Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    """`input_shapes`, `input_values`, `input_ranges` (as ProfileSettings takes them) of a stored plan (a job's
+    `inputs`, `InputPlan.to_json` per input): run a model, or a file exported from it, as its analysis did."""
+    inputs = inputs or []
+    return {"input_shapes": {p["name"]: list(p["shape"]) for p in inputs},
+            "input_values": {p["name"]: p["value"] for p in inputs if p.get("value") is not None},
+            "input_ranges": {p["name"]: list(p["range"]) for p in inputs
+                             if p.get("range") and p.get("value") is None}}
+
+
+# -- roles -------------------------------------------------------------------------------------
+
+def _role(name: str, g: Graph) -> str:
+    v = g.values[name]
+    shape, dtype = v.shape, v.dtype
+    integer = dtype.startswith(("int", "uint"))
+    if shape is not None and (len(shape) == 0 or all(d == 1 for d in shape)) and integer:
+        return "parameter"
+    if _MASK.search(name):
+        return "mask"
+    if shape is not None and len(shape) == 4 and dtype in _FLOAT and (_channels(shape[1]) or _channels(shape[3])):
+        return "image"
+    if dtype in _FLOAT and _AUDIO.search(name) and shape is not None and len(shape) <= 3:
+        return "audio"
+    if integer and _gather_tables(name, g):
+        return "ids"
+    if shape is not None and any(isinstance(d, str) for d in shape[1:]):
+        return "sequence"
+    return "tensor"
+
+
+def _channels(d: Dim) -> bool:
+    return isinstance(d, int) and 1 <= d <= 4
+
+
+def _default_dim(d: str, axis: int, shape: list[Dim], role: str, axes_of: dict[str, set[int]],
+                 image: tuple[int, int] | None) -> int:
+    named = d not in ("?", "")
+    if (named and is_batch_name(d, axis)) or (axis == 0 and len(shape) >= 2 and (
+            not named or axes_of.get(dim_key(d, axis)) == {0})):
+        return BATCH_DEFAULT
+    if role == "image":
+        spatial = [i for i, x in enumerate(shape) if i not in (0, 1 if _channels(shape[1]) else 3)]
+        if axis in spatial:
+            h, w = image or (IMAGE_DEFAULT, IMAGE_DEFAULT)
+            return h if axis == spatial[0] else w
+    if role == "audio":
+        return AUDIO_DEFAULT
+    if role in ("ids", "sequence", "mask"):
+        return SEQ_DEFAULT
+    return DIM_DEFAULT
+
+
+def _axes_by_dim(g: Graph) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for n in g.inputs:
+        for axis, d in enumerate(g.values[n].shape or []):
+            if isinstance(d, str) and d not in ("?", ""):
+                out.setdefault(dim_key(d, axis), set()).add(axis)
+    return out
+
+
+def _image_size(meta: Mapping[str, str]) -> tuple[int, int] | None:
+    """(height, width) a model's metadata gives for its image input, e.g. `image_size: 640` or `[480, 640]`."""
+    for key, text in meta.items():
+        if not key.startswith("meta.") or not _IMAGE_META.search(key[5:]):
+            continue
+        nums = [int(x) for x in re.findall(r"\d+", str(text)) if 8 <= int(x) <= 8192]
+        if len(nums) == 1:
+            return nums[0], nums[0]
+        if len(nums) >= 2:
+            return nums[-2], nums[-1]
+    return None
+
+
+# -- values ------------------------------------------------------------------------------------
+
+def _fill(plan: InputPlan, g: Graph, values: Mapping[str, Scalar]) -> None:
+    name = plan.name
+    integer = plan.dtype.startswith(("int", "uint"))
+    if name in values:
+        plan.value = values[name]
+        return
+    if plan.role == "mask":
+        plan.value, plan.note = 1, "all ones (nothing masked)"
+    elif plan.role == "parameter":
+        compared = _compared_constant(name, g)
+        if compared is not None:
+            plan.value, plan.note = compared, "the constant the model compares it with"
+        elif _RATE.match(name):
+            plan.value, plan.note = SAMPLE_RATE_DEFAULT, "a sample rate"
+        else:
+            plan.value, plan.note = 1, "a 1-element integer parameter"
+    elif integer:
+        tables = _gather_tables(name, g)
+        plan.low, plan.high = 0, (min(tables) if tables else INT_HIGH)
+        if tables:
+            plan.note = f"ids inside the {min(tables)}-row table they index"
+    if plan.defaulted and not plan.note:
+        plan.note = f"{plan.role}: " + ", ".join(f"{k}={v}" for k, v in plan.defaulted.items()) + " by default"
+
+
+def _consumers(g: Graph) -> dict[str, list[Node]]:
+    out: dict[str, list[Node]] = {}
+    for n in g.nodes:
+        for v in n.inputs:
+            if v:
+                out.setdefault(v, []).append(n)
+    return out
+
+
+def _gather_tables(name: str, g: Graph) -> list[int]:
+    """Rows of every constant table that `name`'s values index (Gather's indices, through value-preserving ops)."""
+    cons = _consumers(g)
+    rows: list[int] = []
+    seen, stack = set(), [name]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for n in cons.get(v, []):
+            if n.op_type == "Gather" and len(n.inputs) > 1 and n.inputs[1] == v:
+                table = g.values.get(n.inputs[0])
+                axis = int(n.attributes.get("axis", 0))
+                if table is not None and table.shape and isinstance(table.shape[axis], int) and (
+                        table.weight is not None or table.is_static):
+                    rows.append(int(table.shape[axis]))
+            elif n.op_type in _INDEX_PASS and n.inputs and n.inputs[0] == v:
+                stack.extend(o for o in n.outputs if o)
+    return rows
+
+
+def _compared_constant(name: str, g: Graph) -> int | None:
+    """The integer constant a parameter input is tested against (`Equal(sr, 16000)`), if any."""
+    for n in _consumers(g).get(name, []):
+        if n.op_type not in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"):
+            continue
+        other = g.values.get(n.inputs[1] if n.inputs[0] == name else n.inputs[0])
+        w = other.weight if other is not None else None
+        if w is not None and w.elements == 1 and math.isfinite(w.max):
+            return int(w.max)
+    return None
+
+
+def describe(plan: InputPlan) -> str:
+    """`x: float32 [batch, 3, H, W] -> 1x3x224x224 (image: H=224, W=224 by default)`."""
+    decl = "?" if plan.declared is None else "[" + ", ".join(str(d) for d in plan.declared) + "]"
+    shape = "x".join(str(d) for d in plan.shape) or "scalar"
+    tail = f", value {plan.value}" if plan.value is not None else ""
+    why = f" ({plan.note})" if plan.note else ""
+    return f"{plan.name}: {plan.dtype} {decl} -> {shape}{tail}{why}"
+
+
+def _pinned_dims(g: Graph, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+    """Symbolic dim name -> size fixed by the user's shapes (checked against the declared ones)."""
+    dims: dict[str, int] = {}
+    for name, shape in shapes.items():
+        declared = g.values[name].shape
+        shape = [int(d) for d in shape]
+        if any(d < 0 for d in shape):
+            raise InputSpecError(f"input '{name}': dimensions must be >= 0, got {shape}")
+        if declared is None:
+            continue
+        if len(declared) != len(shape):
+            raise InputSpecError(f"input '{name}' has {len(declared)} dimensions {_fmt(declared)}, "
+                                 f"the override has {len(shape)}: {_fmt(shape)}")
+        for axis, (d, s) in enumerate(zip(declared, shape)):
+            if isinstance(d, int) and d != s:
+                raise InputSpecError(f"input '{name}' has a fixed size {d} on axis {axis}; the override says {s}")
+            if isinstance(d, str) and d not in ("?", ""):
+                if dims.setdefault(dim_key(d, axis), s) != s:
+                    raise InputSpecError(f"dimension '{d}' is {dims[dim_key(d, axis)]} in one override and {s} "
+                                         f"in input '{name}'")
+    return dims
+
+
+def _fmt(shape: Sequence[Dim]) -> str:
+    return "x".join(str(d) for d in shape) or "scalar"

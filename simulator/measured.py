@@ -1,0 +1,73 @@
+"""Measured figures of a target that runs here, as the sweep's fp32 baseline.
+
+A profile with per-task times (ONNX Runtime) gives each task its measured time, less the profiler's own cost,
+and the whole model's measured time beyond its tasks (`unexplained_ms`); one with only a whole-model time
+(LiteRT) scales every prediction of the target to it (`total_scale`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from compiler.profile import Profile
+from simulator.control_flow import discount_parents
+from simulator.targets import Target
+
+
+def total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,
+                 presets: list[Any]) -> float | None:
+    """measured / predicted whole-model fp32 latency, when the profile measured only the whole model."""
+    if profile is None or profile.target != t.name or not profile.measured or profile.tasks or measured.any():
+        return None
+    p = [x.name for x in presets].index("fp32")
+    pred = float(lat[:, p].sum())  # fp32 everywhere: no edge converts, so this is the fp32 total
+    if pred <= 0 or not profile.latency_ms or profile.latency_ms <= 0:
+        return None
+    return float(profile.latency_ms) / pred
+
+
+def unexplained_ms(profile: Profile | None, measured: np.ndarray, lat: np.ndarray, presets: list[Any]) -> float:
+    """Measured whole-model latency minus the fp32 tasks' total, when the tasks were measured (else 0)."""
+    if profile is None or not measured.any() or not profile.latency_ms:
+        return 0.0
+    p = [x.name for x in presets].index("fp32")
+    return max(0.0, float(profile.latency_ms) - float(lat[:, p].sum()))
+
+
+_MEASURED_ZERO_MS = 1e-9  # a measured "no time of its own": positive, so the measurement replaces the prediction
+
+
+def measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_s: float,
+                 run_overhead_s: float = 0.0) -> np.ndarray:
+    """Measured task medians (ms per call), less the time the profiler itself adds to each recorded task.
+
+    That cost is calibrated on a chain of tiny kernels; inside a real graph it is often larger (each
+    event also pays for the switch between kernels). The profile's whole-model latency is timed without
+    the profiler, so when the task medians add up to more than it, the excess per task is taken as
+    this graph's profiler cost: the measured tasks then sum to the measured whole."""
+    out = np.zeros(len(g.nodes))
+    if profile is None or profile.target != t.name or not profile.measured:
+        return out
+    med = np.array([profile.tasks[nd.id].median_ms if nd.id in profile.tasks else 0.0 for nd in g.nodes])
+    # A body task's median covers all its calls in a run; the profiler pays per call (event).
+    calls = np.array([profile.tasks[nd.id].calls if nd.id in profile.tasks else 1.0 for nd in g.nodes])
+    n = float(calls[med > 0].sum())
+    # LiteRT's per-operator times are XNNPACK's own timers, not an event profiler's (the calibrated overhead
+    # is ORT's): nothing to take off but an excess over the whole.
+    litert = g.format == "tflite"
+    over_ms = 0.0 if litert else profiler_overhead_s * 1e3
+    if n and profile.latency_ms and profile.latency_ms > 0:
+        med = discount_parents(g, med, calls, profile.latency_ms - run_overhead_s * 1e3)
+        excess = float(med.sum()) - (profile.latency_ms - run_overhead_s * 1e3)
+        over_ms = max(over_ms, excess / n)
+    per_run = np.where(med > 0, np.maximum(med - over_ms * calls, 0.25 * med), 0.0)
+    out = per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
+    if litert:
+        # An operator XNNPACK folded into a neighbour (a PAD into the next conv) was measured at no time of its
+        # own: a measured zero, not a missing measurement to predict.
+        present = np.array([nd.id in profile.tasks for nd in g.nodes])
+        out = np.where(present & (out <= 0), _MEASURED_ZERO_MS, out)
+    return out

@@ -1,0 +1,85 @@
+"""Concrete shapes written into the model before compile, shapes from inference and from the profiler's trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler import frontends
+from compiler.concrete import fix_onnx_inputs, observed_shapes, trace_shapes
+from compiler.errors import InputSpecError
+from compiler.graph import Graph, Node, Value
+from compiler.prepare import prepare
+
+
+def _save(nodes: list, inputs: list, outputs: list, inits: list, path: Path) -> Path:
+    g = helper.make_graph(nodes, "g", inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 9
+    onnx.save(m, path)
+    return path
+
+
+def _shape_arith_model(path: Path) -> Path:
+    """x [batch, seq, 8] -> Reshape to [batch * seq, 8] through Shape/Gather/Mul/Concat, then MatMul."""
+    rng = np.random.default_rng(0)
+    return _save(
+        [helper.make_node("Shape", ["x"], ["s"]),
+         helper.make_node("Gather", ["s", "i0"], ["b"]), helper.make_node("Gather", ["s", "i1"], ["t"]),
+         helper.make_node("Mul", ["b", "t"], ["bt"]),
+         helper.make_node("Concat", ["bt", "eight"], ["target"], axis=0),
+         helper.make_node("Reshape", ["x", "target"], ["flat"]),
+         helper.make_node("MatMul", ["flat", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([0], np.int64), "i0"), numpy_helper.from_array(np.array([1], np.int64), "i1"),
+         numpy_helper.from_array(np.array([8], np.int64), "eight"),
+         numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")], path)
+
+
+def test_fixed_input_dims_resolve_shape_arithmetic(tmp_path: Path) -> None:
+    src = _shape_arith_model(tmp_path / "m.onnx")
+    found = fix_onnx_inputs(src, tmp_path / "fixed.onnx", {"x": [2, 5, 8]})
+    assert found["flat"] == ([10, 8], "float32") and found["y"] == ([10, 4], "float32")
+    g = frontends.load(tmp_path / "fixed.onnx")
+    assert g.values["x"].shape == [2, 5, 8] and g.values["y"].shape == [10, 4]
+
+
+def test_trace_shapes_of_a_node_event() -> None:
+    args = {"output_type_shape": [{"float": [1, 16, 160, 160]}, {"int64_t": [2]}, {"float": "?"}]}
+    assert trace_shapes(args) == [([1, 16, 160, 160], "float32"), ([2], "int64"), None]
+    # observed_shapes matches a node's non-empty outputs in order
+    graph = Graph("g", "onnx", [Node("n", "n", "Split", inputs=["x"], outputs=["a", "", "b"])],
+                  {"x": Value("x", None, "float32")}, ["x"], ["a", "b"])
+    assert observed_shapes(graph, {"n": [[[1, 2], "float32"], [[3], "int64"]]}) == {"a": ([1, 2], "float32"),
+                                                                                      "b": ([3], "int64")}
+
+
+def _baked_reshape_model(path: Path) -> Path:
+    """A traced export that baked seq = 64 in: x [batch, seq, 8] is reshaped to a constant [64, 8]."""
+    rng = np.random.default_rng(0)
+    return _save(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Reshape", ["r", "target"], ["flat"]),
+         helper.make_node("MatMul", ["flat", "w"], ["y"])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [64, 4])],
+        [numpy_helper.from_array(np.array([64, 8], np.int64), "target"),
+         numpy_helper.from_array(rng.standard_normal((8, 4)).astype(np.float32), "w")], path)
+
+
+def test_prepare_sets_a_dim_the_model_requires(tmp_path: Path) -> None:
+    src = _baked_reshape_model(tmp_path / "baked.onnx")
+    plans_seen = []
+    prep = prepare(src, frontends.load(src), tmp_path / "w", ["ort-cpu/host"], {}, {},
+                   reload=lambda: frontends.load(src), on_plan=plans_seen.append)
+    assert [p["x"].shape for p in plans_seen] == [[1, 128, 8], [1, 64, 8]]
+    assert prep.plans["x"].set_by == "model" and "seq=64" in prep.plans["x"].note
+    compiled, out = prep.compiled[0]
+    assert out is not None and all(v.is_static for v in compiled.values.values() if v.name in ("flat", "y"))
+    with pytest.raises(InputSpecError, match=r"Reshape '.*' gets 1x100x8 .* must give 64x8.*'x'"):
+        prepare(src, frontends.load(src), tmp_path / "w2", ["ort-cpu/host"], {"x": [1, 100, 8]}, {},
+                reload=lambda: frontends.load(src))
