@@ -108,8 +108,5 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
     assert row["status"] == "analysed", row.get("error")
     assert row["measured_ms"] > 0 and row["predicted_ms"] > 0
     assert row["zero_tasks"] == 0, row["zero_examples"]
-    if not EXPORTERS[exporter].dynamic:
-        # Dynamic exports analysed at given shapes still leave symbolic dims in the compiled graph (issue 13,
-        # item 1, being fixed): assert this for them too once the shapes reach the simulator.
-        assert row["unknown_tasks"] == 0, row["unknown_examples"]
+    assert row["unknown_tasks"] == 0, row["unknown_examples"]
     assert abs(row["predicted_size"] / row["file_bytes"] - 1) <= 0.05, (row["predicted_size"], row["file_bytes"])
