@@ -155,3 +155,60 @@ def test_tflite_ops_show_their_names(ui_server: Any, page: Any, tmp_path: Path) 
         "rs => rs.map(r => [r.querySelector('[data-col=name] .cell-text').innerText, r.querySelector('[data-col=type]').innerText])")
     assert rows and all(name.strip() for name, _ in rows), rows
     assert any(name.startswith("CONV_2D") for name, _ in rows), rows
+
+
+def test_noisy_measurement_and_work_unknown_are_marked(ui_server: Any, page: Any, mobilenet: str) -> None:
+    """The page marks what the server reports: a noisy profile (with its spread and reason) on the measured tiles,
+    and the tasks whose work is unknown with their share of the time. The server's flags are set on the way in, as
+    a busy machine's profile would carry them, so the test does not depend on this machine's load."""
+    import json
+
+    def mark(route: Any) -> None:
+        doc = route.fetch().json()
+        doc["noise"] = {"noisy": True, "spread": 1.62, "reason": "other load on the machine during the run"}
+        for op in doc["ops"][:2]:
+            op["work_unknown"] = True
+        share = sum(op["share"] for op in doc["ops"][:2])
+        doc["work_unknown"] = {"tasks": 2, "latency_ms": doc["latency_ms"] * share, "share": share}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(doc))
+
+    page.route(f"**/api/models/{mobilenet}/ops?*", mark)
+    open_model(page, ui_server.url, mobilenet)
+    noisy = page.locator("[data-testid=noisy-mark]")
+    assert float(noisy.get_attribute("data-spread")) == 1.62 and "1.62" in noisy.inner_text()
+    assert "other load" in noisy.get_attribute("title")
+    assert "noisy measurement" in page.get_attribute(".tile[data-metric=latency]", "title")
+    unknown = page.locator("[data-testid=work-unknown]")
+    assert unknown.get_attribute("data-count") == "2" and "% of the time" in unknown.inner_text()
+    assert page.locator(f"{ROWS} [data-testid=work-unknown-op]").count() == 2
+    shot(page, "noisy-and-work-unknown")
+
+
+def test_options_marked_not_exportable_are_shown_so_and_not_exported(ui_server: Any, page: Any, mobilenet: str) -> None:
+    """An option the option table marks not exportable carries a badge with the reason in the Optimize dialog, and
+    the Export dialog refuses that state (the marks are set on the way in: which options fail depends on the
+    exporters, not on the page)."""
+    import json
+
+    reason = "int8-static needs opset 13 here, and the version converter fails on this model."
+
+    def mark(route: Any) -> None:
+        doc = route.fetch().json()
+        doc["exportable"] = [p["name"] != "int8-static" for p in doc["presets"]]
+        doc["export_reasons"] = [reason if p["name"] == "int8-static" else None for p in doc["presets"]]
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(doc))
+
+    page.route(f"**/api/models/{mobilenet}/options?*", mark)
+    open_model(page, ui_server.url, mobilenet)
+    page.click("[data-testid=optimize-model]")
+    row = page.locator("[data-testid=model-wide-dialog] tr[data-preset=int8-static]")
+    assert row.get_attribute("data-exportable") == "false"
+    assert row.locator("[data-testid=not-exportable]").get_attribute("title") == reason
+    assert page.locator("[data-testid=model-wide-dialog] [data-testid=not-exportable]").count() == 1
+    shot(page, "not-exportable-marked")
+    row.click()
+    page.click("[data-testid=apply-preset]")
+    page.click("[data-testid=export-open]")
+    dlg = page.locator("[data-testid=export-dialog]")
+    assert reason in dlg.locator("[data-testid=export-blocked]").inner_text()
+    assert dlg.locator("[data-testid=export-start]").is_disabled()

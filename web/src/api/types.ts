@@ -26,9 +26,19 @@ export interface TargetSummary {
   peak_memory_bytes: number;
   measured: boolean;
   label: string;
-  noisy?: boolean;
-  spread?: number | null;
+  noise?: Noise | null;
   work_unknown?: WorkUnknown | null;
+}
+
+/** A profile's steadiness: spread is p90 / median of the timed runs; a noisy one says why (other load, ...). */
+export interface Noise {
+  noisy: boolean;
+  spread: number | null;
+  cpu_share?: number | null;
+  load_per_cpu?: number | null;
+  cpu_latency_ms?: number | null;
+  rounds?: number | null;
+  reason?: string | null;
 }
 
 export interface ModelSummary {
@@ -77,6 +87,7 @@ export interface InputRecord {
   /** free dims that took a default size: dim -> size */
   defaulted?: Record<string, number> | null;
   set_by?: "user" | "default" | "model" | null;
+  range?: [number, number] | null;
   note?: string | null;
 }
 
@@ -152,9 +163,8 @@ export interface OpsResponse {
   peak_memory_bytes?: number | null;
   /** tasks marked work_unknown and their share of the time */
   work_unknown?: WorkUnknown | null;
-  /** the measurement was noisy (wide spread between runs); `spread` is p90 / median */
-  noisy?: boolean;
-  spread?: number | null;
+  /** how steady the measurement was (null: predicted target, or an old profile) */
+  noise?: Noise | null;
   ops: Op[];
 }
 

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
-import { collab } from "../api/client";
-import type { Analysis } from "../api/types";
+import { collab, exportsApi } from "../api/client";
+import type { Analysis, ExportRecord } from "../api/types";
+import { fmtBytes, fmtMs } from "../format";
 import { analysisUrl } from "../collab";
 import { navigate } from "../router";
 import { useSession } from "../session";
@@ -31,12 +32,14 @@ export function AnalysesPanel({ modelId, current, revision, canDeleteAll }: { mo
   const [list, setList] = useState<Analysis[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [bump, setBump] = useState(0);
+  const [exports, setExports] = useState<ExportRecord[]>([]);
   useEffect(() => {
     const ac = new AbortController();
     collab.analyses(modelId, ac.signal).then(
       (r) => (setList(r.analyses), setError(null)),
       (e) => !ac.signal.aborted && setError((e as Error).message),
     );
+    exportsApi.list(modelId, ac.signal).then((r) => setExports(r.exports), () => undefined);
     return () => ac.abort();
   }, [modelId, revision, bump]);
   const byId = new Map((list ?? []).map((a) => [a.id, a]));
@@ -58,6 +61,7 @@ export function AnalysesPanel({ modelId, current, revision, canDeleteAll }: { mo
             </div>
             {a.parent_id && <div className="small-text muted">fork of {parent ? parent.name : "a deleted analysis"}</div>}
             {a.notes && <div className="small-text notes-text">{a.notes}</div>}
+            <AnalysisExports exports={exports.filter((e) => e.analysis_id === a.id)} />
             {(a.can_edit || canDeleteAll) && (
               <button
                 className="link danger small-text"
@@ -75,6 +79,27 @@ export function AnalysesPanel({ modelId, current, revision, canDeleteAll }: { mo
           </li>
         );
       })}
+    </ul>
+  );
+}
+
+/** The files exported from one analysis, each with its predicted and measured latency and a download link. */
+function AnalysisExports({ exports }: { exports: ExportRecord[] }) {
+  if (!exports.length) return null;
+  return (
+    <ul className="analysis-exports small-text" data-testid="analysis-exports">
+      {exports.map((e) => (
+        <li key={e.id} data-export-id={e.id} data-status={e.status}>
+          export {e.status === "ready" && e.download_url ? <a href={e.download_url} download={e.filename ?? undefined}>{e.filename}</a> : <span className={e.status === "failed" ? "worse" : "muted"} title={e.error ?? ""}>{e.status}</span>}
+          {e.status === "ready" && (
+            <span className="muted">
+              {" "}· {e.predicted?.latency_ms != null ? `${fmtMs(e.predicted.latency_ms)} ms predicted` : ""}
+              {e.measured?.latency_ms != null ? `, ${fmtMs(e.measured.latency_ms)} ms measured` : ""}
+              {e.size_bytes != null ? ` · ${fmtBytes(e.size_bytes)}` : ""}
+            </span>
+          )}
+        </li>
+      ))}
     </ul>
   );
 }

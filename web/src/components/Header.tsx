@@ -15,6 +15,8 @@ export interface Measured {
   /** wide spread between runs: the measurement was noisy */
   noisy: boolean;
   spread: number | null;
+  /** why the measurement was marked noisy (e.g. other load on the machine) */
+  noiseReason: string | null;
 }
 
 interface Props {
@@ -75,7 +77,10 @@ export function Header(p: Props) {
     ? `${m.label}${m.wholeModelMs != null ? `; whole model ${m.wholeModelMs.toFixed(3)} ms median${m.p90Ms != null ? `, ${m.p90Ms.toFixed(3)} ms p90` : ""}` : ""}${m.noisy ? `; noisy measurement (${spread})` : ""}`
     : p.predictedLabel;
   const noisyMark = timeMeasured && m.noisy && (
-    <span className="badge badge-noisy" data-testid="noisy-mark" title={`The runs were spread widely (${spread}), e.g. other load on the machine: take this figure with care.`}>noisy {m.spread != null ? `×${m.spread.toFixed(2)}` : ""}</span>
+    <span className="badge badge-noisy" data-testid="noisy-mark" data-spread={m.spread ?? ""}
+      title={`Noisy measurement: ${m.noiseReason ?? "the runs were spread widely"}${spread ? ` (${spread})` : ""}. Take this figure with care.`}>
+      noisy{m.spread != null ? ` · spread ${m.spread.toFixed(2)}` : ""}
+    </span>
   );
   return (
     <header className="model-header" aria-label="Model totals">

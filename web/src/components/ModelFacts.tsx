@@ -1,5 +1,14 @@
-import type { Model, OpsResponse } from "../api/types";
+import type { InputRecord, Model, OpsResponse } from "../api/types";
 import { shapesUsed } from "./ReanalyseDialog";
+
+/** What the input plan says about one input: declared shape, who set the shape used, the defaults taken, the note. */
+function planText(p: InputRecord | undefined): string | undefined {
+  if (!p) return undefined;
+  const declared = p.declared ? `declared [${p.declared.map((d) => d ?? "?").join(", ")}]` : "rank not declared";
+  const by = p.set_by === "user" ? "set by you" : p.set_by === "model" ? "fixed by the model" : "defaults";
+  const defaulted = p.defaulted && Object.keys(p.defaulted).length ? ` (${Object.entries(p.defaulted).map(([d, n]) => `${d}=${n}`).join(", ")})` : "";
+  return [`${p.dtype}, ${declared}; ${by}${defaulted}`, p.role ? `role: ${p.role}` : "", p.note ?? ""].filter(Boolean).join("\n");
+}
 
 /** One line under the header: the input shapes this analysis used, the share of time in tasks whose work could not
  * be resolved ("work unknown"), and the re-analysis action. */
@@ -16,9 +25,14 @@ export function ModelFacts({ model, ops, canReanalyse, onReanalyse }: { model: M
           <span className="muted">{model.status === "ready" ? "as declared" : "defaults"}</span>
         ) : (
           <>
-            {Object.entries(shapes).map(([k, v]) => (
-              <code key={k} className="shape-chip" data-input={k}>{k} {v.length ? v.join("×") : "scalar"}</code>
-            ))}
+            {Object.entries(shapes).map(([k, v]) => {
+              const plan = model.inputs?.find((i) => i.name === k);
+              return (
+                <code key={k} className={`shape-chip${plan?.set_by === "default" ? " defaulted" : ""}`} data-input={k} data-set-by={plan?.set_by ?? ""} title={planText(plan)}>
+                  {k} {v.length ? v.join("×") : "scalar"}
+                </code>
+              );
+            })}
             {Object.entries(values).map(([k, v]) => (
               <code key={`v-${k}`} className="shape-chip" data-value-of={k}>{k} = {v}</code>
             ))}

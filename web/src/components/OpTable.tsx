@@ -126,6 +126,9 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
             {c.row.original.optimized && <span className="mark" title="optimized (per-op override)" aria-label="optimized">◆</span>}
             <span className="cell-text" title={`${String(c.getValue())}${c.row.original.op.namespace ? `\n${c.row.original.op.namespace}` : ""}`}>{String(c.getValue())}</span>
             {runsChip(c.row.original.op.executions)}
+            {c.row.original.op.work_unknown && (
+              <span className="chip-runs unknown" data-testid="work-unknown-op" title="Work unknown: this task's MACs and bytes could not be resolved at the shapes used, so its predictions on other targets and options are unreliable">work ?</span>
+            )}
             <button className="small row-optimize" onClick={(e) => (e.stopPropagation(), onOptimize(c.row.original.op.id))} aria-label={`Optimize ${displayName(c.row.original.op)}`}>
               Optimize
             </button>

@@ -234,8 +234,9 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     wholeModelMs: ops?.measured ? ops.latency_ms : null,
     p90Ms: ops?.latency_p90_ms ?? (summary?.measured ? summary.latency_p90_ms : null),
     peakBytes: ops?.peak_memory_bytes ?? (summary?.measured ? summary.peak_memory_bytes : null),
-    noisy: !!(ops?.noisy ?? summary?.noisy),
-    spread: ops?.spread ?? summary?.spread ?? null,
+    noisy: !!(ops?.noise ?? summary?.noise)?.noisy,
+    spread: (ops?.noise ?? summary?.noise)?.spread ?? null,
+    noiseReason: (ops?.noise ?? summary?.noise)?.reason ?? null,
   };
 
   return (
