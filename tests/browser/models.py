@@ -6,9 +6,10 @@ from pathlib import Path
 import numpy as np
 
 
-def frames_of_40(path: Path) -> Path:
-    """Audio-like model whose input `samples` [1, n_samples] is cut into frames of 40: it runs only when n_samples
-    is a multiple of 40, so it fails at the default size of a free dim (16) and runs once the user sets it."""
+def frames_of_48(path: Path) -> Path:
+    """Audio-like model whose input `samples` [1, n_samples] is cut into frames of 48: it runs only when n_samples
+    is a multiple of 48, so it fails at the default of an audio input (16000 samples, no multiple of 48) and runs
+    once the user sets it."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -19,11 +20,11 @@ def frames_of_40(path: Path) -> Path:
          helper.make_node("Relu", ["feats"], ["act"], name="/encoder/Relu"),
          helper.make_node("ReduceMean", ["act", "axis1"], ["pooled"], keepdims=0, name="/head/ReduceMean"),
          helper.make_node("MatMul", ["pooled", "head"], ["logits"], name="/head/MatMul")],
-        "frames_of_40",
+        "frames_of_48",
         [helper.make_tensor_value_info("samples", TensorProto.FLOAT, [1, "n_samples"])],
         [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, 4])],
-        [numpy_helper.from_array(np.array([1, -1, 40], np.int64), "frame_shape"),
-         numpy_helper.from_array(rng.standard_normal((40, 32)).astype(np.float32), "proj"),
+        [numpy_helper.from_array(np.array([1, -1, 48], np.int64), "frame_shape"),
+         numpy_helper.from_array(rng.standard_normal((48, 32)).astype(np.float32), "proj"),
          numpy_helper.from_array(np.array([1], np.int64), "axis1"),
          numpy_helper.from_array(rng.standard_normal((32, 4)).astype(np.float32), "head")],
     )

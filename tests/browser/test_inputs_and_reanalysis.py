@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import shot
-from tests.browser.models import frames_of_40
+from tests.browser.models import frames_of_48
 
 pytestmark = pytest.mark.browser
 
@@ -35,7 +35,7 @@ def per_op_dialog_works(page: Any) -> None:
 def test_set_inputs_at_upload(ui_server: Any, page: Any, tmp_path: Path) -> None:
     if ui_server.mock:
         pytest.skip("the mock server does not run models")
-    path = frames_of_40(tmp_path / "frames_at_upload.onnx")
+    path = frames_of_48(tmp_path / "frames_at_upload.onnx")
     page.goto(ui_server.url + "/")
     page.set_input_files("[data-testid=upload-input]", str(path))
     form = page.locator("[data-testid=upload-form][data-read=ok]")
@@ -50,25 +50,25 @@ def test_set_inputs_at_upload(ui_server: Any, page: Any, tmp_path: Path) -> None
     dim.fill("x")
     assert "not a positive whole number" in form.locator("[data-testid=input-errors]").inner_text()
     assert form.locator("[data-testid=upload-submit]").is_disabled()
-    dim.fill("120")
+    dim.fill("144")
     shot(page, "upload-set-inputs")
     page.click("[data-testid=upload-submit]")
     model = page.locator(".model-row", has_text="frames_at_upload.onnx").first
     model.wait_for()
     page.wait_for_selector(".model-row[data-status=ready]:has-text('frames_at_upload.onnx')", timeout=300_000)
-    assert "samples 1×120" in model.locator("[data-testid=inputs-used]").inner_text()
+    assert "samples 1×144" in model.locator("[data-testid=inputs-used]").inner_text()
     assert model.locator("[data-testid=share-url]").inner_text().startswith("http")
     model.locator("a.model-name").click()
     wait_ready_page(page)
-    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×120"
+    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×144"
     shot(page, "upload-set-inputs-model")
 
 
 def test_reanalyse_a_failed_model_then_its_dialogs_show_the_new_analysis(ui_server: Any, page: Any, tmp_path: Path) -> None:
     if ui_server.mock:
         pytest.skip("the mock server does not run models")
-    path = frames_of_40(tmp_path / "frames_default.onnx")
-    mid = ui_server.upload(path, targets=["ort-cpu/host"], timeout_s=900)  # default size 16 is no multiple of 40: it fails
+    path = frames_of_48(tmp_path / "frames_default.onnx")
+    mid = ui_server.upload(path, targets=["ort-cpu/host"], timeout_s=900)  # the audio default, 16000 samples, is no multiple of 48: it fails
     page.goto(ui_server.url + "/")
     failed = page.locator(f".model-row[data-model-id='{mid}']")
     failed.wait_for()
@@ -81,11 +81,11 @@ def test_reanalyse_a_failed_model_then_its_dialogs_show_the_new_analysis(ui_serv
     dlg = page.locator("[data-testid=reanalyse-dialog]")
     dim = dlg.locator("[data-testid=dim-samples-1]")
     dim.wait_for()
-    dim.fill("80")
+    dim.fill("96")
     shot(page, "reanalyse-failed-dialog")
     dlg.locator("[data-testid=reanalyse-submit]").click()
     wait_ready_page(page)
-    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×80"
+    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×96"
     per_op_dialog_works(page)
     shot(page, "reanalysed-model")
 
@@ -95,12 +95,12 @@ def test_reanalyse_a_failed_model_then_its_dialogs_show_the_new_analysis(ui_serv
     dlg = page.locator("[data-testid=reanalyse-dialog]")
     dim = dlg.locator("[data-testid=dim-samples-1]")
     dim.wait_for()
-    assert dim.input_value() == "80"  # pre-filled with the shapes used
-    dim.fill("4000")
+    assert dim.input_value() == "96"  # pre-filled with the shapes used
+    dim.fill("4800")
     dlg.locator("[data-testid=reanalyse-submit]").click()
     page.wait_for_selector("[data-testid=model-pending]")
     wait_ready_page(page)
-    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×4000"
+    assert page.locator("[data-testid=shapes-used] [data-input=samples]").inner_text() == "samples 1×4800"
     after = page.locator(ROWS).evaluate_all("rs => rs.map(r => r.innerText)")
     assert after != before  # the table shows the new analysis (50x the frames: other times)
     per_op_dialog_works(page)
