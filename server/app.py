@@ -47,6 +47,7 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
 
     from .api.analyses import bp as analyses_bp
     from .api.auth import bp as auth_bp
+    from .api.diffs import bp as diffs_bp
     from .api.errors import ApiError, handle_api_error
     from .api.exports import bp as exports_bp
     from .api.models import bp as models_bp
@@ -66,7 +67,7 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
 
     app.before_request(authenticate)
     app.register_error_handler(ApiError, handle_api_error)
-    for bp in (auth_bp, models_bp, results_bp, sharing_bp, analyses_bp, exports_bp, openapi_bp, pages_bp):
+    for bp in (auth_bp, models_bp, results_bp, sharing_bp, analyses_bp, diffs_bp, exports_bp, openapi_bp, pages_bp):
         app.register_blueprint(bp)
 
     @app.errorhandler(HTTPException)

@@ -1,0 +1,147 @@
+"""Diffs: a saved analysis against its parent (or another analysis of the same model), and a model against
+another model (two versions of a network, ops matched by compiler/matching.py)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import lru_cache
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+from flask.typing import ResponseReturnValue
+
+from compiler.matching import match_ops, ops_from_documents
+from simulator.analysis_diff import State, state_diff
+from simulator.options import OptionError
+from store.blobs import BlobNotFound, BlobStore
+from store.db import session_scope
+from store.models import Analysis, Model
+from store.packed import read_record
+
+from ..auth import current_user
+from .common import services
+from .errors import ApiError
+from .results import _artifact, _columns_of, _op_index, _ready_model, _replaced, _stored, _version
+
+bp = Blueprint("diffs", __name__, url_prefix="/api/models/<model_id>")
+
+OP_FIELDS = ("latency_ms", "macs", "weight_bytes", "activation_bytes")
+
+
+@lru_cache(maxsize=8)
+def _json_blob(blobs: BlobStore, key: str, version: str) -> Any:
+    return json.loads(gzip.decompress(blobs.get_bytes(key)))
+
+
+def _doc(s: Any, m: Model, kind: str, target: str) -> Any:
+    a = _artifact(s, m.id, kind, target)
+    return _json_blob(services().blobs, a.key, _version(a))
+
+
+def _edges(s: Any, m: Model, target: str) -> list[tuple[str, str]]:
+    stored = _stored(s, m.id, "graph_columns", target)
+    if stored is not None:
+        cols = _json_blob(services().blobs, stored.key, _version(stored))
+    else:
+        a = _artifact(s, m.id, "graph", target)
+        cols = json.loads(_columns_of(services().blobs, a.key, _version(a)))
+    ids = cols["ids"]
+    return [(ids[x], ids[y]) for x, y in zip(cols["src"], cols["dst"], strict=True)]
+
+
+def _analysis(s: Any, m: Model, analysis_id: str) -> Analysis:
+    a = s.get(Analysis, analysis_id)
+    if a is None or a.model_id != m.id:
+        raise ApiError(404, "not_found", "No such analysis of this model.")
+    return a
+
+
+@bp.get("/analyses/<analysis_id>/diff")
+def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
+    """`?against=<analysis id>` (default: its parent; `base`, or no parent: the unoptimized model)."""
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        m = _ready_model(s, model_id)
+        a = _analysis(s, m, analysis_id)
+        against = request.args.get("against") or a.parent_id or "base"
+        other = None if against == "base" else _analysis(s, m, against)
+        target = a.state["target"]
+        if other is not None and other.state["target"] != target:
+            raise ApiError(400, "other_target", f"'{other.name}' is for {other.state['target']}, this analysis for "
+                                                f"{target}: compare analyses of one target.")
+        bulk_a = _artifact(s, m.id, "options", target)
+        ia = _artifact(s, m.id, "op_options_index", target)
+        pack_key, index_key, index_version = _artifact(s, m.id, "op_options", target).key, ia.key, _version(ia)
+        bulk_key, bulk_version = bulk_a.key, _version(bulk_a)
+        after: State = {"model_wide": a.state["model_wide"], "overrides": dict(a.state["overrides"])}
+        base_info = {"id": None, "name": "unoptimized"} if other is None else {"id": other.id, "name": other.name}
+        name = a.name
+    try:
+        bulk = _json_blob(svc.blobs, bulk_key, bulk_version)
+        before: State = ({"model_wide": bulk["base"]["preset"], "overrides": {}} if other is None else
+                         {"model_wide": other.state["model_wide"], "overrides": dict(other.state["overrides"])})
+        index, offsets = _op_index(svc.blobs, index_key, index_version)
+        per_op = {op: read_record(svc.blobs, pack_key, offsets, index[op])
+                  for op in set(before["overrides"]) | set(after["overrides"]) if op in index}
+        diff = state_diff(bulk, per_op, before, after)
+    except BlobNotFound:
+        raise _replaced() from None
+    except OptionError as e:  # a state the current results no longer offer (the model was re-analysed)
+        raise ApiError(409, "stale_state", str(e)) from None
+    return jsonify(target=target, analysis={"id": analysis_id, "name": name}, against=base_info,
+                   before_state=before, after_state=after, **diff)
+
+
+@bp.get("/diff")
+def model_diff(model_id: str) -> ResponseReturnValue:
+    """`?other=<model id>&target=T`: this model (a) against another (b), ops matched by name, namespace and
+    structure; per-op and total deltas are b - a."""
+    other_id = request.args.get("other")
+    if not other_id:
+        raise ApiError(400, "bad_other", "Name the model to compare with: ?other=<model id>.")
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        ma, mb = _ready_model(s, model_id), _ready_model(s, other_id)
+        common = [t for t in ma.targets if t in mb.targets]
+        target = request.args.get("target") or (common[0] if common else "")
+        if target not in common:
+            raise ApiError(400, "no_common_target", f"Both models must be analysed for the target; in common: "
+                                                    f"{', '.join(common) or 'none'}.")
+        try:
+            ops_a, ops_b = _doc(s, ma, "ops", target), _doc(s, mb, "ops", target)
+            ea, eb = _edges(s, ma, target), _edges(s, mb, target)
+        except BlobNotFound:
+            raise _replaced() from None
+        names = {"a": {"id": ma.id, "name": ma.name}, "b": {"id": mb.id, "name": mb.name}}
+        peaks = []
+        for mm in (ma, mb):
+            t = next((x for x in (mm.summary or {}).get("targets", []) if x["target"] == target), None)
+            peaks.append(t.get("peak_memory_bytes") if t else None)
+    m = match_ops(ops_from_documents(ops_a["ops"], ea), ops_from_documents(ops_b["ops"], eb))
+    ra = {o["id"]: o for o in ops_a["ops"]}
+    rb = {o["id"]: o for o in ops_b["ops"]}
+    rows = []
+    for p in m.pairs:
+        x, y = ra.get(p.a) if p.a else None, rb.get(p.b) if p.b else None
+        row: dict[str, Any] = {"a": p.a, "b": p.b, "how": p.how, "name": (y or x or {}).get("name", ""),
+                               "type": (y or x or {}).get("type", ""), "namespace": (y or x or {}).get("namespace", "")}
+        if x and y and x.get("name") != y.get("name"):
+            row["a_name"] = x.get("name", "")
+        for f in OP_FIELDS:
+            row[f] = [x.get(f) if x else None, y.get(f) if y else None]
+        rows.append(row)
+
+    def total(doc: Any, f: str) -> float:
+        return float(sum((o.get(f) or 0) for o in doc["ops"]))
+
+    totals: dict[str, dict[str, float | None]] = {}
+    for f in OP_FIELDS:
+        va = ops_a["latency_ms"] if f == "latency_ms" else total(ops_a, f)
+        vb = ops_b["latency_ms"] if f == "latency_ms" else total(ops_b, f)
+        totals[f] = {"a": va, "b": vb, "delta": vb - va}
+    totals["tasks"] = {"a": len(ops_a["ops"]), "b": len(ops_b["ops"]), "delta": len(ops_b["ops"]) - len(ops_a["ops"])}
+    pa, pb = peaks
+    totals["peak_memory_bytes"] = {"a": pa, "b": pb, "delta": pb - pa if pa is not None and pb is not None else None}
+    return jsonify(target=target, **names, measured={"a": ops_a.get("measured"), "b": ops_b.get("measured")},
+                   counts=m.counts(), totals=totals, ops=rows)
