@@ -3,14 +3,21 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lock
+# Written by install-dev: test-fast installs only when the dependencies changed since.
+DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev converter web chromium services corpus
+.PHONY: run test test-fast install install-dev converter web chromium services corpus
 
 run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
 
 test: install-dev converter web chromium services
 	$(PY) -m pytest $(ARGS)
+
+# The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes),
+# no process, server, database or browser; under a minute. `make test` runs it too, with everything else.
+test-fast: $(DEV_STAMP)
+	$(PY) -m pytest tests/unit $(ARGS)
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11) and "Edgescope needs Python 3.11")'
@@ -21,6 +28,10 @@ install: $(VENV)/bin/python
 
 install-dev: $(VENV)/bin/python
 	$(PIP) -e '.[dev]'
+	@touch $(DEV_STAMP)
+
+$(DEV_STAMP): pyproject.toml requirements.lock
+	$(MAKE) install-dev
 
 # .pt2 -> .tflite (LiteRT targets) with litert-torch, whose pins clash with ours (xdsl:
 # typing-extensions<4.13): its own venv, run only by the conversion child. Rebuilt when its lock changes;

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 
 from compiler.graph import Node
@@ -172,15 +170,6 @@ def test_shared_weights_are_stored_once() -> None:
     r = sweep(g, HOST)
     p = col(r, "fp32")
     assert [row[p] for row in r.bulk["metrics"]["weight_bytes"]] == [256.0, 0.0]
-
-
-def test_ten_thousand_ops_sweep() -> None:
-    # Its speed (under 2 s) is a benchmark figure (benchmarks/sweep.py), not a timed test: a shared
-    # machine missed a 4 s bound at load 12.
-    from benchmarks.sweep import chain
-
-    r = sweep(chain(10_000), HOST)
-    assert len(r.bulk["ops"]) == 10_000 and math.isfinite(r.bulk["base"]["latency_ms"])
 
 
 def test_skip_layernorm_is_costed_as_its_own_kernel() -> None:

@@ -3,7 +3,6 @@ on different units in the current state (preset + overrides), as the bulk column
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,12 +160,3 @@ def test_overriding_every_op_with_its_preset_combo_keeps_the_preset_totals(targe
                 if fell_back and k in ("size_bytes", "peak_memory_bytes"):
                     continue
                 assert got[k] == pytest.approx(want[k], rel=1e-12), (target, preset, k)
-
-
-def test_predict_reports_an_overridden_ops_own_unit(tmp_path: Path) -> None:
-    from simulator.predict import predict_model
-    from tests.simulator.test_ort_eps import _conv_graph
-
-    path = _conv_graph(tmp_path, None)  # conv1 -> mid (Relu) -> conv2
-    res, _, _ = predict_model(path, "ort-qnn/snapdragon-8g3", "fp16", {"mid": "fp32/fp32/-/0"}, tmp_path / "w")
-    assert [r["unit"] for r in res["ops"]] == ["htp", "cpu", "htp"]
