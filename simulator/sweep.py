@@ -186,8 +186,9 @@ class PerOpTable(Sequence[dict[str, Any]]):
     """The per-op tables (one dict per op, docs/option-table.md), built on access: 10k ops x 405 combos
     as Python lists would dominate the sweep's time, and the server reads one op at a time."""
 
-    def __init__(self, ops: list[str], where: list[tuple[_Group, int]], notes: list[list[str]]):
-        self._ops, self._where, self._notes = ops, where, notes
+    def __init__(self, ops: list[str], where: list[tuple[_Group, int]], notes: list[list[str]],
+                 exportable: list[np.ndarray] | None = None):
+        self._ops, self._where, self._notes, self._exportable = ops, where, notes, exportable
 
     def __len__(self) -> int:
         return len(self._ops)
@@ -200,6 +201,8 @@ class PerOpTable(Sequence[dict[str, Any]]):
         for m in METRICS:
             d[m] = g.metrics[m][r].tolist()
         d["notes"] = self._notes[i] + [f"{n}: {t}" for n, t in zip(co.names, co.notes) if t]
+        if self._exportable is not None:
+            d["exportable"] = self._exportable[i].tolist()
         return d
 
     def index_of(self, op_id: str) -> int:
@@ -385,12 +388,17 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
                       "size_overhead_bytes": records.base if records is not None else _size_overhead(compiled)},
     }
+    exportable = None
+    if t.export == "onnx":
+        from simulator.exportable import mark_onnx
+
+        exportable = mark_onnx(compiled, source, works, presets, bulk)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     if n:
         notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)"
                         + (f" and {gap_ms:.4f} ms of the measured whole model outside its tasks' kernel times"
                            if gap_ms > 0 else ""))
-    per_op = PerOpTable(ops, where, notes)
+    per_op = PerOpTable(ops, where, notes, exportable)
     from simulator.totals import totals  # late import: totals reads the same structures
     base = totals(bulk, per_op, "fp32", {})
     bulk["base"] = {"preset": "fp32", **base}

@@ -20,11 +20,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.optimize.choices import node_choices
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
 from simulator.formats import lut_bits
 from simulator.options import OptionError
 
 WEIGHTED_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
-FLOAT_FORMAT = "fp32"  # ORT CPU's float
 
 
 @dataclass
@@ -219,6 +219,10 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
             raise OptionError("the model has nodes without unique names; per-op options need unique names")
         ch = node_choices(has_k, model_wide, overrides or {}, FLOAT_FORMAT)
         by_name = {n.name: n for n in model.graph.node}
+        for name, c in ch.items():
+            why = combo_reason(by_name[name].op_type, c.combo)
+            if why is not None:
+                raise OptionError(f"{why} ({name})")
 
         # 1. Weights: pruning and palettization, once per initializer.
         done: set[str] = set()
@@ -234,9 +238,6 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
             w = prune(w, c.combo.sparsity)
             bits = lut_bits(c.combo.kernel)
             if bits:
-                if c.combo.input == "int8":
-                    raise OptionError(f"{c.combo.name} on {name}: ONNX Runtime cannot combine palettized weights "
-                                      f"with int8 activations; use int8 weights or float activations")
                 nodes, extra = _palettize_nodes(w_name, w, bits)
                 decode_nodes += nodes
                 for t in extra:

@@ -1,0 +1,60 @@
+"""Which combos the ONNX exporter writes exactly (`compiler.optimize.onnx_export`), and why not the others.
+
+One source for the exporter (which refuses the rest before writing anything) and the option table (which marks
+them not exportable). No heavy imports: the sweep calls it for every task signature.
+
+What ONNX Runtime's tools can write for one node:
+- float activations (fp32 or fp16) in and out, the same on both sides: ORT's fp16 converter changes a node's
+  inputs, outputs and weights together, so fp16 activations take fp16 (or palettized, decoded at load) weights
+  and fp32 activations take fp32, palettized, int4 (MatMulNBits) or dynamic int8 weights;
+- int8 activations in and out with int8 weights: a QDQ node (quantize_static writes Q/DQ on every input and
+  output of a node it quantizes, so int8 on one side only cannot be written);
+- any sparsity (pruning zeroes weights in place, whatever the format).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from simulator.options import Combo, parse_preset
+
+# The exporter's float: presets saying "float" are written as fp32 whatever the target (ORT CPU's float).
+FLOAT_FORMAT = "fp32"
+# Source op types whose float weights the exporter quantizes dynamically (ORT's IntegerOps registry; the exporter
+# turns a constant-weight Gemm into MatMul + Add first).
+DYNAMIC_OPS = frozenset({"Conv", "MatMul", "Gemm"})
+# Compiled (fused) op types the option table prices, and the source op they export as.
+_COMPILED = {"FusedConv": "Conv", "NhwcFusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul",
+             "QLinearConv": "Conv", "ConvInteger": "Conv", "QGemm": "Gemm", "QLinearMatMul": "MatMul",
+             "MatMulInteger": "MatMul", "DynamicQuantizeMatMul": "MatMul", "MatMulIntegerToFloat": "MatMul",
+             "MatMulNBits": "MatMul"}
+
+
+@lru_cache(maxsize=8192)
+def combo_reason(op_type: str, combo: Combo) -> str | None:
+    """None if the exporter writes `combo` on a node of `op_type` exactly; else one sentence saying why not."""
+    op = _COMPILED.get(op_type, op_type)
+    i, o, k = combo.input, combo.output, combo.kernel
+    if i != o:
+        return (f"{combo.name}: an ONNX file gives a node one activation format in and out ({i} in and {o} out "
+                f"cannot be written)")
+    if k == "-":
+        return None
+    if i == "int8":
+        return None if k == "int8" else (f"{combo.name}: int8 activations are written as QDQ with int8 weights; "
+                                         f"{k} weights with int8 activations cannot be written")
+    if i == "fp16":
+        return None if k == "fp16" or k.startswith("lut") else (
+            f"{combo.name}: ORT's fp16 converter gives a node fp16 weights with fp16 activations; {k} weights "
+            f"cannot be written with them")
+    if k == "fp16":
+        return (f"{combo.name}: ORT's fp16 converter converts a node's activations with its weights; "
+                f"use fp16/fp16/fp16")
+    if k == "int8" and op not in DYNAMIC_OPS:
+        return f"{combo.name}: ORT's dynamic quantization writes int8 weights for Conv, MatMul and Gemm only, not {op}"
+    return None
+
+
+def preset_reason(preset: str, op_type: str, has_kernel: bool) -> str | None:
+    """combo_reason of a model-wide preset on one node, as the exporter resolves it (fp32 as the float)."""
+    return combo_reason(op_type, parse_preset(preset).resolve(FLOAT_FORMAT, has_kernel))

@@ -1,0 +1,69 @@
+"""Which options of the option table the ONNX exporter can write for this model (docs/option-table.md).
+
+A task's combo is exported on every source node it implements (a fused Relu takes the Conv's activation formats
+without its kernel: compiler.optimize.choices), so a combo is exportable for a task when the exporter's rule
+(compiler.optimize.onnx_rules) accepts it on each of them. A preset is exportable when every task's combo is.
+Failures only a real file shows (opset conversion, ORT's quantizer) are added by a dry run at analysis time
+(compiler.optimize.onnx_export.dry_run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
+from simulator.costs import WEIGHTED_KINDS, Work
+from simulator.options import Combo, Preset, all_combos
+
+# Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS).
+_KERNEL_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+
+
+def _on_source(has_kernel: bool, c: Combo) -> Combo:
+    if c.kernel != "-" and not has_kernel:
+        return Combo(c.input, c.output, "-", 0)
+    return c
+
+
+def _reasons(sources: tuple[str, ...], has_k: bool) -> list[str | None]:
+    out: list[str | None] = []
+    for c in all_combos(has_k):
+        why = None
+        for op in sources:
+            why = combo_reason(op, _on_source(has_k and op in _KERNEL_OPS, c))
+            if why is not None:
+                break
+        out.append(why)
+    return out
+
+
+def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], presets: Sequence[Preset],
+              bulk: dict[str, Any]) -> list[np.ndarray]:
+    """Per task, a bool per combo of its per-op table; sets bulk["exportable"] / bulk["export_reasons"] per preset."""
+    src_ops = {n.id: n.op_type for n in source.nodes} if source is not None else {}
+    cache: dict[tuple[tuple[str, ...], bool], tuple[np.ndarray, list[str | None]]] = {}
+    per_task: list[np.ndarray] = []
+    preset_why: list[str | None] = [None] * len(presets)
+    # Column of each preset's combo in a task's per-op table, with and without a kernel.
+    cols = {k: [{c: j for j, c in enumerate(all_combos(k))}[p.resolve(FLOAT_FORMAT, k)] for p in presets]
+            for k in (False, True)}
+    for nd, w in zip(compiled.nodes, works):
+        has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
+        ops = tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+        key = (ops, has_k)
+        if key not in cache:
+            why = _reasons(ops, has_k)
+            cache[key] = (np.array([r is None for r in why]), why)
+        ok, why = cache[key]
+        per_task.append(ok)
+        for p, j in enumerate(cols[has_k]):
+            r = why[j]
+            if r is not None and preset_why[p] is None:
+                preset_why[p] = f"{r} on {nd.name or nd.id}"
+    bulk["exportable"] = [r is None for r in preset_why]
+    bulk["export_reasons"] = preset_why
+    return per_task

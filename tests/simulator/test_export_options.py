@@ -1,0 +1,78 @@
+"""Every per-op option the option table offers for a Conv is either exported exactly (the file loads in ONNX
+Runtime and has the ops the option promises) or marked not exportable, and then refused in one sentence."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import onnx
+import onnxruntime as ort
+import pytest
+
+from compiler.frontends import onnx as onnx_frontend
+from compiler.optimize.onnx_export import export_onnx, preprocess
+from simulator.options import OptionError, parse_combo
+from simulator.sweep import sweep
+from tests import modelzoo
+
+warnings.filterwarnings("ignore")
+logging.getLogger().setLevel(logging.ERROR)
+
+CONV = "/conv/Conv"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    d = tmp_path_factory.mktemp("tiny")
+    src = modelzoo.tiny_cnn(d / "tiny.onnx")
+    preprocess(src, d / "pre.onnx")  # what the exporter starts from
+    g = onnx_frontend.load(d / "pre.onnx")
+    r = sweep(g, "ort-cpu/host")
+    i = next(k for k, n in enumerate(g.nodes) if n.name == CONV)
+    return src, {"entry": r.per_op[i], "bulk": r.bulk, "dir": d}
+
+
+def test_every_offered_conv_option_exports_exactly_or_is_marked(tiny: tuple[Path, dict]) -> None:
+    src, ctx = tiny
+    e = ctx["entry"]
+    assert len(e["exportable"]) == len(e["combos"])
+    exported = refused = 0
+    for combo, ok in zip(e["combos"], e["exportable"]):
+        out = ctx["dir"] / "out.onnx"
+        if not ok:
+            with pytest.raises(OptionError) as err:
+                export_onnx(src, out, "fp32", {CONV: combo})
+            assert "\n" not in str(err.value) and CONV in str(err.value), combo
+            refused += 1
+            continue
+        res = export_onnx(src, out, "fp32", {CONV: combo})
+        ort.InferenceSession(str(res.path), providers=["CPUExecutionProvider"])
+        m = onnx.load(str(res.path))
+        ops = {n.op_type for n in m.graph.node}
+        c = parse_combo(combo)
+        if c.input == "int8":
+            assert {"QuantizeLinear", "DequantizeLinear"} <= ops, combo
+        elif c.kernel == "int8":
+            assert "ConvInteger" in ops, combo
+        elif c.input == "fp16":
+            conv = next(n for n in m.graph.node if n.name == CONV)
+            w = next(t for t in m.graph.initializer if t.name == conv.input[1]) if c.kernel == "fp16" else None
+            assert w is None or w.data_type == onnx.TensorProto.FLOAT16, combo
+        exported += 1
+    # fp32, fp16 and int8 (static and dynamic) at every sparsity are among the exported ones; the rest refused.
+    assert exported >= 4 * 5 and refused > 0
+    for combo in ("fp32/fp32/fp32/0", "fp16/fp16/fp16/50", "int8/int8/int8/0", "fp32/fp32/int8/25"):
+        assert e["exportable"][e["combos"].index(combo)], combo
+    for combo in ("fp32/int8/int8/0", "fp16/int8/int8/0", "int8/int8/fp32/0", "fp16/fp16/int8/0"):
+        assert not e["exportable"][e["combos"].index(combo)], combo
+
+
+def test_model_wide_presets_are_marked_with_a_reason(tiny: tuple[Path, dict]) -> None:
+    bulk = tiny[1]["bulk"]
+    names = [p["name"] for p in bulk["presets"]]
+    assert len(bulk["exportable"]) == len(names) == len(bulk["export_reasons"])
+    for name in ("fp32", "fp16", "int8-static", "int8-dynamic", "prune-50+int8-static"):
+        assert bulk["exportable"][names.index(name)], (name, bulk["export_reasons"][names.index(name)])
+    assert all((r is None) == ok for r, ok in zip(bulk["export_reasons"], bulk["exportable"]))
