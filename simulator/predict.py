@@ -121,13 +121,13 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
                           f"compiler.optimize.export.optimize_for_target, as `edgescope optimize` does")
     result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path,
                                              input_shapes, input_values)
-    # Export works on source nodes: a task's override applies to every source node it implements.
+    # Export works on source nodes: a task's override applies to every source node it implements. They are
+    # keyed by source node id, which the exporter names each node by (a repeated or empty name gets its id).
     by_id = {n.id: n for n in compiled.nodes}
-    src_names = {n.id: n.name or n.id for n in source.nodes}
     src_over: dict[str, str] = {}
     for tid, combo in result["overrides"].items():
         for s in by_id[tid].source_nodes or [tid]:
-            src_over[src_names.get(s, s)] = combo
+            src_over[s] = combo
     from compiler.optimize.onnx_export import export_onnx, exportable_names
 
     known = exportable_names(model_path)

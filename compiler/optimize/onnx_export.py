@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,8 +19,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.optimize.choices import node_choices
+from compiler.optimize.choices import Choice, node_choices
+from compiler.optimize.onnx_prepare import (OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info, named_copy,
+                                             one_line, opset, quant_ready)
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
+from compiler.optimize.onnx_verify import check_ops, check_runs
 from simulator.formats import lut_bits
 from simulator.options import OptionError
 
@@ -203,127 +206,161 @@ class _RandomReader:
 def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], model_wide: str,
                 overrides: Mapping[str, str] | None = None,
                 input_shapes: Mapping[str, list[int]] | None = None) -> ExportResult:
-    """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by node name (after ORT's basic
-    optimizations, which keep the names of the nodes they keep)."""
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
-                                          quantize_static)
-
+    """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
+    where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
+    has the ops each option promises) before it is returned; every failure is an OptionError in one sentence."""
     out_path = Path(out_path)
-    notes: list[str] = []
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
-        model = preprocess(model_path, tmp / "pre.onnx")
-        inits = {t.name: t for t in model.graph.initializer}
-        has_k = [(n.name, kernel_input(n, inits) is not None) for n in model.graph.node]
-        if len({n for n, _ in has_k}) != len(has_k):
-            raise OptionError("the model has nodes without unique names; per-op options need unique names")
-        ch = node_choices(has_k, model_wide, overrides or {}, FLOAT_FORMAT)
-        by_name = {n.name: n for n in model.graph.node}
-        for name, c in ch.items():
-            why = combo_reason(by_name[name].op_type, c.combo)
-            if why is not None:
-                raise OptionError(f"{why} ({name})")
-
-        # 1. Weights: pruning and palettization, once per initializer.
-        done: set[str] = set()
-        decode_nodes: list[onnx.NodeProto] = []
-        new_inits: dict[str, onnx.TensorProto] = {}
-        lut_nodes: set[str] = set()
-        for name, c in ch.items():
-            w_name = kernel_input(by_name[name], inits)
-            if w_name is None or w_name in done:
-                continue
-            done.add(w_name)
-            w = numpy_helper.to_array(inits[w_name]).astype(np.float32)
-            w = prune(w, c.combo.sparsity)
-            bits = lut_bits(c.combo.kernel)
-            if bits:
-                nodes, extra = _palettize_nodes(w_name, w, bits)
-                decode_nodes += nodes
-                for t in extra:
-                    new_inits[t.name] = t
-                new_inits[w_name] = None  # type: ignore[assignment]
-                lut_nodes.add(name)
-            elif c.combo.sparsity:
-                new_inits[w_name] = numpy_helper.from_array(w, w_name)
-        if new_inits:
-            keep = [t for t in model.graph.initializer if t.name not in new_inits]
-            del model.graph.initializer[:]
-            model.graph.initializer.extend(keep + [t for t in new_inits.values() if t is not None])
-            nodes = decode_nodes + list(model.graph.node)
-            del model.graph.node[:]
-            model.graph.node.extend(nodes)
-            if decode_nodes:
-                _ensure_opset(model, 18)  # BitwiseAnd
-        current = tmp / "w.onnx"
-        onnx.save(model, os.fspath(current))
-
-        # 2. fp16 (per node via the converter's block list).
-        fp16 = [n for n, c in ch.items() if c.combo.input == "fp16" or c.combo.kernel == "fp16"]
-        if fp16:
-            from onnxruntime.transformers.float16 import convert_float_to_float16
-
-            m = onnx.load(os.fspath(current))
-            block = [n.name for n in m.graph.node if n.name not in set(fp16)]
-            m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
-            current = tmp / "fp16.onnx"
-            onnx.save(m, os.fspath(current))
-
-        # 3. Static int8 (QDQ), calibrated on generated inputs.
-        static = [n for n, c in ch.items() if "int8" in (c.combo.input, c.combo.output)]
-        if static:
-            m = onnx.load(os.fspath(current))
-            reader = _RandomReader(m, shapes=input_shapes)
-
-            class Reader(CalibrationDataReader):
-                def get_next(self):  # type: ignore[no-untyped-def]
-                    return reader.get_next()
-
-            nxt = tmp / "qdq.onnx"
-            quantize_static(os.fspath(current), os.fspath(nxt), Reader(), quant_format=QuantFormat.QDQ,
-                            per_channel=True, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                            nodes_to_quantize=static)
-            current = nxt
-
-        # 4. Dynamic int8 (float activations, int8 weights).
-        dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8"]
-        if dynamic:
-            nxt = tmp / "dyn.onnx"
-            quantize_dynamic(os.fspath(current), os.fspath(nxt), nodes_to_quantize=dynamic,
-                             weight_type=QuantType.QUInt8)
-            current = nxt
-
-        # 5. 4-bit weights: MatMulNBits for MatMul with constant weights; others stay float.
-        int4 = [n for n, c in ch.items() if c.combo.kernel == "int4"]
-        if int4:
-            from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
-
-            matmuls = [n for n in int4 if by_name[n].op_type == "MatMul"]
-            skipped = sorted(set(int4) - set(matmuls))
-            if skipped:
-                notes.append(f"int4 applies to MatMul only on ORT; kept float: {', '.join(skipped[:5])}"
-                             + (" ..." if len(skipped) > 5 else ""))
-            if matmuls:
-                q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
-                                         nodes_to_include=matmuls)
-                q.process()
-                nxt = tmp / "int4.onnx"
-                q.model.save_model_to_file(os.fspath(nxt))
-                current = nxt
-        m = onnx.load(os.fspath(current))
+        # Options are resolved on the file's own nodes first, to know the opset the prepared model needs.
+        named = named_copy(model_path, tmp / "named.onnx")
+        pre = preprocess(named, tmp / "pre.onnx")
+        ch = _choices(pre, model_wide, overrides or {})
+        need = max([OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0 for c in ch.values()]
+                   + [OPSET_PALETTE if lut_bits(c.combo.kernel) else 0 for c in ch.values()])
+        notes: list[str] = []
+        if need > opset(pre):
+            notes.append(f"converted from ONNX opset {opset(pre)} to {need}, which the option's ops need")
+            named = named_copy(model_path, tmp / "named.onnx", need)
+            pre = preprocess(named, tmp / "pre.onnx")
+            ch = _choices(pre, model_wide, overrides or {})
+        ops = {n.name: n.op_type for n in pre.graph.node}
+        kept = sorted(n for n, c in ch.items() if c.combo.kernel == "int4" and ops[n] != "MatMul"
+                      and ops[n] in WEIGHTED_OPS)
+        if kept:
+            notes.append(f"int4 applies to MatMul only on ORT; kept float: {', '.join(kept[:5])}"
+                         + (" ..." if len(kept) > 5 else ""))
+        res, kinds, kernels = _write(pre, tmp, ch, input_shapes)
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        onnx.save(m, os.fspath(out_path))
+        onnx.save(onnx.load(os.fspath(res)), os.fspath(out_path))
+    check_ops(out_path, **kinds, kernels=kernels)
+    check_runs(out_path, _RandomReader(onnx.load(os.fspath(out_path), load_external_data=False), samples=1,
+                                       shapes=input_shapes).get_next() or {})
     return ExportResult(out_path, out_path.stat().st_size, {n: c.combo.name for n, c in ch.items()}, notes)
 
 
+def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, str]) -> dict[str, Choice]:
+    inits = {t.name: t for t in model.graph.initializer}
+    has_k = [(n.name, kernel_input(n, inits) is not None) for n in model.graph.node]
+    ch = node_choices(has_k, model_wide, overrides, FLOAT_FORMAT)
+    by_name = {n.name: n for n in model.graph.node}
+    for name, c in ch.items():
+        why = combo_reason(by_name[name].op_type, c.combo)
+        if why is not None:
+            raise OptionError(f"{why} ({name})")
+    return ch
+
+
+def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice],
+           input_shapes: Mapping[str, list[int]] | None) -> tuple[Path, dict[str, list[str]], dict[str, str]]:
+    """Apply the choices to the prepared model: (file written, weighted node names per kind of option, kernels)."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
+                                          quantize_static)
+
+    inits = {t.name: t for t in model.graph.initializer}
+    by_name = {n.name: n for n in model.graph.node}
+    kernels = {n: w for n in ch if (w := kernel_input(by_name[n], inits)) is not None}
+
+    # 1. Weights: pruning and palettization, once per initializer.
+    done: set[str] = set()
+    decode_nodes: list[onnx.NodeProto] = []
+    new_inits: dict[str, onnx.TensorProto | None] = {}
+    for name, c in ch.items():
+        w_name = kernels.get(name)
+        if w_name is None or w_name in done:
+            continue
+        done.add(w_name)
+        w = numpy_helper.to_array(inits[w_name]).astype(np.float32)
+        w = prune(w, c.combo.sparsity)
+        bits = lut_bits(c.combo.kernel)
+        if bits:
+            nodes, extra = _palettize_nodes(w_name, w, bits)
+            decode_nodes += nodes
+            for t in extra:
+                new_inits[t.name] = t
+            new_inits[w_name] = None
+        elif c.combo.sparsity:
+            new_inits[w_name] = numpy_helper.from_array(w, w_name)
+    if new_inits:
+        keep = [t for t in model.graph.initializer if t.name not in new_inits]
+        del model.graph.initializer[:]
+        model.graph.initializer.extend(keep + [t for t in new_inits.values() if t is not None])
+        nodes = decode_nodes + list(model.graph.node)
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
+    clear_value_info(model)
+    current = tmp / "w.onnx"
+    onnx.save(model, os.fspath(current))
+
+    def step(what: str, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except OptionError:
+            raise
+        except Exception as e:  # noqa: BLE001 - ORT's tools failing on this file is the user's answer
+            raise OptionError(f"{what} failed on this model ({one_line(e)})") from e
+
+    # 2. fp16 (per node via the converter's block list).
+    fp16 = [n for n, c in ch.items() if c.combo.input == "fp16"]
+    if fp16:
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        def to_fp16() -> None:
+            m = onnx.load(os.fspath(current))
+            block = [n.name for n in m.graph.node if n.name not in set(fp16)]
+            m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
+            onnx.save(m, os.fspath(tmp / "fp16.onnx"))
+
+        step("ORT's fp16 converter", to_fp16)
+        current = tmp / "fp16.onnx"
+
+    # 3. Static int8 (QDQ), calibrated on generated inputs at the analysis' shapes.
+    static = [n for n, c in ch.items() if c.combo.input == "int8"]
+    if static:
+        ready = quant_ready(current, tmp / "ready.onnx")
+        reader = _RandomReader(onnx.load(os.fspath(ready)), shapes=input_shapes)
+
+        class Reader(CalibrationDataReader):
+            def get_next(self):  # type: ignore[no-untyped-def]
+                return reader.get_next()
+
+        step("ORT's static quantization", lambda: quantize_static(
+            os.fspath(ready), os.fspath(tmp / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=static))
+        current = tmp / "qdq.onnx"
+
+    # 4. Dynamic int8 (float activations, int8 weights).
+    dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"]
+    if dynamic:
+        ready = quant_ready(current, tmp / "ready-dyn.onnx")
+        step("ORT's dynamic quantization", lambda: quantize_dynamic(
+            os.fspath(ready), os.fspath(tmp / "dyn.onnx"), nodes_to_quantize=dynamic, weight_type=QuantType.QUInt8))
+        current = tmp / "dyn.onnx"
+
+    # 5. 4-bit weights: MatMulNBits for MatMul with constant weights; other ops keep float weights (as predicted).
+    matmuls = [n for n, c in ch.items() if c.combo.kernel == "int4" and by_name[n].op_type == "MatMul"
+               and n in kernels]
+    if matmuls:
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+        def to_int4() -> None:
+            q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
+                                     nodes_to_include=matmuls)
+            q.process()
+            q.model.save_model_to_file(os.fspath(tmp / "int4.onnx"))
+
+        step("ORT's 4-bit MatMul quantizer", to_int4)
+        current = tmp / "int4.onnx"
+    weighted = lambda names: [n for n in names if n in kernels]  # noqa: E731
+    kinds = {"static": weighted(static), "dynamic": weighted(dynamic), "int4": matmuls,
+             "fp16": [n for n in weighted(fp16) if ch[n].combo.kernel == "fp16"],
+             "lut": [n for n, c in ch.items() if n in kernels and lut_bits(c.combo.kernel)]}
+    return current, kinds, kernels
+
+
 def exportable_names(model_path: str | os.PathLike[str]) -> set[str]:
-    """Names of the nodes the exporter can take options for: those ORT's basic optimizations keep
-    (a BatchNorm folded into its Conv has no node of its own left)."""
+    """Names of the nodes the exporter can take options for (analysis ids): those ORT's basic optimizations
+    keep (a BatchNorm folded into its Conv has no node of its own left)."""
     with tempfile.TemporaryDirectory() as td:
-        return {n.name for n in preprocess(model_path, Path(td) / "pre.onnx").graph.node}
-
-
-def _ensure_opset(model: onnx.ModelProto, version: int) -> None:
-    for o in model.opset_import:
-        if o.domain in ("", "ai.onnx") and o.version < version:
-            o.version = version
+        named = named_copy(model_path, Path(td) / "named.onnx")
+        return {n.name for n in preprocess(named, Path(td) / "pre.onnx").graph.node}

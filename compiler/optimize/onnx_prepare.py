@@ -1,0 +1,67 @@
+"""Bring a real ONNX file into the shape ORT's quantization tools expect, before any option is applied.
+
+Real exports break those tools in ways our own test models do not (issue 14): repeated or empty node names
+(dynamo), `value_info` that ORT's optimizations made stale (quantize_static's shape inference then fails with
+"Inferred shape and existing shape differ"), and opsets older than an option's ops (per-channel QDQ needs 13).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+
+from compiler.frontends.onnx_scopes import name_by_id
+from simulator.options import OptionError
+
+# Opset each kind of step writes ops of: per-channel DequantizeLinear (`axis`), BitwiseAnd in the palette decoder.
+OPSET_STATIC_INT8 = 13
+OPSET_PALETTE = 18
+
+
+def one_line(e: BaseException) -> str:
+    msg = " ".join(str(e).split())
+    return f"{type(e).__name__}: {msg[:240]}"
+
+
+def opset(model: onnx.ModelProto) -> int:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0) -> Path:
+    """`src` with every node named by its analysis id (a unique name stays; an empty or repeated one becomes
+    `<op>_<index>`, as compiler.frontends.onnx names it, so per-op overrides keyed by the analysis reach the same
+    node), converted to `min_opset` if it is older (onnx.version_converter), without stale value_info."""
+    model = onnx.load(os.fspath(src))
+    name_by_id(model)
+    have = opset(model)
+    if have and have < min_opset:
+        from onnx import version_converter
+
+        try:
+            model = version_converter.convert_version(model, min_opset)
+        except Exception as e:  # noqa: BLE001 - the converter's failure is a property of this file
+            raise OptionError(f"the option needs ONNX opset {min_opset} and converting this opset-{have} model "
+                              f"failed ({one_line(e)})") from e
+    del model.graph.value_info[:]
+    onnx.save(model, os.fspath(out))
+    return out
+
+
+def clear_value_info(model: onnx.ModelProto) -> None:
+    """Shapes recorded before ORT's rewrites (a Gemm turned MatMul, folded BatchNorms) no longer hold."""
+    del model.graph.value_info[:]
+
+
+def quant_ready(src: Path, out: Path) -> Path:
+    """ORT's quantization pre-processing (symbolic shape inference, then ONNX shape inference) without its
+    optimization pass (done already, names kept). Where it fails (symbolic inference is fragile on some graphs)
+    the file goes on without it: the quantizers infer what they need themselves."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    try:
+        quant_pre_process(os.fspath(src), os.fspath(out), skip_optimization=True)
+    except Exception:  # noqa: BLE001 - optional help, see docstring
+        return src
+    return out

@@ -1,0 +1,68 @@
+"""Real files, as ORT's quantizers meet them: empty and repeated node names, stale value_info, an opset older than
+per-channel QDQ. The exporter prepares them instead of crashing, refusing or writing a file ORT rejects."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from compiler.frontends import onnx as onnx_frontend
+from compiler.optimize.onnx_export import export_onnx
+from simulator.options import OptionError
+from tests import modelzoo
+
+warnings.filterwarnings("ignore")
+logging.getLogger().setLevel(logging.ERROR)
+
+
+def _messy(tmp: Path) -> Path:
+    m = onnx.load(str(modelzoo.tiny_cnn(tmp / "tiny.onnx")))
+    for n in m.graph.node:  # dynamo-like: names repeated or missing
+        n.name = "dup" if n.op_type in ("Conv", "Relu") else ""
+    m.opset_import[0].version = 12
+    # A shape ORT's rewrites made stale: quantize_static's own inference then disagrees with it.
+    m.graph.value_info.append(helper.make_tensor_value_info("flat", TensorProto.FLOAT, [1, 192]))
+    p = tmp / "messy.onnx"
+    onnx.save(m, str(p))
+    return p
+
+
+@pytest.fixture(scope="module")
+def messy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _messy(tmp_path_factory.mktemp("messy"))
+
+
+def test_opset12_int8_static_is_converted_and_loads(messy: Path, tmp_path: Path) -> None:
+    res = export_onnx(messy, tmp_path / "s.onnx", "int8-static")
+    m = onnx.load(str(res.path))
+    assert m.opset_import[0].version == 13 and any("opset 12 to 13" in n for n in res.notes)
+    axes = [a for n in m.graph.node if n.op_type == "DequantizeLinear" for a in n.attribute if a.name == "axis"]
+    assert axes  # per-channel weights: what opset 12 could not hold
+
+
+@pytest.mark.parametrize("option,op", [("int8-dynamic", "ConvInteger"), ("fp16", "Conv")])
+def test_repeated_names_are_assigned_not_refused(messy: Path, tmp_path: Path, option: str, op: str) -> None:
+    res = export_onnx(messy, tmp_path / f"{option}.onnx", option)
+    m = onnx.load(str(res.path))
+    names = [n.name for n in m.graph.node]
+    assert len(set(names)) == len(names) and op in {n.op_type for n in m.graph.node}
+    assert onnx.load(str(messy)).opset_import[0].version == m.opset_import[0].version == 12  # no needless convert
+
+
+def test_override_keyed_by_analysis_id_reaches_its_node(messy: Path, tmp_path: Path) -> None:
+    g = onnx_frontend.load(messy)
+    conv = next(n for n in g.nodes if n.op_type == "Conv")
+    assert conv.id != "dup"  # the analysis could not key it by its repeated name
+    res = export_onnx(messy, tmp_path / "o.onnx", "int8-static", {conv.id: "fp32"})
+    m = onnx.load(str(res.path))
+    node = next(n for n in m.graph.node if n.name == conv.id)
+    assert node.op_type == "Conv" and node.input[1] == "conv.weight"  # kept float, no DequantizeLinear
+    assert any(n.op_type == "DequantizeLinear" for n in m.graph.node)  # the Gemm is int8
+    assert res.choices[conv.id] == "fp32/fp32/fp32/0"
+    with pytest.raises(OptionError, match="not a node of this model"):
+        export_onnx(messy, tmp_path / "bad.onnx", "fp32", {"dup": "fp16"})
