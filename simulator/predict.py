@@ -134,7 +134,8 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
     # The exporter calibrates static int8 at the shapes the prediction used (the input plan's).
     used = {p["name"]: p["shape"] for p in result["inputs"]}
     res = export_onnx(model_path, out_path, result["model_wide"], {k: v for k, v in src_over.items() if k in known},
-                      input_shapes=used)
+                      input_shapes=used, input_values={p["name"]: p["value"] for p in result["inputs"]
+                                                       if p["value"] is not None})
     pred = result["totals"]["size_bytes"]
     return {"path": str(res.path), "size_bytes": res.size_bytes,
             "predicted": {**result["totals"], "label": result["label_text"]},

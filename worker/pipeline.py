@@ -7,8 +7,10 @@ reports progress through a callback so a long profile shows as moving.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +39,7 @@ class AnalysisOptions:
     timeout_s: int = 600
     memory_limit_bytes: int = 8 * 1024**3
     calibration_path: Path | None = None  # host-cpu calibration cache
+    check_exports: bool = True  # dry-run the ONNX exporter to mark presets it cannot write (simulate stage)
 
 
 @dataclass
@@ -113,6 +116,8 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
                        on_target=lambda i: progress("compile", (i + 1) / len(opts.targets)))
         source, plans = prep.source, prep.plans
         results = [TargetResult(t, g, compiled_model_path=out) for t, (g, out) in zip(opts.targets, prep.compiled)]
+    # The export check runs in its own child meanwhile (profiling waits on the model's runs, not on it).
+    export_check = _start_export_check(model_path, source, opts, plans)
 
     with timed("profile"):
         # A backend that measures may still hand back no file (e.g. .pt2 on LiteRT without the
@@ -153,5 +158,33 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, calibration_path=opts.calibration_path,
                                       source=source, observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
+        if export_check is not None:
+            from compiler.optimize.onnx_export import mark_dry_run
+
+            reasons = export_check.result()
+            for r in results:
+                if get_target(r.target).export == "onnx":
+                    mark_dry_run(r.sweep.bulk, reasons)
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)
+
+
+def _start_export_check(model_path: Path, source: Graph, opts: AnalysisOptions,
+                        plans: dict[str, Any]) -> Future[dict[str, str | None]] | None:
+    """Presets the ONNX exporter cannot write for this file are marked in each ONNX target's option table (and so
+    never offered as exportable): one dry-run export per distinct way of writing the file, in a sandboxed child
+    started in a thread (with this context: the sandbox's scratch folder is a context variable)."""
+    from simulator.targets import get_target
+
+    if source.format != "onnx" or not opts.check_exports or not any(get_target(t).export == "onnx"
+                                                                     for t in opts.targets):
+        return None
+    from compiler.input_plan import concrete_shapes, fill_values
+    from compiler.optimize.onnx_export import dry_run
+
+    ctx = contextvars.copy_context()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="export-check")
+    fut = pool.submit(ctx.run, dry_run, model_path, concrete_shapes(plans), fill_values(plans), opts.timeout_s,
+                      opts.memory_limit_bytes)
+    pool.shutdown(wait=False)
+    return fut

@@ -174,9 +174,11 @@ def _palettize_nodes(name: str, w: np.ndarray, bits: int) -> tuple[list[onnx.Nod
 
 
 class _RandomReader:
-    """Calibration data for quantize_static: `samples` random batches shaped like the inputs."""
+    """Calibration data for quantize_static: `samples` random batches shaped like the inputs, in each input's
+    dtype; `values`: inputs set to one value (a sample rate), as the analysis ran them."""
 
-    def __init__(self, model: onnx.ModelProto, samples: int = 8, shapes: Mapping[str, list[int]] | None = None):
+    def __init__(self, model: onnx.ModelProto, samples: int = 8, shapes: Mapping[str, list[int]] | None = None,
+                 values: Mapping[str, float] | None = None):
         rng = np.random.default_rng(0)
         inits = {t.name for t in model.graph.initializer}
         feeds = []
@@ -187,12 +189,16 @@ class _RandomReader:
                     continue
                 shape = list((shapes or {}).get(i.name) or [d.dim_value if d.dim_value > 0 else 1
                                                              for d in i.type.tensor_type.shape.dim])
-                et = i.type.tensor_type.elem_type
-                if et in (TensorProto.INT64, TensorProto.INT32):
-                    dt = np.int64 if et == TensorProto.INT64 else np.int32
+                dt = np.dtype(helper.tensor_dtype_to_np_dtype(i.type.tensor_type.elem_type))
+                if values and i.name in values:
+                    feed[i.name] = np.full(shape, values[i.name], dt)
+                elif dt == np.bool_:
                     feed[i.name] = rng.integers(0, 2, size=shape).astype(dt)
+                elif np.issubdtype(dt, np.integer):
+                    # Ids and indices: 0 and 1 stay inside any table they index; images in uint8 take any byte.
+                    feed[i.name] = rng.integers(0, 256 if dt == np.uint8 else 2, size=shape).astype(dt)
                 else:
-                    feed[i.name] = rng.standard_normal(shape).astype(np.float32)
+                    feed[i.name] = rng.standard_normal(shape).astype(dt)
             feeds.append(feed)
         self._it = iter(feeds)
 
@@ -205,7 +211,8 @@ class _RandomReader:
 
 def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], model_wide: str,
                 overrides: Mapping[str, str] | None = None,
-                input_shapes: Mapping[str, list[int]] | None = None) -> ExportResult:
+                input_shapes: Mapping[str, list[int]] | None = None, calibration_samples: int = 8,
+                input_values: Mapping[str, float] | None = None) -> ExportResult:
     """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
     where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
     has the ops each option promises) before it is returned; every failure is an OptionError in one sentence."""
@@ -230,12 +237,12 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         if kept:
             notes.append(f"int4 applies to MatMul only on ORT; kept float: {', '.join(kept[:5])}"
                          + (" ..." if len(kept) > 5 else ""))
-        res, kinds, kernels = _write(pre, tmp, ch, input_shapes)
+        res, kinds, kernels = _write(pre, tmp, ch, input_shapes, calibration_samples, input_values)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(onnx.load(os.fspath(res)), os.fspath(out_path))
     check_ops(out_path, **kinds, kernels=kernels)
     check_runs(out_path, _RandomReader(onnx.load(os.fspath(out_path), load_external_data=False), samples=1,
-                                       shapes=input_shapes).get_next() or {})
+                                       shapes=input_shapes, values=input_values).get_next() or {})
     return ExportResult(out_path, out_path.stat().st_size, {n: c.combo.name for n, c in ch.items()}, notes)
 
 
@@ -251,8 +258,8 @@ def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, st
     return ch
 
 
-def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice],
-           input_shapes: Mapping[str, list[int]] | None) -> tuple[Path, dict[str, list[str]], dict[str, str]]:
+def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice], input_shapes: Mapping[str, list[int]] | None,
+           samples: int, values: Mapping[str, float] | None) -> tuple[Path, dict[str, list[str]], dict[str, str]]:
     """Apply the choices to the prepared model: (file written, weighted node names per kind of option, kernels)."""
     from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
                                           quantize_static)
@@ -318,7 +325,7 @@ def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice],
     static = [n for n, c in ch.items() if c.combo.input == "int8"]
     if static:
         ready = quant_ready(current, tmp / "ready.onnx")
-        reader = _RandomReader(onnx.load(os.fspath(ready)), shapes=input_shapes)
+        reader = _RandomReader(onnx.load(os.fspath(ready)), samples=samples, shapes=input_shapes, values=values)
 
         class Reader(CalibrationDataReader):
             def get_next(self):  # type: ignore[no-untyped-def]
@@ -364,3 +371,74 @@ def exportable_names(model_path: str | os.PathLike[str]) -> set[str]:
     with tempfile.TemporaryDirectory() as td:
         named = named_copy(model_path, Path(td) / "named.onnx")
         return {n.name for n in preprocess(named, Path(td) / "pre.onnx").graph.node}
+
+
+# One model-wide option per distinct way of writing the file (pruning only changes weight values; 2- and 4-bit
+# palettes are packed, 6- and 8-bit stored a byte per index), and the presets each stands for.
+DRY_RUN_OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-4bit", "palettize-8bit")
+
+
+def dry_run_option(preset: str) -> str:
+    """The DRY_RUN_OPTIONS entry whose file has the structure `preset`'s file has."""
+    from simulator.options import parse_preset
+
+    p = parse_preset(preset)
+    c = p.resolve(FLOAT_FORMAT, True)
+    bits = lut_bits(c.kernel)
+    if bits:
+        return "palettize-4bit" if bits <= 4 else "palettize-8bit"
+    if c.kernel == "int8":
+        return "int8-dynamic" if p.dynamic else "int8-static"
+    return {"fp16": "fp16", "int4": "int4-weights"}.get(c.kernel, "fp32")
+
+
+def dry_run_child(payload: dict[str, object]) -> dict[str, str | None]:
+    """Sandbox child: export `payload["model"]` with each DRY_RUN_OPTIONS entry; {option: None or the reason}."""
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)  # ORT's quantizers log advice on every call
+    shapes, values = payload.get("shapes") or {}, payload.get("values") or {}
+    out: dict[str, str | None] = {}
+    with tempfile.TemporaryDirectory() as td:
+        for option in DRY_RUN_OPTIONS:
+            try:
+                export_onnx(str(payload["model"]), Path(td) / f"{option}.onnx", option,
+                            input_shapes=shapes, calibration_samples=1, input_values=values)  # type: ignore[arg-type]
+                out[option] = None
+            except OptionError as e:
+                out[option] = str(e)
+            except Exception as e:  # noqa: BLE001 - any failure of the exporter marks the option, never the analysis
+                out[option] = f"the exporter failed on this model ({one_line(e)})"
+    return out
+
+
+def dry_run(model_path: str | os.PathLike[str], input_shapes: Mapping[str, list[int]],
+            input_values: Mapping[str, float] | None = None, timeout_s: float = 600,
+            memory_limit_bytes: int | None = None) -> dict[str, str | None]:
+    """Export every DRY_RUN_OPTIONS entry of `model_path` in a sandboxed child: {option: None or why it fails}.
+    A child that dies marks every option with why."""
+    from compiler import sandbox
+    from compiler.errors import SandboxError
+
+    limits = sandbox.Limits(timeout_s=timeout_s, what="the export check",
+                            **({"memory_limit_bytes": memory_limit_bytes} if memory_limit_bytes else {}))
+    try:
+        return sandbox.run("compiler.optimize.onnx_export:dry_run_child",
+                           {"model": os.fspath(Path(model_path).resolve()), "shapes": dict(input_shapes),
+                            "values": dict(input_values or {})}, limits)
+    except SandboxError as e:
+        return {o: f"the exporter could not be checked on this model ({e})" for o in DRY_RUN_OPTIONS}
+
+
+def mark_dry_run(bulk: dict[str, object], reasons: Mapping[str, str | None]) -> None:
+    """Mark the bulk table's presets whose dry-run export failed (bulk["exportable"] / ["export_reasons"])."""
+    names = [p["name"] for p in bulk["presets"]]  # type: ignore[index, union-attr]
+    ok = list(bulk.get("exportable") or [True] * len(names))  # type: ignore[call-overload]
+    why = list(bulk.get("export_reasons") or [None] * len(names))  # type: ignore[call-overload]
+    for i, name in enumerate(names):
+        r = reasons.get(dry_run_option(name))
+        if r is not None and ok[i]:
+            ok[i], why[i] = False, r
+    bulk["exportable"], bulk["export_reasons"] = ok, why

@@ -66,3 +66,42 @@ def test_override_keyed_by_analysis_id_reaches_its_node(messy: Path, tmp_path: P
     assert res.choices[conv.id] == "fp32/fp32/fp32/0"
     with pytest.raises(OptionError, match="not a node of this model"):
         export_onnx(messy, tmp_path / "bad.onnx", "fp32", {"dup": "fp16"})
+
+
+def test_dry_run_checks_each_way_of_writing_the_file_and_marks_the_table(messy: Path) -> None:
+    from compiler.optimize.onnx_export import DRY_RUN_OPTIONS, dry_run, dry_run_option, mark_dry_run
+    from simulator.options import BULK_PRESETS
+
+    reasons = dry_run(messy, {"input": [1, 3, 16, 16]}, timeout_s=300)
+    assert set(reasons) == set(DRY_RUN_OPTIONS) and all(r is None for r in reasons.values()), reasons
+    # Every preset is checked through the option whose file has its structure.
+    assert {dry_run_option(p) for p in BULK_PRESETS} == set(DRY_RUN_OPTIONS)
+    bulk = {"presets": [{"name": p} for p in BULK_PRESETS], "exportable": [True] * len(BULK_PRESETS),
+            "export_reasons": [None] * len(BULK_PRESETS)}
+    why = "ORT's static quantization failed on this model (ValueError: x)"
+    mark_dry_run(bulk, {**reasons, "int8-static": why})
+    marked = [p for p, ok in zip(BULK_PRESETS, bulk["exportable"]) if not ok]
+    assert marked == [p for p in BULK_PRESETS if p.endswith("int8-static")]
+    assert all(r == why for p, r in zip(BULK_PRESETS, bulk["export_reasons"]) if p in marked)
+
+
+def test_calibration_inputs_take_each_inputs_dtype_and_value(tmp_path: Path) -> None:
+    """A uint8 image and a scalar sample-rate input: calibration and the load check feed what the model takes."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 4), np.float32), "w")
+    g = helper.make_graph(
+        [helper.make_node("Cast", ["img"], ["f"], to=TensorProto.FLOAT, name="cast"),
+         helper.make_node("Cast", ["sr"], ["srf"], to=TensorProto.FLOAT, name="cast_sr"),
+         helper.make_node("Div", ["f", "srf"], ["d"], name="div"),
+         helper.make_node("MatMul", ["d", "w"], ["y"], name="mm")],
+        "u8", [helper.make_tensor_value_info("img", TensorProto.UINT8, [1, 4]),
+               helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    p = tmp_path / "u8.onnx"
+    onnx.save(m, str(p))
+    res = export_onnx(p, tmp_path / "s.onnx", "int8-static", input_values={"sr": 16000})
+    assert "DequantizeLinear" in {n.op_type for n in onnx.load(str(res.path)).graph.node}
