@@ -45,6 +45,11 @@ def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0) -> Pa
             raise OptionError(f"the option needs ONNX opset {min_opset} and converting this opset-{have} model "
                               f"failed ({one_line(e)})") from e
     del model.graph.value_info[:]
+    for n in model.graph.node:
+        # The torch exporters' debug records (stack traces, module paths: ~2.4 KB per node on dynamo files) are
+        # not part of a deployed model, and the file size predicted for every option leaves them out.
+        del n.metadata_props[:]
+        n.doc_string = ""
     onnx.save(model, os.fspath(out))
     return out
 

@@ -59,6 +59,9 @@ def create_export(model_id: str) -> ResponseReturnValue:
             check_state(state["target"], m.format, state["model_wide"], state["overrides"])
         except OptionError as err:
             raise ApiError(400, "no_export", str(err)) from None
+        why = _not_exportable(s, m.id, state)
+        if why:
+            raise ApiError(400, "no_export", why)
         e = Export(model_id=m.id, requested_by=user.id, state=state)  # type: ignore[union-attr]
         s.add(e)
         s.flush()
@@ -98,3 +101,34 @@ def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
         key, filename = keys.export(model_id, e.id, e.filename), e.filename
     return send_file(svc.blobs.open_stream(key), as_attachment=True, download_name=filename,
                      mimetype="application/zip" if filename.endswith(".zip") else "application/octet-stream")
+
+
+def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
+    """What the option table marks not exportable in this state (ONNX targets mark it: docs/option-table.md):
+    the model-wide preset's reason, or the first override whose combo is marked."""
+    import gzip
+    import json
+
+    from simulator.options import parse_preset
+    from store.packed import read_record
+
+    from .results import _artifact, _op_index, _version
+
+    blobs, target = services().blobs, state["target"]
+    bulk = json.loads(gzip.decompress(blobs.get_bytes(_artifact(s, model_id, "options", target).key)))
+    if "exportable" not in bulk:
+        return None  # an exporter that does not mark, or a table written before marking
+    names = [p["name"] for p in bulk["presets"]]
+    preset = parse_preset(state["model_wide"]).name
+    if preset in names and not bulk["exportable"][names.index(preset)]:
+        return f"{preset} cannot be exported for this model: {bulk['export_reasons'][names.index(preset)]}"
+    if state["overrides"]:
+        ia = _artifact(s, model_id, "op_options_index", target)
+        index, offsets = _op_index(blobs, ia.key, _version(ia))
+        pack = _artifact(s, model_id, "op_options", target).key
+        for op, combo in state["overrides"].items():
+            rec = read_record(blobs, pack, offsets, index[op])
+            ok = rec.get("exportable")
+            if ok is not None and combo in rec["combos"] and not ok[rec["combos"].index(combo)]:
+                return f"the override {combo} on {op} cannot be exported for this model (marked in its Optimize dialog)"
+    return None

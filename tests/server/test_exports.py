@@ -163,3 +163,22 @@ def test_export_refuses_what_the_exporter_lacks(live_server, zoo, tmp_path: Path
     r = _post(live_server, o["id"], {"target": "coreml/apple-a17", "model_wide": "palettize-4bit"})
     assert r.status_code == 400 and "not from ONNX" in r.json()["error"]
     assert live_server.get(f"/api/models/{o['id']}/exports").json()["exports"] == []
+
+
+def test_export_refuses_an_onnx_option_the_table_marks(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+    """fp32/int8/int8 on a Conv (int8 out, float in) has no ONNX file that means it: marked in the per-op table and
+    refused with 400 before anything is queued; the same op's dynamic int8 is offered and exports."""
+    m = live_server.upload(zoo.path("tiny_cnn"), targets=["ort-cpu/host"])
+    conv = next(o["id"] for o in live_server.get(f"/api/models/{m['id']}/ops").json()["ops"] if "Conv" in o["type"])
+    opts = live_server.get(f"/api/models/{m['id']}/ops/{conv}/options").json()
+    assert not opts["exportable"][opts["combos"].index("fp32/int8/int8/0")]
+    assert opts["exportable"][opts["combos"].index("fp32/fp32/int8/0")]
+    r = _post(live_server, m["id"], {"target": "ort-cpu/host", "model_wide": "fp32",
+                                     "overrides": {conv: "fp32/int8/int8/0"}})
+    assert r.status_code == 400 and r.json()["code"] == "no_export" and conv in r.json()["error"]
+    assert all(live_server.get(f"/api/models/{m['id']}/options").json()["exportable"])
+    r = _post(live_server, m["id"], {"target": "ort-cpu/host", "model_wide": "fp32",
+                                     "overrides": {conv: "fp32/fp32/int8/0"}})
+    assert r.status_code == 202, r.text
+    e = _wait_export(live_server, m["id"], r.json()["id"])
+    assert e["status"] == "ready", e["error"]
