@@ -1,0 +1,46 @@
+"""Which combos the ONNX exporter writes exactly (compiler/optimize/onnx_rules.py), and how the option table marks
+them per task (simulator/exportable.py): pure, no ONNX Runtime."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.optimize.onnx_rules import combo_reason, preset_reason
+from simulator.options import BULK_PRESETS, all_combos, parse_combo
+
+
+@pytest.mark.parametrize("combo,op", [("fp32/fp32/fp32/50", "Conv"), ("fp16/fp16/fp16/0", "MatMul"),
+                                      ("fp16/fp16/lut4/0", "Conv"), ("int8/int8/int8/25", "Gemm"),
+                                      ("fp32/fp32/int8/0", "FusedConv"), ("fp32/fp32/int4/0", "MatMul"),
+                                      ("fp32/fp32/lut2/90", "ConvTranspose"), ("int8/int8/-/0", "Relu")])
+def test_written_exactly(combo: str, op: str) -> None:
+    assert combo_reason(op, parse_combo(combo, combo.split("/")[2] != "-")) is None
+
+
+@pytest.mark.parametrize("combo,op,says", [
+    ("fp32/int8/int8/0", "Conv", "one activation format"),  # the crash of the browser test: static then dynamic
+    ("fp16/int8/int8/0", "Conv", "one activation format"),
+    ("int8/int8/fp32/0", "Conv", "int8 weights"),
+    ("int8/int8/lut4/0", "MatMul", "int8 weights"),
+    ("fp16/fp16/int8/0", "Conv", "fp16 weights"),
+    ("fp32/fp32/fp16/0", "Conv", "fp16/fp16/fp16"),
+    ("fp32/fp32/int8/0", "ConvTranspose", "Conv, MatMul and Gemm only"),
+    ("fp32/fp16/-/0", "Relu", "one activation format"),
+])
+def test_refused_in_one_sentence(combo: str, op: str, says: str) -> None:
+    why = combo_reason(op, parse_combo(combo, combo.split("/")[2] != "-"))
+    assert why is not None and says in why and combo in why and "\n" not in why
+
+
+def test_every_model_wide_preset_is_written_on_convs_and_matmuls() -> None:
+    for p in BULK_PRESETS:
+        for op in ("Conv", "MatMul", "Gemm"):
+            assert preset_reason(p, op, True) is None, (p, op)
+        assert preset_reason(p, "Relu", False) is None, p
+
+
+def test_a_third_or_less_of_a_convs_combos_are_exportable() -> None:
+    ok = [c.name for c in all_combos(True) if combo_reason("Conv", c) is None]
+    # 3 formats written in and out the same x their kernels, x 5 sparsities: fp32 (fp32, int8 dynamic, int4, 5
+    # palettes), fp16 (fp16, 5 palettes), int8 (int8) = 15 x 5.
+    assert len(ok) == 75 and "fp32/fp32/int8/90" in ok and "int8/int8/int8/0" in ok
