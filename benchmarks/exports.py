@@ -53,7 +53,7 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
 
     warnings.filterwarnings("ignore")
     logging.disable(logging.WARNING)
-    from compiler.backends import for_target
+    from compiler.optimize.export import measure_export
     from compiler.input_plan import concrete_shapes, fill_values
     from compiler.optimize.onnx_export import export_onnx
     from compiler.profile import ProfileSettings
@@ -96,7 +96,7 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
                 continue
             export_s = time.perf_counter() - t1
             try:
-                p = for_target(TARGET).profile(out, settings)
+                p = measure_export(out, TARGET, "onnx", Path(d) / option, settings)
                 rows.append({**row, "status": "exported", "size": e.size_bytes, "measured_ms": p.latency_ms,
                              "measured_p90_ms": p.latency_p90_ms, "export_s": round(export_s, 1)})
             except Exception as err:  # noqa: BLE001 - written and checked, but the measurement failed

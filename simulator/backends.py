@@ -447,7 +447,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
 
 
 def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
-                             static: bool = False, kind: str = "conv", depth: Any = None, name_len: Any = 0) -> Any:
+                             static: bool = False, kind: str = "conv", depth: Any = None, name_len: Any = 0,
+                             has_bias: Any = True) -> Any:
     """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
     `rows`: output channels (one scale each); `depth`: the reduction length (elements / rows if None);
     `kind`: the task's kind (simulator.costs.KINDS); `name_len`: bytes of the kernel tensor's name.
@@ -477,8 +478,9 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
         body = body + has * (rows * 12 + 48) * (2 if static and kernel == "int8" else 1)
     elif kernel == "int8" and onnx and static:
         # QDQ per channel: weight scale fp32 + zero point int8, and a conv's int32 bias's scale + int32 zero
-        # point. A matrix's bias is its own Add's constant after the exporter splits Gemm (per tensor).
-        body = body + has * rows * (13 if conv else 5)
+        # point where it has a bias (dynamo folds an untrained BatchNorm away and leaves none). A matrix's bias
+        # is its own Add's constant after the exporter splits Gemm (per tensor).
+        body = body + has * rows * (5 + 8 * (conv * np.asarray(has_bias)))
     elif kernel == "int8" and onnx:
         body = body + has * 5  # quantize_dynamic: one scale + zero point per tensor
     elif kernel == "int8":

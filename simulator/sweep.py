@@ -262,6 +262,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     events = records.events if records is not None else np.zeros((n, len(EVENTS)))
     as_is = _stored_as_is(t, compiled, folded, works)
     name_len = np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64)
+    biased = _conv_biases(compiled, source)
     presets = [parse_preset(p) for p in BULK_PRESETS]
     conv = conversion_constants(hw)
     measured = measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
@@ -305,7 +306,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                              measured[rows], weights_resident, total_w, k_store[rows], aux_store[rows],
-                             k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows])
+                             k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows], biased[rows])
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.fp32_equiv[None, :])
@@ -403,6 +404,23 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     base = totals(bulk, per_op, "fp32", {})
     bulk["base"] = {"preset": "fp32", **base}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
+
+
+def _conv_biases(compiled: Graph, source: Graph | None) -> np.ndarray:
+    """Per task: whether the conv the ONNX exporter writes for it has a bias (its source Conv reads one, or ORT
+    folds a BatchNormalization into it, which makes one). Static int8 stores a scale and zero point per channel
+    of that bias; dynamo exports fold untrained BatchNorms away and leave convs without one."""
+    src = {n.id: n for n in source.nodes} if source is not None else {}
+    out = np.ones(len(compiled.nodes), dtype=bool)
+    if not src:
+        return out
+    for i, nd in enumerate(compiled.nodes):
+        ns = [src[s] for s in nd.source_nodes if s in src]
+        if any(n.op_type in ("Conv", "ConvTranspose") for n in ns):
+            out[i] = any(n.op_type == "BatchNormalization" or (n.op_type in ("Conv", "ConvTranspose")
+                                                                and len(n.inputs) > 2 and bool(n.inputs[2]))
+                         for n in ns)
+    return out
 
 
 def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> HardwareProfile:
@@ -519,7 +537,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
              io_out: np.ndarray, measured: np.ndarray, weights_resident: bool, weights_fp32_bytes: float,
              k_store: np.ndarray,
              aux_store_el: np.ndarray, rows: np.ndarray, depth: np.ndarray, events: np.ndarray,
-             as_is: np.ndarray, name_len: np.ndarray) -> dict[str, np.ndarray]:
+             as_is: np.ndarray, name_len: np.ndarray, biased: np.ndarray) -> dict[str, np.ndarray]:
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
@@ -587,7 +605,8 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
         static = c.input == "int8"
         key = (kf, int(sp), static)
         if key not in cache:
-            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static, kind, depth, name_len)
+            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static, kind, depth, name_len,
+                                                  has_bias=biased)
         kern[:, j] = np.where(as_is > 0, as_is, cache[key])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     weight_bytes = kern + aux_store * co.aux_file_b + other + events @ co.export_events.T

@@ -40,7 +40,7 @@ def export_filename(upload_name: str, model_wide: str, kind: str) -> str:
 
 def run_export(services: Services, export_id: str) -> str:
     from compiler.backends import for_target
-    from compiler.optimize.export import RUNTIMES, exporter, optimize_for_target
+    from compiler.optimize.export import RUNTIMES, exporter, measure_export, optimize_for_target
 
     with session_scope(services.sessions) as s:
         claimed = s.execute(update(Export).where(Export.id == export_id, Export.status == "queued")
@@ -66,10 +66,10 @@ def run_export(services: Services, export_id: str) -> str:
             backend = for_target(state["target"])
             if backend.measures:
                 # The exported file is untrusted too: measured in the sandbox like any upload.
-                p = backend.profile(out, ProfileSettings(warmup=st.profile_warmup, runs=st.profile_runs,
-                                                         threads=st.profile_threads, timeout_s=st.profile_timeout_s,
-                                                         memory_limit_bytes=st.profile_memory_bytes,
-                                                         input_shapes=shapes, input_values=values))
+                p = measure_export(out, state["target"], kind, Path(d), ProfileSettings(
+                    warmup=st.profile_warmup, runs=st.profile_runs, threads=st.profile_threads,
+                    timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes,
+                    input_shapes=shapes, input_values=values))
                 measured = {"latency_ms": p.latency_ms, "latency_p90_ms": p.latency_p90_ms,
                             "peak_memory_bytes": p.peak_memory_bytes, "size_bytes": res["size_bytes"],
                             "label": f"measured: {p.runtime}, {p.threads} thread(s), {p.device}"}

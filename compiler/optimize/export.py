@@ -134,3 +134,19 @@ def _coreml_source(model_path: str | os.PathLike[str], fmt: str, metadata: Mappi
         raise OptionError(f"the model could not be converted to Core ML, so it cannot be exported for it: "
                           f"{metadata.get('note', 'no converted package')}")
     return converted
+
+
+def measure_export(path: Path, target: str, kind: str, workdir: Path, settings: Any) -> Any:
+    """Measure an exported file on `target` here, as the analysis measures an upload. An ONNX file is compiled
+    first (ORT's optimizations: constant folding decodes palettes at load, fusions, NCHWc) and the compiled graph
+    is profiled, since the ORT profile runs its file with optimizations off; other files are profiled as written."""
+    from compiler.backends import compile_for_target, for_target
+
+    if kind != "onnx":
+        return for_target(target).profile(path, settings)
+    from compiler.frontends import onnx as onnx_frontend
+
+    compiled_dir = Path(workdir) / "measure"
+    compiled_dir.mkdir(parents=True, exist_ok=True)
+    _, compiled_path = compile_for_target(path, target, compiled_dir, onnx_frontend.load(path))
+    return for_target(target).profile(compiled_path or path, settings)
