@@ -130,6 +130,16 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
             src_over[s] = combo
     from compiler.optimize.onnx_export import export_onnx, exportable_names
 
+    if source.format == "pt2":
+        # Exported from the ONNX file torch.onnx.export makes of it (the one ort-cpu/host compiled, else made here).
+        # Its nodes are not the FX nodes the analysis shows, so per-op overrides have nowhere to go.
+        if src_over:
+            raise OptionError("per-op overrides of a .pt2 model cannot be exported to ONNX (its ONNX nodes are not "
+                              "the FX nodes the analysis shows); export a model-wide option, or upload the ONNX file")
+        from compiler.backends.pt2_onnx import to_onnx
+
+        converted = Path(workdir) / "source.onnx"
+        model_path = converted if converted.exists() else to_onnx(model_path, converted)
     known = exportable_names(model_path)
     # The exporter calibrates static int8 at the shapes the prediction used (the input plan's).
     used = {p["name"]: p["shape"] for p in result["inputs"]}
