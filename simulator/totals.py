@@ -22,6 +22,30 @@ def _crossing_ms(crossing: Mapping[str, float], moved_bytes: float) -> float:
     return (crossing["fixed_s"] + moved_bytes / crossing["bytes_per_s"]) * 1e3
 
 
+def edge_terms(bulk: Mapping[str, Any], p: int, s: int, d: int, elements: float, out_s: str, in_d: str,
+               unit_s: str, unit_d: str, over_s: bool, over_d: bool) -> tuple[float, float, float, float]:
+    """One edge's terms in a state, (conversion ms, conversion bytes, crossing ms, crossing bytes): rules 1, 4 and
+    6 for producer `s` -> consumer `d` under preset index `p`. Zeros where a rule does not apply. The budget
+    solver (simulator/solver.py) prices a candidate change with this same function."""
+    conv_ms = conv_b = cross_ms = cross_b = 0.0
+    if out_s != in_d:
+        conv = bulk["conversion"]
+        conv_ms = conv["fixed_ms"] + elements * conv["ms_per_element"][f"{out_s}>{in_d}"]
+        conv_b = elements * (BITS[out_s] / 8 + BITS[in_d] / 8)
+    crossing = bulk.get("crossing")
+    if crossing and (over_s or over_d):
+        # An un-overridden consumer's bulk row already pays the preset's crossing on this edge (`was`);
+        # an override's row pays none. Charge the difference to the crossing of the current state (`now`).
+        units = bulk["units"]
+        now = unit_s != unit_d
+        was = not over_d and units[s][p] != units[d][p]
+        now_b = elements * (BITS[out_s] / 8) * 2 if now else 0.0
+        was_b = elements * (BITS[bulk["combos"][s][p].split("/")[1]] / 8) * 2 if was else 0.0
+        cross_ms = (_crossing_ms(crossing, now_b) if now else 0.0) - (_crossing_ms(crossing, was_b) if was else 0.0)
+        cross_b = now_b - was_b
+    return conv_ms, conv_b, cross_ms, cross_b
+
+
 def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
            model_wide: str, overrides: Mapping[str, str]) -> dict[str, float]:
     """Totals for a model-wide preset plus per-op combo overrides {task id: "in/out/kernel/sparsity"}."""
@@ -66,7 +90,6 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
                 unit[i] = bulk["unit_names"][entry["unit"][j]]
         parts = name.split("/")
         fin[i], fout[i] = parts[0], parts[1]
-    conv = bulk["conversion"]
     const = bulk["constants"]
     latency = 0.0
     for i in range(n):
@@ -74,19 +97,14 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     conv_bytes = 0.0
     e = bulk["edges"]
     for s, d, el in zip(e["src"], e["dst"], e["elements"]):
-        a, b = fout[s], fin[d]
-        if a != b:
-            latency += conv["fixed_ms"] + el * conv["ms_per_element"][f"{a}>{b}"]
-            conv_bytes += el * (BITS[a] / 8 + BITS[b] / 8)
-        if crossing and (over[s] or over[d]):
-            # An un-overridden consumer's bulk row already pays the preset's crossing on this edge (`was`);
-            # an override's row pays none. Charge the difference to the crossing of the current state (`now`).
-            now = unit[s] != unit[d]
-            was = not over[d] and bulk["units"][s][p] != bulk["units"][d][p]
-            now_b = el * (BITS[a] / 8) * 2 if now else 0.0
-            was_b = el * (BITS[bulk["combos"][s][p].split("/")[1]] / 8) * 2 if was else 0.0
-            latency += (_crossing_ms(crossing, now_b) if now else 0.0) - (_crossing_ms(crossing, was_b) if was else 0.0)
-            conv_bytes += now_b - was_b
+        # Adding the 0.0 of an edge without a term leaves a sum unchanged, so the order of docs/option-table.md
+        # (per edge: conversion, then crossing) holds exactly.
+        conv_ms, conv_b, cross_ms, cross_b = edge_terms(bulk, p, s, d, el, fout[s], fin[d], unit[s] if crossing else "",
+                                                        unit[d] if crossing else "", over[s], over[d])
+        latency += conv_ms
+        conv_bytes += conv_b
+        latency += cross_ms
+        conv_bytes += cross_b
     size = 0.0
     for i in range(n):
         size += wb[i]

@@ -1,0 +1,128 @@
+"""Budget solver (simulator/solver.py): proposals meet the budget under the totals rule itself, a solution is
+found whenever exhaustive search finds one, and the fewest-changes proposal is as small as exhaustive's."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from simulator.options import OptionError
+from simulator.solver import Budget, is_float_combo, prepare, solution_json, solve
+from simulator.sweep import sweep
+from simulator.totals import totals
+from tests.simulator.helpers import conv_chain
+from tests.simulator.solver_tables import every_state, random_table
+
+LIMITS = ("latency_ms", "peak_memory_bytes", "size_bytes", "memory_power_mw")
+
+
+def _random_budget(seed: int, states: list[tuple[dict[str, str], dict[str, float]]]) -> Budget:
+    """Limits at low quantiles of what the states reach: tight, sometimes impossible together."""
+    rng = np.random.default_rng(seed + 1000)
+    kw = {}
+    for k in LIMITS:
+        if rng.random() < 0.5 or (k == LIMITS[-1] and not kw):
+            v = sorted(t[k] for _, t in states)
+            kw[k] = v[int(rng.uniform(0, 0.4) * len(v))] * (1 + 1e-7)
+    return Budget.of(**kw)
+
+
+def test_agrees_with_exhaustive_search_on_random_tables() -> None:
+    feasible = optimal = 0
+    for seed in range(40):
+        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0)
+        rng = np.random.default_rng(seed)
+        keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
+        mw = ["fp32", "fp16", "int8-static"][seed % 3]
+        states = list(every_state(bulk, per_op, mw, keep))
+        budget = _random_budget(seed, states)
+        meets = [ov for ov, t in states if not budget.unmet(t)]
+        sol = solve(prepare(bulk, per_op), mw, {}, budget, keep)
+        assert sol.feasible == bool(meets), f"seed {seed}: solver {sol.feasible}, exhaustive {bool(meets)}"
+        for p in sol.proposals:
+            assert p.totals == totals(bulk, per_op, mw, p.overrides)  # the rule's own figures, to the digit
+            assert not budget.unmet(p.totals)
+            assert all(is_float_combo(p.overrides[o]) for o in keep if o in p.overrides)
+            assert {c.op for c in p.changes} == set(p.overrides)
+        if meets:
+            feasible += 1
+            fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
+            least = next(p for p in sol.proposals if "least_size" in p.objectives)
+            optimal += len(fewest.changes) == min(len(ov) for ov in meets)
+            assert least.totals["size_bytes"] <= fewest.totals["size_bytes"]
+        else:
+            assert sol.closest is not None and sol.unmet
+    assert feasible >= 20  # the budgets above are mostly reachable: the comparison means something
+    assert optimal >= 0.85 * feasible, f"fewest changes as few as exhaustive's on {optimal} of {feasible}"
+
+
+def test_real_sweep_one_change_found_when_one_suffices() -> None:
+    """A swept conv chain on ort-cpu/host: of every single-op change (all 405 combos), the fastest one sets the
+    budget; the solver must meet it with one change, and its totals are the rule's."""
+    r = sweep(conv_chain(), "ort-cpu/host")
+    ops = r.bulk["ops"]
+    best = min(((op, c) for i, op in enumerate(ops) for c in r.per_op[i]["combos"]),
+               key=lambda oc: totals(r.bulk, r.per_op, "fp32", {oc[0]: oc[1]})["latency_ms"])
+    limit = totals(r.bulk, r.per_op, "fp32", {best[0]: best[1]})["latency_ms"] * (1 + 1e-9)
+    sol = solve(prepare(r.bulk, r.per_op), "fp32", {}, Budget.of(latency_ms=limit))
+    assert sol.feasible
+    fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
+    assert len(fewest.changes) == 1
+    assert fewest.totals == totals(r.bulk, r.per_op, "fp32", fewest.overrides)
+    assert fewest.totals["latency_ms"] <= limit
+
+
+def test_crossings_are_priced_as_the_rule_prices_them() -> None:
+    """On an execution-provider target (units and crossings), every proposal's totals are the rule's and within
+    budget, including changes that move ops between units."""
+    r = sweep(conv_chain(), "ort-qnn/snapdragon-8g3")
+    assert r.bulk["crossing"] is not None
+    base = totals(r.bulk, r.per_op, "int8-static", {})
+    budget = Budget.of(latency_ms=base["latency_ms"] * 0.97, size_bytes=base["size_bytes"] * 1.5)
+    sol = solve(prepare(r.bulk, r.per_op), "int8-static", {}, budget)
+    for p in sol.proposals:
+        assert p.totals == totals(r.bulk, r.per_op, "int8-static", p.overrides)
+        assert not budget.unmet(p.totals)
+    # Exhaustive over every pair of changes among each op's distinct units and formats agrees on feasibility.
+    per_op = [r.per_op[i] for i in range(len(r.bulk["ops"]))]
+    found = False
+    for pick in itertools.product(*[[None] + e["combos"][::27] for e in per_op]):
+        ov = {op: c for op, c in zip(r.bulk["ops"], pick) if c is not None}
+        if not budget.unmet(totals(r.bulk, r.per_op, "int8-static", ov)):
+            found = True
+            break
+    assert not found or sol.feasible
+
+
+def test_impossible_budget_returns_the_closest_state_and_what_it_misses() -> None:
+    bulk, per_op = random_table(3, n=4, combos_per_op=4)
+    sol = solve(prepare(bulk, per_op), "fp32", {}, Budget.of(latency_ms=1e-6))
+    assert not sol.feasible and not sol.proposals
+    assert sol.unmet == ("latency_ms",)
+    assert sol.closest is not None and sol.closest.totals["latency_ms"] < sol.start["latency_ms"]
+    doc = solution_json(sol)
+    assert doc["feasible"] is False and doc["closest"]["totals"] == sol.closest.totals
+
+
+def test_keep_float_op_the_preset_quantizes_is_moved_to_float() -> None:
+    bulk, per_op = random_table(5, n=4, combos_per_op=5)
+    op = bulk["ops"][1]
+    start = totals(bulk, per_op, "int8-static", {})
+    sol = solve(prepare(bulk, per_op), "int8-static", {}, Budget.of(latency_ms=start["latency_ms"] * 10), [op])
+    assert sol.feasible
+    for p in sol.proposals:
+        assert is_float_combo(p.overrides[op])
+
+
+def test_budget_validation() -> None:
+    assert Budget.of(fps=50).latency_ms == 20.0
+    assert Budget.of(latency_ms=10, fps=50).latency_ms == 10.0  # the tighter of the two
+    with pytest.raises(OptionError, match="at least one limit"):
+        Budget.of()
+    with pytest.raises(OptionError, match="positive"):
+        Budget.of(size_bytes=-1)
+    bulk, per_op = random_table(1, n=3, combos_per_op=4)
+    with pytest.raises(OptionError, match="not a task"):
+        solve(prepare(bulk, per_op), "fp32", {}, Budget.of(latency_ms=1), ["nope"])
