@@ -371,9 +371,9 @@ def users_create(email: str, name: str, admin: bool, password: str) -> None:
 
 
 def _add_commands() -> None:
-    from .commands import export_pt2, simulate
+    from .commands import export_pt2, simulate, solve
 
-    for c in (*simulate.commands, *export_pt2.commands):
+    for c in (*simulate.commands, *solve.commands, *export_pt2.commands):
         main.add_command(c)
 
 

@@ -1,0 +1,32 @@
+"""`edgescope solve` as a user runs it: proposals within the budget, and a clear refusal of an impossible one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.test_cli import _cli
+
+
+def test_solve_json_proposals_meet_the_budget(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    model = str(zoo.path("mobilenet_v2_like"))
+    base = json.loads(_cli("predict", model, "--json", calibration_dir=calibration_dir, cwd=tmp_path).stdout)
+    limit = base["totals"]["latency_ms"] * 0.85
+    p = _cli("solve", model, "--target", "ort-cpu/host", "--latency-ms", repr(limit), "--json",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["feasible"] is True and doc["budget"] == {"latency_ms": limit}
+    assert doc["start"] == base["totals"]
+    fewest = next(x for x in doc["proposals"] if "fewest_changes" in x["objectives"])
+    assert fewest["changes"] and fewest["totals"]["latency_ms"] <= limit
+    assert all(c["before"] != c["after"] for c in fewest["changes"])
+    assert {c["op"]: c["after"] for c in fewest["changes"]} == fewest["overrides"]
+
+def test_solve_impossible_budget_says_what_is_missed(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    p = _cli("solve", str(zoo.path("tiny_cnn")), "--latency-ms", "0.000001", "--size-mb", "100",
+             calibration_dir=calibration_dir, cwd=tmp_path)
+    assert p.returncode == 1
+    assert "no state in the option table meets the budget" in p.stdout and "latency_ms" in p.stdout
+    bad = _cli("solve", str(zoo.path("tiny_cnn")), calibration_dir=calibration_dir, cwd=tmp_path)
+    assert bad.returncode == 1 and "give at least one limit" in bad.stderr
