@@ -51,6 +51,7 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
     from .api.errors import ApiError, handle_api_error
     from .api.exports import bp as exports_bp
     from .api.models import bp as models_bp
+    from .api.planning import bp as planning_bp
     from .api.results import bp as results_bp
     from .api.sharing import bp as sharing_bp
     from .auth import authenticate
@@ -67,7 +68,8 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
 
     app.before_request(authenticate)
     app.register_error_handler(ApiError, handle_api_error)
-    for bp in (auth_bp, models_bp, results_bp, sharing_bp, analyses_bp, diffs_bp, exports_bp, openapi_bp, pages_bp):
+    for bp in (auth_bp, models_bp, results_bp, planning_bp, sharing_bp, analyses_bp, diffs_bp, exports_bp, openapi_bp,
+               pages_bp):
         app.register_blueprint(bp)
 
     @app.errorhandler(HTTPException)

@@ -253,6 +253,10 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("GET", "/api/models/<model_id>/options"): ("viewer", _m("/options"), 200),
     ("GET", "/api/models/<model_id>/ops/<opid:op_id>/options"): ("viewer", _op_options, 200),
     ("GET", "/api/models/<model_id>/download"): ("viewer", _m("/download"), 200),
+    ("POST", "/api/models/<model_id>/solve"): ("viewer", lambda w, r: (
+        f"/api/models/{w.model_for(r)}/solve", {"json": {"budget": {"fps": 1}}}), 200),
+    ("GET", "/api/models/<model_id>/ops.csv"): ("viewer", _m("/ops.csv"), 200),
+    ("GET", "/api/models/<model_id>/model-explorer"): ("viewer", _m("/model-explorer"), 200),
     ("GET", "/api/models/<model_id>/shares"): ("viewer", _m("/shares"), 200),
     ("POST", "/api/models/<model_id>/shares"): ("owner", _throwaway("/shares", json={
         "email": "other@example.com", "role": "viewer"}), 201),

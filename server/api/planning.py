@@ -1,0 +1,155 @@
+"""Budget solver and result downloads of a ready model: POST /solve, GET /ops.csv, GET /model-explorer."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from collections.abc import Iterator, Mapping
+from functools import lru_cache
+from typing import Any
+
+from flask import Blueprint, Response, request
+from flask.typing import ResponseReturnValue
+
+from simulator.options import OptionError
+from store.blobs import BlobNotFound, BlobStore
+from store.db import session_scope
+
+from .. import interop
+from .common import json_body, services
+from .errors import ApiError
+from .results import _artifact, _ready_model, _replaced, _target, _version
+
+bp = Blueprint("planning", __name__, url_prefix="/api/models/<model_id>")
+
+
+class _PackedRows(Mapping[str, Mapping[str, Any]]):
+    """The per-op option records of one target, read from the stored pack on demand (the totals rule reads
+    only the overridden ops')."""
+
+    def __init__(self, blob: bytes, ops: list[str], offsets: list[int]):
+        self._blob, self._ops, self._offsets = blob, ops, offsets
+        self._index = {o: i for i, o in enumerate(ops)}
+
+    def record(self, i: int) -> dict[str, Any]:
+        a, b = self._offsets[i], self._offsets[i + 1]
+        return json.loads(gzip.decompress(self._blob[a:b]))
+
+    def __getitem__(self, op: str) -> Mapping[str, Any]:
+        return self.record(self._index[op])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ops)
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+
+@lru_cache(maxsize=4)
+def _table(blobs: BlobStore, options_key: str, pack_key: str, index_key: str, version: str) -> Any:
+    """The solver's arrays for one stored option table, built once per analysis (keyed by its version)."""
+    from simulator.solver import prepare
+
+    bulk = json.loads(gzip.decompress(blobs.get_bytes(options_key)))
+    index = json.loads(gzip.decompress(blobs.get_bytes(index_key)))
+    rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], index["offsets"])
+    table = prepare(bulk, [rows.record(i) for i in range(len(rows))])
+    table.per_op = rows  # keep the compact pack, not 10k parsed records, for the totals of proposals
+    return table
+
+
+def _number(body: Mapping[str, Any], key: str) -> float | None:
+    v = body.get(key)
+    if v is None or v == "":
+        return None
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        raise ApiError(400, "bad_budget", f"budget.{key} must be a number, not {v!r}.")
+    return float(v)
+
+
+@bp.post("/solve")
+def solve(model_id: str) -> ResponseReturnValue:
+    """Proposals of per-op changes that meet a budget (docs/api.md, simulator/solver.py)."""
+    from simulator.solver import Budget, solution_json
+    from simulator.solver import solve as run
+
+    body = json_body()
+    b = body.get("budget")
+    if not isinstance(b, dict):
+        raise ApiError(400, "bad_budget", "Send budget: {latency_ms | fps, peak_memory_bytes, size_bytes, "
+                                          "memory_power_mw}, at least one of them.")
+    overrides = body.get("overrides") or {}
+    keep = body.get("keep_float") or []
+    if not isinstance(overrides, dict) or not all(isinstance(v, str) for v in overrides.values()):
+        raise ApiError(400, "bad_state", "overrides must be an object {task id: combo}.")
+    if not isinstance(keep, list) or not all(isinstance(v, str) for v in keep):
+        raise ApiError(400, "bad_state", "keep_float must be a list of task ids.")
+    model_wide = body.get("model_wide") or "fp32"
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        m = _ready_model(s, model_id)
+        t = body.get("target") or _target(m)
+        if t not in m.targets:
+            raise ApiError(404, "unknown_target", f"This model was not analysed for target '{t}'; "
+                                                  f"its targets: {', '.join(m.targets)}.")
+        oa = _artifact(s, model_id, "options", t)
+        keys = (oa.key, _artifact(s, model_id, "op_options", t).key, _artifact(s, model_id, "op_options_index", t).key)
+        version = _version(oa)
+    t0 = time.perf_counter()
+    try:
+        table = _table(svc.blobs, *keys, version)
+        budget = Budget.of(latency_ms=_number(b, "latency_ms"), fps=_number(b, "fps"),
+                           peak_memory_bytes=_number(b, "peak_memory_bytes"), size_bytes=_number(b, "size_bytes"),
+                           memory_power_mw=_number(b, "memory_power_mw"))
+        sol = run(table, model_wide, overrides, budget, keep)
+    except BlobNotFound:
+        raise _replaced() from None
+    except OptionError as e:
+        raise ApiError(400, "bad_budget", str(e)) from None
+    return {"target": t, **solution_json(sol), "seconds": time.perf_counter() - t0}
+
+
+def _docs(model_id: str, kinds: tuple[str, ...]) -> tuple[str, list[Any]]:
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        m = _ready_model(s, model_id)
+        t = _target(m)
+        arts = [_artifact(s, model_id, k, t if k == "ops" else "") for k in kinds]
+        keys = [a.key for a in arts]
+    try:
+        return t, [json.loads(gzip.decompress(svc.blobs.get_bytes(k))) for k in keys]
+    except BlobNotFound:
+        raise _replaced() from None
+
+
+def _attachment(body: str, mimetype: str, filename: str) -> Response:
+    resp = Response(body, mimetype=mimetype)
+    resp.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return resp
+
+
+def _slug(target: str) -> str:
+    return target.replace("/", "-")
+
+
+@bp.get("/ops.csv")
+def ops_csv(model_id: str) -> ResponseReturnValue:
+    """The op table of one target as CSV (one row per task, the columns of GET /ops)."""
+    t, (ops,) = _docs(model_id, ("ops",))
+    return _attachment(interop.ops_csv(ops), "text/csv", f"{model_id}-{_slug(t)}-ops.csv")
+
+
+@bp.get("/model-explorer")
+def model_explorer(model_id: str) -> ResponseReturnValue:
+    """One metric of one target as Model Explorer node data, keyed by the ids Model Explorer gives the nodes
+    of the uploaded file."""
+    metric = request.args.get("metric", "latency_ms")
+    if metric not in interop.NODE_DATA_METRICS:
+        raise ApiError(400, "bad_metric", f"metric must be one of {', '.join(interop.NODE_DATA_METRICS)}.")
+    t, (ops, src) = _docs(model_id, ("ops", "source_ir"))
+    try:
+        data = interop.model_explorer_node_data(ops, src, metric)
+    except interop.NodeDataError as e:
+        raise ApiError(400, "unsupported_format", str(e)) from None
+    return _attachment(json.dumps(data), "application/json", f"{model_id}-{_slug(t)}-{metric}.node-data.json")

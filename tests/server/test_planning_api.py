@@ -1,0 +1,137 @@
+"""POST /solve, GET /ops.csv and GET /model-explorer on analysed models: the solver's proposals are states the
+totals rule puts within the budget; the CSV is the op table; Model Explorer's own package reads the node data
+and every node id is one of the graph Model Explorer builds from the uploaded file."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from simulator.totals import totals
+from tests.server.test_web_api import _upload
+
+
+def _per_op(client: Any, mid: str, ops: list[str], target: str) -> dict[str, Any]:
+    from urllib.parse import quote
+
+    return {o: client.get(f"/api/models/{mid}/ops/{quote(o, safe='')}/options?target={target}").get_json()
+            for o in ops}
+
+
+def test_solve_proposals_meet_the_budget_under_the_totals_rule(app: Any, client: Any, zoo: Any) -> None:
+    mid = _upload(app, client, zoo.path("mobilenet_v2_like"))
+    bulk = client.get(f"/api/models/{mid}/options").get_json()
+    base = totals(bulk, {}, "fp32", {})
+    limit = base["latency_ms"] * 0.9
+    r = client.post(f"/api/models/{mid}/solve", json={"target": "ort-cpu/host", "model_wide": "fp32",
+                                                     "budget": {"latency_ms": limit}})
+    assert r.status_code == 200, r.get_json()
+    doc = r.get_json()
+    assert doc["feasible"] is True and doc["start"] == base and doc["seconds"] > 0
+    objectives = [o for p in doc["proposals"] for o in p["objectives"]]
+    assert sorted(objectives) == ["fewest_changes", "least_size", "most_float"]
+    for p in doc["proposals"]:
+        per_op = _per_op(client, mid, list(p["overrides"]), "ort-cpu/host")
+        assert totals(bulk, per_op, "fp32", p["overrides"]) == p["totals"]  # what the browser will compute
+        assert p["totals"]["latency_ms"] <= limit
+        for c in p["changes"]:
+            assert p["overrides"][c["op"]] == c["after"] and c["before"] != c["after"]
+    # Keep-float ops stay float in every proposal; an impossible budget names what it misses.
+    fewest = next(p for p in doc["proposals"] if "fewest_changes" in p["objectives"])
+    kept = fewest["changes"][0]["op"]
+    r = client.post(f"/api/models/{mid}/solve", json={"budget": {"latency_ms": limit}, "keep_float": [kept]})
+    for p in r.get_json()["proposals"]:
+        combo = p["overrides"].get(kept, "fp32/fp32/fp32/0").split("/")
+        assert combo[0] in ("fp32", "fp16") and combo[2] in ("fp32", "fp16", "-") and combo[3] == "0"
+    r = client.post(f"/api/models/{mid}/solve", json={"budget": {"latency_ms": 1e-6}}).get_json()
+    assert r["feasible"] is False and r["unmet"] == ["latency_ms"] and r["closest"]["changes"]
+
+
+def test_solve_refuses_bad_requests(app: Any, client: Any, zoo: Any) -> None:
+    mid = _upload(app, client, zoo.path("tiny_cnn"))
+    bad = client.post(f"/api/models/{mid}/solve", json={"budget": {}})
+    assert bad.status_code == 400 and "at least one limit" in bad.get_json()["error"]
+    bad = client.post(f"/api/models/{mid}/solve", json={"budget": {"latency_ms": "fast"}})
+    assert bad.status_code == 400 and bad.get_json()["code"] == "bad_budget"
+    bad = client.post(f"/api/models/{mid}/solve", json={"budget": {"fps": 30}, "model_wide": "nope"})
+    assert bad.status_code == 400 and "model-wide option 'nope'" in bad.get_json()["error"]
+    bad = client.post(f"/api/models/{mid}/solve", json={"budget": {"fps": 30}, "target": "litert/pixel-8"})
+    assert bad.status_code == 404 and bad.get_json()["code"] == "unknown_target"
+
+
+def test_ops_csv_is_the_op_table(app: Any, client: Any, zoo: Any) -> None:
+    mid = _upload(app, client, zoo.path("tiny_cnn"))
+    ops = client.get(f"/api/models/{mid}/ops").get_json()["ops"]
+    r = client.get(f"/api/models/{mid}/ops.csv")
+    assert r.status_code == 200 and r.mimetype == "text/csv"
+    assert "attachment" in r.headers["Content-Disposition"] and ".csv" in r.headers["Content-Disposition"]
+    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    assert [x["id"] for x in rows] == [o["id"] for o in ops]
+    for x, o in zip(rows, ops):
+        assert float(x["latency_ms"]) == o["latency_ms"] and x["type"] == o["type"]
+        assert x["source_nodes"] == ";".join(o["source_nodes"])
+
+
+def _model_explorer_graph(path: Path) -> tuple[str, set[str], set[str]]:
+    """(graph id, every node id, ids of operator nodes) as Model Explorer's own adapters build them."""
+    if path.suffix == ".onnx":
+        from model_explorer_onnx.main import ONNXAdapter
+
+        g = ONNXAdapter().convert(str(path), {})["graphs"][0]
+        ids = {n.id for n in g.nodes}
+        # "[value] x": inputs, weights, outputs. Constant nodes are values in our graph (no task runs them).
+        return g.id, ids, {n.id for n in g.nodes if not n.id.startswith("[") and n.label != "Constant"}
+    from model_explorer.builtin_tflite_flatbuffer_adapter import BuiltinTfliteFlatbufferAdapter
+
+    g = BuiltinTfliteFlatbufferAdapter().convert(str(path), {})["graphCollections"][0].graphs[0]
+    g = g if isinstance(g, dict) else g.__dict__
+    nodes = g["nodes"]
+    ids = {n["id"] for n in nodes}
+    return g["id"], ids, {n["id"] for n in nodes if n["label"] not in ("pseudo_const", "GraphInputs", "GraphOutputs")}
+
+
+def _check_node_data(client: Any, mid: str, path: Path, target: str) -> None:
+    import dacite
+    from model_explorer.node_data_builder import GraphNodeData, ModelNodeData
+
+    r = client.get(f"/api/models/{mid}/model-explorer?target={target}&metric=latency_ms")
+    assert r.status_code == 200 and "attachment" in r.headers["Content-Disposition"]
+    data = r.get_json()
+    # Model Explorer's own classes take it (strict: no field they do not know) and write back the same data.
+    model = ModelNodeData(graphsData={g: dacite.from_dict(GraphNodeData, d, config=dacite.Config(strict=True))
+                                      for g, d in data.items()})
+    again = json.loads(model.to_json_string())
+    assert {g: (d["results"], d["gradient"]) for g, d in again.items()} == \
+        {g: (d["results"], d["gradient"]) for g, d in data.items()}
+    graph_id, ids, op_ids = _model_explorer_graph(path)
+    assert list(data) == [graph_id]
+    results = data[graph_id]["results"]
+    assert set(results) <= ids  # every node id we write is one of Model Explorer's nodes
+    assert set(results) == op_ids  # and every operator it draws has a value
+    ops = client.get(f"/api/models/{mid}/ops?target={target}").get_json()["ops"]
+    # Each task's figure lands once, on its first source node (tasks with none, if any, have no node there).
+    mapped = sum(o["latency_ms"] or 0 for o in ops if o["source_nodes"] and not o.get("parent"))
+    assert mapped > 0.9 * sum(o["latency_ms"] or 0 for o in ops)
+    assert abs(sum(v["value"] for v in results.values()) - mapped) < 1e-9
+
+
+def test_model_explorer_node_data_onnx(app: Any, client: Any, zoo: Any) -> None:
+    path = zoo.path("mobilenet_v2_like")
+    _check_node_data(client, _upload(app, client, path), path, "ort-cpu/host")
+    bad = client.get(f"/api/models/{_upload(app, client, path)}/model-explorer?metric=colour")
+    assert bad.status_code == 400 and bad.get_json()["code"] == "bad_metric"
+
+
+def test_model_explorer_node_data_tflite(app: Any, client: Any, zoo: Any) -> None:
+    path = zoo.path("tflite_cnn")
+    with open(path, "rb") as f:
+        r = client.post("/api/models", data={"file": (f, path.name), "targets": '["litert-cpu/host"]'},
+                        content_type="multipart/form-data")
+    mid = r.get_json()["id"]
+    from tests.server.test_web_api import _run_newest_job
+
+    assert _run_newest_job(app, mid) == "ready"
+    _check_node_data(client, mid, path, "litert-cpu/host")
