@@ -6,6 +6,9 @@ For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names:
   - time to the whole graph drawn (every group expanded, every task a node)
   - median / p95 frame time during a scripted zoom and pan (requestAnimationFrame intervals)
   - time to sort and to filter the table (click to painted frame)
+  - distributions (the whole graph expanded): time to open the chart, median / p95 frame time while brushing a
+    histogram range and a scatter rectangle with the mouse, including the frames that apply the brushed selection
+    to the table, graph and timeline; mouse-up to the selection applied; a table click to its highlight in the chart
 
 Data: by default tests/browser/mock_server.py serves synthetic models of those sizes (the UI's cost only; API
 responses are fetched once before timing so server time is excluded). `--server URL --models ID,ID` measures
@@ -83,6 +86,72 @@ TIMED_JS = """async ([action]) => {
 }"""
 
 
+FRAMES_START_JS = """() => {
+  window.__frames = []; window.__framesRun = true;
+  let last = performance.now();
+  const tick = (t) => { window.__frames.push(t - last); last = t; if (window.__framesRun) requestAnimationFrame(tick); };
+  requestAnimationFrame(tick);
+}"""
+FRAMES_STOP_JS = "() => { window.__framesRun = false; return window.__frames.slice(2); }"
+# the chart writes data-selected whenever the shared selection changes (also to the same count): -1 marks "not yet"
+CHART_MARK_JS = "() => { document.querySelector('[data-testid=chart]').dataset.selected = '-1'; return performance.now(); }"
+CHART_APPLIED_JS = """() => new Promise((res) => {
+  const el = document.querySelector('[data-testid=chart]');
+  const t0 = performance.now();
+  const poll = () => el.dataset.selected !== '-1' ? requestAnimationFrame(() => setTimeout(() => res(performance.now()), 0))
+    : performance.now() - t0 > 20000 ? res(NaN) : setTimeout(poll, 2);
+  poll();
+})"""
+
+
+def measure_brush(page) -> dict:  # noqa: ANN001
+    """Brushing on the distributions with the real mouse (Playwright's input events), three brushes per chart kind,
+    each selecting a different range, then a table click highlighted in the chart."""
+    t0 = page.evaluate("performance.now()")
+    page.click("[data-testid=views-charts]")
+    page.wait_for_selector("[data-testid=chart] canvas")
+    res: dict = {"chart_open_ms": page.evaluate(CHART_APPLIED_JS.replace("!== '-1'", "!== undefined")) - t0}
+    box = page.locator("[data-testid=chart]").bounding_box()
+    for kind in ("histogram", "scatter"):
+        if kind == "scatter":
+            page.click("[data-testid=chart-scatter]")
+            page.select_option("[data-testid=chart-x]", "macs")
+            page.select_option("[data-testid=chart-y]", "latency")
+            page.wait_for_timeout(500)
+        frames: list[float] = []
+        applied: list[float] = []
+        selected: list[int] = []
+        for rep in range(3):
+            x0, x1 = box["x"] + box["width"] * (0.15 + 0.2 * rep), box["x"] + box["width"] * 0.92
+            y0, y1 = ((box["y"] + box["height"] * 0.5,) * 2 if kind == "histogram"
+                      else (box["y"] + box["height"] * 0.2, box["y"] + box["height"] * (0.8 - 0.15 * rep)))
+            page.evaluate(FRAMES_START_JS)
+            page.mouse.move(x0, y0)
+            page.mouse.down()
+            for i in range(1, 31):
+                page.mouse.move(x0 + (x1 - x0) * i / 30, y0 + (y1 - y0) * i / 30)
+                page.wait_for_timeout(16)
+            t_up = page.evaluate(CHART_MARK_JS)
+            page.mouse.up()
+            applied.append(page.evaluate(CHART_APPLIED_JS) - t_up)
+            page.wait_for_timeout(300)
+            frames += page.evaluate(FRAMES_STOP_JS)
+            selected.append(int(page.get_attribute("[data-testid=chart]", "data-selected")))
+        res[f"{kind}_brush_frame_median_ms"] = statistics.median(frames)
+        res[f"{kind}_brush_frame_p95_ms"] = pct(frames, 95)
+        res[f"{kind}_brush_apply_ms"] = statistics.median(applied)
+        res[f"{kind}_brushed_tasks"] = selected
+    # a selection made in the table, highlighted in the scatter
+    page.evaluate(FRAMES_START_JS)
+    t_click = page.evaluate(CHART_MARK_JS)
+    page.locator("[data-testid=op-table] .optable-row").nth(3).click()
+    res["table_to_chart_ms"] = page.evaluate(CHART_APPLIED_JS) - t_click
+    page.wait_for_timeout(300)
+    fr = page.evaluate(FRAMES_STOP_JS)
+    res["table_to_chart_frame_p95_ms"] = pct(fr, 95)
+    return res
+
+
 def first_drawn_script(condition: str) -> str:
     """Page init script: window.__firstDrawn = performance.now() (ms since navigation) at the first DOM change after
     which `condition` holds. A MutationObserver runs right after the task that drew, so the figure does not depend on
@@ -141,6 +210,7 @@ def measure(browser, base: str, mid: str, login: dict) -> dict:
     page.wait_for_timeout(300)
     fr = page.evaluate(FRAME_JS, [60, "zoom"]) + page.evaluate(FRAME_JS, [60, "pan"])
     res.update(all_frame_median_ms=statistics.median(fr), all_frame_p95_ms=pct(fr, 95))
+    res.update(measure_brush(page))
     page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / f"bench-{n}-{mid}.png"))
     ctx.close()
     return res
@@ -394,6 +464,13 @@ def main() -> None:
                 print(f"{label[-18:]:18} {name:22} {r['tasks']:>6} {r['first_render_s']:>6.2f}s {r['first_nodes']:>5} {r['table_ready_s']:>6.2f}s "
                       f"{r['top_frame_median_ms']:>8.1f}/{r['top_frame_p95_ms']:>6.1f} ms {r['whole_graph_s']:>6.2f}s "
                       f"{r['all_frame_median_ms']:>8.1f}/{r['all_frame_p95_ms']:>6.1f} ms {r['sort_ms']:>5.0f}ms {r['filter_ms']:>5.0f}ms",
+                      flush=True)
+                print(f"{'':18} {'  brushing (whole graph)':22} chart open {r['chart_open_ms']:.0f} ms; histogram frame med/p95 "
+                      f"{r['histogram_brush_frame_median_ms']:.1f}/{r['histogram_brush_frame_p95_ms']:.1f} ms, applied in "
+                      f"{r['histogram_brush_apply_ms']:.0f} ms ({'/'.join(map(str, r['histogram_brushed_tasks']))} tasks); scatter "
+                      f"{r['scatter_brush_frame_median_ms']:.1f}/{r['scatter_brush_frame_p95_ms']:.1f} ms, applied in "
+                      f"{r['scatter_brush_apply_ms']:.0f} ms ({'/'.join(map(str, r['scatter_brushed_tasks']))} tasks); "
+                      f"table click -> chart {r['table_to_chart_ms']:.0f} ms (p95 frame {r['table_to_chart_frame_p95_ms']:.1f} ms)",
                       flush=True)
         cmp_rows: list[dict] = []
         for name, f in onnx_files.items():

@@ -1,5 +1,6 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
 import type { GraphColumns, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
+import type { AnalysisDiff, ModelDiff } from "./types";
 import type { Analysis, AnalysisState, ApiToken, ExportRecord, Group, Lineage, Share, SharesResponse } from "./types";
 
 // Cookie sessions need the CSRF token on every state-changing request (server/auth.py).
@@ -156,6 +157,16 @@ export const collab = {
     send<Analysis>("POST", `${an(id, aid)}/fork`, body),
   deleteAnalysis: (id: string, aid: string) => send<void>("DELETE", an(id, aid)),
   lineage: (id: string, aid: string, signal?: AbortSignal) => get<Lineage>(`${an(id, aid)}/lineage`, signal),
+};
+
+// ---- diffs ----
+
+export const diffsApi = {
+  /** `against`: an analysis id, or "base" (the unoptimized model); omitted: its parent */
+  analysis: (id: string, aid: string, against?: string, signal?: AbortSignal) =>
+    get<AnalysisDiff>(`${an(id, aid)}/diff${against ? `?against=${encodeURIComponent(against)}` : ""}`, signal),
+  model: (id: string, other: string, target?: string, signal?: AbortSignal) =>
+    get<ModelDiff>(`${m(id)}/diff?other=${encodeURIComponent(other)}${target ? `&target=${encodeURIComponent(target)}` : ""}`, signal),
 };
 
 // ---- exports of optimized models ----

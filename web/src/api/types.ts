@@ -296,6 +296,63 @@ export interface AnalysisState {
   overrides: Record<string, string>;
 }
 
+// ---- diffs (server/api/diffs.py, docs/api.md "Diffs") ----
+
+export type DiffTotals = Record<"latency_ms" | "peak_memory_bytes" | "memory_power_mw" | "size_bytes" | "fps", number>;
+
+/** One change between two states: the model-wide option (op null) or one op's override (null: follows the model-wide). */
+export interface StateChange {
+  kind: "model_wide" | "override";
+  op: string | null;
+  before: string | null;
+  after: string | null;
+  /** totals with this change alone applied to the `before` state, minus `before`; null past the evaluated ones */
+  alone: DiffTotals | null;
+}
+
+/** `GET /api/models/<id>/analyses/<aid>/diff?against=` */
+export interface AnalysisDiff {
+  target: string;
+  analysis: { id: string; name: string };
+  against: { id: string | null; name: string };
+  before_state: { model_wide: string; overrides: Record<string, string> };
+  after_state: { model_wide: string; overrides: Record<string, string> };
+  before: DiffTotals;
+  after: DiffTotals;
+  delta: DiffTotals;
+  changes: StateChange[];
+  evaluated: number;
+}
+
+export type MatchHow = "name" | "structure" | "order" | "added" | "removed";
+
+/** One matched (or unmatched) op of a model diff; figures are [a, b], null on the side it is missing from. */
+export interface ModelDiffRow {
+  a: string | null;
+  b: string | null;
+  how: MatchHow;
+  name: string;
+  type: string;
+  namespace: string;
+  /** a's name where it differs from b's */
+  a_name?: string;
+  latency_ms: [number | null, number | null];
+  macs: [number | null, number | null];
+  weight_bytes: [number | null, number | null];
+  activation_bytes: [number | null, number | null];
+}
+
+/** `GET /api/models/<id>/diff?other=&target=`: a = this model, b = the other; delta = b - a. */
+export interface ModelDiff {
+  target: string;
+  a: { id: string; name: string };
+  b: { id: string; name: string };
+  measured: { a: boolean; b: boolean };
+  counts: Record<MatchHow, number>;
+  totals: Record<"latency_ms" | "macs" | "weight_bytes" | "activation_bytes" | "tasks" | "peak_memory_bytes", { a: number | null; b: number | null; delta: number | null }>;
+  ops: ModelDiffRow[];
+}
+
 // ---- accounts (server/api/auth.py) ----
 
 export interface User {

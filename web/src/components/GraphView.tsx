@@ -36,6 +36,8 @@ interface Props {
   onOptimize: (id: string) => void;
   /** called after each drawing of a new layout */
   onDrawn?: () => void;
+  /** a model diff: Δ time per op id, offered (and chosen) as the "Δ time vs other model" colouring */
+  compare?: { label: string; delta: ReadonlyMap<string, number> } | null;
 }
 
 const newLayoutWorker = () => new Worker(new URL("../graph/layout.worker.ts", import.meta.url), { type: "module" });
@@ -73,6 +75,8 @@ export default memo(function GraphView(p: Props) {
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
   const [layout, setLayout] = useState<LayoutResult | null>(null);
   const [metric, setMetric] = useState<MetricKey>("latency");
+  // a model diff opened: colour by it; closed: back to time
+  useEffect(() => setMetric((m) => (p.compare ? "compare" : m === "compare" ? "latency" : m)), [p.compare]);
   const [lassoMode, setLassoMode] = useState(false);
   const [showMinimap, setShowMinimap] = useState(true);
   const [tip, setTip] = useState<{ x: number; y: number; html: React.ReactNode } | null>(null);
@@ -220,8 +224,8 @@ export default memo(function GraphView(p: Props) {
 
   // ---- colors / highlight ----
   const metricValues = useCallback(
-    () => (layoutRef.current ? metricValuesOf(layoutRef.current, metric, p.evaluation, p.baseEvaluation, toTable, opsByTable) : null),
-    [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable],
+    () => (layoutRef.current ? metricValuesOf(layoutRef.current, metric, p.evaluation, p.baseEvaluation, toTable, opsByTable, p.compare?.delta ?? null) : null),
+    [p.evaluation, p.baseEvaluation, toTable, metric, opsByTable, p.compare],
   );
   const unitColoring = useCallback(
     () => (layoutRef.current && metric === "unit" ? unitColoringOf(layoutRef.current, p.units, p.table, toTable) : null),
@@ -504,7 +508,7 @@ export default memo(function GraphView(p: Props) {
         <label>
           Color by{" "}
           <select value={metric} onChange={(e) => setMetric(e.target.value as MetricKey)} data-testid="color-metric">
-            {METRICS.map((m) => (<option key={m.key} value={m.key}>{m.label}</option>))}
+            {METRICS.filter((m) => m.key !== "compare" || p.compare).map((m) => (<option key={m.key} value={m.key}>{m.key === "compare" && p.compare ? `Δ time ${p.compare.label}` : m.label}</option>))}
           </select>
         </label>
         <button className={`small ${lassoMode ? "on" : ""}`} aria-pressed={lassoMode} onClick={() => setLassoMode((x) => !x)} data-testid="lasso" title="Draw around tasks to select them and filter the table">

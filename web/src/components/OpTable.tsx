@@ -51,11 +51,12 @@ export const COLUMN_HELP: Record<string, ColMeta> = {
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
   activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
+  compare: meta("Δ other (ms)", 92, "Model diff: this task's time in the other model minus its time here (matched by name, namespace and structure); a task missing there counts as removed.", true),
 };
 
 /** What a 1440 px screen's table pane shows without scrolling sideways; the rest is one click away (Columns). */
 const DEFAULT_HIDDEN: VisibilityState = {
-  index: false, namespace: false, p25_ms: false, p75_ms: false, share: false, conv_ms: false, macs: false, weight_bytes: false, activation_bytes: false,
+  index: false, namespace: false, p25_ms: false, p75_ms: false, share: false, conv_ms: false, macs: false, weight_bytes: false, activation_bytes: false, compare: false,
 };
 
 /** Runs per inference of a control-flow body task: "×8" for a Loop body, "not run" for a branch not taken. */
@@ -83,6 +84,8 @@ interface Props {
   onOptimize: (id: string) => void;
   /** the target has several compute units: show the Unit column by default */
   multiUnit?: boolean;
+  /** a model diff: Δ time per op id (other − this), shown in the "Δ other" column while set */
+  compare?: { delta: ReadonlyMap<string, number>; how: ReadonlyMap<string, string> } | null;
 }
 
 const NO_ROWS: Row[] = [];
@@ -114,7 +117,9 @@ function sortRows(rows: Row[], columns: ColumnDef<Row>[], sorting: SortingState)
 
 const num = (key: "latency_ms" | "p25_ms" | "p75_ms" | "macs" | "weight_bytes" | "activation_bytes" | "share") => (r: Row) => r.op[key];
 
-function useColumns(maxLatency: number, onOptimize: (id: string) => void): ColumnDef<Row>[] {
+type CompareProp = Props["compare"];
+
+function useColumns(maxLatency: number, onOptimize: (id: string) => void, compare: CompareProp): ColumnDef<Row>[] {
   return useMemo<ColumnDef<Row>[]>(
     () => [
       {
@@ -169,16 +174,27 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void): Colum
       { id: "macs", accessorFn: num("macs"), cell: (c) => fmtCount(c.getValue() as number) },
       { id: "weight_bytes", accessorFn: num("weight_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
       { id: "activation_bytes", accessorFn: num("activation_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
+      {
+        id: "compare",
+        accessorFn: (r) => compare?.delta.get(r.op.id) ?? 0,
+        cell: (c) => {
+          const v = c.getValue() as number;
+          const how = compare?.how.get(c.row.original.op.id);
+          if (how === "removed") return <span className="better" title="Not in the other model">only here</span>;
+          return <span className={v < -1e-12 ? "better" : v > 1e-12 ? "worse" : "muted"} title={how ? `matched by ${how}` : undefined}>{v === 0 ? "0" : (v > 0 ? "+" : "") + fmtMs(v)}</span>;
+        },
+      },
     ],
-    [maxLatency, onOptimize],
+    [maxLatency, onOptimize, compare],
   );
 }
 
-export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize, multiUnit = false }: Props) {
+export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected, focus, focusFromElsewhere, onSelect, onOptimize, multiUnit = false, compare = null }: Props) {
   const [sorting, setSorting] = useState<SortingState>([]);
   const [visibility, setVisibility] = useState<VisibilityState>(() => ({ ...DEFAULT_HIDDEN, unit: multiUnit }));
   const [chooser, setChooser] = useState(false);
-  const columns = useColumns(maxLatency, onOptimize);
+  const columns = useColumns(maxLatency, onOptimize, compare);
+  useEffect(() => setVisibility((v) => ({ ...v, compare: !!compare })), [compare]);
   // TanStack Table keeps the column model (visibility, sort state, headers); rows are sorted here on typed keys
   // and only the visible ones get cells, so 50,000 rows sort in tens of ms instead of building a row model.
   const table = useReactTable({
@@ -226,7 +242,7 @@ export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected,
           </button>
           {chooser && (
             <div className="chooser-menu" role="menu">
-              {table.getAllLeafColumns().filter((c) => COLUMN_HELP[c.id].label).map((c) => (
+              {table.getAllLeafColumns().filter((c) => COLUMN_HELP[c.id].label && (c.id !== "compare" || compare)).map((c) => (
                 <label key={c.id} title={COLUMN_HELP[c.id].help} role="menuitemcheckbox" aria-checked={c.getIsVisible()}>
                   <input type="checkbox" checked={c.getIsVisible()} onChange={c.getToggleVisibilityHandler()} />
                   {COLUMN_HELP[c.id].label}

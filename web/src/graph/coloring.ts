@@ -5,7 +5,7 @@ import type { Evaluation } from "../totals";
 import { MIXED_UNIT_COLOR, UNKNOWN_UNIT_COLOR, unitColor, unitLabel, unitNames } from "../units";
 import type { LayoutResult } from "./messages";
 
-export type MetricKey = "type" | "unit" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion";
+export type MetricKey = "type" | "unit" | "latency" | "delta" | "measured" | "weights" | "activations" | "conversion" | "compare";
 export const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; diverging?: boolean }[] = [
   { key: "type", label: "Task type", unit: "" },
   { key: "unit", label: "Compute unit", unit: "" },
@@ -15,6 +15,8 @@ export const METRICS: { key: MetricKey; label: string; unit: "ms" | "B" | ""; di
   { key: "weights", label: "Weight bytes now", unit: "B" },
   { key: "activations", label: "Activation bytes now", unit: "B" },
   { key: "conversion", label: "Conversion time (ms)", unit: "ms" },
+  // offered while a model diff is open: Δ time of each task in the other model (src/views/compare.ts)
+  { key: "compare", label: "Δ time vs other model", unit: "ms", diverging: true },
 ];
 
 export const SEQ = ["#1d2b53", "#26547c", "#2a9d8f", "#8ab17d", "#e9c46a", "#f4a261", "#e76f51"];
@@ -36,6 +38,7 @@ export type UnitLegend = { unit: string; label: string; color: string; count: nu
 /** Metric value of every drawn item (ops, then collapsed groups, which sum their ops). Null for categorical modes. */
 export function metricValues(
   L: LayoutResult, metric: MetricKey, ev: Evaluation | null, base: Evaluation | null, toTable: Int32Array | null, opsByTable: OpsResponse["ops"] | null,
+  compare: ReadonlyMap<string, number> | null = null,
 ): { values: Float64Array; min: number; max: number } | null {
   if (!ev || !base || !toTable || metric === "type" || metric === "unit") return null;
   const values = new Float64Array(L.ops.length + L.collapsed.length);
@@ -50,6 +53,7 @@ export function metricValues(
       case "weights": v = ev.weight_bytes[k]; break;
       case "activations": v = ev.activation_bytes[k]; break;
       case "conversion": v = ev.conversion_in_ms[k]; break;
+      case "compare": v = compare?.get(opsByTable?.[k]?.id ?? "") ?? 0; break;
     }
     values[L.rep[i]] += v;
   }

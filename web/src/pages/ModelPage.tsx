@@ -21,6 +21,8 @@ import { useSavedAnalysis } from "../collab";
 import { NotFound } from "./NotFound";
 import { navigate } from "../router";
 import { SourcePanel } from "../components/SourcePanel";
+import { ViewsPanel } from "../components/views/ViewsPanel";
+import type { Compare } from "../views/compare";
 
 // fetched as this module loads, in parallel with the model's own requests
 const graphViewModule = import("../components/GraphView");
@@ -49,6 +51,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [dialog, setDialog] = useState<{ kind: "model" | "export" | "reanalyse" } | { kind: "op"; op: string } | null>(null);
   const [opErr, setOpErr] = useState<string | null>(null);
   const [showTimeline, setShowTimeline] = useState(true);
+  const [compare, setCompare] = useState<Compare | null>(null);
   // The graph is drawn before the table's data is requested: parsing tens of MB of ops and option tables on the
   // main thread would otherwise delay the first drawn graph by seconds on big models.
   const [graphDrawn, setGraphDrawn] = useState(false);
@@ -165,6 +168,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       return { ids: n, focus, source };
     });
   }, []);
+  const opName = useCallback((op: string) => { const o = ops?.ops.find((x) => x.id === op); return o ? displayName(o) : op; }, [ops]);
   const onTableSelect = useCallback((ids: string[], focus: string | null, add: boolean) => select(ids, focus, "table", add), [select]);
 
   const applySaved = useCallback((state: AnalysisState, loaded: Record<string, OpOptions>) => {
@@ -293,7 +297,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       <div className="panes">
         <section className="pane pane-table" aria-label="Table">
           {ops && evaluation ? (
-            <OpTable rows={rows} only={filteredIds} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} multiUnit={(table?.unit_names?.length ?? 0) > 1} />
+            <OpTable rows={rows} only={filteredIds} maxLatency={maxLatency} selected={sel.ids} focus={sel.focus} focusFromElsewhere={sel.source !== "table"} onSelect={onTableSelect} onOptimize={openOp} multiUnit={(table?.unit_names?.length ?? 0) > 1} compare={compare} />
           ) : (
             <p className="muted pad">Loading tasks…</p>
           )}
@@ -313,11 +317,14 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
               onLasso={setLasso}
               onOptimize={openOp}
               onDrawn={onGraphDrawn}
+              compare={compare}
             />
           </Suspense>
         </section>
       </div>
       <SourcePanel modelId={id} op={selOp} />
+      <ViewsPanel modelId={id} target={target} rows={rows} table={table} selection={sel} onSelect={select}
+        current={saved.current} revision={saved.revision} opName={opName} onCompare={setCompare} />
       {showTimeline && ops && evaluation && (
         <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={(ids, f) => select(ids, f, "timeline")} />
       )}

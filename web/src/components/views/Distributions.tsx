@@ -1,0 +1,222 @@
+// Histogram of any per-task metric, or a scatter of two, drawn with ECharts on a canvas. Brushing a range
+// selects those tasks in the table, graph and timeline (the shared selection); a selection made there is
+// highlighted here. Loaded lazily (ECharts is ~400 kB): the page's first drawing does not wait for it.
+import { BarChart, ScatterChart } from "echarts/charts";
+import { BrushComponent, GridComponent, TooltipComponent } from "echarts/components";
+import * as echarts from "echarts/core";
+import { CanvasRenderer } from "echarts/renderers";
+import { memo, useEffect, useMemo, useRef, useState } from "react";
+import { fmtBytes, fmtCount, fmtMs, typeColor } from "../../format";
+import type { Selection, SelectSource } from "../../selection";
+import { unitColor, unitLabel } from "../../units";
+import type { Row } from "../OpTable";
+import { CHART_METRICS, type ChartMetric, categories, column, histogram, idsInBins, idsInRect, selectedPerBin, wantsLog } from "../../views/metrics";
+
+echarts.use([BarChart, ScatterChart, BrushComponent, GridComponent, TooltipComponent, CanvasRenderer]);
+
+interface Props {
+  rows: Row[];
+  /** the target's unit names, for the unit colours of the graph's "Compute unit" mode */
+  unitNames: string[];
+  selection: Selection;
+  onSelect: (ids: string[], focus: string | null, source: SelectSource) => void;
+}
+
+const BINS = 40;
+const SEL = "#ffcc00";
+const AXIS = { axisLine: { lineStyle: { color: "#5a6072" } }, axisLabel: { color: "#9aa1b5" }, splitLine: { lineStyle: { color: "#2c303c" } } };
+
+function fmtValue(key: ChartMetric, v: number): string {
+  const unit = CHART_METRICS.find((m) => m.key === key)!.unit;
+  if (unit === "ms") return fmtMs(v);
+  if (unit === "B") return fmtBytes(v);
+  if (unit === "%") return `${v.toPrecision(3)}%`;
+  return key === "intensity" ? v.toPrecision(3) : fmtCount(v);
+}
+const plotted = (key: ChartMetric, log: boolean, v: number) => fmtValue(key, log ? 10 ** v : v);
+
+export default memo(function Distributions({ rows, unitNames, selection, onSelect }: Props) {
+  const [kind, setKind] = useState<"histogram" | "scatter">("histogram");
+  const [xKey, setXKey] = useState<ChartMetric>("latency");
+  const [yKey, setYKey] = useState<ChartMetric>("latency");
+  const [colorBy, setColorBy] = useState<"unit" | "type">("type");
+  const [logPref, setLogPref] = useState<Record<string, boolean>>({});
+  const xLog = logPref[xKey] ?? wantsLog(rows, xKey);
+  const yLog = logPref[yKey] ?? wantsLog(rows, yKey);
+  const box = useRef<HTMLDivElement>(null);
+  const chart = useRef<echarts.ECharts | null>(null);
+  const [brushed, setBrushed] = useState(0);
+
+  const xs = useMemo(() => column(rows, xKey, xLog), [rows, xKey, xLog]);
+  const ys = useMemo(() => (kind === "scatter" ? column(rows, yKey, yLog) : null), [rows, yKey, yLog, kind]);
+  const hist = useMemo(() => (kind === "histogram" ? histogram(xs, BINS) : null), [xs, kind]);
+  const cats = useMemo(() => (kind === "scatter" ? categories(rows, colorBy) : null), [rows, colorBy, kind]);
+
+  // the table's Unit column holds labels ("CPU"); colours are keyed by unit name, as the graph's unit mode
+  const catColor = useMemo(() => {
+    const byLabel = new Map(unitNames.map((n) => [unitLabel(n), n]));
+    return (name: string) => (name === "other" ? "#7b8199" : colorBy === "unit" ? unitColor(byLabel.get(name) ?? name.toLowerCase(), unitNames) : typeColor(name));
+  }, [unitNames, colorBy]);
+
+  // what a brush maps back to; read by the chart's event handlers (registered once)
+  const live = useRef({ rows, xs, ys, hist, onSelect });
+  live.current = { rows, xs, ys, hist, onSelect };
+
+  useEffect(() => {
+    const el = box.current!;
+    const c = echarts.init(el, null, { renderer: "canvas" });
+    chart.current = c;
+    c.on("brushEnd", (e: unknown) => {
+      const areas = (e as { areas: { coordRange: number[] | number[][] }[] }).areas;
+      if (!areas?.length) return;
+      const { rows: R, xs: X, ys: Y, hist: H, onSelect: sel } = live.current;
+      let ids: string[];
+      if (H) {
+        const [a, b] = areas[0].coordRange as number[];
+        ids = idsInBins(R, H, Math.round(a), Math.round(b));
+      } else {
+        const [[x0, x1], [y0, y1]] = areas[0].coordRange as number[][];
+        ids = idsInRect(R, X, Y!, x0, x1, y0, y1);
+      }
+      // focus the slowest brushed task, so the graph and table bring one of them into view
+      let focus: string | null = null, best = -Infinity;
+      const inSet = new Set(ids);
+      for (const r of R) if (inSet.has(r.op.id) && r.op.latency_ms > best) (best = r.op.latency_ms), (focus = r.op.id);
+      setBrushed(ids.length);
+      sel(ids, focus, "chart");
+    });
+    c.on("click", (p: unknown) => {
+      const { value } = p as { value?: number[] };
+      const { rows: R, onSelect: sel } = live.current;
+      const i = value?.[2];
+      if (i !== undefined && R[i]) sel([R[i].op.id], R[i].op.id, "chart");
+    });
+    const ro = new ResizeObserver(() => c.resize());
+    ro.observe(el);
+    (window as unknown as { edgescopeChart?: echarts.ECharts }).edgescopeChart = c;
+    return () => {
+      ro.disconnect();
+      c.dispose();
+      chart.current = null;
+    };
+  }, []);
+
+  // the data: redrawn when the metric, the kind or the rows change
+  useEffect(() => {
+    const c = chart.current;
+    if (!c) return;
+    const brush = {
+      toolbox: [], throttleType: "debounce", throttleDelay: 100, transformable: false, removeOnClick: true,
+      seriesIndex: [] as number[], // no series linked: ECharts does not hit-test 50,000 points on every move
+      brushStyle: { color: "rgba(255,204,0,0.12)", borderColor: SEL, borderWidth: 1 },
+      ...(hist ? { xAxisIndex: 0 } : { xAxisIndex: 0, yAxisIndex: 0 }),
+    };
+    if (hist) {
+      const labels = hist.counts.map((_, k) => `${plotted(xKey, xLog, hist.edges[k])} – ${plotted(xKey, xLog, hist.edges[k + 1])}`);
+      c.setOption({
+        animation: false,
+        grid: { left: 50, right: 16, top: 14, bottom: 40 },
+        tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
+        xAxis: { type: "category", data: labels, ...AXIS, axisLabel: { color: "#9aa1b5", interval: 7, hideOverlap: true }, name: CHART_METRICS.find((m) => m.key === xKey)!.label + (xLog ? " (log)" : ""), nameLocation: "middle", nameGap: 26, nameTextStyle: { color: "#9aa1b5" } },
+        yAxis: { type: "value", name: "tasks", ...AXIS, nameTextStyle: { color: "#9aa1b5" } },
+        brush,
+        series: [
+          { id: "all", type: "bar", name: "tasks", data: hist.counts, itemStyle: { color: "#4d7cc9" }, barCategoryGap: "8%" },
+          { id: "sel", type: "bar", name: "selected", data: hist.counts.map(() => 0), itemStyle: { color: SEL }, barGap: "-100%", barCategoryGap: "8%", z: 3 },
+        ],
+      }, { notMerge: true });
+      c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "lineX", brushMode: "single" } });
+    } else if (cats && ys) {
+      const per: number[][][] = cats.names.map(() => []);
+      for (let i = 0; i < rows.length; i++) if (!Number.isNaN(xs[i]) && !Number.isNaN(ys[i])) per[cats.of[i]].push([xs[i], ys[i], i]);
+      c.setOption({
+        animation: false,
+        grid: { left: 64, right: 24, top: 22, bottom: 40 },
+        tooltip: {
+          trigger: "item",
+          formatter: (p: { value: number[] }) => {
+            const r = live.current.rows[p.value[2]];
+            return r ? `${r.op.name || r.op.id}<br/>${r.op.type} · ${r.unit}<br/>x ${plotted(xKey, xLog, p.value[0])}<br/>y ${plotted(yKey, yLog, p.value[1])}` : "";
+          },
+        },
+        legend: undefined,
+        xAxis: { type: "value", scale: true, ...AXIS, name: CHART_METRICS.find((m) => m.key === xKey)!.label + (xLog ? " (log)" : ""), nameLocation: "middle", nameGap: 26, nameTextStyle: { color: "#9aa1b5" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(xKey, xLog, v) } },
+        yAxis: { type: "value", scale: true, ...AXIS, name: CHART_METRICS.find((m) => m.key === yKey)!.label + (yLog ? " (log)" : ""), nameTextStyle: { color: "#9aa1b5", align: "left" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(yKey, yLog, v) } },
+        brush,
+        series: [
+          ...cats.names.map((name, k) => ({ id: `c${k}`, type: "scatter", name, data: per[k], symbolSize: 4, large: true, largeThreshold: 2000, itemStyle: { color: catColor(name), opacity: 0.8 } })),
+          { id: "sel", type: "scatter", name: "selected", data: [], symbolSize: 7, large: true, largeThreshold: 2000, itemStyle: { color: SEL }, z: 5, silent: true },
+        ],
+      }, { notMerge: true });
+      c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "rect", brushMode: "single" } });
+    }
+    setBrushed(0);
+  }, [hist, cats, xs, ys, rows, xKey, yKey, xLog, yLog, catColor]);
+
+  // a selection: highlighted here; one made elsewhere also clears this chart's brush
+  useEffect(() => {
+    const c = chart.current;
+    if (!c) return;
+    if (selection.source !== "chart") c.dispatchAction({ type: "brush", areas: [] });
+    if (hist) c.setOption({ series: [{ id: "sel", data: selectedPerBin(rows, hist, selection.ids) }] });
+    else if (ys) {
+      const pts: number[][] = [];
+      if (selection.ids.size)
+        for (let i = 0; i < rows.length; i++) if (selection.ids.has(rows[i].op.id) && !Number.isNaN(xs[i]) && !Number.isNaN(ys[i])) pts.push([xs[i], ys[i], i]);
+      c.setOption({ series: [{ id: "sel", data: pts }] });
+    }
+    if (box.current) box.current.dataset.selected = String(selection.ids.size);
+  }, [selection, hist, rows, xs, ys]);
+
+  const metricSelect = (value: ChartMetric, set: (k: ChartMetric) => void, label: string, testid: string) => (
+    <label>
+      {label}{" "}
+      <select value={value} onChange={(e) => set(e.target.value as ChartMetric)} data-testid={testid}>
+        {CHART_METRICS.map((m) => (<option key={m.key} value={m.key}>{m.label}</option>))}
+      </select>
+    </label>
+  );
+  const logBox = (key: ChartMetric, on: boolean) =>
+    !CHART_METRICS.find((m) => m.key === key)!.signed && (
+      <label className="check" title="Logarithmic axis (tasks at zero are not plotted)">
+        <input type="checkbox" checked={on} onChange={(e) => setLogPref((p) => ({ ...p, [key]: e.target.checked }))} /> log
+      </label>
+    );
+  const missing = hist ? hist.missing : ys ? xs.reduce((n, v, i) => n + (Number.isNaN(v) || Number.isNaN(ys[i]) ? 1 : 0), 0) : 0;
+
+  return (
+    <div className="dist">
+      <div className="dist-tools">
+        <span className="seg" role="radiogroup" aria-label="Chart">
+          <button className={`small ${kind === "histogram" ? "on" : ""}`} aria-pressed={kind === "histogram"} onClick={() => setKind("histogram")} data-testid="chart-histogram">Histogram</button>
+          <button className={`small ${kind === "scatter" ? "on" : ""}`} aria-pressed={kind === "scatter"} onClick={() => setKind("scatter")} data-testid="chart-scatter">Scatter</button>
+        </span>
+        {metricSelect(xKey, setXKey, kind === "scatter" ? "x" : "Metric", "chart-x")}
+        {logBox(xKey, xLog)}
+        {kind === "scatter" && metricSelect(yKey, setYKey, "y", "chart-y")}
+        {kind === "scatter" && logBox(yKey, yLog)}
+        {kind === "scatter" && (
+          <label>
+            Colour{" "}
+            <select value={colorBy} onChange={(e) => setColorBy(e.target.value as "unit" | "type")} data-testid="chart-color">
+              <option value="type">by task type</option>
+              <option value="unit">by compute unit</option>
+            </select>
+          </label>
+        )}
+        <span className="muted small-text">
+          Drag across the chart to select tasks{brushed ? ` · ${brushed.toLocaleString()} brushed` : ""}
+          {missing ? ` · ${missing.toLocaleString()} not plotted (zero on a log axis, or no bytes)` : ""}
+        </span>
+        {kind === "scatter" && cats && (
+          <span className="dist-legend">
+            {cats.names.map((n) => (
+              <span key={n}><i style={{ background: catColor(n) }} />{n}</span>
+            ))}
+          </span>
+        )}
+      </div>
+      <div ref={box} className="dist-chart" data-testid="chart" data-kind={kind} data-points={rows.length - missing} data-selected={selection.ids.size} />
+    </div>
+  );
+});
