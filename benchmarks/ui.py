@@ -118,6 +118,7 @@ def measure_brush(page) -> dict:  # noqa: ANN001
             page.select_option("[data-testid=chart-x]", "macs")
             page.select_option("[data-testid=chart-y]", "latency")
             page.wait_for_timeout(500)
+            box = page.locator("[data-testid=chart]").bounding_box()  # its legend above moved it
         frames: list[float] = []
         applied: list[float] = []
         selected: list[int] = []

@@ -51,7 +51,7 @@ export const COLUMN_HELP: Record<string, ColMeta> = {
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
   activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
-  compare: meta("Δ other (ms)", 92, "Model diff: this task's time in the other model minus its time here (matched by name, namespace and structure); a task missing there counts as removed.", true),
+  compare: meta("Δ other (ms)", 100, "Model diff: this task's time in the other model minus its time here (matched by name, namespace and structure); a task missing there counts as removed.", true),
 };
 
 /** What a 1440 px screen's table pane shows without scrolling sideways; the rest is one click away (Columns). */
@@ -140,6 +140,16 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void, compar
           </span>
         ),
       },
+      {
+        id: "compare",
+        accessorFn: (r) => compare?.delta.get(r.op.id) ?? 0,
+        cell: (c) => {
+          const v = c.getValue() as number;
+          const how = compare?.how.get(c.row.original.op.id);
+          if (how === "removed") return <span className="better" title="Not in the other model">only here</span>;
+          return <span className={v < -1e-12 ? "better" : v > 1e-12 ? "worse" : "muted"} title={how ? `matched by ${how}` : undefined}>{v === 0 ? "0" : (v > 0 ? "+" : "") + fmtMs(v)}</span>;
+        },
+      },
       { id: "index", accessorFn: (r) => r.op.index },
       { id: "type", accessorFn: (r) => r.op.type },
       { id: "unit", accessorFn: (r) => r.unit },
@@ -174,16 +184,6 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void, compar
       { id: "macs", accessorFn: num("macs"), cell: (c) => fmtCount(c.getValue() as number) },
       { id: "weight_bytes", accessorFn: num("weight_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
       { id: "activation_bytes", accessorFn: num("activation_bytes"), cell: (c) => fmtBytes(c.getValue() as number) },
-      {
-        id: "compare",
-        accessorFn: (r) => compare?.delta.get(r.op.id) ?? 0,
-        cell: (c) => {
-          const v = c.getValue() as number;
-          const how = compare?.how.get(c.row.original.op.id);
-          if (how === "removed") return <span className="better" title="Not in the other model">only here</span>;
-          return <span className={v < -1e-12 ? "better" : v > 1e-12 ? "worse" : "muted"} title={how ? `matched by ${how}` : undefined}>{v === 0 ? "0" : (v > 0 ? "+" : "") + fmtMs(v)}</span>;
-        },
-      },
     ],
     [maxLatency, onOptimize, compare],
   );

@@ -140,8 +140,8 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           },
         },
         legend: undefined,
-        xAxis: { type: "value", scale: true, ...AXIS, name: CHART_METRICS.find((m) => m.key === xKey)!.label + (xLog ? " (log)" : ""), nameLocation: "middle", nameGap: 26, nameTextStyle: { color: "#9aa1b5" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(xKey, xLog, v) } },
-        yAxis: { type: "value", scale: true, ...AXIS, name: CHART_METRICS.find((m) => m.key === yKey)!.label + (yLog ? " (log)" : ""), nameTextStyle: { color: "#9aa1b5", align: "left" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(yKey, yLog, v) } },
+        xAxis: { type: "value", scale: true, boundaryGap: ["4%", "4%"], ...AXIS, name: CHART_METRICS.find((m) => m.key === xKey)!.label + (xLog ? " (log)" : ""), nameLocation: "middle", nameGap: 26, nameTextStyle: { color: "#9aa1b5" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(xKey, xLog, v) } },
+        yAxis: { type: "value", scale: true, boundaryGap: ["6%", "6%"], ...AXIS, name: CHART_METRICS.find((m) => m.key === yKey)!.label + (yLog ? " (log)" : ""), nameTextStyle: { color: "#9aa1b5", align: "left" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(yKey, yLog, v) } },
         brush,
         series: [
           ...cats.names.map((name, k) => ({ id: `c${k}`, type: "scatter", name, data: per[k], symbolSize: 4, large: true, largeThreshold: 2000, itemStyle: { color: catColor(name), opacity: 0.8 } })),
