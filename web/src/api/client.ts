@@ -7,7 +7,7 @@ import type { Analysis, AnalysisState, ApiToken, ExportRecord, Group, Lineage, S
 let csrfToken = "";
 const unsafeHeaders = (): Record<string, string> => (csrfToken ? { "X-CSRF-Token": csrfToken } : {});
 
-async function postJson<T>(url: string, body: unknown): Promise<T> {
+export async function postJson<T>(url: string, body: unknown): Promise<T> {
   const r = await fetch(url, { method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json", ...unsafeHeaders() }, body: JSON.stringify(body) });
   if (!r.ok) throw await toError(r);
   return (await r.json()) as T;

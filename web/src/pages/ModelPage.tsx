@@ -7,6 +7,8 @@ import { ExportDialog, exportBlocked } from "../components/ExportDialog";
 import { Header, type Measured } from "../components/Header";
 import { ModelFacts } from "../components/ModelFacts";
 import { OpOptionsDialog } from "../components/OpOptionsDialog";
+import { ResultDownloads } from "../components/ResultDownloads";
+import { SolveDialog } from "../components/SolveDialog";
 import { ReanalyseDialog } from "../components/ReanalyseDialog";
 import { EMPTY_SELECTION, type SelectSource, type Selection } from "../selection";
 import { useModel } from "./useModel";
@@ -48,7 +50,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [sel, setSel] = useState<Selection>(EMPTY_SELECTION);
   const [filters, setFilters] = useState<Filters>({ text: "", type: "", minLatency: "" });
   const [lasso, setLasso] = useState<ReadonlySet<string> | null>(null);
-  const [dialog, setDialog] = useState<{ kind: "model" | "export" | "reanalyse" } | { kind: "op"; op: string } | null>(null);
+  const [dialog, setDialog] = useState<{ kind: "model" | "export" | "reanalyse" | "solve" } | { kind: "op"; op: string } | null>(null);
   const [opErr, setOpErr] = useState<string | null>(null);
   const [showTimeline, setShowTimeline] = useState(true);
   const [compare, setCompare] = useState<Compare | null>(null);
@@ -292,6 +294,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         )}
         {filterActive && <button className="link" onClick={() => (setFilters({ text: "", type: "", minLatency: "" }), setLasso(null))}>Clear filters</button>}
         <span className="spacer" />
+        {target && <ResultDownloads modelId={id} target={target} format={model.format} onSolve={() => setDialog({ kind: "solve" })} />}
         <label className="check"><input type="checkbox" checked={showTimeline} onChange={(e) => setShowTimeline(e.target.checked)} /> Timeline</label>
       </div>
       <div className="panes">
@@ -339,6 +342,10 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         />
       )}
       {dialog?.kind === "reanalyse" && <ReanalyseDialog model={model} onClose={() => setDialog(null)} onQueued={onQueued} />}
+      {dialog?.kind === "solve" && analysis && ops && (
+        <SolveDialog modelId={id} state={analysis} ops={ops.ops} selected={[...sel.ids]} onClose={() => setDialog(null)}
+          onApply={(overrides, loaded) => (setPerOp((x) => ({ ...x, ...loaded })), push({ ...analysis, overrides }), setDialog(null))} />
+      )}
       {dialog?.kind === "export" && analysis && (
         <ExportDialog modelId={id} state={analysis} analysisId={saved.current && !saved.dirty ? saved.current.id : null}
           blocked={table ? exportBlocked(table, perOp, analysis) : null} onClose={() => setDialog(null)} />

@@ -1,0 +1,91 @@
+"""Budget solver and result downloads in the browser (issue 18, items 1 and 4): the dialog proposes per-op
+changes, shows one as a per-op diff, and applying it gives the header the proposal's totals to the digit; an
+impossible budget says so; the table downloads as CSV and as Model Explorer node data."""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import modelzoo
+from tests.browser.conftest import shot
+
+pytestmark = pytest.mark.browser
+
+ROWS = "[data-testid=op-table] [role=row][data-op-id]"
+
+
+def _open(ui_server: Any, page: Any, tmp_path: Path) -> str:
+    if ui_server.mock:
+        pytest.skip("the solver and downloads need the real server")
+    mid = ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path / "mnv2_solve.onnx"), targets=["ort-cpu/host"],
+                           timeout_s=900)
+    page.goto(f"{ui_server.url}/m/{mid}")
+    page.wait_for_selector("[data-testid=model-page][data-ready=true]")
+    page.wait_for_selector(ROWS)
+    return mid
+
+
+def test_solve_dialog_proposes_reviews_and_applies(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    _open(ui_server, page, tmp_path)
+    before = float(page.get_attribute("[data-testid=total-latency]", "data-value"))
+    page.click("[data-testid=open-solve]")
+    dlg = page.locator("[data-testid=solve-dialog]")
+    dlg.locator("[data-testid=solve-latency_ms]").fill(repr(before * 0.9))
+    dlg.locator("[data-testid=solve-run]").click()
+    dlg.locator("[data-testid=solve-proposals]").wait_for()
+    tabs = dlg.locator("[data-testid=solve-proposal]")
+    objectives = " ".join(tabs.nth(k).get_attribute("data-objectives") for k in range(tabs.count())).split()
+    assert sorted(objectives) == ["fewest_changes", "least_size", "most_float"]
+    fewest = next(k for k in range(tabs.count()) if "fewest_changes" in tabs.nth(k).get_attribute("data-objectives"))
+    tabs.nth(fewest).click()
+    changes = dlg.locator("[data-testid=solve-change]")
+    n = changes.count()
+    assert n >= 1
+    proposed = float(dlg.locator("[data-testid=solve-total-latency_ms]").get_attribute("data-value"))
+    assert proposed <= before * 0.9
+    shot(page, "solve-dialog-proposal-diff")
+    dlg.locator("[data-testid=solve-apply]").click()
+    page.wait_for_selector("[data-testid=solve-dialog]", state="detached")
+    assert f"{n} op override" in page.inner_text("[data-testid=state-line]")
+    # The browser's totals rule on the applied state gives the solver's figure exactly.
+    assert float(page.get_attribute("[data-testid=total-latency]", "data-value")) == proposed
+    shot(page, "solve-applied-header")
+
+
+def test_solve_dialog_says_when_no_state_meets_the_budget(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    _open(ui_server, page, tmp_path)
+    page.click("[data-testid=open-solve]")
+    dlg = page.locator("[data-testid=solve-dialog]")
+    dlg.locator("[data-testid=solve-latency_ms]").fill("0.000001")
+    dlg.locator("[data-testid=solve-run]").click()
+    dlg.locator("[data-testid=solve-infeasible]").wait_for()
+    assert "latency_ms" in dlg.locator("[data-testid=solve-infeasible]").inner_text()
+    assert dlg.locator("[data-testid=solve-apply]").count() == 0
+    assert dlg.locator("[data-testid=solve-change]").count() >= 1  # the closest state, for review
+    shot(page, "solve-infeasible")
+
+
+def test_downloads_csv_and_model_explorer(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    _open(ui_server, page, tmp_path)
+    rows = page.locator(ROWS).count()
+    with page.expect_download() as d:
+        page.click("[data-testid=download-csv]")
+    path = tmp_path / d.value.suggested_filename
+    d.value.save_as(path)
+    table = list(csv.DictReader(io.StringIO(path.read_text())))
+    assert path.suffix == ".csv" and len(table) >= rows and all(r["latency_ms"] for r in table)
+    page.select_option("[data-testid=model-explorer-metric]", "macs")
+    with page.expect_download() as d:
+        page.click("[data-testid=download-model-explorer]")
+    path = tmp_path / d.value.suggested_filename
+    d.value.save_as(path)
+    data = json.loads(path.read_text())
+    (graph,) = data.values()
+    assert path.name.endswith("macs.node-data.json") and len(graph["results"]) > 10
+    assert max(v["value"] for v in graph["results"].values()) > 1e4  # MACs, not milliseconds
+    shot(page, "downloads-toolbar")
