@@ -428,6 +428,20 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     if p16 is not None:
         return p16
     place_op = PLACEMENT_OP.get(op_type, op_type)
+    if target.export == "coreml" and "int8" in (combo.input, combo.output):
+        # The Core ML exporter writes int8 weights only: W8A8 needs activation ranges from running the model
+        # (coremltools' linear_quantize_activations calls MLModel.predict, macOS only), so the prediction is
+        # of that file: the weights as asked, activations at the float format.
+        f = target.float_format
+        alt = Combo(f, f, combo.kernel, combo.sparsity)
+        for ui, unit in enumerate(profile.units):
+            if unit.runs(place_op):
+                p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
+                if p is not None:
+                    import dataclasses
+                    return dataclasses.replace(p, supported=False, note=f"the Core ML export writes {alt.name} (int8 "
+                                               f"activations need calibration on macOS)"
+                                               + (f"; {p.note}" if p.note else ""))
     for ui, unit in enumerate(profile.units):
         if unit.runs(place_op):
             p = _plan_on_unit(target, ui, unit, op_type, kind, combo, has_kernel, fused)

@@ -146,7 +146,8 @@ BACKEND_NOTES: dict[str, dict[str, str]] = {
     "coreml": {
         "fp16": "default ML Program precision; runs on the Neural Engine where ops allow",
         "int8-dynamic": "weight-only int8 (linear), decompressed just in time on the ANE",
-        "int8-static": "W8A8; A17 Pro has a faster int8 ANE path; GPU/CPU fall back to fp16",
+        "int8-static": "exported as int8 weights only (W8A8 needs activation calibration, which runs Core ML: macOS "
+                       "only), so predicted as int8-dynamic: decompressed just in time, fp16 activations",
         "int4-weights": "4-bit linear weights (per-block), decompressed on the fly",
         "palettize": "k-means LUT weights; ANE decompresses just in time (iOS 17+)",
         "prune": "sparse weights stored with a bitmask; ANE decompresses just in time",

@@ -261,6 +261,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         k_depth = np.where(records.mapped, records.kernel[:, 2], k_depth)
     events = records.events if records is not None else np.zeros((n, len(EVENTS)))
     as_is = _stored_as_is(t, compiled, folded, works)
+    bias_copies = _static_bias_copies(t, works)
     name_len = np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64)
     biased = _conv_biases(compiled, source)
     presets = [parse_preset(p) for p in BULK_PRESETS]
@@ -306,7 +307,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                              measured[rows], weights_resident, total_w, k_store[rows], aux_store[rows],
-                             k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows], biased[rows])
+                             k_rows[rows], k_depth[rows], events[rows], as_is[rows], name_len[rows], biased[rows],
+                             bias_copies[rows])
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.fp32_equiv[None, :])
@@ -387,7 +389,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "conversion": conv,
         "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
-                      "size_overhead_bytes": records.base if records is not None else _size_overhead(compiled)},
+                      "size_overhead_bytes": records.base if records is not None
+                      else _size_overhead(compiled) - _fp16_restored_bytes(t, compiled, folded)},
     }
     exportable = None
     if t.export == "onnx":
@@ -516,6 +519,41 @@ def _stored_as_is(t: Target, g: Graph, folded: frozenset[str], works: list[Work]
     return out
 
 
+def _static_bias_copies(t: Target, works: list[Work]) -> np.ndarray:
+    """File bytes per task of its own copy of a float constant it shares with an earlier task (a bias that
+    litert-torch deduplicated, such as the zeros of untrained BatchNorms), where static int8 needs one int32
+    bias per operator, with that operator's scales: ai-edge-quantizer writes `<name>_duplicated_<n>`, its data
+    (4 B per element) and a tensor record (75 B besides the name, as storage_bytes_per_kernel's). Measured:
+    MobileNetV2 from litert-torch, 39 duplicated biases, 51 KB of int32 data. Other exporters: 0."""
+    out = np.zeros(len(works))
+    if t.export != "tflite":
+        return out
+    seen: set[str] = set()
+    for i, w in enumerate(works):
+        for name, el in w.aux_weights:
+            if name in seen and w.kernel_elements:
+                out[i] += el * 4 + 75 + len(name.encode()) + len("_duplicated_000")
+            seen.add(name)
+    return out
+
+
+def _fp16_restored_bytes(t: Target, g: Graph, folded: frozenset[str]) -> float:
+    """File bytes of the fp16 weights' DEQUANTIZE records that the LiteRT exporter removes: it restores fp16
+    weights to the fp32 constants DEQUANTIZE computes before quantizing (compiler/optimize/litert_prepare.py),
+    so each folded fp16 DEQUANTIZE loses its operator and its fp16 tensor: 75 B plus the tensor's name, as
+    ai-edge-quantizer's own DEQUANTIZE records cost (storage_bytes_per_kernel). Measured: MobileNetV2 with 53
+    fp16 weights (litert-torch names), every option written 44-45 KB smaller than the upload's records."""
+    if t.export != "tflite":
+        return 0.0
+    out = 0.0
+    for nd in g.nodes:
+        if nd.id in folded and nd.op_type == "DEQUANTIZE" and len(nd.inputs) == 1:
+            v = g.values.get(nd.inputs[0])
+            if v is not None and v.weight is not None and v.dtype == "float16":
+                out += 75 + len(nd.inputs[0].encode())
+    return out
+
+
 def _size_overhead(g: Graph) -> float:
     """File bytes beyond the weights: from the uploaded file's size when the frontend recorded it."""
     fs = g.metadata.get("file_size_bytes") or g.metadata.get("source_file_size_bytes")
@@ -537,7 +575,8 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
              io_out: np.ndarray, measured: np.ndarray, weights_resident: bool, weights_fp32_bytes: float,
              k_store: np.ndarray,
              aux_store_el: np.ndarray, rows: np.ndarray, depth: np.ndarray, events: np.ndarray,
-             as_is: np.ndarray, name_len: np.ndarray, biased: np.ndarray) -> dict[str, np.ndarray]:
+             as_is: np.ndarray, name_len: np.ndarray, biased: np.ndarray,
+             bias_copies: np.ndarray) -> dict[str, np.ndarray]:
     col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
     macs = col([w.macs for w in works])
     flops = col([w.flops for w in works])
@@ -590,8 +629,10 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
         lat_ms = np.where((m > 0) & co.fp32_equiv, m, lat_ms)
     # Graph input / output conversions stay with the op (the model's I/O is fp32).
     pe = conv["ms_per_element"]
-    in_conv = col([0.0]).T + np.array([pe.get(f"fp32>{c.input}", 0.0) for c in co.combos])
-    out_conv = np.array([pe.get(f"{c.output}>fp32", 0.0) for c in co.combos])
+    # At the formats the path runs (a fallback's, e.g. Core ML's int8-static with fp16 activations), not the asked.
+    ran = [r.split("/") for r in co.resolved]
+    in_conv = col([0.0]).T + np.array([pe.get(f"fp32>{r[0]}", 0.0) for r in ran])
+    out_conv = np.array([pe.get(f"{r[1]}>fp32", 0.0) for r in ran])
     lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * (conv["fixed_ms"] + io_in[:, None] * in_conv)
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * (conv["fixed_ms"] + io_out[:, None] * out_conv)
 
@@ -607,7 +648,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
         if key not in cache:
             cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static, kind, depth, name_len,
                                                   has_bias=biased)
-        kern[:, j] = np.where(as_is > 0, as_is, cache[key])
+        kern[:, j] = np.where(as_is > 0, as_is, cache[key]) + (bias_copies if static and kf == "int8" else 0.0)
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     weight_bytes = kern + aux_store * co.aux_file_b + other + events @ co.export_events.T
     dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)

@@ -1,8 +1,10 @@
 """Core ML export with coremltools.optimize.coreml compression, of a PyTorch model or of a Core ML
 file (an uploaded zipped `.mlpackage`, or the one Edgescope converted from a `.pt2`).
 
-Conversion from torch works on Linux; Core ML prediction (and so activation calibration for W8A8)
-needs macOS, so `int8-static` writes int8 weights and says activations were not quantized.
+Conversion from torch works on Linux; Core ML prediction (and so activation calibration for W8A8:
+`linear_quantize_activations` runs `MLModel.predict`) needs macOS, so `int8-static` writes int8 weights
+only and the simulator predicts it so (`simulator.backends.plan`). Every saved package is loaded back
+(spec and MIL program) and must hold each compressed weight's decompression op (`check_package`).
 Per-op overrides are keyed by the name of the weight's const op in the MIL program (as
 `coremltools.optimize.coreml.get_weights_metadata` lists them); `weight_names()` returns them, and
 `weights_by_task()` maps the simulator's task ids (MIL ops) onto them.
@@ -105,14 +107,20 @@ def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: st
     notes: list[str] = []
     choices = {n: resolve_option(overrides.get(n, model_wide), FLOAT_FORMAT, True) for n in names}
     if any(c.combo.input == "int8" for c in choices.values()):
-        notes.append("activations not quantized: W8A8 calibration runs the model, which Core ML can only do on macOS")
+        notes.append("int8 weights only, as predicted: W8A8 calibration runs the model, which Core ML can only do "
+                     "on macOS")
     # One pass per kind of compression, each with per-weight configs (op_name_configs keyed by weight name).
+    # Pruning replaces a weight's const by a `<name>_sparsified` constexpr_sparse_to_dense op, which is the
+    # name the joint passes after it look up (keyed by the old name, they compressed nothing).
+    pruned: set[str] = set()
     for kind in ("prune", "palettize", "quantize"):
         per_name: dict[str, Any] = {}
         for n, c in choices.items():
             for k, cfg in _configs(c):
                 if k == kind:
-                    per_name[n] = cfg
+                    per_name[f"{n}_sparsified" if n in pruned else n] = cfg
+        if kind == "prune":
+            pruned = set(per_name)
         if not per_name:
             continue
         config = cto.OptimizationConfig(op_name_configs=per_name)
@@ -128,7 +136,45 @@ def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: st
     if out.exists():
         shutil.rmtree(out) if out.is_dir() else out.unlink()
     mlmodel.save(os.fspath(out))
+    check_package(out, choices)
     return CoreMLExport(out, package_bytes(out), {n: c.combo.name for n, c in choices.items()}, notes)
+
+
+def promised_ops(name: str, c: Choice) -> list[tuple[str, str]]:
+    """(op type, op name prefix) of the constexpr ops a weight's choice must leave in the program
+    (coremltools names them after the weight: `<w>_sparsified`, `<w>[_sparsified_nonzero_data_0]_quantized`)."""
+    sparse = c.combo.sparsity > 0
+    out = [("constexpr_sparse_to_dense", f"{name}_sparsified")] if sparse else []
+    if lut_bits(c.combo.kernel) is not None:
+        out.append(("constexpr_lut_to_sparse" if sparse else "constexpr_lut_to_dense", name))
+    elif c.combo.kernel in ("int8", "int4"):
+        out.append(("constexpr_sparse_blockwise_shift_scale" if sparse else "constexpr_blockwise_shift_scale", name))
+    return out
+
+
+def check_package(package: Path, choices: Mapping[str, Choice]) -> None:
+    """The saved package loads back (spec, then the MIL program, which type-checks every op) and holds the
+    decompression op of every weight its option compresses; else ModelRunError, in one sentence."""
+    from coremltools.converters.mil.frontend.milproto.load import load as mil_load
+
+    from compiler.errors import ModelRunError
+
+    ct = _ct()
+    try:
+        ml = ct.models.MLModel(os.fspath(package), skip_model_load=True)
+        spec = ml.get_spec()
+        mil_load(spec, spec.specificationVersion, ml.weights_dir)
+    except Exception as e:  # noqa: BLE001 - whatever coremltools raises, the export failed
+        raise ModelRunError(f"the Core ML package coremltools wrote does not load back "
+                            f"({type(e).__name__}: {' '.join(str(e).split())[:300]})") from None
+    ops = [(op.type, op.attributes["name"].immediateValue.tensor.strings.values[0])
+           for fn in spec.mlProgram.functions.values() for block in fn.block_specializations.values()
+           for op in block.operations if op.type.startswith("constexpr_") and "name" in op.attributes]
+    missing = [f"{name} has no {kind}" for name, c in choices.items() for kind, prefix in promised_ops(name, c)
+               if not any(t == kind and n.startswith(prefix) for t, n in ops)]
+    if missing:
+        raise ModelRunError(f"the Core ML package is not what the option promises ({len(missing)} weight(s) "
+                            f"left uncompressed: {'; '.join(missing[:3])}{'; ...' if len(missing) > 3 else ''})")
 
 
 def package_bytes(folder: Path) -> int:

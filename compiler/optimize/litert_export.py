@@ -8,6 +8,11 @@ Options the quantizer supports: fp32 (no quantization), fp16 weights (float cast
 activations, calibrated on generated inputs) and int4-weights (int4 per-channel weights,
 dequantized to float). Palettization and pruning are not in its recipes: refused with the list.
 
+Before quantizing, fp16 weights behind DEQUANTIZE are restored to fp32 constants (the quantizer only
+quantizes constant kernels) and, for int8-static, dynamic input dims are fixed at the analysis's shapes
+(compiler/optimize/litert_prepare.py). After, the written file must run once in the LiteRT interpreter
+and store what the option promises (compiler/optimize/litert_check.py); else the export failed.
+
 Quantization runs in the sandbox (it parses the untrusted flatbuffer and, for int8-static, runs it
 in the LiteRT interpreter to calibrate).
 """
@@ -94,6 +99,7 @@ def export_tflite(src: str | os.PathLike[str], out_path: str | os.PathLike[str],
     per_op = {op_index(op): k for op, k in kinds.items() if op != "*"}
     info = run("compiler.optimize.litert_export:_export_child",
                {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "model_wide": kinds["*"],
+                "option": model_wide,
                 "per_op": {str(i): k for i, k in per_op.items()}, "shapes": dict(input_shapes or {}),
                 "values": dict(input_values or {})},
                Limits(timeout_s, memory_limit_bytes, what="quantizing with ai-edge-quantizer"))
@@ -126,12 +132,13 @@ def _add(qt: Any, regex: str, kind: str) -> None:
 def with_signature(model_bytes: bytes) -> bytes:
     """The model with a `serving_default` signature over subgraph 0's inputs and outputs (files
     written without one, e.g. by hand, cannot be calibrated otherwise)."""
-    import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
-    m = schema.ModelT.InitFromObj(schema.Model.GetRootAs(model_bytes, 0))
-    if m.signatureDefs:
+    from compiler.optimize.litert_prepare import read, write
+
+    if schema.Model.GetRootAs(model_bytes, 0).SignatureDefsLength():
         return model_bytes
+    m = read(model_bytes)
     sg = m.subgraphs[0]
 
     def maps(indices: Any) -> list[Any]:
@@ -146,64 +153,104 @@ def with_signature(model_bytes: bytes) -> bytes:
     sig.inputs, sig.outputs = maps(sg.inputs), maps(sg.outputs)
     sig.signatureKey, sig.subgraphIndex = SIGNATURE_KEY.encode(), 0
     m.signatureDefs = [sig]
-    b = flatbuffers.Builder(len(model_bytes) + 1024)
-    b.Finish(m.Pack(b), file_identifier=b"TFL3")
-    return bytes(b.Output())
+    return write(m, len(model_bytes))
 
 
-def _calibration_data(model_bytes: bytes, graph_path: str, shapes: dict[str, Any], values: dict[str, Any]
-                      ) -> dict[str, list[dict[str, Any]]]:
-    from ai_edge_litert.interpreter import Interpreter
-
+def _feeds(graph_path: str, shapes: dict[str, Any], values: dict[str, Any], seed: int) -> list[Any]:
+    """Generated inputs at the analysis's concrete shapes, in subgraph input order."""
     from compiler.frontends import tflite
     from compiler.inputs import generate_inputs
 
-    graph = tflite.load(graph_path)
-    runner = Interpreter(model_content=model_bytes).get_signature_runner(SIGNATURE_KEY)
-    names = list(runner.get_input_details())  # signature input names, in subgraph input order
-    samples = []
-    for seed in range(CALIBRATION_SAMPLES):
-        feeds = generate_inputs(graph, shapes, values, seed=seed)
-        samples.append({n: a for n, a in zip(names, feeds.values())})
-    return {SIGNATURE_KEY: samples}
+    return list(generate_inputs(tflite.load(graph_path), shapes, values, seed=seed).values())
+
+
+def _calibration_data(model_bytes: bytes, samples: list[list[Any]]) -> dict[str, list[dict[str, Any]]]:
+    """{signature: [{signature input name: array}]}; a signature names each input's tensor by index."""
+    from compiler.optimize.litert_prepare import read
+
+    m = read(model_bytes)
+    sig = next(s for s in m.signatureDefs if s.signatureKey.decode() == SIGNATURE_KEY)
+    order = [int(i) for i in m.subgraphs[sig.subgraphIndex].inputs]
+    by_tensor = {int(tm.tensorIndex): tm.name.decode() for tm in sig.inputs}
+    names = [by_tensor[i] for i in order]
+    return {SIGNATURE_KEY: [dict(zip(names, feeds)) for feeds in samples]}
+
+
+def _quantizer(model: bytes, model_wide: str, per_op: dict[str, str]) -> Any:
+    """A Quantizer for `model` with the recipe: model-wide `.*`, then each override by operator scope."""
+    from ai_edge_quantizer import quantizer
+
+    from compiler.errors import ModelRunError
+
+    qt = quantizer.Quantizer(bytearray(model))
+    _add(qt, ".*", model_wide)
+    if per_op:
+        from ai_edge_quantizer.utils import tfl_flatbuffer_utils as fu
+
+        m = fu.read_model(bytearray(model))
+        ops, tensors = m.subgraphs[0].operators, m.subgraphs[0].tensors
+        for index, kind in per_op.items():
+            i = int(index)
+            if not 0 <= i < len(ops):
+                raise ModelRunError(f"operator {i} is not in this model ({len(ops)} operators)")
+            _add(qt, "^" + re.escape(fu.get_op_scope(ops[i], tensors)) + "$", kind)
+    return qt
 
 
 def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     import contextlib
     import io
 
-    from ai_edge_quantizer import quantizer
-
     from compiler.errors import ModelRunError
+    from compiler.optimize import litert_check, litert_prepare
 
-    src = Path(payload["src"]).read_bytes()
+    from ai_edge_litert import schema_py_generated as schema
+
     notes: list[str] = []
-    model = with_signature(src)
-    qt = quantizer.Quantizer(bytearray(model))
-    _add(qt, ".*", payload["model_wide"])
-    if payload["per_op"]:
-        from ai_edge_quantizer.utils import tfl_flatbuffer_utils as fu
-
-        m = fu.read_model(bytearray(model))
-        ops, tensors = m.subgraphs[0].operators, m.subgraphs[0].tensors
-        for index, kind in payload["per_op"].items():
-            i = int(index)
-            if not 0 <= i < len(ops):
-                raise ModelRunError(f"operator {i} is not in this model ({len(ops)} operators)")
-            _add(qt, "^" + re.escape(fu.get_op_scope(ops[i], tensors)) + "$", kind)
-    calibration = None
+    raw = Path(payload["src"]).read_bytes()
+    n_ops = schema.Model.GetRootAs(raw, 0).Subgraphs(0).OperatorsLength()
+    bad = [i for i in payload["per_op"] if not 0 <= int(i) < n_ops]
+    if bad:
+        raise ModelRunError(f"operator {bad[0]} is not in this model ({n_ops} operators)")
+    model, n16, upload_index = litert_prepare.dequantize_fp16_weights(raw)
+    if n16:
+        notes.append(f"{n16} fp16 weight(s) behind DEQUANTIZE were restored to fp32 first, so every option "
+                     f"starts from float weights (fp32 writes them as fp32)")
+    model = with_signature(model)
+    # Overrides name the upload's operators; the DEQUANTIZEs removed above shift the indices.
+    now = {old: new for new, old in enumerate(upload_index)}
+    per_op = {now[int(i)]: k for i, k in payload["per_op"].items() if int(i) in now}
     sink = io.StringIO()
     try:
         with contextlib.redirect_stdout(sink):
+            qt = _quantizer(model, payload["model_wide"], per_op)
+            calibration = None
             if qt.need_calibration:
-                data = _calibration_data(model, payload["src"], payload["shapes"], payload["values"])
-                calibration = qt.calibrate(data, num_threads=1)
+                samples = [_feeds(payload["src"], payload["shapes"], payload["values"], seed)
+                           for seed in range(CALIBRATION_SAMPLES)]
+                # The quantizer allocates the interpreter at the file's input shapes, to calibrate and
+                # again to quantize: dynamic dims (placeholders a VALID conv cannot prepare at) are fixed
+                # at the analysis's shapes, which the written file then keeps.
+                fixed = litert_prepare.freeze_inputs(model, [x.shape for x in samples[0]])
+                if fixed is not model:
+                    model = fixed
+                    qt = _quantizer(model, payload["model_wide"], per_op)
+                    notes.append("inputs fixed at " + ", ".join("x".join(map(str, x.shape)) for x in samples[0])
+                                 + " (calibration and the int8 file need concrete shapes)")
+                calibration = qt.calibrate(_calibration_data(model, samples), num_threads=1)
                 notes.append(f"int8 activation ranges calibrated on {CALIBRATION_SAMPLES} generated inputs "
                              f"(random normal); calibrate on real data for accuracy")
             result = qt.quantize(calibration, enable_progress_report=False)
-    except (ValueError, RuntimeError, KeyError) as e:
-        raise ModelRunError(f"ai-edge-quantizer could not quantize the model: {str(e).strip()[:800]}") from None
-    Path(payload["out"]).write_bytes(bytes(result.quantized_model))
+    except ModelRunError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any quantizer failure is a failed export, said in one sentence
+        msg = " ".join(f"{type(e).__name__}: {e}".split())[:600]
+        raise ModelRunError(f"ai-edge-quantizer could not quantize the model ({msg})") from None
+    written = bytes(result.quantized_model)
+    Path(payload["out"]).write_bytes(written)
+    litert_check.run_once(payload["out"], payload["shapes"], payload["values"])
+    kinds = {"*": payload["model_wide"], **{f"{_name(model, i)}_{upload_index[i]}": k for i, k in per_op.items()}}
+    litert_check.check_kinds(model, written, kinds, payload["option"], upload_index)
     from ai_edge_litert.interpreter import Interpreter
 
     ints = [d["name"] for d in Interpreter(model_path=payload["out"]).get_input_details()
@@ -213,3 +260,14 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     if payload["model_wide"] == "fp16":
         notes.append("fp16 weights, dequantized to fp32 at load: activations stay fp32 in the file")
     return {"notes": notes}
+
+
+def _name(model: bytes, index: int) -> str:
+    """The builtin operator name of subgraph 0's operator `index` (`CONV_2D`)."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from compiler.optimize.litert_prepare import opcode, read
+
+    m = read(model)
+    code = opcode(m, m.subgraphs[0].operators[index])
+    return next(k for k, v in vars(schema.BuiltinOperator).items() if v == code)

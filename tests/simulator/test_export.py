@@ -124,7 +124,9 @@ def test_coreml_compression_changes_size_as_predicted(tmp_path: Path) -> None:
     pred = lambda o: totals(r.bulk, r.per_op, o, {})["size_bytes"] - r.bulk["constants"]["size_overhead_bytes"]  # noqa
     base = export_coreml(ml, tmp_path / "fp16.mlpackage", "fp16").size_bytes
     header = base - pred("fp16")  # program + manifest: what compression does not touch
-    for option in ("int8-dynamic", "palettize-4bit", "palettize-2bit", "prune-75"):
+    # Joint options too: pruning renames each weight (`<w>_sparsified`), which the passes after it used to miss.
+    for option in ("int8-dynamic", "int8-static", "palettize-4bit", "palettize-2bit", "prune-75",
+                   "prune-50+int8-dynamic", "prune-50+palettize-4bit"):
         actual = export_coreml(ml, tmp_path / f"{option}.mlpackage", option).size_bytes - header
         assert abs(actual / pred(option) - 1) < 0.05, (option, actual, pred(option))
     per_weight = export_coreml(ml, tmp_path / "one.mlpackage", "fp16", {"op_5_weight_to_fp16": "palettize-4bit"})

@@ -1,0 +1,49 @@
+"""Core ML exports: int8-static is predicted as what is written (int8 weights, fp16 activations: W8A8 needs
+calibration that runs Core ML, macOS only), and every saved package is loaded back and checked for the
+decompression op of each weight its option compresses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.errors import ModelRunError
+from compiler.graph import Node
+from simulator.sweep import sweep
+from simulator.totals import totals
+from tests.simulator.helpers import act, graph, weight
+
+
+def test_int8_static_is_predicted_as_the_weights_only_file_written() -> None:
+    g = graph([Node("c1", "c1", "Conv", inputs=["x", "w1"], outputs=["y1"]),
+               Node("c2", "c2", "Conv", inputs=["y1", "w2"], outputs=["y2"])],
+              [act("x", [1, 32, 16, 16]), weight("w1", [64, 32, 3, 3]), act("y1", [1, 64, 16, 16]),
+               weight("w2", [64, 64, 3, 3]), act("y2", [1, 64, 16, 16])], ["x"], ["y2"])
+    r = sweep(g, "coreml/apple-a17")
+    static, dynamic = totals(r.bulk, r.per_op, "int8-static", {}), totals(r.bulk, r.per_op, "int8-dynamic", {})
+    assert static == dynamic
+    p = [x["name"] for x in r.bulk["presets"]].index("int8-static")
+    assert r.bulk["combos"][0][p] == "fp16/fp16/int8/0" and r.bulk["supported"][0][p] is False
+    note = next(n for n in r.per_op[0]["notes"] if n.startswith("int8/int8/int8/0:"))
+    assert note.startswith("int8/int8/int8/0: the Core ML export writes fp16/fp16/int8/0 (int8 activations need "
+                           "calibration on macOS); int8 weights decompressed")
+
+
+def test_package_check_refuses_a_weight_left_uncompressed(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from compiler.optimize.choices import resolve_option
+    from compiler.optimize.coreml_export import check_package, convert, export_coreml, weight_names
+
+    ml = convert(nn.Sequential(nn.Conv2d(16, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3)), [torch.randn(1, 16, 12, 12)])
+    names = list(weight_names(ml))
+    plain = export_coreml(ml, tmp_path / "fp16.mlpackage", "fp16")
+    check_package(plain.path, {n: resolve_option("fp16", "fp16", True) for n in names})
+    with pytest.raises(ModelRunError, match=r"2 weight\(s\) left uncompressed: .* has no constexpr_blockwise_shift_scale"):
+        check_package(plain.path, {n: resolve_option("int8-dynamic", "fp16", True) for n in names})
+    joint = export_coreml(ml, tmp_path / "joint.mlpackage", "prune-50+int8-dynamic")
+    assert joint.size_bytes < 0.5 * plain.size_bytes  # half the values, int8 instead of fp16, plus a bit mask
+    with pytest.raises(ModelRunError, match="does not load back"):
+        check_package(tmp_path / "missing.mlpackage", {})
