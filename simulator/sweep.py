@@ -503,8 +503,8 @@ def _export_records(t: Target, compiled: Graph, source: Graph | None, works: lis
 
 def _stored_as_is(t: Target, g: Graph, folded: frozenset[str], works: list[Work]) -> np.ndarray:
     """Bytes of each task's kernel where the upload already stores it quantized (an int8 tensor behind a
-    DEQUANTIZE folded at load) and the target's exporter keeps it so under every option: ai-edge-quantizer
-    does not requantize it, nor does a float export expand it. 0 elsewhere."""
+    DEQUANTIZE folded at load) and the target's exporter keeps it so: ai-edge-quantizer does not requantize
+    it, nor does a float export expand it; int8-static is the exception (see _metrics). 0 elsewhere."""
     out = np.zeros(len(works))
     if t.export != "tflite":
         return out
@@ -648,7 +648,10 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
         if key not in cache:
             cache[key] = storage_bytes_per_kernel(t, kf, int(sp), k_store, rows, static, kind, depth, name_len,
                                                   has_bias=biased)
-        kern[:, j] = np.where(as_is > 0, as_is, cache[key]) + (bias_copies if static and kf == "int8" else 0.0)
+        # LiteRT's int8-static restores a kernel stored int8 to fp32 and quantizes it afresh like the others
+        # (compiler/optimize/litert_prepare.py): stored as is under every other option only.
+        kept = as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(as_is), dtype=bool)
+        kern[:, j] = np.where(kept, as_is, cache[key]) + (bias_copies if static and kf == "int8" else 0.0)
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     weight_bytes = kern + aux_store * co.aux_file_b + other + events @ co.export_events.T
     dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)

@@ -212,10 +212,11 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     bad = [i for i in payload["per_op"] if not 0 <= int(i) < n_ops]
     if bad:
         raise ModelRunError(f"operator {bad[0]} is not in this model ({n_ops} operators)")
-    model, n16, upload_index = litert_prepare.dequantize_fp16_weights(raw)
+    static = payload["model_wide"] == "static8" or "static8" in payload["per_op"].values()
+    model, n16, upload_index = litert_prepare.dequantize_fp16_weights(raw, int8_too=static)
     if n16:
-        notes.append(f"{n16} fp16 weight(s) behind DEQUANTIZE were restored to fp32 first, so every option "
-                     f"starts from float weights (fp32 writes them as fp32)")
+        notes.append(f"{n16} {'fp16 or int8' if static else 'fp16'} weight(s) behind DEQUANTIZE were restored to "
+                     f"fp32 first, so the quantizer starts from float weights")
     model = with_signature(model)
     # Overrides name the upload's operators; the DEQUANTIZEs removed above shift the indices.
     now = {old: new for new, old in enumerate(upload_index)}

@@ -4,7 +4,10 @@
   into fp32 constants: the quantizer only quantizes a kernel that is a constant, and a DEQUANTIZE output
   is an activation to it, so its int8-dynamic wrote the file unchanged and its int8-static wrote convs with
   a non-zero "weight" zero point that LiteRT refuses. int8 tensors behind DEQUANTIZE are left as they are
-  (the quantizer keeps them, and the simulator sizes them as stored: `simulator.sweep._stored_as_is`).
+  (the quantizer keeps them, and the simulator sizes them as stored: `simulator.sweep._stored_as_is`), but
+  for int8-static: there the quantizer's partially-quantized path re-quantizes the DEQUANTIZE output at a
+  scale its int32 bias does not follow, which LiteRT refuses (FULLY_CONNECTED "scale_diff / output_scale"),
+  so they are restored to fp32 too and quantized afresh per channel like every other kernel.
 - Dynamic input dims are fixed to the concrete shapes of the analysis for calibration: the quantizer
   allocates the interpreter at the file's placeholder shapes, which a VALID conv cannot prepare at.
 """
@@ -16,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-FLOAT32, FLOAT16 = 0, 1  # schema TensorType
+FLOAT32, FLOAT16, INT8 = 0, 1, 9  # schema TensorType
 DEQUANTIZE, QUANTIZE = 6, 114  # schema BuiltinOperator
 
 
@@ -58,11 +61,29 @@ def _data(model: Any, t: Any) -> np.ndarray | None:
     return np.asarray(buf.data, dtype=np.uint8)
 
 
-def dequantize_fp16_weights(model_bytes: bytes) -> tuple[bytes, int, list[int]]:
-    """The model with every fp16 constant that reaches an operator through DEQUANTIZE stored as the
-    fp32 constant that DEQUANTIZE computes (its output tensor, name kept), the number rewritten, and
-    for each operator of subgraph 0 left its index in the upload. The fp16 tensors and the DEQUANTIZE
-    operators go; a buffer no other tensor uses takes the fp32 data."""
+def _float_values(src: Any, raw: np.ndarray) -> np.ndarray | None:
+    """What DEQUANTIZE computes from a constant: fp16 widened, int8 `(q - zero point) * scale` (per tensor or
+    along its quantized dimension); None for other types."""
+    if src.type == FLOAT16:
+        return np.frombuffer(raw.tobytes(), dtype=np.float16).astype(np.float32)
+    q = src.quantization
+    if src.type != INT8 or q is None or q.scale is None or len(q.scale) == 0:
+        return None
+    x = np.frombuffer(raw.tobytes(), dtype=np.int8).astype(np.float32).reshape([int(d) for d in src.shape])
+    scale = np.asarray(q.scale, dtype=np.float32)
+    zp = np.asarray(q.zeroPoint if q.zeroPoint is not None else np.zeros_like(scale), dtype=np.float32)
+    if scale.size > 1:  # per channel along quantizedDimension
+        shape = [1] * x.ndim
+        shape[int(q.quantizedDimension)] = scale.size
+        scale, zp = scale.reshape(shape), zp.reshape(shape)
+    return ((x - zp) * scale).astype(np.float32).ravel()
+
+
+def dequantize_fp16_weights(model_bytes: bytes, int8_too: bool = False) -> tuple[bytes, int, list[int]]:
+    """The model with every fp16 constant (and with `int8_too`, int8 constant) that reaches an operator
+    through DEQUANTIZE stored as the fp32 constant that DEQUANTIZE computes (its output tensor, name kept),
+    the number rewritten, and for each operator of subgraph 0 left its index in the upload. The fp16 tensors
+    and the DEQUANTIZE operators go; a buffer no other tensor uses takes the fp32 data."""
     m = read(model_bytes)
     users: dict[int, int] = {}
     for sg in m.subgraphs:
@@ -82,9 +103,12 @@ def dequantize_fp16_weights(model_bytes: bytes) -> tuple[bytes, int, list[int]]:
                 continue
             src, dst = sg.tensors[int(op.inputs[0])], sg.tensors[int(op.outputs[0])]
             raw = _data(m, src)
-            if src.type != FLOAT16 or dst.type != FLOAT32 or raw is None or int(op.outputs[0]) in io:
+            if src.type not in ((FLOAT16, INT8) if int8_too else (FLOAT16,)) or dst.type != FLOAT32 \
+                    or raw is None or int(op.outputs[0]) in io:
                 continue
-            fp32 = np.frombuffer(raw.tobytes(), dtype=np.float16).astype(np.float32)
+            fp32 = _float_values(src, raw)
+            if fp32 is None:
+                continue
             data = np.frombuffer(fp32.tobytes(), dtype=np.uint8)
             if users.get(src.buffer) == 1 and read_by.get(int(op.inputs[0])) == 1:
                 m.buffers[src.buffer].data = data  # the fp16 tensor goes with the operator
