@@ -83,6 +83,8 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
             row: dict[str, Any] = {"option": option, "predicted_ms": float(tot["latency_ms"]),
                                    "predicted_size": float(tot["size_bytes"]),
                                    "baseline_ms": r.profile.latency_ms if r.profile else None,
+                                   "baseline_cpu_ms": r.profile.noise.get("cpu_latency_ms") if r.profile else None,
+                                   "baseline_load": r.profile.noise.get("load_per_cpu") if r.profile else None,
                                    "analysis_s": round(analysis_s, 1)}
             if not bulk.get("exportable", [True] * len(names))[i]:
                 rows.append({**row, "status": "marked", "error": bulk["export_reasons"][i]})
@@ -98,7 +100,8 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
             try:
                 p = measure_export(out, TARGET, "onnx", Path(d) / option, settings)
                 rows.append({**row, "status": "exported", "size": e.size_bytes, "measured_ms": p.latency_ms,
-                             "measured_p90_ms": p.latency_p90_ms, "export_s": round(export_s, 1)})
+                             "measured_p90_ms": p.latency_p90_ms, "measured_cpu_ms": p.noise.get("cpu_latency_ms"),
+                             "load": p.noise.get("load_per_cpu"), "export_s": round(export_s, 1)})
             except Exception as err:  # noqa: BLE001 - written and checked, but the measurement failed
                 rows.append({**row, "status": "unmeasured", "size": e.size_bytes, "error": _one_line(err)})
             out.unlink(missing_ok=True)
@@ -171,6 +174,24 @@ def report(rows: list[dict[str, Any]]) -> None:
     if rel:
         print(f"change vs the fp32 export measured beside it: median |error| {statistics.median(map(abs, rel)):.1f}%, "
               f"within 10%: {sum(abs(e) <= 10 for e in rel)}/{len(rel)}")
+    # CPU time per run (the process's own, which other load on the machine does not inflate), against the
+    # prediction rescaled from the analysis' wall-clock baseline to its CPU time.
+    cpu = [((r["predicted_ms"] * r["baseline_cpu_ms"] / r["baseline_ms"]) / r["measured_cpu_ms"] - 1) * 100
+           for r in big if r.get("measured_cpu_ms") and r.get("baseline_cpu_ms") and r.get("baseline_ms")]
+    if cpu:
+        print(f"in CPU time per run (load-free): median |error| {statistics.median(map(abs, cpu)):.1f}%, "
+              f"within 10%: {sum(abs(e) <= 10 for e in cpu)}/{len(cpu)}")
+        by_opt: dict[str, list[float]] = defaultdict(list)
+        for r in big:
+            if r.get("measured_cpu_ms") and r.get("baseline_cpu_ms") and r.get("baseline_ms"):
+                by_opt[r["option"]].append(
+                    ((r["predicted_ms"] * r["baseline_cpu_ms"] / r["baseline_ms"]) / r["measured_cpu_ms"] - 1) * 100)
+        print("  by option: " + ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})"
+                                          for o, e in by_opt.items()))
+    loads = [r["load"] for r in done if r.get("load") is not None]
+    if loads:
+        print(f"machine load per CPU during the measurements: median {statistics.median(loads):.1f}, "
+              f"max {max(loads):.1f}")
     print(f"\n{'option':22s} {'n':>3s} {'marked':>6s} {'failed':>6s} {'med err':>8s} {'<=10%':>7s} {'size<=2%':>8s}")
     by: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:

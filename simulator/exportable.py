@@ -59,6 +59,11 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
             why = _reasons(ops, has_k)
             cache[key] = (np.array([r is None for r in why]), why)
         ok, why = cache[key]
+        if nd.parent:
+            # The exporter's quantizers work on the main graph: an If / Loop / Scan body keeps its float ops
+            # under any preset, and a per-op override cannot reach a body node.
+            per_task.append(np.zeros_like(ok))
+            continue
         per_task.append(ok)
         for p, j in enumerate(cols[has_k]):
             r = why[j]

@@ -76,3 +76,20 @@ def test_model_wide_presets_are_marked_with_a_reason(tiny: tuple[Path, dict]) ->
     for name in ("fp32", "fp16", "int8-static", "int8-dynamic", "prune-50+int8-static"):
         assert bulk["exportable"][names.index(name)], (name, bulk["export_reasons"][names.index(name)])
     assert all((r is None) == ok for r, ok in zip(bulk["export_reasons"], bulk["exportable"]))
+
+
+def test_body_tasks_of_control_flow_take_no_per_op_export(tmp_path: Path) -> None:
+    """The exporter's tools quantize the main graph only: an override on an If branch's node has nowhere to go, so
+    the table marks every combo of a body task not exportable, and the main graph's stay offered."""
+    from tests import controlflow_models as cf
+
+    src = cf.if_model(tmp_path / "if.onnx")
+    g = onnx_frontend.load(src)
+    r = sweep(g, "ort-cpu/host")
+    body = [i for i, n in enumerate(g.nodes) if n.parent]
+    top = [i for i, n in enumerate(g.nodes) if not n.parent]
+    assert body and top
+    assert all(not any(r.per_op[i]["exportable"]) for i in body)
+    assert all(any(r.per_op[i]["exportable"]) for i in top)
+    with pytest.raises(OptionError, match="not a node of this model"):
+        export_onnx(src, tmp_path / "o.onnx", "fp32", {g.nodes[body[0]].id: "fp16/fp16/-/0"})
