@@ -116,6 +116,12 @@ class _Class:
     groups: list[tuple[bool, np.ndarray]]  # (float, indices) per (in, out, unit, float) signature
     members: list[int]
     m: np.ndarray = field(default_factory=lambda: np.zeros((0, 0, 4)))  # [members, K, 4]
+    # Edges see a choice's (input format, unit) on in-edges and (output format, unit) on out-edges only:
+    # each signature's index into the distinct pairs of either kind.
+    in_pairs: list[tuple[str, str]] = field(default_factory=list)
+    out_pairs: list[tuple[str, str]] = field(default_factory=list)
+    g_in: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    g_out: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 @dataclass(slots=True)
@@ -169,6 +175,11 @@ def prepare(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappi
                 sig.setdefault((fin[k], fout[k], unit[k], bool(flt[k])), []).append(k)
             c = classes[key] = _Class(list(combos), fin, fout, unit, flt,
                                       [(f[3], np.array(ix)) for f, ix in sig.items()], [])
+            sigs = list(sig)
+            c.in_pairs = sorted({(f[0], f[2]) for f in sigs})
+            c.out_pairs = sorted({(f[1], f[2]) for f in sigs})
+            c.g_in = np.array([c.in_pairs.index((f[0], f[2])) for f in sigs], dtype=np.int64)
+            c.g_out = np.array([c.out_pairs.index((f[1], f[2])) for f in sigs], dtype=np.int64)
             stacks[id(c)] = []
         rows.append(_OpRows(c, len(c.members)))
         c.members.append(i)
@@ -331,6 +342,20 @@ class _Search:
         c, d = memo[kout]
         return a + c, b + d
 
+    def _side(self, i: int, inbound: bool, fmt: str, unit: str, edges: list[tuple[int, int, str, str, bool]]
+              ) -> tuple[float, float]:
+        """(ms, bytes) of op i's in-edges (or out-edges) with op i overridden to `fmt` on `unit`."""
+        t, bulk, p = self.t, self.t.bulk, self.p
+        ms = by = 0.0
+        for j, o, ofmt, ou, oo in edges:
+            if inbound:
+                a, b, c, d = edge_terms(bulk, p, o, i, t.el[j], ofmt, fmt, ou, unit, oo, True)
+            else:
+                a, b, c, d = edge_terms(bulk, p, i, o, t.el[j], fmt, ofmt, unit, ou, True, oo)
+            ms += a + c
+            by += b + d
+        return ms, by
+
     # --- whole-state figures (tracked) ----------------------------------------------------------------------
     def evaluate(self, cur: list[int]) -> _State:
         st = _State(list(cur))
@@ -459,14 +484,23 @@ class _Search:
         return self._reps_val
 
     def _choices(self, i: int, w: np.ndarray, float_only: bool) -> list[int]:
+        return self._choices_g(i, w, float_only)[0]
+
+    def _choices_g(self, i: int, w: np.ndarray, float_only: bool) -> tuple[list[int], list[int]]:
+        """(choices, their signature index; -1 for the starting choice)."""
         r = self.t.rows[i]
         c = r.cls
         reps = self._reps(w)[self.cidx[id(c)]][r.pos]
         only = float_only or i in self.keep
-        out = [int(k) for (flt, _), k in zip(c.groups, reps) if flt or not only]
+        ks, gs = [], []
+        for g, ((flt, _), k) in enumerate(zip(c.groups, reps)):
+            if flt or not only:
+                ks.append(int(k))
+                gs.append(g)
         if not (i in self.keep and self.non_float(i, len(c.combos))):
-            out.append(len(c.combos))
-        return out
+            ks.append(len(c.combos))
+            gs.append(-1)
+        return ks, gs
 
     def _bounds(self, st: _State, objective: str, w: np.ndarray) -> np.ndarray:
         """An upper bound on each op's best score (the lazy greedy pops ops by it): the excess is convex in the
@@ -513,20 +547,34 @@ class _Search:
     def _best(self, st: _State, i: int, objective: str, w: np.ndarray, e0: float) -> tuple[float, int]:
         """(score, choice) of op i's best change; every signature's representative priced at once."""
         cur = st.cur[i]
-        ks = [k for k in self._choices(i, w, False) if k != cur]
-        if not ks:
+        ks0, gs0 = self._choices_g(i, w, False)
+        pairs = [(k, g) for k, g in zip(ks0, gs0) if k != cur]
+        if not pairs:
             return 0.0, -1
+        ks = [k for k, _ in pairs]
         memo: dict[Any, tuple[float, float]] = {}
         ctx = self._context(st, i)
         o0 = self._own(i, cur)
         e_now = self._edges_of(st, i, cur, memo, ctx)
         r = self.t.rows[i]
+        c = r.cls
         init = len(r.combos)
         ka = np.array(ks)
-        own = r.cls.m[r.pos][np.minimum(ka, init - 1)]
+        own = c.m[r.pos][np.minimum(ka, init - 1)]
         if init in ks:
             own[ks.index(init)] = self.init_m[i]
-        edges = np.array([self._edges_of(st, i, k, memo, ctx) for k in ks])
+        if any(d_ == i for _, d_, _, _, _ in ctx[1]):
+            edges = np.array([self._edges_of(st, i, k, memo, ctx) for k in ks])
+        else:
+            # Every overridden choice of one (format, unit) pays the same on its in-edges (out-edges):
+            # price the distinct pairs once, then each signature is a sum of two.
+            e_in = np.array([self._side(i, True, f, u, ctx[0]) for f, u in c.in_pairs]).reshape(-1, 2)
+            e_out = np.array([self._side(i, False, f, u, ctx[1]) for f, u in c.out_pairs]).reshape(-1, 2)
+            ga = np.array([g for _, g in pairs])
+            gi = np.where(ga >= 0, ga, 0)
+            edges = e_in[c.g_in[gi]] + e_out[c.g_out[gi]]
+            if init in ks:
+                edges[ks.index(init)] = self._edges_of(st, i, init, memo, ctx)
         lat = st.lat + (own[:, 0] - o0[0]) + (edges[:, 0] - e_now[0])
         size = st.size + (own[:, 1] - o0[1])
         dram = st.dram + (own[:, 3] - o0[3]) + (edges[:, 1] - e_now[1])
