@@ -14,7 +14,7 @@ run: install converter web
 test: install-dev converter web chromium services
 	$(PY) -m pytest $(ARGS)
 
-# The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes),
+# The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes, import rules),
 # no process, server, database or browser; under a minute. `make test` runs it too, with everything else.
 test-fast: $(DEV_STAMP)
 	$(PY) -m pytest tests/unit $(ARGS)

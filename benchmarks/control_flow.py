@@ -6,7 +6,7 @@ the trip counts the host run observed), trip counts seen. Prints figures; it is 
 
 Models: torch models exported by the TorchScript exporter from `torch.jit.script` (a data-dependent `if`, a
 loop of `n` steps, a stateful VAD-like model with an `If` on the sample rate and an LSTM stepped by a `Loop`, at
-a fixed and at a dynamic chunk length) and a `Scan` built with onnx.helper (tests/controlflow_models.py).
+a fixed and at a dynamic chunk length) and a `Scan` built with onnx.helper (testkit/controlflow_models.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests import controlflow_models as cm  # noqa: E402
+from testkit import controlflow_models as cm  # noqa: E402
 
 HOST, DEVICE = "ort-cpu/host", "ort-xnnpack/rpi5"
 

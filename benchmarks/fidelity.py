@@ -1,6 +1,6 @@
 """Fidelity of the host-cpu predictions: predicted vs ONNX Runtime-measured latency and file size.
 
-Models are built in code (tests/modelzoo.py plus a ResNet-like CNN, a ViT-like encoder and an MLP
+Models are built in code (testkit/modelzoo.py plus a ResNet-like CNN, a ViT-like encoder and an MLP
 defined here) and none was used by calibration (which times single-op chains). For each model and
 option: the fp32 model is compiled by ORT as `ort-cpu/host` compiles it, the simulator predicts the
 option's latency and size from that compiled graph (no run of the model), `optimize` writes the
@@ -46,7 +46,7 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
     import torch
     from torch import nn
 
-    from tests.modelzoo import _torch_export
+    from testkit.modelzoo import torch_export
 
     def resnet_like(path: Path, width: int = 32, res: int = 64, blocks: int = 2) -> Path:
         class Block(nn.Module):
@@ -73,7 +73,7 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
             def forward(self, x):  # type: ignore[no-untyped-def]
                 return self.fc(self.f(x).mean((2, 3)))
 
-        return _torch_export(Net().eval(), (torch.randn(1, 3, res, res),), path, input_names=["x"],
+        return torch_export(Net().eval(), (torch.randn(1, 3, res, res),), path, input_names=["x"],
                              output_names=["y"])
 
     def vit_like(path: Path, dim: int = 192, depth: int = 4, tokens: int = 64) -> Path:
@@ -87,17 +87,17 @@ def _torch_models() -> dict[str, Callable[[Path], Path]]:
             def forward(self, x):  # type: ignore[no-untyped-def]
                 return self.head(self.enc(x).mean(1))
 
-        return _torch_export(Net().eval(), (torch.randn(1, tokens, dim),), path, input_names=["x"],
+        return torch_export(Net().eval(), (torch.randn(1, tokens, dim),), path, input_names=["x"],
                              output_names=["y"])
 
     def mlp(path: Path, dim: int = 1024, depth: int = 4, batch: int = 8) -> Path:
         layers: list[nn.Module] = []
         for _ in range(depth):
             layers += [nn.Linear(dim, dim), nn.GELU()]
-        return _torch_export(nn.Sequential(*layers).eval(), (torch.randn(batch, dim),), path, input_names=["x"],
+        return torch_export(nn.Sequential(*layers).eval(), (torch.randn(batch, dim),), path, input_names=["x"],
                              output_names=["y"])
 
-    from tests import modelzoo
+    from testkit import modelzoo
 
     return {
         "mobilenet_v2-0.5-96": lambda p: modelzoo.mobilenet_v2_like(p, 0.5, 96),
@@ -207,7 +207,7 @@ def main() -> None:
         save_cache,
         time_interleaved,
     )
-    from simulator.sweep import _measured_ms
+    from simulator.measured import measured_ms
     from simulator.targets import get_target
     from simulator.totals import totals
 
@@ -253,7 +253,7 @@ def main() -> None:
             save_cache(a.calibration, cache)
             hw = profile_from_cache(cache)
         # Per-op: predicted fp32 task time vs the profiler's figure for the same task, less the profiler's
-        # own cost per task in this graph (as the sweep's measured baseline does: simulator.sweep._measured_ms).
+        # own cost per task in this graph (as the sweep's measured baseline does: simulator.measured.measured_ms).
         # The profiler times tasks in wall-clock time, and other tenants slow this shared VM in bursts, so
         # each model is profiled once per round over `PROFILE_ROUNDS` rounds through all the models, and each
         # task keeps its lowest first quartile: calibration likewise times the uncontended state
@@ -270,7 +270,7 @@ def main() -> None:
                 k: dataclasses.replace(t, median_ms=t.p25_ms) for k in profs[0].tasks
                 for t in [min((p.tasks[k] for p in profs if k in p.tasks), key=lambda t: t.p25_ms)]})
             j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-            meas_ms = _measured_ms(m.graph, get_target("ort-cpu/host"), prof, u.profiler_overhead_s, u.run_overhead_s)
+            meas_ms = measured_ms(m.graph, get_target("ort-cpu/host"), prof, u.profiler_overhead_s, u.run_overhead_s)
             op_type = {nd.id: nd.op_type for nd in m.graph.nodes}
             for i, op in enumerate(r.bulk["ops"]):
                 t = prof.tasks.get(op)

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests import modelzoo  # noqa: E402
-from tests.conftest import LiveServer, start_server  # noqa: E402
+from testkit import modelzoo  # noqa: E402
+from testkit.live import LiveServer, start_server  # noqa: E402
 
 MODELS = {
     "mobilenet_v2_like": lambda p: modelzoo.mobilenet_v2_like(p, width=1.0, resolution=224),

@@ -6,7 +6,7 @@ The 10,000-task model is benchmarks/sweep.py's chain (MatMul with a weight, Add 
 ort-cpu/host; its per-op tables are packed and read back exactly as the worker stores them and the API reads
 them (store.packed). Figures: the cold solve (read every per-op record, build the solver's arrays, solve) and
 the warm one the server answers from its cache (solve only), medians of --runs. Exhaustive agreement: random
-small option tables (tests/simulator/solver_tables.py) with random budgets, every state enumerated.
+small option tables (testkit/solver_tables.py) with random budgets, every state enumerated.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def large(n_ops: int, runs: int) -> None:
 
 
 def exhaustive(seeds: int) -> None:
-    from tests.simulator.solver_tables import every_state, random_table
+    from testkit.solver_tables import every_state, random_table
 
     agree = optimal = feasible = 0
     for seed in range(seeds):

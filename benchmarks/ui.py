@@ -10,7 +10,7 @@ For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names:
     histogram range and a scatter rectangle with the mouse, including the frames that apply the brushed selection
     to the table, graph and timeline; mouse-up to the selection applied; a table click to its highlight in the chart
 
-Data: by default tests/browser/mock_server.py serves synthetic models of those sizes (the UI's cost only; API
+Data: by default testkit/mock_server.py serves synthetic models of those sizes (the UI's cost only; API
 responses are fetched once before timing so server time is excluded). `--server URL --models ID,ID` measures
 models already uploaded to a running `edgescope serve` instead (signed in with --email/--password).
 
@@ -431,7 +431,7 @@ def main() -> None:
     if a.server:
         runs.append(("server", a.server.rstrip("/"), [(mid, mid) for mid in a.models.split(",") if mid]))
     else:
-        from tests.browser.mock_server import serve
+        from testkit.mock_server import serve
 
         specs = [f"{s}{flag}" for s in a.sizes.split(",")
                  for flag, want in (("", ("both", "no")), (":flat", ("both", "yes"))) if a.flat in want]

@@ -119,25 +119,6 @@ def static_shapes(graph: Graph) -> dict[str, tuple[Shape, str]]:
     return {k: (list(v.shape), v.dtype) for k, v in graph.values.items() if v.is_static}  # type: ignore[arg-type]
 
 
-# Element type keys of ORT's profiler (`output_type_shape: [{"float": [1, 64, 56, 56]}]`) -> our dtype names.
-_TRACE_DTYPES = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16",
-                 "int64_t": "int64", "int32_t": "int32", "int16_t": "int16", "int8_t": "int8", "uint8_t": "uint8",
-                 "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64", "bool": "bool"}
-
-
-def trace_shapes(args: Mapping[str, Any]) -> list[tuple[Shape, str] | None]:
-    """Output shapes of one node event's `args` in ORT's profiler trace."""
-    out: list[tuple[Shape, str] | None] = []
-    for entry in args.get("output_type_shape") or []:
-        if isinstance(entry, dict) and len(entry) == 1:
-            (kind, shape), = entry.items()
-            if isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape):
-                out.append(([int(d) for d in shape], _TRACE_DTYPES.get(kind, kind)))
-                continue
-        out.append(None)
-    return out
-
-
 def observed_shapes(graph: Graph, per_node: Mapping[str, list[Any]]) -> dict[str, tuple[Shape, str]]:
     """{value: (shape, dtype)} from a profile's per-node output shapes ({node id: [[shape, dtype] | None]}),
     matched to the node's outputs in order."""

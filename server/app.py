@@ -92,9 +92,3 @@ def create_app(settings: Settings | None = None, *, check_schema: bool = True) -
         return jsonify(error="Internal server error; it was logged.", code="internal_error"), 500
 
     return app
-
-
-def services() -> Services:
-    from flask import current_app
-
-    return current_app.extensions["edgescope"]

@@ -15,13 +15,13 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from flask import current_app, g, request
+from flask import g, request
 from sqlalchemy import select
 
 from store.db import session_scope
 from store.models import ApiToken, User, WebSession
-from store.services import Services
 
+from .api.common import services
 from .api.errors import ApiError
 
 COOKIE = "edgescope_session"
@@ -56,12 +56,8 @@ def _aware(dt: datetime) -> datetime:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def _services() -> Services:
-    return current_app.extensions["edgescope"]
-
-
 def _from_token(raw: str) -> Principal:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         tok = s.scalar(select(ApiToken).where(ApiToken.token_hash == sha256(raw)))
         if tok is None or tok.revoked_at is not None:
             raise ApiError(401, "bad_token", "The API token is unknown or revoked; create a new one with "
@@ -75,7 +71,7 @@ def _from_token(raw: str) -> Principal:
 
 
 def _from_cookie(raw: str) -> Principal | None:
-    with session_scope(_services().sessions) as s:
+    with session_scope(services().sessions) as s:
         ws = s.get(WebSession, sha256(raw))
         if ws is None or _aware(ws.expires_at) < _now():
             return None

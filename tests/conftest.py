@@ -11,44 +11,20 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import requests
 
 from edgescope.config import Settings
+# Tests import these from here too.
+from testkit.live import FAST_PROFILE, ROOT, LiveServer, free_port, start_server, wait_http  # noqa: F401
 
-ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_ADMIN_URL = os.environ.get("EDGESCOPE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("EDGESCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-# Profiling in tests: the minimum the product allows (20 runs), little warm-up.
-FAST_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "20", "EDGESCOPE_PROFILE_WARMUP": "2"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, timeout_s: float = 60, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
-        try:
-            requests.get(url, timeout=2)
-            return
-        except requests.ConnectionError:
-            time.sleep(0.2)
-    raise TimeoutError(f"{url} did not answer within {timeout_s} s")
 
 
 @pytest.fixture(scope="session")
@@ -105,7 +81,7 @@ ZOO_EXTENSIONS = {"tflite_": ".tflite", "pt2_": ".pt2", "_mlmodel": ".mlmodel", 
 @pytest.fixture(scope="session")
 def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """Model files built once per run: zoo.path("tiny_cnn") -> Path."""
-    from tests import modelzoo
+    from testkit import modelzoo
 
     root = tmp_path_factory.mktemp("zoo")
 
@@ -169,53 +145,6 @@ def s3_bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
     name = f"edgescope-{secrets.token_hex(4)}"
     boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=name)
     return name
-
-
-# --- A live server, as a user runs it -----------------------------------------------------------
-@dataclass
-class LiveServer:
-    url: str
-    data_dir: Path
-    proc: subprocess.Popen
-    http: requests.Session  # signed in as owner@example.com with an API token
-
-    def get(self, path: str, **kw: Any) -> requests.Response:
-        return self.http.get(self.url + path, timeout=30, **kw)
-
-    def upload(self, path: Path, wait: bool = True, timeout_s: float = 300, **fields: Any) -> dict[str, Any]:
-        data = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
-        with open(path, "rb") as f:
-            r = self.http.post(f"{self.url}/api/models", files={"file": (path.name, f)}, data=data, timeout=60)
-        r.raise_for_status()
-        model = r.json()
-        return self.wait(model["id"], timeout_s) if wait else model
-
-    def wait(self, model_id: str, timeout_s: float = 300) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            m = self.get(f"/api/models/{model_id}").json()
-            if m["status"] in ("ready", "failed"):
-                return m
-            time.sleep(0.3)
-        raise TimeoutError(f"model {model_id} not done after {timeout_s} s")
-
-
-def start_server(data_dir: Path, env: dict[str, str] | None = None) -> LiveServer:
-    port = free_port()
-    full_env = {**os.environ, **FAST_PROFILE, "EDGESCOPE_DATA_DIR": str(data_dir), **(env or {})}
-    log = open(data_dir.parent / f"server-{port}.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "edgescope", "serve", "--port", str(port)],
-                            env=full_env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    wait_http(f"{url}/api/openapi.json", 120, proc)
-    http = requests.Session()
-    sign = http.post(f"{url}/api/auth/signup", timeout=30,
-                     json={"email": "owner@example.com", "password": "owner password 1"}).json()
-    r = http.post(f"{url}/api/tokens", json={"name": "tests"}, headers={"X-CSRF-Token": sign["csrf_token"]},
-                  timeout=30)
-    http.cookies.clear()
-    http.headers["Authorization"] = f"Bearer {r.json()['token']}"
-    return LiveServer(url=url, data_dir=data_dir, proc=proc, http=http)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@ import { defineConfig } from "vitest/config";
 import react from "@vitejs/plugin-react";
 
 // Flask serves dist/index.html for /, /m/<id>, /m/<id>/a/<analysis> and dist/assets/* at /assets/*.
-// `npm run dev` proxies /api to EDGESCOPE_API (default: the mock at tests/browser/mock_server.py or edgescope serve).
+// `npm run dev` proxies /api to EDGESCOPE_API (default: the mock at testkit/mock_server.py or edgescope serve).
 export default defineConfig({
   base: "/",
   plugins: [react()],

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 
+from compiler.graph_view import graph_columns, graph_view
 from compiler.sandbox import scratch_in
 from store import keys
 from store.blobs import local_copy
@@ -153,15 +154,15 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
         raw = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
         out.append((kind, target, k, services.blobs.put_bytes(k, gzip.compress(raw, compresslevel=6, mtime=0))))
 
-    source_view = results.graph_view(result.source, "source")
+    source_view = graph_view(result.source, "source")
     put_json("graph", "", source_view)
-    put_json("graph_columns", "", results.graph_columns(source_view))
+    put_json("graph_columns", "", graph_columns(source_view))
     put_json("source_ir", "", result.source.to_json())
     for r in result.targets:
         t = r.target
-        view = results.graph_view(r.compiled, "compiled")
+        view = graph_view(r.compiled, "compiled")
         put_json("graph", t, view)
-        put_json("graph_columns", t, results.graph_columns(view))
+        put_json("graph_columns", t, graph_columns(view))
         put_json("compiled_ir", t, r.compiled.to_json())
         put_json("ops", t, results.ops_table(r, result.source))
         put_json("options", t, r.sweep.bulk)

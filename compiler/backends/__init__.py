@@ -9,31 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from compiler.graph import Graph, Node
+from compiler.backends.base import Backend, as_tasks
+from compiler.graph import Graph
 from compiler.profile import Profile
 
-
-class Backend(Protocol):
-    name: str
-    measures: bool  # has a runtime on this machine
-
-    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]: ...
-
-    def profile(self, compiled_path: Path, settings: object) -> Profile: ...
-
-
-def as_tasks(source: Graph) -> Graph:
-    """A source graph taken as its own compiled form: each node is one task."""
-    nodes = [
-        Node(id=n.id, name=n.name, op_type=n.op_type, namespace=n.namespace, inputs=list(n.inputs),
-             outputs=list(n.outputs), attributes=n.attributes, domain=n.domain, source_nodes=[n.id],
-             location=n.location, parent=n.parent, branch=n.branch)
-        for n in source.nodes
-    ]
-    return Graph(name=source.name, format=source.format, nodes=nodes, values=source.values,
-                 inputs=source.inputs, outputs=source.outputs, metadata=dict(source.metadata))
+__all__ = ["BACKENDS", "Backend", "as_tasks", "compile_for_target", "for_target"]
 
 
 @dataclass(frozen=True)
@@ -71,11 +52,46 @@ class Predicted:
         raise RuntimeError(f"{self.name} has no runtime on this machine")
 
 
-# Backend name (the part of a target before "/") -> implementation. Unlisted backends are predicted.
-from compiler.backends.coreml import CoreMLBackend  # noqa: E402  (after Backend/as_tasks, which they use)
-from compiler.backends.litert import LiteRtCpu  # noqa: E402
+@dataclass(frozen=True)
+class LiteRtCpu:
+    name: str = "litert-cpu"
+    measures: bool = True
 
-BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu(), "coreml": CoreMLBackend()}
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        if source.format == "pt2":  # converted by litert-torch, tasks mapped back to the FX nodes
+            from . import pt2_tflite
+
+            return pt2_tflite.compile_for_litert(src, workdir, source)
+        from . import litert
+
+        out = workdir / "litert-cpu.tflite"
+        compiled = litert.compile(src, out, source)
+        return compiled, (None if compiled.metadata.get("litert_runnable") == "false" else out)
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile:
+        from . import litert
+
+        return litert.profile(compiled_path, settings)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CoreML:
+    """Compiled here where we can convert, predicted by the simulator: no Core ML runtime on this server."""
+
+    name: str = "coreml"
+    measures: bool = False
+
+    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        from . import coreml
+
+        return coreml.compile(src, workdir, source)
+
+    def profile(self, compiled_path: Path, settings: object) -> Profile:
+        raise RuntimeError("Core ML does not run on this server; its figures are predicted")
+
+
+# Backend name (the part of a target before "/") -> implementation. Unlisted backends are predicted.
+BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu(), "coreml": CoreML()}
 
 
 def for_target(target: str) -> Backend:

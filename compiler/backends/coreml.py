@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
-from compiler.profile import Profile
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT
 
 MIL_SUFFIXES = ("_cast_fp16", "_cast_fp32", "_to_fp16", "_to_fp32")
@@ -41,7 +40,7 @@ def pt2_to_coreml(pt2_path: str | os.PathLike[str], out_zip: str | os.PathLike[s
 
 
 def compile(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
-    from compiler.backends import as_tasks
+    from compiler.backends.base import as_tasks
 
     if source.format == "pt2":
         from compiler.errors import ModelRunError, SandboxError
@@ -106,16 +105,3 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         archive = shutil.make_archive(os.fspath(base.with_name(base.name + ".tmp")), "zip", tmp, "model.mlpackage")
         os.replace(archive, base)
     return {"coremltools": ct.__version__}
-
-
-class CoreMLBackend:
-    """Registry entry (`compiler.backends.BACKENDS["coreml"]`): compiled here, predicted by the simulator."""
-
-    name = "coreml"
-    measures = False
-
-    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
-        return compile(src, workdir, source)
-
-    def profile(self, compiled_path: Path, settings: object) -> Profile:
-        raise RuntimeError("Core ML does not run on this server; its figures are predicted")

@@ -1,10 +1,11 @@
 """LiteRT CPU backend, target `litert-cpu/host`: LiteRT's interpreter (`ai-edge-litert`) on this machine.
 
-Compile: a `.pt2` is first converted with litert-torch (`compiler.backends.pt2_tflite`). A sandboxed child opens the model in `ai_edge_litert.interpreter.Interpreter` and
+Compile: a sandboxed child opens the model in `ai_edge_litert.interpreter.Interpreter` and
 allocates tensors (so a file LiteRT rejects fails at compile with LiteRT's reason). The compiled
 graph is the source graph with one task per TFLite operator: the interpreter executes the
 operators of subgraph 0 in file order; the default XNNPACK delegate takes over the ops it
-supports, and the child records how many nodes remain after delegation in the metadata.
+supports, and the child records how many nodes remain after delegation in the metadata. A `.pt2` goes to
+`compiler.backends.pt2_tflite` first (the registry sends it there), which converts it and checks the result here.
 
 Profile: a sandboxed child (an interpreter crash kills the child, not the worker) opens the
 model with `threads` threads, sets generated inputs (`compiler.inputs`, resizing dynamic inputs),
@@ -44,7 +45,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     why: the target is predicted."""
     import json
 
-    from compiler.backends import as_tasks
+    from compiler.backends.base import as_tasks
 
     src, out = Path(src_model_path).resolve(), Path(out_path).resolve()  # absolute: the child runs elsewhere
     info = run("compiler.backends.litert:_compile_child", {"src": os.fspath(src), "out": os.fspath(out)},
@@ -170,7 +171,7 @@ def profile(model_path: str | os.PathLike[str], settings: ProfileSettings = Prof
 def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
-    from compiler.backends.ort import _peak_rss, _reset_peak, cpu_name
+    from compiler.host import cpu_name, peak_rss, reset_peak
     from compiler.frontends import tflite
     from compiler.inputs import generate_inputs, resolve_shapes
 
@@ -180,7 +181,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
     feeds = generate_inputs(graph, s.input_shapes, s.input_values, ranges=s.input_ranges)
     del graph
-    base_rss = _reset_peak()
+    base_rss = reset_peak()
     it = _interpreter(path, s.threads)
     details = {d["index"]: d for d in it.get_input_details()}
     order = list(details)  # interpreter input order = subgraph input order = graph.inputs order
@@ -208,7 +209,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         t0 = time.perf_counter()
         invoke()
         times.append((time.perf_counter() - t0) * 1e3)
-    peak = max(0, _peak_rss() - base_rss)
+    peak = max(0, peak_rss() - base_rss)
     times.sort()
     return Profile(
         target=TARGET, runtime=f"ai-edge-litert {_version()} interpreter (XNNPACK delegate)",
@@ -216,22 +217,3 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         latency_ms=statistics.median(times), latency_p90_ms=float(np.percentile(times, 90)),
         peak_memory_bytes=peak, input_shapes=shapes, tasks={},
     ).to_json()
-
-
-class LiteRtCpu:
-    """Registry entry (`compiler.backends.BACKENDS["litert-cpu"]`)."""
-
-    name = "litert-cpu"
-    measures = True
-
-    def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
-        if source.format == "pt2":  # converted by litert-torch, tasks mapped back to the FX nodes
-            from compiler.backends import pt2_tflite
-
-            return pt2_tflite.compile_for_litert(src, workdir, source)
-        out = workdir / "litert-cpu.tflite"
-        compiled = compile(src, out, source)
-        return compiled, (None if compiled.metadata.get("litert_runnable") == "false" else out)
-
-    def profile(self, compiled_path: Path, settings: object) -> Profile:
-        return profile(compiled_path, settings)  # type: ignore[arg-type]

@@ -25,17 +25,17 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import time
 from pathlib import Path
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from compiler.backends.provenance import fill_shapes_from_source, map_provenance
 from compiler.errors import ModelRunError, SandboxError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
+from compiler.host import cpu_name, peak_rss, reset_peak  # simulator.calibration takes cpu_name from here
 from compiler.profile import (REMEASURE_BUDGET_S, REMEASURE_PAUSE_S, REMEASURE_ROUNDS, Profile,
                               ProfileSettings, TaskTiming, profile_in_sandbox, timed_runs)
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
@@ -203,7 +203,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     path = payload["model"]
     # Baseline before anything model-sized exists; inputs come from the session, not from a
     # second parse of the file, whose freed memory would hide part of ORT's own.
-    base_rss = _reset_peak()
+    base_rss = reset_peak()
     sess = _open(ort, path, _session_options(ort, "disable", s.threads))
     graph = _inputs_graph(sess, path)
     shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
@@ -211,7 +211,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     for _ in range(s.warmup):
         _run(sess, feeds, graph)
     # Warm-up has grown the arenas to their working size; a second session must not count.
-    peak = max(0, _peak_rss() - base_rss)
+    peak = max(0, peak_rss() - base_rss)
 
     with tempfile.TemporaryDirectory() as tmp:
         so = _session_options(ort, "disable", s.threads)
@@ -282,12 +282,29 @@ def _node_names(path: str) -> tuple[set[str], set[str]]:
     return {p.proto.name for p in placed}, {p.proto.name for p in placed if p.bodies}
 
 
+# Element type keys of ORT's profiler (`output_type_shape: [{"float": [1, 64, 56, 56]}]`) -> our dtype names.
+_TRACE_DTYPES = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16",
+                 "int64_t": "int64", "int32_t": "int32", "int16_t": "int16", "int8_t": "int8", "uint8_t": "uint8",
+                 "uint16_t": "uint16", "uint32_t": "uint32", "uint64_t": "uint64", "bool": "bool"}
+
+
+def trace_shapes(args: Mapping[str, Any]) -> list[tuple[list[int], str] | None]:
+    """Output shapes of one node event's `args` in ORT's profiler trace."""
+    out: list[tuple[list[int], str] | None] = []
+    for entry in args.get("output_type_shape") or []:
+        if isinstance(entry, dict) and len(entry) == 1:
+            (kind, shape), = entry.items()
+            if isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape):
+                out.append(([int(d) for d in shape], _TRACE_DTYPES.get(kind, kind)))
+                continue
+        out.append(None)
+    return out
+
+
 def read_trace(path: Path) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
     """The events we use from ORT's trace, and each node's output shapes ({node: [[shape, dtype] | None]}, from
     its first event's `args`). ORT writes one event per line; parsing only the Node and model_run lines, and the
     args of one event per node, keeps a 50k-node trace from costing gigabytes of Python dicts."""
-    from compiler.concrete import trace_shapes
-
     events: list[dict[str, Any]] = []
     shapes: dict[str, list[Any]] = {}
     try:
@@ -379,42 +396,3 @@ def _clean(message: str) -> str:
     text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", message.strip())
     text = re.sub(r"/onnxruntime_src/\S+:\d+\s+(?:[\w:~<>]+\([^)]*\)\s*)?(?:[^.]*? was false\.\s*)?", "", text)
     return text[:800]
-
-
-def _reset_peak() -> int:
-    """Reset VmHWM if the kernel lets us; return the current RSS in bytes."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-    except OSError:
-        pass
-    return _status_kb("VmRSS") * 1024
-
-
-def _peak_rss() -> int:
-    hwm = _status_kb("VmHWM")
-    if hwm:
-        return hwm * 1024
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _status_kb(key: str) -> int:
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()

@@ -60,7 +60,8 @@ def to_tflite(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str]
 def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
     """What `LiteRtCpu.compile` does for a `.pt2` source: convert, check LiteRT loads the file, map
     its operators to the FX nodes. Returns no file when the model was not converted."""
-    from compiler.backends import as_tasks, litert
+    from compiler.backends import litert
+    from compiler.backends.base import as_tasks
     from compiler.errors import ModelRunError, SandboxError
     from compiler.frontends import tflite
 
@@ -93,7 +94,7 @@ def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, 
 
 
 def _predicted(source: Graph, why: str) -> tuple[Graph, None]:
-    from compiler.backends import as_tasks
+    from compiler.backends.base import as_tasks
 
     compiled = as_tasks(source)
     compiled.metadata["note"] = f"{why}; predicted with one task per FX node, not measured"

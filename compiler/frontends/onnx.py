@@ -236,7 +236,7 @@ def _namespace_from_metadata(props: dict[str, str]) -> str:
         try:
             parts = ast.literal_eval(scopes)
             if isinstance(parts, list):
-                return "/".join(_relative_scopes([str(p) for p in parts[1:-1] if p]))
+                return "/".join(relative_scopes([str(p) for p in parts[1:-1] if p]))
         except (ValueError, SyntaxError):
             pass
     ns = props.get("namespace")
@@ -246,7 +246,7 @@ def _namespace_from_metadata(props: dict[str, str]) -> str:
     return ""
 
 
-def _relative_scopes(scopes: list[str]) -> list[str]:
+def relative_scopes(scopes: list[str]) -> list[str]:
     # Scopes are qualified ("encoder.0", "encoder.0.attention"); keep one level each, as in
     # TorchScript-exported names ("/encoder.0/attention/...").
     out, prev = [], ""

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontends.archive import ZIP_MAGIC, SafeZip, check_member_name
-from compiler.frontends.onnx import _relative_scopes
+from compiler.frontends.onnx import relative_scopes
 from compiler.frontends.pickle_scan import MAX_PICKLE_BYTES, check_member
 from compiler.frontends.weight_stream import CHUNK_BYTES, skip, stream_stats
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats
@@ -48,7 +48,7 @@ _SCALAR: dict[int, tuple[str, str | None]] = {
     28: ("uint16", "<u2"), 29: ("float8e4m3fn", None), 30: ("float8e5m2", None), 34: ("uint32", "<u4"),
     35: ("uint64", "<u8"),
 }
-_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.*)$')
+TRACEBACK_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<fn>.*)$')
 
 
 # -- sniffing --------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def namespace_from_stack(stack: str) -> str:
         parts = entry.split(",")
         if len(parts) >= 3 and parts[1]:
             paths.append(parts[1])
-    return "/".join(_relative_scopes(paths))
+    return "/".join(relative_scopes(paths))
 
 
 def location_from_trace(trace: str, root: str = "") -> SourceLocation | None:
@@ -300,7 +300,7 @@ def location_from_trace(trace: str, root: str = "") -> SourceLocation | None:
     directory `edgescope export-pt2` saved sources from), files under it become relative paths."""
     frames: list[tuple[str, int, str]] = []
     for line in trace.splitlines():
-        m = _FRAME.match(line)
+        m = TRACEBACK_FRAME.match(line)
         if m:
             frames.append((m["file"], int(m["line"]), ""))
         elif frames and not frames[-1][2]:

@@ -48,12 +48,12 @@ def load_factory(spec: str) -> tuple[Any, tuple[Any, ...], Path]:
 
 def source_files(ep: Any, root: Path, model_file: Path) -> list[str]:
     """Relative paths of the .py files under `root` that produced ops (plus the model file)."""
-    from compiler.frontends.pt2 import _FRAME
+    from compiler.frontends.pt2 import TRACEBACK_FRAME
 
     found = {model_file.resolve()}
     for node in ep.graph.nodes:
         for line in (node.meta.get("stack_trace") or "").splitlines():
-            m = _FRAME.match(line)
+            m = TRACEBACK_FRAME.match(line)
             if m:
                 p = Path(m["file"])
                 if p.suffix == ".py" and p.is_file() and root in p.resolve().parents:

@@ -10,27 +10,7 @@ from typing import Any
 
 import click
 
-
-def _calibration_path(explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    from edgescope.config import Settings
-
-    return Path(Settings.from_env().calibration_path)
-
-
-def _fail(message: str) -> None:
-    raise click.ClickException(message)
-
-
-def _parse_ops(ops: tuple[str, ...]) -> dict[str, str]:
-    out = {}
-    for o in ops:
-        if "=" not in o:
-            _fail(f"--op {o!r}: write NAME=OPTION, e.g. --op /conv1/Conv=int8/int8/int8/50")
-        k, v = o.rsplit("=", 1)
-        out[k.strip()] = v.strip()
-    return out
+from .common import calibration_path, fail, parse_inputs, parse_ops, user_errors, with_inputs
 
 
 def _print_totals(out: dict[str, Any]) -> None:
@@ -42,39 +22,8 @@ def _print_totals(out: dict[str, Any]) -> None:
                f"peak memory {t['peak_memory_bytes'] / 1e6:.2f} MB   memory power {t['memory_power_mw']:.1f} mW")
 
 
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from compiler.errors import InputSpecError, ModelRunError, SandboxError
-    from compiler.graph import ModelFormatError
-    from simulator.options import OptionError
-
-    return (OptionError, ModelFormatError, ModelRunError, InputSpecError, SandboxError)
-
-
-def _inputs(inputs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from compiler.errors import InputSpecError
-    from compiler.inputs import parse_shape_args, parse_value_args
-
-    try:
-        return parse_shape_args(inputs), parse_value_args(values)
-    except InputSpecError as e:
-        raise click.BadParameter(str(e)) from None
-
-
-_input_options = [
-    click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224",
-                 help="Input shape (repeatable); other symbolic dims get defaults by input role, as `analyze`."),
-    click.option("--input-value", "values", multiple=True, metavar="NAME=16000", help="Fill an input with a value."),
-]
-
-
-def _with_inputs(f: Any) -> Any:
-    for opt in reversed(_input_options):
-        f = opt(f)
-    return f
-
-
 def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
-    from edgescope.cli import echo_inputs
+    from edgescope.commands.echo import echo_inputs
 
     echo_inputs(out["inputs"])
     unknown = out["work_unknown"]
@@ -89,7 +38,7 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
 @click.option("--model-wide", default="fp32", show_default=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
               help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
-@_with_inputs
+@with_inputs
 @click.option("--calibration", type=click.Path(path_type=Path), default=None,
               help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
 @click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
@@ -99,13 +48,13 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inp
     """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
     from simulator.predict import predict_model
 
-    shapes, vals = _inputs(inputs, values)
+    shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
-            out, *_ = predict_model(model, target, model_wide, _parse_ops(ops), td, _calibration_path(calibration),
+            out, *_ = predict_model(model, target, model_wide, parse_ops(ops), td, calibration_path(calibration),
                                     shapes, vals)
-    except _user_errors() as e:
-        _fail(str(e))
+    except user_errors() as e:
+        fail(str(e))
     if as_json:
         click.echo(json.dumps(out))
         return
@@ -124,7 +73,7 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inp
               help="Output file: .onnx (ONNX Runtime targets), .mlpackage.zip (Core ML), .tflite (LiteRT).")
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
 @click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
-@_with_inputs
+@with_inputs
 @click.option("--json", "as_json", is_flag=True)
 def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
              calibration: Path | None, measure: bool, inputs: tuple[str, ...], values: tuple[str, ...],
@@ -135,13 +84,13 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
     .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
     from compiler.optimize.export import optimize_for_target
 
-    shapes, vals = _inputs(inputs, values)
+    shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
-            result = optimize_for_target(model, out_path, target, model_wide, _parse_ops(ops), td,
-                                         _calibration_path(calibration), input_shapes=shapes, input_values=vals)
-    except _user_errors() as e:
-        _fail(str(e))
+            result = optimize_for_target(model, out_path, target, model_wide, parse_ops(ops), td,
+                                         calibration_path(calibration), input_shapes=shapes, input_values=vals)
+    except user_errors() as e:
+        fail(str(e))
     out = result["prediction"]
     pred = out["totals"]["size_bytes"]
     result = {**out, "path": result["path"], "size_bytes": result["size_bytes"],
@@ -222,7 +171,7 @@ def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
     from simulator.calibration import load_or_calibrate
     from simulator.litert_calibration import cache_path, with_litert
 
-    path = _calibration_path(out_path)
+    path = calibration_path(out_path)
     echo = lambda s: None if as_json else click.echo(s, err=True)  # noqa: E731
     hw = load_or_calibrate(path, progress=echo, force=force)
     if force:

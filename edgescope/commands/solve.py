@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .simulate import _calibration_path, _fail, _inputs, _parse_ops, _user_errors, _with_inputs
+from .common import calibration_path, fail, parse_inputs, parse_ops, user_errors, with_inputs
 
 
 def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budget: Any, keep: tuple[str, ...],
@@ -27,7 +27,7 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
     preset = parse_preset(model_wide).name
     with tempfile.TemporaryDirectory() as td:
         source, compiled, plans = compile_for(model, target, td, shapes, values)
-        r = sweep(compiled, target, calibration_path=_calibration_path(calibration) if t.profile == "host-cpu" else None,
+        r = sweep(compiled, target, calibration_path=calibration_path(calibration) if t.profile == "host-cpu" else None,
                   source=source, input_values=fill_values(plans))
     overrides = task_overrides(compiled, r.per_op, ops, t.float_format)
     keep_ids = list(task_overrides(compiled, r.per_op, {k: t.float_format for k in keep}, t.float_format))
@@ -64,7 +64,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 @click.option("--memory-power-mw", type=float, default=None, help="Memory power limit (mW).")
 @click.option("--keep-float", "keep", multiple=True, metavar="NAME",
               help="An op (task id, task name or source node) that must stay float (repeatable).")
-@_with_inputs
+@with_inputs
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposals as one JSON object.")
 def solve(model: Path, target: str, model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
@@ -75,14 +75,14 @@ def solve(model: Path, target: str, model_wide: str, ops: tuple[str, ...], laten
     changes, most layers kept float, least size), from its option table and the totals rule."""
     from simulator.solver import Budget
 
-    shapes, vals = _inputs(inputs, values)
+    shapes, vals = parse_inputs(inputs, values)
     try:
         budget = Budget.of(latency_ms=latency_ms, fps=fps,
                            peak_memory_bytes=peak_memory_mb * 1e6 if peak_memory_mb is not None else None,
                            size_bytes=size_mb * 1e6 if size_mb is not None else None, memory_power_mw=memory_power_mw)
-        out = _solve(model, target, model_wide, _parse_ops(ops), budget, keep, calibration, shapes, vals)
-    except _user_errors() as e:
-        _fail(str(e))
+        out = _solve(model, target, model_wide, parse_ops(ops), budget, keep, calibration, shapes, vals)
+    except user_errors() as e:
+        fail(str(e))
     if as_json:
         click.echo(json.dumps(out))
         return

@@ -22,7 +22,7 @@ from ..access import model_for
 from ..auth import current_user
 from .common import iso, json_body, services
 from .errors import ApiError
-from .results import op_index_for
+from .stored import op_index_for
 
 bp = Blueprint("analyses", __name__, url_prefix="/api/models/<model_id>/analyses")
 

@@ -13,6 +13,7 @@ from .errors import ApiError
 
 
 def services() -> Services:
+    """The app's handles to stored state (server.app.create_app puts them there): the one way views reach them."""
     return current_app.extensions["edgescope"]
 
 

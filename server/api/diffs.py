@@ -22,7 +22,7 @@ from store.packed import read_record
 from ..auth import current_user
 from .common import services
 from .errors import ApiError
-from .results import _artifact, _columns_of, _op_index, _ready_model, _replaced, _stored, _version
+from .stored import columns_of, find_artifact, op_index, ready_model, replaced_error, require_artifact, version_of
 
 bp = Blueprint("diffs", __name__, url_prefix="/api/models/<model_id>")
 
@@ -35,17 +35,17 @@ def _json_blob(blobs: BlobStore, key: str, version: str) -> Any:
 
 
 def _doc(s: Any, m: Model, kind: str, target: str) -> Any:
-    a = _artifact(s, m.id, kind, target)
-    return _json_blob(services().blobs, a.key, _version(a))
+    a = require_artifact(s, m.id, kind, target)
+    return _json_blob(services().blobs, a.key, version_of(a))
 
 
 def _edges(s: Any, m: Model, target: str) -> list[tuple[str, str]]:
-    stored = _stored(s, m.id, "graph_columns", target)
+    stored = find_artifact(s, m.id, "graph_columns", target)
     if stored is not None:
-        cols = _json_blob(services().blobs, stored.key, _version(stored))
+        cols = _json_blob(services().blobs, stored.key, version_of(stored))
     else:
-        a = _artifact(s, m.id, "graph", target)
-        cols = json.loads(_columns_of(services().blobs, a.key, _version(a)))
+        a = require_artifact(s, m.id, "graph", target)
+        cols = json.loads(columns_of(services().blobs, a.key, version_of(a)))
     ids = cols["ids"]
     return [(ids[x], ids[y]) for x, y in zip(cols["src"], cols["dst"], strict=True)]
 
@@ -62,7 +62,7 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
     """`?against=<analysis id>` (default: its parent; `base`, or no parent: the unoptimized model)."""
     svc = services()
     with session_scope(svc.sessions) as s:
-        m = _ready_model(s, model_id)
+        m = ready_model(s, model_id)
         a = _analysis(s, m, analysis_id)
         against = request.args.get("against") or a.parent_id or "base"
         other = None if against == "base" else _analysis(s, m, against)
@@ -70,10 +70,11 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
         if other is not None and other.state["target"] != target:
             raise ApiError(400, "other_target", f"'{other.name}' is for {other.state['target']}, this analysis for "
                                                 f"{target}: compare analyses of one target.")
-        bulk_a = _artifact(s, m.id, "options", target)
-        ia = _artifact(s, m.id, "op_options_index", target)
-        pack_key, index_key, index_version = _artifact(s, m.id, "op_options", target).key, ia.key, _version(ia)
-        bulk_key, bulk_version = bulk_a.key, _version(bulk_a)
+        bulk_a = require_artifact(s, m.id, "options", target)
+        ia = require_artifact(s, m.id, "op_options_index", target)
+        pack_key = require_artifact(s, m.id, "op_options", target).key
+        index_key, index_version = ia.key, version_of(ia)
+        bulk_key, bulk_version = bulk_a.key, version_of(bulk_a)
         after: State = {"model_wide": a.state["model_wide"], "overrides": dict(a.state["overrides"])}
         base_info = {"id": None, "name": "unoptimized"} if other is None else {"id": other.id, "name": other.name}
         name = a.name
@@ -81,12 +82,12 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
         bulk = _json_blob(svc.blobs, bulk_key, bulk_version)
         before: State = ({"model_wide": bulk["base"]["preset"], "overrides": {}} if other is None else
                          {"model_wide": other.state["model_wide"], "overrides": dict(other.state["overrides"])})
-        index, offsets = _op_index(svc.blobs, index_key, index_version)
+        index, offsets = op_index(svc.blobs, index_key, index_version)
         per_op = {op: read_record(svc.blobs, pack_key, offsets, index[op])
                   for op in set(before["overrides"]) | set(after["overrides"]) if op in index}
         diff = state_diff(bulk, per_op, before, after)
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
     except OptionError as e:  # a state the current results no longer offer (the model was re-analysed)
         raise ApiError(409, "stale_state", str(e)) from None
     return jsonify(target=target, analysis={"id": analysis_id, "name": name}, against=base_info,
@@ -102,7 +103,7 @@ def model_diff(model_id: str) -> ResponseReturnValue:
         raise ApiError(400, "bad_other", "Name the model to compare with: ?other=<model id>.")
     svc = services()
     with session_scope(svc.sessions) as s:
-        ma, mb = _ready_model(s, model_id), _ready_model(s, other_id)
+        ma, mb = ready_model(s, model_id), ready_model(s, other_id)
         common = [t for t in ma.targets if t in mb.targets]
         target = request.args.get("target") or (common[0] if common else "")
         if target not in common:
@@ -112,7 +113,7 @@ def model_diff(model_id: str) -> ResponseReturnValue:
             ops_a, ops_b = _doc(s, ma, "ops", target), _doc(s, mb, "ops", target)
             ea, eb = _edges(s, ma, target), _edges(s, mb, target)
         except BlobNotFound:
-            raise _replaced() from None
+            raise replaced_error() from None
         names = {"a": {"id": ma.id, "name": ma.name}, "b": {"id": mb.id, "name": mb.name}}
         peaks = []
         for mm in (ma, mb):

@@ -112,10 +112,10 @@ def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
     from simulator.options import parse_preset
     from store.packed import read_record
 
-    from .results import _artifact, _op_index, _version
+    from .stored import op_index, require_artifact, version_of
 
     blobs, target = services().blobs, state["target"]
-    bulk = json.loads(gzip.decompress(blobs.get_bytes(_artifact(s, model_id, "options", target).key)))
+    bulk = json.loads(gzip.decompress(blobs.get_bytes(require_artifact(s, model_id, "options", target).key)))
     if "exportable" not in bulk:
         return None  # an exporter that does not mark, or a table written before marking
     names = [p["name"] for p in bulk["presets"]]
@@ -123,9 +123,9 @@ def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
     if preset in names and not bulk["exportable"][names.index(preset)]:
         return f"{preset} cannot be exported for this model: {bulk['export_reasons'][names.index(preset)]}"
     if state["overrides"]:
-        ia = _artifact(s, model_id, "op_options_index", target)
-        index, offsets = _op_index(blobs, ia.key, _version(ia))
-        pack = _artifact(s, model_id, "op_options", target).key
+        ia = require_artifact(s, model_id, "op_options_index", target)
+        index, offsets = op_index(blobs, ia.key, version_of(ia))
+        pack = require_artifact(s, model_id, "op_options", target).key
         for op, combo in state["overrides"].items():
             rec = read_record(blobs, pack, offsets, index[op])
             ok = rec.get("exportable")

@@ -19,7 +19,7 @@ from store.db import session_scope
 from .. import interop
 from .common import json_body, services
 from .errors import ApiError
-from .results import _artifact, _ready_model, _replaced, _target, _version
+from .stored import ready_model, replaced_error, require_artifact, requested_target, version_of
 
 bp = Blueprint("planning", __name__, url_prefix="/api/models/<model_id>")
 
@@ -88,14 +88,15 @@ def solve(model_id: str) -> ResponseReturnValue:
     model_wide = body.get("model_wide") or "fp32"
     svc = services()
     with session_scope(svc.sessions) as s:
-        m = _ready_model(s, model_id)
-        t = body.get("target") or _target(m)
+        m = ready_model(s, model_id)
+        t = body.get("target") or requested_target(m)
         if t not in m.targets:
             raise ApiError(404, "unknown_target", f"This model was not analysed for target '{t}'; "
                                                   f"its targets: {', '.join(m.targets)}.")
-        oa = _artifact(s, model_id, "options", t)
-        keys = (oa.key, _artifact(s, model_id, "op_options", t).key, _artifact(s, model_id, "op_options_index", t).key)
-        version = _version(oa)
+        oa = require_artifact(s, model_id, "options", t)
+        keys = (oa.key, require_artifact(s, model_id, "op_options", t).key,
+                require_artifact(s, model_id, "op_options_index", t).key)
+        version = version_of(oa)
     t0 = time.perf_counter()
     try:
         table = _table(svc.blobs, *keys, version)
@@ -104,7 +105,7 @@ def solve(model_id: str) -> ResponseReturnValue:
                            memory_power_mw=_number(b, "memory_power_mw"))
         sol = run(table, model_wide, overrides, budget, keep)
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
     except OptionError as e:
         raise ApiError(400, "bad_budget", str(e)) from None
     return {"target": t, **solution_json(sol), "seconds": time.perf_counter() - t0}
@@ -113,14 +114,14 @@ def solve(model_id: str) -> ResponseReturnValue:
 def _docs(model_id: str, kinds: tuple[str, ...]) -> tuple[str, list[Any]]:
     svc = services()
     with session_scope(svc.sessions) as s:
-        m = _ready_model(s, model_id)
-        t = _target(m)
-        arts = [_artifact(s, model_id, k, t if k == "ops" else "") for k in kinds]
+        m = ready_model(s, model_id)
+        t = requested_target(m)
+        arts = [require_artifact(s, model_id, k, t if k == "ops" else "") for k in kinds]
         keys = [a.key for a in arts]
     try:
         return t, [json.loads(gzip.decompress(svc.blobs.get_bytes(k))) for k in keys]
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
 
 
 def _attachment(body: str, mimetype: str, filename: str) -> Response:

@@ -4,69 +4,22 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-from functools import lru_cache
-from typing import Any
 
 from flask import Blueprint, Response, request, send_file
 from flask.typing import ResponseReturnValue
-from sqlalchemy import select
 
-from store.blobs import BlobNotFound, BlobStore
+from store.blobs import BlobNotFound
 from store.db import session_scope
-from store.models import Artifact, Model
 from store.packed import read_record
 
 from ..access import model_for
 from ..auth import current_user
 from .common import services
 from .errors import ApiError
+from .stored import (columns_of, find_artifact, op_index, ready_model, replaced_error, require_artifact,
+                     requested_target, version_of)
 
 bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
-
-
-def _ready_model(s: Any, model_id: str) -> Model:
-    m, _ = model_for(s, model_id, current_user())
-    job = m.job
-    if job is None or job.status != "ready":
-        if job is not None and job.status == "failed":
-            raise ApiError(409, "failed", f"The analysis failed: {job.error}")
-        where = f" (stage {job.stage}, {job.progress}%)" if job else ""
-        raise ApiError(409, "not_ready", f"The model is still being analysed{where}; try again when its "
-                                         f"status is 'ready'.")
-    return m
-
-
-def _target(m: Model) -> str:
-    t = request.args.get("target") or (m.targets[0] if m.targets else "")
-    if t not in m.targets:
-        raise ApiError(404, "unknown_target", f"This model was not analysed for target '{t}'; "
-                                              f"its targets: {', '.join(m.targets)}.")
-    return t
-
-
-def _stored(s: Any, model_id: str, kind: str, target: str = "") -> Artifact | None:
-    return s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
-                                           Artifact.target == target))
-
-
-def _artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
-    a = _stored(s, model_id, kind, target)
-    if a is None:
-        raise ApiError(404, "no_result", f"No stored '{kind}' result for this model"
-                                         f"{' and target ' + target if target else ''}.")
-    return a
-
-
-def _replaced() -> ApiError:
-    # The previous analysis' blobs are deleted once a re-analysis is ready; a read that looked its key up
-    # just before that finds it gone.
-    return ApiError(409, "results_replaced", "The model was re-analysed while this was read; load it again.")
-
-
-def _version(a: Artifact) -> str:
-    """Changes whenever the stored document does: a re-analysis writes keys of its own job (store/keys.py) and
-    stamps the row again (results stored before keys were per job share their key across re-analyses)."""
-    return f"{a.key}@{a.created_at.isoformat() if a.created_at else ''}"
 
 
 def _fresh(resp: Response, version: str) -> Response:
@@ -85,7 +38,7 @@ def _send_gz_json(key: str, version: str) -> Response:
     try:
         data = services().blobs.get_bytes(key)
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
     if gz:
         resp = Response(data, mimetype="application/json")
         resp.headers["Content-Encoding"] = "gzip"
@@ -97,9 +50,9 @@ def _send_gz_json(key: str, version: str) -> Response:
 
 def _document(model_id: str, kind: str, per_target: bool) -> Response:
     with session_scope(services().sessions) as s:
-        m = _ready_model(s, model_id)
-        a = _artifact(s, model_id, kind, _target(m) if per_target else "")
-        key, version = a.key, _version(a)
+        m = ready_model(s, model_id)
+        a = require_artifact(s, model_id, kind, requested_target(m) if per_target else "")
+        key, version = a.key, version_of(a)
     return _send_gz_json(key, version)
 
 
@@ -120,35 +73,25 @@ def graph(model_id: str) -> ResponseReturnValue:
         return _document(model_id, "graph", per_target=view == "compiled")
     with session_scope(services().sessions) as s:
         try:
-            m = _ready_model(s, model_id)
+            m = ready_model(s, model_id)
         except ApiError as e:
             # `early=1`: the page's first request, sent before it knows the model's status (web/index.html); a
             # model still being analysed answers "nothing yet" rather than an error the browser would log
             if e.status == 409 and request.args.get("early") == "1":
                 return Response(status=204)
             raise
-        target = _target(m) if view == "compiled" else ""
-        stored = _stored(s, model_id, "graph_columns", target)
-        a = stored if stored is not None else _artifact(s, model_id, "graph", target)
-        key, version = a.key, _version(a)
+        target = requested_target(m) if view == "compiled" else ""
+        stored = find_artifact(s, model_id, "graph_columns", target)
+        a = stored if stored is not None else require_artifact(s, model_id, "graph", target)
+        key, version = a.key, version_of(a)
     if stored is not None:
         return _send_gz_json(key, version)
     # Analysed before the columns were stored: derived from the stored graph once per process.
     try:
-        resp = Response(_columns_of(services().blobs, key, version), mimetype="application/json")
+        resp = Response(columns_of(services().blobs, key, version), mimetype="application/json")
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
     return _fresh(resp, version)
-
-
-@lru_cache(maxsize=8)
-def _columns_of(blobs: BlobStore, key: str, version: str) -> bytes:
-    import json
-
-    from worker.results import graph_columns
-
-    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
-    return json.dumps(graph_columns(doc), separators=(",", ":")).encode()
 
 
 @bp.get("/options")
@@ -156,38 +99,22 @@ def options(model_id: str) -> ResponseReturnValue:
     return _document(model_id, "options", per_target=True)
 
 
-@lru_cache(maxsize=64)
-def _op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], list[int]]:
-    # Keyed by the artifact's version, not only its key (results stored before keys were per job share a key
-    # across re-analyses).
-    import json
-
-    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
-    return {op: i for i, op in enumerate(doc["ops"])}, doc["offsets"]
-
-
-def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
-    """Op id -> position in the option tables of `target` (the ops a state may override)."""
-    a = _artifact(s, m.id, "op_options_index", target)
-    return _op_index(services().blobs, a.key, _version(a))[0]
-
-
 @bp.get("/ops/<opid:op_id>/options")
 def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
     svc = services()
     with session_scope(svc.sessions) as s:
-        m = _ready_model(s, model_id)
-        t = _target(m)
-        ia = _artifact(s, model_id, "op_options_index", t)
-        index_key, index_version = ia.key, _version(ia)
-        pack_key = _artifact(s, model_id, "op_options", t).key
+        m = ready_model(s, model_id)
+        t = requested_target(m)
+        ia = require_artifact(s, model_id, "op_options_index", t)
+        index_key, index_version = ia.key, version_of(ia)
+        pack_key = require_artifact(s, model_id, "op_options", t).key
     try:
-        index, offsets = _op_index(svc.blobs, index_key, index_version)
+        index, offsets = op_index(svc.blobs, index_key, index_version)
         if op_id not in index:
             raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
         return read_record(svc.blobs, pack_key, offsets, index[op_id])
     except BlobNotFound:
-        raise _replaced() from None
+        raise replaced_error() from None
 
 
 @bp.get("/download")

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app, request
+from flask import request
 
 from store.models import Model
 
-from .common import iso
+from .common import iso, services
 
 
 def share_url(model_id: str) -> str:
-    base = current_app.extensions["edgescope"].settings.public_url or request.host_url
+    base = services().settings.public_url or request.host_url
     return f"{base.rstrip('/')}/m/{model_id}"
 
 

@@ -1,7 +1,7 @@
 """Fixtures for the browser tests: Debian's Chromium through Playwright, and the server the UI talks to.
 
 `ui_server` is the real `edgescope serve` (the session-wide `live_server` of tests/conftest.py). With
-EDGESCOPE_UI_MOCK=1 it is tests/browser/mock_server.py instead (synthetic data; for UI work without the pipeline).
+EDGESCOPE_UI_MOCK=1 it is testkit/mock_server.py instead (synthetic data; for UI work without the pipeline).
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def ui_server(request: pytest.FixtureRequest) -> Iterator[UiServer]:
     if not (ROOT / "web" / "dist" / "index.html").exists():
         pytest.fail("web/dist is not built: run `make web` (cd web && npm ci && npm run build)")
     if os.environ.get("EDGESCOPE_UI_MOCK") == "1":
-        from tests.browser.mock_server import serve
+        from testkit.mock_server import serve
 
         srv = serve(0, ROOT / "web" / "dist", stage_seconds=0.25)
         t = threading.Thread(target=srv.serve_forever, daemon=True)

@@ -69,7 +69,7 @@ def _tflite_dynamic_hw(path: Path) -> Path:
     from ai_edge_litert import schema_py_generated as schema
     import flatbuffers
 
-    from tests.formats import tflite_builder
+    from testkit import tflite_builder
 
     tflite_builder.cnn(path, resolution=16, width=8)
     m = schema.ModelT.InitFromObj(schema.Model.GetRootAsModel(path.read_bytes(), 0))
@@ -82,7 +82,7 @@ def _tflite_dynamic_hw(path: Path) -> Path:
 
 
 def write_fixtures(out: Path) -> list[dict[str, Any]]:
-    from tests import modelzoo
+    from testkit import modelzoo
 
     out.mkdir(parents=True, exist_ok=True)
     files = [modelzoo.dynamic_dims(out / "dynamic_dims.onnx"), _ir3_initializers_as_inputs(out / "ir3_weights_as_inputs.onnx"),

@@ -1,4 +1,4 @@
-"""Small models the browser tests need beyond tests/modelzoo.py."""
+"""Small models the browser tests need beyond testkit/modelzoo.py."""
 from __future__ import annotations
 
 from pathlib import Path

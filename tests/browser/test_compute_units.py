@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests import modelzoo
+from testkit import modelzoo
 from tests.browser.conftest import shot
 from tests.browser.test_ui import GRAPH, ROWS, open_model
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import requests
 
-from tests import modelzoo
+from testkit import modelzoo
 from tests.browser.conftest import OWNER, shot
 
 pytestmark = pytest.mark.browser

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests import modelzoo
+from testkit import modelzoo
 from tests.browser.conftest import OWNER, shot
 
 pytestmark = pytest.mark.browser

@@ -48,7 +48,7 @@ def test_analyze_with_input_overrides(zoo, calibration_dir: Path, tmp_path: Path
 
 
 def test_target_that_cannot_run_the_format(calibration_dir: Path, tmp_path: Path) -> None:
-    from tests.formats import tflite_builder
+    from testkit import tflite_builder
 
     model = tflite_builder.cnn(tmp_path / "cnn.tflite")
     for cmd in ("analyze", "predict"):
@@ -102,7 +102,7 @@ def test_optimize_litert_with_ai_edge_quantizer(calibration_dir: Path, tmp_path:
     import numpy as np
     from ai_edge_litert.interpreter import Interpreter
 
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
     p = _cli("optimize", "block.tflite", "--target", "litert-cpu/host", "--model-wide", "int8-dynamic",

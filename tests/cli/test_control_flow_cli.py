@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests import controlflow_models as cm
+from testkit import controlflow_models as cm
 from tests.cli.test_cli import _cli
 
 RPI = "ort-xnnpack/rpi5"

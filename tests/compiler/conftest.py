@@ -7,7 +7,7 @@ import pytest
 
 from compiler import frontends
 from compiler.graph import Graph
-from tests import modelzoo
+from testkit import modelzoo
 
 
 class Zoo:

@@ -10,7 +10,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler import frontends
-from compiler.concrete import fix_onnx_inputs, observed_shapes, trace_shapes
+from compiler.backends.ort import trace_shapes
+from compiler.concrete import fix_onnx_inputs, observed_shapes
 from compiler.errors import InputSpecError
 from compiler.graph import Graph, Node, Value
 from compiler.prepare import prepare

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from compiler import frontends
 from compiler.backends import ort
-from tests import controlflow_models as cm
+from testkit import controlflow_models as cm
 
 
 def test_ort_compiles_and_profiles_loop_bodies(tmp_path: Path) -> None:

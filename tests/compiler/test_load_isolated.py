@@ -9,7 +9,7 @@ import pytest
 
 from compiler.frontends import load, load_isolated
 from compiler.graph import ModelFormatError
-from tests import controlflow_models, modelzoo
+from testkit import controlflow_models, modelzoo
 
 
 @pytest.mark.parametrize("builder,name", [("tiny_cnn", "m.onnx"), ("pt2_net_with_sources", "m.pt2"),

@@ -42,7 +42,7 @@ def test_exporter_by_target_and_source() -> None:
 def test_signature_added_once(tmp_path: Path) -> None:
     from ai_edge_litert.interpreter import Interpreter
 
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     raw = tb.cnn(tmp_path / "cnn.tflite").read_bytes()
     assert Interpreter(model_content=raw).get_signature_list() == {}
@@ -53,7 +53,7 @@ def test_signature_added_once(tmp_path: Path) -> None:
 
 
 def test_litert_per_op_override_keeps_that_kernel_float(tmp_path: Path) -> None:
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     src = tb.transformer_block(tmp_path / "block.tflite", seq=8, hidden=64)
     every = export_tflite(src, tmp_path / "all.tflite", "int8-dynamic")
@@ -66,7 +66,7 @@ def test_litert_per_op_override_keeps_that_kernel_float(tmp_path: Path) -> None:
 
 def test_coreml_neuralnetwork_is_refused(tmp_path: Path) -> None:
     from compiler.optimize.coreml_export import load_package
-    from tests.formats import coreml_builder as cb
+    from testkit import coreml_builder as cb
 
     nn_model = cb.mlmodel_nn(tmp_path / "cnn.mlmodel")
     with pytest.raises(OptionError, match="ML Program"):
@@ -77,7 +77,7 @@ def test_coreml_neuralnetwork_is_refused(tmp_path: Path) -> None:
 def test_litert_export_size_as_predicted(tmp_path: Path, calibration_dir: Path, option: str) -> None:
     """ai-edge-quantizer's per-channel scales and int64 zero points are in the predicted size (within 2%)."""
     from compiler.optimize.export import optimize_for_target
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
     (tmp_path / "w").mkdir()

@@ -11,7 +11,7 @@ import pytest
 from compiler import frontends
 from compiler.frontends import archive, coreml
 from compiler.graph import ModelFormatError
-from tests.formats import coreml_builder as cb
+from testkit import coreml_builder as cb
 
 
 @pytest.fixture(scope="session")
@@ -71,7 +71,7 @@ def test_neuralnetwork_mlmodel(nn_mlmodel: Path) -> None:
 
 
 def test_onnx_still_detected_as_onnx(tmp_path: Path) -> None:
-    from tests import modelzoo
+    from testkit import modelzoo
 
     assert frontends.detect(modelzoo.tiny_cnn(tmp_path / "m.onnx")) == "onnx"
 

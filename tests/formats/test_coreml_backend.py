@@ -10,7 +10,7 @@ import pytest
 from compiler import backends, frontends
 from compiler.graph import ModelFormatError
 from edgescope.commands.export_pt2 import export_pt2
-from tests.formats import coreml_builder as cb
+from testkit import coreml_builder as cb
 from tests.formats.test_pt2 import SRC
 
 

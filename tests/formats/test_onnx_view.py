@@ -9,8 +9,8 @@ import pytest
 from compiler import frontends
 from compiler.frontends.onnx_view import onnx_view
 from simulator.costs import work_of
-from tests.formats import coreml_builder as cb
-from tests.formats import tflite_builder as tb
+from testkit import coreml_builder as cb
+from testkit import tflite_builder as tb
 from tests.formats.test_pt2 import SRC
 
 
@@ -55,7 +55,7 @@ def test_coreml_and_pt2_views(models) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_onnx_graphs_pass_through(tmp_path: Path) -> None:
-    from tests import modelzoo
+    from testkit import modelzoo
 
     g = frontends.load(modelzoo.tiny_cnn(tmp_path / "m.onnx"))
     assert onnx_view(g) is g

@@ -21,8 +21,9 @@ from compiler.frontends import pt2
 from compiler.graph import ModelFormatError
 from compiler.profile import ProfileSettings
 from edgescope.commands.export_pt2 import commands, export_pt2
+from testkit.modelzoo import PT2_SRC
 
-SRC = Path(__file__).parent / "pt2src"
+SRC = PT2_SRC
 
 
 @pytest.fixture(scope="session")
@@ -56,7 +57,7 @@ def test_graph_hierarchy_and_weights(net_pt2: Path) -> None:
     assert w.shape == [8, 8, 3, 3] and w.dtype == "float32" and w.weight is not None
     import torch
 
-    from tests.formats.pt2src.net import build
+    from testkit.pt2src.net import build
 
     ref = build()[0].blocks[0].conv.weight.detach()
     assert w.weight.max == pytest.approx(float(ref.max())) and w.weight.min == pytest.approx(float(ref.min()))

@@ -191,7 +191,7 @@ def test_relative_paths_reach_the_sandbox(tmp_path: Path, monkeypatch: pytest.Mo
     # The sandbox child runs in its own temporary directory: a relative model path must still work.
     from compiler.backends import litert
     from compiler.profile import ProfileSettings
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     tb.int8_add(tmp_path / "m.tflite")
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,7 @@ from compiler.errors import InputSpecError, ModelRunError, SandboxError
 from compiler.frontends import tflite
 from compiler.graph import ModelFormatError
 from compiler.profile import ProfileSettings
-from tests.formats import tflite_builder as tb
+from testkit import tflite_builder as tb
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import pytest
 from compiler.frontends import tflite
 from simulator.sweep import sweep
 from simulator.tflite_ops import tflite_works
-from tests.formats import tflite_builder as tb
+from testkit import tflite_builder as tb
 
 
 @pytest.fixture(scope="session")

@@ -74,7 +74,7 @@ def test_coreml_export_compressed_and_measured(live_server, tmp_path: Path) -> N
     import coremltools as ct
 
     from compiler.frontends import coreml as coreml_frontend
-    from tests.formats import coreml_builder as cb
+    from testkit import coreml_builder as cb
 
     src = cb.compressible_mlpackage_zip(tmp_path / "convnet.mlpackage.zip")
     package_bytes = sum(f.stat().st_size for f in (tmp_path / "convnet.mlpackage").rglob("*") if f.is_file())
@@ -120,7 +120,7 @@ def _litert_run(path: Path) -> np.ndarray:
 def test_litert_export_with_ai_edge_quantizer(live_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A .tflite: int8-dynamic by ai-edge-quantizer, measured on LiteRT here, runs in the interpreter;
     int8-static with one operator kept float is bigger by that operator's weights."""
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
     m = live_server.upload(src, targets=["litert-cpu/host"])
@@ -150,7 +150,7 @@ def test_litert_export_with_ai_edge_quantizer(live_server, tmp_path: Path) -> No
 
 
 def test_export_refuses_what_the_exporter_lacks(live_server, zoo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from tests.formats import tflite_builder as tb
+    from testkit import tflite_builder as tb
 
     t = live_server.upload(tb.cnn(tmp_path / "cnn.tflite"), targets=["litert-cpu/host"])
     r = _post(live_server, t["id"], {"target": "litert-cpu/host", "model_wide": "palettize-4bit"})

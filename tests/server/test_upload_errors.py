@@ -78,7 +78,7 @@ def test_bad_fields(client, zoo, field: str, value: str, message: str) -> None: 
 
 
 def test_target_that_cannot_run_the_format(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from tests.formats import tflite_builder
+    from testkit import tflite_builder
 
     data = tflite_builder.cnn(tmp_path / "cnn.tflite").read_bytes()
     r = _post(client, data, filename="cnn.tflite", targets='["litert-cpu/host", "ort-cpu/host"]')

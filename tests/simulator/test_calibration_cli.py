@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulator import calibration
-from tests import modelzoo
+from testkit import modelzoo
 
 
 def _fake_cache() -> dict:

@@ -18,7 +18,7 @@ from compiler.optimize.onnx_export import export_onnx, kmeans_1d, preprocess, pr
 from simulator.options import OptionError
 from simulator.sweep import sweep
 from simulator.totals import totals
-from tests import modelzoo
+from testkit import modelzoo
 
 warnings.filterwarnings("ignore")
 logging.getLogger().setLevel(logging.ERROR)

@@ -13,7 +13,7 @@ from simulator.costs import WEIGHTED_KINDS
 from simulator.sweep import sweep
 from simulator.targets import default_targets, get_target
 from simulator.totals import totals
-from tests import modelzoo
+from testkit import modelzoo
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from simulator.solver import Budget, is_float_combo, prepare, solution_json, sol
 from simulator.sweep import sweep
 from simulator.totals import totals
 from tests.simulator.helpers import conv_chain
-from tests.simulator.solver_tables import every_state, random_table
+from testkit.solver_tables import every_state, random_table
 
 LIMITS = ("latency_ms", "peak_memory_bytes", "size_bytes", "memory_power_mw")
 

@@ -12,7 +12,7 @@ HOST = "ort-cpu/host"
 def test_ten_thousand_ops_sweep() -> None:
     # Its speed (under 2 s) is a benchmark figure (benchmarks/sweep.py), not a timed test: a shared
     # machine missed a 4 s bound at load 12.
-    from benchmarks.sweep import chain
+    from testkit.graphs import chain
 
     r = sweep(chain(10_000), HOST)
     assert len(r.bulk["ops"]) == 10_000 and math.isfinite(r.bulk["base"]["latency_ms"])

@@ -15,7 +15,7 @@ from compiler.profile import Profile, TaskTiming
 from simulator.control_flow import discount_parents, executions, observed_executions
 from simulator.costs import work_of
 from simulator.sweep import sweep
-from tests import controlflow_models as cm
+from testkit import controlflow_models as cm
 
 RPI = "ort-xnnpack/rpi5"
 

@@ -13,7 +13,7 @@ from compiler import frontends
 from compiler.backends import as_tasks, ort
 from compiler.frontends.onnx_scopes import name_by_id
 from compiler.graph import Graph
-from tests import controlflow_models as cm
+from testkit import controlflow_models as cm
 
 
 def test_if_branches_are_nodes_nested_under_their_parent(tmp_path: Path) -> None:

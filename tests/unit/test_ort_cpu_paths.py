@@ -1,5 +1,6 @@
 """ORT CPU (x86) execution paths the fidelity benchmark exposed: fp16 through Casts, per-path setup,
-per-channel setup of dynamically quantized depthwise convs (the joint calibration fit: tests/simulator/test_calibration_fit.py)."""
+per-channel setup of dynamically quantized depthwise convs (the joint calibration fit that finds them:
+tests/simulator/test_calibration_fit.py)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from tests.formats.pt2src.layers import Block
+from testkit.pt2src.layers import Block
 
 
 class Net(nn.Module):

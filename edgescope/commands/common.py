@@ -1,0 +1,62 @@
+"""What the simulator's commands share (`predict`, `optimize`, `options`, `calibrate`, `solve`): input shapes and
+values on the command line, `--op` overrides, the calibration file, and the errors shown to the user as such."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def calibration_path(explicit: Path | None) -> Path:
+    if explicit is not None:
+        return explicit
+    from edgescope.config import Settings
+
+    return Path(Settings.from_env().calibration_path)
+
+
+def fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+def parse_ops(ops: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for o in ops:
+        if "=" not in o:
+            fail(f"--op {o!r}: write NAME=OPTION, e.g. --op /conv1/Conv=int8/int8/int8/50")
+        k, v = o.rsplit("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    from compiler.errors import InputSpecError, ModelRunError, SandboxError
+    from compiler.graph import ModelFormatError
+    from simulator.options import OptionError
+
+    return (OptionError, ModelFormatError, ModelRunError, InputSpecError, SandboxError)
+
+
+def parse_inputs(inputs: tuple[str, ...], values: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from compiler.errors import InputSpecError
+    from compiler.inputs import parse_shape_args, parse_value_args
+
+    try:
+        return parse_shape_args(inputs), parse_value_args(values)
+    except InputSpecError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+INPUT_OPTIONS = [
+    click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224",
+                 help="Input shape (repeatable); other symbolic dims get defaults by input role, as `analyze`."),
+    click.option("--input-value", "values", multiple=True, metavar="NAME=16000", help="Fill an input with a value."),
+]
+
+
+def with_inputs(f: Any) -> Any:
+    for opt in reversed(INPUT_OPTIONS):
+        f = opt(f)
+    return f

@@ -1,0 +1,92 @@
+"""A model's stored results as the API reads them: the ready model, its artifact rows and their versions, and
+the documents decoded from blobs once per process (shared by the results, diffs, planning, exports and analyses
+blueprints)."""
+
+from __future__ import annotations
+
+import gzip
+from functools import lru_cache
+from typing import Any
+
+from flask import request
+from sqlalchemy import select
+
+from store.blobs import BlobStore
+from store.models import Artifact, Model
+
+from ..access import model_for
+from ..auth import current_user
+from .common import services
+from .errors import ApiError
+
+
+def ready_model(s: Any, model_id: str) -> Model:
+    m, _ = model_for(s, model_id, current_user())
+    job = m.job
+    if job is None or job.status != "ready":
+        if job is not None and job.status == "failed":
+            raise ApiError(409, "failed", f"The analysis failed: {job.error}")
+        where = f" (stage {job.stage}, {job.progress}%)" if job else ""
+        raise ApiError(409, "not_ready", f"The model is still being analysed{where}; try again when its "
+                                         f"status is 'ready'.")
+    return m
+
+
+def requested_target(m: Model) -> str:
+    """The `target` query argument, or the model's first target; 404 for one it was not analysed for."""
+    t = request.args.get("target") or (m.targets[0] if m.targets else "")
+    if t not in m.targets:
+        raise ApiError(404, "unknown_target", f"This model was not analysed for target '{t}'; "
+                                              f"its targets: {', '.join(m.targets)}.")
+    return t
+
+
+def find_artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact | None:
+    return s.scalar(select(Artifact).where(Artifact.model_id == model_id, Artifact.kind == kind,
+                                           Artifact.target == target))
+
+
+def require_artifact(s: Any, model_id: str, kind: str, target: str = "") -> Artifact:
+    a = find_artifact(s, model_id, kind, target)
+    if a is None:
+        raise ApiError(404, "no_result", f"No stored '{kind}' result for this model"
+                                         f"{' and target ' + target if target else ''}.")
+    return a
+
+
+def replaced_error() -> ApiError:
+    # The previous analysis' blobs are deleted once a re-analysis is ready; a read that looked its key up
+    # just before that finds it gone.
+    return ApiError(409, "results_replaced", "The model was re-analysed while this was read; load it again.")
+
+
+def version_of(a: Artifact) -> str:
+    """Changes whenever the stored document does: a re-analysis writes keys of its own job (store/keys.py) and
+    stamps the row again (results stored before keys were per job share their key across re-analyses)."""
+    return f"{a.key}@{a.created_at.isoformat() if a.created_at else ''}"
+
+
+@lru_cache(maxsize=8)
+def columns_of(blobs: BlobStore, key: str, version: str) -> bytes:
+    import json
+
+    from compiler.graph_view import graph_columns
+
+    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
+    return json.dumps(graph_columns(doc), separators=(",", ":")).encode()
+
+
+@lru_cache(maxsize=64)
+def op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], list[int]]:
+    # Keyed by the artifact's version, not only its key (results stored before keys were per job share a key
+    # across re-analyses).
+    import json
+
+    doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
+    return {op: i for i, op in enumerate(doc["ops"])}, doc["offsets"]
+
+
+def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
+    """Op id -> position in the option tables of `target` (the ops a state may override)."""
+    a = require_artifact(s, m.id, "op_options_index", target)
+    return op_index(services().blobs, a.key, version_of(a))[0]

@@ -1,0 +1,271 @@
+"""The import rules of the source tree (README, "How it works"), read from the code with `ast`: nothing is imported.
+
+- Layers: `compiler/` and `simulator/` import nothing from `worker/`, `store/`, `server/` or `edgescope/`; no part of
+  the product imports `tests/`, `testkit/`, `benchmarks/` or `corpus/`; `benchmarks/`, `corpus/` and `testkit/`
+  never import `tests/` (what they share with the tests lives in `testkit/`); the server reaches the worker only
+  to queue work (`SERVER_TO_WORKER`): result documents are shaped below both.
+- `compiler/` -> `simulator/` is the one arrow that still runs backwards (issue 17, item 1: the export path calls
+  the simulator). The imports that exist are listed by name in `COMPILER_TO_SIMULATOR`, and the list may only
+  shrink: a new one fails, and so does an entry that is gone (delete it from the list).
+- No import loops between modules. Imports inside functions and under `TYPE_CHECKING` count: a loop there is still
+  two modules that each need the other. `LOOPS_LEFT` lists the loops still to break (issue 17, item 2); they too
+  may only shrink. A package's `__init__` counts where it is named, not when one of its submodules is.
+- No private name (`_x`) imported from another module outside the tests (which may look inside what they test),
+  but `PRIVATE_LEFT`.
+- Every name imported from a project module exists there (a renamed function fails here, not at run time).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("compiler", "simulator", "worker", "store", "server", "edgescope", "benchmarks", "corpus", "testkit",
+            "tests")
+PRODUCT = ("compiler", "simulator", "worker", "store", "server", "edgescope")
+DEV_ONLY = ("tests", "testkit", "benchmarks", "corpus")
+FORBIDDEN = {
+    "compiler": ("worker", "store", "server", "edgescope", *DEV_ONLY),
+    "simulator": ("worker", "store", "server", "edgescope", *DEV_ONLY),
+    **{p: DEV_ONLY for p in ("worker", "store", "server", "edgescope")},
+    "benchmarks": ("tests",),
+    "corpus": ("tests", "benchmarks", "testkit"),
+    "testkit": ("tests", "benchmarks"),
+}
+# The server queues analyses and exports and reads leases; it never runs or shapes an analysis itself.
+SERVER_TO_WORKER = frozenset({"worker.celery_app", "worker.lease", "worker.scratch"})
+
+# Issue 17, item 1. (importing module, imported module, name): may only shrink.
+COMPILER_TO_SIMULATOR = frozenset({
+    ("compiler.optimize.choices", "simulator.options", "Combo"),
+    ("compiler.optimize.choices", "simulator.options", "OptionError"),
+    ("compiler.optimize.choices", "simulator.options", "parse_combo"),
+    ("compiler.optimize.choices", "simulator.options", "parse_preset"),
+    ("compiler.optimize.coreml_export", "simulator.formats", "lut_bits"),
+    ("compiler.optimize.coreml_export", "simulator.options", "OptionError"),
+    ("compiler.optimize.export", "simulator.options", "OptionError"),
+    ("compiler.optimize.export", "simulator.predict", "optimize_model"),
+    ("compiler.optimize.export", "simulator.predict", "predict_model"),
+    ("compiler.optimize.export", "simulator.targets", "get_target"),
+    ("compiler.optimize.litert_export", "simulator.options", "OptionError"),
+    ("compiler.optimize.onnx_export", "simulator.formats", "lut_bits"),
+    ("compiler.optimize.onnx_export", "simulator.options", "OptionError"),
+    ("compiler.optimize.onnx_export", "simulator.options", "parse_preset"),
+    ("compiler.optimize.onnx_prepare", "simulator.options", "OptionError"),
+    ("compiler.optimize.onnx_rules", "simulator.options", "Combo"),
+    ("compiler.optimize.onnx_rules", "simulator.options", "parse_preset"),
+    ("compiler.optimize.onnx_verify", "simulator.options", "OptionError"),
+})
+# Issue 17, item 2 (the cost model in one module, the hardware passed in): may only shrink.
+LOOPS_LEFT = (
+    frozenset({"simulator.calibration", "simulator.litert_calibration", "simulator.sweep"}),
+    frozenset({"simulator.backends", "simulator.litert_paths"}),  # LiteRT's paths call back into the generic plan
+)
+PRIVATE_LEFT = frozenset({
+    ("simulator.litert_calibration", "simulator.calibration", "_machine"),
+    ("simulator.litert_paths", "simulator.backends", "_plan_on_unit"),
+    ("corpus.check", "simulator.calibration", "_clock"),
+    ("corpus.check", "simulator.calibration", "_session"),
+    ("simulator.solver", "simulator.totals", "_crossing_ms"),  # the crossing formula: item 2, one cost module
+})
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # the importing module
+    target: str  # the module imported (`from a import b`: a.b when b is a module, else a)
+    name: str | None  # `from a import name`; None for `import a` and for a submodule
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.module} (line {self.line}) imports {self.target}{'.' + self.name if self.name else ''}"
+
+
+@cache
+def modules() -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+@cache
+def tree(module: str) -> ast.Module:
+    return ast.parse(modules()[module].read_text(), filename=str(modules()[module]))
+
+
+def _enclosing(name: str) -> str | None:
+    """The longest project module `name` is or is inside of."""
+    while name and name not in modules():
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def imports_of(module: str) -> Iterator[Import]:
+    is_package = modules()[module].name == "__init__.py"
+    for node in ast.walk(tree(module)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                target = _enclosing(alias.name)
+                if target:
+                    yield Import(module, target, None, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")[: len(module.split(".")) - (0 if is_package else 1)]
+                parts = parts[: len(parts) - (node.level - 1)]
+                base = ".".join(parts + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules():
+                    yield Import(module, f"{base}.{alias.name}", None, node.lineno)
+                elif (target := _enclosing(base)) and target != module:
+                    yield Import(module, target, alias.name, node.lineno)
+
+
+@cache
+def all_imports() -> tuple[Import, ...]:
+    return tuple(i for m in sorted(modules()) for i in imports_of(m))
+
+
+def package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def test_layers() -> None:
+    wrong = [str(i) for i in all_imports()
+             if package(i.target) in FORBIDDEN.get(package(i.module), ()) and package(i.module) != package(i.target)]
+    wrong += [str(i) for i in all_imports() if package(i.module) == "server" and package(i.target) == "worker"
+              and i.target not in SERVER_TO_WORKER]
+    assert not wrong, "imports against the layers (README, How it works):\n" + "\n".join(wrong)
+
+
+def test_compiler_imports_from_the_simulator_only_what_is_listed() -> None:
+    found = {(i.module, i.target, i.name or "") for i in all_imports()
+             if package(i.module) == "compiler" and package(i.target) == "simulator"}
+    new, gone = found - COMPILER_TO_SIMULATOR, COMPILER_TO_SIMULATOR - found
+    assert not new, f"new compiler -> simulator imports (issue 17 item 1: pass what is needed in): {sorted(new)}"
+    assert not gone, f"compiler -> simulator imports gone, delete them from COMPILER_TO_SIMULATOR: {sorted(gone)}"
+
+
+def find_loops(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """Strongly connected components of more than one node (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[frozenset[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(sorted(graph[root])))]
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(frozenset(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return found
+
+
+def loops() -> list[frozenset[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in modules()}
+    for i in all_imports():
+        if i.target != i.module:
+            graph[i.module].add(i.target)
+    return find_loops(graph)
+
+
+def test_no_import_loops() -> None:
+    found = loops()
+    new = [sorted(c) for c in found if not any(c <= left for left in LOOPS_LEFT)]
+    assert not new, f"import loops (move what both need below both): {new}"
+    gone = [sorted(left) for left in LOOPS_LEFT if not any(c & left for c in found)]
+    assert not gone, f"these loops are broken: delete them from LOOPS_LEFT: {gone}"
+
+
+def test_the_rules_see_what_they_check() -> None:
+    # A loop two modules deep behind a third that only points into it; a lone chain is no loop.
+    assert find_loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"d"}}) == [frozenset("abc")]
+    assert find_loops({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    # A relative import inside a method counts, and resolves to the submodule it names.
+    lazy = [i for i in imports_of("compiler.backends") if i.target == "compiler.backends.litert"]
+    assert lazy and lazy[0].name is None
+    # `from package import name` of a non-module name points at the package, with the name kept.
+    assert Import("compiler.backends", "compiler.backends.base", "as_tasks", lazy[0].line).target in modules()
+    assert any(i.target == "compiler.backends.base" and i.name == "as_tasks" for i in imports_of("compiler.backends"))
+
+
+def test_no_private_names_across_modules() -> None:
+    found = {(i.module, i.target, i.name) for i in all_imports()
+             if i.name and i.name.startswith("_") and not i.name.startswith("__") and package(i.module) != "tests"}
+    assert not found - PRIVATE_LEFT, f"private names imported across modules: {sorted(found - PRIVATE_LEFT)}"
+    assert not PRIVATE_LEFT - found, f"gone: delete them from PRIVATE_LEFT: {sorted(PRIVATE_LEFT - found)}"
+
+
+def _bound(module: str) -> set[str] | None:
+    """Names a module binds at its top level (also under `if` / `try`); None when it cannot be known."""
+    names: set[str] = set()
+
+    def visit(body: list[ast.stmt]) -> bool:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                if node.name == "__getattr__":
+                    return False
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    if alias.name == "*":
+                        return False
+                    names.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)):
+                targets = (node.targets if isinstance(node, ast.Assign) else [node.target] if hasattr(node, "target")
+                           else [i.optional_vars for i in node.items if i.optional_vars])  # type: ignore[union-attr]
+                names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+            if isinstance(node, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
+                for block in ("body", "orelse", "finalbody"):
+                    if not visit(getattr(node, block, [])):
+                        return False
+                for handler in getattr(node, "handlers", []):
+                    if not visit(handler.body):
+                        return False
+        return True
+
+    return names if visit(tree(module).body) else None
+
+
+def test_imported_names_exist() -> None:
+    missing = []
+    for i in all_imports():
+        if i.name in (None, "*") or i.target not in modules():
+            continue
+        bound = _bound(i.target)
+        if bound is not None and i.name not in bound:
+            missing.append(str(i))
+    assert not missing, "names imported from project modules that do not define them:\n" + "\n".join(missing)
