@@ -16,11 +16,11 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.backends import compile_for_target
 from compiler.optimize.onnx_export import export_onnx
 from simulator.model import load_source
-from simulator.onnx_file import init_header_bytes, node_bytes, value_info_bytes
+from simulator.onnx_proto import init_header_bytes, node_bytes, value_info_bytes
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
 from simulator.totals import totals
-from tests import modelzoo
+from testkit import modelzoo
 from tests.simulator.helpers import conv_chain
 
 warnings.filterwarnings("ignore")
