@@ -845,14 +845,15 @@ def solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], bud
     ranked: dict[str, list[tuple[tuple[float, ...], list[int]]]] = {}
     for objective in ("fewest_changes", "most_float"):
         ranked[objective] = sorted((s.key(st, objective), st.cur) for st in found[objective])
-    shrunk = []
+    shrunk, done = [], set()
     for objective in ("fewest_changes", "most_float"):
-        for _, cur in ranked[objective][:1 if small else 1]:
+        for _, cur in ranked[objective][:1]:
+            if tuple(cur) in done:
+                continue  # both objectives found the same state: shrink it once
+            done.add(tuple(cur))
             st = s.evaluate(cur)
             s.shrink(st)
             shrunk.append(st)
-    if not small:
-        shrunk += [s.evaluate(cur) for _, cur in ranked["fewest_changes"][1:2]]
     ranked["least_size"] = sorted((s.key(st, "least_size"), st.cur) for st in shrunk)
     proposals: list[Proposal] = []
     seen: dict[tuple[tuple[str, str], ...], int] = {}
