@@ -5,7 +5,7 @@ import { BarChart, ScatterChart } from "echarts/charts";
 import { BrushComponent, GridComponent, TooltipComponent } from "echarts/components";
 import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
-import { memo, useEffect, useMemo, useRef, useState } from "react";
+import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { fmtBytes, fmtCount, fmtMs, typeColor } from "../../format";
 import type { Selection, SelectSource } from "../../selection";
 import { unitColor, unitLabel } from "../../units";
@@ -46,6 +46,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const [brushed, setBrushed] = useState(0);
+  const brushOn = useRef(false);
 
   const xs = useMemo(() => column(rows, xKey, xLog), [rows, xKey, xLog]);
   const ys = useMemo(() => (kind === "scatter" ? column(rows, yKey, yLog) : null), [rows, yKey, yLog, kind]);
@@ -69,6 +70,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     c.on("brushEnd", (e: unknown) => {
       const areas = (e as { areas: { coordRange: number[] | number[][] }[] }).areas;
       if (!areas?.length) return;
+      brushOn.current = true;
       const { rows: R, xs: X, ys: Y, hist: H, onSelect: sel } = live.current;
       let ids: string[];
       if (H) {
@@ -91,7 +93,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
       const i = value?.[2];
       if (i !== undefined && R[i]) sel([R[i].op.id], R[i].op.id, "chart");
     });
-    const ro = new ResizeObserver(() => c.resize());
+    const ro = new ResizeObserver(() => (c.resize(), drawRef.current()));
     ro.observe(el);
     (window as unknown as { edgescopeChart?: echarts.ECharts }).edgescopeChart = c;
     return () => {
@@ -121,8 +123,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
         yAxis: { type: "value", name: "tasks", ...AXIS, nameTextStyle: { color: "#9aa1b5" } },
         brush,
         series: [
-          { id: "all", type: "bar", name: "tasks", data: hist.counts, itemStyle: { color: "#4d7cc9" }, barCategoryGap: "8%" },
-          { id: "sel", type: "bar", name: "selected", data: hist.counts.map(() => 0), itemStyle: { color: SEL }, barGap: "-100%", barCategoryGap: "8%", z: 3 },
+          { id: "all", type: "bar", name: "tasks", data: hist.counts, itemStyle: { color: "#4d7cc9" }, barCategoryGap: "8%", zlevel: 1 },
         ],
       }, { notMerge: true });
       c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "lineX", brushMode: "single" } });
@@ -144,29 +145,70 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
         yAxis: { type: "value", scale: true, boundaryGap: ["6%", "6%"], ...AXIS, name: CHART_METRICS.find((m) => m.key === yKey)!.label + (yLog ? " (log)" : ""), nameTextStyle: { color: "#9aa1b5", align: "left" }, axisLabel: { color: "#9aa1b5", formatter: (v: number) => plotted(yKey, yLog, v) } },
         brush,
         series: [
-          ...cats.names.map((name, k) => ({ id: `c${k}`, type: "scatter", name, data: per[k], symbolSize: 4, large: true, largeThreshold: 2000, itemStyle: { color: catColor(name), opacity: 0.8 } })),
-          { id: "sel", type: "scatter", name: "selected", data: [], symbolSize: 7, large: true, largeThreshold: 2000, itemStyle: { color: SEL }, z: 5, silent: true },
+          ...cats.names.map((name, k) => ({ id: `c${k}`, type: "scatter", name, data: per[k], symbolSize: 4, large: true, largeThreshold: 2000, zlevel: 1, itemStyle: { color: catColor(name), opacity: 0.8 } })),
         ],
       }, { notMerge: true });
       c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "rect", brushMode: "single" } });
     }
     setBrushed(0);
+    brushOn.current = false;
+    drawRef.current();
   }, [hist, cats, xs, ys, rows, xKey, yKey, xLog, yLog, catColor]);
 
-  // a selection: highlighted here; one made elsewhere also clears this chart's brush
-  useEffect(() => {
-    const c = chart.current;
-    if (!c) return;
-    if (selection.source !== "chart") c.dispatchAction({ type: "brush", areas: [] });
-    if (hist) c.setOption({ series: [{ id: "sel", data: selectedPerBin(rows, hist, selection.ids) }] });
-    else if (ys) {
-      const pts: number[][] = [];
-      if (selection.ids.size)
-        for (let i = 0; i < rows.length; i++) if (selection.ids.has(rows[i].op.id) && !Number.isNaN(xs[i]) && !Number.isNaN(ys[i])) pts.push([xs[i], ys[i], i]);
-      c.setOption({ series: [{ id: "sel", data: pts }] });
+  // A selection is drawn on a canvas of our own over the chart, mapped through the axes (affine: log values are
+  // plotted as log10), so selecting never makes ECharts process its 50,000 points again.
+  const overlay = useRef<HTMLCanvasElement>(null);
+  const drawSelection = useCallback(() => {
+    const c = chart.current, cv = overlay.current, el = box.current;
+    if (!c || !cv || !el) return;
+    const dpr = window.devicePixelRatio || 1;
+    const w = el.clientWidth, h = el.clientHeight;
+    if (cv.width !== Math.round(w * dpr) || cv.height !== Math.round(h * dpr)) (cv.width = Math.round(w * dpr)), (cv.height = Math.round(h * dpr));
+    const g = cv.getContext("2d")!;
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, w, h);
+    g.fillStyle = SEL;
+    const ids = selection.ids;
+    let drawn = 0;
+    const px = (x: number, y: number) => c.convertToPixel({ gridIndex: 0 }, [x, y]) as number[] | undefined;
+    if (ids.size && hist) {
+      const per = selectedPerBin(rows, hist, ids);
+      const a = px(0, 0), b = px(1, 0);
+      if (a && b) {
+        const bw = Math.abs(b[0] - a[0]) * 0.92;
+        for (let k = 0; k < per.length; k++) {
+          if (!per[k]) continue;
+          const top = px(k, per[k])!;
+          g.fillRect(top[0] - bw / 2, top[1], bw, a[1] - top[1]);
+          drawn += per[k];
+        }
+      }
+    } else if (ids.size && ys) {
+      const o = px(0, 0), ex = px(1, 0), ey = px(0, 1);
+      if (o && ex && ey) {
+        const sx = ex[0] - o[0], sy = ey[1] - o[1];
+        for (let i = 0; i < rows.length; i++) {
+          if (!ids.has(rows[i].op.id) || Number.isNaN(xs[i]) || Number.isNaN(ys[i])) continue;
+          g.fillRect(o[0] + xs[i] * sx - 2.5, o[1] + ys[i] * sy - 2.5, 5, 5);
+          drawn++;
+        }
+      }
     }
-    if (box.current) box.current.dataset.selected = String(selection.ids.size);
+    el.dataset.selected = String(ids.size);
+    el.dataset.drawn = String(drawn);
   }, [selection, hist, rows, xs, ys]);
+  const drawRef = useRef(drawSelection);
+  drawRef.current = drawSelection;
+
+  // one made elsewhere also clears this chart's brush (only if there is one: the action re-runs the chart's
+  // whole update, every point included)
+  useEffect(() => {
+    if (selection.source !== "chart" && brushOn.current) {
+      brushOn.current = false;
+      chart.current?.dispatchAction({ type: "brush", areas: [] });
+    }
+  }, [selection]);
+  useEffect(() => drawSelection(), [drawSelection]);
 
   const metricSelect = (value: ChartMetric, set: (k: ChartMetric) => void, label: string, testid: string) => (
     <label>
@@ -216,7 +258,10 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           </span>
         )}
       </div>
-      <div ref={box} className="dist-chart" data-testid="chart" data-kind={kind} data-points={rows.length - missing} data-selected={selection.ids.size} />
+      <div className="dist-chart-wrap">
+        <div ref={box} className="dist-chart" data-testid="chart" data-kind={kind} data-points={rows.length - missing} data-selected={selection.ids.size} />
+        <canvas ref={overlay} className="dist-overlay" aria-hidden="true" />
+      </div>
     </div>
   );
 });
