@@ -3,8 +3,6 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lock
-# Written by install-dev: test-fast installs only when the dependencies changed since.
-DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: run test test-fast install install-dev converter web chromium services corpus
 
@@ -16,7 +14,9 @@ test: install-dev converter web chromium services
 
 # The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes, import rules),
 # no process, server, database or browser; under a minute. `make test` runs it too, with everything else.
-test-fast: $(DEV_STAMP)
+# It installs nothing (a worktree may share its .venv): after `make install-dev` or `make test` once.
+test-fast:
+	@$(PY) -c 'import pytest, edgescope' 2>/dev/null || { echo "run 'make install-dev' first"; exit 1; }
 	$(PY) -m pytest tests/unit $(ARGS)
 
 $(VENV)/bin/python:
@@ -28,10 +28,6 @@ install: $(VENV)/bin/python
 
 install-dev: $(VENV)/bin/python
 	$(PIP) -e '.[dev]'
-	@touch $(DEV_STAMP)
-
-$(DEV_STAMP): pyproject.toml requirements.lock
-	$(MAKE) install-dev
 
 # .pt2 -> .tflite (LiteRT targets) with litert-torch, whose pins clash with ours (xdsl:
 # typing-extensions<4.13): its own venv, run only by the conversion child. Rebuilt when its lock changes;
