@@ -13,11 +13,13 @@
 - No private name (`_x`) imported from another module outside the tests (which may look inside what they test),
   but `PRIVATE_LEFT`.
 - Every name imported from a project module exists there (a renamed function fails here, not at run time).
+- No import loops in the web app (web/src) either: types both sides need live in a module both import.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -269,3 +271,29 @@ def test_imported_names_exist() -> None:
         if bound is not None and i.name not in bound:
             missing.append(str(i))
     assert not missing, "names imported from project modules that do not define them:\n" + "\n".join(missing)
+
+
+# `import ... from "./x"`, `export ... from "../y"`, `import "./z"` and `import("./w")`, relative specifiers only.
+TS_IMPORT = re.compile(r"""^\s*(?:import|export)\b[^'"]*?\bfrom\s+['"](\.{1,2}/[^'"]+)['"]"""
+                       r"""|^\s*import\s+['"](\.{1,2}/[^'"]+)['"]|\bimport\(\s*['"](\.{1,2}/[^'"]+)['"]\s*\)""", re.M)
+
+
+def web_imports() -> dict[str, set[str]]:
+    """web/src modules (path without extension) -> the web/src modules they import (`import type` included)."""
+    src = ROOT / "web" / "src"
+    files = {p.relative_to(src).with_suffix("").as_posix(): p for p in src.rglob("*") if p.suffix in (".ts", ".tsx")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        graph[name] = set()
+        for match in TS_IMPORT.finditer(path.read_text()):
+            spec = next(g for g in match.groups() if g)
+            target = (path.parent / spec).resolve().relative_to(src.resolve()).as_posix()
+            stem = target.rsplit(".", 1)[0] if target.endswith((".ts", ".tsx", ".js")) else target
+            graph[name] |= {c for c in (target, stem, stem + "/index") if c in files}
+    return graph
+
+
+def test_no_import_loops_in_the_web_app() -> None:
+    graph = web_imports()
+    assert "selection" in graph.get("pages/ModelPage", set())  # the reader sees type imports too
+    assert find_loops(graph) == [], "import loops in web/src (shared types go to a module both import)"
