@@ -1,0 +1,52 @@
+"""The published-measurement dataset (simulator/published/): every row parses and names its source."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from simulator import published
+from simulator.profiles import list_profiles
+
+
+def test_every_row_parses_and_has_a_source() -> None:
+    rows = published.load()
+    assert len(rows) > 300
+    archs = published.architectures()
+    for r in rows:
+        assert r.source and (r.source.startswith("github quic/ai-hub-models qai_hub_models/models/")
+                             or r.source.startswith("github apple/coremltools docs-guides/source/")), r
+        assert "@" in r.source and len(r.source.split("@")[1].split(",")[0].strip()) == 40  # a commit
+        assert r.latency_ms > 0 and r.model in archs
+        assert r.input[-1] == archs[r.model].size
+        if r.layers is not None:
+            assert r.layers["npu"] + r.layers["gpu"] + r.layers["cpu"] == r.layers["total"], r
+
+
+def test_validation_models_are_marked_and_present_on_both_vendors() -> None:
+    archs = published.architectures()
+    val = {m for m, a in archs.items() if a.validation}
+    assert val == {"mobilenet_v2", "resnet50", "MobileNetv2-1.0", "ResNet50"}
+    chips = {(r.model, r.chip) for r in published.load()}
+    assert {("mobilenet_v2", "snapdragon-8g3"), ("resnet50", "snapdragon-8g3"), ("MobileNetv2-1.0", "apple-a17"),
+            ("ResNet50", "apple-a17")} <= chips
+
+
+def test_a_row_without_a_source_is_refused(tmp_path: Path) -> None:
+    with open(published.HERE / "coreml.csv", newline="") as f:
+        row = next(csv.DictReader(f))
+    bad = tmp_path / "bad.csv"
+    with open(bad, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=published.COLUMNS)
+        w.writeheader()
+        w.writerow({**row, "source": " "})
+    published.load([published.HERE / "coreml.csv"])  # the file itself loads
+    with pytest.raises(published.DatasetError, match="no source"):
+        published.load([bad])
+
+
+def test_chips_with_rows_have_a_profile_or_are_reported_without_one() -> None:
+    chips = {r.chip for r in published.load()}
+    assert {"snapdragon-8g3", "apple-a17"} <= chips & set(list_profiles())
