@@ -163,6 +163,8 @@ class Path:
 def _float_compute(unit: Unit, fmt: str) -> str | None:
     if fmt in unit.activation_formats:
         return fmt
+    if fmt in unit.activation_formats_as:  # the runtime lowers it (fp32 graphs at fp16 on HTP / ANE)
+        return unit.activation_formats_as[fmt]
     if fmt in unit.activation_formats_via_cast:
         return "fp32" if "fp32" in unit.activation_formats else "fp16"
     return None
@@ -197,6 +199,9 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         fcompute = fc
     if fcompute is None:
         fcompute = "fp32" if "fp32" in unit.activation_formats else "fp16"
+    lowered = sorted({f for f in floats if f in unit.activation_formats_as and f not in unit.activation_formats})
+    if lowered:
+        notes.append(f"{'/'.join(lowered)} computed as {fcompute} on {unit.name}")
     # Activations the unit only reaches through a Cast (fp16 on x86 ORT): one cast pass per side.
     if c.input in unit.activation_formats_via_cast and c.input not in unit.activation_formats:
         extra_in += BITS[c.input] / 8 + BITS[fcompute] / 8

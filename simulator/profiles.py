@@ -35,6 +35,9 @@ class Unit:
     run_overhead_s: float
     activation_formats: frozenset[str]
     activation_formats_via_cast: frozenset[str]
+    # Float formats the unit accepts but computes in another (HTP runs fp32 graphs at fp16; the ANE is fp16 only):
+    # such a task runs on this unit at the other format's rate and bytes, no CPU fallback.
+    activation_formats_as: dict[str, str]
     int8_kinds: frozenset[str]
     kernel_formats_native: frozenset[str]
     kernel_formats_jit: frozenset[str]
@@ -85,6 +88,9 @@ class HardwareProfile:
     # ONNX Runtime execution providers on this device: backend -> its published op list, the units that
     # run those ops and the CPU EP fallback unit (`execution_providers:` in the YAML; see for_backend).
     execution_providers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    # The profile this one was derived from by changing figures only (with_overrides): the backend's paths
+    # (simulator.backends.plan) depend on the units' formats and op lists, not on figures, so they are shared.
+    plan_base: HardwareProfile | None = None
 
     def for_backend(self, backend: str) -> HardwareProfile:
         """The profile as `backend` sees it. Without an `execution_providers` entry for it: unchanged.
@@ -110,15 +116,24 @@ class HardwareProfile:
         """Apply fitted values: {"dram_bandwidth_bytes_per_s": x, "units": {"cpu": {field: value,
         "efficiency": {key: value}}}, "error_pct_median": e, "error_models": n}."""
         units = []
+        structural = False
         for u in self.units:
             o = dict(overrides.get("units", {}).get(u.name, {}))
+            structural |= bool(_STRUCTURAL & o.keys())
             eff = {**u.efficiency, **o.pop("efficiency", {})}
             kov = {**u.kind_overhead_s, **o.pop("kind_overhead_s", {})}
             units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
         top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
                                                            "error_models", "error_target",
                                                            "dram_energy_pj_per_byte")}
-        return dataclasses.replace(self, units=tuple(units), calibrated=True, **top)
+        return dataclasses.replace(self, units=tuple(units), calibrated=True,
+                                   plan_base=None if structural else (self.plan_base or self), **top)
+
+
+# Unit fields that change which path a task takes (not only its figures).
+_STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",
+                         "activation_formats_as", "int8_kinds", "kernel_formats_native", "kernel_formats_jit",
+                         "weight_only_fused", "dynamic_int8", "sparse"})
 
 
 def _figure(d: Any, where: str) -> float:
@@ -129,6 +144,16 @@ def _figure(d: Any, where: str) -> float:
 
 def _figures(d: dict[str, Any], where: str) -> dict[str, float]:
     return {k: _figure(v, f"{where}.{k}") for k, v in d.items()}
+
+
+def _formats_as(d: dict[str, Any], where: str) -> dict[str, str]:
+    m = d.get("activation_formats_as") or {}
+    if m and not str(d.get("activation_formats_as_source", "")).strip():
+        raise ProfileError(f"{where}.activation_formats_as: needs activation_formats_as_source")
+    bad = [f"{k}->{v}" for k, v in m.items() if v not in d["activation_formats"]]
+    if bad:
+        raise ProfileError(f"{where}.activation_formats_as: {', '.join(bad)} maps to a format the unit lacks")
+    return {str(k): str(v) for k, v in m.items()}
 
 
 def _unit(d: dict[str, Any], where: str) -> Unit:
@@ -144,6 +169,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         run_overhead_s=_figure(d["run_overhead_s"], f"{where}.run_overhead_s"),
         activation_formats=frozenset(d["activation_formats"]),
         activation_formats_via_cast=frozenset(d.get("activation_formats_via_cast", [])),
+        activation_formats_as=_formats_as(d, where),
         int8_kinds=frozenset(d.get("int8_kinds", [])),
         kernel_formats_native=frozenset(d["kernel_formats_native"]),
         kernel_formats_jit=frozenset(d.get("kernel_formats_jit", [])),

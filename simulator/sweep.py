@@ -87,11 +87,17 @@ class _Coeffs:
 _MLAS_EPILOGUE = frozenset({"ort-cpu"})
 
 
+@lru_cache(maxsize=8192)
+def _paths(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
+           combos: tuple[Combo, ...], shared_cast: bool, plain_norm: bool) -> tuple[Path, ...]:
+    return tuple(plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast, plain_norm) for c in combos)
+
+
 @lru_cache(maxsize=4096)
 def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
             combos: tuple[Combo, ...], shared_cast: bool = False, plain_norm: bool = False) -> _Coeffs:
-    paths: list[Path] = [plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast, plain_norm)
-                         for c in combos]
+    # Paths depend on the profile's structure only: a profile with fitted figures shares its base's.
+    paths = _paths(target, hw.plan_base or hw, op_type, kind, has_kernel, fused, combos, shared_cast, plain_norm)
     units = hw.units
     f = lambda fn: np.array([fn(p) for p in paths], dtype=np.float64)  # noqa: E731
     rate = lambda p: p.rate_kind or kind  # noqa: E731  (the kind whose efficiency and setup the path runs at)
@@ -220,7 +226,8 @@ class SweepResult:
 def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
           hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
           source: Graph | None = None, observed: Mapping[str, float] | None = None,
-          input_values: Mapping[str, float] | None = None) -> SweepResult:
+          input_values: Mapping[str, float] | None = None,
+          presets_only: Sequence[str] | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
@@ -228,7 +235,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
     source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops).
     `observed`: executions per run of body source nodes seen on the host run, `input_values`: values the user
-    gave graph inputs (both for control flow: simulator.control_flow)."""
+    gave graph inputs (both for control flow: simulator.control_flow). `presets_only`: a bulk table of these
+    presets (and fp32) only, whose per-op table holds only their combos (the device fit's many quick runs)."""
     t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or _hardware(t, calibration_path)
     if compiled.format == "tflite":
@@ -264,7 +272,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     bias_copies = _static_bias_copies(t, works)
     name_len = np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64)
     biased = _conv_biases(compiled, source)
-    presets = [parse_preset(p) for p in BULK_PRESETS]
+    names = BULK_PRESETS if presets_only is None else tuple(dict.fromkeys(("fp32", *presets_only)))
+    presets = [parse_preset(p) for p in names]
     conv = conversion_constants(hw)
     measured = measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
 
@@ -302,7 +311,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     bulk_in = np.empty((n, len(presets)), dtype=object)
     bulk_out = np.empty((n, len(presets)), dtype=object)
     for (op_type, kind, has_k, fused, shared, plain), rows in sig_rows.items():
-        combos = tuple(all_combos(has_k))
+        combos = tuple(all_combos(has_k)) if presets_only is None else \
+            tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets))
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],

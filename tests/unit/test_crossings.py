@@ -63,37 +63,38 @@ def _by_hand(target: str, producer_out: str) -> tuple[float, float]:
 
 
 def test_override_to_a_cpu_only_format_adds_two_crossings_and_overriding_back_removes_them() -> None:
-    target = "ort-qnn/snapdragon-8g3"
+    target = "ort-nnapi/pixel-8"
     r = sweep(_three("Relu"), target)
     b = r.bulk
     p = [x["name"] for x in b["presets"]].index("fp16")
-    assert [row[p] for row in b["units"]] == ["htp", "htp", "htp"]
+    assert [row[p] for row in b["units"]] == ["gpu", "gpu", "gpu"]
     plain = totals(b, r.per_op, "fp16", {})
-    # HTP runs fp16 and int8 activations only: an fp32 Relu falls back to the CPU EP.
-    cpu_relu = {"mid": "fp32/fp32/-/0"}
+    # The NNAPI accelerator (gpu unit) has no int8 kernels: an int8 Relu falls back to the CPU EP.
+    cpu_relu = {"mid": "int8/int8/-/0"}
     j = r.per_op[1]["combos"].index(cpu_relu["mid"])
     assert b["unit_names"][r.per_op[1]["unit"][j]] == "cpu"
     got = totals(b, r.per_op, "fp16", cpu_relu)
     lat0, dram0 = _without_crossings(b, r.per_op, "fp16", cpu_relu)
-    in_ms, in_b = _by_hand(target, "fp16")  # conv1 (HTP, writes fp16) -> Relu (CPU)
-    out_ms, out_b = _by_hand(target, "fp32")  # Relu (CPU, writes fp32) -> conv2 (HTP)
-    assert in_ms == pytest.approx(0.1 + 2048 * 2 * 2 / 7.68e10 * 1e3, rel=1e-12)  # snapdragon-8g3.yaml figures
+    in_ms, in_b = _by_hand(target, "fp16")  # conv1 (accelerator, writes fp16) -> Relu (CPU)
+    out_ms, out_b = _by_hand(target, "int8")  # Relu (CPU, writes int8) -> conv2 (accelerator)
+    assert in_ms == pytest.approx(0.1 + 2048 * 2 * 2 / 5.12e10 * 1e3, rel=1e-12)  # pixel-8.yaml figures
     assert got["latency_ms"] == pytest.approx(lat0 + in_ms + out_ms, rel=1e-12)
     assert _dram(b, got) == pytest.approx(dram0 + in_b + out_b, rel=1e-9)
     # Back onto the accelerator: the crossings go, and the totals are the preset's to the last digit.
     back = {"mid": b["combos"][1][p]}
-    assert r.per_op[1]["unit"][r.per_op[1]["combos"].index(back["mid"])] == b["unit_names"].index("htp")
+    assert r.per_op[1]["unit"][r.per_op[1]["combos"].index(back["mid"])] == b["unit_names"].index("gpu")
     assert totals(b, r.per_op, "fp16", back) == plain
 
 
 def test_override_that_joins_a_cpu_partition_removes_the_crossing_the_bulk_row_paid() -> None:
-    target = "ort-qnn/snapdragon-8g3"
-    r = sweep(_three("NonMaxSuppression"), target)  # not in QNN's op list: on the CPU under every preset
+    target = "ort-nnapi/pixel-8"
+    r = sweep(_three("NonMaxSuppression"), target)  # not in NNAPI's op list: on the CPU under every preset
     b = r.bulk
     p = [x["name"] for x in b["presets"]].index("fp16")
-    assert [row[p] for row in b["units"]] == ["htp", "cpu", "htp"]
-    # conv1 moved to the CPU: the HTP -> CPU crossing that NonMaxSuppression's bulk row pays is taken off.
-    on_cpu = {"conv1": "fp32/fp32/fp32/0"}
+    assert [row[p] for row in b["units"]] == ["gpu", "cpu", "gpu"]
+    # conv1 moved to the CPU (int8: no int8 kernels on the accelerator): the accelerator -> CPU crossing that
+    # NonMaxSuppression's bulk row pays is taken off.
+    on_cpu = {"conv1": "int8/int8/int8/0"}
     j = r.per_op[0]["combos"].index(on_cpu["conv1"])
     assert b["unit_names"][r.per_op[0]["unit"][j]] == "cpu"
     got = totals(b, r.per_op, "fp16", on_cpu)
@@ -107,10 +108,20 @@ def test_override_that_joins_a_cpu_partition_removes_the_crossing_the_bulk_row_p
         totals(b, r.per_op, "fp16", {})["latency_ms"], rel=1e-12)
 
 
-@pytest.mark.parametrize("target", EP_TARGETS)
-def test_moving_the_middle_op_to_another_unit_pays_two_crossings_on_every_ep_target(target: str) -> None:
-    """QNN and NNAPI: a format the accelerator lacks sends the op to the CPU EP; Core ML runs every format
-    on the ANE or the GPU, so there the move is ANE -> GPU (fp32)."""
+@pytest.mark.parametrize("target,unit", [("ort-qnn/snapdragon-8g3", "htp"), ("coreml/apple-a17", "ane"),
+                                         ("ort-coreml/apple-a17", "ane")])
+def test_accelerators_that_lower_fp32_run_every_format_of_a_supported_op(target: str, unit: str) -> None:
+    """HTP runs fp32 graphs at fp16 (enable_htp_fp16_precision) and the ANE computes fp16 only, so no activation
+    format sends a supported op off the accelerator."""
+    r = sweep(_three("Relu"), target)
+    row = r.per_op[1]
+    assert {r.bulk["unit_names"][u] for u in row["unit"]} == {unit}
+    assert f"fp32/fp32/-/0: fp32 computed as fp16 on {unit}" in row["notes"]
+
+
+def test_moving_the_middle_op_to_another_unit_pays_two_crossings() -> None:
+    """NNAPI: a format the accelerator lacks (int8) sends the op to the CPU EP, with a crossing on each side."""
+    target = "ort-nnapi/pixel-8"
     r = sweep(_three("Relu"), target)
     b = r.bulk
     pre = get_target(target).float_format
