@@ -34,6 +34,8 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "Core ML ML Program on iPhone 15 Pro (A17 Pro): ANE, GPU, CPU as Core ML places ops"),
     Target("ort-qnn/snapdragon-8g3", "ort-qnn", "snapdragon-8g3", "fp16", "onnx", False, False,
            "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Gen 3, CPU EP fallback"),
+    Target("ort-qnn/snapdragon-8-elite", "ort-qnn", "snapdragon-8-elite", "fp16", "onnx", False, False,
+           "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Elite (Galaxy S25), CPU EP fallback"),
     Target("litert/pixel-8", "litert", "pixel-8", "fp32", "tflite", False, False,
            "LiteRT on Pixel 8 (Tensor G3): GPU delegate, XNNPACK CPU fallback"),
     Target("ort-xnnpack/rpi5", "ort-xnnpack", "rpi5", "fp32", "onnx", False, False,

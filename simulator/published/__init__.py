@@ -9,13 +9,18 @@ unit of leave-one-family-out cross-validation) and whether it is a validation mo
 from __future__ import annotations
 
 import csv
+import json
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 from pathlib import Path
 
 import yaml
 
 HERE = Path(__file__).parent
 ARCHITECTURES_PATH = HERE / "architectures.yaml"
+# Written by benchmarks/device_fit.py --write: per target, the held-out error of its fitted profile.
+HELDOUT_PATH = HERE / "heldout.json"
 COLUMNS = ["model", "input", "device", "chip", "runtime", "precision", "latency_ms", "mem_min_mb", "mem_max_mb",
            "layers_total", "layers_npu", "layers_gpu", "layers_cpu", "source"]
 
@@ -82,3 +87,15 @@ def load(paths: list[Path] | None = None) -> list[Measurement]:
                                        (lo, hi) if lo is not None and hi is not None else None, layers,
                                        r["source"].strip()))
     return out
+
+
+def heldout_all() -> dict[str, Any]:
+    """{target: held-out figures} as the last device fit wrote them ({} before any fit)."""
+    return json.loads(HELDOUT_PATH.read_text()) if HELDOUT_PATH.exists() else {}
+
+
+@lru_cache(maxsize=None)
+def heldout(target: str) -> dict[str, Any] | None:
+    """The held-out error of `target`'s fitted profile: {kind, median_pct, within25_pct, n_points, n_models,
+    families, validation, placement}, or None where no public measurements were fitted."""
+    return heldout_all().get(target)

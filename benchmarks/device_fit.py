@@ -1,0 +1,384 @@
+"""Fit device profiles to published on-device measurements, with leave-one-family-out cross-validation.
+
+    python benchmarks/device_fit.py [--target T ...] [--write] [--cache DIR] [--max-nfev N] [--cv-nfev N] [--json F]
+    python benchmarks/device_fit.py --from-json F [--from-json G ...] [--write]   # print / write earlier runs
+
+For each target with public data (TARGETS below), the dataset rows of its chip and runtime
+(simulator/published/*.csv) are predicted by the simulator itself (simulator.sweep on the architecture rebuilt in
+code, benchmarks/published_models.py) under the preset each published precision means (PRESETS). The profile's
+free parameters (FitSpec.params: efficiencies, bandwidth efficiency, per-call and per-task overheads) are fitted by
+least squares on log(predicted / published) with a robust loss.
+
+- Cross-validation: for each model family, the parameters are fitted on the other families and the held-out
+  family is predicted. Reported: median |error|, share within +-25%, points, models.
+- Validation: MobileNetV2 and ResNet-50 (architectures.yaml `validation: true`) are never fitted on, on any
+  device; the final fit (every other family) predicts them, reported apart.
+- Placement: where AI Hub gives layer counts, whether the prediction puts tasks on the CPU exactly when AI Hub
+  does (any CPU layers vs none).
+
+--write puts the final fit's values into simulator/hardware/<profile>.yaml (their source becomes the dataset and
+this script) and the held-out figures into simulator/published/heldout.json, which the device labels read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from simulator import published  # noqa: E402
+from simulator.profiles import HARDWARE_DIR, HardwareProfile, load_profile  # noqa: E402
+from simulator.published import Measurement  # noqa: E402
+from simulator.targets import get_target  # noqa: E402
+
+# What each published precision is in Edgescope's options. AI Hub's "float" is the fp32 model (run at fp16 on the
+# HTP); w8a16 (int8 weights, 16-bit activations) has no int16 activation format here: fp16 activations with int8
+# weights (`int8-dynamic` on the HTP: int8 weights read, 16-bit compute) is the nearest. Core ML's "w8" is the
+# weight-only int8 model.
+PRESETS: dict[str, str] = {"float": "fp32", "w8a8": "int8-static", "w8a16": "int8-dynamic", "fp16": "fp16",
+                           "w8": "int8-dynamic"}
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    unit: str
+    field: str  # a Unit field (run_overhead_s, ...) or "efficiency"
+    key: str = ""  # the efficiency key ("conv.int8")
+    lo: float = 1e-3
+    hi: float = 1.0
+
+    @property
+    def name(self) -> str:
+        return f"{self.unit}.{self.field}" + (f".{self.key}" if self.key else "")
+
+
+@dataclass(frozen=True, slots=True)
+class FitSpec:
+    target: str
+    chip: str
+    runtimes: tuple[str, ...]
+    params: tuple[Param, ...]
+
+
+def _npu_params(unit: str) -> tuple[Param, ...]:
+    return (Param(unit, "efficiency", "conv.fp16"), Param(unit, "efficiency", "conv.int8"),
+            Param(unit, "efficiency", "dwconv"), Param(unit, "efficiency", "gemm+matmul"),
+            Param(unit, "efficiency", "default", 1e-4), Param(unit, "bandwidth_efficiency", "", 0.05, 1.0),
+            Param(unit, "run_overhead_s", "", 1e-6, 2e-3), Param(unit, "dispatch_overhead_s", "", 1e-8, 2e-5),
+            # How much of the activations stay on chip (VTCM / ANE buffers) and how fast: not published.
+            Param(unit, "onchip_memory_bytes", "", 2 ** 20, 2 ** 25),
+            Param(unit, "cache_bandwidth_bytes_per_s", "", 5e10, 5e12))
+
+
+TARGETS: dict[str, FitSpec] = {s.target: s for s in (
+    FitSpec("ort-qnn/snapdragon-8g3", "snapdragon-8g3", ("onnx",), _npu_params("htp")),
+    FitSpec("ort-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("onnx",), _npu_params("htp")),
+    # One family of public A17 Pro data besides the validation models (MobileViTv2: fp16, w8, w8a8), so no more
+    # parameters than points: a scale on every ANE efficiency, the per-task and the per-call overhead.
+    FitSpec("coreml/apple-a17", "apple-a17", ("coreml",),
+            (Param("ane", "efficiency", "*", 0.05, 20.0), Param("ane", "dispatch_overhead_s", "", 1e-8, 2e-5),
+             Param("ane", "run_overhead_s", "", 1e-6, 2e-3))),
+)}
+
+Graphs = Mapping[str, tuple[Any, Any]]  # model id -> (source graph, compiled graph)
+
+
+def rows_for(spec: FitSpec, rows: Sequence[Measurement] | None = None) -> list[Measurement]:
+    return [r for r in (rows if rows is not None else published.load())
+            if r.chip == spec.chip and r.runtime in spec.runtimes and r.precision in PRESETS]
+
+
+def _value(hw: HardwareProfile, p: Param) -> float:
+    u = next(u for u in hw.units if u.name == p.unit)
+    if p.field == "efficiency" and p.key == "*":
+        return 1.0  # a scale on every efficiency of the unit
+    if p.field == "efficiency":
+        kind, _, tag = p.key.split("+")[0].partition(".")
+        return u.efficiency.get(p.key, u.eff(kind, tag) if tag else u.efficiency.get(kind, u.efficiency["default"]))
+    return float(getattr(u, p.field))
+
+
+def overrides(params: Sequence[Param], x: Sequence[float], base: HardwareProfile | None = None) -> dict[str, Any]:
+    """with_overrides() input for parameter values `x`. Efficiency key "*" scales every efficiency of the unit
+    (as `base` has them; keys fitted on their own are set after the scale)."""
+    units: dict[str, dict[str, Any]] = {}
+    for p, v in sorted(zip(params, x), key=lambda pv: pv[0].key != "*"):
+        u = units.setdefault(p.unit, {})
+        if p.field == "efficiency" and p.key == "*":
+            assert base is not None, "a '*' efficiency scale needs the base profile"
+            unit = next(un for un in base.units if un.name == p.unit)
+            u.setdefault("efficiency", {}).update({k: min(1.0, e * float(v)) for k, e in unit.efficiency.items()})
+        elif p.field == "efficiency":  # "gemm+matmul": one figure for both kinds
+            u.setdefault("efficiency", {}).update({k: float(v) for k in p.key.split("+")})
+        else:
+            u[p.field] = float(v)
+    return {"units": units}
+
+
+@dataclass
+class Prediction:
+    row: Measurement
+    latency_ms: float
+    cpu_tasks: int  # tasks (not folded) placed on the CPU fallback
+    tasks: int
+
+    @property
+    def error_pct(self) -> float:
+        return (self.latency_ms / self.row.latency_ms - 1) * 100
+
+
+def predict(spec: FitSpec, rows: Sequence[Measurement], graphs: Graphs, hw: HardwareProfile) -> list[Prediction]:
+    """Each row predicted by the simulator with profile `hw` (one sweep per model, its rows' presets only)."""
+    from simulator.costs import FOLDED
+    from simulator.sweep import sweep
+    from simulator.totals import totals
+
+    t = get_target(spec.target)
+    out: list[Prediction] = []
+    by_model: dict[str, list[Measurement]] = {}
+    for r in rows:
+        by_model.setdefault(r.model, []).append(r)
+    for model, rs in by_model.items():
+        src, comp = graphs[model]
+        presets = sorted({PRESETS[r.precision] for r in rs})
+        res = sweep(comp, t, source=src, hardware=hw, presets_only=presets)
+        names = [p["name"] for p in res.bulk["presets"]]
+        live = [i for i, w in enumerate(res.works) if w is not FOLDED and w.kind != "folded"]
+        cpu = hw.units[-1].name
+        for r in rs:
+            preset = PRESETS[r.precision]
+            j = names.index(preset)
+            ms = totals(res.bulk, res.per_op, preset, {})["latency_ms"]
+            n_cpu = sum(1 for i in live if res.bulk["units"][i][j] == cpu)
+            out.append(Prediction(r, ms, n_cpu, len(live)))
+    return out
+
+
+def fit(spec: FitSpec, rows: Sequence[Measurement], graphs: Graphs, base: HardwareProfile,
+        max_nfev: int = 15) -> np.ndarray:
+    """Least squares on log(predicted / published) over `rows`, parameters in log space within their bounds,
+    started from the profile's own values (deterministic: no random start)."""
+    from scipy.optimize import least_squares
+
+    params = spec.params
+    lo = np.log([p.lo for p in params])
+    hi = np.log([p.hi for p in params])
+    x0 = np.clip(np.log([_value(base, p) for p in params]), lo + 1e-9, hi - 1e-9)
+    pub = np.log([r.latency_ms for r in rows])
+
+    def resid(z: np.ndarray) -> np.ndarray:
+        hw = base.with_overrides(overrides(params, np.exp(z), base))
+        pred = np.array([p.latency_ms for p in predict(spec, rows, graphs, hw)])
+        return np.log(np.maximum(pred, 1e-9)) - pub
+
+    r = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.15, diff_step=0.02,
+                      max_nfev=max_nfev, x_scale=1.0)
+    return np.exp(r.x)
+
+
+def summary(preds: Sequence[Prediction]) -> dict[str, Any]:
+    errs = [abs(p.error_pct) for p in preds]
+    if not errs:
+        return {"n_points": 0, "n_models": 0}
+    return {"median_pct": round(statistics.median(errs), 1),
+            "within25_pct": round(100 * sum(e <= 25 for e in errs) / len(errs), 1),
+            "n_points": len(errs), "n_models": len({p.row.model for p in preds})}
+
+
+def placement(preds: Sequence[Prediction]) -> dict[str, Any]:
+    """Rows with layer counts: the prediction puts tasks on the CPU exactly when the publisher's counts do."""
+    with_counts = [p for p in preds if p.row.layers is not None]
+    agree = [p for p in with_counts if (p.cpu_tasks > 0) == (p.row.layers["cpu"] > 0)]  # type: ignore[index]
+    return {"agree": len(agree), "n": len(with_counts),
+            "pct": round(100 * len(agree) / len(with_counts), 1) if with_counts else None}
+
+
+def run(spec: FitSpec, rows: Sequence[Measurement], graphs: Graphs, max_nfev: int = 15,
+        log: Any = print, cv_nfev: int | None = None) -> dict[str, Any]:
+    """Cross-validation, final fit and validation for one target. Returns the report (JSON-able)."""
+    archs = published.architectures()
+    base = load_profile(get_target(spec.target).profile, get_target(spec.target).backend)
+    rows = [r for r in rows if r.model in graphs]
+    train = [r for r in rows if not archs[r.model].validation]
+    val = [r for r in rows if archs[r.model].validation]
+    families = sorted({archs[r.model].family for r in train})
+    held: list[Prediction] = []
+    if len(families) >= 2:
+        for fam in families:
+            fit_rows = [r for r in train if archs[r.model].family != fam]
+            x = fit(spec, fit_rows, graphs, base, cv_nfev or max_nfev)
+            hw = base.with_overrides(overrides(spec.params, x, base))
+            got = predict(spec, [r for r in train if archs[r.model].family == fam], graphs, hw)
+            held += got
+            log(f"  fold {fam}: {summary(got)}", flush=True)
+    x = fit(spec, train, graphs, base, max_nfev) if train else np.array([_value(base, p) for p in spec.params])
+    hw = base.with_overrides(overrides(spec.params, x, base))
+    val_preds = predict(spec, val, graphs, hw)
+    train_preds = predict(spec, train, graphs, hw)
+    before = predict(spec, val, graphs, base)
+    return {
+        "target": spec.target, "chip": spec.chip, "runtimes": list(spec.runtimes),
+        "params": {p.name: float(v) for p, v in zip(spec.params, x)},
+        "params_before": {p.name: _value(base, p) for p in spec.params},
+        "families": families, "train_rows": len(train),
+        "heldout": summary(held) if held else None,
+        "training": summary(train_preds),
+        "validation": summary(val_preds),
+        "validation_rows": [{"model": p.row.model, "precision": p.row.precision, "runtime": p.row.runtime,
+                             "device": p.row.device, "published_ms": p.row.latency_ms,
+                             "predicted_ms": round(p.latency_ms, 3), "error_pct": round(p.error_pct, 1),
+                             "before_ms": round(b.latency_ms, 3)}
+                            for p, b in zip(val_preds, before)],
+        "placement": placement(held + val_preds if held else train_preds + val_preds),
+        "heldout_rows": [{"model": p.row.model, "precision": p.row.precision, "published_ms": p.row.latency_ms,
+                          "predicted_ms": round(p.latency_ms, 3), "error_pct": round(p.error_pct, 1)}
+                         for p in held],
+    }
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}" if 1e-3 <= abs(v) < 1e4 else f"{v:.4e}"
+
+
+def write_yaml(profile: str, params: Mapping[str, float], source: str) -> None:
+    """Replace each fitted figure's line in simulator/hardware/<profile>.yaml (comments and order kept); an
+    efficiency key the file lacks is added under the unit's `efficiency:`."""
+    path = HARDWARE_DIR / f"{profile}.yaml"
+    lines = path.read_text().splitlines()
+    for name, v in params.items():
+        unit, field, *key = name.split(".", 2)
+        start = next(i for i, ln in enumerate(lines) if re.fullmatch(rf"\s*- name: {re.escape(unit)}\s*", ln))
+        end = next((i for i in range(start + 1, len(lines)) if re.match(r"\s*- name: ", lines[i])
+                    or (lines[i] and not lines[i].startswith(" "))), len(lines))
+        figure = f"{{value: {_fmt(v)}, source: \"{source}\"}}"
+        if field == "efficiency":
+            eff = next(i for i in range(start, end) if lines[i].strip() == "efficiency:")
+            indent = " " * (len(lines[eff]) - len(lines[eff].lstrip()) + 2)
+            stop = next((i for i in range(eff + 1, end) if not lines[i].startswith(indent)), end)
+            hit = [i for i in range(eff + 1, stop) if lines[i].strip().startswith(f"{key[0]}:")]
+            new = f"{indent}{key[0]}: {figure}"
+            if hit:
+                lines[hit[0]] = new
+            else:
+                lines.insert(eff + 1, new)
+        else:
+            i = next(i for i in range(start, end) if lines[i].strip().startswith(f"{field}:"))
+            indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
+            lines[i] = f"{indent}{field}: {figure}"
+    path.write_text("\n".join(lines) + "\n")
+    load_profile.cache_clear()
+    load_profile(profile)  # still parses
+
+
+def heldout_entry(rep: Mapping[str, Any]) -> dict[str, Any]:
+    """What a label shows: cross-validated error, else the validation models' error (never fitted)."""
+    cv = rep["heldout"]
+    entry: dict[str, Any] = {"runtimes": rep["runtimes"], "families": len(rep["families"])}
+    if cv:
+        entry.update(kind="leave-one-family-out", **cv)
+    elif rep["validation"]["n_points"]:
+        entry.update(kind="validation models only", **rep["validation"])
+    entry["validation"] = rep["validation"]
+    entry["placement"] = rep["placement"]
+    return entry
+
+
+# ---------------------------------------------------------------------------------------------------- report
+
+def print_report(rep: Mapping[str, Any]) -> None:
+    print(f"\n== {rep['target']} ({rep['chip']}, runtime {', '.join(rep['runtimes'])}): "
+          f"{rep['train_rows']} fitted rows, {len(rep['families'])} families")
+    h = rep["heldout"]
+    if h:
+        print(f"cross-validated (leave one family out): median |error| {h['median_pct']}%, "
+              f"{h['within25_pct']}% within +-25%, n = {h['n_points']} points / {h['n_models']} models")
+    else:
+        print("cross-validation: not possible (fewer than 2 families of public data besides the validation models)")
+    t = rep["training"]
+    if t["n_points"]:
+        print(f"training fit: median |error| {t['median_pct']}%, {t['within25_pct']}% within +-25%")
+    pl = rep["placement"]
+    print(f"placement (CPU layers or none, vs published counts): {pl['agree']}/{pl['n']} agree")
+    print("validation (never fitted):")
+    print(f"  {'model':<16} {'precision':<9} {'runtime':<8} {'device':<18} {'published':>9} {'predicted':>9} "
+          f"{'error':>7} {'before':>8}")
+    for v in rep["validation_rows"]:
+        print(f"  {v['model']:<16} {v['precision']:<9} {v['runtime']:<8} {v['device']:<18} {v['published_ms']:>9.3f} "
+              f"{v['predicted_ms']:>9.3f} {v['error_pct']:>+6.1f}% {v['before_ms']:>8.3f}")
+    print("fitted:", ", ".join(f"{k}={_fmt(v)} (was {_fmt(rep['params_before'][k])})" for k, v in rep["params"].items()))
+
+
+def load_graphs(spec: FitSpec, rows: Sequence[Measurement], cache: Path) -> dict[str, tuple[Any, Any]]:
+    from benchmarks.published_models import compiled
+
+    archs = published.architectures()
+    graphs = {}
+    for m in sorted({r.model for r in rows}):
+        try:
+            graphs[m] = compiled(archs[m], spec.target, cache)
+        except Exception as e:  # noqa: BLE001  (a model that cannot be rebuilt or compiled is left out, said so)
+            print(f"  {m}: left out ({e})")
+    return graphs
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.published_models import DEFAULT_CACHE
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", action="append", choices=list(TARGETS))
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("--max-nfev", type=int, default=15, help="least-squares iterations of the final fit")
+    ap.add_argument("--cv-nfev", type=int, default=8, help="iterations of each cross-validation fold's fit")
+    ap.add_argument("--json", type=Path, help="write the full reports here")
+    ap.add_argument("--write", action="store_true", help="write fitted figures to the YAML and heldout.json")
+    ap.add_argument("--from-json", type=Path, action="append",
+                    help="reports of earlier runs (--json) to print and --write instead of fitting again")
+    a = ap.parse_args(argv)
+    reports = [rep for path in a.from_json or [] for rep in json.loads(path.read_text())]
+    for rep in reports:
+        print_report(rep)
+    for name in [] if a.from_json else a.target or list(TARGETS):
+        spec = TARGETS[name]
+        rows = rows_for(spec)
+        t0 = time.time()
+        graphs = load_graphs(spec, rows, a.cache)
+        rep = run(spec, rows, graphs, a.max_nfev, cv_nfev=a.cv_nfev)
+        print_report(rep)
+        print(f"({time.time() - t0:.0f} s)")
+        reports.append(rep)
+    if a.json:
+        a.json.write_text(json.dumps(reports, indent=1))
+    if a.write:
+        held = published.heldout_all()
+        for rep in reports:
+            n, m = rep["train_rows"], len(rep["families"])
+            src = (f"fitted by benchmarks/device_fit.py to simulator/published ({n} {rep['chip']} "
+                   f"{'/'.join(rep['runtimes'])} rows, {m} families; MobileNetV2/ResNet-50 not fitted)")
+            t = get_target(rep["target"])
+            spec = TARGETS[rep["target"]]
+            ov = overrides(spec.params, [rep["params"][p.name] for p in spec.params], load_profile(t.profile, t.backend))
+            flat = {f"{u}.{f}" + (f".{k}" if f == "efficiency" else ""): v
+                    for u, d in ov["units"].items() for f, val in d.items()
+                    for k, v in (val.items() if f == "efficiency" else [("", val)])}
+            write_yaml(t.profile, flat, src)
+            held[rep["target"]] = heldout_entry(rep)
+        published.HELDOUT_PATH.write_text(json.dumps(held, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,109 @@
+"""Rebuild the architectures of the published measurements in code and compile them for a target.
+
+    python benchmarks/published_models.py [--target ort-qnn/snapdragon-8g3] [--cache DIR]
+
+Each architecture of simulator/published/architectures.yaml is built from torchvision or timm with random weights
+(`corpus.builders.build`, nothing downloaded) at its published input size, exported with the TorchScript ONNX
+exporter (opset 17), then compiled for a target as the worker would (`simulator.model.compile_for`). The ONNX file
+(optimized by ONNX Runtime's basic level: shape chains folded) and the compiled graphs are cached under --cache (default ~/.cache/edgescope/published), keyed by architecture,
+size and target, so the device fit rebuilds nothing on a second run. Building runs in a child process per model
+(a failing exporter fails that model only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from simulator.published import Architecture, architectures  # noqa: E402
+
+DEFAULT_CACHE = Path(os.environ.get("EDGESCOPE_PUBLISHED_CACHE", Path.home() / ".cache/edgescope/published"))
+
+
+def onnx_path(a: Architecture, cache: Path) -> Path:
+    return cache / f"{a.source}-{a.name}-{a.size}.onnx"
+
+
+def _build_child(source: str, name: str, size: int, out: str) -> None:
+    import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
+    from corpus.builders import build
+    from corpus.exporters import export_torch
+    from corpus.models import Entry
+
+    e = Entry(f"{source}/{name}", "published", "torchvision" if source == "torchvision" else "timm", name,
+              (1, 3, size, size))
+    tmp = Path(out + ".part")
+    export_torch(build(e), "ts", tmp)
+    tmp.rename(out)
+
+
+def optimized(path: Path) -> Path:
+    """The export after ONNX Runtime's basic (semantics-preserving) graph optimizations at its static input shape:
+    Shape / Constant / Identity chains folded, as every device compiler does before placing ops (the TorchScript
+    export of timm models computes reshapes from Shape ops, which would otherwise count as tasks)."""
+    import onnxruntime as ort
+
+    out = path.with_suffix(".basic.onnx")
+    if not out.exists():
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        so.optimized_model_filepath = str(out.with_suffix(".part"))
+        ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        out.with_suffix(".part").rename(out)
+    return out
+
+
+def build_onnx(a: Architecture, cache: Path, timeout_s: float = 900) -> Path:
+    """The architecture's ONNX file, exported once in a child process, then optimized (`optimized`)."""
+    out = onnx_path(a, cache)
+    if out.exists():
+        return optimized(out)
+    cache.mkdir(parents=True, exist_ok=True)
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.published_models import _build_child; "
+            f"_build_child({a.source!r}, {a.name!r}, {a.size}, {str(out)!r})")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
+    if p.returncode != 0 or not out.exists():
+        tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"{a.model}: build failed: {tail[0]}")
+    return optimized(out)
+
+
+def compiled(a: Architecture, target: str, cache: Path) -> tuple[Any, Any]:
+    """(source graph, compiled graph) of the architecture for `target`, cached."""
+    from simulator.model import compile_for
+
+    key = cache / f"{onnx_path(a, cache).stem}.basic.{target.replace('/', '_')}.pkl"
+    if key.exists():
+        return pickle.loads(key.read_bytes())
+    path = build_onnx(a, cache)
+    src, comp, _ = compile_for(path, target, cache / "work" / key.stem)
+    key.write_bytes(pickle.dumps((src, comp)))
+    return src, comp
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", default="ort-qnn/snapdragon-8g3")
+    ap.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
+    ap.add_argument("models", nargs="*", help="model ids (default: every architecture)")
+    a = ap.parse_args(argv)
+    archs = architectures()
+    for m in a.models or list(archs):
+        try:
+            _, comp = compiled(archs[m], a.target, a.cache)
+            print(f"{m}: {len(comp.nodes)} tasks")
+        except Exception as e:  # noqa: BLE001  (report and go on: one model's exporter failing is data)
+            print(f"{m}: FAILED {e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""The device fit (benchmarks/device_fit.py) on a tiny subset: graphs built in code stand in for four published
+architectures, whose 'published' latencies are the simulator's own predictions under known figures. The fit must
+recover those figures from the profile's estimates, cross-validate by family, never fit the validation model, and
+give the same answer twice."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from benchmarks import device_fit as df
+from compiler.graph import Graph, Node
+from simulator.profiles import load_profile
+from simulator.published import Measurement, architectures
+from tests.simulator.helpers import act, graph, weight
+
+TARGET = "ort-qnn/snapdragon-8g3"
+SPEC = df.FitSpec(TARGET, "snapdragon-8g3", ("onnx",),
+                  (df.Param("htp", "efficiency", "conv.fp16"), df.Param("htp", "run_overhead_s", "", 1e-6, 2e-3)))
+TRUE = (0.12, 4e-4)
+# Four families (squeezenet, shufflenet, densenet, inception) and one validation model.
+MODELS = {"squeezenet1_1": (32, 56), "shufflenet_v2": (64, 56), "densenet121": (96, 28), "googlenet": (48, 112),
+          "mobilenet_v2": (80, 56)}
+
+
+def _net(c: int, hw: int) -> Graph:
+    """x -> Conv(3->c) -> Relu -> Conv(c->c, 3x3) -> Relu -> Conv(c->c, 3x3): compute-heavy enough to see eff."""
+    values = [act("x", [1, 3, hw, hw]), weight("w0", [c, 3, 3, 3])]
+    nodes, prev = [], "x"
+    for i in range(3):
+        if i:
+            values.append(weight(f"w{i}", [c, c, 3, 3]))
+        values += [act(f"c{i}", [1, c, hw, hw]), act(f"r{i}", [1, c, hw, hw])]
+        nodes += [Node(f"conv{i}", f"conv{i}", "Conv", inputs=[prev, f"w{i}"], outputs=[f"c{i}"],
+                       attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+                  Node(f"relu{i}", f"relu{i}", "Relu", inputs=[f"c{i}"], outputs=[f"r{i}"])]
+        prev = f"r{i}"
+    return graph(nodes, values, ["x"], [prev])
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[list[Measurement], dict]:
+    graphs = {m: (None, _net(*cs)) for m, cs in MODELS.items()}
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    truth = base.with_overrides(df.overrides(SPEC.params, TRUE))
+    stub = [Measurement(m, (1, 3, MODELS[m][1], MODELS[m][1]), "Samsung Galaxy S24", "snapdragon-8g3", "onnx",
+                        "float", 1.0, None, None, "test") for m in MODELS]
+    rows = [dataclasses.replace(p.row, latency_ms=p.latency_ms) for p in df.predict(SPEC, stub, graphs, truth)]
+    return rows, graphs
+
+
+def test_fit_recovers_known_figures_and_cross_validates_by_family(setup: tuple) -> None:
+    rows, graphs = setup
+    assert architectures()["mobilenet_v2"].validation
+    rep = df.run(SPEC, rows, graphs, max_nfev=40, log=lambda *_, **__: None)
+    assert rep["params"]["htp.efficiency.conv.fp16"] == pytest.approx(TRUE[0], rel=0.05)
+    assert rep["params"]["htp.run_overhead_s"] == pytest.approx(TRUE[1], rel=0.05)
+    assert rep["params_before"]["htp.efficiency.conv.fp16"] != pytest.approx(TRUE[0], rel=0.05)  # it had to move
+    assert rep["families"] == ["densenet", "inception", "shufflenet", "squeezenet"]  # validation model not among them
+    assert rep["heldout"]["n_points"] == 4 and rep["heldout"]["median_pct"] < 5
+    assert [v["model"] for v in rep["validation_rows"]] == ["mobilenet_v2"]
+    assert abs(rep["validation_rows"][0]["error_pct"]) < 5
+    assert rep["train_rows"] == 4
+
+
+def test_fit_is_reproducible(setup: tuple) -> None:
+    rows, graphs = setup
+    a = df.run(SPEC, rows, graphs, max_nfev=15, log=lambda *_, **__: None)
+    b = df.run(SPEC, rows, graphs, max_nfev=15, log=lambda *_, **__: None)
+    assert a["params"] == b["params"] and a["heldout"] == b["heldout"] and a["validation_rows"] == b["validation_rows"]
+
+
+def test_changing_a_validation_row_changes_no_fitted_figure(setup: tuple) -> None:
+    rows, graphs = setup
+    moved = [dataclasses.replace(r, latency_ms=r.latency_ms * 3) if r.model == "mobilenet_v2" else r for r in rows]
+    a = df.run(SPEC, rows, graphs, max_nfev=15, log=lambda *_, **__: None)
+    b = df.run(SPEC, moved, graphs, max_nfev=15, log=lambda *_, **__: None)
+    assert a["params"] == b["params"]
+    assert b["validation_rows"][0]["error_pct"] == pytest.approx(
+        ((1 + a["validation_rows"][0]["error_pct"] / 100) / 3 - 1) * 100, abs=0.2)
