@@ -270,6 +270,10 @@ ENDPOINTS: dict[tuple[str, str], tuple[str, Call, int]] = {
     ("DELETE", "/api/models/<model_id>/analyses/<analysis_id>"): ("owner", _analysis(), 204),
     ("POST", "/api/models/<model_id>/analyses/<analysis_id>/fork"): ("viewer", _analysis("/fork"), 201),
     ("GET", "/api/models/<model_id>/analyses/<analysis_id>/lineage"): ("viewer", _analysis("/lineage"), 200),
+    ("GET", "/api/models/<model_id>/analyses/<analysis_id>/diff"): ("viewer", _analysis("/diff"), 200),
+    # the model against itself: the other model's access is the same as this one's
+    ("GET", "/api/models/<model_id>/diff"): ("viewer", lambda w, r: (
+        f"/api/models/{w.model_for(r)}/diff", {"query_string": {"other": w.model_for(r)}}), 200),
     ("GET", "/api/models/<model_id>/exports"): ("viewer", _m("/exports"), 200),
     ("GET", "/api/models/<model_id>/sources"): ("viewer", _m("/sources"), 200),
     # An ONNX model has no saved sources: a viewer is told so (404 no_source), others as for any model.
