@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 _NP_TYPE = {np.dtype("float32"): 0, np.dtype("float16"): 1, np.dtype("int32"): 2, np.dtype("int8"): 9,
-            np.dtype("int64"): 4}
+            np.dtype("int64"): 4, np.dtype("complex64"): 8}
 
 
 def _schema() -> Any:

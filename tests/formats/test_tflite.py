@@ -223,3 +223,27 @@ def test_dynamic_input_that_prepares_only_at_its_real_shape(tmp_path: Path) -> N
     prof = backend.profile(out, ProfileSettings(runs=5, warmup=1, input_shapes={"x": [1, 16, 16, 3]}))
     assert prof.input_shapes == {"x": [1, 16, 16, 3]} and list(prof.tasks) == ["CONV_2D_0"]
     assert prof.kernels["CONV_2D_0"] == ["Convolution (NHWC, F32) IGEMM"]
+
+
+def test_dynamic_batch_shapes_reach_the_work_counts(tmp_path: Path) -> None:
+    """A .tflite with a dynamic batch (signature [-1, 16]; the file stores 1) leaves every tensor downstream symbolic
+    in the frontend: without the shapes LiteRT propagates at the fed size, each operator's work was unknown (BirdNET:
+    294 of 376). The profile records each operator's output shapes at the fed shapes, and they make the work known."""
+    from compiler.concrete import fill_by_name, observed_shapes
+    from simulator.tflite_ops import tflite_works
+
+    w = tb.TfliteWriter()
+    x = w.tensor("x", [1, 16], signature=[-1, 16])
+    h = w.tensor("h", [1, 8], signature=[-1, 8])
+    y = w.tensor("y", [1, 8], signature=[-1, 8])
+    w.op("FULLY_CONNECTED", [x, w.const("w", np.ones((8, 16), np.float32)), -1], [h], w.options("FullyConnectedOptions"))
+    w.op("LOGISTIC", [h], [y])
+    path = w.save(tmp_path / "batch.tflite", [x], [y])
+    backend = backends.for_target("litert-cpu/host")
+    compiled, out = backend.compile(path, tmp_path, tflite.load(path))
+    assert out is not None and not any(w.shapes_known for w in tflite_works(compiled)[0])
+    prof = backend.profile(out, ProfileSettings(runs=3, warmup=1, input_shapes={"x": [4, 16]}))
+    assert prof.output_shapes == {"FULLY_CONNECTED_0": [[[4, 8], "float32"]], "LOGISTIC_1": [[[4, 8], "float32"]]}
+    fill_by_name(compiled, {"x": ([4, 16], "float32"), **observed_shapes(compiled, prof.output_shapes)}, overwrite=True)
+    works = tflite_works(compiled)[0]
+    assert all(w.shapes_known for w in works) and works[0].macs == 4 * 8 * 16 and works[1].out_elements == 32

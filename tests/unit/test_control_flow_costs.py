@@ -127,5 +127,7 @@ def test_recurrent_ops_count_their_gate_gemms() -> None:
     g = lstm([5, 2, 64])  # 5 steps, batch 2
     w = work_of(g.nodes[0], g)
     assert w.kind == "matmul" and w.macs == 5 * 2 * 4 * 128 * (64 + 128) and w.flops > 0
+    # Every step reads R [1, 512, 128] again (a GEMM of `batch` rows per step); x and the states are read once.
+    assert w.in_elements == 5 * 2 * 64 + 2 * 2 * 128 + 5 * 512 * 128
     g = lstm([1, "b", "f"])  # one step inside a Loop body: batch from the state, input width from W
     assert work_of(g.nodes[0], g).macs == 1 * 2 * 4 * 128 * (64 + 128)
