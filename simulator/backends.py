@@ -7,6 +7,7 @@ figures it is combined with live in the YAML profiles. One pure function, `plan`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -175,6 +176,12 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     from simulator.costs import base_kind
     from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
 
+    if kind == "dwconvnchw":
+        p = _nchw_depthwise(target, ui, unit, c, has_kernel)
+        if p is not None:
+            return p
+        p = _plan_on_unit(target, ui, unit, op_type, "dwconv", c, has_kernel, fused)  # other options: as NCHWc's
+        return None if p is None else dataclasses.replace(p, rate_kind=p.rate_kind or "dwconv")
     if target.backend in LITERT_BACKENDS and unit.name == "cpu":  # XNNPACK's paths (simulator/litert_paths.py)
         p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused)
         if p is not None:
@@ -315,6 +322,20 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
                 dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel,
                 im2col, repack)
+
+
+def _nchw_depthwise(target: Target, ui: int, unit: Unit, c: Combo, has_kernel: bool) -> Path | None:
+    """fp32 depthwise Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw`): MLAS's plain NCHW Conv, group
+    by group, im2col + SGEMM: the path fp16 Convs behind a shared Cast take (`conv.cast16nchw`, calibrated with
+    its im2col rate), its buffer every channel's taps (Work.im2col_elements). Single-op models on this host,
+    thread CPU time: such a depthwise conv took 0.22-1.26 ms where the NCHWc rate predicted 0.03-0.08 (ShuffleNet
+    v2's 19 depthwise convs, all after a channel shuffle: 0.10 ms predicted, 0.49 measured). Only where the
+    profile has measured that path (the host's calibration); elsewhere the NCHWc figures stand."""
+    if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "-")
+            or c.sparsity or not has_kernel or "conv.cast16nchw.im2col" not in unit.kind_overhead_s):
+        return None
+    return Path(ui, c, True, "fp32", "cast16nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
+                "depthwise Conv left in NCHW by ORT: im2col + GEMM per channel", im2col=True, rate_kind="conv")
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
-KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "gemm", "matmul", "attention", "pool", "elementwise",
+KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "dwconvnchw", "gemm", "matmul", "attention", "pool", "elementwise",
                           "norm", "skipnorm", "softmax", "reduce", "layout", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
-WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "gemm", "attention"})
+WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gemm", "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
-PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm"}
+PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv"}
 
 
 def base_kind(kind: str) -> str:
@@ -100,6 +100,9 @@ class Work:
     # every activation of FusedConv / FusedGemm, and all but Relu in NCHWc convs). Backends that run
     # such passes cost them at their element-wise rate; others at the task's own rate.
     epilogue_flops: float = 0.0
+    # Elements of the im2col buffer a convolution expands its input into, where it is not MACs / output
+    # channels (a dense conv's): a grouped conv run group by group expands every group (0 = the default rule).
+    im2col_elements: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -155,7 +158,10 @@ def kind_of(node: Node, graph: Graph) -> str:
     op = node.op_type
     if op in _CONV:
         if _is_depthwise(node, graph):
-            return "dwconv"
+            # A depthwise Conv ORT did not convert to NCHWc (ShuffleNet v2's 58-channel ones; one reading a graph
+            # input) stays a plain ONNX Conv in the compiled graph, which MLAS runs group by group: im2col + a
+            # one-row GEMM per channel, several times the NCHWc kernel's time.
+            return "dwconvnchw" if op == "Conv" and node.domain in ("", "ai.onnx") else "dwconv"
         w = _kernel_value(node, graph)
         # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
@@ -276,7 +282,17 @@ def work_of(node: Node, graph: Graph) -> Work:
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
                 kernel_name=k_name, aux_weights=tuple(aux_names),
-                epilogue_flops=epilogue)
+                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs))
+
+
+def _grouped_im2col(node: Node, kind: str, macs: float) -> float:
+    """im2col elements of a depthwise Conv MLAS runs in NCHW: every channel's kh x kw taps per output pixel (= its
+    MACs), read along W with the conv's stride (a stride-2 expansion gathers every other element: on this host
+    about twice the time per element of a stride-1 one, single-op models in thread CPU time)."""
+    if kind != "dwconvnchw":
+        return 0.0
+    strides = node.attributes.get("strides") or [1]
+    return macs * max(int(strides[-1]), 1)
 
 
 def _epilogue_flops(node: Node, out_elements: float) -> float:
@@ -306,7 +322,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     op = node.op_type
     out0 = outs[0] if outs else None
     out_e = _elements(out0) or 0.0
-    if kind in ("conv", "convsmall", "dwconv"):
+    if kind in ("conv", "convsmall", "dwconv", "dwconvnchw"):
         if kernel is None or kernel.shape is None:
             return 0.0, 0.0
         per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw

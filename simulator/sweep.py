@@ -123,10 +123,10 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}",
                                                              units[p.unit].kind_overhead_s.get(rate(p), 0.0))),
         setup_rows=np.array([p.setup_per_channel for p in paths]),
-        pixel_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.pixel", 0.0) if p.setup_per_pixel
+        pixel_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.pixel", 0.0) if p.setup_per_pixel
                   else 0.0),
-        im2col_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.im2col", 0.0) if p.im2col else 0.0),
-        repack_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{kind}.{p.tag}.weights", 0.0) if p.repack else 0.0),
+        im2col_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.im2col", 0.0) if p.im2col else 0.0),
+        repack_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.weights", 0.0) if p.repack else 0.0),
         extra_ops_s=f(lambda p: p.extra_ops_per_out / (units[p.unit].peak_ops_per_s.get(p.compute, 0.0)
                                                         * units[p.unit].eff("elementwise", p.tag))
                       if p.extra_ops_per_out and units[p.unit].peak_ops_per_s.get(p.compute) else 0.0),
@@ -638,6 +638,8 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).
     cols = np.where(k_rows > 0, macs / np.maximum(k_rows, 1.0), 0.0)
+    grouped = col([w.im2col_elements for w in works])
+    cols = np.where(grouped > 0, grouped, cols)
     setup = setup + co.im2col_s * np.where(cols > 1.01 * in_el, cols, 0.0) + co.repack_s * k_el
     # Weights beyond the last-level cache come back from memory on every run, and the prefetchers no
     # longer hide them behind the compute: the smaller time shows in full. Up to this core's share of the

@@ -30,9 +30,13 @@ def test_wide_conv_is_plain_conv() -> None:
 def test_depthwise_conv() -> None:
     g = conv_chain()
     w = work_of(g.node("dw"), g)
-    assert w.kind == "dwconv"
+    # A plain ONNX Conv: in an ORT-compiled graph, one ORT left in NCHW (im2col per channel); its NCHWc form is dwconv.
+    assert w.kind == "dwconvnchw" and w.im2col_elements == w.macs
     assert w.macs == 16 * 32 * 32 * 9  # one input channel per output
     assert w.kernel_elements == 16 * 9
+    g.node("dw").domain = "com.microsoft.nchwc"
+    w2 = work_of(g.node("dw"), g)
+    assert (w2.kind, w2.macs, w2.im2col_elements) == ("dwconv", w.macs, 0.0)
 
 
 def test_gemm_and_matmul() -> None:
