@@ -140,3 +140,31 @@ def test_constant_only_ops_are_folded_into_weights() -> None:
 
 def Value_(name: str, shape: list[int]):  # noqa: N802 - an activation-typed value filled by folding
     return act(name, shape)
+
+
+def test_reduction_over_outer_axes_is_strided() -> None:
+    """ORT reduces the innermost axes in one streaming pass; over an outer axis (a channel mean of NCHW, magika's
+    ReduceSum over dim 1) it reads with strides, many times slower per element (STRIDED_REDUCE_FLOPS)."""
+    from compiler.graph import WeightStats, Value
+    from simulator.costs import STRIDED_REDUCE_FLOPS
+
+    def reduce(op: str, shape: list[int], axes: list[int], as_input: bool = False) -> float:
+        out = [1 if i in axes else d for i, d in enumerate(shape)]
+        values = [act("x", shape), act("y", out)]
+        inputs = ["x"]
+        attrs = {} if as_input else {"axes": axes}
+        if as_input:  # opset 13+ ReduceSum: axes is a constant input, of which the graph keeps min and max
+            values.append(Value("axes", [len(axes)], "int64",
+                                weight=WeightStats(len(axes), 8 * len(axes), float(min(axes)), float(max(axes)), 0.0)))
+            inputs.append("axes")
+        g = graph([Node("r", "r", op, inputs=inputs, outputs=["y"], attributes=attrs)], values, ["x"], ["y"])
+        w = work_of(g.nodes[0], g)
+        assert w.kind == "reduce"
+        return w.flops / w.in_elements
+
+    assert reduce("ReduceMean", [1, 64, 56, 56], [2, 3]) == 1.0  # global pooling: contiguous
+    assert reduce("ReduceMean", [1, 64, 56, 56], [1]) == STRIDED_REDUCE_FLOPS  # channel mean
+    assert reduce("ReduceSum", [1, 512, 256], [1], as_input=True) == STRIDED_REDUCE_FLOPS
+    assert reduce("ReduceSum", [1, 512, 256], [2], as_input=True) == 1.0
+    assert reduce("ReduceMax", [4, 1, 8], [0, 1]) == STRIDED_REDUCE_FLOPS  # the kept axis 2 follows
+    assert reduce("ReduceMax", [4, 8, 1], [1]) == 1.0  # only a size-1 axis follows
