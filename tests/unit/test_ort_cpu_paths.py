@@ -272,33 +272,17 @@ def test_fp16_skip_layernorm_that_ort_leaves_unfused_runs_as_add_and_fp16_norm()
     assert p.rate_kind == "norm" and p.out_bytes == 2.0 and p.extra_dispatches == 2
 
 
-def test_depthwise_conv_ort_leaves_in_nchw_runs_im2col_per_channel(tmp_path: Path) -> None:
-    """A depthwise Conv ORT does not convert to NCHWc (ShuffleNet v2's 58 channels, not a whole number of
-    NCHWc blocks) stays a plain Conv, which MLAS runs channel by channel as im2col + GEMM."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
 
-    from simulator.calibration import compile_for_host
+def test_depthwise_conv_ort_leaves_in_nchw_runs_im2col_per_channel() -> None:
+    """A depthwise Conv ORT did not convert to NCHWc (a plain Conv in the compiled graph: ShuffleNet v2's 58-channel
+    ones, tests/simulator/test_ort_layouts.py) runs MLAS's NCHW path channel by channel: im2col + GEMM."""
     from simulator.costs import work_of
 
     c = 58
-    w = lambda n, s: numpy_helper.from_array(np.random.default_rng(0).standard_normal(s).astype(np.float32), n)  # noqa: E731
-    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"]),
-             helper.make_node("Reshape", ["a", "s1"], ["b"]), helper.make_node("Transpose", ["b"], ["t"], perm=[0, 2, 1, 3, 4]),
-             helper.make_node("Reshape", ["t", "s2"], ["u"]),
-             helper.make_node("Conv", ["u", "w2"], ["y"], group=c, pads=[1, 1, 1, 1], strides=[2, 2])]
-    inits = [w("w1", [c, c, 1, 1]), w("w2", [c, 1, 3, 3]), numpy_helper.from_array(np.array([1, 2, c // 2, 32, 32]), "s1"),  # a channel shuffle
-             numpy_helper.from_array(np.array([1, c, 32, 32]), "s2")]
-    g = helper.make_graph(nodes, "shuffle", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 32, 32])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 16, 16])], inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, tmp_path / "shuffle.onnx")
-    compiled = compile_for_host(tmp_path / "shuffle.onnx", tmp_path / "opt.onnx")
-    dw = [n for n in compiled.nodes if n.op_type == "Conv" and n.attributes.get("group") == c]
-    assert len(dw) == 1 and dw[0].domain == ""  # ORT left it in NCHW
-    work = work_of(dw[0], compiled)
+    g = graph([Node("dw", "dw", "Conv", inputs=["x", "w"], outputs=["y"],
+                    attributes={"group": c, "kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]})],
+              [act("x", [1, c, 32, 32]), weight("w", [c, 1, 3, 3]), act("y", [1, c, 16, 16])], ["x"], ["y"])
+    work = work_of(g.nodes[0], g)
     assert work.kind == "dwconvnchw" and work.macs == c * 16 * 16 * 9 and work.im2col_elements == 2 * work.macs
 
     fp32 = Combo("fp32", "fp32", "fp32", 0)
@@ -311,8 +295,7 @@ def test_depthwise_conv_ort_leaves_in_nchw_runs_im2col_per_channel(tmp_path: Pat
     assert plan(HOST, HW, "Conv", "dwconvnchw", fp32, True, False).tag == "fp32"
     # Its im2col buffer is every channel's taps (read at stride 2 here): the time grows with it at the fitted rate.
     hw2 = HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.cast16nchw.im2col": 3e-10}}}})
-    lat = [sweep(compiled, HOST, hardware=h).bulk for h in (hw, hw2)]
-    i = lat[0]["ops"].index(dw[0].id)
+    lat = [sweep(g, HOST, hardware=h).bulk for h in (hw, hw2)]
     j = [q["name"] for q in lat[0]["presets"]].index("fp32")
-    extra = lat[1]["metrics"]["latency_ms"][i][j] - lat[0]["metrics"]["latency_ms"][i][j]
+    extra = lat[1]["metrics"]["latency_ms"][0][j] - lat[0]["metrics"]["latency_ms"][0][j]
     assert extra == pytest.approx(1e-10 * work.im2col_elements * 1e3)
