@@ -78,6 +78,8 @@ def parse(buf: bytes, fallback_name: str = "model") -> Graph:
         return _Reader(buf).graph(fallback_name)
     except ModelFormatError:
         raise
+    except ImportError as e:  # the runtime's schema module missing is this installation's fault, not the file's
+        raise ModelFormatError(f"cannot read TFLite files here: {e} (install ai-edge-litert)") from None
     except Exception as e:  # struct.error, IndexError, UnicodeDecodeError...: bytes cut or garbled
         raise ModelFormatError(f"the TFLite file is truncated or corrupt ({type(e).__name__}: {e})") from None
 

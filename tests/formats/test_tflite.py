@@ -247,3 +247,15 @@ def test_dynamic_batch_shapes_reach_the_work_counts(tmp_path: Path) -> None:
     fill_by_name(compiled, {"x": ([4, 16], "float32"), **observed_shapes(compiled, prof.output_shapes)}, overwrite=True)
     works = tflite_works(compiled)[0]
     assert all(w.shapes_known for w in works) and works[0].macs == 4 * 8 * 16 and works[1].out_elements == 32
+
+
+def test_missing_runtime_is_not_a_corrupt_file(cnn: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installation without LiteRT's schema module said the file was 'truncated or corrupt' (seen when the venv
+    lost ai_edge_litert mid-run): the one-line error names what to install instead."""
+    def missing() -> None:
+        raise ModuleNotFoundError("No module named 'ai_edge_litert'")
+
+    monkeypatch.setattr(tflite, "_schema", missing)
+    with pytest.raises(ModelFormatError) as e:
+        tflite.load(cnn)
+    assert "corrupt" not in str(e.value) and "install ai-edge-litert" in str(e.value)
