@@ -55,6 +55,10 @@ _ELEMENTWISE_FLOPS: dict[str, float] = {
     "SELECT": 1, "SELECT_V2": 1, "WHERE": 1,
 }
 _FFT = frozenset({"RFFT2D"})
+# A resource variable's handle (VAR_HANDLE's output, READ_VARIABLE / ASSIGN_VARIABLE's first input: a streaming
+# model's state) holds no elements: the data moves through the tensors read or assigned. Counted as unknown shapes,
+# they marked every stateful wake-word model's variable ops as work unknown.
+_HANDLES = frozenset({"resource", "variant"})
 _CLAMPS = frozenset({"RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1"})  # fused: applied as the output is stored
 _FLOAT = frozenset({"float32", "float16", "bfloat16", "float64"})
 
@@ -123,7 +127,7 @@ def work_of(node: Node, graph: Graph) -> Work:
     other_const = 0.0
     for name in node.inputs:
         v = graph.values.get(name) if name else None
-        if v is None or v is kernel:
+        if v is None or v is kernel or v.dtype in _HANDLES:
             continue
         if v.weight is None:
             act_in.append(v)
@@ -132,6 +136,7 @@ def work_of(node: Node, graph: Graph) -> Work:
         else:
             other_const += v.weight.bytes
     outs = [graph.values.get(o) for o in node.outputs if o]
+    outs = [v for v in outs if v is None or v.dtype not in _HANDLES]
     in_el, out_el = [_elements(v) for v in act_in], [_elements(v) for v in outs]
     known = all(e is not None for e in in_el + out_el)
     notes = [] if known else ["some shapes unknown: costs count only the tensors with static shapes"]

@@ -33,7 +33,7 @@ _DTYPES: dict[int, tuple[str, str | None]] = {
     0: ("float32", "<f4"), 1: ("float16", "<f2"), 2: ("int32", "<i4"), 3: ("uint8", "u1"),
     4: ("int64", "<i8"), 5: ("string", None), 6: ("bool", "u1"), 7: ("int16", "<i2"),
     8: ("complex64", "<c8"), 9: ("int8", "i1"), 10: ("float64", "<f8"), 11: ("complex128", "<c16"),
-    12: ("uint64", "<u8"), 13: ("unknown", None), 14: ("unknown", None), 15: ("uint32", "<u4"),
+    12: ("uint64", "<u8"), 13: ("resource", None), 14: ("variant", None), 15: ("uint32", "<u4"),
     16: ("uint16", "<u2"), 17: ("int4", None), 18: ("bfloat16", None), 19: ("int2", None),
 }
 

@@ -132,3 +132,19 @@ def test_rfft2d_counts_its_fft(tmp_path: Path) -> None:
     (work,), _, _ = tflite_works(tflite.load(path))
     assert work.flops == pytest.approx(10 * 2.5 * 64 * 6) and work.shapes_known
     assert not any("no cost rule" in n for n in work.notes)
+
+
+def test_resource_variable_handles_hold_no_elements() -> None:
+    """A streaming model's state lives in resource variables (pymicro-wakeword's models): VAR_HANDLE makes a handle,
+    READ_VARIABLE / ASSIGN_VARIABLE move the data. The handle has no shape and no elements; it was counted as a
+    tensor of unknown shape, so every variable op of those models was marked work unknown."""
+    from compiler.graph import Graph, Node, Value
+
+    values = {"h": Value("h", None, "resource"), "s": Value("s", [1, 2, 1, 40], "int8"),
+              "n": Value("n", [1, 2, 1, 40], "int8")}
+    nodes = [Node("VAR_HANDLE_0", "", "VAR_HANDLE", outputs=["h"]),
+             Node("READ_VARIABLE_1", "", "READ_VARIABLE", inputs=["h"], outputs=["s"]),
+             Node("ASSIGN_VARIABLE_2", "", "ASSIGN_VARIABLE", inputs=["h", "n"])]
+    works, _, _ = tflite_works(Graph("state", "tflite", nodes, values, ["n"], ["s"]))
+    assert all(w.shapes_known for w in works)
+    assert [(w.in_elements, w.out_elements) for w in works] == [(0, 0), (0, 80), (80, 0)]
