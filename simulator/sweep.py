@@ -34,6 +34,7 @@ from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.shapes import fill_shapes
 from simulator.measured import measured_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
+from simulator.labels import label_text
 from simulator.published import heldout
 from simulator.targets import Target, get_target
 
@@ -403,8 +404,6 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     }
     if scale is not None:
         label["scale"] = scale
-    from simulator.predict import label_text  # late import: predict imports this module's callers
-
     label["text"] = label_text(label)
     bulk: dict[str, Any] = {
         "schema": SCHEMA, "target": t.name, "label": label, "ops": ops,
