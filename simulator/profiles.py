@@ -121,7 +121,11 @@ class HardwareProfile:
             o = dict(overrides.get("units", {}).get(u.name, {}))
             structural |= bool(_STRUCTURAL & o.keys())
             eff = {**u.efficiency, **o.pop("efficiency", {})}
-            kov = {**u.kind_overhead_s, **o.pop("kind_overhead_s", {})}
+            new_kov = o.pop("kind_overhead_s", {})
+            # A path exists only where its cost is known (the NCHW depthwise path needs
+            # `conv.cast16nchw.im2col`): a key the base lacks changes which paths are planned.
+            structural |= bool(new_kov.keys() - u.kind_overhead_s.keys())
+            kov = {**u.kind_overhead_s, **new_kov}
             units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
         top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
                                                            "error_models", "error_target",
