@@ -2,7 +2,7 @@
 // selects those tasks in the table, graph and timeline (the shared selection); a selection made there is
 // highlighted here. Loaded lazily (ECharts is ~400 kB): the page's first drawing does not wait for it.
 import { BarChart, ScatterChart } from "echarts/charts";
-import { BrushComponent, GridComponent, TooltipComponent } from "echarts/components";
+import { GridComponent, TooltipComponent } from "echarts/components";
 import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
@@ -12,7 +12,7 @@ import { unitColor, unitLabel } from "../../units";
 import type { Row } from "../OpTable";
 import { CHART_METRICS, type ChartMetric, categories, column, histogram, idsInBins, idsInRect, selectedPerBin, wantsLog } from "../../views/metrics";
 
-echarts.use([BarChart, ScatterChart, BrushComponent, GridComponent, TooltipComponent, CanvasRenderer]);
+echarts.use([BarChart, ScatterChart, GridComponent, TooltipComponent, CanvasRenderer]);
 
 interface Props {
   rows: Row[];
@@ -46,7 +46,6 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const [brushed, setBrushed] = useState(0);
-  const brushOn = useRef(false);
 
   const xs = useMemo(() => column(rows, xKey, xLog), [rows, xKey, xLog]);
   const ys = useMemo(() => (kind === "scatter" ? column(rows, yKey, yLog) : null), [rows, yKey, yLog, kind]);
@@ -59,7 +58,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     return (name: string) => (name === "other" ? "#7b8199" : colorBy === "unit" ? unitColor(byLabel.get(name) ?? name.toLowerCase(), unitNames) : typeColor(name));
   }, [unitNames, colorBy]);
 
-  // what a brush maps back to; read by the chart's event handlers (registered once)
+  // what a click maps back to; read by the chart's event handler (registered once)
   const live = useRef({ rows, xs, ys, hist, onSelect });
   live.current = { rows, xs, ys, hist, onSelect };
 
@@ -67,26 +66,6 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     const el = box.current!;
     const c = echarts.init(el, null, { renderer: "canvas" });
     chart.current = c;
-    c.on("brushEnd", (e: unknown) => {
-      const areas = (e as { areas: { coordRange: number[] | number[][] }[] }).areas;
-      if (!areas?.length) return;
-      brushOn.current = true;
-      const { rows: R, xs: X, ys: Y, hist: H, onSelect: sel } = live.current;
-      let ids: string[];
-      if (H) {
-        const [a, b] = areas[0].coordRange as number[];
-        ids = idsInBins(R, H, Math.round(a), Math.round(b));
-      } else {
-        const [[x0, x1], [y0, y1]] = areas[0].coordRange as number[][];
-        ids = idsInRect(R, X, Y!, x0, x1, y0, y1);
-      }
-      // focus the slowest brushed task, so the graph and table bring one of them into view
-      let focus: string | null = null, best = -Infinity;
-      const inSet = new Set(ids);
-      for (const r of R) if (inSet.has(r.op.id) && r.op.latency_ms > best) (best = r.op.latency_ms), (focus = r.op.id);
-      setBrushed(ids.length);
-      sel(ids, focus, "chart");
-    });
     c.on("click", (p: unknown) => {
       const { value } = p as { value?: number[] };
       const { rows: R, onSelect: sel } = live.current;
@@ -107,12 +86,6 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   useEffect(() => {
     const c = chart.current;
     if (!c) return;
-    const brush = {
-      toolbox: [], throttleType: "debounce", throttleDelay: 100, transformable: false, removeOnClick: true,
-      seriesIndex: [] as number[], // no series linked: ECharts does not hit-test 50,000 points on every move
-      brushStyle: { color: "rgba(255,204,0,0.12)", borderColor: SEL, borderWidth: 1 },
-      ...(hist ? { xAxisIndex: 0 } : { xAxisIndex: 0, yAxisIndex: 0 }),
-    };
     if (hist) {
       const labels = hist.counts.map((_, k) => `${plotted(xKey, xLog, hist.edges[k])} – ${plotted(xKey, xLog, hist.edges[k + 1])}`);
       c.setOption({
@@ -121,12 +94,10 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
         tooltip: { trigger: "axis", axisPointer: { type: "shadow" } },
         xAxis: { type: "category", data: labels, ...AXIS, axisLabel: { color: "#9aa1b5", interval: 7, hideOverlap: true }, name: CHART_METRICS.find((m) => m.key === xKey)!.label + (xLog ? " (log)" : ""), nameLocation: "middle", nameGap: 26, nameTextStyle: { color: "#9aa1b5" } },
         yAxis: { type: "value", name: "tasks", ...AXIS, nameTextStyle: { color: "#9aa1b5" } },
-        brush,
         series: [
           { id: "all", type: "bar", name: "tasks", data: hist.counts, itemStyle: { color: "#4d7cc9" }, barCategoryGap: "8%", zlevel: 1 },
         ],
       }, { notMerge: true });
-      c.dispatchAction({ type: "takeGlobalCursor", key: "brush", brushOption: { brushType: "lineX", brushMode: "single" } });
     } else if (cats && ys) {
       const per: number[][][] = cats.names.map(() => []);
       for (let i = 0; i < rows.length; i++) if (!Number.isNaN(xs[i]) && !Number.isNaN(ys[i])) per[cats.of[i]].push([xs[i], ys[i], i]);
@@ -147,11 +118,8 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           ...cats.names.map((name, k) => ({ id: `c${k}`, type: "scatter", name, data: per[k], symbolSize: 4, large: true, largeThreshold: 2000, zlevel: 1, itemStyle: { color: catColor(name), opacity: 0.8 } })),
         ],
       }, { notMerge: true });
-      // no ECharts brush on the scatter: each of its moves re-runs the visual encoding of every point (p95 frame
-      // 420 ms at 50,000 tasks); the rectangle is ours (onPointer* below), drawn on a layer of its own
     }
     setBrushed(0);
-    brushOn.current = false;
     drawRef.current();
   }, [hist, cats, xs, ys, rows, xKey, yKey, xLog, yLog, catColor]);
 
@@ -200,17 +168,11 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const drawRef = useRef(drawSelection);
   drawRef.current = drawSelection;
 
-  // one made elsewhere also clears this chart's brush (only if there is one: the action re-runs the chart's
-  // whole update, every point included)
-  useEffect(() => {
-    if (selection.source !== "chart" && brushOn.current) {
-      brushOn.current = false;
-      chart.current?.dispatchAction({ type: "brush", areas: [] });
-    }
-  }, [selection]);
   useEffect(() => drawSelection(), [drawSelection]);
 
-  // the scatter's brush: a rectangle dragged on its own canvas; on release, its corners through the axes
+  // The brush is ours, not ECharts' (whose brush re-runs the visual encoding of every point on each move: p95
+  // frame 420 ms at 50,000 tasks): a rectangle (the histogram: a range of bins, full height) dragged on a canvas of
+  // its own; on release, its corners through the axes.
   const dragLayer = useRef<HTMLCanvasElement>(null);
   const drag = useRef<{ x0: number; y0: number; x1: number; y1: number } | null>(null);
   const paintDrag = () => {
@@ -222,6 +184,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, el.clientWidth, el.clientHeight);
     if (!d) return;
+    if (kind === "histogram") (d.y0 = 0), (d.y1 = el.clientHeight);
     g.fillStyle = "rgba(255,204,0,0.12)";
     g.strokeStyle = SEL;
     g.fillRect(Math.min(d.x0, d.x1), Math.min(d.y0, d.y1), Math.abs(d.x1 - d.x0), Math.abs(d.y1 - d.y0));
@@ -231,7 +194,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     const r = box.current!.getBoundingClientRect();
     return [e.clientX - r.left, e.clientY - r.top];
   };
-  const scatterDrag = kind === "scatter" && {
+  const brushDrag = {
     onPointerDown: (e: React.PointerEvent) => {
       if (e.button !== 0) return;
       const [x, y] = local(e);
@@ -247,10 +210,13 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
       const d = drag.current, c = chart.current;
       drag.current = null;
       paintDrag();
-      if (!d || !c || !ys || Math.abs(d.x1 - d.x0) + Math.abs(d.y1 - d.y0) < 5) return; // a click: the chart's own
+      if (!d || !c || Math.abs(d.x1 - d.x0) + (hist ? 0 : Math.abs(d.y1 - d.y0)) < 5) return; // a click: the chart's own
       const a = c.convertFromPixel({ gridIndex: 0 }, [Math.min(d.x0, d.x1), Math.max(d.y0, d.y1)]) as number[];
       const b = c.convertFromPixel({ gridIndex: 0 }, [Math.max(d.x0, d.x1), Math.min(d.y0, d.y1)]) as number[];
-      const ids = idsInRect(rows, xs, ys, a[0], b[0], a[1], b[1]);
+      // the histogram's x is the bin index (a category axis): bins whose centre the range covers, at least one
+      const ids = hist
+        ? idsInBins(rows, hist, Math.max(0, Math.round(a[0])), Math.min(hist.counts.length - 1, Math.round(b[0])))
+        : idsInRect(rows, xs, ys!, a[0], b[0], a[1], b[1]);
       let focus: string | null = null, best = -Infinity;
       const inSet = new Set(ids);
       for (const r of rows) if (inSet.has(r.op.id) && r.op.latency_ms > best) (best = r.op.latency_ms), (focus = r.op.id);
@@ -308,7 +274,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           </span>
         )}
       </div>
-      <div className={`dist-chart-wrap ${kind}`} {...(scatterDrag || {})}>
+      <div className="dist-chart-wrap" {...brushDrag}>
         <div ref={box} className="dist-chart" data-testid="chart" data-kind={kind} data-points={rows.length - missing} data-selected={selection.ids.size} />
         <canvas ref={overlay} className="dist-overlay" aria-hidden="true" />
         <canvas ref={dragLayer} className="dist-overlay" aria-hidden="true" />
