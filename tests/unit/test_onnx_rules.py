@@ -44,3 +44,12 @@ def test_a_third_or_less_of_a_convs_combos_are_exportable() -> None:
     # 3 formats written in and out the same x their kernels, x 5 sparsities: fp32 (fp32, int8 dynamic, int4, 5
     # palettes), fp16 (fp16, 5 palettes), int8 (int8) = 15 x 5.
     assert len(ok) == 75 and "fp32/fp32/int8/90" in ok and "int8/int8/int8/0" in ok
+
+
+def test_recurrent_ops_have_no_static_int8_file() -> None:
+    """quantize_static leaves LSTM/GRU weights float (a 0.88 MB LSTM file against 0.23 MB predicted): marked."""
+    for op in ("LSTM", "GRU"):
+        why = combo_reason(op, parse_combo("int8/int8/-/0", False))
+        assert why is not None and op in why
+        assert preset_reason("int8-static", op, False) is not None
+        assert preset_reason("int8-dynamic", op, False) is None
