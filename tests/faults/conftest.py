@@ -74,6 +74,11 @@ def sandbox_children(pid: int) -> list[int]:
     return [c for c in children(pid) if "compiler.sandbox_child" in cmdline(c)]
 
 
+def profiling_children(pid: int) -> list[int]:
+    """The sandboxed children that profile (not the ONNX export check, which runs beside profiling)."""
+    return [c for c in sandbox_children(pid) if "dry_run_child" not in cmdline(c)]
+
+
 def wait_for(what: str, predicate: Any, timeout_s: float, every_s: float = 0.1) -> Any:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.faults.conftest import (Scaled, alive, children, ended_well, figure, no_orphans, peak_rss, sandbox_children,
-                                   start_scaled, temp_folders, wait_done, wait_for, wait_stage)
+from tests.faults.conftest import (Scaled, alive, children, ended_well, figure, no_orphans, peak_rss,
+                                   profiling_children, sandbox_children, start_scaled, temp_folders, wait_done,
+                                   wait_for, wait_stage)
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis]
 
@@ -96,7 +97,7 @@ def test_killed_sandbox_child_fails_the_job_with_a_reason(stack: Scaled, zoo) ->
     model_id = _upload(stack, zoo)
     wait_stage(stack.web, model_id, "profile")
     pool_child = _job_worker_pid(stack, model_id)
-    kids = wait_for("sandbox child", lambda: sandbox_children(pool_child), 30)
+    kids = wait_for("profiling child", lambda: profiling_children(pool_child), 30)
     os.kill(kids[0], signal.SIGKILL)
     m, seconds = wait_done(stack.web, model_id, 60)
     figure(f"sandboxed profiling child killed: job {m['status']} in {seconds:.1f} s: {m['error']}")
