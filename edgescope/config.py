@@ -36,6 +36,10 @@ class Settings:
     profile_threads: int = 1
     profile_timeout_s: int = 600
     profile_memory_bytes: int = 8 * 1024**3
+    # Dry-run the ONNX exporter during each ONNX analysis, so presets it cannot write for this file are marked
+    # (a sandboxed child beside profiling, ~1-2 s on small models). The test suite turns it off except where
+    # it tests it.
+    export_check: bool = True
     # Wall-clock limit of one analysis job in a worker.
     job_time_limit_s: int = 3600
     # A worker holds a lease on the job it runs and renews it every third of this; a job whose lease

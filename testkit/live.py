@@ -17,7 +17,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 # Profiling in tests: the minimum the product allows (20 runs), little warm-up.
-FAST_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "20", "EDGESCOPE_PROFILE_WARMUP": "2"}
+# Fewer profiling runs, and no export dry run (tests/compiler/test_onnx_prepare.py and
+# tests/simulator/test_export_options.py test it; test_pipeline_e2e.py runs it through the worker).
+FAST_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "20", "EDGESCOPE_PROFILE_WARMUP": "2", "EDGESCOPE_EXPORT_CHECK": "0"}
 
 
 def free_port() -> int:

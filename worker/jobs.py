@@ -131,7 +131,7 @@ def _options(services: Services, model: Model) -> pipeline.AnalysisOptions:
         input_shapes=dict(model.input_shapes or {}), input_values=dict(model.input_values or {}),
         runs=st.profile_runs, warmup=st.profile_warmup, threads=st.profile_threads,
         timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes,
-        calibration_path=st.calibration_path,
+        calibration_path=st.calibration_path, check_exports=st.export_check,
     )
 
 

@@ -114,6 +114,7 @@ def test_redis_postgres_s3_with_separate_worker(tmp_path: Path, postgres_url: st
 
     env = {
         **FAST_PROFILE,
+        "EDGESCOPE_EXPORT_CHECK": "1",  # the production default: the worker dry-runs the ONNX exporter
         "EDGESCOPE_DATABASE_URL": postgres_url,
         "EDGESCOPE_BROKER_URL": REDIS_URL,
         "EDGESCOPE_QUEUE": f"edgescope-test-{secrets.token_hex(4)}",
