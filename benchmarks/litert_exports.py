@@ -22,21 +22,10 @@ OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights")
 
 def _cpu_ms(path: Path, runs: int) -> float:
     """Median CPU time of the calling thread per invoke (1 thread: XNNPACK runs on it), on generated inputs."""
-    import numpy as np
-    from ai_edge_litert.interpreter import Interpreter
-
-    from compiler.frontends import tflite
-    from compiler.inputs import generate_inputs
+    from compiler.optimize.litert_check import fed_interpreter
     from compiler.profile import timed_runs
 
-    it = Interpreter(model_path=str(path), num_threads=1)
-    feeds = list(generate_inputs(tflite.load(path)).values())
-    for d, x in zip(it.get_input_details(), feeds):
-        if list(d["shape"]) != list(x.shape):
-            it.resize_tensor_input(d["index"], list(x.shape))
-    it.allocate_tensors()
-    for d, x in zip(it.get_input_details(), feeds):
-        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+    it = fed_interpreter(str(path))
     for _ in range(3):
         it.invoke()
     return timed_runs(it.invoke, runs).cpu_median_ms

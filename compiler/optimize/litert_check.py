@@ -97,23 +97,30 @@ def check_kinds(source: bytes, written: bytes, kinds: Mapping[str, str], label: 
                             f"({len(wrong)} problem(s): {'; '.join(wrong[:3])}{'; ...' if len(wrong) > 3 else ''})")
 
 
-def run_once(path: str, shapes: Mapping[str, Any], values: Mapping[str, Any]) -> None:
-    """Load `path` in the LiteRT interpreter, allocate at `shapes` and invoke once on generated inputs."""
+def fed_interpreter(path: str, shapes: Mapping[str, Any] | None = None,
+                    values: Mapping[str, Any] | None = None) -> Any:
+    """A 1-thread LiteRT interpreter for `path`, allocated at `shapes` and fed generated inputs, ready to invoke."""
     from ai_edge_litert.interpreter import Interpreter
 
     from compiler.frontends import tflite
     from compiler.inputs import generate_inputs
 
+    # Inputs in subgraph order, as the frontend lists them and the interpreter details them.
+    feeds = list(generate_inputs(tflite.load(path), shapes or {}, values or {}, seed=0).values())
+    it = Interpreter(model_path=path, num_threads=1)
+    for d, x in zip(it.get_input_details(), feeds):
+        if list(d["shape"]) != list(x.shape):
+            it.resize_tensor_input(d["index"], list(x.shape))
+    it.allocate_tensors()
+    for d, x in zip(it.get_input_details(), feeds):
+        it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+    return it
+
+
+def run_once(path: str, shapes: Mapping[str, Any], values: Mapping[str, Any]) -> None:
+    """Load `path` in the LiteRT interpreter, allocate at `shapes` and invoke once on generated inputs."""
     try:
-        # Inputs in subgraph order, as the frontend lists them and the interpreter details them.
-        feeds = list(generate_inputs(tflite.load(path), shapes, values, seed=0).values())
-        it = Interpreter(model_path=path, num_threads=1)
-        for d, x in zip(it.get_input_details(), feeds):
-            if list(d["shape"]) != list(x.shape):
-                it.resize_tensor_input(d["index"], list(x.shape))
-        it.allocate_tensors()
-        for d, x in zip(it.get_input_details(), feeds):
-            it.set_tensor(d["index"], np.asarray(x, dtype=d["dtype"]))
+        it = fed_interpreter(path, shapes, values)
         it.invoke()
         for d in it.get_output_details():
             it.get_tensor(d["index"])

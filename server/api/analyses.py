@@ -77,7 +77,8 @@ def _fields(data: dict[str, Any]) -> tuple[str | None, str | None]:
     return (name.strip() if name else None), notes
 
 
-def _get(s: Any, m: Model, analysis_id: str) -> Analysis:
+def analysis_of(s: Any, m: Model, analysis_id: str) -> Analysis:
+    """An analysis of `m` (whose access the caller checked), else 404."""
     a = s.get(Analysis, analysis_id)
     if a is None or a.model_id != m.id:
         raise ApiError(404, "not_found", "No such analysis of this model.")
@@ -115,7 +116,7 @@ def read_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
     with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
-        a = _get(s, m, analysis_id)
+        a = analysis_of(s, m, analysis_id)
         return jsonify(analysis_json(a, can_edit=a.owner_id == user.id))  # type: ignore[union-attr]
 
 
@@ -128,7 +129,7 @@ def save_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
         raise ApiError(400, "bad_field", "Send the 'version' you edited, so concurrent saves are detected.")
     with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
-        a = _get(s, m, analysis_id)
+        a = analysis_of(s, m, analysis_id)
         if a.owner_id != user.id:  # type: ignore[union-attr]
             raise ApiError(403, "not_yours", "This analysis is someone else's; fork it to make your own copy.")
         name, notes = _fields(data)
@@ -155,7 +156,7 @@ def fork_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     data = request.get_json(silent=True) or {}
     with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
-        parent = _get(s, m, analysis_id)
+        parent = analysis_of(s, m, analysis_id)
         name, notes = _fields(data if isinstance(data, dict) else {})
         state = validate_state(s, m, data["state"]) if isinstance(data, dict) and "state" in data else parent.state
         a = Analysis(model_id=m.id, owner_id=user.id, parent_id=parent.id,  # type: ignore[union-attr]
@@ -172,7 +173,7 @@ def delete_analysis(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
     with session_scope(services().sessions) as s:
         m, role = model_for(s, model_id, user)
-        a = _get(s, m, analysis_id)
+        a = analysis_of(s, m, analysis_id)
         if a.owner_id != user.id and role != "owner":  # type: ignore[union-attr]
             raise ApiError(403, "not_yours", "Only its author or the model's owner may delete an analysis.")
         s.delete(a)
@@ -185,7 +186,7 @@ def lineage(model_id: str, analysis_id: str) -> ResponseReturnValue:
     user = current_user()
     with session_scope(services().sessions) as s:
         m, _ = model_for(s, model_id, user)
-        a = _get(s, m, analysis_id)
+        a = analysis_of(s, m, analysis_id)
         all_rows = {x.id: x for x in s.scalars(select(Analysis).where(Analysis.model_id == m.id))}
         uid = user.id  # type: ignore[union-attr]
         parents, p = [], a.parent_id

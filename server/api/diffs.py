@@ -3,9 +3,7 @@ another model (two versions of a network, ops matched by compiler/matching.py)."
 
 from __future__ import annotations
 
-import gzip
 import json
-from functools import lru_cache
 from typing import Any
 
 from flask import Blueprint, jsonify, request
@@ -14,47 +12,37 @@ from flask.typing import ResponseReturnValue
 from compiler.matching import match_ops, ops_from_documents
 from simulator.analysis_diff import State, state_diff
 from simulator.options import OptionError
-from store.blobs import BlobNotFound, BlobStore
+from store.blobs import BlobNotFound
 from store.db import session_scope
-from store.models import Analysis, Model
+from store.models import Model
 from store.packed import read_record
 
 from ..auth import current_user
 from .common import services
 from .errors import ApiError
-from .stored import columns_of, find_artifact, op_index, ready_model, replaced_error, require_artifact, version_of
+from .analyses import analysis_of
+from .stored import (columns_of, find_artifact, json_blob, op_index, ready_model, replaced_error, require_artifact,
+                     version_of)
 
 bp = Blueprint("diffs", __name__, url_prefix="/api/models/<model_id>")
 
 OP_FIELDS = ("latency_ms", "macs", "weight_bytes", "activation_bytes")
 
 
-@lru_cache(maxsize=8)
-def _json_blob(blobs: BlobStore, key: str, version: str) -> Any:
-    return json.loads(gzip.decompress(blobs.get_bytes(key)))
-
-
 def _doc(s: Any, m: Model, kind: str, target: str) -> Any:
     a = require_artifact(s, m.id, kind, target)
-    return _json_blob(services().blobs, a.key, version_of(a))
+    return json_blob(services().blobs, a.key, version_of(a))
 
 
 def _edges(s: Any, m: Model, target: str) -> list[tuple[str, str]]:
     stored = find_artifact(s, m.id, "graph_columns", target)
     if stored is not None:
-        cols = _json_blob(services().blobs, stored.key, version_of(stored))
+        cols = json_blob(services().blobs, stored.key, version_of(stored))
     else:
         a = require_artifact(s, m.id, "graph", target)
         cols = json.loads(columns_of(services().blobs, a.key, version_of(a)))
     ids = cols["ids"]
     return [(ids[x], ids[y]) for x, y in zip(cols["src"], cols["dst"], strict=True)]
-
-
-def _analysis(s: Any, m: Model, analysis_id: str) -> Analysis:
-    a = s.get(Analysis, analysis_id)
-    if a is None or a.model_id != m.id:
-        raise ApiError(404, "not_found", "No such analysis of this model.")
-    return a
 
 
 @bp.get("/analyses/<analysis_id>/diff")
@@ -63,9 +51,9 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
     svc = services()
     with session_scope(svc.sessions) as s:
         m = ready_model(s, model_id)
-        a = _analysis(s, m, analysis_id)
+        a = analysis_of(s, m, analysis_id)
         against = request.args.get("against") or a.parent_id or "base"
-        other = None if against == "base" else _analysis(s, m, against)
+        other = None if against == "base" else analysis_of(s, m, against)
         target = a.state["target"]
         if other is not None and other.state["target"] != target:
             raise ApiError(400, "other_target", f"'{other.name}' is for {other.state['target']}, this analysis for "
@@ -79,7 +67,7 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
         base_info = {"id": None, "name": "unoptimized"} if other is None else {"id": other.id, "name": other.name}
         name = a.name
     try:
-        bulk = _json_blob(svc.blobs, bulk_key, bulk_version)
+        bulk = json_blob(svc.blobs, bulk_key, bulk_version)
         before: State = ({"model_wide": bulk["base"]["preset"], "overrides": {}} if other is None else
                          {"model_wide": other.state["model_wide"], "overrides": dict(other.state["overrides"])})
         index, offsets = op_index(svc.blobs, index_key, index_version)

@@ -106,16 +106,14 @@ def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
 def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
     """What the option table marks not exportable in this state (ONNX targets mark it: docs/option-table.md):
     the model-wide preset's reason, or the first override whose combo is marked."""
-    import gzip
-    import json
-
     from simulator.options import parse_preset
     from store.packed import read_record
 
-    from .stored import op_index, require_artifact, version_of
+    from .stored import json_blob, op_index, require_artifact, version_of
 
     blobs, target = services().blobs, state["target"]
-    bulk = json.loads(gzip.decompress(blobs.get_bytes(require_artifact(s, model_id, "options", target).key)))
+    stored = require_artifact(s, model_id, "options", target)
+    bulk = json_blob(blobs, stored.key, version_of(stored))
     if "exportable" not in bulk:
         return None  # an exporter that does not mark, or a table written before marking
     names = [p["name"] for p in bulk["presets"]]

@@ -67,6 +67,14 @@ def version_of(a: Artifact) -> str:
 
 
 @lru_cache(maxsize=8)
+def json_blob(blobs: BlobStore, key: str, version: str) -> Any:
+    """A stored gzipped JSON document; `version` (version_of) keys the cache, so a re-analysis is read afresh."""
+    import json
+
+    return json.loads(gzip.decompress(blobs.get_bytes(key)))
+
+
+@lru_cache(maxsize=8)
 def columns_of(blobs: BlobStore, key: str, version: str) -> bytes:
     import json
 
