@@ -1,4 +1,4 @@
-"""`edgescope solve`: the fewest per-op changes that bring a model within a budget (simulator/solver.py)."""
+"""`edgescope solve`: the fewest per-op changes that bring a model within a budget (simulator/solver/)."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def _number(body: Mapping[str, Any], key: str) -> float | None:
 
 @bp.post("/solve")
 def solve(model_id: str) -> ResponseReturnValue:
-    """Proposals of per-op changes that meet a budget (docs/api.md, simulator/solver.py)."""
+    """Proposals of per-op changes that meet a budget (docs/api.md, simulator/solver/)."""
     from simulator.solver import Budget, solution_json
     from simulator.solver import solve as run
 

@@ -1,4 +1,4 @@
-"""Budget solver (simulator/solver.py): proposals meet the budget under the totals rule itself, a solution is
+"""Budget solver (simulator/solver/): proposals meet the budget under the totals rule itself, a solution is
 found whenever exhaustive search finds one, and the fewest-changes proposal is as small as exhaustive's."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-// "Solve for a budget": the server's budget solver (simulator/solver.py) proposes per-op changes; the user
+// "Solve for a budget": the server's budget solver (simulator/solver/) proposes per-op changes; the user
 // reviews one proposal as a per-op diff and applies it as overrides (the header then shows the same totals).
 import { useMemo, useState } from "react";
 import { ApiError, api } from "../api/client";

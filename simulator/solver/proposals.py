@@ -1,0 +1,192 @@
+"""What a solve answers: the searches it runs (from the current state and from presets' columns), the best state
+found per objective, each shaped as a proposal whose totals are simulator.totals.totals of that state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simulator.totals import totals
+
+from .budget import Budget
+from .search import Search
+from .state import State
+from .table import METRIC_KEYS, SolverTable
+
+OBJECTIVES: tuple[str, ...] = ("fewest_changes", "most_float", "least_size")
+SMALL_MODEL_OPS = 2000  # up to this many ops, every preset's column is a start and the exchange step runs
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    op: str
+    before: str  # the combo the op runs as in the starting state
+    after: str
+    before_overridden: bool  # False: `before` came from the model-wide preset
+    unit_before: str
+    unit_after: str
+    metrics_before: dict[str, float]  # the op's own row (edges excluded): latency_ms, weight_bytes, ...
+    metrics_after: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    objectives: tuple[str, ...]  # the objectives this state is the best found for
+    overrides: dict[str, str]  # the whole state's overrides (the starting ones, changed as below)
+    changes: tuple[Change, ...]
+    totals: dict[str, float]  # simulator.totals.totals of (model_wide, overrides)
+    non_float_ops: int  # ops whose combo quantizes or prunes
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    feasible: bool
+    model_wide: str
+    budget: dict[str, float]
+    start: dict[str, float]  # totals of the starting state
+    proposals: tuple[Proposal, ...]  # feasible states, one per objective (merged where they coincide)
+    closest: Proposal | None  # infeasible: the state found with the least excess
+    unmet: tuple[str, ...]  # infeasible: limits the closest state still exceeds
+
+
+def _proposal(s: Search, cur: list[int], objectives: tuple[str, ...]) -> Proposal:
+    t = s.t
+    overrides = dict(s.start_overrides)
+    changes = []
+    for i, k in enumerate(cur):
+        init = len(t.rows[i].combos)
+        if k == init:
+            continue
+        op = s.ops[i]
+        after = t.rows[i].combos[k]
+        overrides[op] = after
+        f0, f1 = s.init_fmt[i], s.attrs(i, k)
+        changes.append(Change(op, f0[4], after, f0[3], f0[2], f1[2], dict(zip(METRIC_KEYS, s.own(i, init))),
+                              dict(zip(METRIC_KEYS, s.own(i, k)))))
+    # The rule reads only the overridden ops' rows: hand it those, keyed by op (a list is searched by index).
+    index = {o: i for i, o in enumerate(s.ops)}
+    rows = {o: (t.per_op[o] if isinstance(t.per_op, Mapping) else t.per_op[index[o]]) for o in overrides}
+    tot = totals(t.bulk, rows, t.bulk["presets"][s.p]["name"], overrides)
+    nf = sum(s.non_float(i, k) for i, k in enumerate(cur))
+    return Proposal(objectives, overrides, tuple(changes), tot, nf)
+
+
+def _preset_order(s: Search) -> list[int]:
+    """Presets to start from, the most promising first: by the excess of their columns' own sums."""
+    bulk = s.t.bulk
+    m = {k: np.asarray(bulk["metrics"][k], dtype=np.float64) for k in METRIC_KEYS}
+    if m["latency_ms"].size == 0:
+        return []
+    lat, size = m["latency_ms"].sum(0), m["weight_bytes"].sum(0)
+    act, dram = m["activation_bytes"].max(0), m["dram_bytes"].sum(0)
+    scored = []
+    for q in range(len(bulk["presets"])):
+        if q == s.p:
+            continue
+        scored.append((s.excess(s.figures(float(lat[q]), float(size[q]), float(dram[q]), float(act[q]))), q))
+    return [q for _, q in sorted(scored)]
+
+
+def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[State]], list[int] | None]:
+    """Repair and prune from each start for the two objectives that differ in what they change: the states
+    that meet the budget per objective, and the closest state when none does."""
+    exchange_rounds = 3 if small else 0  # each round re-solves once per change: affordable on small models
+    starts = [s.initial()] + [s.preset_start(q) for q in _preset_order(s)[:max_starts]]
+    found: dict[str, list[State]] = {o: [] for o in OBJECTIVES}
+    closest: tuple[float, list[int]] | None = None
+    for n_start, cur in enumerate(starts):
+        for objective in ("fewest_changes", "most_float"):
+            if objective == "most_float" and n_start and not small:
+                continue  # a preset's column quantizes every op: far from keeping layers float
+            st = s.evaluate(cur)
+            s.repair(st, objective)
+            e = s.state_excess(st)
+            if e > 0:
+                if closest is None or e < closest[0]:
+                    closest = (e, list(st.cur))
+                continue
+            s.prune(st, objective, 3 if small else 1)
+            if exchange_rounds:
+                s.exchange(st, objective, exchange_rounds)
+            found[objective].append(st)
+    return found, closest[1] if closest else None
+
+
+def _ranked(s: Search, found: dict[str, list[State]]) -> dict[str, list[tuple[tuple[float, ...], list[int]]]]:
+    """Candidate states per objective, best first by the tracked figures; least size shrinks the best of
+    the other two."""
+    ranked: dict[str, list[tuple[tuple[float, ...], list[int]]]] = {}
+    for objective in ("fewest_changes", "most_float"):
+        ranked[objective] = sorted((s.key(st, objective), st.cur) for st in found[objective])
+    shrunk, done = [], set()
+    for objective in ("fewest_changes", "most_float"):
+        for _, cur in ranked[objective][:1]:
+            if tuple(cur) in done:
+                continue  # both objectives found the same state: shrink it once
+            done.add(tuple(cur))
+            st = s.evaluate(cur)
+            s.shrink(st)
+            shrunk.append(st)
+    ranked["least_size"] = sorted((s.key(st, "least_size"), st.cur) for st in shrunk)
+    return ranked
+
+
+def _proposals(s: Search, budget: Budget, ranked: Mapping[str, list[tuple[tuple[float, ...], list[int]]]]
+               ) -> list[Proposal]:
+    """The best state per objective that the exact totals put within the budget; one proposal per distinct
+    state, naming every objective it is best for."""
+    proposals: list[Proposal] = []
+    seen: dict[tuple[tuple[str, str], ...], int] = {}
+    for objective in OBJECTIVES:
+        best = None
+        for _, cur in ranked[objective]:
+            p = _proposal(s, cur, (objective,))
+            if not budget.unmet(p.totals):
+                best = p
+                break
+        if best is None:
+            continue
+        sig = tuple(sorted(best.overrides.items()))
+        if sig in seen:
+            q = proposals[seen[sig]]
+            proposals[seen[sig]] = Proposal(q.objectives + (objective,), q.overrides, q.changes, q.totals,
+                                            q.non_float_ops)
+        else:
+            seen[sig] = len(proposals)
+            proposals.append(best)
+    return proposals
+
+
+def solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], budget: Budget,
+          keep_float: Iterable[str] = (), max_starts: int | None = None) -> Solution:
+    """Proposals meeting `budget` from the state (model_wide, overrides), or the closest state found.
+    `max_starts`: preset columns to start from besides the current state (default: all on models up to
+    SMALL_MODEL_OPS ops, else the most promising one). Small models also get the exchange step (drop one change,
+    re-solve)."""
+    s = Search(table, model_wide, overrides, budget, keep_float)
+    start = totals(table.bulk, table.per_op, model_wide, overrides)
+    small = len(s.ops) <= SMALL_MODEL_OPS
+    if max_starts is None:
+        max_starts = len(table.bulk["presets"]) if small else 1
+    found, closest = _search(s, small, max_starts)
+    proposals = _proposals(s, budget, _ranked(s, found))
+    if proposals:
+        return Solution(True, model_wide, budget.limits(), start, tuple(proposals), None, ())
+    cl = _proposal(s, closest if closest is not None else s.initial(), ())
+    return Solution(False, model_wide, budget.limits(), start, (), cl, tuple(budget.unmet(cl.totals)))
+
+
+def solution_json(sol: Solution) -> dict[str, Any]:
+    def prop(p: Proposal) -> dict[str, Any]:
+        return {"objectives": list(p.objectives), "overrides": p.overrides, "totals": p.totals,
+                "non_float_ops": p.non_float_ops,
+                "changes": [{"op": c.op, "before": c.before, "after": c.after,
+                             "before_overridden": c.before_overridden, "unit_before": c.unit_before,
+                             "unit_after": c.unit_after, "before_metrics": c.metrics_before,
+                             "after_metrics": c.metrics_after} for c in p.changes]}
+    return {"feasible": sol.feasible, "model_wide": sol.model_wide, "budget": sol.budget, "start": sol.start,
+            "proposals": [prop(p) for p in sol.proposals], "closest": prop(sol.closest) if sol.closest else None,
+            "unmet": list(sol.unmet)}

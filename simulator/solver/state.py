@@ -1,0 +1,263 @@
+"""A state of the search (each op's choice) and its tracked figures: the starting state, one op's choice and what
+its edges cost with its neighbours as they are (the totals rule's own `edge_terms`), and the whole-state sums
+kept up to date as ops change."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simulator.options import OptionError
+from simulator.totals import edge_terms
+
+from .budget import Budget, excess
+from .table import METRIC_KEYS, SolverTable, is_float_combo
+
+
+@dataclass(slots=True)
+class State:
+    cur: list[int]  # candidate index per op; K_i (one past the combos) = the starting choice
+    lat: float = 0.0
+    size: float = 0.0
+    dram: float = 0.0
+    act: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+
+class Pricing:
+    """The problem of one solve (table, starting state, budget, ops kept float) and the pricing of states."""
+
+    def __init__(self, t: SolverTable, model_wide: str, overrides: Mapping[str, str], budget: Budget,
+                 keep_float: Iterable[str]):
+        self.t, self.b = t, budget
+        bulk = t.bulk
+        presets = [p["name"] for p in bulk["presets"]]
+        if model_wide not in presets:
+            raise OptionError(f"model-wide option {model_wide!r} is not in this table; "
+                              f"choose one of {', '.join(presets)}")
+        self.p = presets.index(model_wide)
+        ops: list[str] = bulk["ops"]
+        self.ops = ops
+        index = {o: i for i, o in enumerate(ops)}
+        for o in list(overrides) + list(keep_float):
+            if o not in index:
+                raise OptionError(f"op {o!r} is not a task of this model")
+        self.keep = {index[o] for o in keep_float}
+        self.limits = budget.limits()
+        c = bulk["constants"]
+        self.pj = float(c["dram_pj_per_byte"])
+        self.overhead = float(c["size_overhead_bytes"])
+        # Starting choice of each op: its override's row, else the preset's bulk row.
+        self.init_m: list[tuple[float, float, float, float]] = []
+        self.init_fmt: list[tuple[str, str, str, bool, str]] = []  # in, out, unit, overridden, combo
+        m = bulk["metrics"]
+        for i, op in enumerate(ops):
+            r = t.rows[i]
+            if op in overrides:
+                if overrides[op] not in r.combos:
+                    raise OptionError(f"combo {overrides[op]!r} is not offered for op {op!r}")
+                k = r.combos.index(overrides[op])
+                self.init_m.append(tuple(float(x) for x in r.m[k]))  # type: ignore[arg-type]
+                self.init_fmt.append((r.cls.fin[k], r.cls.fout[k], r.cls.unit[k], True, r.combos[k]))
+            else:
+                combo = bulk["combos"][i][self.p]
+                f = combo.split("/")
+                self.init_m.append(tuple(float(m[x][i][self.p]) for x in METRIC_KEYS))  # type: ignore[arg-type]
+                self.init_fmt.append((f[0], f[1], bulk["units"][i][self.p], False, combo))
+        self.start_overrides = dict(overrides)
+        self.cidx = {id(c): j for j, c in enumerate(t.classes)}
+        self._reps_key: bytes = b""
+        self._reps_val: list[np.ndarray] = []
+        self.own_bound = np.full(len(ops), np.inf)
+        self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
+        self.n_combos = np.array([len(r.combos) for r in t.rows])
+        self.init_ok = np.array([not (i in self.keep and not is_float_combo(self.init_fmt[i][4]))
+                                 for i in range(len(ops))], dtype=bool)
+        # The least each op's edges can cost: crossings an override takes off a bulk row are credits.
+        self.edge_lb = np.zeros(len(ops))
+        crossing = bulk.get("crossing")
+        if crossing:
+            from simulator.totals import _crossing_ms
+
+            for j, (s, d) in enumerate(zip(t.src, t.dst)):
+                if bulk["units"][s][self.p] != bulk["units"][d][self.p]:
+                    credit = _crossing_ms(crossing, t.el[j] * 4 * 2)  # fp32, the widest activation
+                    self.edge_lb[s] -= credit
+                    self.edge_lb[d] -= credit
+
+    # --- one op's choice ------------------------------------------------------------------------------------
+    def attrs(self, i: int, k: int) -> tuple[str, str, str, bool]:
+        c = self.t.rows[i].cls
+        if k == len(c.combos):
+            f = self.init_fmt[i]
+            return f[0], f[1], f[2], f[3]
+        return c.fin[k], c.fout[k], c.unit[k], True
+
+    def own(self, i: int, k: int) -> tuple[float, float, float, float]:
+        r = self.t.rows[i]
+        c = r.cls
+        if k == len(c.combos):
+            return self.init_m[i]
+        row = c.m[r.pos, k]
+        return float(row[0]), float(row[1]), float(row[2]), float(row[3])
+
+    def combo_of(self, i: int, k: int) -> str:
+        r = self.t.rows[i]
+        return self.init_fmt[i][4] if k == len(r.combos) else r.combos[k]
+
+    def non_float(self, i: int, k: int) -> bool:
+        c = self.t.rows[i].cls
+        return not (is_float_combo(self.init_fmt[i][4]) if k == len(c.combos) else bool(c.flt[k]))
+
+    def context(self, st: State, i: int) -> tuple[list[tuple[int, int, str, str, bool]],
+                                                      list[tuple[int, int, str, str, bool]]]:
+        """Op i's neighbours as they are: (edge, op, their format on the edge, unit, overridden), in and out."""
+        t = self.t
+        ins, outs = [], []
+        for j in t.ins[i]:
+            s = t.src[j]
+            if s != i:  # a self-edge is priced with the op's own choice on both ends, below
+                _, sout, su, so = self.attrs(s, st.cur[s])
+                ins.append((j, s, sout, su, so))
+        for j in t.outs[i]:
+            d = t.dst[j]
+            if d == i:
+                outs.append((j, d, "", "", False))
+            else:
+                din, _, du, do = self.attrs(d, st.cur[d])
+                outs.append((j, d, din, du, do))
+        return ins, outs
+
+    def edges_of(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None = None,
+                  ctx: Any = None) -> tuple[float, float]:
+        """(ms, bytes) of op i's edges with op i on choice k and its neighbours as they are. In-edges depend on
+        the choice's input format only, out-edges on its output format: priced (and memoised) apart."""
+        fin, fout, unit, over = self.attrs(i, k)
+        if memo is None:
+            memo = {}
+        kin, kout = (0, fin, unit, over), (1, fout, unit, over)
+        if kin in memo and kout in memo:
+            a, b = memo[kin]
+            c, d = memo[kout]
+            return a + c, b + d
+        t, bulk, p = self.t, self.t.bulk, self.p
+        ins, outs = ctx if ctx is not None else self.context(st, i)
+        if kin not in memo:
+            ms = by = 0.0
+            for j, s, sout, su, so in ins:
+                a, b, c, d = edge_terms(bulk, p, s, i, t.el[j], sout, fin, su, unit, so, over)
+                ms += a + c
+                by += b + d
+            memo[kin] = (ms, by)
+        if kout not in memo or any(d_ == i for _, d_, _, _, _ in outs):
+            ms = by = 0.0
+            for j, d_, din, du, do in outs:
+                if d_ == i:  # a self-edge reads the choice's own input format
+                    a, b, c, d = edge_terms(bulk, p, i, i, t.el[j], fout, fin, unit, unit, over, over)
+                else:
+                    a, b, c, d = edge_terms(bulk, p, i, d_, t.el[j], fout, din, unit, du, over, do)
+                ms += a + c
+                by += b + d
+            memo[kout] = (ms, by)
+        a, b = memo[kin]
+        c, d = memo[kout]
+        return a + c, b + d
+
+    def side(self, i: int, inbound: bool, fmt: str, unit: str, edges: list[tuple[int, int, str, str, bool]]
+              ) -> tuple[float, float]:
+        """(ms, bytes) of op i's in-edges (or out-edges) with op i overridden to `fmt` on `unit`."""
+        t, bulk, p = self.t, self.t.bulk, self.p
+        ms = by = 0.0
+        for j, o, ofmt, ou, oo in edges:
+            if inbound:
+                a, b, c, d = edge_terms(bulk, p, o, i, t.el[j], ofmt, fmt, ou, unit, oo, True)
+            else:
+                a, b, c, d = edge_terms(bulk, p, i, o, t.el[j], fmt, ofmt, unit, ou, True, oo)
+            ms += a + c
+            by += b + d
+        return ms, by
+
+    # --- whole-state figures (tracked) ----------------------------------------------------------------------
+    def evaluate(self, cur: list[int]) -> State:
+        st = State(list(cur))
+        n = len(self.ops)
+        act = np.zeros(n)
+        lat = size = dram = 0.0
+        for i in range(n):
+            a, b, c, d = self.own(i, cur[i])
+            lat += a
+            size += b
+            act[i] = c
+            dram += d
+        t = self.t
+        for j in range(len(t.src)):
+            s, d_ = t.src[j], t.dst[j]
+            _, so, su, sov = self.attrs(s, cur[s])
+            di, _, du, dov = self.attrs(d_, cur[d_])
+            a, b, c, d = edge_terms(t.bulk, self.p, s, d_, t.el[j], so, di, su, du, sov, dov)
+            lat += a + c
+            dram += b + d
+        st.lat, st.size, st.dram, st.act = lat, size, dram, act
+        self.top2(st)
+        return st
+
+    def top2(self, st: State) -> None:
+        a = st.act
+        if len(a) < 2:
+            self.amax_i, self.a1, self.a2 = (0, float(a[0]), 0.0) if len(a) else (-1, 0.0, 0.0)
+            return
+        top = np.argpartition(a, -2)[-2:]
+        i, j = (int(top[1]), int(top[0])) if a[top[1]] >= a[top[0]] else (int(top[0]), int(top[1]))
+        self.amax_i, self.a1, self.a2 = i, float(a[i]), float(a[j])
+
+    def _set_act(self, st: State, i: int, v: float) -> None:
+        """Keep the two largest working sets as one op's changes (a full scan only when the largest shrinks)."""
+        st.act[i] = v
+        if i == self.amax_i:
+            if v >= self.a2:
+                self.a1 = v
+            else:
+                self.top2(st)
+        elif v > self.a1:
+            self.amax_i, self.a2, self.a1 = i, self.a1, v
+        elif v > self.a2:
+            self.a2 = v
+        elif v < self.a2 and len(st.act) > 2:
+            self.top2(st)  # i may have been the second largest
+
+    def figures(self, lat: float, size: float, dram: float, amax: float) -> dict[str, float]:
+        size_t = size + self.overhead
+        return {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
+                "memory_power_mw": dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0}
+
+    def excess(self, f: Mapping[str, float]) -> float:
+        return excess(self.limits, f)
+
+    def state_excess(self, st: State) -> float:
+        return self.excess(self.figures(st.lat, st.size, st.dram, self.a1))
+
+    def move(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None = None,
+              ctx: Any = None, here: tuple[tuple[float, float, float, float], tuple[float, float]] | None = None
+              ) -> tuple[float, float, float, float]:
+        """Tracked (lat, size, dram, max activation) after moving op i to choice k. `here`: op i's own row and
+        edges as it is, when the caller prices several choices."""
+        if ctx is None:
+            ctx = self.context(st, i)
+        o0, e0 = here if here is not None else (self.own(i, st.cur[i]), self.edges_of(st, i, st.cur[i], ctx=ctx))
+        o1 = self.own(i, k)
+        e1 = self.edges_of(st, i, k, memo, ctx)
+        amax = max(self.a2 if i == self.amax_i else self.a1, o1[2])
+        return (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
+                st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), amax)
+
+    def apply(self, st: State, i: int, k: int) -> None:
+        st.lat, st.size, st.dram, _ = self.move(st, i, k)
+        st.cur[i] = k
+        self._set_act(st, i, self.own(i, k)[2])
+
+    def neighbours(self, i: int) -> set[int]:
+        t = self.t
+        return {t.src[j] for j in t.ins[i]} | {t.dst[j] for j in t.outs[i]}
+
