@@ -1,10 +1,16 @@
-"""Which options of the option table the ONNX exporter can write for this model (docs/option-table.md).
+"""Which options of the option table the exporter can write for this model (docs/option-table.md).
+
+ONNX (`mark_onnx`):
 
 A task's combo is exported on every source node it implements (a fused Relu takes the Conv's activation formats
 without its kernel: compiler.optimize.choices), so a combo is exportable for a task when the exporter's rule
 (compiler.optimize.onnx_rules) accepts it on each of them. A preset is exportable when every task's combo is.
 Failures only a real file shows (opset conversion, ORT's quantizer) are added by a dry run at analysis time
 (compiler.optimize.onnx_export.dry_run).
+
+LiteRT (`mark_tflite`): ai-edge-quantizer's recipes (compiler.optimize.litert_rules), the same rule its exporter
+refuses by: no palettization, no pruning, int8 activations on both sides with int8 weights. A preset is judged
+as the exporter resolves it (on a weighted op), whatever ops the model has.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from compiler.optimize import litert_rules
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
 from simulator.costs import WEIGHTED_KINDS, Work
 from simulator.options import Combo, Preset, all_combos
@@ -72,3 +79,16 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
     bulk["exportable"] = [r is None for r in preset_why]
     bulk["export_reasons"] = preset_why
     return per_task
+
+
+def mark_tflite(works: Sequence[Work], presets: Sequence[Preset], bulk: dict[str, Any]) -> list[np.ndarray]:
+    """mark_onnx for a LiteRT target: a bool per combo of each task; bulk["exportable"] / ["export_reasons"]."""
+    masks = {k: np.array([litert_rules.combo_reason(c.input, c.output, c.kernel, c.sparsity) is None
+                          for c in all_combos(k)]) for k in (False, True)}
+    reasons = []
+    for p in presets:
+        c = p.resolve(litert_rules.FLOAT_FORMAT, True)
+        reasons.append(litert_rules.combo_reason(c.input, c.output, c.kernel, c.sparsity))
+    bulk["exportable"] = [r is None for r in reasons]
+    bulk["export_reasons"] = reasons
+    return [masks[w.kind in WEIGHTED_KINDS and w.kernel_elements > 0] for w in works]

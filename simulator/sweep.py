@@ -427,6 +427,10 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         from simulator.exportable import mark_onnx
 
         exportable = mark_onnx(compiled, source, works, presets, bulk)
+    elif t.export == "tflite":
+        from simulator.exportable import mark_tflite
+
+        exportable = mark_tflite(works, presets, bulk)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     if n:
         notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)"

@@ -6,7 +6,8 @@ as the quantizer names ops); the quantizer applies the last entry that matches a
 Options the quantizer supports: fp32 (no quantization), fp16 weights (float casting), int8-dynamic
 (int8 per-channel weights, activations quantized at run time), int8-static (int8 weights and
 activations, calibrated on generated inputs) and int4-weights (int4 per-channel weights,
-dequantized to float). Palettization and pruning are not in its recipes: refused with the list.
+dequantized to float). Palettization and pruning are not in its recipes: refused with the list
+(compiler/optimize/litert_rules.py, which the option table marks by too).
 
 Before quantizing, fp16 weights behind DEQUANTIZE are restored to fp32 constants (the quantizer only
 quantizes constant kernels) and, for int8-static, dynamic input dims are fixed at the analysis's shapes
@@ -26,12 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.optimize import litert_rules
 from compiler.optimize.choices import Choice, resolve_option
+from compiler.optimize.litert_rules import FLOAT_FORMAT
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 from simulator.options import OptionError
 
-FLOAT_FORMAT = "fp32"  # LiteRT CPU's float
-SUPPORTED = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights")
 CALIBRATION_SAMPLES = 8
 SIGNATURE_KEY = "serving_default"  # the quantizer calibrates through a signature runner
 
@@ -46,38 +47,30 @@ class LiteRtExport:
 
 def recipe_kind(c: Choice) -> str | None:
     """The quantizer recipe for one choice: "float" | "fp16" | "dynamic8" | "static8" | "weights4", or
-    None where ai-edge-quantizer has no recipe for it."""
+    None where ai-edge-quantizer has no recipe for it (compiler.optimize.litert_rules)."""
     k = c.combo
-    if k.sparsity or k.kernel.startswith("lut"):
-        return None
-    if k.input == "int8":
-        return "static8" if k.kernel in ("int8", "-") else None
-    if k.kernel == "int8":
-        return "dynamic8"
-    if k.kernel == "int4":
-        return "weights4"
-    if k.kernel == "fp16" or (k.kernel == "-" and k.input == "fp16"):
-        return "fp16"
-    return "float"
+    return litert_rules.recipe_kind(k.input, k.output, k.kernel, k.sparsity)
 
 
-def _unsupported(option: str, where: str) -> OptionError:
-    return OptionError(f"{option!r}{where} cannot be exported for LiteRT: ai-edge-quantizer has no recipe for "
-                       f"palettization or pruning. Supported: {', '.join(SUPPORTED)} (or a combo of those "
-                       f"formats with sparsity 0, e.g. int8/int8/int8/0)")
+def _unsupported(option: str, where: str, c: Choice) -> OptionError:
+    k = c.combo
+    why = litert_rules.combo_reason(k.input, k.output, k.kernel, k.sparsity)
+    return OptionError(f"{option!r}{where} cannot be exported for LiteRT: {why}")
 
 
 def check_options(model_wide: str, overrides: Mapping[str, str]) -> dict[str, str]:
     """{"*" or op: recipe kind}; raises OptionError naming the supported options."""
-    kind = recipe_kind(resolve_option(model_wide, FLOAT_FORMAT, True))
+    c = resolve_option(model_wide, FLOAT_FORMAT, True)
+    kind = recipe_kind(c)
     if kind is None:
-        raise _unsupported(model_wide, "")
+        raise _unsupported(model_wide, "", c)
     out = {"*": kind}
     for op, option in overrides.items():
         # A combo with kernel "-" is an op without weights; anything else is read as a weighted op.
-        k = recipe_kind(resolve_option(option, FLOAT_FORMAT, option.split("/")[2:3] != ["-"]))
+        c = resolve_option(option, FLOAT_FORMAT, option.split("/")[2:3] != ["-"])
+        k = recipe_kind(c)
         if k is None:
-            raise _unsupported(option, f" (override of {op})")
+            raise _unsupported(option, f" (override of {op})", c)
         out[op] = k
     return out
 

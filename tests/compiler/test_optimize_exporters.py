@@ -16,6 +16,7 @@ from simulator.options import OptionError
     ("fp32", "float"), ("fp16", "fp16"), ("int8-dynamic", "dynamic8"), ("int8-static", "static8"),
     ("int4-weights", "weights4"), ("palettize-4bit", None), ("prune-50", None), ("prune-25+int8-dynamic", None),
     ("int8/int8/int8/0", "static8"), ("fp32/fp32/int8/0", "dynamic8"), ("int8/int8/int4/0", None),
+    ("fp32/int8/int8/0", None), ("int8/int8/fp32/0", None),
 ])
 def test_litert_recipe_for_each_option(option: str, kind: str | None) -> None:
     assert recipe_kind(resolve_option(option, "fp32", True)) == kind

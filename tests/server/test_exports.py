@@ -153,6 +153,11 @@ def test_export_refuses_what_the_exporter_lacks(live_server, zoo, tmp_path: Path
     from testkit import tflite_builder as tb
 
     t = live_server.upload(tb.cnn(tmp_path / "cnn.tflite"), targets=["litert-cpu/host"])
+    # The option table marks what the LiteRT exporter refuses (compiler/optimize/litert_rules.py), so it is never
+    # offered as exportable.
+    table = live_server.get(f"/api/models/{t['id']}/options").json()
+    marked = dict(zip((p["name"] for p in table["presets"]), table["exportable"]))
+    assert not marked["palettize-4bit"] and not marked["prune-50"] and marked["int8-dynamic"] and marked["int4-weights"]
     r = _post(live_server, t["id"], {"target": "litert-cpu/host", "model_wide": "palettize-4bit"})
     assert r.status_code == 400 and r.json()["code"] == "no_export"
     assert "ai-edge-quantizer" in r.json()["error"] and "int8-dynamic, int8-static" in r.json()["error"]
