@@ -22,6 +22,7 @@ from sqlalchemy import select, update
 
 from compiler.graph_view import graph_columns, graph_view
 from compiler.sandbox import scratch_in
+from simulator.solver.table_bytes import table_bytes
 from store import keys
 from store.blobs import local_copy
 from store.db import session_scope
@@ -170,6 +171,9 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
         out.append(("op_options", t, key("op_options", t, "pack"),
                     services.blobs.put_bytes(key("op_options", t, "pack"), blob)))
         put_json("op_options_index", t, {"ops": r.sweep.bulk["ops"], "offsets": offsets})
+        # The budget solver's arrays, so a solve reads one blob instead of parsing every per-op record.
+        k = key("solver_table", t, "npz.z")
+        out.append(("solver_table", t, k, services.blobs.put_bytes(k, table_bytes(r.sweep.bulk, r.sweep.per_op))))
         if r.profile:
             put_json("profile", t, r.profile.to_json())
         if r.compiled_model_path is not None:

@@ -19,7 +19,7 @@ from store.db import session_scope
 from .. import interop
 from .common import json_body, services
 from .errors import ApiError
-from .stored import ready_model, replaced_error, require_artifact, requested_target, version_of
+from .stored import find_artifact, ready_model, replaced_error, require_artifact, requested_target, version_of
 
 bp = Blueprint("planning", __name__, url_prefix="/api/models/<model_id>")
 
@@ -47,10 +47,15 @@ class _PackedRows(Mapping[str, Mapping[str, Any]]):
 
 
 @lru_cache(maxsize=4)
-def _table(blobs: BlobStore, options_key: str, pack_key: str, index_key: str, version: str) -> Any:
-    """The solver's arrays for one stored option table, built once per analysis (keyed by its version)."""
+def _table(blobs: BlobStore, options_key: str, pack_key: str, index_key: str, version: str,
+           solver_key: str | None) -> Any:
+    """The solver's arrays for one stored option table, read once per analysis (keyed by its version): from the
+    solver table the worker stored beside it, or built from the per-op records for analyses stored before it."""
     from simulator.solver import prepare
+    from simulator.solver.table_bytes import table_from_bytes
 
+    if solver_key is not None:
+        return table_from_bytes(blobs.get_bytes(solver_key))
     bulk = json.loads(gzip.decompress(blobs.get_bytes(options_key)))
     index = json.loads(gzip.decompress(blobs.get_bytes(index_key)))
     rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], index["offsets"])
@@ -97,9 +102,11 @@ def solve(model_id: str) -> ResponseReturnValue:
         keys = (oa.key, require_artifact(s, model_id, "op_options", t).key,
                 require_artifact(s, model_id, "op_options_index", t).key)
         version = version_of(oa)
+        sa = find_artifact(s, model_id, "solver_table", t)
+        solver_key = sa.key if sa is not None else None
     t0 = time.perf_counter()
     try:
-        table = _table(svc.blobs, *keys, version)
+        table = _table(svc.blobs, *keys, version, solver_key)
         budget = Budget.of(latency_ms=_number(b, "latency_ms"), fps=_number(b, "fps"),
                            peak_memory_bytes=_number(b, "peak_memory_bytes"), size_bytes=_number(b, "size_bytes"),
                            memory_power_mw=_number(b, "memory_power_mw"))

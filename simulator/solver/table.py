@@ -88,7 +88,6 @@ def prepare(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappi
     ops: list[str] = bulk["ops"]
     names = bulk["unit_names"]
     classes: dict[tuple[tuple[str, ...], tuple[int, ...]], ComboClass] = {}
-    rows: list[OpRows] = []
     stacks: dict[int, list[np.ndarray]] = {}
     for i, op in enumerate(ops):
         e = per_op[op] if isinstance(per_op, Mapping) else per_op[i]
@@ -99,16 +98,32 @@ def prepare(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappi
         if c is None:
             c = classes[key] = _combo_class(combos, [names[u] for u in units])
             stacks[id(c)] = []
-        rows.append(OpRows(c, len(c.members)))
         c.members.append(i)
         stacks[id(c)].append(np.array([e[k] for k in METRIC_KEYS], dtype=np.float64).T)
     for c in classes.values():
         c.m = np.stack(stacks[id(c)])
+    return assemble(bulk, per_op, list(classes.values()))
+
+
+def combo_class(combos: list[str], unit: list[str], members: list[int], m: np.ndarray) -> ComboClass:
+    """A class of ops from its combo list, each combo's unit name, its ops and their rows [members, K, 4]."""
+    c = _combo_class(combos, unit)
+    c.members, c.m = members, m
+    return c
+
+
+def assemble(bulk: Mapping[str, Any], per_op: Any, classes: list[ComboClass]) -> SolverTable:
+    """The table from its classes (each op's rows) and the bulk table's edges."""
+    ops: list[str] = bulk["ops"]
+    rows: list[OpRows | None] = [None] * len(ops)
+    for c in classes:
+        for pos, i in enumerate(c.members):
+            rows[i] = OpRows(c, pos)
     e = bulk["edges"]
     ins: list[list[int]] = [[] for _ in ops]
     outs: list[list[int]] = [[] for _ in ops]
     for j, (s, d) in enumerate(zip(e["src"], e["dst"])):
         outs[s].append(j)
         ins[d].append(j)
-    return SolverTable(bulk, per_op, rows, list(classes.values()), ins, outs, list(e["src"]), list(e["dst"]),
-                       list(e["elements"]))
+    return SolverTable(bulk, per_op, rows, classes, ins, outs, list(e["src"]),  # type: ignore[arg-type]
+                       list(e["dst"]), list(e["elements"]))

@@ -4,12 +4,14 @@ found whenever exhaustive search finds one, and the fewest-changes proposal is a
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
 
 from simulator.options import OptionError
 from simulator.solver import Budget, is_float_combo, prepare, solution_json, solve
+from simulator.solver.table_bytes import table_bytes, table_from_bytes
 from simulator.sweep import sweep
 from simulator.totals import totals
 from tests.simulator.helpers import conv_chain
@@ -126,3 +128,28 @@ def test_budget_validation() -> None:
     bulk, per_op = random_table(1, n=3, combos_per_op=4)
     with pytest.raises(OptionError, match="not a task"):
         solve(prepare(bulk, per_op), "fp32", {}, Budget.of(latency_ms=1), ["nope"])
+
+
+@pytest.mark.parametrize("target,model_wide", [("ort-cpu/host", "fp32"), ("ort-qnn/snapdragon-8g3", "int8-static")])
+def test_stored_solver_table_solves_as_the_records_do(target: str, model_wide: str) -> None:
+    """The table the worker stores (simulator/solver/table_bytes.py) gives the same solution, totals to the digit,
+    as one built from the per-op records, and its bulk table and records read as the stored JSON's."""
+    r = sweep(conv_chain(), target)
+    records = [r.per_op[i] for i in range(len(r.bulk["ops"]))]
+    bulk, per_op = json.loads(json.dumps(r.bulk)), json.loads(json.dumps(records))  # as the server parses them
+    stored = table_from_bytes(table_bytes(r.bulk, r.per_op))
+    for i, op in enumerate(bulk["ops"]):
+        for p in range(len(bulk["presets"])):
+            assert stored.bulk["combos"][i][p] == bulk["combos"][i][p] and stored.bulk["units"][i][p] == bulk["units"][i][p]
+            assert all(stored.bulk["metrics"][k][i][p] == bulk["metrics"][k][i][p] for k in bulk["metrics"])
+        rec = stored.per_op[op]
+        assert all(rec[k] == per_op[i][k] for k in ("combos", "latency_ms", "weight_bytes", "activation_bytes",
+                                                     "dram_bytes", "unit"))
+    base = totals(bulk, per_op, model_wide, {})
+    for frac in (0.9, 0.6):
+        budget = Budget.of(latency_ms=base["latency_ms"] * frac)
+        want = solution_json(solve(prepare(bulk, per_op), model_wide, {}, budget))
+        got = solution_json(solve(stored, model_wide, {}, budget))
+        assert got == want
+        for p in got["proposals"]:
+            assert p["totals"] == totals(bulk, per_op, model_wide, p["overrides"])
