@@ -61,6 +61,7 @@ def _runs_of(compiled: Any, result: Any, source_node: str) -> float:
 
 def _one(path: Path, shapes: dict[str, list[int]], values: dict[str, float], runs: int,
          calibration: Path, workdir: Path) -> dict[str, Any]:
+    from simulator.calibrated import hardware_for
     from simulator.control_flow import observed_executions
     from simulator.sweep import sweep
     from worker.pipeline import AnalysisOptions, analyze
@@ -70,8 +71,9 @@ def _one(path: Path, shapes: dict[str, list[int]], values: dict[str, float], run
     res = analyze(path, workdir, opts)
     host, dev = res.targets
     observed = observed_executions(host.compiled, host.profile)
-    blind = sweep(host.compiled, HOST, None, calibration_path=calibration, source=res.source, input_values=values)
-    seen = sweep(host.compiled, HOST, None, calibration_path=calibration, source=res.source, observed=observed)
+    hw = hardware_for(HOST, calibration)
+    blind = sweep(host.compiled, HOST, None, hardware=hw, source=res.source, input_values=values)
+    seen = sweep(host.compiled, HOST, None, hardware=hw, source=res.source, observed=observed)
     return {"source_nodes": len(res.source.nodes), "tasks": len(host.compiled.nodes),
             "size": host.sweep.bulk["base"]["size_bytes"], "measured": host.profile.latency_ms,
             "blind": blind.bulk["base"]["latency_ms"], "seen": seen.bulk["base"]["latency_ms"],

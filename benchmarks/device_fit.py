@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 from simulator import published  # noqa: E402
 from simulator.profiles import HARDWARE_DIR, HardwareProfile, load_profile  # noqa: E402
 from simulator.published import Measurement  # noqa: E402
+from simulator.roofline import efficiency  # noqa: E402
 from simulator.targets import get_target  # noqa: E402
 
 # What each published precision is in Edgescope's options. AI Hub's "float" is the fp32 model (run at fp16 on the
@@ -112,7 +113,7 @@ def _value(hw: HardwareProfile, p: Param) -> float:
         return 1.0  # a scale on every efficiency of the unit
     if p.field == "efficiency":
         kind, _, tag = p.key.split("+")[0].partition(".")
-        return u.efficiency.get(p.key, u.eff(kind, tag) if tag else u.efficiency.get(kind, u.efficiency["default"]))
+        return u.efficiency.get(p.key, efficiency(u, kind, tag) if tag else u.efficiency.get(kind, u.efficiency["default"]))
     return float(getattr(u, p.field))
 
 

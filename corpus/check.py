@@ -80,6 +80,7 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
             measure_cpu: bool = True) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback)."""
+    from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
     from simulator.totals import totals
     from worker.pipeline import AnalysisOptions, analyze, user_errors
@@ -94,7 +95,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
         except user_errors() as e:
             return {**row, "status": "error", "error": _one_line(e)}
         r = res.targets[0]
-        pred = sweep(r.compiled, r.target, None, calibration_path=calibration, source=res.source)
+        pred = sweep(r.compiled, r.target, None, hardware=hardware_for(r.target, calibration), source=res.source)
         tot = totals(pred.bulk, pred.per_op, "fp32", {})
         ids = [n.id for n in r.compiled.nodes]
         if r.profile is not None and r.profile.tasks:

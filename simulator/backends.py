@@ -8,7 +8,6 @@ figures it is combined with live in the YAML profiles. One pure function, `plan`
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,6 +16,7 @@ from compiler.graph import Graph
 from simulator.formats import BITS, lut_bits
 from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
+from simulator.roofline import Path
 from simulator.targets import Target
 
 # Compiled op types -> the op type placement rules (EP op lists) talk about.
@@ -57,6 +57,11 @@ _FP16_KERNELS: dict[str, frozenset[str]] = {
 
 
 _CONV_OPS = frozenset({"Conv", "FusedConv"})
+
+# Backends whose fused activations run as an element-wise pass over the kernel's output (ORT's CPU EP: MLAS
+# applies every activation of FusedConv / FusedGemm, and all but Relu in NCHWc convs, after the kernel), at the
+# element-wise rate (simulator.roofline.rates); elsewhere at the task's own rate.
+EPILOGUE_PASS_BACKENDS = frozenset({"ort-cpu"})
 
 # Element-wise op types ORT's x86 CPU EP runs on uint8 under QDQ: its QLinear* kernels, and the activations
 # the QDQ transformers fold into the quantized output range. Every other element-wise op (Div, Sub, Erf,
@@ -134,33 +139,6 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
             for nd in compiled.nodes]
 
 
-@dataclass(frozen=True, slots=True)
-class Path:
-    unit: int  # index into profile.units
-    resolved: Combo  # the combo actually run (differs from the asked one on fallback)
-    supported: bool  # False = the asked combo fell back to `resolved`
-    compute: str  # key of unit.peak_ops_per_s
-    tag: str  # efficiency key suffix: fp32, fp16, int8, int8dyn, int4w
-    in_bytes: float  # per input activation element moved by the kernel
-    out_bytes: float
-    w_runtime_bytes: float  # per kernel element streamed per inference
-    runtime_sparse: bool  # runtime weight traffic shrinks with sparsity (JIT sparse decode)
-    aux_bytes: float  # per bias / gamma element stored
-    extra_in_bytes: float  # extra traffic per input element (casts, on-the-fly quantization)
-    extra_out_bytes: float  # extra traffic per output element (dequantize, unfused activation)
-    extra_dispatches: int  # extra kernels launched
-    decode_ops: float  # ops per kernel element to unpack weights on every run (MatMulNBits at fp32)
-    eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
-    fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
-    note: str = ""
-    setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
-    extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
-    setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
-    im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
-    repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
-    rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
-
-
 def _float_compute(unit: Unit, fmt: str) -> str | None:
     if fmt in unit.activation_formats:
         return fmt
@@ -183,7 +161,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         p = _plan_on_unit(target, ui, unit, op_type, "dwconv", c, has_kernel, fused)  # other options: as NCHWc's
         return None if p is None else dataclasses.replace(p, rate_kind=p.rate_kind or "dwconv")
     if target.backend in LITERT_BACKENDS and unit.name == "cpu":  # XNNPACK's paths (simulator/litert_paths.py)
-        p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused)
+        p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused,
+                            lambda alt: _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused))
         if p is not None:
             return p
     any_int8 = "int8" in (c.input, c.output)

@@ -594,7 +594,7 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
         c["predicted_ms"] = _predict_ms(graphs[c["case"]], hw, c["preset"])
     return {
         "version": CACHE_VERSION, "profile": "host-cpu", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "machine": _machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
+        "machine": machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
         "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
     }
 
@@ -646,7 +646,8 @@ def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple
     return best[1], best[2]
 
 
-def _machine() -> str:
+def machine() -> str:
+    """The CPU this machine calibrates on: a cache made on another is stale."""
     try:
         from compiler.backends.ort import cpu_name
 
@@ -704,7 +705,7 @@ def _current_cache(p: Path) -> dict[str, Any] | None:
     try:
         cache = json.loads(p.read_text())
         if (cache.get("version") == CACHE_VERSION and cache.get("onnxruntime") == ort.__version__
-                and cache.get("machine") == _machine()):
+                and cache.get("machine") == machine()):
             return cache
     except (OSError, ValueError, KeyError):
         pass  # missing or unreadable: calibrate

@@ -198,12 +198,12 @@ def cache_path(host_calibration: str | os.PathLike[str]) -> Path:
 
 
 def _current(p: Path) -> dict[str, Any] | None:
-    from simulator.calibration import _machine
+    from simulator.calibration import machine
 
     try:
         cache = json.loads(p.read_text())
         if (cache.get("version") == CACHE_VERSION and cache.get("litert") == _litert_version()
-                and cache.get("machine") == _machine()):
+                and cache.get("machine") == machine()):
             return cache
     except (OSError, ValueError, KeyError):
         pass
@@ -216,7 +216,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     caching them first if needed (one calibration at a time per machine, as for ORT)."""
     import fcntl
 
-    from simulator.calibration import _machine, save_cache
+    from simulator.calibration import machine, save_cache
 
     p = cache_path(host_calibration)
     if (cache := _current(p)) is None:
@@ -226,7 +226,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
             if (cache := _current(p)) is None:
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
                     measured = measure(Path(tmp), progress)
-                cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": _machine(),
+                cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),
                          "platform": platform.platform(), "overrides": fit(measured, hw)}
                 save_cache(p, cache)
     return hw.with_overrides(cache["overrides"])

@@ -16,13 +16,14 @@ machine by `simulator.litert_calibration`; a profile without them uses its figur
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from simulator.formats import BITS
 from simulator.options import Combo
+from simulator.roofline import Path
 
 if TYPE_CHECKING:
-    from simulator.backends import Path
     from simulator.profiles import Unit
     from simulator.targets import Target
 
@@ -31,13 +32,12 @@ _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
 
 
 def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
-                    fused: bool) -> Path | None:
-    """The path of an operator on LiteRT's CPU where it differs from the generic one, else None."""
-    from simulator.backends import Path, _plan_on_unit
-
+                    fused: bool, generic: Callable[[Combo], Path | None]) -> Path | None:
+    """The path of an operator on LiteRT's CPU where it differs from the generic one, else None. `generic`: the
+    generic path of the same operator on the same unit under another combo (simulator.backends)."""
     if "fp16" in (c.input, c.output):
         f32 = Combo(*("fp32" if f == "fp16" else f for f in (c.input, c.output)), c.kernel, c.sparsity)
-        p = _plan_on_unit(target, ui, unit, op_type, kind, f32, has_kernel, fused)
+        p = generic(f32)
         if p is None:
             return None
         return dataclasses.replace(p, resolved=c, note="; ".join(

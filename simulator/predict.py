@@ -47,6 +47,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
                   input_values: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], Graph, Graph]:
     """(result, source, compiled): predicted totals and per-op values at the given input shapes and values
     (defaults for the rest, as the worker's), without running the model."""
+    from simulator.calibrated import hardware_for
     from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.totals import totals
@@ -54,8 +55,8 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     t = get_target(target)
     preset = parse_preset(model_wide).name
     source, compiled, plans = compile_for(model_path, target, workdir, input_shapes, input_values)
-    r = sweep(compiled, target, calibration_path=calibration_path if t.profile == "host-cpu" else None,
-              source=source, input_values=fill_values(plans))
+    r = sweep(compiled, target, hardware=hardware_for(t, calibration_path), source=source,
+              input_values=fill_values(plans))
     names = [p["name"] for p in r.bulk["presets"]]
     if preset in names:
         base, overrides = preset, task_overrides(compiled, r.per_op, ops, t.float_format)

@@ -57,21 +57,6 @@ class Unit:
             return False
         return self.ops is None or op_type in self.ops
 
-    def eff(self, kind: str, path: str) -> float:
-        """Share of peak for `kind` on `path`: the most specific figure the profile has."""
-        from simulator.costs import PARENT_KIND
-
-        e = self.efficiency
-        parent = PARENT_KIND.get(kind, kind)
-        for key in (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
-            if key in e:
-                return e[key]
-        if path == "cast16nchw":  # an fp16 Conv left in NCHW: the NCHWc path's figure until calibrated
-            return self.eff(kind, "cast16")
-        if path == "cast16":  # fp16 through casts computes in fp32
-            return self.eff(kind, "fp32")
-        return e.get("default", 0.1)
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class HardwareProfile:

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from os import PathLike
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ import numpy as np
 from compiler.graph import Graph
 from compiler.profile import Profile
 from simulator.backends import (
-    Path,
+    EPILOGUE_PASS_BACKENDS,
     export_events,
     fp16_shared_casts,
     fp16_unfused_norms,
@@ -28,7 +27,7 @@ from simulator.backends import (
 )
 from simulator.control_flow import control_dispatches, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
-from simulator.formats import ACTIVATION_FORMATS, BITS
+from simulator.formats import BITS
 from simulator.onnx_file import EVENTS, ExportRecords, export_records
 from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.shapes import fill_shapes
@@ -36,6 +35,21 @@ from simulator.measured import measured_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.labels import label_text
 from simulator.published import heldout
+from simulator.roofline import (
+    Counts,
+    Path,
+    Rates,
+    conversion_constants,
+    conversion_ms,
+    crossing_bytes,
+    crossing_constants,
+    crossing_ms,
+    dram_bytes,
+    io_bytes,
+    rates,
+    stack,
+    task_cost,
+)
 from simulator.targets import Target, get_target
 
 SCHEMA = 1
@@ -44,7 +58,8 @@ METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
 
 @dataclass(frozen=True, slots=True)
 class _Coeffs:
-    """One signature's paths as arrays over its combos."""
+    """One signature's paths as arrays over its combos: the figures the cost formulas read (`rates`), and what the
+    tables and the file size need besides."""
 
     combos: list[Combo]
     names: list[str]
@@ -52,41 +67,11 @@ class _Coeffs:
     resolved: list[str]
     notes: list[str]
     unit: np.ndarray  # int [C]
-    peak: np.ndarray  # ops/s actually reached [C]
-    in_b: np.ndarray
-    out_b: np.ndarray
-    w_rt: np.ndarray
-    rt_keep: np.ndarray  # share of kernel bytes streamed (1 - sparsity where JIT sparse)
-    rt_mask: np.ndarray  # mask bytes per kernel element (JIT sparse)
-    aux_b: np.ndarray
+    rates: Rates  # arrays [C] (simulator.roofline)
     aux_file_b: np.ndarray  # file bytes per aux element (as the exporter stores the asked combo)
-    extra_in: np.ndarray
-    extra_out: np.ndarray
-    dispatches: np.ndarray  # kernels launched (1 + extra)
-    decode_s: np.ndarray  # seconds per kernel element of per-run weight unpacking (one activation row)
-    decode_rows_s: np.ndarray  # the same when the task has several rows (M > 1): a different kernel
-    eliminated: np.ndarray
-    fp32_equiv: np.ndarray
-    dispatch_s: np.ndarray
-    epilogue_s: np.ndarray  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
-    setup_s: np.ndarray
-    setup_rows: np.ndarray  # bool [C]: setup_s is paid per kernel row (output channel), not per task
-    pixel_s: np.ndarray  # seconds per output pixel (output elements / kernel rows) on top of setup_s
-    extra_ops_s: np.ndarray  # seconds per output element of the path's extra element-wise kernels
-    im2col_s: np.ndarray  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
-    repack_s: np.ndarray  # seconds per weight of packing the weights on every run
-    overlap: np.ndarray
     export_events: np.ndarray  # [C, len(onnx_file.EVENTS)]: exporter steps each asked combo triggers
-    cache_bw: np.ndarray
-    dram_bw: np.ndarray
-    onchip: np.ndarray
-    llc: np.ndarray  # the core's share of the last-level cache (0: not modelled)
-    llc_all: np.ndarray  # the whole last-level cache (<= llc: a step at llc)
     kernel: list[str]
     sparsity: np.ndarray
-
-
-_MLAS_EPILOGUE = frozenset({"ort-cpu"})
 
 
 @lru_cache(maxsize=8192)
@@ -100,87 +85,17 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
             combos: tuple[Combo, ...], shared_cast: bool = False, plain_norm: bool = False) -> _Coeffs:
     # Paths depend on the profile's structure only: a profile with fitted figures shares its base's.
     paths = _paths(target, hw.plan_base or hw, op_type, kind, has_kernel, fused, combos, shared_cast, plain_norm)
-    units = hw.units
-    f = lambda fn: np.array([fn(p) for p in paths], dtype=np.float64)  # noqa: E731
-    rate = lambda p: p.rate_kind or kind  # noqa: E731  (the kind whose efficiency and setup the path runs at)
+    epilogue_pass = target.backend in EPILOGUE_PASS_BACKENDS
     return _Coeffs(
         combos=list(combos), names=[c.name for c in combos],
         supported=np.array([p.supported for p in paths]), resolved=[p.resolved.name for p in paths],
         notes=[p.note for p in paths], unit=np.array([p.unit for p in paths], dtype=np.int64),
-        peak=f(lambda p: units[p.unit].peak_ops_per_s.get(p.compute, 0.0) * units[p.unit].eff(rate(p), p.tag)),
-        in_b=f(lambda p: p.in_bytes), out_b=f(lambda p: p.out_bytes), w_rt=f(lambda p: p.w_runtime_bytes),
-        rt_keep=f(lambda p: 1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0),
-        rt_mask=f(lambda p: 1 / 8 if p.runtime_sparse else 0.0),
-        aux_b=f(lambda p: p.aux_bytes),
+        rates=stack([rates(hw, p, kind, epilogue_pass) for p in paths]),
         aux_file_b=np.array([stored_aux_bytes(target, p, c, has_kernel) for p, c in zip(paths, combos)]),
-        extra_in=f(lambda p: p.extra_in_bytes),
-        extra_out=f(lambda p: p.extra_out_bytes), dispatches=f(lambda p: 1 + p.extra_dispatches),
-        decode_s=f(lambda p: _decode_s(units[p.unit], p, p.tag)),
-        decode_rows_s=f(lambda p: _decode_s(units[p.unit], p, p.tag + "rows")),
-        eliminated=np.array([p.eliminated for p in paths]), fp32_equiv=np.array([p.fp32_equivalent for p in paths]),
-        # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
-        # kernels of a dynamically quantized Conv), else of the kind (small NCHWc convs pay ~10 us on the host).
-        dispatch_s=f(lambda p: units[p.unit].dispatch_overhead_s),
-        setup_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}",
-                                                             units[p.unit].kind_overhead_s.get(rate(p), 0.0))),
-        setup_rows=np.array([p.setup_per_channel for p in paths]),
-        pixel_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.pixel", 0.0) if p.setup_per_pixel
-                  else 0.0),
-        im2col_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.im2col", 0.0) if p.im2col else 0.0),
-        repack_s=f(lambda p: units[p.unit].kind_overhead_s.get(f"{rate(p)}.{p.tag}.weights", 0.0) if p.repack else 0.0),
-        extra_ops_s=f(lambda p: p.extra_ops_per_out / (units[p.unit].peak_ops_per_s.get(p.compute, 0.0)
-                                                        * units[p.unit].eff("elementwise", p.tag))
-                      if p.extra_ops_per_out and units[p.unit].peak_ops_per_s.get(p.compute) else 0.0),
-        # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
-        # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
-        epilogue_s=f(lambda p: 1 / (units[p.unit].peak_ops_per_s.get("fp32", 0.0) * units[p.unit].eff("elementwise", "fp32"))
-                     if target.backend in _MLAS_EPILOGUE and p.compute != "int8" and units[p.unit].peak_ops_per_s.get("fp32")
-                     else 0.0),
-        overlap=f(lambda p: units[p.unit].roofline_overlap),
         export_events=np.array([export_events(target, c) for c in combos], dtype=np.float64),
-        cache_bw=f(lambda p: units[p.unit].cache_bandwidth_bytes_per_s),
-        dram_bw=f(lambda p: hw.dram_bandwidth_bytes_per_s * units[p.unit].bandwidth_efficiency),
-        onchip=f(lambda p: units[p.unit].onchip_memory_bytes),
-        llc=f(lambda p: units[p.unit].llc_share_bytes), llc_all=f(lambda p: units[p.unit].llc_bytes),
-        kernel=[p.resolved.kernel for p in paths], sparsity=f(lambda p: p.resolved.sparsity),
+        kernel=[p.resolved.kernel for p in paths],
+        sparsity=np.array([p.resolved.sparsity for p in paths], dtype=np.float64),
     )
-
-
-def _decode_s(u: Any, p: Path, tag: str) -> float:
-    """Seconds per kernel element to unpack weights on every run. `<tag>rows` is the rate when the task
-    has more than one activation row (MatMulNBits: M = 1 is a fused GEMV that unpacks in registers;
-    M > 1 dequantizes B to an fp32 buffer, then runs SGEMM), falling back to the one-row rate."""
-    if not p.decode_ops:
-        return 0.0
-    key = f"decode.{tag}"
-    if tag.endswith("rows") and key not in u.efficiency:
-        key = f"decode.{tag[:-4]}"
-    eff = u.efficiency.get(key, u.eff("decode", p.tag))
-    return p.decode_ops / (u.peak_ops_per_s.get("fp32", 0.0) or u.peak_ops_per_s["fp16"]) / eff
-
-
-def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
-    """Cost of a quantize / dequantize / cast between two activation formats, run on the first unit."""
-    u = hw.units[0]
-    per_el: dict[str, float] = {}
-    for a in ACTIVATION_FORMATS:
-        for b in ACTIVATION_FORMATS:
-            if a != b:
-                # Streaming read of one format + write of the other, plus ~2 ops (scale, round).
-                s = (BITS[a] + BITS[b]) / 8 / u.cache_bandwidth_bytes_per_s + 2 / (
-                    u.peak_ops_per_s.get("fp32", 0) or u.peak_ops_per_s.get("fp16")) / u.eff("elementwise", "fp32")
-                per_el[f"{a}>{b}"] = s * 1e3
-    return {"fixed_ms": u.dispatch_overhead_s * 1e3, "ms_per_element": per_el}
-
-
-def crossing_constants(hw: HardwareProfile) -> dict[str, float] | None:
-    """Figures of one partition crossing (a sync + copy between compute units), in ms:
-    `(fixed_s + bytes / bytes_per_s) * 1e3`, bytes = elements x bytes of the producer's output format x 2
-    (written out and read back through DRAM). None where the profile charges no crossings (one unit).
-    The one formula: the bulk columns and the totals rule (docs/option-table.md) both evaluate it."""
-    if hw.partition_crossing_s <= 0:
-        return None
-    return {"fixed_s": hw.partition_crossing_s, "bytes_per_s": hw.dram_bandwidth_bytes_per_s}
 
 
 @dataclass
@@ -230,21 +145,21 @@ _FACTS: dict[tuple[int, int, str], tuple[Any, Any, tuple[Any, ...]]] = {}
 
 
 def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
-          hardware: HardwareProfile | None = None, calibration_path: str | PathLike[str] | None = None,
+          hardware: HardwareProfile | None = None,
           source: Graph | None = None, observed: Mapping[str, float] | None = None,
           input_values: Mapping[str, float] | None = None,
           presets_only: Sequence[str] | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
-    the fp32 baseline). `hardware`: a profile to use as is; else the YAML, with the calibration cache at
-    `calibration_path` applied for the host (calibrating first if the cache is missing). `source`: the
+    the fp32 baseline). `hardware`: the device's figures (for the host, calibrated: calibration.hardware_for);
+    else the target's YAML profile as it is. `source`: the
     source graph, whose shapes fill activation shapes the compiled graph lacks (ORT NCHWc / contrib ops).
     `observed`: executions per run of body source nodes seen on the host run, `input_values`: values the user
     gave graph inputs (both for control flow: simulator.control_flow). `presets_only`: a bulk table of these
     presets (and fp32) only, whose per-op table holds only their combos (the device fit's many quick runs)."""
     t = target if isinstance(target, Target) else get_target(target)
-    hw = hardware or _hardware(t, calibration_path)
+    hw = hardware or load_profile(t.profile, t.backend)
     given = (compiled, source)
     facts = _FACTS.get((id(compiled), id(source), t.name)) if presets_only is not None else None
     if facts is not None and facts[0] is given[0] and facts[1] is given[1]:
@@ -336,8 +251,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
                              bias_copies[rows])
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
-        predicted = ~((measured[rows] > 0)[:, None] & co.fp32_equiv[None, :])
-        g.metrics["latency_ms"] += control[rows][:, None] * co.dispatch_s[None, :] * 1e3 * predicted
+        predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
+        g.metrics["latency_ms"] += control[rows][:, None] * co.rates.dispatch_s[None, :] * 1e3 * predicted
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
@@ -367,9 +282,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     if cross_c is not None and len(src):
         cross = bulk_unit[src] != bulk_unit[dst]  # [E, P]
         act_b = np.vectorize(lambda f: BITS[f] / 8)(bulk_out[src]).astype(np.float64)
-        moved = elements[:, None] * act_b * 2
+        moved = crossing_bytes(elements[:, None], act_b)
         # Elements already count every execution of a body consumer; so does the sync (`execs[dst]`).
-        cost_ms = (cross_c["fixed_s"] * execs[dst][:, None] + moved / cross_c["bytes_per_s"]) * 1e3
+        cost_ms = crossing_ms(cross_c, moved, execs[dst][:, None])
         np.add.at(bulk_m["latency_ms"], dst, np.where(cross, cost_ms, 0.0))
         np.add.at(bulk_m["dram_bytes"], dst, np.where(cross, moved, 0.0))
 
@@ -458,17 +373,6 @@ def _conv_biases(compiled: Graph, source: Graph | None) -> np.ndarray:
                                                                 and len(n.inputs) > 2 and bool(n.inputs[2]))
                          for n in ns)
     return out
-
-
-def _hardware(t: Target, calibration_path: str | PathLike[str] | None) -> HardwareProfile:
-    if calibration_path is not None and t.profile == "host-cpu":
-        from simulator.calibration import load_or_calibrate
-        hw = load_or_calibrate(calibration_path)
-        if t.backend == "litert-cpu":  # XNNPACK's own rates, calibrated with LiteRT (simulator/litert_calibration.py)
-            from simulator.litert_calibration import with_litert
-            hw = with_litert(hw, calibration_path)
-        return hw
-    return load_profile(t.profile, t.backend)
 
 
 def _stored_elements(works: list[Work]) -> tuple[np.ndarray, np.ndarray]:
@@ -611,66 +515,24 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
              aux_store_el: np.ndarray, rows: np.ndarray, depth: np.ndarray, events: np.ndarray,
              as_is: np.ndarray, name_len: np.ndarray, biased: np.ndarray,
              bias_copies: np.ndarray) -> dict[str, np.ndarray]:
-    col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
-    macs = col([w.macs for w in works])
-    flops = col([w.flops for w in works])
-    epi = col([w.epilogue_flops for w in works])
-    in_el = col([w.in_elements for w in works])
-    out_el = col([w.out_elements for w in works])
-    k_el = col([w.kernel_elements for w in works])
-    aux_el = col([w.aux_weight_elements for w in works])
-    other = col([w.other_const_bytes for w in works])
-
-    peak = np.where(co.peak > 0, co.peak, np.inf)
-    t_comp = (2 * macs + flops + epi * (co.epilogue_s == 0)) / peak
-    act = in_el * co.in_b + out_el * co.out_b
-    w_rt = k_el * (co.w_rt * co.rt_keep + co.rt_mask)
-    w_all = w_rt + aux_el * 4 + other
-    moved = act + w_all
-    fits = moved <= co.onchip  # this op's activations stay in cache
-    bw = np.where(fits, co.cache_bw, co.dram_bw)
-    w_bw = co.cache_bw if weights_resident else co.dram_bw
-    extra = in_el * co.extra_in + out_el * co.extra_out
-    t_mem = act / bw + w_all / w_bw
-    # Roofline with imperfect overlap: the smaller of compute and memory time is partly exposed.
-    m_rows = np.where(k_el > 0, macs / np.maximum(k_el, 1.0), 0.0)  # activation rows (M) of a weighted GEMM
-    decode = k_el * np.where(m_rows > 1.5, co.decode_rows_s, co.decode_s)
-    k_rows = col([w.kernel_out_channels for w in works])
-    setup = co.setup_s * np.where(co.setup_rows, k_rows, 1.0)
-    setup = setup + co.pixel_s * out_el / np.maximum(k_rows, 1.0)
-    # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
-    # Conv reads its input as it is (the buffer would equal the input).
-    cols = np.where(k_rows > 0, macs / np.maximum(k_rows, 1.0), 0.0)
-    grouped = col([w.im2col_elements for w in works])
-    cols = np.where(grouped > 0, grouped, cols)
-    setup = setup + co.im2col_s * np.where(cols > 1.01 * in_el, cols, 0.0) + co.repack_s * k_el
-    # Weights beyond the last-level cache come back from memory on every run, and the prefetchers no
-    # longer hide them behind the compute: the smaller time shows in full. Up to this core's share of the
-    # cache they stay; between the share and the whole cache (which the other cores' work may or may not
-    # take) the exposed part grows linearly: measured here with chains of batch-8 1024x1024 MatMuls, 16 MB
-    # L3 share of 32 MB, per layer 155 us up to 16.8 MB of weights, 181 at 21, 200 at 25.2, 231 at 33.6.
-    # Footprint: the whole model's weights as this combo runs them (fp32 bytes x run-time bytes per weight).
-    footprint = weights_fp32_bytes * co.w_rt / 4
-    ramp = np.maximum(co.llc_all - co.llc, 0.0)
-    beyond = np.where(ramp > 0, np.clip((footprint - co.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
-                      (footprint > co.llc).astype(np.float64))
-    overlap = np.where(co.llc > 0, co.overlap + (1.0 - co.overlap) * beyond, co.overlap)
-    lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
-             + co.dispatches * co.dispatch_s + setup + decode + epi * co.epilogue_s + out_el * co.extra_ops_s)
-    gone = co.eliminated | (kind == "folded")
-    lat_ms = np.where(gone, 0.0, lat_s * 1e3)
+    w = Counts.of(works)
+    r = co.rates
+    cost = task_cost(w, r, weights_resident, weights_fp32_bytes)
+    gone = r.eliminated | (kind == "folded")
+    lat_ms = np.where(gone, 0.0, cost.latency_s * 1e3)
     if measured.any():
         # Measured fp32 task time replaces the prediction wherever the same kernel runs.
         m = measured[:, None]
-        lat_ms = np.where((m > 0) & co.fp32_equiv, m, lat_ms)
+        lat_ms = np.where((m > 0) & r.fp32_equiv, m, lat_ms)
     # Graph input / output conversions stay with the op (the model's I/O is fp32).
     pe = conv["ms_per_element"]
     # At the formats the path runs (a fallback's, e.g. Core ML's int8-static with fp16 activations), not the asked.
-    ran = [r.split("/") for r in co.resolved]
-    in_conv = col([0.0]).T + np.array([pe.get(f"fp32>{r[0]}", 0.0) for r in ran])
-    out_conv = np.array([pe.get(f"{r[1]}>fp32", 0.0) for r in ran])
-    lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * (conv["fixed_ms"] + io_in[:, None] * in_conv)
-    lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * (conv["fixed_ms"] + io_out[:, None] * out_conv)
+    ran = [c.split("/") for c in co.resolved]
+    in_conv = np.array([pe.get(f"fp32>{f[0]}", 0.0) for f in ran])
+    out_conv = np.array([pe.get(f"{f[1]}>fp32", 0.0) for f in ran])
+    lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * conversion_ms(conv["fixed_ms"], in_conv, io_in[:, None])
+    lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * conversion_ms(conv["fixed_ms"], out_conv,
+                                                                             io_out[:, None])
 
     # Storage: kernel bytes per combo depend on the kernel tensor's size and rows.
     aux_store = aux_store_el[:, None]
@@ -689,11 +551,8 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
         kept = as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(as_is), dtype=bool)
         kern[:, j] = np.where(kept, as_is, cache[key]) + (bias_copies if static and kf == "int8" else 0.0)
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
-    weight_bytes = kern + aux_store * co.aux_file_b + other + events @ co.export_events.T
-    dram = (0.0 if weights_resident else w_rt + aux_el * co.aux_b + other) + np.where(fits, 0.0, act + extra)
-    # The model's own inputs and outputs cross DRAM every inference even when all else stays on chip:
-    # the input arrives from the camera/app, the output is read back by it (fp32, as the doc states).
-    dram = dram + ((io_in + io_out) * 4.0)[:, None]
+    weight_bytes = kern + aux_store * co.aux_file_b + w.other_const_bytes + events @ co.export_events.T
+    dram = dram_bytes(w, r, cost, weights_resident) + io_bytes(io_in, io_out)[:, None]
     dram = np.where(gone, 0.0, dram)
-    act = np.where(gone, 0.0, act)
+    act = np.where(gone, 0.0, cost.activation_bytes)
     return {"latency_ms": lat_ms, "weight_bytes": weight_bytes, "activation_bytes": act, "dram_bytes": dram}

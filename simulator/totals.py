@@ -1,5 +1,6 @@
 """The totals rule of docs/option-table.md, in Python. web/src/totals.ts implements the same rule;
-both sum in op order, then edge order, in float64, so they agree to the last digit."""
+both sum in op order, then edge order, in float64, so they agree to the last digit. The formulas it adds up
+(conversions, crossings, memory power) are simulator.roofline's."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from simulator.formats import BITS
 from simulator.options import OptionError, parse_combo
+from simulator.roofline import conversion_bytes, conversion_ms, crossing_bytes, crossing_ms, memory_power_mw
 
 
 def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]], ops: list[str],
@@ -17,21 +19,16 @@ def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str
     return per_op[ops.index(op)]
 
 
-def _crossing_ms(crossing: Mapping[str, float], moved_bytes: float) -> float:
-    """One partition crossing moving `moved_bytes` (simulator.sweep.crossing_constants: the same formula)."""
-    return (crossing["fixed_s"] + moved_bytes / crossing["bytes_per_s"]) * 1e3
-
-
 def edge_terms(bulk: Mapping[str, Any], p: int, s: int, d: int, elements: float, out_s: str, in_d: str,
                unit_s: str, unit_d: str, over_s: bool, over_d: bool) -> tuple[float, float, float, float]:
     """One edge's terms in a state, (conversion ms, conversion bytes, crossing ms, crossing bytes): rules 1, 4 and
     6 for producer `s` -> consumer `d` under preset index `p`. Zeros where a rule does not apply. The budget
-    solver (simulator/solver.py) prices a candidate change with this same function."""
+    solver (simulator/solver/) prices a candidate change with this same function."""
     conv_ms = conv_b = cross_ms = cross_b = 0.0
     if out_s != in_d:
         conv = bulk["conversion"]
-        conv_ms = conv["fixed_ms"] + elements * conv["ms_per_element"][f"{out_s}>{in_d}"]
-        conv_b = elements * (BITS[out_s] / 8 + BITS[in_d] / 8)
+        conv_ms = conversion_ms(conv["fixed_ms"], conv["ms_per_element"][f"{out_s}>{in_d}"], elements)
+        conv_b = conversion_bytes(elements, out_s, in_d)
     crossing = bulk.get("crossing")
     if crossing and (over_s or over_d):
         # An un-overridden consumer's bulk row already pays the preset's crossing on this edge (`was`);
@@ -39,9 +36,9 @@ def edge_terms(bulk: Mapping[str, Any], p: int, s: int, d: int, elements: float,
         units = bulk["units"]
         now = unit_s != unit_d
         was = not over_d and units[s][p] != units[d][p]
-        now_b = elements * (BITS[out_s] / 8) * 2 if now else 0.0
-        was_b = elements * (BITS[bulk["combos"][s][p].split("/")[1]] / 8) * 2 if was else 0.0
-        cross_ms = (_crossing_ms(crossing, now_b) if now else 0.0) - (_crossing_ms(crossing, was_b) if was else 0.0)
+        now_b = crossing_bytes(elements, BITS[out_s] / 8) if now else 0.0
+        was_b = crossing_bytes(elements, BITS[bulk["combos"][s][p].split("/")[1]] / 8) if was else 0.0
+        cross_ms = (crossing_ms(crossing, now_b) if now else 0.0) - (crossing_ms(crossing, was_b) if was else 0.0)
         cross_b = now_b - was_b
     return conv_ms, conv_b, cross_ms, cross_b
 
@@ -114,6 +111,6 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
         dram_total += dram[i]
     dram_total += conv_bytes
     peak = size + (max(act) if act else 0.0)
-    power = dram_total * const["dram_pj_per_byte"] * 1e-9 / latency * 1e3 if latency > 0 else 0.0
+    power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     return {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
             "fps": 1000.0 / latency if latency > 0 else 0.0}

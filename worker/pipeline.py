@@ -85,6 +85,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     from compiler.prepare import prepare
     from compiler.profile import ProfileSettings
     from simulator import sweep as sim_sweep
+    from simulator.calibrated import hardware_for
     from simulator.control_flow import observed_executions
     from simulator.targets import get_target
 
@@ -155,8 +156,9 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
         for r in results:
             observed.update(observed_executions(r.compiled, r.profile))
         for i, r in enumerate(results):
-            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, calibration_path=opts.calibration_path,
-                                      source=source, observed=observed, input_values=fill_values(plans))
+            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
+                                      hardware=hardware_for(r.target, opts.calibration_path), source=source,
+                                      observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
         if export_check is not None:
             from compiler.optimize.onnx_export import mark_dry_run

@@ -20,6 +20,7 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
     from simulator.options import parse_preset
     from simulator.predict import label_text, task_overrides
     from simulator.solver import prepare, solution_json, solve
+    from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
     from simulator.targets import get_target
 
@@ -27,8 +28,8 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
     preset = parse_preset(model_wide).name
     with tempfile.TemporaryDirectory() as td:
         source, compiled, plans = compile_for(model, target, td, shapes, values)
-        r = sweep(compiled, target, calibration_path=calibration_path(calibration) if t.profile == "host-cpu" else None,
-                  source=source, input_values=fill_values(plans))
+        hw = hardware_for(t, calibration_path(calibration) if t.profile == "host-cpu" else None)
+        r = sweep(compiled, target, hardware=hw, source=source, input_values=fill_values(plans))
     overrides = task_overrides(compiled, r.per_op, ops, t.float_format)
     keep_ids = list(task_overrides(compiled, r.per_op, {k: t.float_format for k in keep}, t.float_format))
     sol = solve(prepare(r.bulk, r.per_op), preset, overrides, budget, keep_ids)

@@ -79,11 +79,11 @@ class Pricing:
         self.edge_lb = np.zeros(len(ops))
         crossing = bulk.get("crossing")
         if crossing:
-            from simulator.totals import _crossing_ms
+            from simulator.roofline import crossing_ms
 
             for j, (s, d) in enumerate(zip(t.src, t.dst)):
                 if bulk["units"][s][self.p] != bulk["units"][d][self.p]:
-                    credit = _crossing_ms(crossing, t.el[j] * 4 * 2)  # fp32, the widest activation
+                    credit = crossing_ms(crossing, t.el[j] * 4 * 2)  # fp32, the widest activation
                     self.edge_lb[s] -= credit
                     self.edge_lb[d] -= credit
 

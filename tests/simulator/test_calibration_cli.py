@@ -9,13 +9,14 @@ import pytest
 from click.testing import CliRunner
 
 from simulator import calibration
+from simulator.roofline import efficiency
 from testkit import modelzoo
 
 
 def _fake_cache() -> dict:
     import onnxruntime as ort
 
-    return {"version": calibration.CACHE_VERSION, "profile": "host-cpu", "machine": calibration._machine(),
+    return {"version": calibration.CACHE_VERSION, "profile": "host-cpu", "machine": calibration.machine(),
             "onnxruntime": ort.__version__, "seconds": 0.0, "profiler_overhead_s": 1e-6, "cases": [],
             "overrides": {"dram_bandwidth_bytes_per_s": 2e10, "units": {"cpu": {
                 "run_overhead_s": 5e-6, "dispatch_overhead_s": 3e-7, "profiler_overhead_s": 1e-6,
@@ -55,7 +56,7 @@ def test_cache_is_reused_and_refreshed(tmp_path: Path, monkeypatch: pytest.Monke
     path = tmp_path / "calibration" / "host-cpu.json"
     hw = calibration.load_or_calibrate(path)
     assert calls == [1] and path.exists() and hw.calibrated
-    assert hw.units[0].eff("conv", "fp32") == 0.77 and hw.units[0].kind_overhead_s["conv"] == 2e-6
+    assert efficiency(hw.units[0], "conv", "fp32") == 0.77 and hw.units[0].kind_overhead_s["conv"] == 2e-6
     calibration.load_or_calibrate(path)
     assert calls == [1]  # cached
     data = json.loads(path.read_text())

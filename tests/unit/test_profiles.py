@@ -6,6 +6,7 @@ import pytest
 import yaml
 
 from simulator.profiles import HARDWARE_DIR, ProfileError, list_profiles, load_profile, parse_profile
+from simulator.roofline import efficiency
 
 
 def test_every_shipped_profile_loads() -> None:
@@ -39,6 +40,6 @@ def test_overrides_apply_without_touching_the_yaml() -> None:
     cal = base.with_overrides({"units": {"cpu": {"dispatch_overhead_s": 1e-7, "efficiency": {"conv.fp32": 0.9}}},
                                "error_pct_median": 8.0, "error_models": 5})
     assert cal.calibrated and not base.calibrated
-    assert cal.units[0].eff("conv", "fp32") == 0.9 and cal.units[0].dispatch_overhead_s == 1e-7
-    assert base.units[0].eff("conv", "fp32") != 0.9
+    assert efficiency(cal.units[0], "conv", "fp32") == 0.9 and cal.units[0].dispatch_overhead_s == 1e-7
+    assert efficiency(base.units[0], "conv", "fp32") != 0.9
     assert cal.error_pct_median == 8.0

@@ -1,0 +1,321 @@
+"""Every cost formula of the simulator, in one place: a task's latency (a roofline with the unit's efficiency
+and overheads), its DRAM traffic, the memory power of a whole run, a format conversion and a partition crossing.
+
+Pure: numbers in, numbers out, no I/O and no state. What a task does comes in as counts (simulator.costs.Work),
+how the backend runs it as a `Path` (planned by simulator.backends: bytes per element, extra passes, the
+efficiency key; software behaviour, so it lives in code there), and the hardware as a HardwareProfile passed in
+(simulator/hardware/*.yaml, with calibration's fitted figures on top). Every task formula works on floats and,
+element-wise, on numpy arrays: the sweep (simulator/sweep.py) evaluates them for every task x combo at once,
+calibration (simulator/calibration*.py) fits the profile's figures so that they reproduce measured times, and
+the totals rule (simulator/totals.py, mirrored by web/src/totals.ts) adds conversions and crossings on edges.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from simulator.costs import PARENT_KIND, Work
+from simulator.formats import ACTIVATION_FORMATS, BITS
+from simulator.options import Combo
+from simulator.profiles import HardwareProfile, Unit
+
+Num = Any  # a float, or a numpy array of them (the formulas broadcast)
+
+
+@dataclass(frozen=True, slots=True)
+class Path:
+    """How a backend runs one task under one combo (simulator.backends.plan): what the formulas below cost."""
+
+    unit: int  # index into profile.units
+    resolved: Combo  # the combo actually run (differs from the asked one on fallback)
+    supported: bool  # False = the asked combo fell back to `resolved`
+    compute: str  # key of unit.peak_ops_per_s
+    tag: str  # efficiency key suffix: fp32, fp16, int8, int8dyn, int4w
+    in_bytes: float  # per input activation element moved by the kernel
+    out_bytes: float
+    w_runtime_bytes: float  # per kernel element streamed per inference
+    runtime_sparse: bool  # runtime weight traffic shrinks with sparsity (JIT sparse decode)
+    aux_bytes: float  # per bias / gamma element stored
+    extra_in_bytes: float  # extra traffic per input element (casts, on-the-fly quantization)
+    extra_out_bytes: float  # extra traffic per output element (dequantize, unfused activation)
+    extra_dispatches: int  # extra kernels launched
+    decode_ops: float  # ops per kernel element to unpack weights on every run (MatMulNBits at fp32)
+    eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
+    fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
+    note: str = ""
+    setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
+    extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
+    setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
+    im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
+    repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
+    rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
+
+
+# --- the unit's figures --------------------------------------------------------------------------------------------
+
+def efficiency(unit: Unit, kind: str, path: str) -> float:
+    """Share of peak for `kind` on `path`: the most specific figure the profile has."""
+    e = unit.efficiency
+    parent = PARENT_KIND.get(kind, kind)
+    for key in (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
+        if key in e:
+            return e[key]
+    if path == "cast16nchw":  # an fp16 Conv left in NCHW: the NCHWc path's figure until calibrated
+        return efficiency(unit, kind, "cast16")
+    if path == "cast16":  # fp16 through casts computes in fp32
+        return efficiency(unit, kind, "fp32")
+    return e.get("default", 0.1)
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    """One path on its unit: every figure the task formulas read. Floats for one path; `stack` makes arrays over
+    the combos of a task signature (the sweep's columns)."""
+
+    peak: Num  # ops/s the path reaches (peak of its compute format x efficiency)
+    in_b: Num  # bytes per input / output activation element
+    out_b: Num
+    w_rt: Num  # bytes per kernel element streamed per run
+    rt_keep: Num  # share of kernel bytes streamed (1 - sparsity where JIT sparse)
+    rt_mask: Num  # mask bytes per kernel element (JIT sparse)
+    aux_b: Num  # bytes per bias / gamma element read
+    extra_in: Num  # extra traffic per input / output element
+    extra_out: Num
+    dispatches: Num  # kernels launched (1 + extra)
+    dispatch_s: Num  # launch cost per kernel
+    setup_s: Num  # fixed setup per task (per kernel row where `setup_rows`)
+    setup_rows: Num  # bool
+    pixel_s: Num  # seconds per output pixel (output elements / kernel rows) on top of setup_s
+    im2col_s: Num  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
+    repack_s: Num  # seconds per weight of packing the weights on every run
+    extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
+    epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
+    decode_s: Num  # seconds per kernel element of per-run weight unpacking (one activation row)
+    decode_rows_s: Num  # the same when the task has several rows (M > 1): a different kernel
+    overlap: Num  # share of the smaller of compute and memory time left exposed
+    cache_bw: Num
+    dram_bw: Num
+    onchip: Num
+    llc: Num  # the core's share of the last-level cache (0: not modelled)
+    llc_all: Num  # the whole last-level cache (<= llc: a step at llc)
+    eliminated: Num  # bool: the task disappears on this path
+    fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
+
+
+_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv"})
+
+
+def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates:
+    """The figures of path `p` for a task of `kind` on its unit of `hw`. `epilogue_pass`: the backend runs a fused
+    activation as an element-wise pass over the output (MLAS, simulator.backends.EPILOGUE_PASS_BACKENDS)."""
+    u = hw.units[p.unit]
+    rate = p.rate_kind or kind  # the kind whose efficiency and setup the path runs at
+    fp32_peak = u.peak_ops_per_s.get("fp32", 0.0)
+    return Rates(
+        peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag),
+        in_b=p.in_bytes, out_b=p.out_bytes, w_rt=p.w_runtime_bytes,
+        rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0,
+        rt_mask=1 / 8 if p.runtime_sparse else 0.0,
+        aux_b=p.aux_bytes, extra_in=p.extra_in_bytes, extra_out=p.extra_out_bytes,
+        dispatches=1 + p.extra_dispatches,
+        # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
+        # kernels of a dynamically quantized Conv), else of the kind (small NCHWc convs pay ~10 us on the host).
+        dispatch_s=u.dispatch_overhead_s,
+        setup_s=u.kind_overhead_s.get(f"{rate}.{p.tag}", u.kind_overhead_s.get(rate, 0.0)),
+        setup_rows=p.setup_per_channel,
+        pixel_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.pixel", 0.0) if p.setup_per_pixel else 0.0,
+        im2col_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col", 0.0) if p.im2col else 0.0,
+        repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
+        extra_ops_s=p.extra_ops_per_out / (u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, "elementwise", p.tag))
+        if p.extra_ops_per_out and u.peak_ops_per_s.get(p.compute) else 0.0,
+        # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
+        # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
+        epilogue_s=1 / (fp32_peak * efficiency(u, "elementwise", "fp32"))
+        if epilogue_pass and p.compute != "int8" and u.peak_ops_per_s.get("fp32") else 0.0,
+        decode_s=_decode_s(u, p, p.tag), decode_rows_s=_decode_s(u, p, p.tag + "rows"),
+        overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
+        dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
+        onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
+        eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
+    )
+
+
+def _decode_s(u: Unit, p: Path, tag: str) -> float:
+    """Seconds per kernel element to unpack weights on every run. `<tag>rows` is the rate when the task
+    has more than one activation row (MatMulNBits: M = 1 is a fused GEMV that unpacks in registers;
+    M > 1 dequantizes B to an fp32 buffer, then runs SGEMM), falling back to the one-row rate."""
+    if not p.decode_ops:
+        return 0.0
+    key = f"decode.{tag}"
+    if tag.endswith("rows") and key not in u.efficiency:
+        key = f"decode.{tag[:-4]}"
+    eff = u.efficiency.get(key, efficiency(u, "decode", p.tag))
+    return p.decode_ops / (u.peak_ops_per_s.get("fp32", 0.0) or u.peak_ops_per_s["fp16"]) / eff
+
+
+def stack(each: Sequence[Rates]) -> Rates:
+    """Rates of several paths as arrays (float64; bool for the flags), one entry per path."""
+    return Rates(**{f.name: np.array([getattr(r, f.name) for r in each],
+                                     dtype=bool if f.name in _BOOL_RATES else np.float64)
+                    for f in dataclasses.fields(Rates)})
+
+
+# --- one task ------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """What tasks do, as numbers the formulas broadcast: columns [n, 1] against rates over combos [C]."""
+
+    macs: Num
+    flops: Num
+    epilogue_flops: Num
+    in_elements: Num
+    out_elements: Num
+    kernel_elements: Num
+    aux_elements: Num
+    other_const_bytes: Num
+    kernel_rows: Num
+    im2col_elements: Num
+
+    @staticmethod
+    def of(works: Sequence[Work]) -> Counts:
+        col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
+        return Counts(
+            macs=col([w.macs for w in works]), flops=col([w.flops for w in works]),
+            epilogue_flops=col([w.epilogue_flops for w in works]), in_elements=col([w.in_elements for w in works]),
+            out_elements=col([w.out_elements for w in works]), kernel_elements=col([w.kernel_elements for w in works]),
+            aux_elements=col([w.aux_weight_elements for w in works]),
+            other_const_bytes=col([w.other_const_bytes for w in works]),
+            kernel_rows=col([w.kernel_out_channels for w in works]),
+            im2col_elements=col([w.im2col_elements for w in works]))
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCost:
+    latency_s: Num
+    activation_bytes: Num  # activations the kernel reads and writes
+    weight_bytes: Num  # kernel bytes streamed per run
+    extra_bytes: Num  # the path's extra passes (casts, quantization, unfused activations)
+    fits: Num  # bool: the task's traffic stays in the on-chip memory
+
+
+def task_cost(w: Counts, r: Rates, weights_resident: bool, weights_fp32_bytes: float) -> TaskCost:
+    """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs.
+    `weights_resident`: all of the model's weights stay on chip between runs; `weights_fp32_bytes`: the
+    model's weights at fp32 (how much of them the last-level cache holds)."""
+    peak = np.where(r.peak > 0, r.peak, np.inf)
+    t_comp = (2 * w.macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
+    act = w.in_elements * r.in_b + w.out_elements * r.out_b
+    w_rt = w.kernel_elements * (r.w_rt * r.rt_keep + r.rt_mask)
+    w_all = w_rt + w.aux_elements * 4 + w.other_const_bytes
+    moved = act + w_all
+    fits = moved <= r.onchip  # this op's activations stay in cache
+    bw = np.where(fits, r.cache_bw, r.dram_bw)
+    w_bw = r.cache_bw if weights_resident else r.dram_bw
+    extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
+    t_mem = act / bw + w_all / w_bw
+    m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
+    decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
+    overlap = _overlap(r, weights_fp32_bytes)
+    lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
+             + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
+             + w.out_elements * r.extra_ops_s)
+    return TaskCost(lat_s, act, w_rt, extra, fits)
+
+
+def _setup_s(w: Counts, r: Rates) -> Num:
+    """Fixed costs of the path: per task (or per kernel row), per output pixel, per im2col element, per weight."""
+    setup = r.setup_s * np.where(r.setup_rows, w.kernel_rows, 1.0)
+    setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
+    # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
+    # Conv reads its input as it is (the buffer would equal the input).
+    cols = np.where(w.kernel_rows > 0, w.macs / np.maximum(w.kernel_rows, 1.0), 0.0)
+    cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
+    return setup + r.im2col_s * np.where(cols > 1.01 * w.in_elements, cols, 0.0) + r.repack_s * w.kernel_elements
+
+
+def _overlap(r: Rates, weights_fp32_bytes: float) -> Num:
+    """Share of the smaller of compute and memory time that shows. Weights beyond the last-level cache come back
+    from memory on every run, and the prefetchers no longer hide them behind the compute: the smaller time shows
+    in full. Up to this core's share of the cache they stay; between the share and the whole cache (which the
+    other cores' work may or may not take) the exposed part grows linearly: measured here with chains of batch-8
+    1024x1024 MatMuls, 16 MB L3 share of 32 MB, per layer 155 us up to 16.8 MB of weights, 181 at 21, 200 at 25.2,
+    231 at 33.6. Footprint: the whole model's weights as this combo runs them (fp32 bytes x run-time bytes per
+    weight)."""
+    footprint = weights_fp32_bytes * r.w_rt / 4
+    ramp = np.maximum(r.llc_all - r.llc, 0.0)
+    beyond = np.where(ramp > 0, np.clip((footprint - r.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
+                      (footprint > r.llc).astype(np.float64))
+    return np.where(r.llc > 0, r.overlap + (1.0 - r.overlap) * beyond, r.overlap)
+
+
+def dram_bytes(w: Counts, r: Rates, c: TaskCost, weights_resident: bool) -> Num:
+    """Bytes a task moves through DRAM per run: its weights unless all of the model's stay on chip, and its
+    activations and extra passes unless they fit on chip."""
+    return ((0.0 if weights_resident else c.weight_bytes + w.aux_elements * r.aux_b + w.other_const_bytes)
+            + np.where(c.fits, 0.0, c.activation_bytes + c.extra_bytes))
+
+
+def io_bytes(in_elements: Num, out_elements: Num) -> Num:
+    """DRAM bytes of the model's own inputs and outputs a task reads or writes: they cross DRAM every inference even
+    when all else stays on chip (the input arrives from the camera / app, the output is read back by it; fp32)."""
+    return (in_elements + out_elements) * 4.0
+
+
+# --- between tasks: conversions and crossings ----------------------------------------------------------------------
+
+def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
+    """Cost of a quantize / dequantize / cast between two activation formats, run on the first unit:
+    `fixed_ms` per conversion and `ms_per_element` per pair `a>b`."""
+    u = hw.units[0]
+    per_el: dict[str, float] = {}
+    for a in ACTIVATION_FORMATS:
+        for b in ACTIVATION_FORMATS:
+            if a != b:
+                # Streaming read of one format + write of the other, plus ~2 ops (scale, round).
+                s = (BITS[a] + BITS[b]) / 8 / u.cache_bandwidth_bytes_per_s + 2 / (
+                    u.peak_ops_per_s.get("fp32", 0) or u.peak_ops_per_s.get("fp16")) / efficiency(u, "elementwise",
+                                                                                                   "fp32")
+                per_el[f"{a}>{b}"] = s * 1e3
+    return {"fixed_ms": u.dispatch_overhead_s * 1e3, "ms_per_element": per_el}
+
+
+def conversion_ms(fixed_ms: Num, ms_per_element: Num, elements: Num) -> Num:
+    """One conversion of `elements` values (constants from conversion_constants)."""
+    return fixed_ms + elements * ms_per_element
+
+
+def conversion_bytes(elements: Num, from_format: str, to_format: str) -> Num:
+    """Bytes a conversion moves: it reads one format and writes the other."""
+    return elements * (BITS[from_format] / 8 + BITS[to_format] / 8)
+
+
+def crossing_constants(hw: HardwareProfile) -> dict[str, float] | None:
+    """Figures of one partition crossing (a sync + copy between compute units); None where the profile charges no
+    crossings (one unit). crossing_ms evaluates them: the bulk columns, the totals rule and the solver all do."""
+    if hw.partition_crossing_s <= 0:
+        return None
+    return {"fixed_s": hw.partition_crossing_s, "bytes_per_s": hw.dram_bandwidth_bytes_per_s}
+
+
+def crossing_bytes(elements: Num, bytes_per_element: Num) -> Num:
+    """Bytes a crossing moves: the producer's output written out and read back through DRAM."""
+    return elements * bytes_per_element * 2
+
+
+def crossing_ms(crossing: Mapping[str, float], moved_bytes: Num, syncs: Num = 1.0) -> Num:
+    """`syncs` partition crossings moving `moved_bytes` in all: `(fixed_s x syncs + bytes / bytes_per_s) x 1e3`.
+    web/src/totals.ts (`crossingMs`) mirrors it for one crossing."""
+    return (crossing["fixed_s"] * syncs + moved_bytes / crossing["bytes_per_s"]) * 1e3
+
+
+# --- a whole run ---------------------------------------------------------------------------------------------------
+
+def memory_power_mw(dram_bytes_per_run: float, pj_per_byte: float, latency_ms: float) -> float:
+    """Average power of the run's DRAM traffic (mW): its energy over its latency."""
+    return dram_bytes_per_run * pj_per_byte * 1e-9 / latency_ms * 1e3 if latency_ms > 0 else 0.0
