@@ -304,17 +304,20 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
 
 
 def _nchw_depthwise(target: Target, ui: int, unit: Unit, c: Combo, has_kernel: bool) -> Path | None:
-    """fp32 depthwise Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw`): MLAS's plain NCHW Conv, group
-    by group, im2col + SGEMM: the path fp16 Convs behind a shared Cast take (`conv.cast16nchw`, calibrated with
-    its im2col rate), its buffer every channel's taps (Work.im2col_elements). Single-op models on this host,
-    thread CPU time: such a depthwise conv took 0.22-1.26 ms where the NCHWc rate predicted 0.03-0.08 (ShuffleNet
-    v2's 19 depthwise convs, all after a channel shuffle: 0.10 ms predicted, 0.49 measured). Only where the
-    profile has measured that path (the host's calibration); elsewhere the NCHWc figures stand."""
-    if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "-")
-            or c.sparsity or not has_kernel or "conv.cast16nchw.im2col" not in unit.kind_overhead_s):
+    """fp32 depthwise Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw`; under fp16 also one behind a shared
+    Cast, _ort_fp16): MLAS's plain NCHW Conv, group by group: im2col of the channel's taps + a one-row SGEMM, so a
+    cost per im2col element (its buffer every channel's taps: Work.im2col_elements) and one per channel, figures of
+    its own (`dwconvnchw.nchw*`, host-cpu.yaml, measured on single-op models: 0.55 ns per element, 0.59 us per
+    channel; 3-7x the NCHWc kernel's time at 14-112 pixels). ShuffleNet v2's 19 depthwise convs, all after a channel
+    shuffle: 0.10 ms predicted at the NCHWc rate, 0.49 measured. Only where the profile has that figure; elsewhere
+    the NCHWc figures stand."""
+    # fp16 weights are decoded to fp32 at load (fp16 activations reach here as fp32 from _ort_fp16).
+    if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "fp16", "-")
+            or not has_kernel or "dwconvnchw.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
         return None
-    return Path(ui, c, True, "fp32", "cast16nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
-                "depthwise Conv left in NCHW by ORT: im2col + GEMM per channel", im2col=True, rate_kind="conv")
+    return Path(ui, c, True, "fp32", "nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
+                "depthwise Conv left in NCHW by ORT: im2col + GEMM per channel", setup_per_channel=True,
+                im2col=True, rate_kind="dwconvnchw")
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
@@ -346,8 +349,15 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     native = _FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
+    from simulator.costs import base_kind
+
     f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
-    p = plan(target, profile, op_type, kind, f32, has_kernel, fused)
+    # A depthwise Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, channel by channel, as a
+    # depthwise Conv ORT already leaves in NCHW runs (_nchw_depthwise). At the NCHWc kernel's rate it was 10x too
+    # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at
+    # 12.6x their fp32 time, predicted 1.2x (benchmarks/export_ops.py).
+    dw_nchw = has_kernel and op_type in _CONV_OPS and base_kind(kind) == "dwconv" and shared_cast
+    p = plan(target, profile, op_type, "dwconvnchw" if dw_nchw else kind, f32, has_kernel, fused)
     if not p.supported:
         return None
     import dataclasses
@@ -389,12 +399,15 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         notes.append(_GELU_SPLIT_NOTE)
     # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
     # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
-    tag = ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
+    # A depthwise Conv in NCHW keeps its own path's figures (the fp32 kernel it runs between the Casts).
+    tag = p.tag if p.tag == "nchw" else ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
     # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.
-    return dataclasses.replace(p, tag=tag, im2col=nchw, extra_in_bytes=p.extra_in_bytes + extra_in,
+    return dataclasses.replace(p, tag=tag, im2col=nchw or p.im2col, extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,
                                extra_dispatches=p.extra_dispatches + disp,
-                               fp32_equivalent=p.fp32_equivalent and tag == p.tag and not (extra_in or extra_out),
+                               # (not where fp32 ran the NCHWc kernel: that measured time is not this path's)
+                               fp32_equivalent=(p.fp32_equivalent and tag == p.tag and not (extra_in or extra_out)
+                                                and not (dw_nchw and kind != "dwconvnchw")),
                                aux_bytes=2.0 if not has_kernel and combo.input == "fp16" else p.aux_bytes,
                                note="; ".join(notes + ([p.note] if p.note else [])))
 

@@ -282,17 +282,28 @@ def work_of(node: Node, graph: Graph) -> Work:
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
                 kernel_name=k_name, aux_weights=tuple(aux_names),
-                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs))
+                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows))
 
 
-def _grouped_im2col(node: Node, kind: str, macs: float) -> float:
-    """im2col elements of a depthwise Conv MLAS runs in NCHW: every channel's kh x kw taps per output pixel (= its
-    MACs), read along W with the conv's stride (a stride-2 expansion gathers every other element: on this host
-    about twice the time per element of a stride-1 one, single-op models in thread CPU time)."""
-    if kind != "dwconvnchw":
-        return 0.0
-    strides = node.attributes.get("strides") or [1]
-    return macs * max(int(strides[-1]), 1)
+def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
+    """im2col elements of a grouped Conv that runs group by group in NCHW (MLAS's plain Conv; ConvInteger): each
+    group expands its own input channels, so the buffer over all groups is every input channel's kh x kw taps per
+    output pixel, MACs x groups / output channels, where the default rule (MACs / output channels) counts one
+    group's. 0 for a dense conv (the default rule holds).
+    - Depthwise (`dwconvnchw`, and `dwconv`, whose NCHWc form only the paths that leave it in NCHW read: fp16
+      behind a shared Cast, simulator.backends._ort_fp16): = its MACs, read along W with the conv's stride (a
+      stride-2 expansion gathers every other element: on this host about twice the time per element of a
+      stride-1 one, single-op models in thread CPU time).
+    - Other grouped convs (RegNet's group width 8, ResNeXt's 32 groups): read by the im2col paths, dynamic int8's
+      ConvInteger and fp16's NCHW Conv (RegNetX-002's 14 grouped convs under int8-dynamic measured 2.9x their
+      fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py)."""
+    group = int(node.attributes.get("group", 1) or 1)
+    if kind in ("dwconv", "dwconvnchw"):
+        strides = node.attributes.get("strides") or [1]
+        return macs * max(int(strides[-1]), 1)
+    if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
+        return macs * group / k_rows
+    return 0.0
 
 
 def _epilogue_flops(node: Node, out_elements: float) -> float:
