@@ -36,3 +36,17 @@ def test_dynamic_int8_paths() -> None:
 
 def test_static_int8_takes_the_generic_int8_path() -> None:
     assert _plan("CONV_2D", "conv", "int8/int8/int8").tag == "int8"
+
+
+def test_int4_weights_leave_xnnpack_for_tflites_own_kernels() -> None:
+    """ai-edge-quantizer's int4 weights sit behind a run-time DEQUANTIZE that XNNPACK does not take: TFLite's own fp32
+    CONV_2D / FULLY_CONNECTED run (1.5-4x XNNPACK's fp32 time, profiled); a depthwise conv keeps fp32 weights."""
+    conv = _plan("CONV_2D", "conv", "fp32/fp32/int4")
+    fc = _plan("FULLY_CONNECTED", "gemm", "fp32/fp32/int4")
+    assert (conv.tag, fc.tag) == ("builtin", "builtin") and (conv.rate_kind, fc.rate_kind) == ("conv", "gemm")
+    assert conv.w_runtime_bytes == 4.0 and "TFLite's own fp32 kernel" in conv.note
+    from simulator.roofline import efficiency
+
+    cpu = load_profile("host-cpu", "litert-cpu").units[0]
+    assert efficiency(cpu, "conv", "builtin") < 0.5 * efficiency(cpu, "conv", "fp32")
+    assert _plan("DEPTHWISE_CONV_2D", "dwconv", "fp32/fp32/int4").tag != "builtin"
