@@ -73,6 +73,13 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
         r = res.targets[0]
         bulk = r.sweep.bulk
         names = [p["name"] for p in bulk["presets"]]
+        # The option rules alone, free of the machine's load: the table swept WITHOUT the measured profile gives
+        # each option's predicted change over fp32 (pure model), checked against the measured change in CPU time.
+        from simulator.calibrated import hardware_for
+        from simulator.sweep import sweep
+
+        pure = sweep(r.compiled, r.target, None, hardware=hardware_for(r.target, calibration), source=res.source)
+        pure_fp32 = float(totals(pure.bulk, pure.per_op, "fp32", {})["latency_ms"])
         shapes, values = concrete_shapes(res.inputs), fill_values(res.inputs)
         settings = ProfileSettings(warmup=warmup, runs=runs, threads=1, timeout_s=600, input_shapes=shapes,
                                    input_values=values)
@@ -85,6 +92,8 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
                                    "baseline_ms": r.profile.latency_ms if r.profile else None,
                                    "baseline_cpu_ms": r.profile.noise.get("cpu_latency_ms") if r.profile else None,
                                    "baseline_load": r.profile.noise.get("load_per_cpu") if r.profile else None,
+                                   "predicted_change": float(totals(pure.bulk, pure.per_op, option, {})["latency_ms"])
+                                   / pure_fp32,
                                    "analysis_s": round(analysis_s, 1)}
             if not bulk.get("exportable", [True] * len(names))[i]:
                 rows.append({**row, "status": "marked", "error": bulk["export_reasons"][i]})
@@ -188,6 +197,24 @@ def report(rows: list[dict[str, Any]]) -> None:
                     ((r["predicted_ms"] * r["baseline_cpu_ms"] / r["baseline_ms"]) / r["measured_cpu_ms"] - 1) * 100)
         print("  by option: " + ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})"
                                           for o, e in by_opt.items()))
+    # The option's change over fp32 predicted by the rules alone (no measured profile) against the change measured
+    # in CPU time (export / the analysis' baseline, both per run of one thread): what the option rules get right
+    # whatever the load and whatever the fp32 prediction's own error.
+    # The reference is the fp32 export measured beside it (the same measurement path as the option's export),
+    # else the analysis' baseline.
+    ref = {(r["id"], r["exporter"]): r["measured_cpu_ms"] for r in done if r["option"] == "fp32" and r.get("measured_cpu_ms")}
+    ch = [(r, (r["predicted_change"] / (r["measured_cpu_ms"] / base) - 1) * 100) for r in done
+          if r["option"] != "fp32" and r.get("predicted_change") and r.get("measured_cpu_ms")
+          and (base := ref.get((r["id"], r["exporter"])) or r.get("baseline_cpu_ms"))]
+    if ch:
+        errs = [e for _, e in ch]
+        print(f"change over fp32, rules vs CPU time: median |error| {statistics.median(map(abs, errs)):.1f}%, "
+              f"within 10%: {sum(abs(e) <= 10 for e in errs)}/{len(errs)}")
+        by_o: dict[str, list[float]] = defaultdict(list)
+        for r, e in ch:
+            by_o[r["option"]].append(e)
+        print("  by option: " + ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})"
+                                          for o, e in by_o.items()))
     loads = [r["load"] for r in done if r.get("load") is not None]
     if loads:
         print(f"machine load per CPU during the measurements: median {statistics.median(loads):.1f}, "
@@ -227,6 +254,7 @@ def main() -> int:
     ap.add_argument("--slice", default=None, help="a named slice of corpus.models: test or slow")
     ap.add_argument("--all", action="store_true", help="every preset of the option table, not one per kind")
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
+    ap.add_argument("--options", nargs="+", default=None, help="only these presets (fp32 first: the baseline export)")
     ap.add_argument("--runs", type=int, default=20, help="measured runs per model and per export")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model, all options")
@@ -275,7 +303,8 @@ def main() -> int:
         rows = json.loads(Path(a.json).read_text())["rows"]
         done = {(r["id"], r["exporter"]) for r in rows}
         items = [it for it in items if (it["id"], it["exporter"]) not in done]
-    spec = {"calibration": os.fspath(calibration), "presets": None if a.all else list(QUICK if a.quick else PRESETS),
+    chosen = a.options or (None if a.all else list(QUICK if a.quick else PRESETS))
+    spec = {"calibration": os.fspath(calibration), "presets": chosen,
             "runs": a.runs,
             "warmup": a.warmup}
     t0 = time.perf_counter()
