@@ -8,12 +8,12 @@ figures it is combined with live in the YAML profiles. One pure function, `plan`
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-import numpy as np
+from dataclasses import dataclass
 
 from compiler.graph import Graph
+from simulator.costs import base_kind, fold_constants
 from simulator.formats import BITS, lut_bits
+from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
 from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
 from simulator.roofline import Path
@@ -94,8 +94,6 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     biases (zero-initialised or frozen layers, BN-folded copies), and tied weights read by several Convs.
     Trained models whose Convs each own their bias keep NCHWc; so the rule reads the graph, never names.
     Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
-    from simulator.costs import fold_constants
-
     native = _FP16_KERNELS.get(target.backend)
     if native is None:
         return [False] * len(compiled.nodes)
@@ -151,9 +149,7 @@ def _float_compute(unit: Unit, fmt: str) -> str | None:
 
 def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
                   fused: bool) -> Path | None:
-    from simulator.costs import base_kind
-    from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
-
+    """The path of a task on unit `ui` under combo `c`, or None when that unit cannot run it so."""
     if kind == "dwconvnchw":
         p = _nchw_depthwise(target, ui, unit, c, has_kernel)
         if p is not None:
@@ -171,6 +167,49 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     int8_ew = _INT8_ELEMENTWISE.get(target.backend)
     if any_int8 and kind == "elementwise" and int8_ew is not None and op_type not in int8_ew:
         return None
+    d = _activations(unit, c)
+    if d is None:
+        return None
+    eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
+    if not has_kernel:
+        tag = "int8" if any_int8 else ("cast16" if d.via_cast else d.fcompute)
+        # Float constants of weightless ops (Add's bias tensor, Gather's table) are stored in the op's
+        # activation format: the QDQ quantizer quantizes them too.
+        return Path(ui, c, True, "int8" if any_int8 else d.fcompute, tag, d.in_b, d.out_b, 0.0, False,
+                    {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), d.extra_in, d.extra_out, d.dispatches, 0.0,
+                    eliminated, (not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32"),
+                    "; ".join(d.notes))
+    k = _kernel(target, unit, op_type, kind, c, fused, d)
+    if k is None:
+        return None
+    runtime_sparse = unit.sparse == "jit" and c.sparsity > 0
+    if c.sparsity and not runtime_sparse:
+        d.notes.append("no sparse kernels: zeros are computed")
+    if k.per_channel:
+        d.notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
+    return Path(ui, c, True, k.compute, k.tag, d.in_b, d.out_b, k.w_rt, runtime_sparse, k.aux_b, d.extra_in,
+                d.extra_out, d.dispatches, k.decode, eliminated, k.fp32_equiv, "; ".join(d.notes), k.per_channel,
+                k.extra_ops, k.per_pixel, k.im2col, k.repack)
+
+
+@dataclass
+class _Draft:
+    """A path under construction: the activations' side (formats, casts, quantize passes), before the kernel's."""
+
+    via_cast: bool  # an activation reaches the unit through a Cast only
+    fcompute: str  # the float format the unit computes in
+    in_b: float
+    out_b: float
+    extra_in: float
+    extra_out: float
+    dispatches: int
+    notes: list[str]
+
+
+def _activations(unit: Unit, c: Combo) -> _Draft | None:
+    """What `c`'s activation formats cost on `unit`: bytes per element, cast and quantize passes; None where the
+    unit cannot take one of them."""
+    any_int8 = "int8" in (c.input, c.output)
     via_cast = any(f in unit.activation_formats_via_cast and f not in unit.activation_formats
                    for f in (c.input, c.output))
     extra_in = extra_out = 0.0
@@ -205,102 +244,112 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         else:
             extra_out += out_b + 1
         dispatches += 1
-    eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
-    load_decode = _LOAD_DECODE.get(target.backend, frozenset())
-    if not has_kernel:
-        tag = "int8" if any_int8 else ("cast16" if via_cast else fcompute)
-        # Float constants of weightless ops (Add's bias tensor, Gather's table) are stored in the op's
-        # activation format: the QDQ quantizer quantizes them too.
-        return Path(ui, c, True, "int8" if any_int8 else fcompute, tag, in_b, out_b, 0.0, False,
-                    {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), extra_in, extra_out, dispatches, 0.0, eliminated,
-                    (not any_int8 and fcompute == "fp32" and c.input == c.output == "fp32"), "; ".join(notes))
+    return _Draft(via_cast, fcompute, in_b, out_b, extra_in, extra_out, dispatches, notes)
+
+
+@dataclass
+class _Kernel:
+    """The kernel's side of a path: its compute format and efficiency key, and its weights' costs."""
+
+    compute: str
+    tag: str
+    w_rt: float  # bytes per kernel element streamed per run
+    aux_b: float  # bytes per bias / gamma element
+    fp32_equiv: bool = False
+    decode: float = 0.0
+    per_channel: bool = False
+    per_pixel: bool = False
+    im2col: bool = False
+    repack: bool = False
+    extra_ops: float = 0.0
+
+
+def _kernel(target: Target, unit: Unit, op_type: str, kind: str, c: Combo, fused: bool, d: _Draft
+            ) -> _Kernel | None:
+    """How the kernel of a weighted task runs under `c` (adding its passes to `d`); None where the unit cannot."""
     k = c.kernel
     aux_b = 2.0 if k == "fp16" else 4.0
-    runtime_sparse = unit.sparse == "jit" and c.sparsity > 0
-    fp32_equiv = False
-    decode = 0.0
-    per_channel = False
-    per_pixel = False
-    im2col = repack = False
-    extra_ops = 0.0
-    if any_int8:
-        if k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native):
-            compute, tag, w_rt = "int8", "int8", BITS[k] / 8
-        elif lut_bits(k) and k in unit.kernel_formats_jit:
-            compute, tag, w_rt = "int8", "int8", BITS[k] / 8
-        else:
-            return None
-        if fused:
-            notes.append("activation folded into the int8 output range")
-        if target.export == "onnx" and op_type in ("Gemm", "FusedGemm"):
-            aux_b = 1.0  # the exporter's Add holds the bias: a uint8 constant in the file and for QLinearAdd
-        if target.backend == "ort-cpu" and op_type in ("Gemm", "FusedGemm"):
-            # ORT fused MatMul + bias Add into Gemm; the QDQ export keeps them apart (QLinearMatMul has no
-            # bias) and the Add runs as QLinearAdd, an int8 element-wise kernel (about 3 ops per element).
-            extra_out += 2 * 1.0
-            extra_ops = 3.0
-            dispatches += 1
-            notes.append("bias Add runs as its own QLinearAdd")
-        if target.backend == "ort-cpu" and kind in ("gemm", "matmul"):
-            # QLinearMatMul runs QGEMM into a full int32 buffer (M x N) and requantizes it in its output pass,
-            # as QLinearConv does below.
-            extra_out += 2 * 4.0
-            notes.append("int32 accumulators requantized to uint8")
-        if target.backend == "ort-cpu" and kind in ("conv", "convsmall", "dwconv"):
-            # ORT's QLinearConv (NHWC) accumulates into an int32 buffer, then requantizes it to uint8
-            # (MlasRequantizeOutput): 4 bytes written and read back per output element. Against the MACs
-            # this is large when a conv has few input channels (narrow pointwise convs).
-            extra_out += 2 * 4.0
-            notes.append("int32 accumulators requantized to uint8 in a second pass")
-            # The depthwise kernel walks an indirection buffer (kh * kw input pointers per output pixel)
-            # and loops over the channels pixel by pixel: a cost per pixel, whatever the channel count.
-            per_pixel = kind == "dwconv"
-    elif k in ("fp32", "fp16"):
+    fcompute = d.fcompute
+    if "int8" in (c.input, c.output):
+        return _int8_kernel(target, unit, op_type, kind, c, fused, d)
+    if k in ("fp32", "fp16"):
         # fp16 through casts: ORT's x86 CPU EP runs the fp32 kernel, without the NCHWc layout (own efficiency).
-        compute, tag = fcompute, ("cast16" if via_cast else fcompute)
         w_rt = BITS[fcompute] / 8 if k not in unit.kernel_formats_native else BITS[k] / 8
-        fp32_equiv = fcompute == "fp32" and c.input == c.output == "fp32"
-    elif k == "int8" and unit.dynamic_int8 and kind in ("conv", "convsmall", "dwconv", "gemm"):
-        compute, tag, w_rt = "int8", "int8dyn", 1.0
-        # DynamicQuantizeLinear reads the input twice (range, then quantize) and writes uint8.
-        extra_in += 2 * in_b + 1
-        dispatches += 1
-        if kind in ("conv", "convsmall", "dwconv"):
-            # ConvInteger writes int32, then Cast, Mul by scale, Add bias run as separate fp32 kernels.
-            extra_out += 4 + 3 * 2 * out_b
-            dispatches += 3
-            if fused:
-                extra_out += 2 * out_b
-                dispatches += 1
-                notes.append("activation no longer fused: runs as its own kernel")
-            notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
-        per_channel = kind == "dwconv"
-        # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM
-        # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
-        # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
-        # (fitted there, it came out at 15 ns per weight, a setup in disguise).
-        im2col = kind in ("conv", "convsmall")
-        repack = kind == "conv"
-    elif k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
+        return _Kernel(fcompute, "cast16" if d.via_cast else fcompute, w_rt, aux_b,
+                       fp32_equiv=fcompute == "fp32" and c.input == c.output == "fp32")
+    if k == "int8" and unit.dynamic_int8 and kind in ("conv", "convsmall", "dwconv", "gemm"):
+        return _dynamic_int8_kernel(kind, fused, d)
+    if k in unit.weight_only_fused and base_kind(kind) in unit.weight_only_fused[k]:
         # MatMulNBits (accuracy level 0) unpacks the 4-bit blocks to fp32 on every run, whatever M is.
-        compute, tag, w_rt = k, "int4w", BITS[k] / 8
-        decode = 1.0
-    elif k in unit.kernel_formats_jit or k in unit.kernel_formats_native:
-        compute, tag, w_rt = fcompute, fcompute, BITS[k] / 8
-        notes.append(f"{k} weights decompressed just in time")
-    elif k in load_decode:
-        compute, tag, w_rt = fcompute, fcompute, BITS[fcompute] / 8
-        fp32_equiv = fcompute == "fp32" and c.input == c.output == "fp32"
-        notes.append(f"{k} weights decoded once at load; runs as {fcompute}")
-    else:
+        return _Kernel(k, "int4w", BITS[k] / 8, aux_b, decode=1.0)
+    if k in unit.kernel_formats_jit or k in unit.kernel_formats_native:
+        d.notes.append(f"{k} weights decompressed just in time")
+        return _Kernel(fcompute, fcompute, BITS[k] / 8, aux_b)
+    if k in _LOAD_DECODE.get(target.backend, frozenset()):
+        d.notes.append(f"{k} weights decoded once at load; runs as {fcompute}")
+        return _Kernel(fcompute, fcompute, BITS[fcompute] / 8, aux_b,
+                       fp32_equiv=fcompute == "fp32" and c.input == c.output == "fp32")
+    return None
+
+
+def _int8_kernel(target: Target, unit: Unit, op_type: str, kind: str, c: Combo, fused: bool, d: _Draft
+                 ) -> _Kernel | None:
+    """A weighted task with int8 activations (static int8, QDQ): the weights must be int8 (or a format the unit
+    decodes to it); ORT's CPU EP adds its requantization and bias passes."""
+    k = c.kernel
+    aux_b = 2.0 if k == "fp16" else 4.0
+    if not (k == "int8" or (k == "int4" and "int4" in unit.kernel_formats_native)
+            or (lut_bits(k) and k in unit.kernel_formats_jit)):
         return None
-    if c.sparsity and not runtime_sparse:
-        notes.append("no sparse kernels: zeros are computed")
-    if per_channel:
-        notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
-    return Path(ui, c, True, compute, tag, in_b, out_b, w_rt, runtime_sparse, aux_b, extra_in, extra_out,
-                dispatches, decode, eliminated, fp32_equiv, "; ".join(notes), per_channel, extra_ops, per_pixel,
-                im2col, repack)
+    out = _Kernel("int8", "int8", BITS[k] / 8, aux_b)
+    if fused:
+        d.notes.append("activation folded into the int8 output range")
+    if target.export == "onnx" and op_type in ("Gemm", "FusedGemm"):
+        out.aux_b = 1.0  # the exporter's Add holds the bias: a uint8 constant in the file and for QLinearAdd
+    if target.backend == "ort-cpu" and op_type in ("Gemm", "FusedGemm"):
+        # ORT fused MatMul + bias Add into Gemm; the QDQ export keeps them apart (QLinearMatMul has no
+        # bias) and the Add runs as QLinearAdd, an int8 element-wise kernel (about 3 ops per element).
+        d.extra_out += 2 * 1.0
+        out.extra_ops = 3.0
+        d.dispatches += 1
+        d.notes.append("bias Add runs as its own QLinearAdd")
+    if target.backend == "ort-cpu" and kind in ("gemm", "matmul"):
+        # QLinearMatMul runs QGEMM into a full int32 buffer (M x N) and requantizes it in its output pass,
+        # as QLinearConv does below.
+        d.extra_out += 2 * 4.0
+        d.notes.append("int32 accumulators requantized to uint8")
+    if target.backend == "ort-cpu" and kind in ("conv", "convsmall", "dwconv"):
+        # ORT's QLinearConv (NHWC) accumulates into an int32 buffer, then requantizes it to uint8
+        # (MlasRequantizeOutput): 4 bytes written and read back per output element. Against the MACs
+        # this is large when a conv has few input channels (narrow pointwise convs).
+        d.extra_out += 2 * 4.0
+        d.notes.append("int32 accumulators requantized to uint8 in a second pass")
+        # The depthwise kernel walks an indirection buffer (kh * kw input pointers per output pixel)
+        # and loops over the channels pixel by pixel: a cost per pixel, whatever the channel count.
+        out.per_pixel = kind == "dwconv"
+    return out
+
+
+def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
+    """int8 weights with float activations on a unit with dynamic quantization (ORT's CPU EP)."""
+    # DynamicQuantizeLinear reads the input twice (range, then quantize) and writes uint8.
+    d.extra_in += 2 * d.in_b + 1
+    d.dispatches += 1
+    if kind in ("conv", "convsmall", "dwconv"):
+        # ConvInteger writes int32, then Cast, Mul by scale, Add bias run as separate fp32 kernels.
+        d.extra_out += 4 + 3 * 2 * d.out_b
+        d.dispatches += 3
+        if fused:
+            d.extra_out += 2 * d.out_b
+            d.dispatches += 1
+            d.notes.append("activation no longer fused: runs as its own kernel")
+        d.notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
+    # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM
+    # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
+    # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
+    # (fitted there, it came out at 15 ns per weight, a setup in disguise).
+    return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv", im2col=kind in ("conv", "convsmall"),
+                   repack=kind == "conv")
 
 
 def _nchw_depthwise(target: Target, ui: int, unit: Unit, c: Combo, has_kernel: bool) -> Path | None:
@@ -360,8 +409,6 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     p = plan(target, profile, op_type, "dwconvnchw" if dw_nchw else kind, f32, has_kernel, fused)
     if not p.supported:
         return None
-    import dataclasses
-
     if plain_norm and kind == "skipnorm" and combo.output == "fp16":
         # Add (fp32, reading what its producers hand it) -> Cast to fp16 -> LayerNormalization in fp16: the norm
         # at LayerNormalization's rate on fp16 output; the Add writes fp32 and the Cast reads it and writes fp16.
@@ -423,8 +470,6 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
     Both seen in bert int8-static profiles."""
     if target.backend != "ort-cpu" or "int8" not in (asked.input, asked.output):
         return p
-    import dataclasses
-
     if kind == "skipnorm":
         return dataclasses.replace(p, rate_kind="norm", extra_dispatches=p.extra_dispatches + 1,
                                    extra_in_bytes=p.extra_in_bytes + 3 / 2,  # per input element: 2 int8 in, 1 out
@@ -456,7 +501,6 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
             if unit.runs(place_op):
                 p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
                 if p is not None:
-                    import dataclasses
                     return dataclasses.replace(p, supported=False, note=f"the Core ML export writes {alt.name} (int8 "
                                                f"activations need calibration on macOS)"
                                                + (f"; {p.note}" if p.note else ""))
@@ -470,89 +514,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
             if unit.runs(place_op):
                 p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
                 if p is not None:
-                    import dataclasses
                     p = dataclasses.replace(p, supported=False,
                                             note=f"{combo.name} not supported here; runs as {alt.name}"
                                             + (f"; {p.note}" if p.note else ""))
                     return _int8_lost_fusion(target, op_type, kind, combo, p)
     raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU
-
-
-def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
-                             static: bool = False, kind: str = "conv", depth: Any = None, name_len: Any = 0,
-                             has_bias: Any = True) -> Any:
-    """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
-    `rows`: output channels (one scale each); `depth`: the reduction length (elements / rows if None);
-    `kind`: the task's kind (simulator.costs.KINDS); `name_len`: bytes of the kernel tensor's name.
-    Works elementwise on numpy arrays; tensors with 0 elements cost 0."""
-    if kernel == "int4" and kind == "dwconv" and target.export == "tflite":
-        # ai-edge-quantizer 0.10.0 has no 4-bit weight-only config for DEPTHWISE_CONV_2D (its default policy
-        # lists BATCH_MATMUL, FULLY_CONNECTED, EMBEDDING_LOOKUP, CONV_2D): the kernel stays fp32.
-        return elements * 4.0
-    conv = kind in ("conv", "convsmall", "dwconv")
-    bits = BITS[kernel]
-    lb = lut_bits(kernel)
-    onnx = target.export != "coreml"
-    if lb is not None and onnx and lb == 6:
-        bits = 8  # ORT export stores 6-bit indices one per byte (no 6-bit packing in ONNX)
-    if target.sparse_storage and sparsity:
-        nonzero = elements * (1 - sparsity / 100)
-        body = nonzero * bits / 8 + elements / 8  # values + 1-bit mask
-    else:
-        body = elements * bits / 8
-    has = elements > 0
-    if lb is not None:
-        body = body + has * (2 ** lb) * (4 if onnx else 2)  # the table (fp32 in ONNX, fp16 in Core ML)
-    elif kernel in ("int8", "int4") and target.export == "tflite":
-        # ai-edge-quantizer quantizes per output channel (int4 too): a float32 scale and an int64 zero
-        # point per channel, plus the tensor's quantization table (~48 B in the flatbuffer). Static int8 also
-        # turns the bias into int32 with the same per-channel parameters.
-        body = body + has * (rows * 12 + 48) * (2 if static and kernel == "int8" else 1)
-    elif kernel == "int8" and onnx and static:
-        # QDQ per channel: weight scale fp32 + zero point int8, and a conv's int32 bias's scale + int32 zero
-        # point where it has a bias (dynamo folds an untrained BatchNorm away and leaves none). A matrix's bias
-        # is its own Add's constant after the exporter splits Gemm (per tensor).
-        body = body + has * rows * (5 + 8 * (conv * np.asarray(has_bias)))
-    elif kernel == "int8" and onnx:
-        body = body + has * 5  # quantize_dynamic: one scale + zero point per tensor
-    elif kernel == "int8":
-        body = body + has * rows * 2  # Core ML: per-channel fp16 scale
-    elif kernel == "int4" and onnx:
-        # MatMulNBits, block 128 along K: each of the N columns pads K to whole blocks (64 B of 4-bit values),
-        # one fp32 scale per block and the blocks' 4-bit zero points packed two per byte, per column.
-        rows1 = np.maximum(rows, 1)
-        blocks = np.ceil((elements / rows1 if depth is None else depth) / 128)
-        body = has * rows1 * (blocks * (64 + 4) + np.ceil(blocks / 2))
-    elif kernel == "int4":
-        body = body + (elements / 32) * 2  # Core ML: block 32 with an fp16 scale
-    if target.export == "tflite" and (kernel == "fp16" or (kernel == "int4" and not static)):
-        # ai-edge-quantizer dequantizes fp16 and weight-only int4 kernels explicitly: a DEQUANTIZE operator
-        # and a float32 tensor named `<w>_dequant`, 75 B in the flatbuffer besides that name (measured: one
-        # kernel of tests/modelzoo.tflite_cnn cast to fp16 saves 104 B less than half its values; a longer
-        # name costs byte for byte).
-        body = body + has * (75 + name_len + len("_dequant"))
-    return body
-
-
-def stored_aux_bytes(target: Target, p: Path, asked: Combo, has_kernel: bool) -> float:
-    """File bytes per float constant of a task (a bias; Add's constant, Gather's table, LayerNorm's gamma
-    where the task has no kernel). An ONNX exporter stores a kernel-less task's as asked, whatever the
-    runtime then runs (QDQ quantizes a LayerNorm the CPU EP runs in fp32); elsewhere they are stored as
-    the path runs them, but for TFLite's fp16 biases."""
-    if target.export == "tflite" and has_kernel and p.resolved.kernel == "fp16":
-        return 4.0  # ai-edge-quantizer's fp16 casts the kernel only; the bias stays float32
-    if has_kernel or target.export != "onnx":
-        return p.aux_bytes
-    return {"fp16": 2.0, "int8": 1.0}.get(asked.input, 4.0)
-
-
-def export_events(target: Target, c: Combo) -> tuple[float, ...]:
-    """1.0 for each of simulator.onnx_file.EVENTS the target's exporter performs on a task asked to run c.
-    The exporter writes what is asked, whatever the runtime then falls back to; an option it cannot apply
-    to an op (int4 on a Conv) finds no records to add there. Core ML and TFLite store compression in place."""
-    from simulator.onnx_file import EVENTS, iter_events
-
-    if target.export != "onnx":
-        return (0.0,) * len(EVENTS)
-    on = set(iter_events(c.input, c.output, c.kernel, dynamic=c.kernel == "int8" and c.input != "int8"))
-    return tuple(1.0 if e in on else 0.0 for e in EVENTS)

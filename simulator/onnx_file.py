@@ -7,7 +7,7 @@ node, initializer header and value_info they write is a protobuf record whose si
 they generate (`<t>_QuantizeLinear`, `<w>_quantized`, `<w>__lut4_idx`, ...). simulator.onnx_exported rebuilds
 the exported graph's names from the source graph, simulator.onnx_tools adds each tool's records, and
 simulator.onnx_proto sizes each record as protobuf encodes it; this module puts them together per task. The values
-of the weights (kernels, per-channel scales, tables) are simulator.backends.storage_bytes_per_kernel's business.
+of the weights (kernels, per-channel scales, tables) are simulator.file_bytes.storage_bytes_per_kernel's business.
 
 Records are charged to the compiled task that implements the node (a weight shared by several tasks to the
 first, as its values are). Per-op overrides that quantize part of a model are close, not exact: the tools
@@ -16,18 +16,19 @@ then write value_info for every tensor, and a tensor between an int8 and a float
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.graph import Graph
+from compiler.graph import Graph, Value
+from simulator.costs import fold_constants
 from simulator.onnx_exported import (Const, XNode, exported_nodes, is_float_value, kernel_of, kernel_shape,
                                      layout_chains, share_scalars, shape_dims, value_nbytes)
 from simulator.onnx_proto import init_header_bytes, value_info_bytes
 from simulator.onnx_tools import charge_dynamic, charge_fp16, charge_int4, charge_lut, charge_static
 
-# What an option makes the exporter do to a task (simulator.backends.export_events says which apply).
+# What an option makes the exporter do to a task (simulator.file_bytes.export_events says which apply).
 EVENTS: tuple[str, ...] = ("static", "dynamic", "fp16", "int4", "lut1", "lut2", "lut4", "lut6", "lut8", "shapes")
 
 # Model header of a file ORT saved (ir_version, producer, graph name, and the 9 opset domains ORT lists),
@@ -52,8 +53,6 @@ class ExportRecords:
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> ExportRecords:
     """Records of the ONNX export of `source`, charged to the tasks of `compiled` (`weighted[i]`: task i
     holds a kernel, so a source node it shares with a weightless task, e.g. an NCHWc reorder, is its)."""
-    from simulator.costs import fold_constants
-
     n = len(compiled.nodes)
     task_of: dict[str, int] = {}
     for i, nd in enumerate(compiled.nodes):
@@ -72,8 +71,23 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
     xs, made = layout_chains(xs, vals, consts, set(source.outputs))
     share_scalars(xs, consts)
 
-    # Initializers the exported file holds: every constant a kept node reads (renamed ones sized as the
-    # originals: ORT's fused BatchNorm weight has the conv's shape, its bias one value per channel).
+    inits = _initializers(xs, consts, vals, transposed)
+    read = {v for x in xs for v in x.inputs}
+    inits.update({name: c for name, c in made.items() if name in read})
+    base = _ORT_HEADER_BYTES + sum(x.bytes() for x in xs)
+    base += sum(init_header_bytes(c.name, c.dims, c.data_bytes) for c in inits.values())
+    base += sum(value_info_bytes(v, vals[v].shape if v in vals else None) for v in source.inputs + source.outputs)
+
+    ev, kern = _charge(source, xs, inits, vals, n)
+    mapped = np.zeros(n, dtype=bool)
+    mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
+    return ExportRecords(float(base), ev, kern, mapped)
+
+
+def _initializers(xs: list[XNode], consts: dict[str, Value], vals: dict[str, Value], transposed: set[str]
+                  ) -> dict[str, Const]:
+    """Initializers the exported file holds: every constant a kept node reads (renamed ones sized as the
+    originals: ORT's fused BatchNorm weight has the conv's shape, its bias one value per channel)."""
     inits: dict[str, Const] = {}
     for x in xs:
         for v in x.inputs:
@@ -86,12 +100,12 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
                 d = shape_dims(consts[orig])
                 inits[v] = Const(v, d[::-1] if orig in transposed else d, value_nbytes(consts[orig]),
                                   is_float_value(consts[orig]))
-    read = {v for x in xs for v in x.inputs}
-    inits.update({name: c for name, c in made.items() if name in read})
-    base = _ORT_HEADER_BYTES + sum(x.bytes() for x in xs)
-    base += sum(init_header_bytes(c.name, c.dims, c.data_bytes) for c in inits.values())
-    base += sum(value_info_bytes(v, vals[v].shape if v in vals else None) for v in source.inputs + source.outputs)
+    return inits
 
+
+def _charge(source: Graph, xs: list[XNode], inits: dict[str, Const], vals: dict[str, Value], n: int
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes each of n tasks gets under each of EVENTS [n, len(EVENTS)], the kernel each stores [n, 3])."""
     ev = np.zeros((n, len(EVENTS)))
     kern = np.zeros((n, 3))
     col = {e: j for j, e in enumerate(EVENTS)}
@@ -115,10 +129,21 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
         w = kernel_of(x, inits)
         if w is not None and owner.get(w) == x.task and x.task >= 0 and kern[x.task, 0] == 0:
             kern[x.task] = kernel_shape(x, inits[w])
+    _charge_value_info(xs, inits, vals, graph_out, add)
+    charge_static(xs, inits, consumers, graph_out, owner, vals, add)
+    charge_dynamic(xs, inits, owner, add)
+    charge_fp16(xs, source, consumers, vals, add)
+    charge_int4(xs, inits, owner, add)
+    for bits in (1, 2, 4, 6, 8):
+        charge_lut(xs, inits, owner, bits, add)
+    return ev, kern
 
-    # value_info: quantize_static / quantize_dynamic / the fp16 converter run shape inference and keep a
-    # record of every intermediate tensor's type and shape. Under static int8 and fp16 every task takes
-    # its own; under dynamic int8 only weighted tasks change, so they share the whole model's.
+
+def _charge_value_info(xs: list[XNode], inits: dict[str, Const], vals: dict[str, Value], graph_out: set[str],
+                       add: Callable[[int, str, float], None]) -> None:
+    """value_info: quantize_static / quantize_dynamic / the fp16 converter run shape inference and keep a
+    record of every intermediate tensor's type and shape. Under static int8 and fp16 every task takes
+    its own; under dynamic int8 only weighted tasks change, so they share the whole model's."""
     vi_total = 0.0
     for x in xs:
         for o in x.outputs:
@@ -129,16 +154,6 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
     dyn_tasks = {x.task for x in xs if x.op in ("Conv", "MatMul") and kernel_of(x, inits) is not None and x.task >= 0}
     for t in dyn_tasks:
         add(t, "dynamic", vi_total / len(dyn_tasks))
-
-    charge_static(xs, inits, consumers, graph_out, owner, vals, add)
-    charge_dynamic(xs, inits, owner, add)
-    charge_fp16(xs, source, consumers, vals, add)
-    charge_int4(xs, inits, owner, add)
-    for bits in (1, 2, 4, 6, 8):
-        charge_lut(xs, inits, owner, bits, add)
-    mapped = np.zeros(n, dtype=bool)
-    mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
-    return ExportRecords(float(base), ev, kern, mapped)
 
 
 def iter_events(c_input: str, c_output: str, kernel: str, dynamic: bool) -> Iterable[str]:

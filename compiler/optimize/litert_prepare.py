@@ -4,7 +4,7 @@
   into fp32 constants: the quantizer only quantizes a kernel that is a constant, and a DEQUANTIZE output
   is an activation to it, so its int8-dynamic wrote the file unchanged and its int8-static wrote convs with
   a non-zero "weight" zero point that LiteRT refuses. int8 tensors behind DEQUANTIZE are left as they are
-  (the quantizer keeps them, and the simulator sizes them as stored: `simulator.sweep._stored_as_is`), but
+  (the quantizer keeps them, and the simulator sizes them as stored: `simulator.file_bytes._stored_as_is`), but
   for int8-static: there the quantizer's partially-quantized path re-quantizes the DEQUANTIZE output at a
   scale its int32 bias does not follow, which LiteRT refuses (FULLY_CONNECTED "scale_diff / output_scale"),
   so they are restored to fp32 too and quantized afresh per channel like every other kernel.

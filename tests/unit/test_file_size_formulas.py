@@ -1,4 +1,4 @@
-"""File bytes of one kernel tensor per format and exporter (simulator.backends.storage_bytes_per_kernel), on
+"""File bytes of one kernel tensor per format and exporter (simulator.file_bytes.storage_bytes_per_kernel), on
 numbers small enough to follow: 1024 values in 16 output channels. Each expectation is the layout the comment
 in the formula names (scales, zero points, tables, masks); tests/simulator/test_file_size.py checks the same
 formula against files the exporters really write."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simulator.backends import storage_bytes_per_kernel
+from simulator.file_bytes import storage_bytes_per_kernel
 from simulator.targets import get_target
 
 ORT, LITERT, COREML = (get_target(t) for t in ("ort-cpu/host", "litert-cpu/host", "coreml/apple-a17"))

@@ -1,0 +1,283 @@
+"""What each task adds to the file an option writes: its kernel's values in the option's format (with scales and
+tables), its other constants, and the records the exporter adds for it.
+
+Bytes, not time: the sweep's `weight_bytes` column and the size overhead of its bulk table. The records an ONNX
+export adds per task are simulator.onnx_file's (charged per EVENTS); TFLite and Core ML files store compression in
+place and are sized from the upload's own overhead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.costs import WEIGHTED_KINDS, Work
+from simulator.formats import BITS, lut_bits
+from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
+from simulator.options import Combo
+from simulator.roofline import Path
+from simulator.targets import Target
+
+
+@dataclass(frozen=True)
+class Stored:
+    """Per task (arrays [n]): what it stores in the file whatever the option, as the sweep needs it per group."""
+
+    kernel: np.ndarray  # elements of the kernel it stores (0: none, or one an earlier task stores)
+    aux: np.ndarray  # elements of its other float constants, stored once
+    rows: np.ndarray  # the kernel's output channels (one scale each)
+    depth: np.ndarray  # the kernel's reduction length
+    events: np.ndarray  # [n, len(EVENTS)]: bytes the exporter adds under each event
+    as_is: np.ndarray  # bytes of a kernel the upload already stores quantized and the exporter keeps
+    bias_copies: np.ndarray  # bytes of its own copy of a shared bias under static int8 (TFLite)
+    name_len: np.ndarray  # bytes of its kernel's name
+    biased: np.ndarray  # bool: its conv has a bias
+
+    def at(self, rows: np.ndarray) -> Stored:
+        return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
+
+
+def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], folded: frozenset[str],
+           records: ExportRecords | None) -> Stored:
+    """What each task of `compiled` stores in `t`'s file (`records`: the ONNX exporter's, see export_records_for)."""
+    k_store, aux_store = _stored_elements(works)
+    k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
+    k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
+    if records is not None:
+        # The file stores the source's kernels, once (the compiled graph may pad them, e.g. NCHWc channels,
+        # or copy a shared one); tasks without an exported kernel keep the compiled figures.
+        k_store = np.where(records.mapped, records.kernel[:, 0], k_store)
+        k_rows = np.where(records.mapped, records.kernel[:, 1], k_rows)
+        k_depth = np.where(records.mapped, records.kernel[:, 2], k_depth)
+    return Stored(kernel=k_store, aux=aux_store, rows=k_rows, depth=k_depth,
+                  events=records.events if records is not None else np.zeros((len(works), len(EVENTS))),
+                  as_is=_stored_as_is(t, compiled, folded, works), bias_copies=_static_bias_copies(t, works),
+                  name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
+                  biased=_conv_biases(compiled, source))
+
+
+def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray, combos: list[Combo],
+                 kernels: list[str], sparsity: np.ndarray, aux_file_b: np.ndarray, events: np.ndarray) -> np.ndarray:
+    """File bytes [n, C] of a group of tasks of `kind` under each combo (`kernels`, `sparsity`: the kernel format
+    and sparsity each runs at; `aux_file_b`: bytes per stored aux element; `events`: [C, EVENTS] the exporter
+    steps each asked combo triggers)."""
+    kern = np.zeros((len(s.kernel), len(combos)))
+    cache: dict[tuple[str, int, bool], np.ndarray] = {}
+    for j, (kf, sp, c) in enumerate(zip(kernels, sparsity, combos)):
+        if kf == "-":
+            continue
+        static = c.input == "int8"
+        key = (kf, int(sp), static)
+        if key not in cache:
+            cache[key] = storage_bytes_per_kernel(t, kf, int(sp), s.kernel, s.rows, static, kind, s.depth,
+                                                  s.name_len, has_bias=s.biased)
+        # LiteRT's int8-static restores a kernel stored int8 to fp32 and quantizes it afresh like the others
+        # (compiler/optimize/litert_prepare.py): stored as is under every other option only.
+        kept = s.as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(s.as_is), dtype=bool)
+        kern[:, j] = np.where(kept, s.as_is, cache[key]) + (s.bias_copies if static and kf == "int8" else 0.0)
+    # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
+    return kern + s.aux[:, None] * aux_file_b + other_const_bytes + s.events @ events.T
+
+
+def size_overhead_bytes(t: Target, compiled: Graph, folded: frozenset[str], records: ExportRecords | None) -> float:
+    """File bytes beyond every task's: the ONNX exporter's records, else the upload's own overhead."""
+    if records is not None:
+        return records.base
+    return _size_overhead(compiled) - _fp16_restored_bytes(t, compiled, folded)
+
+
+def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
+                             static: bool = False, kind: str = "conv", depth: Any = None, name_len: Any = 0,
+                             has_bias: Any = True) -> Any:
+    """File bytes of kernel tensors of `elements` values in `kernel` format (incl. scales, tables).
+    `rows`: output channels (one scale each); `depth`: the reduction length (elements / rows if None);
+    `kind`: the task's kind (simulator.costs.KINDS); `name_len`: bytes of the kernel tensor's name.
+    Works elementwise on numpy arrays; tensors with 0 elements cost 0."""
+    if kernel == "int4" and kind == "dwconv" and target.export == "tflite":
+        # ai-edge-quantizer 0.10.0 has no 4-bit weight-only config for DEPTHWISE_CONV_2D (its default policy
+        # lists BATCH_MATMUL, FULLY_CONNECTED, EMBEDDING_LOOKUP, CONV_2D): the kernel stays fp32.
+        return elements * 4.0
+    conv = kind in ("conv", "convsmall", "dwconv")
+    bits = BITS[kernel]
+    lb = lut_bits(kernel)
+    onnx = target.export != "coreml"
+    if lb is not None and onnx and lb == 6:
+        bits = 8  # ORT export stores 6-bit indices one per byte (no 6-bit packing in ONNX)
+    if target.sparse_storage and sparsity:
+        nonzero = elements * (1 - sparsity / 100)
+        body = nonzero * bits / 8 + elements / 8  # values + 1-bit mask
+    else:
+        body = elements * bits / 8
+    has = elements > 0
+    if lb is not None:
+        body = body + has * (2 ** lb) * (4 if onnx else 2)  # the table (fp32 in ONNX, fp16 in Core ML)
+    elif kernel in ("int8", "int4") and target.export == "tflite":
+        # ai-edge-quantizer quantizes per output channel (int4 too): a float32 scale and an int64 zero
+        # point per channel, plus the tensor's quantization table (~48 B in the flatbuffer). Static int8 also
+        # turns the bias into int32 with the same per-channel parameters.
+        body = body + has * (rows * 12 + 48) * (2 if static and kernel == "int8" else 1)
+    elif kernel == "int8" and onnx and static:
+        # QDQ per channel: weight scale fp32 + zero point int8, and a conv's int32 bias's scale + int32 zero
+        # point where it has a bias (dynamo folds an untrained BatchNorm away and leaves none). A matrix's bias
+        # is its own Add's constant after the exporter splits Gemm (per tensor).
+        body = body + has * rows * (5 + 8 * (conv * np.asarray(has_bias)))
+    elif kernel == "int8" and onnx:
+        body = body + has * 5  # quantize_dynamic: one scale + zero point per tensor
+    elif kernel == "int8":
+        body = body + has * rows * 2  # Core ML: per-channel fp16 scale
+    elif kernel == "int4" and onnx:
+        # MatMulNBits, block 128 along K: each of the N columns pads K to whole blocks (64 B of 4-bit values),
+        # one fp32 scale per block and the blocks' 4-bit zero points packed two per byte, per column.
+        rows1 = np.maximum(rows, 1)
+        blocks = np.ceil((elements / rows1 if depth is None else depth) / 128)
+        body = has * rows1 * (blocks * (64 + 4) + np.ceil(blocks / 2))
+    elif kernel == "int4":
+        body = body + (elements / 32) * 2  # Core ML: block 32 with an fp16 scale
+    if target.export == "tflite" and (kernel == "fp16" or (kernel == "int4" and not static)):
+        # ai-edge-quantizer dequantizes fp16 and weight-only int4 kernels explicitly: a DEQUANTIZE operator
+        # and a float32 tensor named `<w>_dequant`, 75 B in the flatbuffer besides that name (measured: one
+        # kernel of tests/modelzoo.tflite_cnn cast to fp16 saves 104 B less than half its values; a longer
+        # name costs byte for byte).
+        body = body + has * (75 + name_len + len("_dequant"))
+    return body
+
+
+def stored_aux_bytes(target: Target, p: Path, asked: Combo, has_kernel: bool) -> float:
+    """File bytes per float constant of a task (a bias; Add's constant, Gather's table, LayerNorm's gamma
+    where the task has no kernel). An ONNX exporter stores a kernel-less task's as asked, whatever the
+    runtime then runs (QDQ quantizes a LayerNorm the CPU EP runs in fp32); elsewhere they are stored as
+    the path runs them, but for TFLite's fp16 biases."""
+    if target.export == "tflite" and has_kernel and p.resolved.kernel == "fp16":
+        return 4.0  # ai-edge-quantizer's fp16 casts the kernel only; the bias stays float32
+    if has_kernel or target.export != "onnx":
+        return p.aux_bytes
+    return {"fp16": 2.0, "int8": 1.0}.get(asked.input, 4.0)
+
+
+def export_events(target: Target, c: Combo) -> tuple[float, ...]:
+    """1.0 for each of simulator.onnx_file.EVENTS the target's exporter performs on a task asked to run c.
+    The exporter writes what is asked, whatever the runtime then falls back to; an option it cannot apply
+    to an op (int4 on a Conv) finds no records to add there. Core ML and TFLite store compression in place."""
+    if target.export != "onnx":
+        return (0.0,) * len(EVENTS)
+    on = set(iter_events(c.input, c.output, c.kernel, dynamic=c.kernel == "int8" and c.input != "int8"))
+    return tuple(1.0 if e in on else 0.0 for e in EVENTS)
+
+
+def _conv_biases(compiled: Graph, source: Graph | None) -> np.ndarray:
+    """Per task: whether the conv the ONNX exporter writes for it has a bias (its source Conv reads one, or ORT
+    folds a BatchNormalization into it, which makes one). Static int8 stores a scale and zero point per channel
+    of that bias; dynamo exports fold untrained BatchNorms away and leave convs without one."""
+    src = {n.id: n for n in source.nodes} if source is not None else {}
+    out = np.ones(len(compiled.nodes), dtype=bool)
+    if not src:
+        return out
+    for i, nd in enumerate(compiled.nodes):
+        ns = [src[s] for s in nd.source_nodes if s in src]
+        if any(n.op_type in ("Conv", "ConvTranspose") for n in ns):
+            out[i] = any(n.op_type == "BatchNormalization" or (n.op_type in ("Conv", "ConvTranspose")
+                                                                and len(n.inputs) > 2 and bool(n.inputs[2]))
+                         for n in ns)
+    return out
+
+
+
+def _stored_elements(works: list[Work]) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel, aux) elements each task stores: a weight read by several tasks is stored once, by the first."""
+    seen: set[str] = set()
+    k_store = np.empty(len(works))
+    aux_store = np.empty(len(works))
+    for i, w in enumerate(works):
+        k = w.kernel_elements
+        if w.kernel_name:
+            if w.kernel_name in seen:
+                k = 0.0
+            seen.add(w.kernel_name)
+        aux = 0.0
+        for name, el in w.aux_weights:
+            if name not in seen:
+                aux += el
+                seen.add(name)
+        k_store[i], aux_store[i] = k, aux
+    return k_store, aux_store
+
+
+
+def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: list[Work]) -> ExportRecords | None:
+    """The ONNX exporter's records (simulator.onnx_file), where it writes this target's file from an ONNX
+    model (the source; without one, the compiled graph taken as its own source); else None: Core ML and
+    TFLite files are sized from the upload's own overhead."""
+    src = source if source is not None else compiled
+    if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
+        return None
+    weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
+    return export_records(src, compiled, weighted)
+
+
+
+def _stored_as_is(t: Target, g: Graph, folded: frozenset[str], works: list[Work]) -> np.ndarray:
+    """Bytes of each task's kernel where the upload already stores it quantized (an int8 tensor behind a
+    DEQUANTIZE folded at load) and the target's exporter keeps it so: ai-edge-quantizer does not requantize
+    it, nor does a float export expand it; int8-static is the exception (see weight_bytes). 0 elsewhere."""
+    out = np.zeros(len(works))
+    if t.export != "tflite":
+        return out
+    stored: dict[str, float] = {}
+    for nd in g.nodes:
+        if nd.id in folded and nd.op_type in ("DequantizeLinear", "DEQUANTIZE") and nd.inputs and nd.outputs:
+            v = g.values.get(nd.inputs[0])
+            if v is not None and v.weight is not None and v.dtype in ("int8", "uint8", "int4", "uint4"):
+                stored[nd.outputs[0]] = float(v.weight.bytes)
+    for i, w in enumerate(works):
+        out[i] = stored.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0
+    return out
+
+
+
+def _static_bias_copies(t: Target, works: list[Work]) -> np.ndarray:
+    """File bytes per task of its own copy of a float constant it shares with an earlier task (a bias that
+    litert-torch deduplicated, such as the zeros of untrained BatchNorms), where static int8 needs one int32
+    bias per operator, with that operator's scales: ai-edge-quantizer writes `<name>_duplicated_<n>`, its data
+    (4 B per element) and a tensor record (75 B besides the name, as storage_bytes_per_kernel's). Measured:
+    MobileNetV2 from litert-torch, 39 duplicated biases, 51 KB of int32 data. Other exporters: 0."""
+    out = np.zeros(len(works))
+    if t.export != "tflite":
+        return out
+    seen: set[str] = set()
+    for i, w in enumerate(works):
+        for name, el in w.aux_weights:
+            if name in seen and w.kernel_elements:
+                out[i] += el * 4 + 75 + len(name.encode()) + len("_duplicated_000")
+            seen.add(name)
+    return out
+
+
+
+def _fp16_restored_bytes(t: Target, g: Graph, folded: frozenset[str]) -> float:
+    """File bytes of the fp16 weights' DEQUANTIZE records that the LiteRT exporter removes: it restores fp16
+    weights to the fp32 constants DEQUANTIZE computes before quantizing (compiler/optimize/litert_prepare.py),
+    so each folded fp16 DEQUANTIZE loses its operator and its fp16 tensor: 75 B plus the tensor's name, as
+    ai-edge-quantizer's own DEQUANTIZE records cost (storage_bytes_per_kernel). Measured: MobileNetV2 with 53
+    fp16 weights (litert-torch names), every option written 44-45 KB smaller than the upload's records."""
+    if t.export != "tflite":
+        return 0.0
+    out = 0.0
+    for nd in g.nodes:
+        if nd.id in folded and nd.op_type == "DEQUANTIZE" and len(nd.inputs) == 1:
+            v = g.values.get(nd.inputs[0])
+            if v is not None and v.weight is not None and v.dtype == "float16":
+                out += 75 + len(nd.inputs[0].encode())
+    return out
+
+
+
+def _size_overhead(g: Graph) -> float:
+    """File bytes beyond the weights: from the uploaded file's size when the frontend recorded it."""
+    fs = g.metadata.get("file_size_bytes") or g.metadata.get("source_file_size_bytes")
+    src_w = g.metadata.get("source_weight_bytes")
+    if fs and src_w:
+        return max(0.0, float(fs) - float(src_w))
+    return 4096.0 + 120.0 * len(g.nodes)  # estimate: protobuf node records + header
