@@ -198,15 +198,10 @@ def main() -> None:
         return
 
     from compiler.backends import ort as ort_backend
-    from simulator.calibration import (
-        build_bench,
-        fit_bench,
-        load_or_calibrate,
-        profile_from_cache,
-        record_fidelity,
-        save_cache,
-        time_interleaved,
-    )
+    from simulator.calibration import load_or_calibrate, profile_from_cache, record_fidelity, save_cache
+    from simulator.calibration_bench import build_bench
+    from simulator.calibration_fit import fit_bench
+    from simulator.calibration_timing import time_interleaved
     from simulator.measured import measured_ms
     from simulator.targets import get_target
     from simulator.totals import totals
@@ -229,7 +224,7 @@ def main() -> None:
                 rows.append({"model": m.name, "option": opt, "path": ex.path, "size": ex.size_bytes})
         # Interleaved timing (as calibration times its kernels): every option of every model is timed in each
         # round (ORT default optimization level, 1 thread), with fresh sessions for the second half of the
-        # rounds, and each takes a low percentile of all its runs (simulator.calibration.fast_ms). Every row
+        # rounds, and each takes a low percentile of all its runs (simulator.calibration_timing.fast_ms). Every row
         # thus has runs spread over the whole timing, and a stretch of load from other tenants of this
         # shared machine cannot fall on one model alone. By default calibration's own kernels are timed in
         # the same rounds, so the machine's drift between a calibration and a later measurement (up to 10-20%
@@ -257,7 +252,7 @@ def main() -> None:
         # The profiler times tasks in wall-clock time, and other tenants slow this shared VM in bursts, so
         # each model is profiled once per round over `PROFILE_ROUNDS` rounds through all the models, and each
         # task keeps its lowest first quartile: calibration likewise times the uncontended state
-        # (simulator.calibration.fast_ms).
+        # (simulator.calibration_timing.fast_ms).
         profiles: dict[str, list[Any]] = {m.name: [] for m in compiled}
         for _ in range(PROFILE_ROUNDS):
             for m in compiled:

@@ -43,15 +43,15 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     time, 5th percentile over rounds, 1 thread): the uncontended figure the host profile is fitted to, which
     load from other processes on a shared machine barely moves (the pipeline's median is wall-clock)."""
     from compiler.inputs import generate_inputs
-    from simulator.calibration import _clock, fast_ms
+    from simulator.calibration_timing import clock, fast_ms
 
     if r.compiled_model_path is None:
         return None
     feeds = generate_inputs(r.compiled, inputs)
     if r.target.startswith("ort-"):
-        from simulator.calibration import _session
+        from simulator.calibration_timing import session
 
-        sess = _session(Path(r.compiled_model_path))
+        sess = session(Path(r.compiled_model_path))
         run = lambda: sess.run(None, feeds)  # noqa: E731
     else:
         from ai_edge_litert.interpreter import Interpreter
@@ -71,9 +71,9 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     for _ in range(rounds):
         t_end, n = time.perf_counter() + budget_s, len(times)
         while len(times) - n < min_runs or (time.perf_counter() < t_end and len(times) - n < 200):
-            t0 = _clock()
+            t0 = clock()
             run()
-            times.append(_clock() - t0)
+            times.append(clock() - t0)
     return fast_ms(times)
 
 

@@ -198,7 +198,7 @@ def cache_path(host_calibration: str | os.PathLike[str]) -> Path:
 
 
 def _current(p: Path) -> dict[str, Any] | None:
-    from simulator.calibration import machine
+    from simulator.calibration_timing import machine
 
     try:
         cache = json.loads(p.read_text())
@@ -216,7 +216,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     caching them first if needed (one calibration at a time per machine, as for ORT)."""
     import fcntl
 
-    from simulator.calibration import machine, save_cache
+    from simulator.calibration import save_cache
+    from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
     if (cache := _current(p)) is None:

@@ -96,7 +96,7 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
     result = {**out, "path": result["path"], "size_bytes": result["size_bytes"],
               "size_error_pct": result["size_error_pct"], "notes": result["notes"]}
     if measure and target == "ort-cpu/host":
-        from simulator.calibration import wall_ms
+        from simulator.calibration_timing import wall_ms
 
         ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3, feeds=_feeds(result))
         result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simulator import calibration
+from simulator import calibration, calibration_bench, calibration_fit, calibration_timing
 from simulator.roofline import efficiency
 from testkit import modelzoo
 
@@ -16,7 +16,7 @@ from testkit import modelzoo
 def _fake_cache() -> dict:
     import onnxruntime as ort
 
-    return {"version": calibration.CACHE_VERSION, "profile": "host-cpu", "machine": calibration.machine(),
+    return {"version": calibration.CACHE_VERSION, "profile": "host-cpu", "machine": calibration_timing.machine(),
             "onnxruntime": ort.__version__, "seconds": 0.0, "profiler_overhead_s": 1e-6, "cases": [],
             "overrides": {"dram_bandwidth_bytes_per_s": 2e10, "units": {"cpu": {
                 "run_overhead_s": 5e-6, "dispatch_overhead_s": 3e-7, "profiler_overhead_s": 1e-6,
@@ -73,14 +73,14 @@ def test_one_kernel_fit_reproduces_its_measurement(tmp_path: Path) -> None:
     """The efficiency found by bisection makes the sweep predict the measured time of that chain."""
     from simulator.profiles import load_profile
 
-    case = next(c for c in calibration.CASES if c.name == "conv-256x14-1x1")
+    case = next(c for c in calibration_bench.CASES if c.name == "conv-256x14-1x1")
     src = case.build(tmp_path / "c.onnx")
-    g = calibration.compile_for_host(src, tmp_path / "c.opt.onnx")
+    g = calibration_bench.compile_for_host(src, tmp_path / "c.opt.onnx")
     hw = load_profile("host-cpu")
-    meas = calibration.wall_ms(src) - hw.units[0].run_overhead_s * 1e3
-    eff = calibration._fit_eff(g, hw, "fp32", "conv.fp32", meas)
+    meas = calibration_timing.wall_ms(src) - hw.units[0].run_overhead_s * 1e3
+    eff = calibration_fit._fit_eff(g, hw, "fp32", "conv.fp32", meas)
     assert 0.01 < eff < 3.0
-    pred = calibration._predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.fp32": eff}}}}),
+    pred = calibration_fit._predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.fp32": eff}}}}),
                                    "fp32")
     assert pred == pytest.approx(meas, rel=0.01)
 
@@ -199,8 +199,8 @@ def test_timings_take_the_uncontended_runs() -> None:
     """A burst of other tenants' load slows most runs of a round on this shared VM; the figure is the time
     of the runs outside it, not a median that lands inside it."""
     runs = [1.0e-3] * 30 + [1.3e-3] * 70  # 70% of the runs slowed by a burst
-    assert calibration.fast_ms(runs) == pytest.approx(1.0)
-    assert calibration.fast_ms([2e-3, 1e-3, 3e-3] * 10) == pytest.approx(1.0)
+    assert calibration_timing.fast_ms(runs) == pytest.approx(1.0)
+    assert calibration_timing.fast_ms([2e-3, 1e-3, 3e-3] * 10) == pytest.approx(1.0)
 
 
 def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
@@ -215,7 +215,7 @@ def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
     index(1, 1, "Instruction", "32K", "0")
     index(2, 2, "Unified", "512K", "0")
     index(3, 3, "Unified", "32768K", "0-1")
-    assert calibration.llc_bytes(tmp_path) == (16 * 1024 * 1024, 32 * 1024 * 1024)
+    assert calibration_bench.llc_bytes(tmp_path) == (16 * 1024 * 1024, 32 * 1024 * 1024)
     (tmp_path / "index3" / "shared_cpu_list").write_text("0-3,8-11\n")
-    assert calibration.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
-    assert calibration.llc_bytes(tmp_path / "missing") == (0, 0)
+    assert calibration_bench.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
+    assert calibration_bench.llc_bytes(tmp_path / "missing") == (0, 0)

@@ -19,14 +19,14 @@ HW = load_profile("host-cpu")
 
 def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
     """Synthetic measurements made by the model itself with known figures: the fit finds them again."""
-    from simulator import calibration
+    from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration.compile_for_host(calibration._conv_act(c, s, 1)(tmp_path / f"{c}x{s}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, 1)(tmp_path / f"{c}x{s}.onnx"),
                                            tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((16, 8), (64, 28), (128, 14))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.07},
                                                  "kind_overhead_s": {"conv.int8dyn": 6e-6}}}})
-    cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
-    eff, s = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
+    cases = [(g, "int8-dynamic", calibration_fit._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
+    eff, s = calibration_fit._fit_eff_setup(cases, HW, "conv.int8dyn")
     assert eff == pytest.approx(0.07, rel=0.05) and s["conv.int8dyn"] == pytest.approx(6e-6, rel=0.1)
     assert s["conv.int8dyn.pixel"] == 0.0  # this path pays no per-pixel cost
     assert s["conv.int8dyn.im2col"] == 0.0  # 1x1 kernels: no im2col buffer to pay for
@@ -34,14 +34,14 @@ def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
 
 def test_joint_fit_recovers_a_per_pixel_setup(tmp_path: Path) -> None:
     """Static int8 depthwise pays a fixed cost per task and per output pixel: the fit separates the two."""
-    from simulator import calibration
+    from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration.compile_for_host(calibration._conv_act(c, s, 3, group=c)(tmp_path / f"{c}x{s}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, 3, group=c)(tmp_path / f"{c}x{s}.onnx"),
                                            tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((32, 48), (256, 12), (64, 24))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.int8": 0.1},
                                                  "kind_overhead_s": {"dwconv.int8": 2e-6, "dwconv.int8.pixel": 5e-9}}}})
-    cases = [(g, "int8-static", calibration._predict_ms(g, truth, "int8-static")) for g in graphs]
-    eff, s = calibration._fit_eff_setup(cases, HW, "dwconv.int8")
+    cases = [(g, "int8-static", calibration_fit._predict_ms(g, truth, "int8-static")) for g in graphs]
+    eff, s = calibration_fit._fit_eff_setup(cases, HW, "dwconv.int8")
     assert eff == pytest.approx(0.1, rel=0.05) and s["dwconv.int8"] == pytest.approx(2e-6, rel=0.15)
     assert s["dwconv.int8.pixel"] == pytest.approx(5e-9, rel=0.1)
 
@@ -50,20 +50,20 @@ def test_joint_fit_recovers_im2col_and_weight_packing_costs(tmp_path: Path) -> N
     """ConvInteger expands the input of a 3x3 kernel (9 rows per input element) but reads a 1x1 kernel's
     input as it is, and packs its weights on every run: with shapes that vary these apart, the fit separates
     the expansion and the packing from the GEMM rate."""
-    from simulator import calibration
+    from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration.compile_for_host(calibration._conv_act(c, s, k)(tmp_path / f"{c}x{s}x{k}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, k)(tmp_path / f"{c}x{s}x{k}.onnx"),
                                            tmp_path / f"{c}x{s}x{k}.opt.onnx")
               for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2}, "kind_overhead_s": {
         "conv.int8dyn": 3e-6, "conv.int8dyn.im2col": 2e-10, "conv.int8dyn.weights": 3e-10}}}})
-    cases = [(g, "int8-dynamic", calibration._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
+    cases = [(g, "int8-dynamic", calibration_fit._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
     no_im2col = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2}, "kind_overhead_s": {
         "conv.int8dyn": 3e-6, "conv.int8dyn.weights": 3e-10}}}})
     # The term is there for 3x3 only.
-    assert cases[0][2] > calibration._predict_ms(graphs[0], no_im2col, "int8-dynamic")
-    assert cases[3][2] == calibration._predict_ms(graphs[3], no_im2col, "int8-dynamic")
-    eff, s = calibration._fit_eff_setup(cases, HW, "conv.int8dyn")
+    assert cases[0][2] > calibration_fit._predict_ms(graphs[0], no_im2col, "int8-dynamic")
+    assert cases[3][2] == calibration_fit._predict_ms(graphs[3], no_im2col, "int8-dynamic")
+    eff, s = calibration_fit._fit_eff_setup(cases, HW, "conv.int8dyn")
     assert eff == pytest.approx(0.2, rel=0.05) and s["conv.int8dyn.im2col"] == pytest.approx(2e-10, rel=0.15)
     assert s["conv.int8dyn.weights"] == pytest.approx(3e-10, rel=0.15)
     # Static int8 Conv pre-packs its weights: no such cost on its path.

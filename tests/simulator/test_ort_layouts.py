@@ -13,7 +13,7 @@ def test_depthwise_conv_ort_cannot_block_stays_nchw(tmp_path: Path) -> None:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from simulator.calibration import compile_for_host
+    from simulator.calibration_bench import compile_for_host
     from simulator.costs import work_of
 
     c = 58

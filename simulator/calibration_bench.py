@@ -1,0 +1,315 @@
+"""Calibration's bench: the models it times, built in code, and how they are compiled as `ort-cpu/host` runs them.
+
+Each case is a chain of R identical ops (so the per-inference fixed cost and the layout changes at the ends are
+amortised), compiled by ORT at its default level; its variants (int8, fp16, int4) are written by
+compiler/optimize/onnx_export.py, so each path is fitted against ORT running the real exported model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.profiles import load_profile
+
+R = 8  # ops per chain
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    kind: str  # the kind whose efficiency this case fits
+    build: Callable[[Path], Path]
+    variants: tuple[tuple[str, str], ...]  # (preset, efficiency tag) pairs fitted on this model
+
+
+def _save(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any], path: Path) -> Path:
+    import onnx
+    from onnx import helper
+
+    g = helper.make_graph(nodes, path.stem, inputs, outputs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 9
+    onnx.save(m, os.fspath(path))
+    return path
+
+
+def _chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str, Any] | None = None,
+           weight: Callable[[int], Any] | None = None, binary_self: bool = False) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes, inits = [], []
+    for i in range(r):
+        ins = [f"v{i}"]
+        if weight is not None:
+            w = weight(i)
+            inits.append(numpy_helper.from_array(w, f"w{i}"))
+            ins.append(f"w{i}")
+        elif binary_self:
+            # x_{i+1} = x_i (op) x_0: a fixed second operand keeps values bounded for the quantizer.
+            ins.append("v0")
+        nodes.append(helper.make_node(op, ins, [f"v{i + 1}"], name=f"{op}_{i}", **(attrs or {})))
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{r}", TensorProto.FLOAT, shape)], inits, path)
+
+
+def _rng_w(shape: list[int]) -> Callable[[int], Any]:
+    rng = np.random.default_rng(0)
+    return lambda i: (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
+
+
+def _layernorm_chain(shape: list[int], path: Path) -> Path:
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = shape[-1]
+    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
+    nodes = [helper.make_node("LayerNormalization", [f"v{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")
+             for i in range(R)]
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
+
+
+def _mixed(c: int, size: int, path: Path, blocks: int = 12) -> Path:
+    """Conv -> Sigmoid -> Mul -> Transpose -> Add blocks: ORT turns them into NCHWc convs with fused
+    activations, reorders and transposes, the data-movement tasks real CNN and transformer graphs have."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    nodes, inits, x = [], [], "v0"
+    for i in range(blocks):
+        inits += [numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32), f"w{i}"),
+                  numpy_helper.from_array(rng.standard_normal((1, c, 1, 1)).astype(np.float32), f"b{i}")]
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}"),
+                  helper.make_node("Sigmoid", [f"c{i}"], [f"s{i}"], name=f"sig{i}"),
+                  helper.make_node("Mul", [f"s{i}", f"b{i}"], [f"m{i}"], name=f"mul{i}"),
+                  helper.make_node("Transpose", [f"m{i}"], [f"t{i}"], perm=[0, 1, 3, 2], name=f"tr{i}"),
+                  helper.make_node("Add", [f"t{i}", x], [f"a{i}"], name=f"add{i}")]
+        x = f"a{i}"
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, size, size])],
+                 [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, size, size])], inits, path)
+
+
+def _skip_layernorm_chain(shape: list[int], path: Path) -> Path:
+    """x_{i+1} = LayerNorm(x_i + x_0): ORT fuses each Add + LayerNormalization into SkipLayerNormalization,
+    as it does for every post-norm transformer's residual."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    c = shape[-1]
+    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
+    nodes = []
+    for i in range(R):
+        nodes += [helper.make_node("Add", [f"v{i}", "v0"], [f"a{i}"], name=f"add_{i}"),
+                  helper.make_node("LayerNormalization", [f"a{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")]
+    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
+                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
+
+
+def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
+    return lambda p: _chain("Conv", [1, c, hw, hw], p, attrs={"pads": [k // 2] * 4, "group": group},
+                            weight=_rng_w([c, c // group, k, k]))
+
+
+def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
+    """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the
+    quantizers and the fp16 converter rewrite, so the fitted paths include the kernels they add (Casts,
+    DynamicQuantizeLinear, scale Mul / bias Add) and the fusions they lose. `shared_bias`: every Conv
+    reads one bias tensor (as deduplicated BatchNorm-folded biases are), which fp16 keeps behind a run-time
+    Cast, so ORT leaves the Convs in NCHW (simulator.backends.fp16_shared_casts)."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto, helper, numpy_helper
+
+        rng = np.random.default_rng(0)
+        w = _rng_w([c, c // group, k, k])
+        inits = [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+                 numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
+        nodes = []
+        for i in range(R):
+            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
+            if not shared_bias or i == 0:
+                inits.append(numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), f"b{i}"))
+            b = "b0" if shared_bias else f"b{i}"
+            nodes.append(helper.make_node("Conv", [f"v{i}", f"w{i}", b], [f"c{i}"], name=f"conv{i}",
+                                          pads=[k // 2] * 4, group=group))
+            nodes.append(helper.make_node("Relu", [f"c{i}"], [f"v{i + 1}"], name=f"act{i}") if i % 2 == 0 else
+                         helper.make_node("Clip", [f"c{i}", "lo", "hi"], [f"v{i + 1}"], name=f"act{i}"))
+        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])],
+                     [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, c, hw, hw])], inits, path)
+    return build
+
+
+def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
+    return lambda p: _chain("MatMul", [m, k], p, weight=_rng_w([k, k]))
+
+
+Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
+QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
+CASES: tuple[Case, ...] = (
+    Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"),)),
+    Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"),)),
+    Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"),)),
+    # Few input channels (< one 16-wide NCHWc block): ORT's NCHWc conv reads plain NCHW input, a slower kernel.
+    Case("convsmall-8x48-1x1", "convsmall", _conv(8, 48, 1), (("fp32", "fp32"),)),
+    Case("convsmall-8x48-3x3", "convsmall", _conv(8, 48, 3), (("fp32", "fp32"),)),
+    Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"),)),
+    Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"),)),
+    # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
+    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k), QF)
+      for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),
+    # fp16 Convs sharing one bias stay NCHW (im2col + SGEMM): their own path, `cast16nchw`.
+    *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
+      for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
+    *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
+    *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
+      for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
+    # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
+    # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
+    Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
+    # With several rows MatMulNBits dequantizes B to fp32 and runs SGEMM: the dequantization costs about the
+    # same per weight whatever M is (measured M = 4..128 at K = N = 1024: +0.13..0.21 ns per weight over
+    # fp32), so it is fitted where it is a large share of the time (K >= 768), the compute taking the fp32
+    # GEMM efficiency these cases also fit.
+    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q)),
+    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q)),
+    Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
+    Case("gemm-64x896", "gemm", _matmul_w(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
+    # Small GEMMs (transformer projections with few tokens) pin the fixed cost of the int8 paths.
+    Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),
+    Case("matmul-4x32x32", "matmul", lambda p: _chain("MatMul", [4, 32, 32], p, binary_self=True),
+         (("int8-static", "int8"),)),
+    Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("maxpool-64x56", "pool", lambda p: _chain("MaxPool", [1, 64, 56, 56], p,
+                                                   attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("layernorm-128x768", "norm", lambda p: _layernorm_chain([128, 768], p), (("fp32", "fp32"),)),
+    Case("skipnorm-32x128", "skipnorm", lambda p: _skip_layernorm_chain([1, 32, 128], p), (("fp32", "fp32"),)),
+    Case("skipnorm-64x256", "skipnorm", lambda p: _skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
+    Case("softmax-12x128x128", "softmax", lambda p: _chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
+         (("fp32", "fp32"), ("int8-static", "int8"))),
+    Case("softmax-2x48x48", "softmax", lambda p: _chain("Softmax", [2, 48, 48], p, attrs={"axis": -1}),
+         (("int8-static", "int8"),)),
+    # Small shapes: what they cost beyond the roofline is the kind's fixed setup per task.
+    Case("small-conv-16x24-1x1", "conv", _conv(16, 24, 1), (("fp32", "setup"),)),
+    Case("small-conv-32x12-3x3", "conv", _conv(32, 12, 3), (("fp32", "setup"),)),
+    Case("small-dwconv-32x24", "dwconv", _conv(32, 24, 3, group=32), (("fp32", "setup"),)),
+    Case("small-gemm-1x128", "gemm", _matmul_w(1, 128), (("fp32", "setup"),)),
+    Case("small-layernorm-32x128", "norm", lambda p: _layernorm_chain([32, 128], p), (("fp32", "setup"),)),
+    Case("small-softmax-4x32x32", "softmax", lambda p: _chain("Softmax", [4, 32, 32], p, attrs={"axis": -1}),
+         (("fp32", "setup"),)),
+    Case("sigmoid-1x262144", "elementwise", lambda p: _chain("Sigmoid", [1, 262144], p), (("fp32", "fp32"),)),
+    Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
+         (("int8-static", "int8"),)),
+)
+
+
+def compile_for_host(path: Path, out: Path) -> Graph:
+    """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
+    import onnxruntime as ort
+
+    from compiler.frontends import onnx as onnx_frontend
+    from simulator.shapes import fill_shapes
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.log_severity_level = 3
+    so.optimized_model_filepath = os.fspath(out)
+    ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
+    return fill_shapes(onnx_frontend.load(out), onnx_frontend.load(path))
+
+
+@dataclass
+class Bench:
+    """Calibration's models, built and compiled, waiting to be timed (`timings`: {key: (file, optimization
+    level, min runs)}, as time_interleaved takes them), and what the fit needs to read the timings back."""
+
+    tmp: Path
+    t_start: float
+    timings: dict[str, tuple[Path, str, int]]
+    graphs: dict[str, Graph]
+    variants: list[tuple[Case, str, str, str]]  # (case, preset, tag, timing key)
+    mixed: list[str]
+    n_mid: int
+    k_stream: int
+    llc: float
+    llc_all: float
+
+
+def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
+    """Build and compile every calibration model into `tmp` (which must outlive the fit)."""
+    from compiler.optimize.onnx_export import export_onnx
+
+    logging.getLogger().setLevel(logging.ERROR)  # the quantizer's pre-processing advice is noise here
+    t_start = time.perf_counter()
+    base = load_profile("host-cpu")
+    # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
+    one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
+    many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
+    n_mid = 131072  # 3 x 512 KiB per Add: fits the 4 MiB L2
+    mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
+    # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 k x k weights
+    # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
+    # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
+    llc, llc_all = llc_bytes()
+    if not llc:
+        llc, llc_all = int(base.units[0].llc_share_bytes), int(base.units[0].llc_bytes)
+    k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
+    stream = _matmul_w(1, k)(tmp / "stream.onnx")
+    timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
+                                                 "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
+    # 2. Efficiency per kind and path: every case and variant.
+    graphs: dict[str, Graph] = {}
+    variants: list[tuple[Case, str, str, str]] = []
+    for case in CASES:
+        src = case.build(tmp / f"{case.name}.onnx")
+        graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
+        for preset, tag in case.variants:
+            model = src
+            if preset != "fp32":
+                model = export_onnx(src, tmp / f"{case.name}.{preset}.onnx", preset).path
+            timings[f"{case.name}/{preset}"] = (model, "all", 6)
+            variants.append((case, preset, tag, f"{case.name}/{preset}"))
+    mixed: list[str] = []
+    for c, size in ((32, 16), (64, 28)):
+        name = f"mixed-{c}x{size}"
+        src = _mixed(c, size, tmp / f"{name}.onnx")
+        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+        timings[name] = (src, "all", 6)
+        mixed.append(name)
+    progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
+    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all))
+
+
+def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple[int, int]:
+    """(one core's share, the whole) of its last-level cache from Linux sysfs: the size of the highest-level
+    data cache, over the number of CPUs sharing it for the share (this VM: a 32 MB L3 shared by 2 vCPUs).
+    (0, 0) if unknown."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    best = (0, 0, 0)  # (level, share, whole)
+    for idx in sysfs.glob("index*"):
+        try:
+            if (idx / "type").read_text().strip() == "Instruction":
+                continue
+            level = int((idx / "level").read_text())
+            size = (idx / "size").read_text().strip()
+            cpus = (idx / "shared_cpu_list").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        n = int(size[:-1]) * units[size[-1]] if size[-1:] in units and size[:-1].isdigit() else 0
+        # "0-3,8-11": ranges and single CPUs.
+        sharing = 0
+        for part in filter(None, cpus.split(",")):
+            first, _, last = part.partition("-")
+            sharing += int(last or first) - int(first) + 1
+        if n and level > best[0]:
+            best = (level, n // max(1, sharing), n)
+    return best[1], best[2]

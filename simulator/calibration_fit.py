@@ -1,0 +1,254 @@
+"""Calibration's fit: the host profile's figures that make the sweep's own prediction of each bench model equal its
+measured time (simulator/calibration_bench.py builds the models, calibration_timing.py times them).
+
+Every figure is fitted through the same code as every prediction (simulator.sweep evaluating simulator.roofline's
+formulas), in stages: the fixed costs and bandwidths from element-wise chains, an efficiency per kind and path,
+then efficiency and fixed setups jointly for paths measured at 3+ shapes, the decode rates, the fixed setup per
+kind from the small cases and last the data movement of a mixed graph.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.calibration_bench import R, Bench
+from simulator.calibration_timing import machine, profiler_overhead
+from simulator.profiles import HardwareProfile, load_profile
+from simulator.sweep import sweep
+from simulator.totals import totals
+
+# The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
+CACHE_VERSION = 25
+
+
+def _predict_ms(g: Graph, hw: HardwareProfile, preset: str) -> float:
+    """Predicted latency of `preset` on g, without the per-inference fixed cost."""
+    r = sweep(g, "ort-cpu/host", hardware=hw)
+    return totals(r.bulk, r.per_op, preset, {})["latency_ms"] - hw.units[0].run_overhead_s * 1e3
+
+
+def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: float) -> float:
+    """Efficiency for `key` (e.g. conv.int8) that makes the prediction equal the measurement."""
+    # Up to 3x: efficiencies are relative to the nominal peak at the base clock; turbo exceeds it.
+    lo, hi = np.log(1e-4), np.log(3.0)
+    for _ in range(14):
+        mid = (lo + hi) / 2
+        p = _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(mid))}}}}), preset)
+        if p > measured_ms:
+            lo = mid  # too slow: needs a higher efficiency
+        else:
+            hi = mid
+    return float(np.exp((lo + hi) / 2))
+
+
+def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
+                   key: str) -> tuple[float, dict[str, float]]:
+    """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
+    element, key.weights: per weight}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
+    relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its
+    rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
+    indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
+    above 1x1; ConvInteger: its weights packed on every run); else 0.
+    Non-negative least squares by trying every subset of the columns."""
+    import itertools
+
+    meas = np.array([ms for _, _, ms in cases])
+    subs = [key, key + ".pixel", key + ".im2col", key + ".weights"]
+
+    def slope(sub: str) -> np.ndarray:
+        # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
+        h0, h1 = (hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {sub: v}}}}) for v in (0.0, 1e-6))
+        return np.array([(_predict_ms(g, h1, p) - _predict_ms(g, h0, p)) / 1e-3 for g, p, _ in cases])
+
+    n = np.stack([slope(sub) for sub in subs], axis=1)
+    cols = [j for j in range(len(subs)) if n[:, j].any()]
+    uses = [list(c) for k in range(len(cols), 0, -1) for c in itertools.combinations(cols, k)]
+
+    def at(log_eff: float) -> tuple[float, np.ndarray]:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
+                                                 "kind_overhead_s": {sub: 0.0 for sub in subs}}}})
+        pred = np.array([_predict_ms(g, h, preset) for g, preset, _ in cases])
+        # Relative residual with setups s: (pred + n s) / meas - 1 = a s - b; least squares, s >= 0.
+        a, b = n * 1e3 / meas[:, None], 1 - pred / meas
+        best = (float((b ** 2).sum()), np.zeros(len(subs)))
+        for use in uses:
+            s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
+            if (s_use < 0).any():
+                continue
+            s = np.zeros(len(subs))
+            s[use] = s_use
+            err = float(((a @ s - b) ** 2).sum())
+            if err < best[0]:
+                best = (err, s)
+        return best
+
+    grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
+    i = int(np.argmin([at(x)[0] for x in grid]))
+    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
+    for _ in range(12):  # golden-section refinement around the best grid point
+        m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
+        if at(m1)[0] < at(m2)[0]:
+            hi = m2
+        else:
+            lo = m1
+    x = (lo + hi) / 2
+    s = at(x)[1]
+    return float(np.exp(x)), {sub: float(v) for sub, v in zip(subs, s)}
+
+
+def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> float:
+    """Fixed seconds per task of `kind` that make the fp32 prediction equal the measurement (>= 0)."""
+    lo, hi = 0.0, 2e-4
+    for _ in range(20):
+        mid = (lo + hi) / 2
+        p = _predict_ms(g, hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {kind: mid}}}}), "fp32")
+        if p < measured_ms:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], None] = lambda s: None
+              ) -> dict[str, Any]:
+    """Fit the host profile to the timings of `bench` (ms per key; other keys are ignored); returns the
+    JSON-able cache (overrides for HardwareProfile.with_overrides)."""
+    import onnxruntime as ort
+
+    base = load_profile("host-cpu")
+    over, run_s, prof_over = _fixed_costs(bench, wall, progress)
+    cases_out, effs = _fit_efficiencies(bench, wall, base.with_overrides(over), run_s)
+    over["units"]["cpu"]["efficiency"] = effs  # the stages below add to it
+    joint_setups = _fit_joint(bench.graphs, cases_out, base.with_overrides(over), effs)
+    over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
+    effs.update(_fit_decodes(bench.graphs, cases_out, base.with_overrides(over)))
+    setups = _fit_setups(bench.graphs, cases_out, base.with_overrides(over))
+    over["units"]["cpu"]["kind_overhead_s"] = {**joint_setups, **setups}
+    effs["layout.fp32"] = _fit_layout(bench, wall, run_s, cases_out, base.with_overrides(over))
+    hw = base.with_overrides(over)
+    # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
+    for c in cases_out:
+        c["predicted_ms"] = _predict_ms(bench.graphs[c["case"]], hw, c["preset"])
+    return {
+        "version": CACHE_VERSION, "profile": "host-cpu", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "machine": machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
+        "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
+    }
+
+
+def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str], None]
+                 ) -> tuple[dict[str, Any], float, float]:
+    """(overrides with the fixed costs and bandwidths, fixed cost per run in s, the profiler's cost per task in s)
+    from the element-wise chains: one Relu against 64 (dispatch), Adds that fit L2 (cache bandwidth) and a MatMul
+    chain streaming its weights (memory bandwidth)."""
+    t1, t64 = wall["one"], wall["many"]
+    dispatch_s = max((t64 - t1) / 63 * 1e-3, 1e-8)
+    run_s = max(t1 * 1e-3 - dispatch_s, 0.0)
+    t_mid = (wall["mid"] * 1e-3 - run_s) / 16 - dispatch_s
+    cache_bw = 3 * 4 * bench.n_mid / max(t_mid, 1e-9)
+    t_stream = (wall["stream"] * 1e-3 - run_s) / R - dispatch_s
+    dram_bw = bench.k_stream * bench.k_stream * 4 / max(t_stream, 1e-9)
+    progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
+             f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
+    # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
+    prof_over = profiler_overhead(bench.timings["many"][0], dispatch_s, bench.tmp)
+    over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
+        "run_overhead_s": run_s, "dispatch_overhead_s": dispatch_s, "profiler_overhead_s": prof_over,
+        "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(bench.llc), "llc_bytes": float(bench.llc_all),
+        "bandwidth_efficiency": 1.0,
+        "efficiency": {}}}}
+    return over, run_s, prof_over
+
+
+def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile, run_s: float
+                      ) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """(one record per case and variant, the efficiency per key: the median of its cases' fits). Keys fitted in a
+    later stage (joint, decode, setup) are recorded here and fitted there."""
+    cases_out: list[dict[str, Any]] = []
+    fits: dict[str, list[float]] = {}
+    n_cases: dict[str, int] = {}
+    for case, preset, tag, _ in bench.variants:
+        k = tag if "." in tag else f"{case.kind}.{tag}"
+        n_cases[k] = n_cases.get(k, 0) + 1
+    for case, preset, tag, tkey in bench.variants:
+        g = bench.graphs[case.name]
+        meas = wall[tkey] - run_s * 1e3
+        key = tag if "." in tag else f"{case.kind}.{tag}"
+        # Quantized and fp16 paths with 3+ shapes fit efficiency and setup jointly; setup and decode
+        # rates are fitted below, once the efficiencies they add to are known.
+        joint = preset != "fp32" and not key.startswith("decode.") and n_cases[key] >= 3
+        later = tag == "setup" or key.startswith("decode.") or joint
+        eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
+        if not later:
+            fits.setdefault(key, []).append(eff)
+        cases_out.append({"case": case.name, "preset": preset, "key": key, "measured_ms": meas,
+                          "efficiency": eff, "joint": joint})
+    # The median of per-case fits (robust to one odd shape).
+    effs = {k: float(np.median(v)) for k, v in fits.items()}
+    effs["default"] = effs.get("elementwise.fp32", 0.1)
+    # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
+    # An fp16 MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed
+    # on their own. (Fitted apart on one case it only added that case's noise: 0.566-0.658 between
+    # calibrations against 0.58-0.65 for fp32.)
+    if "gemm.fp32" in effs:
+        effs["gemm.int4w"] = effs["gemm.cast16"] = effs["gemm.fp32"]
+    return cases_out, effs
+
+
+def _fit_joint(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile,
+               effs: dict[str, float]) -> dict[str, float]:
+    """Efficiency (into `effs`) and fixed setups (returned, by kind_overhead_s key) of the paths fitted jointly."""
+    joint_setups: dict[str, float] = {}
+    for key in sorted({c["key"] for c in cases_out if c["joint"]}):
+        cs = [c for c in cases_out if c["key"] == key]
+        eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
+        effs[key] = eff
+        # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
+        joint_setups.update({k: v for k, v in setups.items() if k == key or v})
+        for c in cs:
+            c["efficiency"], c["setup_s"] = eff, setups[key]
+            c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})
+    return joint_setups
+
+
+def _fit_decodes(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile
+                 ) -> dict[str, float]:
+    """The decode rates (`decode.<path>` efficiencies: MatMulNBits' per-run unpacking), the median per key."""
+    decodes: dict[str, list[float]] = {}
+    for c in cases_out:
+        if c["key"].startswith("decode."):
+            c["efficiency"] = e = _fit_eff(graphs[c["case"]], hw, c["preset"], c["key"], c["measured_ms"])
+            decodes.setdefault(c["key"], []).append(e)
+    return {k: float(np.median(v)) for k, v in decodes.items()}
+
+
+def _fit_setups(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile
+                ) -> dict[str, float]:
+    """Fixed setup per kind from the small cases, with the efficiencies fitted before in place."""
+    setups: dict[str, list[float]] = {}
+    for c in cases_out:
+        if c["key"].endswith(".setup"):
+            kind = c["key"].split(".")[0]
+            s = _fit_setup(graphs[c["case"]], hw, kind, c["measured_ms"])
+            c["setup_s"] = s
+            setups.setdefault(kind, []).append(s)
+    return {k: float(np.median(v)) for k, v in setups.items()}
+
+
+def _fit_layout(bench: Bench, wall: dict[str, float], run_s: float, cases_out: list[dict[str, Any]],
+                hw: HardwareProfile) -> float:
+    """Data movement (transposes, NCHWc reorders) from a mixed graph, every other kind already fitted:
+    chains of transposes alone are cancelled by ORT's transpose optimizer."""
+    lay: list[float] = []
+    for name in bench.mixed:
+        meas = wall[name] - run_s * 1e3
+        e = _fit_eff(bench.graphs[name], hw, "fp32", "layout.fp32", meas)
+        lay.append(e)
+        cases_out.append({"case": name, "preset": "fp32", "key": "layout.fp32", "measured_ms": meas,
+                          "efficiency": e})
+    return float(np.median(lay))
