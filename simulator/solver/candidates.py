@@ -51,7 +51,8 @@ class Candidates(Pricing):
         """Per class, [members, signatures]: each signature's best combo under weights w (cached for one w)."""
         key = w.tobytes()
         if key != self._reps_key:
-            self._reps_key, self._reps_val = key, []
+            self._reps_key, self._reps_val, self._choices_memo = key, [], {}
+            self._candidates_memo = {}
             for c in self.t.classes:
                 sc = c.m @ w
                 r = np.empty((len(c.members), len(c.groups)), dtype=np.int64)
@@ -67,16 +68,20 @@ class Candidates(Pricing):
         """(choices, their signature index; -1 for the starting choice)."""
         r = self.t.rows[i]
         c = r.cls
-        reps = self._reps(w)[self.cidx[id(c)]][r.pos]
+        reps = self._reps(w)[self.cidx[id(c)]]  # first: a new w empties the memo
+        hit = self._choices_memo.get((i, float_only))
+        if hit is not None:
+            return hit
         only = float_only or i in self.keep
         ks, gs = [], []
-        for g, ((flt, _), k) in enumerate(zip(c.groups, reps)):
+        for g, ((flt, _), k) in enumerate(zip(c.groups, reps[r.pos].tolist())):
             if flt or not only:
-                ks.append(int(k))
+                ks.append(k)
                 gs.append(g)
         if not (i in self.keep and self.non_float(i, len(c.combos))):
             ks.append(len(c.combos))
             gs.append(-1)
+        self._choices_memo[(i, float_only)] = ks, gs
         return ks, gs
 
     def bounds(self, st: State, objective: str, w: np.ndarray) -> np.ndarray:
@@ -121,25 +126,40 @@ class Candidates(Pricing):
             c = float(touched)
         return max(c, EPS_COST)
 
+    def _candidates(self, i: int, w: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                          np.ndarray, int]:
+        """Op i's choices under weights w and what of them does not depend on the state: (choices, as an array,
+        their own rows, in-pair and out-pair index, non-float, position of the starting choice or -1)."""
+        self._reps(w)  # first: a new w empties the memo
+        hit = self._candidates_memo.get(i)
+        if hit is not None:
+            return hit
+        ks, gs = self._choices_g(i, w, False)
+        r = self.t.rows[i]
+        c, init = r.cls, len(r.combos)
+        ka = np.array(ks)
+        own = c.m[r.pos][np.minimum(ka, init - 1)]
+        at_init = ks.index(init) if init in ks else -1
+        if at_init >= 0:
+            own[at_init] = self.init_m[i]
+        ga = np.array(gs)
+        gi = np.where(ga >= 0, ga, 0)
+        nf = np.array([self.non_float(i, k) for k in ks], dtype=np.float64)
+        hit = self._candidates_memo[i] = (ks, ka, own, c.g_in[gi], c.g_out[gi], nf, at_init)
+        return hit
+
     def best(self, st: State, i: int, objective: str, w: np.ndarray, e0: float) -> tuple[float, int]:
         """(score, choice) of op i's best change; every signature's representative priced at once."""
         cur = st.cur[i]
-        ks0, gs0 = self._choices_g(i, w, False)
-        pairs = [(k, g) for k, g in zip(ks0, gs0) if k != cur]
-        if not pairs:
+        ks, ka, own, g_in, g_out, nf, at_init = self._candidates(i, w)
+        if len(ks) == 0 or (len(ks) == 1 and ks[0] == cur):
             return 0.0, -1
-        ks = [k for k, _ in pairs]
         memo: dict[Any, tuple[float, float]] = {}
         ctx = self.context(st, i)
         o0 = self.own(i, cur)
         e_now = self.edges_of(st, i, cur, memo, ctx)
-        r = self.t.rows[i]
-        c = r.cls
-        init = len(r.combos)
-        ka = np.array(ks)
-        own = c.m[r.pos][np.minimum(ka, init - 1)]
-        if init in ks:
-            own[ks.index(init)] = self.init_m[i]
+        c = self.t.rows[i].cls
+        init = len(c.combos)
         if any(d_ == i for _, d_, _, _, _ in ctx[1]):
             edges = np.array([self.edges_of(st, i, k, memo, ctx) for k in ks])
         else:
@@ -147,32 +167,35 @@ class Candidates(Pricing):
             # price the distinct pairs once, then each signature is a sum of two.
             e_in = np.array([self.side(i, True, f, u, ctx[0]) for f, u in c.in_pairs]).reshape(-1, 2)
             e_out = np.array([self.side(i, False, f, u, ctx[1]) for f, u in c.out_pairs]).reshape(-1, 2)
-            ga = np.array([g for _, g in pairs])
-            gi = np.where(ga >= 0, ga, 0)
-            edges = e_in[c.g_in[gi]] + e_out[c.g_out[gi]]
-            if init in ks:
-                edges[ks.index(init)] = self.edges_of(st, i, init, memo, ctx)
+            edges = e_in[g_in] + e_out[g_out]
+            if at_init >= 0:
+                edges[at_init] = self.edges_of(st, i, init, memo, ctx)
         lat = st.lat + (own[:, 0] - o0[0]) + (edges[:, 0] - e_now[0])
         size = st.size + (own[:, 1] - o0[1])
         dram = st.dram + (own[:, 3] - o0[3]) + (edges[:, 1] - e_now[1])
         amax = np.maximum(self.a2 if i == self.amax_i else self.a1, own[:, 2])
-        exc = self._excess_vec(lat, size, dram, amax)
-        gain = e0 - exc
+        gain = e0 - self._excess_vec(lat, size, dram, amax)
         touched = (ka != init).astype(np.float64) - float(cur != init)
         if objective == "most_float":
-            nf = np.array([self.non_float(i, k) for k in ks], dtype=np.float64)
             cost = nf - float(self.non_float(i, cur)) + EPS_COST * touched
         else:
             cost = touched
         score = np.where(gain > 1e-12, gain / np.maximum(cost, EPS_COST), 0.0)
+        score[ka == cur] = 0.0  # staying is no change
         j = int(np.argmax(score))
         return (float(score[j]), ks[j]) if score[j] > 0 else (0.0, -1)
 
     def _excess_vec(self, lat: np.ndarray, size: np.ndarray, dram: np.ndarray, amax: np.ndarray) -> np.ndarray:
-        size_t = size + self.overhead
-        f = {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
-             "memory_power_mw": np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)}
+        """Budget.excess of many states at once (only the limits the budget sets are computed)."""
         out = np.zeros(len(lat))
         for k, v in self.limits.items():
-            out += np.maximum(0.0, f[k] / v - 1.0 - TOL)
+            if k == "latency_ms":
+                f = lat
+            elif k == "size_bytes":
+                f = size + self.overhead
+            elif k == "peak_memory_bytes":
+                f = size + self.overhead + amax
+            else:
+                f = np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)
+            out += np.maximum(0.0, f / v - 1.0 - TOL)
         return out

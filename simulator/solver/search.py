@@ -135,6 +135,7 @@ class Search(Candidates):
                 self.prune(trial, objective)
                 if key(trial.cur) < key(st.cur):
                     st.cur, st.lat, st.size, st.dram, st.act = trial.cur, trial.lat, trial.size, trial.dram, trial.act
+                    st.edges = trial.edges
                     self.top2(st)
                     improved = True
                     break

@@ -24,6 +24,9 @@ class State:
     size: float = 0.0
     dram: float = 0.0
     act: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # (ms, bytes) of each op's edges as the state is, filled as they are priced and dropped when the op or a
+    # neighbour changes: the bounds, pruning and moves price an op's current edges again and again.
+    edges: dict[int, tuple[float, float]] = field(default_factory=dict)
 
 
 class Pricing:
@@ -67,9 +70,13 @@ class Pricing:
                 self.init_m.append(tuple(float(m[x][i][self.p]) for x in METRIC_KEYS))  # type: ignore[arg-type]
                 self.init_fmt.append((f[0], f[1], bulk["units"][i][self.p], False, combo))
         self.start_overrides = dict(overrides)
+        self.init_attrs = [(f[0], f[1], f[2], f[3]) for f in self.init_fmt]
+        self.init_non_float = [not is_float_combo(f[4]) for f in self.init_fmt]
         self.cidx = {id(c): j for j, c in enumerate(t.classes)}
         self._reps_key: bytes = b""
         self._reps_val: list[np.ndarray] = []
+        self._choices_memo: dict[tuple[int, bool], tuple[list[int], list[int]]] = {}  # for the weights of _reps
+        self._candidates_memo: dict[int, Any] = {}  # likewise
         self.own_bound = np.full(len(ops), np.inf)
         self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
         self.n_combos = np.array([len(r.combos) for r in t.rows])
@@ -90,10 +97,7 @@ class Pricing:
     # --- one op's choice ------------------------------------------------------------------------------------
     def attrs(self, i: int, k: int) -> tuple[str, str, str, bool]:
         c = self.t.rows[i].cls
-        if k == len(c.combos):
-            f = self.init_fmt[i]
-            return f[0], f[1], f[2], f[3]
-        return c.fin[k], c.fout[k], c.unit[k], True
+        return self.init_attrs[i] if k == len(c.combos) else c.attrs[k]
 
     def own(self, i: int, k: int) -> tuple[float, float, float, float]:
         r = self.t.rows[i]
@@ -109,7 +113,7 @@ class Pricing:
 
     def non_float(self, i: int, k: int) -> bool:
         c = self.t.rows[i].cls
-        return not (is_float_combo(self.init_fmt[i][4]) if k == len(c.combos) else bool(c.flt[k]))
+        return self.init_non_float[i] if k == len(c.combos) else c.non_float[k]
 
     def context(self, st: State, i: int) -> tuple[list[tuple[int, int, str, str, bool]],
                                                       list[tuple[int, int, str, str, bool]]]:
@@ -132,8 +136,18 @@ class Pricing:
 
     def edges_of(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None = None,
                   ctx: Any = None) -> tuple[float, float]:
-        """(ms, bytes) of op i's edges with op i on choice k and its neighbours as they are. In-edges depend on
-        the choice's input format only, out-edges on its output format: priced (and memoised) apart."""
+        """(ms, bytes) of op i's edges with op i on choice k and its neighbours as they are."""
+        if k != st.cur[i]:
+            return self._price_edges(st, i, k, memo, ctx)
+        hit = st.edges.get(i)
+        if hit is None:
+            hit = st.edges[i] = self._price_edges(st, i, k, memo, ctx)
+        return hit
+
+    def _price_edges(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None,
+                     ctx: Any) -> tuple[float, float]:
+        """edges_of, priced: in-edges depend on the choice's input format only, out-edges on its output format,
+        so they are priced (and memoised) apart."""
         fin, fout, unit, over = self.attrs(i, k)
         if memo is None:
             memo = {}
@@ -255,6 +269,9 @@ class Pricing:
     def apply(self, st: State, i: int, k: int) -> None:
         st.lat, st.size, st.dram, _ = self.move(st, i, k)
         st.cur[i] = k
+        st.edges.pop(i, None)
+        for j in self.neighbours(i):
+            st.edges.pop(j, None)
         self._set_act(st, i, self.own(i, k)[2])
 
     def neighbours(self, i: int) -> set[int]:

@@ -37,6 +37,9 @@ class ComboClass:
     out_pairs: list[tuple[str, str]] = field(default_factory=list)
     g_in: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     g_out: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # Per combo, as plain Python values for the search's scalar paths: (in, out, unit, overridden) and non-float.
+    attrs: list[tuple[str, str, str, bool]] = field(default_factory=list)
+    non_float: list[bool] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -75,6 +78,8 @@ def _combo_class(combos: list[str], unit: list[str]) -> ComboClass:
     for k in range(len(combos)):
         sig.setdefault((fin[k], fout[k], unit[k], bool(flt[k])), []).append(k)
     c = ComboClass(list(combos), fin, fout, unit, flt, [(f[3], np.array(ix)) for f, ix in sig.items()], [])
+    c.attrs = [(fin[k], fout[k], unit[k], True) for k in range(len(combos))]
+    c.non_float = [not bool(x) for x in flt]
     sigs = list(sig)
     c.in_pairs = sorted({(f[0], f[2]) for f in sigs})
     c.out_pairs = sorted({(f[1], f[2]) for f in sigs})

@@ -33,7 +33,7 @@ class ClassRows(Mapping[str, Mapping[str, Any]]):
     def __getitem__(self, op: str) -> Mapping[str, Any]:
         r = self._t.rows[self._index[op]]
         rec: dict[str, Any] = {"op": op, "combos": r.combos}
-        rec.update({k: r.m[:, j].tolist() for j, k in enumerate(METRIC_KEYS)})
+        rec.update({k: r.m[:, j] for j, k in enumerate(METRIC_KEYS)})  # indexed as lists, read as floats
         units = self._units[self._cidx[id(r.cls)]]
         if units is not None:
             rec["unit"] = list(units)
