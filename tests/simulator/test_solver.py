@@ -143,7 +143,7 @@ def test_stored_solver_table_solves_as_the_records_do(target: str, model_wide: s
             assert stored.bulk["combos"][i][p] == bulk["combos"][i][p] and stored.bulk["units"][i][p] == bulk["units"][i][p]
             assert all(stored.bulk["metrics"][k][i][p] == bulk["metrics"][k][i][p] for k in bulk["metrics"])
         rec = stored.per_op[op]
-        assert all(rec[k] == per_op[i][k] for k in ("combos", "latency_ms", "weight_bytes", "activation_bytes",
+        assert all(list(rec[k]) == per_op[i][k] for k in ("combos", "latency_ms", "weight_bytes", "activation_bytes",
                                                      "dram_bytes", "unit"))
     base = totals(bulk, per_op, model_wide, {})
     for frac in (0.9, 0.6):
