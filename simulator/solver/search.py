@@ -12,6 +12,7 @@ from simulator.options import OptionError
 
 from .candidates import EPS_COST, Candidates
 from .state import State
+from .table import ComboClass
 
 
 class Search(Candidates):
@@ -148,20 +149,34 @@ class Search(Candidates):
         now = self.own_matrix(st.cur)[:, 1]
         cands = []
         for c in self.t.classes:
-            if not c.m[:, :, 1].any():
-                continue  # no weights: nothing to shrink
-            for pos, i in enumerate(c.members):
-                ks = np.array(self.choices(i, w, False))
-                sz = np.where(ks < len(c.combos), c.m[pos][np.minimum(ks, len(c.combos) - 1), 1], self.init_arr[i, 1])
-                order = np.argsort(sz, kind="stable")
-                ks_small = [int(ks[o]) for o in order if sz[o] < now[i]][:2]
-                if ks_small:
-                    cands.append((float(sz[order[0]] - now[i]), i, ks_small))
+            if c.m[:, :, 1].any():  # else no weights: nothing to shrink
+                cands += self._smaller(c, w, now)
         for _, i, ks in sorted(cands):
             for k in ks:  # the smallest signature whose move keeps the budget
                 if self.excess(self.figures(*self.move(st, i, k))) <= 0:
                     self.apply(st, i, k)
                     break
+
+    def _smaller(self, c: ComboClass, w: np.ndarray, now: np.ndarray) -> list[tuple[float, int, list[int]]]:
+        """For each op of class c whose size some choice reduces: (the largest reduction, op, the two smallest
+        such choices, smallest first), choices as `choices` offers them (each signature's smallest)."""
+        n_groups, init = len(c.groups), len(c.combos)
+        members = np.array(c.members)
+        reps = self._reps(w)[self.cidx[id(c)]]
+        ks = np.concatenate([reps, np.full((len(members), 1), init)], axis=1)
+        sz = np.concatenate([np.take_along_axis(c.m[:, :, 1], reps, axis=1), self.init_arr[members, 1][:, None]],
+                            axis=1)
+        allowed = np.ones(sz.shape, dtype=bool)
+        flt = np.array([f for f, _ in c.groups] + [True])
+        for row in np.flatnonzero(np.isin(members, list(self.keep))):
+            allowed[row] = flt  # a kept-float op: float signatures only, and its start if that is float
+            allowed[row, n_groups] = not self.init_non_float[members[row]]
+        sz = np.where(allowed, sz, np.inf)
+        order = np.argsort(sz, axis=1, kind="stable")
+        sz, ks = np.take_along_axis(sz, order, axis=1), np.take_along_axis(ks, order, axis=1)
+        below = sz < now[members][:, None]
+        return [(float(sz[r, 0] - now[members[r]]), int(members[r]), ks[r, :2][below[r, :2]].tolist())
+                for r in np.flatnonzero(below[:, 0])]
 
     def preset_start(self, q: int) -> list[int]:
         """Every op on preset q's combo (as an override), except keep-float ops it would quantize."""
