@@ -93,7 +93,11 @@ def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calib
         mo = _task_ms(prof)
         # Each exported node -> the task that implements its source node (the exporters keep node names);
         # nodes the exporter or ORT added (Casts, DynamicQuantizeLinear, reorders) match none.
-        task_of = {s: i for i, n in enumerate(r.compiled.nodes) for s in n.source_nodes}
+        task_of: dict[str, int] = {}
+        for i, n in enumerate(r.compiled.nodes):  # the first task of a source node: its kernel, not a reorder after it
+            if n.op_type not in _ADDED:
+                for s_ in n.source_nodes:
+                    task_of.setdefault(s_, i)
         po = _latency(r.sweep.bulk, option)
         po_star = _latency(pred.bulk, option)
         mo_task = [0.0] * len(ids)
