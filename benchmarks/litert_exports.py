@@ -41,16 +41,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--calibration", type=Path, default=None, help="host calibration cache (default: none)")
     ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--options", nargs="+", default=list(OPTIONS), choices=OPTIONS)
+    ap.add_argument("--fp32-source-only", action="store_true", help="skip the fp16-weight copy of each file")
     a = ap.parse_args(argv)
     print("| model | source | option | predicted size | written | size error | predicted ms | measured ms "
           "| latency error | CPU ms per run | CPU-time error | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="edgescope-litert-bench-") as tmp:
         for f in a.files:
-            fp16 = Path(tmp, f"{f.stem}-fp16src.tflite")
-            export_tflite(f, fp16, "fp16")
-            for label, src in (("fp32", f), ("fp16 weights", fp16)):
-                for option in OPTIONS:
+            sources = [("fp32", f)]
+            if not a.fp32_source_only:
+                fp16 = Path(tmp, f"{f.stem}-fp16src.tflite")
+                export_tflite(f, fp16, "fp16")
+                sources.append(("fp16 weights", fp16))
+            for label, src in sources:
+                for option in a.options:
                     work = Path(tmp, f"{f.parent.name}-{label}-{option}")
                     work.mkdir()
                     out = work / "out.tflite"
