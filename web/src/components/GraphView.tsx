@@ -60,6 +60,60 @@ export interface GraphDebug {
   groupLabels(): string[];
 }
 
+const OP_SIZE = 9;
+const GROUP_SIZE = 15;
+/** a selected node is drawn this much bigger */
+const SEL_GROW = 1.6;
+/** selections up to this many drawn items show every label; a brush over thousands would bury the graph in text */
+const LABELLED_SELECTION = 50;
+/** at the closest zoom, pixels per layout unit: an op (150 x 26 units) spans 300 px, its label in 12 px text */
+const CLOSEST_PX_PER_UNIT = 2;
+
+/** What a drawn node carries; its colour, size and marks come from the Style of its item `k` (styleNode). */
+interface NodeAttrs {
+  x: number;
+  y: number;
+  size: number;
+  label: string;
+  kind: "op" | "group";
+  op?: number;
+  group?: string;
+  /** index into [...layout.ops, ...layout.collapsed] */
+  k: number;
+  pinLabel?: boolean;
+  color?: string;
+  forceLabel?: boolean;
+}
+
+/** Per drawn item: colour (metric or unit), dimmed by the table's filter, optimized, selected. */
+interface Style {
+  color: string[];
+  dim: Uint8Array;
+  opt: Uint8Array;
+  sel: Uint8Array;
+  selCount: number;
+}
+
+/** sigma's node reducer (it hands us a copy of the attributes). */
+function styleNode(st: Style | null, a: NodeAttrs): NodeAttrs {
+  if (!st || a.k >= st.sel.length) return a;
+  const k = a.k, selected = st.sel[k] === 1;
+  a.color = selected ? SEL : st.dim[k] ? DIM : st.color[k];
+  if (selected) a.size *= SEL_GROW;
+  a.forceLabel = !!a.pinLabel || (selected && st.selCount <= LABELLED_SELECTION);
+  if (st.opt[k]) a.label = `◆ ${a.label}`;
+  return a;
+}
+
+/** The smallest camera ratio for a drawing of this extent: the closest zoom reaches CLOSEST_PX_PER_UNIT whatever the
+ * graph's size (at ratio 1 the bounding box fits the view). A fixed 0.002 left a fully expanded 50,000-node graph,
+ * millions of units tall, at a tenth of a pixel per unit: edges and boxes but no nodes or labels. */
+function minZoomRatio(s: Sigma, extent: number): number {
+  const { width, height } = s.getDimensions();
+  const px = Math.max(100, Math.min(width, height));
+  return Math.min(0.002, px / (extent * CLOSEST_PX_PER_UNIT));
+}
+
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
@@ -69,7 +123,8 @@ export default memo(function GraphView(p: Props) {
   const workerRef = useRef<Worker | null>(null);
   const layoutRef = useRef<LayoutResult | null>(null);
   const reqRef = useRef(0);
-  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by colorize */
+  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by applyStyle */
+  const styleRef = useRef<Style | null>(null);
   const halos = useRef(new Float64Array(0));
   const pendingZoom = useRef<{ kind: "op"; op: number } | { kind: "box"; id: string } | "fit" | null>("fit");
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
@@ -157,7 +212,9 @@ export default memo(function GraphView(p: Props) {
       labelSize: 12,
       labelRenderedSizeThreshold: 4,
       labelDensity: 1,
-      zIndex: true,
+      // the reducer applies colour, selection and marks from typed arrays (see styleNode), so a selection
+      // change repaints only the nodes whose state changed instead of re-indexing the whole graph
+      nodeReducer: (_key, a) => styleNode(styleRef.current, a as NodeAttrs),
       minCameraRatio: 0.002,
       maxCameraRatio: 4,
       stagePadding: 20,
@@ -176,35 +233,40 @@ export default memo(function GraphView(p: Props) {
   // build the drawn graph from a layout
   const keyOfIndex = useCallback((k: number, L: LayoutResult) => (k < L.ops.length ? `o${L.ops[k]}` : `g${L.collapsed[k - L.ops.length].id}`), []);
   useEffect(() => {
-    const g = graphRef.current, s = sigmaRef.current;
-    if (!layout || !g || !s || !hier || !nodes) return;
+    const s = sigmaRef.current;
+    if (!layout || !s || !hier || !nodes) return;
     // Big drawings use one-vertex point sprites and plain lines: 10x cheaper than quads where WebGL is software.
     const big = layout.ops.length + layout.collapsed.length > 500;
+    // Every setSetting re-indexes the whole graph sigma holds: change settings while it holds an empty one.
+    s.setGraph(new Graph({ multi: false, type: "directed" }));
     s.setSetting("defaultNodeType", big ? "point" : "circle");
     s.setSetting("defaultEdgeType", big ? "line" : "arrow");
-    g.clear();
+    // sigma picks label candidates over the whole graph's grid each frame: O(nodes) when zoomed in
+    s.setSetting("hideLabelsOnMove", big);
+    s.setSetting("minCameraRatio", minZoomRatio(s, Math.max(layout.width + 80, layout.height, 200)));
+    // The new graph is built while no renderer listens to it (sigma handled each added node and edge as an
+    // event, then recoloured and re-indexed all of them again: most of the 7-14 s of a 50,000-node expansion).
+    const g = new Graph({ multi: false, type: "directed" });
     // a first view of labelled blocks shows every block's label (sigma's label grid would drop some)
     const few = layout.ops.length + layout.collapsed.length <= 80;
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
       const n = nodes[i];
-      g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: 9, label: n.name.split("/").pop() || n.id, kind: "op", op: i, color: "#888" });
+      g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: OP_SIZE, label: n.name.split("/").pop() || n.id, kind: "op", op: i, k } satisfies NodeAttrs);
     }
-    for (const c of layout.collapsed) {
+    layout.collapsed.forEach((c, j) => {
       const grp = hier.groups.get(c.id)!;
-      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: 15, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, color: "#888", forceLabel: few, pinLabel: few });
-    }
+      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: GROUP_SIZE, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, k: layout.ops.length + j, pinLabel: few } satisfies NodeAttrs);
+    });
+    // the worker sends each drawn edge once (no self loops, no duplicates): no key generator, no hasEdge
     for (let e = 0; e < layout.edges.length; e += 2) {
-      const a = keyOfIndex(layout.edges[e], layout), b = keyOfIndex(layout.edges[e + 1], layout);
-      if (!g.hasEdge(a, b)) g.addEdge(a, b, { size: 1.2 });
+      g.addDirectedEdgeWithKey(e >> 1, keyOfIndex(layout.edges[e], layout), keyOfIndex(layout.edges[e + 1], layout), { size: 1.2 });
     }
     // software-rendered WebGL struggles with tens of thousands of edges while moving
     hideEdgesWhileMoving(s, g.size > 8000);
-    // sigma picks label candidates over the whole graph's grid each frame: O(nodes) when zoomed in
-    s.setSetting("hideLabelsOnMove", big);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
-    drawMinimapBase();
-    colorize();
+    graphRef.current = g;
+    styleRef.current = computeStyle(layout);
     const z = pendingZoom.current;
     pendingZoom.current = null;
     let done = false;
@@ -216,7 +278,9 @@ export default memo(function GraphView(p: Props) {
       propsRef.current.onDrawn?.();
     };
     s.on("afterRender", onRender);
-    s.refresh();
+    s.setGraph(g); // one indexation and one render
+    applyStyle(styleRef.current);
+    drawMinimapBase();
     if (z === "fit") fitTop(layout);
     else if (z) zoomTo(z);
     // eslint-disable-next-line react-hooks/exhaustive-deps
@@ -234,73 +298,111 @@ export default memo(function GraphView(p: Props) {
 
   const [legend, setLegend] = useState<{ min: number; max: number } | null>(null);
   const [unitLegend, setUnitLegend] = useState<UnitLegend | null>(null);
-  const colorize = useCallback(() => {
-    const g = graphRef.current, L = layoutRef.current, s = sigmaRef.current;
-    if (!g || !L || !s || !nodes) return;
-    const mv = metricValues();
-    const uc = unitColoring();
-    const m = METRICS.find((x) => x.key === metric)!;
-    const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
-    const sel = p.selection.ids;
-    const filt = p.filtered;
-    const overridden = p.evaluation?.overridden;
-    // which drawn items contain selected / filtered ops
-    const n = L.ops.length + L.collapsed.length;
-    const hasSel = new Uint8Array(n), hasFilt = new Uint8Array(n), hasOpt = new Uint8Array(n);
-    for (let i = 0; i < L.rep.length; i++) {
-      const id = nodes[i].id;
-      if (sel.has(id)) hasSel[L.rep[i]] = 1;
-      if (!filt || filt.has(id)) hasFilt[L.rep[i]] = 1;
-      if (overridden && toTable && toTable[i] >= 0 && overridden[toTable[i]]) hasOpt[L.rep[i]] = 1;
-    }
-    const rings: number[] = [];
-    let idx = 0;
-    const index = new Map<string, number>();
-    for (let k = 0; k < L.ops.length; k++) index.set(`o${L.ops[k]}`, idx++);
-    for (const c of L.collapsed) index.set(`g${c.id}`, idx++);
-    g.updateEachNodeAttributes((key, a) => {
-      const k = index.get(key)!;
-      let color: string;
-      if (uc) color = uc.colors[k];
-      else if (!mv) color = a.kind === "op" ? typeColor(nodes[a.op].type) : "#7b8199";
-      else if (m.diverging) color = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
-      else color = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
-      const selected = hasSel[k] === 1;
-      const dim = !!filt && !hasFilt[k];
-      const baseLabel = a.kind === "op" ? nodes[a.op].name.split("/").pop() || nodes[a.op].id : a.label.replace(/^◆ /, "");
-      if (hasOpt[k]) rings.push(a.x, -a.y, (a.kind === "op" ? 9 : 15) * (selected ? 1.6 : 1));
-      return {
-        ...a,
-        color: selected ? SEL : dim ? DIM : color,
-        size: (a.kind === "op" ? 9 : 15) * (selected ? 1.6 : 1),
-        zIndex: selected ? 2 : dim ? 0 : 1,
-        forceLabel: selected || !!a.pinLabel,
-        highlighted: false,
-        label: (hasOpt[k] ? "◆ " : "") + baseLabel,
-        optimized: hasOpt[k] === 1,
-      };
-    });
-    setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
-    setUnitLegend(uc?.legend ?? null);
-    halos.current = Float64Array.from(rings);
-    const el = root.current;
-    if (el) {
-      const hl: string[] = [];
-      for (const id of sel) {
-        const i = idToNode.get(id);
-        if (i !== undefined && L.rep[i] < L.ops.length) hl.push(id);
+  /** Colour, dimming and optimized mark of every drawn item (metric, filter, overrides); sets the legends. */
+  const baseStyle = useCallback(
+    (L: LayoutResult): Omit<Style, "sel" | "selCount"> => {
+      const mv = metricValues();
+      const uc = unitColoring();
+      const m = METRICS.find((x) => x.key === metric)!;
+      const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
+      const filt = p.filtered;
+      const overridden = p.evaluation?.overridden;
+      const n = L.ops.length + L.collapsed.length;
+      const inFilter = new Uint8Array(n), opt = new Uint8Array(n);
+      for (let i = 0; i < L.rep.length; i++) {
+        if (!filt || filt.has(nodes![i].id)) inFilter[L.rep[i]] = 1;
+        if (overridden && toTable && toTable[i] >= 0 && overridden[toTable[i]]) opt[L.rep[i]] = 1;
       }
-      el.dataset.highlighted = hl.join(",");
-      el.dataset.selected = p.selection.focus ?? "";
-      el.dataset.dimmed = String(filt ? n - hasFilt.reduce((a, b) => a + b, 0) : 0);
+      const color = new Array<string>(n);
+      const dim = new Uint8Array(n);
+      let dimmed = 0;
+      for (let k = 0; k < n; k++) {
+        if (uc) color[k] = uc.colors[k];
+        else if (!mv) color[k] = k < L.ops.length ? typeColor(nodes![L.ops[k]].type) : "#7b8199";
+        else if (m.diverging) color[k] = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
+        else color[k] = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
+        if (filt && !inFilter[k]) (dim[k] = 1), dimmed++;
+      }
+      setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
+      setUnitLegend(uc?.legend ?? null);
+      if (root.current) root.current.dataset.dimmed = String(dimmed);
+      return { color, dim, opt };
+    },
+    [nodes, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
+  );
+  /** Which drawn items hold a selected op (a collapsed group holding one is drawn selected). O(selection). */
+  const selectionStyle = useCallback(
+    (L: LayoutResult): Pick<Style, "sel" | "selCount"> => {
+      const sel = new Uint8Array(L.ops.length + L.collapsed.length);
+      let selCount = 0;
+      const hl: string[] = [];
+      for (const id of p.selection.ids) {
+        const i = idToNode.get(id);
+        if (i === undefined) continue;
+        const k = L.rep[i];
+        if (!sel[k]) (sel[k] = 1), selCount++;
+        if (k < L.ops.length) hl.push(id);
+      }
+      const el = root.current;
+      if (el) {
+        el.dataset.highlighted = hl.join(",");
+        el.dataset.selected = p.selection.focus ?? "";
+      }
+      return { sel, selCount };
+    },
+    [p.selection, idToNode],
+  );
+  const computeStyle = (L: LayoutResult): Style => ({ ...baseStyle(L), ...selectionStyle(L) });
+
+  /** Repaint drawn items (null: all) from styleRef without re-indexing the graph: sigma re-runs the reducer
+   * for those nodes and rewrites their slots in its buffers; the label grid and the edges stay as they are. */
+  const repaint = (items: number[] | null) => {
+    const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
+    if (!s || !g || !L) return;
+    const keys = items === null ? g.nodes() : items.map((k) => keyOfIndex(k, L)).filter((key) => g.hasNode(key));
+    try {
+      s.refresh({ partialGraph: { nodes: keys }, skipIndexation: true, schedule: true });
+    } catch {
+      s.refresh({ schedule: true }); // not indexed yet: the scheduled full refresh paints them
     }
-    // no s.refresh(): updateEachNodeAttributes already makes sigma update every node and schedule one render;
-    // a full refresh on top re-indexed the whole graph again (twice per layout of 50,000 nodes)
-  }, [nodes, metricValues, unitColoring, metric, p.selection, p.filtered, p.evaluation, toTable, idToNode]);
+  };
+  /** Rings of optimized items (drawn on the overlay), which grow with the selection. */
+  const applyStyle = (st: Style | null) => {
+    const g = graphRef.current, L = layoutRef.current;
+    if (!st || !g || !L) return;
+    const rings: number[] = [];
+    for (let k = 0; k < st.opt.length; k++) {
+      if (!st.opt[k]) continue;
+      const a = g.getNodeAttributes(keyOfIndex(k, L)) as NodeAttrs;
+      rings.push(a.x, -a.y, a.size * (st.sel[k] ? SEL_GROW : 1));
+    }
+    halos.current = Float64Array.from(rings);
+  };
 
   useEffect(() => {
-    if (layoutRef.current) colorize();
-  }, [colorize]);
+    const L = layoutRef.current;
+    if (!L || !graphRef.current || styleRef.current?.sel.length !== L.ops.length + L.collapsed.length) return;
+    styleRef.current = { ...styleRef.current, ...baseStyle(L) };
+    applyStyle(styleRef.current);
+    repaint(null);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [baseStyle]);
+
+  useEffect(() => {
+    const L = layoutRef.current, old = styleRef.current;
+    if (!L || !graphRef.current || !old || old.sel.length !== L.ops.length + L.collapsed.length) return;
+    const next = selectionStyle(L);
+    // only the items whose state changed; all selected ones when their labels switch on or off
+    const labelsFlip = (old.selCount <= LABELLED_SELECTION) !== (next.selCount <= LABELLED_SELECTION);
+    const changed: number[] = [];
+    for (let k = 0; k < next.sel.length; k++) {
+      if (old.sel[k] !== next.sel[k] || (labelsFlip && next.sel[k])) changed.push(k);
+    }
+    styleRef.current = { ...old, ...next };
+    applyStyle(styleRef.current);
+    repaint(changed);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [selectionStyle]);
 
   // ---- camera ----
   /** Whole graph if it is compact; a tall chain is shown from its top at a readable scale. */
@@ -478,9 +580,8 @@ export default memo(function GraphView(p: Props) {
       colorOf: (id) => {
         const g = graphRef.current, L = layoutRef.current, i = idToNode.get(id);
         if (!g || !L || i === undefined) return null;
-        const k = L.rep[i];
-        const key = k < L.ops.length ? `o${L.ops[k]}` : `g${L.collapsed[k - L.ops.length].id}`;
-        return g.hasNode(key) ? g.getNodeAttribute(key, "color") : null;
+        const key = keyOfIndex(L.rep[i], L);
+        return g.hasNode(key) ? (sigmaRef.current?.getNodeDisplayData(key)?.color ?? null) : null;
       },
       cheap: (on: boolean) => {
         const s = sigmaRef.current!;
