@@ -11,7 +11,7 @@ carries `source_nodes`, the ids of the source-graph nodes it implements.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any
 
 Dim = int | str  # str = symbolic dimension ("batch", "seq")
@@ -153,8 +153,8 @@ class Graph:
             "outputs": self.outputs,
             "metadata": self.metadata,
             "eliminated": self.eliminated,
-            "nodes": [_drop_empty(asdict(n)) for n in self.nodes],
-            "values": [_drop_empty(asdict(v)) for v in self.values.values()],
+            "nodes": [_record(n, _NODE_FIELDS) for n in self.nodes],
+            "values": [_record(v, _VALUE_FIELDS) for v in self.values.values()],
         }
 
     @classmethod
@@ -188,9 +188,21 @@ def _weight_stats(w: dict[str, JSON]) -> WeightStats:
     return WeightStats(**{**w, "ints": tuple(ints) if ints is not None else None})
 
 
-def _drop_empty(d: dict[str, JSON]) -> dict[str, JSON]:
-    # Keeps stored graphs small: 50k nodes with empty fields add megabytes.
-    return {k: v for k, v in d.items() if v not in ("", None, [], {})}
+_NODE_FIELDS = tuple(f.name for f in fields(Node))
+_VALUE_FIELDS = tuple(f.name for f in fields(Value))
+
+
+def _record(obj: Node | Value, names: tuple[str, ...]) -> dict[str, JSON]:
+    """`asdict(obj)` without its empty fields (50k nodes with empty fields add megabytes), and without asdict's deep
+    copy of every list and dict, which took most of the time of storing a large analysis: the document shares the
+    graph's lists, so it is for serialising at once, not for editing."""
+    out: dict[str, JSON] = {}
+    for k in names:
+        v = getattr(obj, k)
+        if v in ("", None, [], {}):
+            continue
+        out[k] = asdict(v) if is_dataclass(v) else v  # location, weight, quant: small, rare records
+    return out
 
 
 def namespace_from_name(name: str) -> str:

@@ -139,11 +139,13 @@ def _options(services: Services, model: Model) -> pipeline.AnalysisOptions:
 _Stored = tuple[str, str, str, int]  # (kind, target, blob key, size)
 
 
-def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline.AnalysisResult) -> list[_Stored]:
+def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline.AnalysisResult,
+                tables: dict[str, dict[str, Any]] | None = None) -> list[_Stored]:
     """Write every result document to the blob store, under keys of this job (`keys.result(..., job_id=...)`:
     a stored key never changes content, so caches keyed by blob key cannot serve old results). No database
     transaction is open meanwhile, so a large analysis (tens of MB of JSON) never holds SQLite's write lock
-    while readers wait; `record_artifacts` then points the rows at them in one short transaction."""
+    while readers wait; `record_artifacts` then points the rows at them in one short transaction. `tables`, when
+    given, gets each target's `work_unknown` (what the summary needs of the ops table, not the table itself)."""
     out: list[_Stored] = []
 
     def key(kind: str, target: str, ext: str) -> str:
@@ -165,7 +167,11 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
         put_json("graph", t, view)
         put_json("graph_columns", t, graph_columns(view))
         put_json("compiled_ir", t, r.compiled.to_json())
-        put_json("ops", t, results.ops_table(r, result.source))
+        table = results.ops_table(r, result.source)
+        put_json("ops", t, table)
+        if tables is not None:
+            tables[t] = {"work_unknown": table["work_unknown"]}
+        del table
         put_json("options", t, r.sweep.bulk)
         blob, offsets = pack(r.sweep.per_op)
         out.append(("op_options", t, key("op_options", t, "pack"),
@@ -258,8 +264,9 @@ def _run_claimed(services: Services, job_id: str, token: str, beat: lease.Heartb
                                       on_plan=lambda plans: _store_plan(services, job_id, token, plans))
             progress("store", 0.0)
             t0 = time.perf_counter()
-            stored = store_blobs(services, model_id, job_id, result)
-            summary = results.summary(result)
+            tables: dict[str, dict[str, Any]] = {}
+            stored = store_blobs(services, model_id, job_id, result, tables)
+            summary = results.summary(result, tables)
             result.stage_seconds["store"] = time.perf_counter() - t0
     except lease.LeaseLost:
         log.warning("job %s: lease lost (another worker took it over); stopped", job_id)
