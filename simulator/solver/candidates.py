@@ -10,6 +10,7 @@ import numpy as np
 from .budget import TOL
 from .state import Pricing, State
 
+CLASS_AFTER = 32  # ops priced under one gradient before their classes' candidates are built at once
 EPS_COST = 1e-3  # a change that touches no new op still costs a little, so the search prefers fewer moves
 
 
@@ -52,7 +53,7 @@ class Candidates(Pricing):
         key = w.tobytes()
         if key != self._reps_key:
             self._reps_key, self._reps_val, self._choices_memo = key, [], {}
-            self._candidates_memo = {}
+            self._candidates_memo, self._class_memo = {}, {}
             for c in self.t.classes:
                 sc = c.m @ w
                 r = np.empty((len(c.members), len(c.groups)), dtype=np.int64)
@@ -134,9 +135,18 @@ class Candidates(Pricing):
         hit = self._candidates_memo.get(i)
         if hit is not None:
             return hit
-        ks, gs = self._choices_g(i, w, False)
         r = self.t.rows[i]
         c, init = r.cls, len(r.combos)
+        if i not in self.keep and len(self._candidates_memo) >= CLASS_AFTER:
+            # Many ops priced under one gradient (a repair's first pass): take them from their class's arrays.
+            ci = self.cidx[id(c)]
+            cc = self._class_memo.get(ci)
+            if cc is None:
+                cc = self._class_memo[ci] = self._class_candidates(ci)
+            ka = cc[0][r.pos]
+            hit = self._candidates_memo[i] = (ka.tolist(), ka, cc[1][r.pos], cc[2], cc[3], cc[4][r.pos], len(c.groups))
+            return hit
+        ks, gs = self._choices_g(i, w, False)
         ka = np.array(ks)
         own = c.m[r.pos][np.minimum(ka, init - 1)]
         at_init = ks.index(init) if init in ks else -1
@@ -147,6 +157,20 @@ class Candidates(Pricing):
         nf = np.array([self.non_float(i, k) for k in ks], dtype=np.float64)
         hit = self._candidates_memo[i] = (ks, ka, own, c.g_in[gi], c.g_out[gi], nf, at_init)
         return hit
+
+    def _class_candidates(self, ci: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """_candidates of every op of class ci not kept float (each signature's representative, then the starting
+        choice): (choices [M, G+1], own rows [M, G+1, 4], in-pair and out-pair index [G+1], non-float [M, G+1])."""
+        c, reps = self.t.classes[ci], self._reps_val[ci]
+        n, g = reps.shape
+        members = np.array(c.members)
+        ks = np.concatenate([reps, np.full((n, 1), len(c.combos))], axis=1)
+        own = np.concatenate([np.take_along_axis(c.m, reps[:, :, None], axis=1), self.init_arr[members][:, None, :]],
+                             axis=1)
+        nf = np.empty((n, g + 1))
+        nf[:, :g] = ~np.array([f for f, _ in c.groups])
+        nf[:, g] = np.array(self.init_non_float)[members]
+        return ks, own, np.append(c.g_in, c.g_in[0]), np.append(c.g_out, c.g_out[0]), nf
 
     def best(self, st: State, i: int, objective: str, w: np.ndarray, e0: float) -> tuple[float, int]:
         """(score, choice) of op i's best change; every signature's representative priced at once."""

@@ -77,6 +77,7 @@ class Pricing:
         self._reps_val: list[np.ndarray] = []
         self._choices_memo: dict[tuple[int, bool], tuple[list[int], list[int]]] = {}  # for the weights of _reps
         self._candidates_memo: dict[int, Any] = {}  # likewise
+        self._class_memo: dict[int, Any] = {}  # likewise, per class
         self.own_bound = np.full(len(ops), np.inf)
         self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
         self.n_combos = np.array([len(r.combos) for r in t.rows])
