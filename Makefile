@@ -9,8 +9,9 @@ PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lo
 run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
 
+# One pytest-xdist worker per CPU, a test file per worker at a time (a file's fixtures are set up once).
 test: install-dev converter web chromium services
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n auto --dist loadfile $(ARGS)
 
 # The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes, import rules),
 # no process, server, database or browser; under a minute. `make test` runs it too, with everything else.

@@ -24,17 +24,35 @@ from edgescope.config import Settings
 from testkit.live import FAST_PROFILE, ROOT, LiveServer, free_port, start_server, wait_http  # noqa: F401
 
 POSTGRES_ADMIN_URL = os.environ.get("EDGESCOPE_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("EDGESCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+# pytest-xdist runs the suite in parallel workers (gw0, gw1, ...; `make test` asks for one per CPU).
+XDIST_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def _worker_redis_url(url: str) -> str:
+    """Each worker its own Redis database: two workers' Celery apps on one queue would take each other's tasks."""
+    base, _, db = url.rpartition("/")
+    return f"{base}/{(int(db) - XDIST_WORKER) % 16}" if db.isdigit() else url
+
+
+REDIS_URL = _worker_redis_url(os.environ.get("EDGESCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
 
 
 @pytest.fixture(scope="session")
 def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One host calibration for the whole run: it measures kernels and takes seconds (minutes on a busy
-    machine). EDGESCOPE_TEST_CALIBRATION_SEED names a cache to start from (used as is if it is current)."""
-    folder = tmp_path_factory.mktemp("calibration")
+    """One host calibration for the whole run, shared by the parallel workers: it measures kernels and takes
+    a minute or two (more on a busy machine); the first worker that needs it calibrates and the others wait on
+    its file lock (`simulator.calibration.load_or_calibrate`). EDGESCOPE_TEST_CALIBRATION_SEED names a cache to
+    start from (used as is if it is current)."""
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent  # the workers' common folder
+    folder = root / "calibration"
+    folder.mkdir(exist_ok=True)
     seed = os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED")
-    if seed and Path(seed).is_file():
-        shutil.copyfile(seed, folder / "host-cpu.json")
+    if seed and Path(seed).is_file() and not (folder / "host-cpu.json").exists():
+        part = folder / f"host-cpu.json.{XDIST_WORKER}"
+        shutil.copyfile(seed, part)
+        part.replace(folder / "host-cpu.json")  # atomic: the other worker never reads half a file
     return folder
 
 
