@@ -5,7 +5,8 @@ Measured with LiteRT 2.3.0's profiler on files ai-edge-quantizer writes (compile
   the weights once when it prepares the model, and XNNPACK runs the fp32 file's operators (an fp16-weight
   MobileNetV2 ran the same F32 GEMMs and DWConvs, in the same time). On the CPU an fp16 option is fp32.
 - int8 weights with float activations (dynamic int8): XNNPACK runs CONV_2D and FULLY_CONNECTED as QD8 x QC8W
-  GEMMs, each input quantized on the fly (a `Convert (NC, F32, QDU8)` before a conv; inside the FC);
+  GEMMs, each input quantized on the fly (a `Convert (NC, F32, QDU8)` before a conv, QD8 on a CPU without VNNI dot
+  products such as an AVX2-only EPYC; inside the FC);
   DEPTHWISE_CONV_2D it does not take, so TFLite's own hybrid kernel runs it, and the delegate partition is cut
   there (MobileNetV2: the depthwise convs went from 1.2 ms to 54 ms, the 1x1 convs from 5.2 to 3.8 ms).
 - int8 weights and activations (static int8): XNNPACK's QS8 / QC8 kernels (the generic int8 path).
