@@ -160,6 +160,10 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
                                       hardware=hardware_for(r.target, opts.calibration_path), source=source,
                                       observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
+        skipped = export_check_skipped(source) if source.format == "onnx" and opts.check_exports else None
+        for r in results:
+            if skipped and get_target(r.target).export == "onnx":
+                r.sweep.bulk["export_check"] = skipped
         if export_check is not None:
             from compiler.optimize.onnx_export import mark_dry_run
 
@@ -171,6 +175,21 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)
 
 
+# The export check exports the file once per way of writing it (7 dry runs, ORT's quantizers with calibration):
+# linear in the graph, it was the longest part of a 10,000-node analysis (waited ~6 min at the end of simulate on a
+# loaded 2-core machine, beside the profiling it shares the CPUs with). Above this many source nodes it is skipped and
+# each ONNX target's option table says so (`export_check`); an export of such a model is checked when it is made.
+EXPORT_CHECK_MAX_NODES = 20_000
+
+
+def export_check_skipped(source: Graph) -> str | None:
+    """Why the export check does not run on this graph (None: it runs)."""
+    n = len(source.nodes)
+    if n > EXPORT_CHECK_MAX_NODES:
+        return f"not checked before export: {n:,} nodes (the check runs on models up to {EXPORT_CHECK_MAX_NODES:,})"
+    return None
+
+
 def _start_export_check(model_path: Path, source: Graph, opts: AnalysisOptions,
                         plans: dict[str, Any]) -> Future[dict[str, str | None]] | None:
     """Presets the ONNX exporter cannot write for this file are marked in each ONNX target's option table (and so
@@ -180,6 +199,8 @@ def _start_export_check(model_path: Path, source: Graph, opts: AnalysisOptions,
 
     if source.format != "onnx" or not opts.check_exports or not any(get_target(t).export == "onnx"
                                                                      for t in opts.targets):
+        return None
+    if export_check_skipped(source):
         return None
     from compiler.input_plan import concrete_shapes, fill_values
     from compiler.optimize.onnx_export import dry_run
