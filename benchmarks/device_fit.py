@@ -38,11 +38,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from compiler.vocabulary.targets import get_target  # noqa: E402
 from simulator import published  # noqa: E402
 from simulator.profiles import HARDWARE_DIR, HardwareProfile, load_profile  # noqa: E402
 from simulator.published import Measurement  # noqa: E402
 from simulator.roofline import efficiency  # noqa: E402
-from simulator.targets import get_target  # noqa: E402
 
 # What each published precision is in Edgescope's options. AI Hub's "float" is the fp32 model (run at fp16 on the
 # HTP); w8a16 (int8 weights, 16-bit activations) has no int16 activation format here: fp16 activations with int8

@@ -57,7 +57,7 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
     from compiler.input_plan import concrete_shapes, fill_values
     from compiler.optimize.onnx_export import export_onnx
     from compiler.profile import ProfileSettings
-    from simulator.options import OptionError
+    from compiler.vocabulary.options import OptionError
     from simulator.totals import totals
     from worker.pipeline import AnalysisOptions, analyze, user_errors
 

@@ -153,8 +153,8 @@ def _exports(name: str, src_path: Path, options: tuple[str, ...], tmp: Path) -> 
 def size_only(quick: bool = False) -> None:
     """Predicted vs written file size per model x option, on the uncalibrated host profile (calibration
     fits latency figures only; the storage and record model does not read them)."""
+    from compiler.vocabulary.targets import get_target
     from simulator.profiles import load_profile
-    from simulator.targets import get_target
     from simulator.totals import totals
 
     t = get_target("ort-cpu/host")
@@ -198,12 +198,12 @@ def main() -> None:
         return
 
     from compiler.backends import ort as ort_backend
+    from compiler.vocabulary.targets import get_target
     from simulator.calibration import load_or_calibrate, profile_from_cache, record_fidelity, save_cache
     from simulator.calibration_bench import build_bench
     from simulator.calibration_fit import fit_bench
     from simulator.calibration_timing import time_interleaved
     from simulator.measured import measured_ms
-    from simulator.targets import get_target
     from simulator.totals import totals
 
     models = _torch_models()

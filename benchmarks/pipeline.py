@@ -154,7 +154,7 @@ def main() -> None:
     ap.add_argument("--calibration", type=Path, help="a host calibration cache to start from (skips ~100 s)")
     a = ap.parse_args()
     if a.all_targets:
-        from simulator.targets import default_targets
+        from compiler.vocabulary.targets import default_targets
 
         TARGETS[:] = default_targets("onnx")
     models = {} if a.only_scale else dict(MODELS)

@@ -179,7 +179,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     from worker.pipeline import STAGE_WEIGHT, STAGES, AnalysisOptions, analyze as run, user_errors
 
     from compiler.frontends import detect
-    from simulator.targets import default_targets, runs_format
+    from compiler.vocabulary.targets import default_targets, runs_format
 
     settings = Settings.from_env()
     shapes, vals = _parse_inputs(inputs, values)

@@ -11,13 +11,13 @@ import dataclasses
 from dataclasses import dataclass
 
 from compiler.graph import Graph
+from compiler.vocabulary.formats import BITS, lut_bits
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import Target
 from simulator.costs import base_kind, fold_constants
-from simulator.formats import BITS, lut_bits
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
-from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
 from simulator.roofline import Path
-from simulator.targets import Target
 
 # Compiled op types -> the op type placement rules (EP op lists) talk about.
 PLACEMENT_OP: dict[str, str] = {

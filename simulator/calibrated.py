@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import os
 
+from compiler.vocabulary.targets import Target, get_target
 from simulator.profiles import HardwareProfile, load_profile
-from simulator.targets import Target, get_target
 
 
 def hardware_for(target: str | Target, calibration_path: str | os.PathLike[str] | None = None) -> HardwareProfile:

@@ -23,8 +23,8 @@ import numpy as np
 from compiler.graph import Graph
 from compiler.optimize import litert_rules
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
+from compiler.vocabulary.options import Combo, Preset, all_combos
 from simulator.costs import WEIGHTED_KINDS, Work
-from simulator.options import Combo, Preset, all_combos
 
 # Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS).
 _KERNEL_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from compiler.vocabulary.formats import BITS, lut_bits
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work
-from simulator.formats import BITS, lut_bits
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
-from simulator.options import Combo
 from simulator.roofline import Path
-from simulator.targets import Target
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,13 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from simulator.formats import BITS
-from simulator.options import Combo
+from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.options import Combo
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
+    from compiler.vocabulary.targets import Target
     from simulator.profiles import Unit
-    from simulator.targets import Target
 
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})

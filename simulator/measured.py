@@ -13,8 +13,8 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.profile import Profile
+from compiler.vocabulary.targets import Target
 from simulator.control_flow import discount_parents
-from simulator.targets import Target
 
 
 def total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,

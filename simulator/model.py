@@ -22,7 +22,7 @@ def compile_for(path: str | os.PathLike[str], target: str, workdir: str | os.Pat
     """(source, compiled, input plan) for `target` at the inputs the worker would use (the given shapes and
     values, defaults for the rest), through the same backend registry and input planning as the worker."""
     from compiler.prepare import prepare
-    from simulator.targets import check_targets_format, get_target
+    from compiler.vocabulary.targets import check_targets_format, get_target
 
     get_target(target)  # unknown names fail here, with the list of targets
     source = load_source(path)

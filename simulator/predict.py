@@ -13,9 +13,9 @@ from typing import Any
 
 from compiler.graph import Graph
 from compiler.input_plan import fill_values
+from compiler.vocabulary.options import OptionError, parse_combo, parse_preset
+from compiler.vocabulary.targets import get_target
 from simulator.labels import label_text
-from simulator.options import OptionError, parse_combo, parse_preset
-from simulator.targets import get_target
 
 METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
 

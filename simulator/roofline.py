@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
+from compiler.vocabulary.formats import ACTIVATION_FORMATS, BITS
+from compiler.vocabulary.options import Combo
 from simulator.costs import PARENT_KIND, Work
-from simulator.formats import ACTIVATION_FORMATS, BITS
-from simulator.options import Combo
 from simulator.profiles import HardwareProfile, Unit
 
 Num = Any  # a float, or a numpy array of them (the formulas broadcast)

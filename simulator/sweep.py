@@ -16,10 +16,11 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.profile import Profile
+from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan
 from simulator.control_flow import control_dispatches, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
-from simulator.formats import BITS
 from simulator.file_bytes import (
     Stored,
     export_events,
@@ -30,7 +31,6 @@ from simulator.file_bytes import (
     weight_bytes,
 )
 from simulator.onnx_file import ExportRecords
-from simulator.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.shapes import fill_shapes
 from simulator.measured import measured_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
@@ -51,7 +51,7 @@ from simulator.roofline import (
     stack,
     task_cost,
 )
-from simulator.targets import Target, get_target
+from compiler.vocabulary.targets import Target, get_target
 from simulator.totals import totals
 
 SCHEMA = 1

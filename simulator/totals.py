@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.formats import BITS
-from simulator.options import OptionError, parse_combo
+from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.roofline import conversion_bytes, conversion_ms, crossing_bytes, crossing_ms, memory_power_mw
 
 

@@ -47,7 +47,7 @@ def test_every_api_route_documented(app) -> None:  # type: ignore[no-untyped-def
 
 
 def test_every_target_and_hardware_profile_documented() -> None:
-    from simulator.targets import list_targets
+    from compiler.vocabulary.targets import list_targets
 
     profiles = [p.stem for p in (ROOT / "simulator" / "hardware").glob("*.yaml")]
     missing = [f"`{t}`" for t in list_targets() + profiles if f"`{t}`" not in README]

@@ -218,8 +218,8 @@ def _delete_blobs(services: Services, blob_keys: list[str]) -> None:
 
 
 def _calibrate_if_needed(services: Services, opts: pipeline.AnalysisOptions, progress: _Progress) -> None:
+    from compiler.vocabulary.targets import get_target
     from simulator.calibration import is_cached, load_or_calibrate
-    from simulator.targets import get_target
 
     path = opts.calibration_path
     try:

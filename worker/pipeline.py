@@ -64,8 +64,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     shown to the user as is (anything else is an internal error, logged with its traceback)."""
     from compiler import errors as cerr
     from compiler.graph import ModelFormatError
-
-    from simulator.options import OptionError
+    from compiler.vocabulary.options import OptionError
 
     # UnknownTarget is an OptionError.
     return (ModelFormatError, cerr.ModelRunError, cerr.SandboxError, cerr.InputSpecError,
@@ -84,10 +83,10 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     from compiler.input_hints import explain
     from compiler.prepare import prepare
     from compiler.profile import ProfileSettings
+    from compiler.vocabulary.targets import get_target
     from simulator import sweep as sim_sweep
     from simulator.calibrated import hardware_for
     from simulator.control_flow import observed_executions
-    from simulator.targets import get_target
 
     seconds: dict[str, float] = {}
     for t in opts.targets:
@@ -104,7 +103,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
     with timed("parse"):
         # In a sandboxed child: parsing untrusted files (archives above all) never runs in the caller.
         source = frontends.load_isolated(model_path, opts.format, opts.timeout_s, opts.memory_limit_bytes)
-        from simulator.targets import check_targets_format
+        from compiler.vocabulary.targets import check_targets_format
 
         check_targets_format(opts.targets, source.format)  # a .tflite on ort-cpu/host: the format's targets
 
@@ -195,7 +194,7 @@ def _start_export_check(model_path: Path, source: Graph, opts: AnalysisOptions,
     """Presets the ONNX exporter cannot write for this file are marked in each ONNX target's option table (and so
     never offered as exportable): one dry-run export per distinct way of writing the file, in a sandboxed child
     started in a thread (with this context: the sandbox's scratch folder is a context variable)."""
-    from simulator.targets import get_target
+    from compiler.vocabulary.targets import get_target
 
     if source.format != "onnx" or not opts.check_exports or not any(get_target(t).export == "onnx"
                                                                      for t in opts.targets):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from simulator.options import Combo, OptionError, parse_combo, parse_preset
+from compiler.vocabulary.options import Combo, OptionError, parse_combo, parse_preset
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ from typing import Any
 
 from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
-from simulator.formats import lut_bits
-from simulator.options import OptionError
+from compiler.vocabulary.formats import lut_bits
+from compiler.vocabulary.options import OptionError
 
 FLOAT_FORMAT = "fp16"  # ML Program default precision
 MIN_WEIGHT_ELEMENTS = 2048  # coremltools' weight_threshold: smaller consts (biases) stay uncompressed

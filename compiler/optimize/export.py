@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
-from simulator.options import OptionError
-from simulator.targets import get_target
+from compiler.vocabulary.options import OptionError
+from compiler.vocabulary.targets import get_target
 
 # File extension of each exporter's output (a Core ML package is a folder, so it is zipped).
 EXTENSIONS = {"onnx": ".onnx", "coreml": ".mlpackage.zip", "tflite": ".tflite"}

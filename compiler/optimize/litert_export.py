@@ -31,7 +31,7 @@ from compiler.optimize import litert_rules
 from compiler.optimize.choices import Choice, resolve_option
 from compiler.optimize.litert_rules import FLOAT_FORMAT
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 CALIBRATION_SAMPLES = 8
 SIGNATURE_KEY = "serving_default"  # the quantizer calibrates through a signature runner

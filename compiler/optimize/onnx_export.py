@@ -24,8 +24,8 @@ from compiler.optimize.onnx_prepare import (OPSET_PALETTE, OPSET_STATIC_INT8, cl
                                              one_line, opset, quant_ready)
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
-from simulator.formats import lut_bits
-from simulator.options import OptionError
+from compiler.vocabulary.formats import lut_bits
+from compiler.vocabulary.options import OptionError
 
 WEIGHTED_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
 
@@ -382,7 +382,7 @@ DRY_RUN_OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights"
 
 def dry_run_option(preset: str) -> str:
     """The DRY_RUN_OPTIONS entry whose file has the structure `preset`'s file has."""
-    from simulator.options import parse_preset
+    from compiler.vocabulary.options import parse_preset
 
     p = parse_preset(preset)
     c = p.resolve(FLOAT_FORMAT, True)

@@ -13,7 +13,7 @@ from pathlib import Path
 import onnx
 
 from compiler.frontends.onnx_scopes import name_by_id
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 # Opset each kind of step writes ops of: per-channel DequantizeLinear (`axis`), BitwiseAnd in the palette decoder.
 OPSET_STATIC_INT8 = 13

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from simulator.options import Combo, parse_preset
+from compiler.vocabulary.options import Combo, parse_preset
 
 # The exporter's float: presets saying "float" are written as fp32 whatever the target (ORT CPU's float).
 FLOAT_FORMAT = "fp32"

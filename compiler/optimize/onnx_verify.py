@@ -12,7 +12,7 @@ import onnx
 from onnx import TensorProto
 
 from compiler.optimize.onnx_prepare import one_line
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 _DYNAMIC_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
 

@@ -34,7 +34,7 @@ def parse_ops(ops: tuple[str, ...]) -> dict[str, str]:
 def user_errors() -> tuple[type[BaseException], ...]:
     from compiler.errors import InputSpecError, ModelRunError, SandboxError
     from compiler.graph import ModelFormatError
-    from simulator.options import OptionError
+    from compiler.vocabulary.options import OptionError
 
     return (OptionError, ModelFormatError, ModelRunError, InputSpecError, SandboxError)
 

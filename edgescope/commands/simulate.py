@@ -136,9 +136,9 @@ def _feeds(result: dict[str, Any]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True)
 def options(as_json: bool) -> None:
     """List the option names and what each means on each backend."""
-    from simulator.formats import ACTIVATION_FORMATS, KERNEL_FORMATS, SPARSITIES
-    from simulator.options import BACKEND_NOTES, BULK_PRESETS, all_presets
-    from simulator.targets import get_target, list_targets
+    from compiler.vocabulary.formats import ACTIVATION_FORMATS, KERNEL_FORMATS, SPARSITIES
+    from compiler.vocabulary.options import BACKEND_NOTES, BULK_PRESETS, all_presets
+    from compiler.vocabulary.targets import get_target, list_targets
 
     presets = [{"name": p.name, "description": p.description} for p in all_presets()]
     data = {"presets": presets, "combinations": [p for p in BULK_PRESETS if "+" in p],

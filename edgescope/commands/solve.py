@@ -16,13 +16,13 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
            calibration: Path | None, shapes: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """Compile and sweep MODEL as `predict` does, then solve on its option table."""
     from compiler.input_plan import fill_values
+    from compiler.vocabulary.options import parse_preset
+    from compiler.vocabulary.targets import get_target
     from simulator.model import compile_for
-    from simulator.options import parse_preset
     from simulator.predict import label_text, task_overrides
     from simulator.solver import prepare, solution_json, solve
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
-    from simulator.targets import get_target
 
     t = get_target(target)
     preset = parse_preset(model_wide).name

@@ -14,7 +14,7 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select, update
 
-from simulator.options import OptionError, parse_combo, parse_preset
+from compiler.vocabulary.options import OptionError, parse_combo, parse_preset
 from store.db import session_scope
 from store.models import Analysis, Model
 

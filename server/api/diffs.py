@@ -10,8 +10,8 @@ from flask import Blueprint, jsonify, request
 from flask.typing import ResponseReturnValue
 
 from compiler.matching import match_ops, ops_from_documents
+from compiler.vocabulary.options import OptionError
 from simulator.analysis_diff import State, state_diff
-from simulator.options import OptionError
 from store.blobs import BlobNotFound
 from store.db import session_scope
 from store.models import Model

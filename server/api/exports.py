@@ -53,7 +53,7 @@ def create_export(model_id: str) -> ResponseReturnValue:
             raise ApiError(409, "not_ready", "The model's analysis has not finished; export it when it is ready.")
         state = validate_state(s, m, data.get("state", {}))
         from compiler.optimize.export import check_state
-        from simulator.options import OptionError
+        from compiler.vocabulary.options import OptionError
 
         try:  # refused here, not in the worker: no exporter for this model, or an option it lacks
             check_state(state["target"], m.format, state["model_wide"], state["overrides"])
@@ -106,7 +106,7 @@ def download_export(model_id: str, export_id: str) -> ResponseReturnValue:
 def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
     """What the option table marks not exportable in this state (ONNX targets mark it: docs/option-table.md):
     the model-wide preset's reason, or the first override whose combo is marked."""
-    from simulator.options import parse_preset
+    from compiler.vocabulary.options import parse_preset
     from store.packed import read_record
 
     from .stored import json_blob, op_index, require_artifact, version_of

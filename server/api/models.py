@@ -66,8 +66,8 @@ def _input_values(values: dict[str, Any] | None = None) -> dict[str, float]:
 
 
 def _targets(fmt: str) -> list[str]:
-    from simulator.targets import (TargetFormatError, check_targets_format, default_targets, list_targets,
-                                   runs_format)
+    from compiler.vocabulary.targets import (TargetFormatError, check_targets_format, default_targets,
+                                             list_targets, runs_format)
 
     asked = _json_field("targets", list)
     targets = asked or list(services().settings.default_targets or default_targets(fmt))

@@ -12,7 +12,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from store.blobs import BlobNotFound, BlobStore
 from store.db import session_scope
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 LIMITS: tuple[str, ...] = ("latency_ms", "peak_memory_bytes", "size_bytes", "memory_power_mw")
 TOL = 1e-9  # relative slack on the search's tracked sums (the exact totals of simulator.totals decide)

@@ -8,7 +8,7 @@ import heapq
 
 import numpy as np
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 from .candidates import EPS_COST, Candidates
 from .state import State

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from simulator.totals import edge_terms
 
 from .budget import Budget, excess

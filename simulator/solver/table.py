@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from simulator.formats import FLOAT_FORMATS
+from compiler.vocabulary.formats import FLOAT_FORMATS
 
 METRIC_KEYS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")  # an op's own row, in this order
 

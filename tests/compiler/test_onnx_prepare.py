@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 from compiler.frontends import onnx as onnx_frontend
 from compiler.optimize.onnx_export import export_onnx
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from tests import modelzoo
 
 warnings.filterwarnings("ignore")
@@ -70,7 +70,7 @@ def test_override_keyed_by_analysis_id_reaches_its_node(messy: Path, tmp_path: P
 
 def test_dry_run_checks_each_way_of_writing_the_file_and_marks_the_table(messy: Path) -> None:
     from compiler.optimize.onnx_export import DRY_RUN_OPTIONS, dry_run, dry_run_option, mark_dry_run
-    from simulator.options import BULK_PRESETS
+    from compiler.vocabulary.options import BULK_PRESETS
 
     reasons = dry_run(messy, {"input": [1, 3, 16, 16]}, timeout_s=300)
     assert set(reasons) == set(DRY_RUN_OPTIONS) and all(r is None for r in reasons.values()), reasons

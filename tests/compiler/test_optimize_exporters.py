@@ -9,7 +9,7 @@ import pytest
 from compiler.optimize.choices import resolve_option
 from compiler.optimize.export import check_state, exporter
 from compiler.optimize.litert_export import check_options, export_tflite, recipe_kind, with_signature
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 
 @pytest.mark.parametrize("option,kind", [

@@ -161,7 +161,7 @@ def test_options_lists_every_preset_per_backend() -> None:
 
 def test_option_table_doc_names_every_preset() -> None:
     doc = (Path(__file__).parents[2] / "docs" / "option-table.md").read_text()
-    from simulator.options import BULK_PRESETS
+    from compiler.vocabulary.options import BULK_PRESETS
 
     for name in ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-4bit", "prune-50"):
         assert name in doc
@@ -169,7 +169,7 @@ def test_option_table_doc_names_every_preset() -> None:
 
 
 def test_optimize_model_as_the_worker_calls_it(cli: tuple[CliRunner, Path, Path], tmp_path: Path) -> None:
-    from simulator.options import OptionError
+    from compiler.vocabulary.options import OptionError
     from simulator.predict import optimize_model
 
     _, model, cache = cli

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.options import Combo
 from simulator.profiles import load_profile
-from simulator.targets import get_target
 
 HOST = get_target("ort-cpu/host")
 HW = load_profile("host-cpu")

@@ -15,7 +15,7 @@ from onnx import numpy_helper
 
 from compiler.frontends import onnx as onnx_frontend
 from compiler.optimize.onnx_export import export_onnx, kmeans_1d, preprocess, prune
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from simulator.sweep import sweep
 from simulator.totals import totals
 from testkit import modelzoo

@@ -13,7 +13,7 @@ import pytest
 
 from compiler.frontends import onnx as onnx_frontend
 from compiler.optimize.onnx_export import export_onnx, preprocess
-from simulator.options import OptionError, parse_combo
+from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.sweep import sweep
 from tests import modelzoo
 

@@ -9,9 +9,9 @@ import pytest
 
 from compiler import frontends
 from compiler.profile import Profile
+from compiler.vocabulary.targets import default_targets, get_target
 from simulator.costs import WEIGHTED_KINDS
 from simulator.sweep import sweep
-from simulator.targets import default_targets, get_target
 from simulator.totals import totals
 from testkit import modelzoo
 

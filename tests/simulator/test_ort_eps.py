@@ -11,9 +11,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.frontends import onnx as onnx_frontend
+from compiler.vocabulary.targets import EP_TARGETS_PENDING
 from simulator.profiles import ProfileError, load_profile, parse_profile
 from simulator.sweep import sweep
-from simulator.targets import EP_TARGETS_PENDING
 
 EPS = [("ort-coreml/apple-a17", {"ane", "gpu"}), ("ort-nnapi/pixel-8", {"gpu"})]
 

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from simulator.solver import Budget, is_float_combo, prepare, solution_json, solve
 from simulator.solver.table_bytes import table_bytes, table_from_bytes
 from simulator.sweep import sweep

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from compiler.graph import Graph, Node
-from simulator.formats import BITS
+from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.targets import get_target, list_targets
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
-from simulator.targets import get_target, list_targets
 from simulator.totals import totals
 from tests.simulator.helpers import act, conv_chain, graph, weight
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from compiler.vocabulary.targets import get_target, list_targets
 from simulator import published
 from simulator.predict import label_text
 from simulator.sweep import sweep
-from simulator.targets import get_target, list_targets
 from tests.simulator.helpers import conv_chain
 
 

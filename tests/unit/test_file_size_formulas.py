@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from compiler.vocabulary.targets import get_target
 from simulator.file_bytes import storage_bytes_per_kernel
-from simulator.targets import get_target
 
 ORT, LITERT, COREML = (get_target(t) for t in ("ort-cpu/host", "litert-cpu/host", "coreml/apple-a17"))
 N, ROWS = 1024, 16

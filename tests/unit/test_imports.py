@@ -42,24 +42,8 @@ SERVER_TO_WORKER = frozenset({"worker.celery_app", "worker.lease", "worker.scrat
 
 # Issue 17, item 1. (importing module, imported module, name): may only shrink.
 COMPILER_TO_SIMULATOR = frozenset({
-    ("compiler.optimize.choices", "simulator.options", "Combo"),
-    ("compiler.optimize.choices", "simulator.options", "OptionError"),
-    ("compiler.optimize.choices", "simulator.options", "parse_combo"),
-    ("compiler.optimize.choices", "simulator.options", "parse_preset"),
-    ("compiler.optimize.coreml_export", "simulator.formats", "lut_bits"),
-    ("compiler.optimize.coreml_export", "simulator.options", "OptionError"),
-    ("compiler.optimize.export", "simulator.options", "OptionError"),
     ("compiler.optimize.export", "simulator.predict", "optimize_model"),
     ("compiler.optimize.export", "simulator.predict", "predict_model"),
-    ("compiler.optimize.export", "simulator.targets", "get_target"),
-    ("compiler.optimize.litert_export", "simulator.options", "OptionError"),
-    ("compiler.optimize.onnx_export", "simulator.formats", "lut_bits"),
-    ("compiler.optimize.onnx_export", "simulator.options", "OptionError"),
-    ("compiler.optimize.onnx_export", "simulator.options", "parse_preset"),
-    ("compiler.optimize.onnx_prepare", "simulator.options", "OptionError"),
-    ("compiler.optimize.onnx_rules", "simulator.options", "Combo"),
-    ("compiler.optimize.onnx_rules", "simulator.options", "parse_preset"),
-    ("compiler.optimize.onnx_verify", "simulator.options", "OptionError"),
 })
 
 

@@ -3,10 +3,10 @@ tests/simulator/test_litert_chains.py."""
 
 from __future__ import annotations
 
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.options import Combo
 from simulator.profiles import load_profile
-from simulator.targets import get_target
 
 HOST = get_target("litert-cpu/host")
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from compiler.optimize.litert_rules import combo_reason
+from compiler.vocabulary.options import BULK_PRESETS, all_combos, parse_preset
 from simulator.costs import Work
 from simulator.exportable import mark_tflite
-from simulator.options import BULK_PRESETS, all_combos, parse_preset
 
 
 def _work(kind: str, kernel: float) -> Work:

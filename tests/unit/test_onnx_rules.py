@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from compiler.optimize.onnx_rules import combo_reason, preset_reason
-from simulator.options import BULK_PRESETS, all_combos, parse_combo
+from compiler.vocabulary.options import BULK_PRESETS, all_combos, parse_combo
 
 
 @pytest.mark.parametrize("combo,op", [("fp32/fp32/fp32/50", "Conv"), ("fp16/fp16/fp16/0", "MatMul"),

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from simulator.options import BULK_PRESETS, OptionError, all_combos, parse_combo, parse_preset
-from simulator.targets import UnknownTarget, default_targets, get_target, list_targets
+from compiler.vocabulary.options import BULK_PRESETS, OptionError, all_combos, parse_combo, parse_preset
+from compiler.vocabulary.targets import UnknownTarget, default_targets, get_target, list_targets
 
 
 def test_presets_resolve_per_backend_float() -> None:

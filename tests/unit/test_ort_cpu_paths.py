@@ -9,11 +9,11 @@ import dataclasses
 import pytest
 
 from compiler.graph import Node
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.options import Combo
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
-from simulator.targets import get_target
 from tests.simulator.helpers import act, conv_chain, graph, weight
 
 HOST = get_target("ort-cpu/host")

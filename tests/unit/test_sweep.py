@@ -6,7 +6,7 @@ import pytest
 
 from compiler.graph import Node
 from compiler.profile import Profile, TaskTiming
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from simulator.sweep import sweep
 from simulator.totals import totals
 from tests.simulator.helpers import act, conv_chain, graph, weight

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 from simulator.totals import totals
 
 FP32_W, FP32_NW, INT8_W, INT8_NW = "fp32/fp32/fp32/0", "fp32/fp32/-/0", "int8/int8/int8/0", "int8/int8/-/0"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.formats import ACTIVATION_FORMATS, KERNEL_FORMATS, SPARSITIES
+from compiler.vocabulary.formats import ACTIVATION_FORMATS, KERNEL_FORMATS, SPARSITIES
 
 
 class OptionError(ValueError):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from simulator.options import OptionError
+from compiler.vocabulary.options import OptionError
 
 
 class UnknownTarget(OptionError):
