@@ -33,7 +33,7 @@ def _cpu_ms(path: Path, runs: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from compiler.backends.litert import profile
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
     from compiler.optimize.litert_export import export_tflite
     from compiler.profile import ProfileSettings
 
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
                     work.mkdir()
                     out = work / "out.tflite"
                     try:
-                        r = optimize_for_target(src, out, "litert-cpu/host", option, {}, work, a.calibration)
+                        r = optimize_model(src, out, "litert-cpu/host", option, {}, work, a.calibration)
                     except Exception as e:  # noqa: BLE001 - a failed export is a row of its own
                         print(f"| {f.parent.name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
                         continue

@@ -95,44 +95,19 @@ def optimize_model(model_path: str | os.PathLike[str], out_path: str | os.PathLi
                    calibration_path: str | os.PathLike[str] | None = None,
                    input_shapes: Mapping[str, list[int]] | None = None,
                    input_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Write the optimized model for `target` and return its prediction next to its real file size:
-    {"path", "size_bytes", "predicted": {totals, "label"}, "size_error_pct", "notes", "choices", "prediction"}."""
-    t = get_target(target)
-    if t.export != "onnx":
-        # compiler.optimize.export.optimize_for_target dispatches on the target's exporter and calls this
-        # for ONNX targets only; Core ML and LiteRT exports take other sources than ONNX.
-        raise OptionError(f"{target}: optimize_model writes ONNX models only; Core ML packages (from an uploaded "
-                          f"ML Program or one converted from a .pt2) and LiteRT files are written by "
-                          f"compiler.optimize.export.optimize_for_target, as `edgescope optimize` does")
+    """Predict one state and write its optimized model with the target's exporter
+    (`compiler.optimize.export.optimize_for_target`, given the prediction), for `edgescope optimize` and the
+    worker's export job: {"path", "size_bytes", "predicted": {totals, "label"}, "size_error_pct", "notes",
+    "choices", "prediction", "export"}."""
+    from compiler.frontends import detect
+    from compiler.optimize.export import check_state, optimize_for_target
+
+    # Absolute: sandboxed children (LiteRT compile, quantization) run in their own working directory.
+    model_path, out_path = Path(model_path).resolve(), Path(out_path).resolve()
+    # Before the prediction: a model the target has no exporter for, or an option its exporter refuses, costs
+    # nothing.
+    check_state(target, detect(model_path), model_wide, ops)
     result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path,
                                              input_shapes, input_values)
-    # Export works on source nodes: a task's override applies to every source node it implements. They are
-    # keyed by source node id, which the exporter names each node by (a repeated or empty name gets its id).
-    by_id = {n.id: n for n in compiled.nodes}
-    src_over: dict[str, str] = {}
-    for tid, combo in result["overrides"].items():
-        for s in by_id[tid].source_nodes or [tid]:
-            src_over[s] = combo
-    from compiler.optimize.onnx_export import export_onnx, exportable_names
-
-    if source.format == "pt2":
-        # Exported from the ONNX file torch.onnx.export makes of it (the one ort-cpu/host compiled, else made here).
-        # Its nodes are not the FX nodes the analysis shows, so per-op overrides have nowhere to go.
-        if src_over:
-            raise OptionError("per-op overrides of a .pt2 model cannot be exported to ONNX (its ONNX nodes are not "
-                              "the FX nodes the analysis shows); export a model-wide option, or upload the ONNX file")
-        from compiler.backends.pt2_onnx import to_onnx
-
-        converted = Path(workdir) / "source.onnx"
-        model_path = converted if converted.exists() else to_onnx(model_path, converted)
-    known = exportable_names(model_path)
-    # The exporter calibrates static int8 at the shapes the prediction used (the input plan's).
-    used = {p["name"]: p["shape"] for p in result["inputs"]}
-    res = export_onnx(model_path, out_path, result["model_wide"], {k: v for k, v in src_over.items() if k in known},
-                      input_shapes=used, input_values={p["name"]: p["value"] for p in result["inputs"]
-                                                       if p["value"] is not None})
-    pred = result["totals"]["size_bytes"]
-    return {"path": str(res.path), "size_bytes": res.size_bytes,
-            "predicted": {**result["totals"], "label": result["label_text"]},
-            "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes, "choices": res.choices,
-            "prediction": result}
+    return optimize_for_target(model_path, out_path, target, result, source, compiled, workdir,
+                               input_shapes=input_shapes, input_values=input_values)

@@ -40,7 +40,8 @@ def export_filename(upload_name: str, model_wide: str, kind: str) -> str:
 
 def run_export(services: Services, export_id: str) -> str:
     from compiler.backends import for_target
-    from compiler.optimize.export import RUNTIMES, exporter, measure_export, optimize_for_target
+    from compiler.optimize.export import RUNTIMES, exporter, measure_export
+    from simulator.predict import optimize_model
 
     with session_scope(services.sessions) as s:
         claimed = s.execute(update(Export).where(Export.id == export_id, Export.status == "queued")
@@ -58,8 +59,8 @@ def run_export(services: Services, export_id: str) -> str:
         with scratch.scratch_folder(st, "export", export_id) as d, scratch_in(d), \
                 local_copy(services.blobs, keys.upload(model_id, filename), suffix=Path(filename).suffix, dir=d) as src:
             out = Path(d) / export_filename(filename, state["model_wide"], kind)
-            res = optimize_for_target(src, out, state["target"], state["model_wide"], state["overrides"], Path(d),
-                                      st.calibration_path, input_shapes=shapes, input_values=values)
+            res = optimize_model(src, out, state["target"], state["model_wide"], state["overrides"], Path(d),
+                                 st.calibration_path, input_shapes=shapes, input_values=values)
             # On disk: the file, or for Core ML the package inside the zip (what the simulator predicts).
             measured = {"size_bytes": res["size_bytes"], "latency_ms": None,
                         "label": f"measured: file size only; {RUNTIMES[kind]} does not run on this server"}

@@ -1,11 +1,12 @@
 """One entry for writing an optimized model: dispatch on the target's exporter (`Target.export`).
 
-- "onnx": ONNX Runtime's tools (`compiler.optimize.onnx_export`, through `simulator.predict.optimize_model`).
+- "onnx": ONNX Runtime's tools (`compiler.optimize.onnx_export`).
 - "coreml": coremltools.optimize.coreml on an uploaded `.mlpackage` or the one converted from a `.pt2`.
 - "tflite": ai-edge-quantizer on an uploaded `.tflite`, or on the one litert-torch converts from a `.pt2`.
 
-Each returns the prediction for the same state next to the real file size, so the worker, the API
-and `edgescope optimize` report predicted vs actual the same way.
+Each is given the simulator's prediction of the state it writes and returns it next to the real file size, so
+the worker, the API and `edgescope optimize` report predicted vs actual the same way. Predicting is the
+simulator's job: `simulator.predict.optimize_model` predicts, then calls `optimize_for_target` here.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.graph import Graph
 from compiler.vocabulary.options import OptionError
 from compiler.vocabulary.targets import get_target
+
+if TYPE_CHECKING:
+    from compiler.optimize.onnx_export import ExportResult
 
 # File extension of each exporter's output (a Core ML package is a folder, so it is zipped).
 EXTENSIONS = {"onnx": ".onnx", "coreml": ".mlpackage.zip", "tflite": ".tflite"}
@@ -50,52 +54,70 @@ def check_state(target: str, model_format: str, model_wide: str, overrides: Mapp
 
 
 def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], target: str,
-                        model_wide: str, ops: Mapping[str, str], workdir: str | os.PathLike[str],
-                        calibration_path: str | os.PathLike[str] | None = None,
-                        input_shapes: Mapping[str, list[int]] | None = None,
+                        prediction: Mapping[str, Any], source: Graph, compiled: Graph,
+                        workdir: str | os.PathLike[str], input_shapes: Mapping[str, list[int]] | None = None,
                         input_values: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Write the optimized model for `target` at `out_path` (extension: EXTENSIONS[kind]) and return
-    {"path", "size_bytes" (on disk; a Core ML package unzipped), "predicted", "size_error_pct", "notes",
+    """Write the optimized model for `target` at `out_path` (extension: EXTENSIONS[kind]) in the state the
+    simulator predicted: `prediction`, `source` and `compiled` are what `simulator.predict.predict_model` returned
+    for this model (its resolved model-wide option, its overrides by task id, its input plan and totals).
+    Returns {"path", "size_bytes" (on disk; a Core ML package unzipped), "predicted", "size_error_pct", "notes",
     "choices", "prediction", "export"}."""
-    from compiler.frontends import detect
-
     # Absolute: sandboxed children (LiteRT compile, quantization) run in their own working directory.
-    model_path, out_path = Path(model_path).resolve(), Path(out_path).resolve()
-    kind = exporter(target, detect(model_path))
+    model_path, out_path, workdir = Path(model_path).resolve(), Path(out_path).resolve(), Path(workdir)
+    kind = exporter(target, source.format)
     if kind == "onnx":
-        from simulator.predict import optimize_model
-
-        return {**optimize_model(model_path, out_path, target, model_wide, ops, workdir, calibration_path,
-                                 input_shapes=input_shapes, input_values=input_values), "export": kind}
-    if kind == "tflite":
-        from compiler.optimize.litert_export import check_options
-
-        check_options(model_wide, ops)  # before the prediction: a refused option costs nothing
-    from simulator.predict import predict_model
-
-    result, source, compiled = predict_model(model_path, target, model_wide, ops, workdir, calibration_path,
-                                             input_shapes, input_values)
-    if kind == "coreml":
+        res = _write_onnx(model_path, out_path, prediction, source, compiled, workdir)
+        choices = res.choices
+    elif kind == "coreml":
         from compiler.optimize.coreml_export import export_coreml_file
 
         res = export_coreml_file(_coreml_source(model_path, source.format, compiled.metadata, workdir), out_path,
-                                 result["model_wide"], result["overrides"], compiled)
+                                 prediction["model_wide"], prediction["overrides"], compiled)
         choices = res.weights
     else:
         from compiler.optimize.litert_export import export_tflite
 
         # Task ids of a .tflite are its operator ids (one task per operator).
-        tflite_src, tflite_ops = Path(model_path), result["overrides"]
+        tflite_src, tflite_ops = model_path, prediction["overrides"]
         if source.format == "pt2":
-            tflite_src, tflite_ops = _tflite_source(Path(model_path), source, compiled, result["overrides"],
-                                                    Path(workdir))
-        res = export_tflite(tflite_src, out_path, result["model_wide"], tflite_ops, input_shapes, input_values)
+            tflite_src, tflite_ops = _tflite_source(model_path, source, compiled, prediction["overrides"], workdir)
+        res = export_tflite(tflite_src, out_path, prediction["model_wide"], tflite_ops, input_shapes, input_values)
         choices = res.choices
-    pred = result["totals"]["size_bytes"]
+    pred = prediction["totals"]["size_bytes"]
     return {"path": str(res.path), "size_bytes": res.size_bytes,
-            "predicted": {**result["totals"], "label": result["label_text"]},
+            "predicted": {**prediction["totals"], "label": prediction["label_text"]},
             "size_error_pct": (pred / res.size_bytes - 1) * 100, "notes": res.notes, "choices": choices,
-            "prediction": result, "export": kind}
+            "prediction": prediction, "export": kind}
+
+
+def _write_onnx(model_path: Path, out_path: Path, prediction: Mapping[str, Any], source: Graph, compiled: Graph,
+                workdir: Path) -> ExportResult:
+    """The ONNX export of the predicted state."""
+    # Export works on source nodes: a task's override applies to every source node it implements. They are
+    # keyed by source node id, which the exporter names each node by (a repeated or empty name gets its id).
+    by_id = {n.id: n for n in compiled.nodes}
+    src_over: dict[str, str] = {}
+    for tid, combo in prediction["overrides"].items():
+        for s in by_id[tid].source_nodes or [tid]:
+            src_over[s] = combo
+    from compiler.optimize.onnx_export import export_onnx, exportable_names
+
+    if source.format == "pt2":
+        # Exported from the ONNX file torch.onnx.export makes of it (the one ort-cpu/host compiled, else made here).
+        # Its nodes are not the FX nodes the analysis shows, so per-op overrides have nowhere to go.
+        if src_over:
+            raise OptionError("per-op overrides of a .pt2 model cannot be exported to ONNX (its ONNX nodes are not "
+                              "the FX nodes the analysis shows); export a model-wide option, or upload the ONNX file")
+        from compiler.backends.pt2_onnx import to_onnx
+
+        converted = workdir / "source.onnx"
+        model_path = converted if converted.exists() else to_onnx(model_path, converted)
+    known = exportable_names(model_path)
+    # The exporter calibrates static int8 at the shapes the prediction used (the input plan's).
+    used = {p["name"]: p["shape"] for p in prediction["inputs"]}
+    return export_onnx(model_path, out_path, prediction["model_wide"],
+                       {k: v for k, v in src_over.items() if k in known}, input_shapes=used,
+                       input_values={p["name"]: p["value"] for p in prediction["inputs"] if p["value"] is not None})
 
 
 def _tflite_source(pt2: Path, source: Graph, compiled: Graph, overrides: Mapping[str, str],

@@ -82,13 +82,13 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
 
     ONNX Runtime targets: ONNX Runtime's quantizers; Core ML: coremltools.optimize.coreml (from a
     .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
 
     shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
-            result = optimize_for_target(model, out_path, target, model_wide, parse_ops(ops), td,
-                                         calibration_path(calibration), input_shapes=shapes, input_values=vals)
+            result = optimize_model(model, out_path, target, model_wide, parse_ops(ops), td,
+                                    calibration_path(calibration), input_shapes=shapes, input_values=vals)
     except user_errors() as e:
         fail(str(e))
     out = result["prediction"]

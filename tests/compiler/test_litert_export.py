@@ -103,10 +103,10 @@ def test_a_written_file_that_does_not_run_is_a_failed_export(tmp_path: Path) -> 
 @pytest.mark.parametrize("option", ["fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights"])
 def test_fp16_weight_upload_exports_the_size_predicted(tmp_path: Path, calibration_dir: Path, option: str) -> None:
     """The simulator sizes the restored fp32 kernels, and drops the fp16 tensors' and DEQUANTIZEs' records."""
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
 
     src = tb.cnn(tmp_path / "cnn16.tflite", width=128, fp16=True)
     (tmp_path / "w").mkdir()
-    r = optimize_for_target(src, tmp_path / f"cnn-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w",
-                            calibration_dir / "host-cpu.json")
+    r = optimize_model(src, tmp_path / f"cnn-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w",
+                       calibration_dir / "host-cpu.json")
     assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"], r["size_bytes"])

@@ -77,11 +77,11 @@ def test_coreml_neuralnetwork_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize("option", ["int8-dynamic", "int8-static", "int4-weights"])
 def test_litert_export_size_as_predicted(tmp_path: Path, calibration_dir: Path, option: str) -> None:
     """ai-edge-quantizer's per-channel scales and int64 zero points are in the predicted size (within 2%)."""
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
     from testkit import tflite_builder as tb
 
     src = tb.transformer_block(tmp_path / "block.tflite", seq=16, hidden=128)
     (tmp_path / "w").mkdir()
-    r = optimize_for_target(src, tmp_path / f"block-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w",
-                            calibration_dir / "host-cpu.json")
+    r = optimize_model(src, tmp_path / f"block-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w",
+                       calibration_dir / "host-cpu.json")
     assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"], r["size_bytes"])

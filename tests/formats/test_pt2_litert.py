@@ -240,7 +240,7 @@ def test_pt2_exported_for_litert_with_ai_edge_quantizer(converter: Path, cnn_pt2
     target, the FX node on the predicted one): the written .tflite runs in LiteRT with that conv's kernel float."""
     from ai_edge_litert.interpreter import Interpreter
 
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
 
     (tmp_path / "w").mkdir()
     first_conv = "conv2d"  # the FX node, as litert/pixel-8 (predicted on the FX graph) names it
@@ -249,8 +249,8 @@ def test_pt2_exported_for_litert_with_ai_edge_quantizer(converter: Path, cnn_pt2
         tasks, _ = compile_for_target(cnn_pt2, target, tmp_path / "c", frontends.load(cnn_pt2))
         first_conv = next(t.id for t in tasks.nodes if t.op_type == "CONV_2D")
     out = tmp_path / "cnn-int8.tflite"
-    r = optimize_for_target(cnn_pt2, out, target, "int8-dynamic", {first_conv: "fp32/fp32/fp32/0"}, tmp_path / "w",
-                            calibration_dir / "host-cpu.json")
+    r = optimize_model(cnn_pt2, out, target, "int8-dynamic", {first_conv: "fp32/fp32/fp32/0"}, tmp_path / "w",
+                       calibration_dir / "host-cpu.json")
     assert r["export"] == "tflite" and out.exists() and r["size_bytes"] == out.stat().st_size
     if target == "litert-cpu/host":  # predicted on the converted file, so sized from its own overhead
         assert abs(r["size_error_pct"]) < 2, r["size_error_pct"]

@@ -117,10 +117,10 @@ def test_litert_cnn_sizes_as_predicted(tmp_path: Path, option: str) -> None:
     """ai-edge-quantizer 0.10.0 leaves the depthwise kernel float under int4, dequantizes fp16 and int4
     kernels explicitly (a DEQUANTIZE and a `<w>_dequant` tensor each) and keeps the classifier's int8 weight
     as the upload stores it: a CNN with a depthwise conv is predicted within 2% (it was 15.6% small)."""
-    from compiler.optimize.export import optimize_for_target
+    from simulator.predict import optimize_model
 
     src = modelzoo.tflite_cnn(tmp_path / "cnn.tflite", width=64)
     (tmp_path / "w").mkdir()
-    r = optimize_for_target(src, tmp_path / f"cnn-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w")
+    r = optimize_model(src, tmp_path / f"cnn-{option}.tflite", "litert-cpu/host", option, {}, tmp_path / "w")
     assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"],
                                                                             r["size_bytes"])
