@@ -1,0 +1,56 @@
+"""House rules on the size of code a reader holds in mind (issue 17, item 3), read from the source with `ast`.
+
+- No function (or method, or nested function) over `MAX_FUNCTION_LINES` lines in `compiler/` or `simulator/`,
+  counted from its `def` line to its last line (docstring and comments included, decorators not). `LONG_LEFT`
+  lists the functions still longer, by module and qualified name; it may only shrink: a new long function
+  fails, and so does an entry that is no longer long (delete it from the list).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from tests.unit.test_imports import modules, package, tree
+
+MAX_FUNCTION_LINES = 80
+CHECKED = ("compiler", "simulator")
+# (module, qualified name) # lines when listed. Split them by the jobs inside them, then delete their entry.
+LONG_LEFT = frozenset({
+    ("compiler.backends.provenance", "map_provenance"),  # 183
+    ("compiler.matching", "match_ops"),  # 85
+    ("compiler.optimize.onnx_export", "_write"),  # 105
+})
+
+
+def functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
+    """(qualified name, lines) of every function under `node`, nested ones and methods included."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield prefix + child.name, (child.end_lineno or child.lineno) - child.lineno + 1
+            yield from functions(child, prefix + child.name + ".")
+        elif isinstance(child, ast.ClassDef):
+            yield from functions(child, prefix + child.name + ".")
+        else:
+            yield from functions(child, prefix)
+
+
+def long_functions() -> dict[tuple[str, str], int]:
+    return {(m, name): n for m in sorted(modules()) if package(m) in CHECKED
+            for name, n in functions(tree(m)) if n > MAX_FUNCTION_LINES}
+
+
+def test_no_long_functions() -> None:
+    found = long_functions()
+    new = sorted(f"{m}.{name} ({n} lines)" for (m, name), n in found.items() if (m, name) not in LONG_LEFT)
+    assert not new, (f"functions over {MAX_FUNCTION_LINES} lines (split them by the jobs inside them): "
+                     + ", ".join(new))
+    gone = sorted(f"{m}.{name}" for m, name in LONG_LEFT - found.keys())
+    assert not gone, f"no longer over {MAX_FUNCTION_LINES} lines: delete them from LONG_LEFT: {', '.join(gone)}"
+
+
+def test_the_count_sees_what_it_checks() -> None:
+    # Methods and nested functions count on their own, under their qualified name; a decorator does not count.
+    sample = ast.parse("class A:\n    @staticmethod\n    def f():\n        def g():\n            pass\n\n"
+                       "        return g\n\n\nif True:\n    def h(): pass\n")
+    assert dict(functions(sample)) == {"A.f": 5, "A.f.g": 2, "h": 1}
