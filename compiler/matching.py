@@ -90,64 +90,84 @@ def _unique(ops: Sequence[OpNode]) -> dict[tuple[str, str, str], str]:
 
 def match_ops(a_ops: Sequence[OpNode], b_ops: Sequence[OpNode]) -> Matching:
     a, b = _Side(a_ops), _Side(b_ops)
-    a2b: dict[str, str] = {}
-    b2a: dict[str, str] = {}
-    how: dict[str, How] = {}
+    links = _Links()
+    _match_names(a, b, links)
+    _match_structure(a, b, links)
+    _match_order(a, b, links)
+    return Matching(_pairs(a, b, links))
 
-    def link(x: str, y: str, kind: How) -> None:
-        a2b[x], b2a[y], how[x] = y, x, kind
 
-    # 1. names
+@dataclass(slots=True)
+class _Links:
+    """The pairs found so far, both ways, and how each was found (keyed by the a-side op)."""
+
+    a2b: dict[str, str] = field(default_factory=dict)
+    b2a: dict[str, str] = field(default_factory=dict)
+    how: dict[str, How] = field(default_factory=dict)
+
+    def link(self, x: str, y: str, kind: How) -> None:
+        self.a2b[x], self.b2a[y], self.how[x] = y, x, kind
+
+
+def _match_names(a: _Side, b: _Side, links: _Links) -> None:
+    """Pass 1: same namespace, name and type, unique on both sides."""
     ua, ub = _unique(a.ops), _unique(b.ops)
     for key, x in ua.items():
         y = ub.get(key)
         if y is not None:
-            link(x, y, "name")
+            links.link(x, y, "name")
 
-    # 2. structure, from the matched pairs and from the ops fed by graph inputs only
-    def candidates(side: _Side, oid: str, matched: dict[str, str]) -> dict[tuple[str, int, str], list[str]]:
-        """Unmatched neighbours of oid keyed by (direction, slot, type)."""
-        out: dict[tuple[str, int, str], list[str]] = defaultdict(list)
-        for c, slot in side.consumers.get(oid, ()):
-            if c not in matched:
-                out[("down", slot, side.by_id[c].type)].append(c)
-        for slot, p in enumerate(side.by_id[oid].inputs):
-            if p in side.by_id and p not in matched:
-                out[("up", slot, side.by_id[p].type)].append(p)
-        return out
 
-    def roots(side: _Side) -> dict[str, list[str]]:
-        r: dict[str, list[str]] = defaultdict(list)
-        for o in side.ops:
-            if not any(p in side.by_id for p in o.inputs):
-                r[o.type].append(o.id)
-        return r
-
-    ra, rb = roots(a), roots(b)
+def _match_structure(a: _Side, b: _Side, links: _Links) -> None:
+    """Pass 2: from the matched pairs and from the ops fed by graph inputs only, to a fixed point."""
+    ra, rb = _roots(a), _roots(b)
     for t, xs in ra.items():
         ys = rb.get(t, [])
         if len(xs) == len(ys):  # same number of graph-input consumers of this type: pair them in order
             for x, y in zip(xs, ys, strict=True):
-                if x not in a2b and y not in b2a:
-                    link(x, y, "structure")
-    queue = list(a2b.items())
+                if x not in links.a2b and y not in links.b2a:
+                    links.link(x, y, "structure")
+    queue = list(links.a2b.items())
     while queue:
         x, y = queue.pop()
-        ca, cb = candidates(a, x, a2b), candidates(b, y, b2a)
+        ca, cb = _unmatched_neighbours(a, x, links.a2b), _unmatched_neighbours(b, y, links.b2a)
         for key, xs in ca.items():
             ys = cb.get(key)
-            if ys and len(xs) == 1 and len(ys) == 1 and xs[0] not in a2b and ys[0] not in b2a:
-                link(xs[0], ys[0], "structure")
+            if ys and len(xs) == 1 and len(ys) == 1 and xs[0] not in links.a2b and ys[0] not in links.b2a:
+                links.link(xs[0], ys[0], "structure")
                 queue.append((xs[0], ys[0]))
 
-    # 3. order: leftovers per namespace, aligned by type
+
+def _unmatched_neighbours(side: _Side, oid: str, matched: dict[str, str]) -> dict[tuple[str, int, str], list[str]]:
+    """Unmatched neighbours of oid keyed by (direction, slot, type)."""
+    out: dict[tuple[str, int, str], list[str]] = defaultdict(list)
+    for c, slot in side.consumers.get(oid, ()):
+        if c not in matched:
+            out[("down", slot, side.by_id[c].type)].append(c)
+    for slot, p in enumerate(side.by_id[oid].inputs):
+        if p in side.by_id and p not in matched:
+            out[("up", slot, side.by_id[p].type)].append(p)
+    return out
+
+
+def _roots(side: _Side) -> dict[str, list[str]]:
+    """Ops fed by graph inputs only, by type, in execution order."""
+    r: dict[str, list[str]] = defaultdict(list)
+    for o in side.ops:
+        if not any(p in side.by_id for p in o.inputs):
+            r[o.type].append(o.id)
+    return r
+
+
+def _match_order(a: _Side, b: _Side, links: _Links) -> None:
+    """Pass 3: leftovers per namespace, aligned by type."""
     left_a: dict[str, list[OpNode]] = defaultdict(list)
     left_b: dict[str, list[OpNode]] = defaultdict(list)
     for o in a.ops:
-        if o.id not in a2b:
+        if o.id not in links.a2b:
             left_a[o.namespace].append(o)
     for o in b.ops:
-        if o.id not in b2a:
+        if o.id not in links.b2a:
             left_b[o.namespace].append(o)
     for ns, xs in left_a.items():
         ys = left_b.get(ns)
@@ -156,20 +176,22 @@ def match_ops(a_ops: Sequence[OpNode], b_ops: Sequence[OpNode]) -> Matching:
         sm = SequenceMatcher(None, [o.type for o in xs], [o.type for o in ys], autojunk=False)
         for blk in sm.get_matching_blocks():
             for k in range(blk.size):
-                link(xs[blk.a + k].id, ys[blk.b + k].id, "order")
+                links.link(xs[blk.a + k].id, ys[blk.b + k].id, "order")
 
-    # pairs in a's execution order; b-only ops placed after the b-op matched just before them
+
+def _pairs(a: _Side, b: _Side, links: _Links) -> list[Pair]:
+    """Pairs in a's execution order; b-only ops placed after the b-op matched just before them."""
     pairs: list[Pair] = []
     added_after: dict[str | None, list[str]] = defaultdict(list)
     prev: str | None = None
     for o in b.ops:
-        if o.id in b2a:
-            prev = b2a[o.id]
+        if o.id in links.b2a:
+            prev = links.b2a[o.id]
         else:
             added_after[prev].append(o.id)
     pairs += [Pair(None, y, "added") for y in added_after.get(None, [])]
     for o in a.ops:
-        y = a2b.get(o.id)
-        pairs.append(Pair(o.id, y, how[o.id]) if y is not None else Pair(o.id, None, "removed"))
+        y = links.a2b.get(o.id)
+        pairs.append(Pair(o.id, y, links.how[o.id]) if y is not None else Pair(o.id, None, "removed"))
         pairs += [Pair(None, y2, "added") for y2 in added_after.get(o.id, [])]
-    return Matching(pairs)
+    return pairs
