@@ -262,15 +262,40 @@ def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, st
 
 def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice], input_shapes: Mapping[str, list[int]] | None,
            samples: int, values: Mapping[str, float] | None) -> tuple[Path, dict[str, list[str]], dict[str, str]]:
-    """Apply the choices to the prepared model: (file written, weighted node names per kind of option, kernels)."""
-    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType, quantize_dynamic,
-                                          quantize_static)
-
+    """Apply the choices to the prepared model: (file written, weighted node names per kind of option, kernels).
+    Each of ORT's tools runs on the previous one's file, in this order."""
     inits = {t.name: t for t in model.graph.initializer}
     by_name = {n.name: n for n in model.graph.node}
     kernels = {n: w for n in ch if (w := kernel_input(by_name[n], inits)) is not None}
+    _rewrite_weights(model, ch, kernels)
+    clear_value_info(model)
+    current = tmp / "w.onnx"
+    onnx.save(model, os.fspath(current))
+    fp16 = [n for n, c in ch.items() if c.combo.input == "fp16"]
+    if fp16:
+        current = _to_fp16(current, tmp / "fp16.onnx", fp16)
+    static = [n for n, c in ch.items() if c.combo.input == "int8"]
+    if static:
+        current = _quantize_static(current, tmp, static, input_shapes, samples, values)
+    dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"]
+    if dynamic:
+        current = _quantize_dynamic(current, tmp, dynamic)
+    # 4-bit weights: MatMulNBits for MatMul with constant weights; other ops keep float weights (as predicted).
+    matmuls = [n for n, c in ch.items() if c.combo.kernel == "int4" and by_name[n].op_type == "MatMul"
+               and n in kernels]
+    if matmuls:
+        current = _to_int4(current, tmp / "int4.onnx", matmuls)
+    weighted = lambda names: [n for n in names if n in kernels]  # noqa: E731
+    kinds = {"static": weighted(static), "dynamic": weighted(dynamic), "int4": matmuls,
+             "fp16": [n for n in weighted(fp16) if ch[n].combo.kernel == "fp16"],
+             "lut": [n for n, c in ch.items() if n in kernels and lut_bits(c.combo.kernel)]}
+    return current, kinds, kernels
 
-    # 1. Weights: pruning and palettization, once per initializer.
+
+def _rewrite_weights(model: onnx.ModelProto, ch: Mapping[str, Choice], kernels: Mapping[str, str]) -> None:
+    """Pruning and palettization, once per initializer, in place: a palettized weight becomes its packed indices,
+    its table and the decode nodes ORT constant-folds at load (put first, before the nodes reading the weight)."""
+    inits = {t.name: t for t in model.graph.initializer}
     done: set[str] = set()
     decode_nodes: list[onnx.NodeProto] = []
     new_inits: dict[str, onnx.TensorProto | None] = {}
@@ -297,74 +322,72 @@ def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice], input_sh
         nodes = decode_nodes + list(model.graph.node)
         del model.graph.node[:]
         model.graph.node.extend(nodes)
-    clear_value_info(model)
-    current = tmp / "w.onnx"
-    onnx.save(model, os.fspath(current))
 
-    def step(what: str, fn: Callable[[], None]) -> None:
-        try:
-            fn()
-        except OptionError:
-            raise
-        except Exception as e:  # noqa: BLE001 - ORT's tools failing on this file is the user's answer
-            raise OptionError(f"{what} failed on this model ({one_line(e)})") from e
 
-    # 2. fp16 (per node via the converter's block list).
-    fp16 = [n for n, c in ch.items() if c.combo.input == "fp16"]
-    if fp16:
-        from onnxruntime.transformers.float16 import convert_float_to_float16
+def _step(what: str, fn: Callable[[], None]) -> None:
+    """Run one of ORT's tools: its failure on this file is the user's answer, as an OptionError."""
+    try:
+        fn()
+    except OptionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - ORT's tools failing on this file is the user's answer
+        raise OptionError(f"{what} failed on this model ({one_line(e)})") from e
 
-        def to_fp16() -> None:
-            m = onnx.load(os.fspath(current))
-            block = [n.name for n in m.graph.node if n.name not in set(fp16)]
-            m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
-            onnx.save(m, os.fspath(tmp / "fp16.onnx"))
 
-        step("ORT's fp16 converter", to_fp16)
-        current = tmp / "fp16.onnx"
+def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
+    """fp16 per node, through the converter's block list (every other node)."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
 
-    # 3. Static int8 (QDQ), calibrated on generated inputs at the analysis' shapes.
-    static = [n for n, c in ch.items() if c.combo.input == "int8"]
-    if static:
-        ready = quant_ready(current, tmp / "ready.onnx")
-        reader = _RandomReader(onnx.load(os.fspath(ready)), samples=samples, shapes=input_shapes, values=values)
+    def to_fp16() -> None:
+        m = onnx.load(os.fspath(current))
+        block = [n.name for n in m.graph.node if n.name not in set(fp16)]
+        m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
+        onnx.save(m, os.fspath(out))
 
-        class Reader(CalibrationDataReader):
-            def get_next(self):  # type: ignore[no-untyped-def]
-                return reader.get_next()
+    _step("ORT's fp16 converter", to_fp16)
+    return out
 
-        step("ORT's static quantization", lambda: quantize_static(
-            os.fspath(ready), os.fspath(tmp / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=static))
-        current = tmp / "qdq.onnx"
 
-    # 4. Dynamic int8 (float activations, int8 weights).
-    dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"]
-    if dynamic:
-        ready = quant_ready(current, tmp / "ready-dyn.onnx")
-        step("ORT's dynamic quantization", lambda: quantize_dynamic(
-            os.fspath(ready), os.fspath(tmp / "dyn.onnx"), nodes_to_quantize=dynamic, weight_type=QuantType.QUInt8))
-        current = tmp / "dyn.onnx"
+def _quantize_static(current: Path, tmp: Path, static: list[str], input_shapes: Mapping[str, list[int]] | None,
+                     samples: int, values: Mapping[str, float] | None) -> Path:
+    """Static int8 (QDQ), calibrated on generated inputs at the analysis' shapes."""
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
-    # 5. 4-bit weights: MatMulNBits for MatMul with constant weights; other ops keep float weights (as predicted).
-    matmuls = [n for n, c in ch.items() if c.combo.kernel == "int4" and by_name[n].op_type == "MatMul"
-               and n in kernels]
-    if matmuls:
-        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+    ready = quant_ready(current, tmp / "ready.onnx")
+    reader = _RandomReader(onnx.load(os.fspath(ready)), samples=samples, shapes=input_shapes, values=values)
 
-        def to_int4() -> None:
-            q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
-                                     nodes_to_include=matmuls)
-            q.process()
-            q.model.save_model_to_file(os.fspath(tmp / "int4.onnx"))
+    class Reader(CalibrationDataReader):
+        def get_next(self):  # type: ignore[no-untyped-def]
+            return reader.get_next()
 
-        step("ORT's 4-bit MatMul quantizer", to_int4)
-        current = tmp / "int4.onnx"
-    weighted = lambda names: [n for n in names if n in kernels]  # noqa: E731
-    kinds = {"static": weighted(static), "dynamic": weighted(dynamic), "int4": matmuls,
-             "fp16": [n for n in weighted(fp16) if ch[n].combo.kernel == "fp16"],
-             "lut": [n for n, c in ch.items() if n in kernels and lut_bits(c.combo.kernel)]}
-    return current, kinds, kernels
+    _step("ORT's static quantization", lambda: quantize_static(
+        os.fspath(ready), os.fspath(tmp / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=static))
+    return tmp / "qdq.onnx"
+
+
+def _quantize_dynamic(current: Path, tmp: Path, dynamic: list[str]) -> Path:
+    """Dynamic int8: float activations, int8 weights."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    ready = quant_ready(current, tmp / "ready-dyn.onnx")
+    _step("ORT's dynamic quantization", lambda: quantize_dynamic(
+        os.fspath(ready), os.fspath(tmp / "dyn.onnx"), nodes_to_quantize=dynamic, weight_type=QuantType.QUInt8))
+    return tmp / "dyn.onnx"
+
+
+def _to_int4(current: Path, out: Path, matmuls: list[str]) -> Path:
+    """MatMulNBits (4-bit blocks of 128) for the given MatMuls."""
+    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    def to_int4() -> None:
+        q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
+                                 nodes_to_include=matmuls)
+        q.process()
+        q.model.save_model_to_file(os.fspath(out))
+
+    _step("ORT's 4-bit MatMul quantizer", to_int4)
+    return out
 
 
 def exportable_names(model_path: str | os.PathLike[str]) -> set[str]:

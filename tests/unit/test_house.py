@@ -18,7 +18,6 @@ CHECKED = ("compiler", "simulator")
 # (module, qualified name) # lines when listed. Split them by the jobs inside them, then delete their entry.
 LONG_LEFT = frozenset({
     ("compiler.backends.provenance", "map_provenance"),  # 183
-    ("compiler.optimize.onnx_export", "_write"),  # 105
 })
 
 
