@@ -37,185 +37,223 @@ def map_provenance(source: Graph, compiled: Graph, name_suffixes: Sequence[str] 
                    helper_ops: Collection[str] = HELPER_OPS, name_prefixes: Sequence[str] = ()) -> dict[str, str]:
     """Fill `source_nodes` of every compiled node and `compiled.eliminated`, in place. Returns
     the correspondence of renamed compiled values to the source values they stand for."""
-    s_nodes = {n.id: n for n in source.nodes}
-    s_index = {n.id: i for i, n in enumerate(source.nodes)}
-    s_prod = source.producers()
-    s_names: dict[str, str] = {}
-    for n in source.nodes:
-        if n.name:
-            s_names.setdefault(n.name, n.id)
-    s_consumers: dict[str, list[str]] = {}
-    for n in source.nodes:
-        for v in n.inputs:
-            s_consumers.setdefault(v, []).append(n.id)
-    s_values = set(s_prod) | set(source.inputs)
+    m = _Mapping(source, compiled, helper_ops)
+    m.find_heads(name_suffixes, name_prefixes)  # 1 and 2
+    for c in compiled.nodes:  # 3, in execution order
+        m.grow_group(c)
+    m.credit_helpers()  # 4
+    eliminated = m.fold_or_remove()  # 5
+    m.absorb(eliminated)
+    m.write_back(eliminated)
+    return m.corr
 
-    c_prod = compiled.producers()
-    c_consumers: dict[str, list[str]] = {}
-    for n in compiled.nodes:
-        for v in n.inputs:
-            c_consumers.setdefault(v, []).append(n.id)
-    c_weights = {k for k, v in compiled.values.items() if v.weight is not None}
-    c_nodes = {n.id: n for n in compiled.nodes}
 
-    const = _constant_values(source)
-    const_nodes = {n.id for n in source.nodes if n.outputs and all(o in const for o in n.outputs)}
-    folded = {v for v in c_weights if v in s_prod}  # results ORT turned into initializers
-    boundary = {v for v in s_values if v in c_prod or v in compiled.inputs}
+class _Mapping:
+    """The two graphs indexed, and the mapping as it is built: which task owns each source node (`owner`), each
+    task's heads and group, and the correspondence of renamed compiled values to source values (`corr`)."""
 
-    def is_helper(c: Node) -> bool:
-        if c.op_type not in helper_ops or c.name in s_names:
+    def __init__(self, source: Graph, compiled: Graph, helper_ops: Collection[str]) -> None:
+        self.source, self.compiled = source, compiled
+        self.s_nodes = {n.id: n for n in source.nodes}
+        self.s_index = {n.id: i for i, n in enumerate(source.nodes)}
+        self.s_prod = source.producers()
+        self.s_names: dict[str, str] = {}
+        for n in source.nodes:
+            if n.name:
+                self.s_names.setdefault(n.name, n.id)
+        self.s_consumers = _consumers(source)
+        self.s_values = set(self.s_prod) | set(source.inputs)
+        self.c_prod = compiled.producers()
+        self.c_consumers = _consumers(compiled)
+        self.c_weights = {k for k, v in compiled.values.items() if v.weight is not None}
+        self.c_nodes = {n.id: n for n in compiled.nodes}
+        self.const = _constant_values(source)
+        self.const_nodes = {n.id for n in source.nodes if n.outputs and all(o in self.const for o in n.outputs)}
+        self.folded = {v for v in self.c_weights if v in self.s_prod}  # results ORT turned into initializers
+        self.boundary = {v for v in self.s_values if v in self.c_prod or v in compiled.inputs}
+        self.helpers = {c.id for c in compiled.nodes if self._is_helper(c, helper_ops)}
+        self.owner: dict[str, str] = {}  # source node id -> compiled node id
+        self.heads: dict[str, list[str]] = {c.id: [] for c in compiled.nodes}
+        self.hint_head: dict[str, str] = {}
+        self.groups: dict[str, list[str]] = {}
+        self.corr: dict[str, str] = {}  # compiled value name -> source value name
+        self.corr_targets: set[str] = set()
+
+    def _is_helper(self, c: Node, helper_ops: Collection[str]) -> bool:
+        if c.op_type not in helper_ops or c.name in self.s_names:
             return False
-        acts = [v for v in c.inputs + c.outputs if v and v not in c_weights]
-        return any(v not in s_values for v in acts)
+        acts = [v for v in c.inputs + c.outputs if v and v not in self.c_weights]
+        return any(v not in self.s_values for v in acts)
 
-    helpers = {c.id for c in compiled.nodes if is_helper(c)}
-
-    def principal_upstream(c: Node) -> str | None:
+    def principal_upstream(self, c: Node) -> str | None:
         seen = set()
-        while c.id in helpers and c.id not in seen:
+        while c.id in self.helpers and c.id not in seen:
             seen.add(c.id)
-            acts = [v for v in c.inputs if v and v not in c_weights and v in c_prod]
+            acts = [v for v in c.inputs if v and v not in self.c_weights and v in self.c_prod]
             if not acts:
                 return None
-            c = c_nodes[c_prod[acts[0]]]
-        return None if c.id in helpers else c.id
+            c = self.c_nodes[self.c_prod[acts[0]]]
+        return None if c.id in self.helpers else c.id
 
-    # -- 1 and 2: heads ---------------------------------------------------------------------
-    owner: dict[str, str] = {}
-    heads: dict[str, list[str]] = {c.id: [] for c in compiled.nodes}
-    hint_head: dict[str, str] = {}
+    def claim(self, c_id: str, s_id: str) -> None:
+        if s_id not in self.owner:
+            self.owner[s_id] = c_id
+            self.heads[c_id].append(s_id)
 
-    def claim(c_id: str, s_id: str) -> None:
-        if s_id not in owner:
-            owner[s_id] = c_id
-            heads[c_id].append(s_id)
+    def find_heads(self, name_suffixes: Sequence[str], name_prefixes: Sequence[str]) -> None:
+        """Steps 1 and 2: heads by value name, then by node name, then the source nodes CSE merged into a head."""
+        for c in self.compiled.nodes:
+            for o in c.outputs:
+                if o in self.s_prod and o not in self.const:
+                    target = c.id if c.id not in self.helpers else self.principal_upstream(c)
+                    if target:
+                        self.claim(target, self.s_prod[o])
+        for c in self.compiled.nodes:
+            if c.id in self.helpers:
+                continue
+            s_id = _hint(c.name, name_suffixes, self.s_names, self.s_prod, name_prefixes)
+            if s_id and s_id not in self.const_nodes:
+                self.hint_head[c.id] = s_id
+                self.claim(c.id, s_id)
+        # Common-subexpression elimination: a source node identical to a head (same op, inputs and
+        # attributes) was merged into that head's task.
+        signature = {_signature(self.s_nodes[s]): c_id for c_id, hs in self.heads.items() for s in hs}
+        for n in self.source.nodes:
+            if n.id not in self.owner and n.id not in self.const_nodes:
+                c_id = signature.get(_signature(n))
+                if c_id:
+                    self.claim(c_id, n.id)
+        self.groups = {c.id: list(self.heads[c.id]) for c in self.compiled.nodes}
 
-    for c in compiled.nodes:
-        for o in c.outputs:
-            if o in s_prod and o not in const:
-                target = c.id if c.id not in helpers else principal_upstream(c)
-                if target:
-                    claim(target, s_prod[o])
-    for c in compiled.nodes:
-        if c.id in helpers:
-            continue
-        s_id = _hint(c.name, name_suffixes, s_names, s_prod, name_prefixes)
-        if s_id and s_id not in const_nodes:
-            hint_head[c.id] = s_id
-            claim(c.id, s_id)
+    def to_source(self, v: str) -> str:
+        return v if v in self.s_values else self.corr.get(v, "")
 
-    # Common-subexpression elimination: a source node identical to a head (same op, inputs and
-    # attributes) was merged into that head's task.
-    signature = {_signature(s_nodes[s]): c_id for c_id, hs in heads.items() for s in hs}
-    for n in source.nodes:
-        if n.id not in owner and n.id not in const_nodes:
-            c_id = signature.get(_signature(n))
-            if c_id:
-                claim(c_id, n.id)
-
-    # -- 3: groups in execution order ---------------------------------------------------------
-    corr: dict[str, str] = {}  # compiled value name -> source value name
-    corr_targets: set[str] = set()
-
-    def to_source(v: str) -> str:
-        return v if v in s_values else corr.get(v, "")
-
-    groups: dict[str, list[str]] = {c.id: list(heads[c.id]) for c in compiled.nodes}
-    for c in compiled.nodes:
-        acts_in = [v for v in c.inputs if v and v not in c_weights]
-        if c.id in helpers:
+    def grow_group(self, c: Node) -> None:
+        """Step 3 for one compiled node: a helper passes its input's source value on to its renamed outputs; a
+        principal's group grows back from its heads, then forward, and its renamed output stands for the last."""
+        acts_in = [v for v in c.inputs if v and v not in self.c_weights]
+        if c.id in self.helpers:
             if acts_in:
                 for o in c.outputs:
-                    if o not in s_values and to_source(acts_in[0]):
-                        corr[o] = to_source(acts_in[0])
-                        corr_targets.add(corr[o])
-            continue
-        group = groups[c.id]
+                    if o not in self.s_values and self.to_source(acts_in[0]):
+                        self.corr[o] = self.to_source(acts_in[0])
+                        self.corr_targets.add(self.corr[o])
+            return
+        group = self.groups[c.id]
         if not group:
-            continue
-        inputs_src = {to_source(v) for v in acts_in} - {""}
+            return
+        inputs_src = {self.to_source(v) for v in acts_in} - {""}
+        self._grow_back(c.id, group, inputs_src)
+        self._grow_forward(c.id, group, inputs_src)
+        group.sort(key=self.s_index.__getitem__)
+        renamed = [o for o in c.outputs if o and o not in self.s_values]
+        if renamed:
+            self.corr[renamed[0]] = self.s_nodes[group[-1]].outputs[0]
+            self.corr_targets.add(self.corr[renamed[0]])
+
+    def _grow_back(self, c_id: str, group: list[str], inputs_src: set[str]) -> None:
+        """Through source values the compiled graph no longer has, up to the principal's own inputs, constants,
+        values already accounted for and nodes already owned."""
         stack = list(group)
-        while stack:  # backward
-            for u in s_nodes[stack.pop()].inputs:
-                if not u or u in inputs_src or u in boundary or u in const or u in folded or u in corr_targets \
-                        or u not in s_prod:
+        while stack:
+            for u in self.s_nodes[stack.pop()].inputs:
+                if not u or u in inputs_src or u in self.boundary or u in self.const or u in self.folded \
+                        or u in self.corr_targets or u not in self.s_prod:
                     continue
-                p = s_prod[u]
-                if p in owner:
+                p = self.s_prod[u]
+                if p in self.owner:
                     continue
-                owner[p] = c.id
+                self.owner[p] = c_id
                 group.append(p)
                 stack.append(p)
+
+    def _grow_forward(self, c_id: str, group: list[str], inputs_src: set[str]) -> None:
+        """Over nodes that read only the group's results and the principal's inputs, to a fixed point: ops fused
+        onto the result (Conv + Add as Sum)."""
         changed = True
-        while changed:  # forward: ops fused onto the result (Conv + Add as Sum)
+        while changed:
             changed = False
-            outs = {o for g in group for o in s_nodes[g].outputs}
+            outs = {o for g in group for o in self.s_nodes[g].outputs}
             for v in list(outs):
-                for n_id in s_consumers.get(v, []):
-                    n = s_nodes[n_id]
-                    if n_id in owner or any(o in boundary for o in n.outputs if o not in outs):
+                for n_id in self.s_consumers.get(v, []):
+                    n = self.s_nodes[n_id]
+                    if n_id in self.owner or any(o in self.boundary for o in n.outputs if o not in outs):
                         continue
-                    live = [u for u in n.inputs if u and u not in const]
-                    if live and all(u in outs or u in inputs_src for u in live) and any(u in inputs_src for u in live):
-                        owner[n_id] = c.id
+                    live = [u for u in n.inputs if u and u not in self.const]
+                    if live and all(u in outs or u in inputs_src for u in live) \
+                            and any(u in inputs_src for u in live):
+                        self.owner[n_id] = c_id
                         group.append(n_id)
                         changed = True
-        group.sort(key=s_index.__getitem__)
-        renamed = [o for o in c.outputs if o and o not in s_values]
-        if renamed:
-            corr[renamed[0]] = s_nodes[group[-1]].outputs[0]
-            corr_targets.add(corr[renamed[0]])
 
-    # -- 4: helpers ---------------------------------------------------------------------------
-    for h in helpers:
-        c = c_nodes[h]
-        downstream = next((d for o in c.outputs for d in c_consumers.get(o, []) if d not in helpers), None)
-        upstream = principal_upstream(c)
-        # A helper writing a source value finishes its producer's work (ReorderOutput); one
-        # writing a new value prepares its consumer's input (ReorderInput, Gemm's input Reshape).
-        writes_source = any(o in s_values for o in c.outputs)
-        order = (upstream, downstream) if writes_source else (downstream, upstream)
-        served = next((p for p in order if p and groups.get(p)), None)
-        if served and groups.get(served):
-            groups[h] = _primary(c_nodes[served], groups[served], hint_head.get(served), s_nodes)
+    def credit_helpers(self) -> None:
+        """Step 4: each helper takes the principal it serves."""
+        for h in self.helpers:
+            c = self.c_nodes[h]
+            downstream = next((d for o in c.outputs for d in self.c_consumers.get(o, []) if d not in self.helpers),
+                              None)
+            upstream = self.principal_upstream(c)
+            # A helper writing a source value finishes its producer's work (ReorderOutput); one
+            # writing a new value prepares its consumer's input (ReorderInput, Gemm's input Reshape).
+            writes_source = any(o in self.s_values for o in c.outputs)
+            order = (upstream, downstream) if writes_source else (downstream, upstream)
+            served = next((p for p in order if p and self.groups.get(p)), None)
+            if served and self.groups.get(served):
+                self.groups[h] = _primary(self.c_nodes[served], self.groups[served], self.hint_head.get(served),
+                                          self.s_nodes)
 
-    # -- 5: left-overs ------------------------------------------------------------------------
-    eliminated: dict[str, str] = {}
-    for n in reversed(source.nodes):  # consumers first, so folding spreads upstream
-        if n.id in owner:
-            continue
-        outs = [o for o in n.outputs if o]
-        users = [u for o in outs for u in s_consumers.get(o, [])]
-        if all(o in const or o in folded for o in outs) or (users and all(u in eliminated and eliminated[u] == "constant-folded" for u in users)):
-            eliminated[n.id] = "constant-folded"
-        elif not users and not any(o in source.outputs for o in outs):
-            eliminated[n.id] = "removed (result unused)"
-        elif n.op_type in NO_OPS:
-            eliminated[n.id] = "removed (no-op)"
-    for n in source.nodes:  # absorbed: the task owning a neighbour implements it
-        if n.id in owner or n.id in eliminated:
-            continue
-        near = [owner.get(u) for o in n.outputs for u in s_consumers.get(o, [])]
-        near += [owner.get(s_prod.get(u, "")) for u in n.inputs]
-        target = next((t for t in near if t), None)
-        if target:
-            owner[n.id] = target
-            groups[target].append(n.id)
-            groups[target].sort(key=s_index.__getitem__)
-        else:
-            eliminated[n.id] = "removed"
+    def fold_or_remove(self) -> dict[str, str]:
+        """Step 5, first half: {source node id: why} for the unowned nodes constant-folded or removed."""
+        eliminated: dict[str, str] = {}
+        for n in reversed(self.source.nodes):  # consumers first, so folding spreads upstream
+            if n.id in self.owner:
+                continue
+            outs = [o for o in n.outputs if o]
+            users = [u for o in outs for u in self.s_consumers.get(o, [])]
+            if all(o in self.const or o in self.folded for o in outs) \
+                    or (users and all(u in eliminated and eliminated[u] == "constant-folded" for u in users)):
+                eliminated[n.id] = "constant-folded"
+            elif not users and not any(o in self.source.outputs for o in outs):
+                eliminated[n.id] = "removed (result unused)"
+            elif n.op_type in NO_OPS:
+                eliminated[n.id] = "removed (no-op)"
+        return eliminated
 
-    control_flow = {n.parent for n in source.nodes if n.parent}
-    for c in compiled.nodes:
-        c.source_nodes = list(dict.fromkeys(groups.get(c.id, [])))
-        ns = _common_namespace([s_nodes[s].namespace for s in c.source_nodes])
-        # An If / Loop / Scan task stays at the head of its bodies' group, whatever it absorbed.
-        ns = next((s_nodes[s].namespace for s in c.source_nodes if s in control_flow), ns)
-        if c.source_nodes:
-            c.namespace = ns
-    compiled.eliminated = eliminated
-    return corr
+    def absorb(self, eliminated: dict[str, str]) -> None:
+        """Step 5, second half: the task owning a neighbour implements what is left; else it was removed."""
+        for n in self.source.nodes:
+            if n.id in self.owner or n.id in eliminated:
+                continue
+            near = [self.owner.get(u) for o in n.outputs for u in self.s_consumers.get(o, [])]
+            near += [self.owner.get(self.s_prod.get(u, "")) for u in n.inputs]
+            target = next((t for t in near if t), None)
+            if target:
+                self.owner[n.id] = target
+                self.groups[target].append(n.id)
+                self.groups[target].sort(key=self.s_index.__getitem__)
+            else:
+                eliminated[n.id] = "removed"
+
+    def write_back(self, eliminated: dict[str, str]) -> None:
+        """Each task's source nodes and namespace (their common one), and the eliminated nodes, on `compiled`."""
+        control_flow = {n.parent for n in self.source.nodes if n.parent}
+        for c in self.compiled.nodes:
+            c.source_nodes = list(dict.fromkeys(self.groups.get(c.id, [])))
+            ns = _common_namespace([self.s_nodes[s].namespace for s in c.source_nodes])
+            # An If / Loop / Scan task stays at the head of its bodies' group, whatever it absorbed.
+            ns = next((self.s_nodes[s].namespace for s in c.source_nodes if s in control_flow), ns)
+            if c.source_nodes:
+                c.namespace = ns
+        self.compiled.eliminated = eliminated
+
+
+def _consumers(graph: Graph) -> dict[str, list[str]]:
+    """Value name -> ids of the nodes reading it, in execution order."""
+    out: dict[str, list[str]] = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            out.setdefault(v, []).append(n.id)
+    return out
 
 
 def fill_shapes_from_source(source: Graph, compiled: Graph, corr: dict[str, str]) -> int:
