@@ -1,9 +1,8 @@
 """House rules on the size of code a reader holds in mind (issue 17, item 3), read from the source with `ast`.
 
 - No function (or method, or nested function) over `MAX_FUNCTION_LINES` lines in `compiler/` or `simulator/`,
-  counted from its `def` line to its last line (docstring and comments included, decorators not). `LONG_LEFT`
-  lists the simulator's functions still longer, by module and qualified name; it may only shrink: a new long
-  function fails, and so does an entry that is no longer long (delete it from the list). `compiler/` has none.
+  counted from its `def` line to its last line (docstring and comments included, decorators not). A longer one
+  is split by the jobs inside it.
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ from tests.unit.test_imports import modules, package, tree
 
 MAX_FUNCTION_LINES = 80
 CHECKED = ("compiler", "simulator")
-# (module, qualified name) # lines when listed. Split them by the jobs inside them, then delete their entry.
-LONG_LEFT = frozenset({
-})
 
 
 def functions(node: ast.AST, prefix: str = "") -> Iterator[tuple[str, int]]:
@@ -38,13 +34,9 @@ def long_functions() -> dict[tuple[str, str], int]:
 
 
 def test_no_long_functions() -> None:
-    found = long_functions()
-    new = sorted(f"{m}.{name} ({n} lines)" for (m, name), n in found.items() if (m, name) not in LONG_LEFT)
-    assert not new, (f"functions over {MAX_FUNCTION_LINES} lines (split them by the jobs inside them): "
-                     + ", ".join(new))
-    gone = sorted(f"{m}.{name}" for m, name in LONG_LEFT - found.keys())
-    assert not gone, f"no longer over {MAX_FUNCTION_LINES} lines: delete them from LONG_LEFT: {', '.join(gone)}"
-    assert not [m for m, _ in LONG_LEFT if package(m) == "compiler"], "compiler/ has none left: no entry for it"
+    found = sorted(f"{m}.{name} ({n} lines)" for (m, name), n in long_functions().items())
+    assert not found, (f"functions over {MAX_FUNCTION_LINES} lines (split them by the jobs inside them): "
+                       + ", ".join(found))
 
 
 def test_the_count_sees_what_it_checks() -> None:
