@@ -3,6 +3,7 @@
 - No function (or method, or nested function) over `MAX_FUNCTION_LINES` lines in `compiler/` or `simulator/`,
   counted from its `def` line to its last line (docstring and comments included, decorators not). A longer one
   is split by the jobs inside it.
+- No source file (Python in the project's packages, TypeScript in `web/src`) over `MAX_FILE_LINES` lines.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from tests.unit.test_imports import modules, package, tree
+from tests.unit.test_imports import ROOT, modules, package, tree
 
 MAX_FUNCTION_LINES = 80
+MAX_FILE_LINES = 600
 CHECKED = ("compiler", "simulator")
 
 
@@ -44,3 +46,12 @@ def test_the_count_sees_what_it_checks() -> None:
     sample = ast.parse("class A:\n    @staticmethod\n    def f():\n        def g():\n            pass\n\n"
                        "        return g\n\n\nif True:\n    def h(): pass\n")
     assert dict(functions(sample)) == {"A.f": 5, "A.f.g": 2, "h": 1}
+
+
+def test_no_long_files() -> None:
+    sources = [*(ROOT / p for p in modules().values()), *(ROOT / "web" / "src").rglob("*.ts"),
+               *(ROOT / "web" / "src").rglob("*.tsx")]
+    assert len(sources) > 100  # the walk found the tree
+    long = sorted(f"{p.relative_to(ROOT)} ({n} lines)" for p in sources
+                  if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_FILE_LINES)
+    assert not long, f"source files over {MAX_FILE_LINES} lines (split them by the jobs inside them): {', '.join(long)}"

@@ -10,16 +10,18 @@ import {
   pickOnlyWhenStill,
 } from "../graph/programs";
 import type { GraphColumns, OpsResponse, OptionTable } from "../api/types";
-import { fmtBytes, fmtMs, typeColor } from "../format";
+import { fmtBytes, fmtMs } from "../format";
 import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
 import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
 import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
+import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
+import { changedItems, GROUP_SIZE, itemStyle, type NodeAttrs, OP_SIZE, optimizedRings, selectedItems, type Style, styleNode } from "./graph/style";
 import type { Selection, SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
 import { unitLabel } from "../units";
-import { DIM, DIV, lerpColor, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
+import { DIV, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
 
 interface Props {
   graph: GraphColumns | null;
@@ -60,59 +62,6 @@ export interface GraphDebug {
   groupLabels(): string[];
 }
 
-const OP_SIZE = 9;
-const GROUP_SIZE = 15;
-/** a selected node is drawn this much bigger */
-const SEL_GROW = 1.6;
-/** selections up to this many drawn items show every label; a brush over thousands would bury the graph in text */
-const LABELLED_SELECTION = 50;
-/** at the closest zoom, pixels per layout unit: an op (150 x 26 units) spans 300 px, its label in 12 px text */
-const CLOSEST_PX_PER_UNIT = 2;
-
-/** What a drawn node carries; its colour, size and marks come from the Style of its item `k` (styleNode). */
-interface NodeAttrs {
-  x: number;
-  y: number;
-  size: number;
-  label: string;
-  kind: "op" | "group";
-  op?: number;
-  group?: string;
-  /** index into [...layout.ops, ...layout.collapsed] */
-  k: number;
-  pinLabel?: boolean;
-  color?: string;
-  forceLabel?: boolean;
-}
-
-/** Per drawn item: colour (metric or unit), dimmed by the table's filter, optimized, selected. */
-interface Style {
-  color: string[];
-  dim: Uint8Array;
-  opt: Uint8Array;
-  sel: Uint8Array;
-  selCount: number;
-}
-
-/** sigma's node reducer (it hands us a copy of the attributes). */
-function styleNode(st: Style | null, a: NodeAttrs): NodeAttrs {
-  if (!st || a.k >= st.sel.length) return a;
-  const k = a.k, selected = st.sel[k] === 1;
-  a.color = selected ? SEL : st.dim[k] ? DIM : st.color[k];
-  if (selected) a.size *= SEL_GROW;
-  a.forceLabel = !!a.pinLabel || (selected && st.selCount <= LABELLED_SELECTION);
-  if (st.opt[k]) a.label = `◆ ${a.label}`;
-  return a;
-}
-
-/** The smallest camera ratio for a drawing of this extent: the closest zoom reaches CLOSEST_PX_PER_UNIT whatever the
- * graph's size (at ratio 1 the bounding box fits the view). A fixed 0.002 left a fully expanded 50,000-node graph,
- * millions of units tall, at a tenth of a pixel per unit: edges and boxes but no nodes or labels. */
-function minZoomRatio(s: Sigma, extent: number): number {
-  const { width, height } = s.getDimensions();
-  const px = Math.max(100, Math.min(width, height));
-  return Math.min(0.002, px / (extent * CLOSEST_PX_PER_UNIT));
-}
 
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
@@ -126,7 +75,7 @@ export default memo(function GraphView(p: Props) {
   /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by applyStyle */
   const styleRef = useRef<Style | null>(null);
   const halos = useRef(new Float64Array(0));
-  const pendingZoom = useRef<{ kind: "op"; op: number } | { kind: "box"; id: string } | "fit" | null>("fit");
+  const pendingZoom = useRef<ZoomTarget | "fit" | null>("fit");
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
   const [layout, setLayout] = useState<LayoutResult | null>(null);
   const [metric, setMetric] = useState<MetricKey>("latency");
@@ -304,45 +253,18 @@ export default memo(function GraphView(p: Props) {
       const mv = metricValues();
       const uc = unitColoring();
       const m = METRICS.find((x) => x.key === metric)!;
-      const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
-      const filt = p.filtered;
-      const overridden = p.evaluation?.overridden;
-      const n = L.ops.length + L.collapsed.length;
-      const inFilter = new Uint8Array(n), opt = new Uint8Array(n);
-      for (let i = 0; i < L.rep.length; i++) {
-        if (!filt || filt.has(nodes![i].id)) inFilter[L.rep[i]] = 1;
-        if (overridden && toTable && toTable[i] >= 0 && overridden[toTable[i]]) opt[L.rep[i]] = 1;
-      }
-      const color = new Array<string>(n);
-      const dim = new Uint8Array(n);
-      let dimmed = 0;
-      for (let k = 0; k < n; k++) {
-        if (uc) color[k] = uc.colors[k];
-        else if (!mv) color[k] = k < L.ops.length ? typeColor(nodes![L.ops[k]].type) : "#7b8199";
-        else if (m.diverging) color[k] = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
-        else color[k] = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
-        if (filt && !inFilter[k]) (dim[k] = 1), dimmed++;
-      }
-      setLegend(mv ? { min: m.diverging ? -absMax : mv.min, max: m.diverging ? absMax : mv.max } : null);
+      const st = itemStyle(L, nodes!, { metric: mv, diverging: !!m.diverging, units: uc, filtered: p.filtered, overridden: p.evaluation?.overridden, toTable });
+      setLegend(mv ? { min: m.diverging ? -st.absMax : mv.min, max: m.diverging ? st.absMax : mv.max } : null);
       setUnitLegend(uc?.legend ?? null);
-      if (root.current) root.current.dataset.dimmed = String(dimmed);
-      return { color, dim, opt };
+      if (root.current) root.current.dataset.dimmed = String(st.dimmed);
+      return { color: st.color, dim: st.dim, opt: st.opt };
     },
     [nodes, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
   );
   /** Which drawn items hold a selected op (a collapsed group holding one is drawn selected). O(selection). */
   const selectionStyle = useCallback(
     (L: LayoutResult): Pick<Style, "sel" | "selCount"> => {
-      const sel = new Uint8Array(L.ops.length + L.collapsed.length);
-      let selCount = 0;
-      const hl: string[] = [];
-      for (const id of p.selection.ids) {
-        const i = idToNode.get(id);
-        if (i === undefined) continue;
-        const k = L.rep[i];
-        if (!sel[k]) (sel[k] = 1), selCount++;
-        if (k < L.ops.length) hl.push(id);
-      }
+      const { sel, selCount, hl } = selectedItems(L, p.selection.ids, idToNode);
       const el = root.current;
       if (el) {
         el.dataset.highlighted = hl.join(",");
@@ -370,13 +292,7 @@ export default memo(function GraphView(p: Props) {
   const applyStyle = (st: Style | null) => {
     const g = graphRef.current, L = layoutRef.current;
     if (!st || !g || !L) return;
-    const rings: number[] = [];
-    for (let k = 0; k < st.opt.length; k++) {
-      if (!st.opt[k]) continue;
-      const a = g.getNodeAttributes(keyOfIndex(k, L)) as NodeAttrs;
-      rings.push(a.x, -a.y, a.size * (st.sel[k] ? SEL_GROW : 1));
-    }
-    halos.current = Float64Array.from(rings);
+    halos.current = optimizedRings(st, (k) => g.getNodeAttributes(keyOfIndex(k, L)) as NodeAttrs);
   };
 
   useEffect(() => {
@@ -392,12 +308,7 @@ export default memo(function GraphView(p: Props) {
     const L = layoutRef.current, old = styleRef.current;
     if (!L || !graphRef.current || !old || old.sel.length !== L.ops.length + L.collapsed.length) return;
     const next = selectionStyle(L);
-    // only the items whose state changed; all selected ones when their labels switch on or off
-    const labelsFlip = (old.selCount <= LABELLED_SELECTION) !== (next.selCount <= LABELLED_SELECTION);
-    const changed: number[] = [];
-    for (let k = 0; k < next.sel.length; k++) {
-      if (old.sel[k] !== next.sel[k] || (labelsFlip && next.sel[k])) changed.push(k);
-    }
+    const changed = changedItems(old, next);
     styleRef.current = { ...old, ...next };
     applyStyle(styleRef.current);
     repaint(changed);
@@ -406,34 +317,11 @@ export default memo(function GraphView(p: Props) {
 
   // ---- camera ----
   /** Whole graph if it is compact; a tall chain is shown from its top at a readable scale. */
-  const fitTop = useCallback((L: LayoutResult) => {
-    const s = sigmaRef.current;
-    if (!s) return;
-    const ext = Math.max(L.width, L.height, 200);
-    const r = Math.min(1, Math.max(0.01, (1.4 * Math.max(L.width, 600)) / ext));
-    const cy = Math.min(L.height / 2, (r * ext) / 2);
-    const f = s.viewportToFramedGraph(s.graphToViewport({ x: L.width / 2, y: -cy }));
-    s.getCamera().setState({ x: f.x, y: f.y, ratio: r, angle: 0 });
+  const fitTop = useCallback((L: LayoutResult) => sigmaRef.current && fitTopOf(sigmaRef.current, L), []);
+  const zoomTo = useCallback((z: ZoomTarget) => {
+    const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
+    if (s && g && L) zoomToTarget(s, g, L, z);
   }, []);
-  const zoomTo = useCallback(
-    (z: { kind: "op"; op: number } | { kind: "box"; id: string }) => {
-      const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
-      if (!s || !g || !L) return;
-      const ext = Math.max(L.width, L.height, 1);
-      if (z.kind === "op") {
-        const key = `o${z.op}`;
-        if (!g.hasNode(key)) return;
-        const d = s.getNodeDisplayData(key)!;
-        s.getCamera().animate({ x: d.x, y: d.y, ratio: Math.min(1, 900 / ext) }, { duration: 350 });
-      } else {
-        const b = L.boxes.find((x) => x.id === z.id);
-        if (!b) return;
-        const c = s.viewportToFramedGraph(s.graphToViewport({ x: b.x + b.w / 2, y: -(b.y + b.h / 2) }));
-        s.getCamera().animate({ x: c.x, y: c.y, ratio: Math.min(1, (1.15 * Math.max(b.w, b.h)) / ext) }, { duration: 350 });
-      }
-    },
-    [],
-  );
 
   // follow selections made in the table / timeline: expand ancestors, then zoom
   useEffect(() => {
