@@ -87,18 +87,24 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                 best = (err, s)
         return best
 
+    x = best_log_efficiency(lambda v: at(v)[0])
+    s = at(x)[1]
+    return float(np.exp(x)), {sub: float(v) for sub, v in zip(subs, s)}
+
+
+def best_log_efficiency(err: Callable[[float], float]) -> float:
+    """The log efficiency in [1e-4, 3] where `err` is least: the best of a 25-point grid, then golden-section
+    refinement around it (the fits here have one basin but a flat floor, where a derivative gives little)."""
     grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
-    i = int(np.argmin([at(x)[0] for x in grid]))
+    i = int(np.argmin([err(x) for x in grid]))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    for _ in range(12):  # golden-section refinement around the best grid point
+    for _ in range(12):
         m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
-        if at(m1)[0] < at(m2)[0]:
+        if err(m1) < err(m2):
             hi = m2
         else:
             lo = m1
-    x = (lo + hi) / 2
-    s = at(x)[1]
-    return float(np.exp(x)), {sub: float(v) for sub, v in zip(subs, s)}
+    return float((lo + hi) / 2)
 
 
 def _fit_setup(g: Graph, hw: HardwareProfile, kind: str, measured_ms: float) -> float:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from simulator.calibration_fit import best_log_efficiency
 from simulator.profiles import HardwareProfile
 
 CACHE_VERSION = 2
@@ -160,16 +161,7 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
         s_ms = max(0.0, float(((1 - pred / meas) / meas).sum() / (1 / meas ** 2).sum()))
         return float((((pred + s_ms) / meas - 1) ** 2).sum()), s_ms / 1e3
 
-    grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
-    i = int(np.argmin([err(x)[0] for x in grid]))
-    lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
-    for _ in range(12):  # golden-section refinement around the best grid point
-        m1, m2 = lo + 0.382 * (hi - lo), lo + 0.618 * (hi - lo)
-        if err(m1)[0] < err(m2)[0]:
-            hi = m2
-        else:
-            lo = m1
-    x = (lo + hi) / 2
+    x = best_log_efficiency(lambda v: err(v)[0])
     return float(np.exp(x)), err(x)[1]
 
 
