@@ -42,17 +42,21 @@ def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One host calibration for the whole run, shared by the parallel workers: it measures kernels and takes
     a minute or two (more on a busy machine); the first worker that needs it calibrates and the others wait on
     its file lock (`simulator.calibration.load_or_calibrate`). EDGESCOPE_TEST_CALIBRATION_SEED names a cache to
-    start from (used as is if it is current)."""
+    start from (`edgescope calibrate --out FILE`; with LiteRT's `litert-cpu.json` beside it; used if current)."""
     root = tmp_path_factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         root = root.parent  # the workers' common folder
     folder = root / "calibration"
     folder.mkdir(exist_ok=True)
     seed = os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED")
-    if seed and Path(seed).is_file() and not (folder / "host-cpu.json").exists():
-        part = folder / f"host-cpu.json.{XDIST_WORKER}"
-        shutil.copyfile(seed, part)
-        part.replace(folder / "host-cpu.json")  # atomic: the other worker never reads half a file
+    if seed and Path(seed).is_file():
+        # The host (ORT) cache and LiteRT's beside it (simulator.litert_calibration.cache_path), where it exists.
+        for src in (Path(seed), Path(seed).with_name("litert-cpu.json")):
+            dst = folder / ("host-cpu.json" if src == Path(seed) else src.name)
+            if src.is_file() and not dst.exists():
+                part = dst.with_name(f"{dst.name}.{XDIST_WORKER}")
+                shutil.copyfile(src, part)
+                part.replace(dst)  # atomic: the other worker never reads half a file
     return folder
 
 
