@@ -9,7 +9,8 @@ is the simulator's fp32 total on that target from the compiled graph WITHOUT the
 `edgescope predict` and benchmarks/fidelity.py predict), against the measured whole-model median.
 
 Run: `nice -n 10 .venv/bin/python benchmarks/realworld.py [--slice test] [--family F ...] [--only ID ...]
-[--exporter X ...] [--no-real] [--json rows.json]`. Prints figures; asserts nothing.
+[--exporter X ...] [--no-real] [--no-export-check] [--json rows.json] [--repredict rows.json]`. Prints figures;
+asserts nothing.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ def _child(spec: dict[str, Any], out: Path) -> int:
     try:
         from corpus.check import analyse
 
-        row = analyse(Path(spec["path"]), spec["inputs"], Path(spec["calibration"]), spec["runs"], spec["warmup"])
+        row = analyse(Path(spec["path"]), spec["inputs"], Path(spec["calibration"]), spec["runs"], spec["warmup"],
+                      measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True))
     except BaseException as e:  # noqa: BLE001  (a crash: the traceback is the finding)
         row = {"status": "crashed", "error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}",
                "traceback": traceback.format_exc()[-4000:]}
@@ -49,9 +51,11 @@ def _child(spec: dict[str, Any], out: Path) -> int:
     return 0
 
 
-def run_one(item: dict[str, Any], calibration: Path, runs: int, warmup: int, timeout_s: float) -> dict[str, Any]:
+def run_one(item: dict[str, Any], calibration: Path, runs: int, warmup: int, timeout_s: float,
+            **flags: bool) -> dict[str, Any]:
+    """One model in a child process; `flags`: analyse's measure_cpu and check_exports."""
     spec = {"path": item["path"], "inputs": item["inputs"], "calibration": os.fspath(calibration), "runs": runs,
-            "warmup": warmup}
+            "warmup": warmup, **flags}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "row.json"
@@ -163,6 +167,29 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
             print(f"  {m['id']:50s} {m['exporter']:11s} {m['reason'][:160]}")
 
 
+_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms")
+
+
+def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path,
+              timeout_s: float, out_json: str | None) -> int:
+    """Rows of `old_json` predicted again by this code, with their measured figures kept; prints the report of the
+    new rows and each model's error before -> after."""
+    old = {(r["id"], r["exporter"]): r for r in json.loads(old_json.read_text())["rows"]}
+    todo = [it for it in items if (it["id"], it["exporter"]) in old]
+    rows: list[dict[str, Any]] = []
+    for i, it in enumerate(todo, 1):
+        before = old[(it["id"], it["exporter"])]
+        row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False)
+        row.update({k: before.get(k) for k in _MEASURED})
+        rows.append(row)
+        print(f"[{i}/{len(todo)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} err/cpu "
+              f"{_pct(_err(before, 'cpu_ms'))} -> {_pct(_err(row, 'cpu_ms'))}", flush=True)
+        if out_json:
+            Path(out_json).write_text(json.dumps({"rows": rows, "missing": missing}, indent=1))
+    report(rows, missing)
+    return 0
+
+
 def main() -> int:
     from corpus import cache
     from corpus.exporters import EXPORTERS
@@ -183,6 +210,12 @@ def main() -> int:
     ap.add_argument("--json", default=None, help="write every row here")
     ap.add_argument("--resume", action="store_true",
                     help="keep the rows already in --json and analyse only the models it lacks")
+    ap.add_argument("--no-export-check", action="store_true",
+                    help="skip the ONNX export dry runs (minutes per model at load; the fp32 figures do not read them)")
+    ap.add_argument("--repredict", metavar="ROWS.json",
+                    help="predict the models of an earlier --json run again with this code, keeping its measured "
+                         "figures (one profiled run per model, for the shapes; no CPU timing): the same rows and "
+                         "measurements before and after a change to the cost model")
     ap.add_argument("--report", nargs="+", metavar="ROWS.json",
                     help="print the report of earlier --json runs (merged; a later row replaces one of the same model)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -215,6 +248,8 @@ def main() -> int:
     print(f"{len(items)} models to analyse from {root} ({len(missing)} exports not there), calibration {calibration}",
           flush=True)
     rows: list[dict[str, Any]] = []
+    if a.repredict:
+        return repredict(Path(a.repredict), items, missing, calibration, a.timeout, a.json)
     if a.resume and a.json and Path(a.json).is_file():
         rows = json.loads(Path(a.json).read_text())["rows"]
         done = {(r["id"], r["exporter"]) for r in rows}
@@ -222,7 +257,7 @@ def main() -> int:
         print(f"resuming: {len(rows)} rows kept, {len(items)} to analyse", flush=True)
     t0 = time.perf_counter()
     for i, it in enumerate(items, 1):
-        row = run_one(it, calibration, a.runs, a.warmup, a.timeout)
+        row = run_one(it, calibration, a.runs, a.warmup, a.timeout, check_exports=not a.no_export_check)
         rows.append(row)
         print(f"[{i}/{len(items)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} "
               f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} {row['wall_s']:6.1f} s  "

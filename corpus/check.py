@@ -78,8 +78,9 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
 
 
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
-            measure_cpu: bool = True) -> dict[str, Any]:
-    """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback)."""
+            measure_cpu: bool = True, check_exports: bool = True) -> dict[str, Any]:
+    """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
+    `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read."""
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
     from simulator.totals import totals
@@ -87,7 +88,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
 
     target = "litert-cpu/host" if path.suffix == ".tflite" else "ort-cpu/host"
     opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
-                           calibration_path=calibration)
+                           calibration_path=calibration, check_exports=check_exports)
     row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}
     with tempfile.TemporaryDirectory(prefix="realworld-") as d:
         try:
