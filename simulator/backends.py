@@ -150,12 +150,13 @@ def _float_compute(unit: Unit, fmt: str) -> str | None:
 def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
                   fused: bool) -> Path | None:
     """The path of a task on unit `ui` under combo `c`, or None when that unit cannot run it so."""
-    if kind == "dwconvnchw":
-        p = _nchw_depthwise(target, ui, unit, c, has_kernel)
+    if kind in _NCHW_AS:
+        p = _nchw_grouped(target, ui, unit, kind, c, has_kernel)
         if p is not None:
             return p
-        p = _plan_on_unit(target, ui, unit, op_type, "dwconv", c, has_kernel, fused)  # other options: as NCHWc's
-        return None if p is None else dataclasses.replace(p, rate_kind=p.rate_kind or "dwconv")
+        alt = _NCHW_AS[kind]  # other options and backends: as the NCHWc kind's paths
+        p = _plan_on_unit(target, ui, unit, op_type, alt, c, has_kernel, fused)
+        return None if p is None else dataclasses.replace(p, rate_kind=p.rate_kind or alt)
     if target.backend in LITERT_BACKENDS and unit.name == "cpu":  # XNNPACK's paths (simulator/litert_paths.py)
         p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused,
                             lambda alt: _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused))
@@ -352,21 +353,28 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
                    repack=kind == "conv")
 
 
-def _nchw_depthwise(target: Target, ui: int, unit: Unit, c: Combo, has_kernel: bool) -> Path | None:
-    """fp32 depthwise Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw`; under fp16 also one behind a shared
-    Cast, _ort_fp16): MLAS's plain NCHW Conv, group by group: im2col of the channel's taps + a one-row SGEMM, so a
-    cost per im2col element (its buffer every channel's taps: Work.im2col_elements) and one per channel, figures of
-    its own (`dwconvnchw.nchw*`, host-cpu.yaml, measured on single-op models: 0.55 ns per element, 0.59 us per
-    channel; 3-7x the NCHWc kernel's time at 14-112 pixels). ShuffleNet v2's 19 depthwise convs, all after a channel
-    shuffle: 0.10 ms predicted at the NCHWc rate, 0.49 measured. Only where the profile has that figure; elsewhere
-    the NCHWc figures stand."""
+# Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW
+# figures do not apply (other options, other backends, a profile without them).
+_NCHW_AS = {"dwconvnchw": "dwconv", "gconvnchw": "convsmall"}
+
+
+def _nchw_grouped(target: Target, ui: int, unit: Unit, kind: str, c: Combo, has_kernel: bool) -> Path | None:
+    """fp32 grouped Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw` depthwise, `gconvnchw` other grouped;
+    under fp16 also a depthwise one behind a shared Cast, _ort_fp16): MLAS's plain NCHW Conv, group by group: im2col
+    of the group's taps + an SGEMM, so a cost per im2col element (its buffer every group's taps:
+    Work.im2col_elements) and one per group, figures of the kind's own (`<kind>.nchw*`, host-cpu.yaml, measured on
+    single-op models). Depthwise: 3-7x the NCHWc kernel's time at 14-112 pixels (ShuffleNet v2's 19 depthwise convs,
+    all after a channel shuffle: 0.10 ms predicted at the NCHWc rate, 0.49 measured). Other grouped: RegNetX-002's
+    group width 8 at 0.13-0.5x of measured at the NCHWc rate. Only where the profile has that figure; elsewhere the
+    NCHWc figures stand."""
     # fp16 weights are decoded to fp32 at load (fp16 activations reach here as fp32 from _ort_fp16).
     if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "fp16", "-")
-            or not has_kernel or "dwconvnchw.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
+            or not has_kernel or f"{kind}.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
         return None
+    what = "depthwise" if kind == "dwconvnchw" else "grouped"
     return Path(ui, c, True, "fp32", "nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
-                "depthwise Conv left in NCHW by ORT: im2col + GEMM per channel", setup_per_channel=True,
-                im2col=True, rate_kind="dwconvnchw")
+                f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=True,
+                im2col=True, rate_kind=kind)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
@@ -402,7 +410,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
 
     f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
     # A depthwise Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, channel by channel, as a
-    # depthwise Conv ORT already leaves in NCHW runs (_nchw_depthwise). At the NCHWc kernel's rate it was 10x too
+    # depthwise Conv ORT already leaves in NCHW runs (_nchw_grouped). At the NCHWc kernel's rate it was 10x too
     # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at
     # 12.6x their fp32 time, predicted 1.2x (benchmarks/export_ops.py).
     dw_nchw = has_kernel and op_type in _CONV_OPS and base_kind(kind) == "dwconv" and shared_cast

@@ -13,14 +13,15 @@ from dataclasses import dataclass, field
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
-KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "dwconvnchw", "gemm", "matmul", "attention", "pool", "elementwise",
-                          "norm", "skipnorm", "softmax", "reduce", "layout", "view", "quant", "other")
+KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "matmul",
+                          "attention", "pool", "elementwise", "norm", "skipnorm", "softmax", "reduce", "layout", "view",
+                          "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
-WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gemm", "attention"})
+WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
-PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv"}
+PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv"}
 
 
 def base_kind(kind: str) -> str:
@@ -103,6 +104,7 @@ class Work:
     # Elements of the im2col buffer a convolution expands its input into, where it is not MACs / output
     # channels (a dense conv's): a grouped conv run group by group expands every group (0 = the default rule).
     im2col_elements: float = 0.0
+    groups: int = 1  # a Conv's `group`: the GEMMs MLAS runs one after another for a conv left in NCHW
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -157,11 +159,16 @@ def fold_constants(graph: Graph) -> tuple[Graph, frozenset[str]]:
 def kind_of(node: Node, graph: Graph) -> str:
     op = node.op_type
     if op in _CONV:
+        # A Conv ORT did not convert to NCHWc stays a plain ONNX Conv, or a FusedConv where it absorbed an activation,
+        # which MLAS runs group by group: im2col + a GEMM per group, several times the NCHWc kernel's time. ORT (x86,
+        # 1.32) converts a grouped Conv only when its channels per group fill whole NCHWc blocks (16 with AVX-512) and
+        # a depthwise one when its channels are a multiple of 4: ShuffleNet v2's 58-channel depthwise convs, RegNet's
+        # group width 8, ResNeXt's 4 and RegNetY-1.6GF's 24 stay NCHW (probed with single-op models on this host).
+        nchw = (op == "Conv" and node.domain in ("", "ai.onnx")) or (op == "FusedConv" and node.domain == "com.microsoft")
         if _is_depthwise(node, graph):
-            # A depthwise Conv ORT did not convert to NCHWc (ShuffleNet v2's 58-channel ones; one reading a graph
-            # input) stays a plain ONNX Conv in the compiled graph, which MLAS runs group by group: im2col + a
-            # one-row GEMM per channel, several times the NCHWc kernel's time.
-            return "dwconvnchw" if op == "Conv" and node.domain in ("", "ai.onnx") else "dwconv"
+            return "dwconvnchw" if nchw else "dwconv"
+        if nchw and int(node.attributes.get("group", 1) or 1) > 1:
+            return "gconvnchw"
         w = _kernel_value(node, graph)
         # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
@@ -282,7 +289,8 @@ def work_of(node: Node, graph: Graph) -> Work:
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
                 kernel_name=k_name, aux_weights=tuple(aux_names),
-                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows))
+                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows),
+                groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1)
 
 
 def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
@@ -296,11 +304,15 @@ def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
       stride-1 one, single-op models in thread CPU time).
     - Other grouped convs (RegNet's group width 8, ResNeXt's 32 groups): read by the im2col paths, dynamic int8's
       ConvInteger and fp16's NCHW Conv (RegNetX-002's 14 grouped convs under int8-dynamic measured 2.9x their
-      fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py)."""
+      fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py), and by fp32's own where ORT
+      left the conv in NCHW (`gconvnchw`), read with the conv's stride as the depthwise expansion is (23 grouped
+      3x3 and 1x1 convs on this host fit within a median 12% with the stride, 17% without)."""
     group = int(node.attributes.get("group", 1) or 1)
+    stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
     if kind in ("dwconv", "dwconvnchw"):
-        strides = node.attributes.get("strides") or [1]
-        return macs * max(int(strides[-1]), 1)
+        return macs * stride
+    if kind == "gconvnchw" and k_rows > 0:
+        return macs * group / k_rows * stride
     if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
         return macs * group / k_rows
     return 0.0
@@ -333,7 +345,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     op = node.op_type
     out0 = outs[0] if outs else None
     out_e = _elements(out0) or 0.0
-    if kind in ("conv", "convsmall", "dwconv", "dwconvnchw"):
+    if kind in ("conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw"):
         if kernel is None or kernel.shape is None:
             return 0.0, 0.0
         per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw

@@ -17,7 +17,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.costs import WEIGHTED_KINDS, Work
+from simulator.costs import WEIGHTED_KINDS, Work, base_kind
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
 from simulator.roofline import Path
 
@@ -100,7 +100,7 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
         # ai-edge-quantizer 0.10.0 has no 4-bit weight-only config for DEPTHWISE_CONV_2D (its default policy
         # lists BATCH_MATMUL, FULLY_CONNECTED, EMBEDDING_LOOKUP, CONV_2D): the kernel stays fp32.
         return elements * 4.0
-    conv = kind in ("conv", "convsmall", "dwconv")
+    conv = base_kind(kind) in ("conv", "dwconv")
     bits = BITS[kernel]
     lb = lut_bits(kernel)
     onnx = target.export != "coreml"

@@ -48,7 +48,7 @@ class Path:
     eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
     fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
     note: str = ""
-    setup_per_channel: bool = False  # the fixed setup is paid per output channel (per group), not per task
+    setup_per_channel: bool = False  # the fixed setup is paid per group (per channel if depthwise), not per task
     extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
     setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
     im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
@@ -88,7 +88,7 @@ class Rates:
     extra_out: Num
     dispatches: Num  # kernels launched (1 + extra)
     dispatch_s: Num  # launch cost per kernel
-    setup_s: Num  # fixed setup per task (per kernel row where `setup_rows`)
+    setup_s: Num  # fixed setup per task (per group where `setup_rows`)
     setup_rows: Num  # bool
     pixel_s: Num  # seconds per output pixel (output elements / kernel rows) on top of setup_s
     im2col_s: Num  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
@@ -181,6 +181,7 @@ class Counts:
     other_const_bytes: Num
     kernel_rows: Num
     im2col_elements: Num
+    groups: Num  # a Conv's group count; a depthwise kernel without one (TFLite's) counts its rows
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -192,7 +193,8 @@ class Counts:
             aux_elements=col([w.aux_weight_elements for w in works]),
             other_const_bytes=col([w.other_const_bytes for w in works]),
             kernel_rows=col([w.kernel_out_channels for w in works]),
-            im2col_elements=col([w.im2col_elements for w in works]))
+            im2col_elements=col([w.im2col_elements for w in works]),
+            groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,8 +231,8 @@ def task_cost(w: Counts, r: Rates, weights_resident: bool, weights_fp32_bytes: f
 
 
 def _setup_s(w: Counts, r: Rates) -> Num:
-    """Fixed costs of the path: per task (or per kernel row), per output pixel, per im2col element, per weight."""
-    setup = r.setup_s * np.where(r.setup_rows, w.kernel_rows, 1.0)
+    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight."""
+    setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
     setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).

@@ -1,0 +1,69 @@
+"""Grouped (not depthwise) Convs ORT leaves in NCHW: MLAS runs them group by group, im2col + an SGEMM each, at figures
+of their own (`gconvnchw.nchw*`, host-cpu.yaml), where the NCHWc rate predicted RegNetX-002's at 0.13-0.5x."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from compiler.graph import Node
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
+from simulator.backends import plan
+from simulator.costs import work_of
+from simulator.profiles import load_profile
+from simulator.sweep import sweep
+from tests.simulator.helpers import act, graph, weight
+
+HOST = get_target("ort-cpu/host")
+HW = load_profile("host-cpu")
+FP32 = Combo("fp32", "fp32", "fp32", 0)
+
+
+def _grouped(op: str, domain: str, c: int = 56, width: int = 8, stride: int = 1, size: int = 28):
+    out = size // stride
+    return graph([Node("g", "g", op, inputs=["x", "w"], outputs=["y"], domain=domain,
+                       attributes={"group": c // width, "kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
+                                   "strides": [stride, stride], **({"activation": "Relu"} if op == "FusedConv" else {})})],
+                 [act("x", [1, c, size, size]), weight("w", [c, width, 3, 3]), act("y", [1, c, out, out])], ["x"], ["y"])
+
+
+def test_grouped_conv_left_in_nchw_records_its_groups_and_every_groups_im2col() -> None:
+    c, width = 56, 8
+    g = _grouped("FusedConv", "com.microsoft", c, width)
+    w = work_of(g.nodes[0], g)
+    assert w.kind == "gconvnchw" and w.groups == c // width
+    assert w.macs == c * 28 * 28 * width * 9
+    # Every group expands its own input channels: width x 3 x 3 taps per output pixel and group.
+    assert w.im2col_elements == width * 9 * 28 * 28 * (c // width)
+    # At stride 2 the expansion gathers every other element: counted twice per element, as the depthwise one.
+    g2 = _grouped("Conv", "", c, width, stride=2)
+    w2 = work_of(g2.nodes[0], g2)
+    assert w2.kind == "gconvnchw" and w2.im2col_elements == 2 * width * 9 * 14 * 14 * (c // width)
+    # The same conv once ORT made it NCHWc is the NCHWc kernel's; a depthwise FusedConv left in NCHW is dwconvnchw.
+    gc = _grouped("Conv", "com.microsoft.nchwc", c, width)
+    assert work_of(gc.nodes[0], gc).kind == "convsmall"
+    dw = _grouped("FusedConv", "com.microsoft", 58, 1)
+    assert work_of(dw.nodes[0], dw).kind == "dwconvnchw"
+
+
+def test_grouped_nchw_path_pays_its_im2col_and_a_setup_per_group() -> None:
+    p = plan(HOST, HW, "FusedConv", "gconvnchw", FP32, True, True)
+    assert p.tag == "nchw" and p.rate_kind == "gconvnchw" and p.im2col and p.setup_per_channel and p.fp32_equivalent
+    # Other options run as the NCHWc few-channel conv's paths (ConvInteger's im2col reads Work.im2col_elements).
+    int8dyn = Combo("fp32", "fp32", "int8", 0)
+    assert plan(HOST, HW, "FusedConv", "gconvnchw", int8dyn, True, True).tag == \
+        plan(HOST, HW, "FusedConv", "convsmall", int8dyn, True, True).tag == "int8dyn"
+    # A profile without the figures keeps the NCHWc ones.
+    bare = dataclasses.replace(HW, units=tuple(dataclasses.replace(u, kind_overhead_s={}) for u in HW.units))
+    assert plan(HOST, bare, "FusedConv", "gconvnchw", FP32, True, True).tag == "fp32"
+    g = _grouped("FusedConv", "com.microsoft")
+    w = work_of(g.nodes[0], g)
+    lat = [sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {
+        "gconvnchw.nchw.im2col": im, "gconvnchw.nchw": per_group}}}})).bulk
+        for im, per_group in ((2e-10, 0.0), (3e-10, 0.0), (2e-10, 1e-6))]
+    j = [q["name"] for q in lat[0]["presets"]].index("fp32")
+    ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
+    assert ms[1] - ms[0] == pytest.approx(1e-10 * w.im2col_elements * 1e3)
+    assert ms[2] - ms[0] == pytest.approx(1e-6 * w.groups * 1e3)  # per group (7), not per output channel (56)
