@@ -103,6 +103,9 @@ class Rates:
     onchip: Num
     llc: Num  # the core's share of the last-level cache (0: not modelled)
     llc_all: Num  # the whole last-level cache (<= llc: a step at llc)
+    llc_hold_s: Num  # weights re-read within this long stay in the shared last-level cache
+    llc_evict_s: Num  # ... and none after this long (linear between; 0: they all stay)
+    evicted_bw: Num  # the rate evicted weights come back from memory at
     eliminated: Num  # bool: the task disappears on this path
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
 
@@ -141,6 +144,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
+        llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
+        evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
     )
 
@@ -206,10 +211,39 @@ class TaskCost:
     fits: Num  # bool: the task's traffic stays in the on-chip memory
 
 
-def task_cost(w: Counts, r: Rates, weights_resident: bool, weights_fp32_bytes: float) -> TaskCost:
+@dataclass(frozen=True, slots=True)
+class Residency:
+    """Where a model's weights are when a run reads them: facts of the whole model, the same for every task."""
+
+    resident: bool  # all of them stay in the unit's own cache between runs
+    weights_fp32_bytes: float  # the model's weights at fp32 (how much of them the last-level cache holds)
+    run_s: float = 0.0  # the run's length (run_estimate_s): how long each weight waits to be read again
+
+
+def run_estimate_s(works: Sequence[Work], peak_ops_per_s: float, cache_bw: float) -> float:
+    """A run's length as the reuse interval of its weights: every task's arithmetic at the unit's nominal fp32
+    peak and its activations at the cache rate (no fixed costs, no efficiencies: the order of magnitude the
+    last-level cache's eviction rule needs, known before any task is costed)."""
+    ops = sum(2 * w.macs + w.flops for w in works)
+    moved = sum(w.in_elements + w.out_elements for w in works) * 4.0
+    return (ops / peak_ops_per_s if peak_ops_per_s else 0.0) + (moved / cache_bw if cache_bw else 0.0)
+
+
+def evicted_share(r: Rates, run_s: float) -> Num:
+    """Share of a model's weights (those beyond the unit's own cache) that other cores' and tenants' traffic
+    evicts from the shared last-level cache before the next run reads them: none for runs up to `llc_hold_s`,
+    all beyond `llc_evict_s`, linear between. Measured on this host (host-cpu.yaml): eight 1 MB batch-1 MatMuls
+    read again after a run of 0.10-0.40 ms at 0.046-0.050 ns per weight (the cache's rate), 0.75 ms 0.077,
+    1.5 ms 0.131, 2.8 ms 0.161, 5.3 ms 0.133 (a compute-only Conv chain beside them sets the run's length;
+    its own footprint 150 KB). Real models are such runs: their classifiers and squeeze-excitation convs read
+    0.11-0.15 ns per weight (MobileNet, MNASNet, ShuffleNet, EfficientNet), 2.3-2.9x the cache's rate."""
+    span = np.maximum(r.llc_evict_s - r.llc_hold_s, 1e-12)
+    return np.where(r.llc_evict_s > 0, np.clip((run_s - r.llc_hold_s) / span, 0.0, 1.0), 0.0)
+
+
+def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs.
-    `weights_resident`: all of the model's weights stay on chip between runs; `weights_fp32_bytes`: the
-    model's weights at fp32 (how much of them the last-level cache holds)."""
+    Weights beyond the unit's own cache (`res`) come from the last-level cache, or from memory once evicted."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
     t_comp = (2 * w.macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
@@ -218,12 +252,13 @@ def task_cost(w: Counts, r: Rates, weights_resident: bool, weights_fp32_bytes: f
     moved = act + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(fits, r.cache_bw, r.dram_bw)
-    w_bw = r.cache_bw if weights_resident else r.dram_bw
+    evicted = 0.0 if res.resident else evicted_share(r, res.run_s)
+    s_per_w_byte = 1 / r.cache_bw if res.resident else (1 - evicted) / r.dram_bw + evicted / r.evicted_bw
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
-    t_mem = act / bw + w_all / w_bw
+    t_mem = act / bw + w_all * s_per_w_byte
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
-    overlap = _overlap(r, weights_fp32_bytes)
+    overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
              + w.out_elements * r.extra_ops_s)
@@ -241,19 +276,20 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     return setup + r.im2col_s * np.where(cols > 1.01 * w.in_elements, cols, 0.0) + r.repack_s * w.kernel_elements
 
 
-def _overlap(r: Rates, weights_fp32_bytes: float) -> Num:
+def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
     """Share of the smaller of compute and memory time that shows. Weights beyond the last-level cache come back
     from memory on every run, and the prefetchers no longer hide them behind the compute: the smaller time shows
     in full. Up to this core's share of the cache they stay; between the share and the whole cache (which the
     other cores' work may or may not take) the exposed part grows linearly: measured here with chains of batch-8
     1024x1024 MatMuls, 16 MB L3 share of 32 MB, per layer 155 us up to 16.8 MB of weights, 181 at 21, 200 at 25.2,
     231 at 33.6. Footprint: the whole model's weights as this combo runs them (fp32 bytes x run-time bytes per
-    weight)."""
+    weight). Weights evicted between runs (evicted_share) come from memory the same way."""
     footprint = weights_fp32_bytes * r.w_rt / 4
     ramp = np.maximum(r.llc_all - r.llc, 0.0)
     beyond = np.where(ramp > 0, np.clip((footprint - r.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
                       (footprint > r.llc).astype(np.float64))
-    return np.where(r.llc > 0, r.overlap + (1.0 - r.overlap) * beyond, r.overlap)
+    beyond = np.maximum(np.where(r.llc > 0, beyond, 0.0), evicted)
+    return r.overlap + (1.0 - r.overlap) * beyond
 
 
 def dram_bytes(w: Counts, r: Rates, c: TaskCost, weights_resident: bool) -> Num:

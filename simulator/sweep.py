@@ -40,6 +40,7 @@ from simulator.roofline import (
     Counts,
     Path,
     Rates,
+    Residency,
     conversion_constants,
     conversion_ms,
     crossing_bytes,
@@ -48,6 +49,7 @@ from simulator.roofline import (
     dram_bytes,
     io_bytes,
     rates,
+    run_estimate_s,
     stack,
     task_cost,
 )
@@ -286,7 +288,10 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     control = control_dispatches(compiled, execs)
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
     total_w = float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works)
-    weights_resident = total_w <= hw.units[0].onchip_memory_bytes
+    u0 = hw.units[0]
+    res = Residency(total_w <= u0.onchip_memory_bytes, total_w,
+                    run_estimate_s(works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
+                                   u0.cache_bandwidth_bytes_per_s))
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
     for (op_type, kind, has_k, fused, shared, plain), rows in _signatures(t, compiled, source, works).items():
         combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
@@ -294,7 +299,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows], weights_resident, total_w, st.at(rows))
+                             measured[rows], res, st.at(rows))
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
@@ -432,12 +437,12 @@ def _charge_first(where: list[tuple[_Group, int]], bulk_m: dict[str, np.ndarray]
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
-             io_out: np.ndarray, measured: np.ndarray, weights_resident: bool, weights_fp32_bytes: float,
+             io_out: np.ndarray, measured: np.ndarray, res: Residency,
              st: Stored) -> dict[str, np.ndarray]:
     """Every metric [n, C] of a group of tasks of one signature (`st`: what they store)."""
     w = Counts.of(works)
     r = co.rates
-    cost = task_cost(w, r, weights_resident, weights_fp32_bytes)
+    cost = task_cost(w, r, res)
     gone = r.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, cost.latency_s * 1e3)
     if measured.any():
@@ -453,7 +458,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * conversion_ms(conv["fixed_ms"], in_conv, io_in[:, None])
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * conversion_ms(conv["fixed_ms"], out_conv,
                                                                              io_out[:, None])
-    dram = dram_bytes(w, r, cost, weights_resident) + io_bytes(io_in, io_out)[:, None]
+    dram = dram_bytes(w, r, cost, res.resident) + io_bytes(io_in, io_out)[:, None]
     return {"latency_ms": lat_ms,
             "weight_bytes": weight_bytes(t, kind, st, w.other_const_bytes, co.combos, co.kernel, co.sparsity,
                                          co.aux_file_b, co.export_events),
