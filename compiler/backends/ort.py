@@ -220,10 +220,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         psess = _open(ort, path, so)
         names, parents = _node_names(path)
         n_nodes = len(names)
-        # ORT keeps at most ~1M profiler events (one per node per run); past that it drops them.
-        # Huge graphs therefore get fewer profiled runs; TaskTiming.runs says how many.
-        prof_runs = max(3, min(s.runs, MAX_PROFILE_EVENTS // max(1, n_nodes) - 1))
-        prof_warmup = min(s.warmup, max(1, MAX_PROFILE_EVENTS // max(1, n_nodes) - 1 - prof_runs))
+        prof_runs, prof_warmup = profiled_runs(s.runs, s.warmup, n_nodes)
         for _ in range(prof_warmup):
             _run(psess, feeds, graph)
         # Plain (timed) and profiled runs alternate, so load from other processes on a shared
@@ -267,7 +264,20 @@ def _inputs_graph(sess: Any, path: str) -> Graph:
                  outputs=[o.name for o in sess.get_outputs()], metadata={"path": path})
 
 
-MAX_PROFILE_EVENTS = 900_000
+# ORT holds every profiler event in memory until `end_profiling` (one per node per run, ~3 KB each: the 866,710 events
+# of 26 runs of a 33,334-task model held 2.6 GB of the child's 3.1 GB) and drops events past ~1M; writing, reading and
+# summing them took 20 of its 30 CPU seconds. Large graphs get fewer profiled runs (TaskTiming.runs says how many);
+# the whole-model latency still comes from every plain run.
+PROFILE_EVENT_BUDGET = 250_000
+MIN_PROFILED_RUNS = 3
+
+
+def profiled_runs(runs: int, warmup: int, n_nodes: int) -> tuple[int, int]:
+    """(profiled runs, profiled warm-up runs) for a graph of `n_nodes` nodes: all of `runs` while their events
+    fit PROFILE_EVENT_BUDGET, never fewer than MIN_PROFILED_RUNS, and one warm-up run at least."""
+    fit = PROFILE_EVENT_BUDGET // max(1, n_nodes)
+    prof = max(MIN_PROFILED_RUNS, min(runs, fit - 1))
+    return prof, min(warmup, max(1, fit - prof))
 _EVENT = re.compile(r'\{"cat" : "(?P<cat>\w+)","pid" :\d+,"tid" :\d+,"dur" :(?P<dur>\d+),"ts" :(?P<ts>\d+),'
                     r'"ph" : "X","name" :"(?P<name>[^"]*)"')
 
@@ -372,12 +382,16 @@ def task_timings(trace: list[dict[str, Any]], runs: int, parents: Collection[str
             close([0, -neg_dur, name, run])
     while open_parents:
         close(open_parents.pop())
-    out = {}
+    # Quartiles of the nodes seen in the same number of runs at once (one call per node took seconds at 33k nodes).
+    by_count: dict[int, list[str]] = {}
     for node, by_run in per_node.items():
-        p25, p50, p75 = np.percentile(list(by_run.values()), [25, 50, 75])
-        out[node] = TaskTiming(median_ms=float(p50), p25_ms=float(p25), p75_ms=float(p75), runs=len(by_run),
-                               calls=calls[node] / len(by_run))
-    return out
+        by_count.setdefault(len(by_run), []).append(node)
+    q: dict[str, tuple[float, float, float]] = {}
+    for k, nodes in by_count.items():
+        p25, p50, p75 = np.percentile(np.array([list(per_node[n].values()) for n in nodes]), [25, 50, 75], axis=1)
+        q.update(zip(nodes, zip(p25.tolist(), p50.tolist(), p75.tolist())))
+    return {node: TaskTiming(median_ms=q[node][1], p25_ms=q[node][0], p75_ms=q[node][2], runs=len(by_run),
+                             calls=calls[node] / len(by_run)) for node, by_run in per_node.items()}
 
 
 def _run(sess: Any, feeds: dict[str, Any], graph: Graph) -> None:
