@@ -147,3 +147,11 @@ def test_if_branches_are_tasks_and_the_taken_one_is_timed(tmp_path) -> None:
     taken = set(prof.tasks) - {"pre", "sum", "gt", "if"}
     assert taken in ({"then_Sigmoid"}, {"else_Tanh"})  # one branch ran, once per run
     assert prof.tasks[taken.pop()].calls == 1.0
+
+
+def test_profiled_runs_within_event_budget() -> None:
+    # Small graphs: every run profiled. Large ones: their events fit the budget, with a floor of runs.
+    assert ort.profiled_runs(30, 5, 1_000) == (30, 5)
+    runs, warm = ort.profiled_runs(30, 5, 33_334)
+    assert 3 <= runs < 30 and warm >= 1 and (runs + warm) * 33_334 <= ort.PROFILE_EVENT_BUDGET
+    assert ort.profiled_runs(30, 5, 500_000) == (ort.MIN_PROFILED_RUNS, 1)
