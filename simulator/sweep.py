@@ -135,6 +135,29 @@ class PerOpTable(Sequence[dict[str, Any]]):
     def index_of(self, op_id: str) -> int:
         return self._ops.index(op_id)
 
+    def classes(self) -> tuple[list[dict[str, Any]], list[int]]:
+        """What every op of a signature group shares in its table (combos, supported, resolved, unit, the combos'
+        notes), once per group, and each op's group: a store keeps those once, not in every op's record."""
+        ids: dict[int, int] = {}
+        shared: list[dict[str, Any]] = []
+        of: list[int] = []
+        for g, _ in self._where:
+            k = ids.get(id(g))
+            if k is None:
+                k = ids[id(g)] = len(shared)
+                co = g.co
+                shared.append({"combos": co.names, "supported": co.supported.tolist(), "resolved": co.resolved,
+                               "unit": co.unit.tolist(),
+                               "notes": [f"{n}: {t}" for n, t in zip(co.names, co.notes) if t]})
+            of.append(k)
+        return shared, of
+
+    def cells(self, i: int) -> tuple[list[np.ndarray], list[str], np.ndarray | None]:
+        """Op i's own part of its table: a row per metric (METRICS order), its notes, its exportable mask."""
+        g, r = self._where[i]
+        return ([g.metrics[m][r] for m in METRICS], self._notes[i],
+                None if self._exportable is None else self._exportable[i])
+
 
 @dataclass
 class SweepResult:

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 import traceback
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,12 @@ from sqlalchemy import select, update
 from compiler.graph_view import graph_columns, graph_view
 from compiler.sandbox import scratch_in
 from simulator.solver.table_bytes import table_bytes
+from simulator.sweep import METRICS, PerOpTable
 from store import keys
 from store.blobs import local_copy
 from store.db import session_scope
 from store.models import Artifact, Job, Model
-from store.packed import pack
+from store.packed import OpCells, pack_table
 from store.services import Services
 
 from . import lease, pipeline, results, scratch
@@ -173,10 +175,11 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
             tables[t] = {"work_unknown": table["work_unknown"]}
         del table
         put_json("options", t, r.sweep.bulk)
-        blob, offsets = pack(r.sweep.per_op)
+        blob, index = _pack_per_op(r.sweep.per_op, r.sweep.bulk["ops"])
         out.append(("op_options", t, key("op_options", t, "pack"),
                     services.blobs.put_bytes(key("op_options", t, "pack"), blob)))
-        put_json("op_options_index", t, {"ops": r.sweep.bulk["ops"], "offsets": offsets})
+        del blob
+        put_json("op_options_index", t, index)
         # The budget solver's arrays, so a solve reads one blob instead of parsing every per-op record.
         k = key("solver_table", t, "npz.z")
         out.append(("solver_table", t, k, services.blobs.put_bytes(k, table_bytes(r.sweep.bulk, r.sweep.per_op))))
@@ -186,6 +189,19 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
             k = key("compiled_model", t, "onnx")
             out.append(("compiled_model", t, k, services.blobs.put_file(k, r.compiled_model_path)))
     return out
+
+
+def _pack_per_op(per_op: PerOpTable, ops: list[str]) -> tuple[bytes, dict[str, Any]]:
+    """The per-op option tables in the compact layout (store.packed.pack_table): shared parts once, cells as
+    float64, never a Python dict or float per cell."""
+    classes, of = per_op.classes()
+
+    def cells() -> Iterator[OpCells]:
+        for i, k in enumerate(of):
+            metrics, notes, exportable = per_op.cells(i)
+            yield OpCells(ops[i], k, metrics, notes, exportable)
+
+    return pack_table(classes, METRICS, cells())
 
 
 def record_artifacts(s: Any, model_id: str, stored: list[_Stored]) -> list[str]:

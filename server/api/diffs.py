@@ -70,8 +70,8 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
         bulk = json_blob(svc.blobs, bulk_key, bulk_version)
         before: State = ({"model_wide": bulk["base"]["preset"], "overrides": {}} if other is None else
                          {"model_wide": other.state["model_wide"], "overrides": dict(other.state["overrides"])})
-        index, offsets = op_index(svc.blobs, index_key, index_version)
-        per_op = {op: read_record(svc.blobs, pack_key, offsets, index[op])
+        index, pack = op_index(svc.blobs, index_key, index_version)
+        per_op = {op: read_record(svc.blobs, pack_key, pack, index[op])
                   for op in set(before["overrides"]) | set(after["overrides"]) if op in index}
         diff = state_diff(bulk, per_op, before, after)
     except BlobNotFound:

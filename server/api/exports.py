@@ -122,10 +122,10 @@ def _not_exportable(s: Any, model_id: str, state: dict[str, Any]) -> str | None:
         return f"{preset} cannot be exported for this model: {bulk['export_reasons'][names.index(preset)]}"
     if state["overrides"]:
         ia = require_artifact(s, model_id, "op_options_index", target)
-        index, offsets = op_index(blobs, ia.key, version_of(ia))
-        pack = require_artifact(s, model_id, "op_options", target).key
+        index, pack = op_index(blobs, ia.key, version_of(ia))
+        pack_key = require_artifact(s, model_id, "op_options", target).key
         for op, combo in state["overrides"].items():
-            rec = read_record(blobs, pack, offsets, index[op])
+            rec = read_record(blobs, pack_key, pack, index[op])
             ok = rec.get("exportable")
             if ok is not None and combo in rec["combos"] and not ok[rec["combos"].index(combo)]:
                 return f"the override {combo} on {op} cannot be exported for this model (marked in its Optimize dialog)"

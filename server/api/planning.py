@@ -15,6 +15,7 @@ from flask.typing import ResponseReturnValue
 from compiler.vocabulary.options import OptionError
 from store.blobs import BlobNotFound, BlobStore
 from store.db import session_scope
+from store.packed import PackIndex
 
 from .. import interop
 from .common import json_body, services
@@ -28,13 +29,13 @@ class _PackedRows(Mapping[str, Mapping[str, Any]]):
     """The per-op option records of one target, read from the stored pack on demand (the totals rule reads
     only the overridden ops')."""
 
-    def __init__(self, blob: bytes, ops: list[str], offsets: list[int]):
-        self._blob, self._ops, self._offsets = blob, ops, offsets
+    def __init__(self, blob: bytes, ops: list[str], pack: PackIndex):
+        self._blob, self._ops, self._pack = blob, ops, pack
         self._index = {o: i for i, o in enumerate(ops)}
 
     def record(self, i: int) -> dict[str, Any]:
-        a, b = self._offsets[i], self._offsets[i + 1]
-        return json.loads(gzip.decompress(self._blob[a:b]))
+        a, b = self._pack.offsets[i], self._pack.offsets[i + 1]
+        return self._pack.decode(self._blob[a:b])
 
     def __getitem__(self, op: str) -> Mapping[str, Any]:
         return self.record(self._index[op])
@@ -58,7 +59,7 @@ def _table(blobs: BlobStore, options_key: str, pack_key: str, index_key: str, ve
         return table_from_bytes(blobs.get_bytes(solver_key))
     bulk = json.loads(gzip.decompress(blobs.get_bytes(options_key)))
     index = json.loads(gzip.decompress(blobs.get_bytes(index_key)))
-    rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], index["offsets"])
+    rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], PackIndex.of(index))
     table = prepare(bulk, [rows.record(i) for i in range(len(rows))])
     table.per_op = rows  # keep the compact pack, not 10k parsed records, for the totals of proposals
     return table

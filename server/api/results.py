@@ -109,10 +109,10 @@ def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
         index_key, index_version = ia.key, version_of(ia)
         pack_key = require_artifact(s, model_id, "op_options", t).key
     try:
-        index, offsets = op_index(svc.blobs, index_key, index_version)
+        index, pack = op_index(svc.blobs, index_key, index_version)
         if op_id not in index:
             raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
-        return read_record(svc.blobs, pack_key, offsets, index[op_id])
+        return read_record(svc.blobs, pack_key, pack, index[op_id])
     except BlobNotFound:
         raise replaced_error() from None
 

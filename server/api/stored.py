@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from store.blobs import BlobStore
 from store.models import Artifact, Model
+from store.packed import PackIndex
 
 from ..access import model_for
 from ..auth import current_user
@@ -85,13 +86,15 @@ def columns_of(blobs: BlobStore, key: str, version: str) -> bytes:
 
 
 @lru_cache(maxsize=64)
-def op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], list[int]]:
+def op_index(blobs: BlobStore, key: str, version: str) -> tuple[dict[str, int], PackIndex]:
+    """Op id -> record number, and what reading a record of the per-op option pack needs (store.packed: format 2
+    keeps the parts ops share in this document; format 1, stored before, only offsets)."""
     # Keyed by the artifact's version, not only its key (results stored before keys were per job share a key
     # across re-analyses).
     import json
 
     doc = json.loads(gzip.decompress(blobs.get_bytes(key)))
-    return {op: i for i, op in enumerate(doc["ops"])}, doc["offsets"]
+    return {op: i for i, op in enumerate(doc["ops"])}, PackIndex.of(doc)
 
 
 def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
