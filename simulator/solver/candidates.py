@@ -11,6 +11,7 @@ from .budget import TOL
 from .state import Pricing, State
 
 CLASS_AFTER = 32  # ops priced under one gradient before their classes' candidates are built at once
+_PAIRS = ("pairs",)  # key in an op's memo of its edges: every overridden (format, unit) pair priced, in and out
 EPS_COST = 1e-3  # a change that touches no new op still costs a little, so the search prefers fewer moves
 
 
@@ -178,8 +179,8 @@ class Candidates(Pricing):
         ks, ka, own, g_in, g_out, nf, at_init = self._candidates(i, w)
         if len(ks) == 0 or (len(ks) == 1 and ks[0] == cur):
             return 0.0, -1
-        memo: dict[Any, tuple[float, float]] = {}
-        ctx = self.context(st, i)
+        memo = self.memo_of(st, i)
+        ctx = self.ctx_of(st, i)
         o0 = self.own(i, cur)
         e_now = self.edges_of(st, i, cur, memo, ctx)
         c = self.t.rows[i].cls
@@ -189,8 +190,12 @@ class Candidates(Pricing):
         else:
             # Every overridden choice of one (format, unit) pays the same on its in-edges (out-edges):
             # price the distinct pairs once, then each signature is a sum of two.
-            e_in = np.array([self.side(i, True, f, u, ctx[0]) for f, u in c.in_pairs]).reshape(-1, 2)
-            e_out = np.array([self.side(i, False, f, u, ctx[1]) for f, u in c.out_pairs]).reshape(-1, 2)
+            pairs = memo.get(_PAIRS)
+            if pairs is None:  # priced once until a neighbour changes
+                pairs = memo[_PAIRS] = (
+                    np.array([self.side(i, True, f, u, ctx[0]) for f, u in c.in_pairs]).reshape(-1, 2),
+                    np.array([self.side(i, False, f, u, ctx[1]) for f, u in c.out_pairs]).reshape(-1, 2))
+            e_in, e_out = pairs
             edges = e_in[g_in] + e_out[g_out]
             if at_init >= 0:
                 edges[at_init] = self.edges_of(st, i, init, memo, ctx)

@@ -14,7 +14,7 @@ from simulator.totals import totals
 from .budget import Budget
 from .search import Search
 from .state import State
-from .table import METRIC_KEYS, SolverTable
+from .table import METRIC_KEYS, SolverTable, gc_paused
 
 OBJECTIVES: tuple[str, ...] = ("fewest_changes", "most_float", "least_size")
 SMALL_MODEL_OPS = 2000  # up to this many ops, every preset's column is a start and the exchange step runs
@@ -166,6 +166,12 @@ def solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], bud
     `max_starts`: preset columns to start from besides the current state (default: all on models up to
     SMALL_MODEL_OPS ops, else the most promising one). Small models also get the exchange step (drop one change,
     re-solve)."""
+    with gc_paused():
+        return _solve(table, model_wide, overrides, budget, keep_float, max_starts)
+
+
+def _solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], budget: Budget,
+           keep_float: Iterable[str], max_starts: int | None) -> Solution:
     s = Search(table, model_wide, overrides, budget, keep_float)
     start = totals(table.bulk, table.per_op, model_wide, overrides)
     small = len(s.ops) <= SMALL_MODEL_OPS

@@ -16,6 +16,8 @@ from simulator.totals import edge_terms
 from .budget import Budget, excess
 from .table import METRIC_KEYS, SolverTable, is_float_combo
 
+_K = 1 << 20  # more combos than any op has: i * _K + k keys one op's choice
+
 
 @dataclass(slots=True)
 class State:
@@ -27,6 +29,11 @@ class State:
     # (ms, bytes) of each op's edges as the state is, filled as they are priced and dropped when the op or a
     # neighbour changes: the bounds, pruning and moves price an op's current edges again and again.
     edges: dict[int, tuple[float, float]] = field(default_factory=dict)
+    # Per op, its neighbours as they are (`context`) and what its in- and out-edges cost per (format, unit,
+    # overridden) of its own choice: they depend on the neighbours only, so they outlive the op's own changes
+    # and are dropped when a neighbour changes. A search prices the same op many times between changes.
+    ctx: dict[int, Any] = field(default_factory=dict)
+    memo: dict[int, dict[Any, tuple[float, float]]] = field(default_factory=dict)
 
 
 class Pricing:
@@ -79,6 +86,7 @@ class Pricing:
         self._candidates_memo: dict[int, Any] = {}  # likewise
         self._class_memo: dict[int, Any] = {}  # likewise, per class
         self.own_bound = np.full(len(ops), np.inf)
+        self._own: dict[int, tuple[float, float, float, float]] = {}  # i * _K + k -> own row as Python floats
         self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
         self.n_combos = np.array([len(r.combos) for r in t.rows])
         self.init_ok = np.array([not (i in self.keep and not is_float_combo(self.init_fmt[i][4]))
@@ -101,12 +109,16 @@ class Pricing:
         return self.init_attrs[i] if k == len(c.combos) else c.attrs[k]
 
     def own(self, i: int, k: int) -> tuple[float, float, float, float]:
+        hit = self._own.get(i * _K + k)
+        if hit is not None:
+            return hit
         r = self.t.rows[i]
         c = r.cls
         if k == len(c.combos):
             return self.init_m[i]
         row = c.m[r.pos, k]
-        return float(row[0]), float(row[1]), float(row[2]), float(row[3])
+        hit = self._own[i * _K + k] = (float(row[0]), float(row[1]), float(row[2]), float(row[3]))
+        return hit
 
     def combo_of(self, i: int, k: int) -> str:
         r = self.t.rows[i]
@@ -135,9 +147,24 @@ class Pricing:
                 outs.append((j, d, din, du, do))
         return ins, outs
 
+    def ctx_of(self, st: State, i: int) -> Any:
+        """`context`, kept in the state until a neighbour changes."""
+        hit = st.ctx.get(i)
+        if hit is None:
+            hit = st.ctx[i] = self.context(st, i)
+        return hit
+
+    def memo_of(self, st: State, i: int) -> dict[Any, tuple[float, float]]:
+        hit = st.memo.get(i)
+        if hit is None:
+            hit = st.memo[i] = {}
+        return hit
+
     def edges_of(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None = None,
                   ctx: Any = None) -> tuple[float, float]:
         """(ms, bytes) of op i's edges with op i on choice k and its neighbours as they are."""
+        if memo is None:
+            memo = self.memo_of(st, i)
         if k != st.cur[i]:
             return self._price_edges(st, i, k, memo, ctx)
         hit = st.edges.get(i)
@@ -151,14 +178,14 @@ class Pricing:
         so they are priced (and memoised) apart."""
         fin, fout, unit, over = self.attrs(i, k)
         if memo is None:
-            memo = {}
+            memo = self.memo_of(st, i)
         kin, kout = (0, fin, unit, over), (1, fout, unit, over)
         if kin in memo and kout in memo:
             a, b = memo[kin]
             c, d = memo[kout]
             return a + c, b + d
         t, bulk, p = self.t, self.t.bulk, self.p
-        ins, outs = ctx if ctx is not None else self.context(st, i)
+        ins, outs = ctx if ctx is not None else self.ctx_of(st, i)
         if kin not in memo:
             ms = by = 0.0
             for j, s, sout, su, so in ins:
@@ -207,6 +234,9 @@ class Pricing:
             act[i] = c
             dram += d
         t = self.t
+        # Each op's in- and out-edge sums as _price_edges adds them (same order): its memo and current edges
+        # come with the totals instead of being priced again op by op.
+        side = [[0.0] * n for _ in range(4)]  # in ms, in bytes, out ms, out bytes
         for j in range(len(t.src)):
             s, d_ = t.src[j], t.dst[j]
             _, so, su, sov = self.attrs(s, cur[s])
@@ -214,6 +244,16 @@ class Pricing:
             a, b, c, d = edge_terms(t.bulk, self.p, s, d_, t.el[j], so, di, su, du, sov, dov)
             lat += a + c
             dram += b + d
+            side[2][s] += a + c
+            side[3][s] += b + d
+            if d_ != s:  # a self-edge is one of the op's out-edges only
+                side[0][d_] += a + c
+                side[1][d_] += b + d
+        in_ms, in_by, out_ms, out_by = side
+        for i in range(n):
+            fin, fout, unit, over = self.attrs(i, cur[i])
+            st.memo[i] = {(0, fin, unit, over): (in_ms[i], in_by[i]), (1, fout, unit, over): (out_ms[i], out_by[i])}
+            st.edges[i] = (in_ms[i] + out_ms[i], in_by[i] + out_by[i])
         st.lat, st.size, st.dram, st.act = lat, size, dram, act
         self.top2(st)
         return st
@@ -259,7 +299,7 @@ class Pricing:
         """Tracked (lat, size, dram, max activation) after moving op i to choice k. `here`: op i's own row and
         edges as it is, when the caller prices several choices."""
         if ctx is None:
-            ctx = self.context(st, i)
+            ctx = self.ctx_of(st, i)
         o0, e0 = here if here is not None else (self.own(i, st.cur[i]), self.edges_of(st, i, st.cur[i], ctx=ctx))
         o1 = self.own(i, k)
         e1 = self.edges_of(st, i, k, memo, ctx)
@@ -271,8 +311,10 @@ class Pricing:
         st.lat, st.size, st.dram, _ = self.move(st, i, k)
         st.cur[i] = k
         st.edges.pop(i, None)
-        for j in self.neighbours(i):
+        for j in self.neighbours(i):  # i itself only through a self-edge: its context and memo stay valid
             st.edges.pop(j, None)
+            st.ctx.pop(j, None)
+            st.memo.pop(j, None)
         self._set_act(st, i, self.own(i, k)[2])
 
     def neighbours(self, i: int) -> set[int]:

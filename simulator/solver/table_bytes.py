@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .table import METRIC_KEYS, SolverTable, assemble, combo_class, prepare
+from .table import METRIC_KEYS, SolverTable, assemble, combo_class, gc_paused, prepare
 
 FORMAT = 1
 _BIG = ("metrics", "combos", "units", "supported", "edges", "ops")  # bulk keys stored as arrays
@@ -121,6 +121,11 @@ def table_bytes(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | M
 
 def table_from_bytes(data: bytes) -> SolverTable:
     """The table `table_bytes` wrote, with its bulk table and per-op records (totals() reads them) rebuilt."""
+    with gc_paused():  # tens of thousands of small lists and records, no cycles
+        return _table_from_bytes(data)
+
+
+def _table_from_bytes(data: bytes) -> SolverTable:
     z = np.load(io.BytesIO(zlib.decompress(data)), allow_pickle=False)
     header = json.loads(z["header"].tobytes())
     if header["format"] != FORMAT:
