@@ -60,6 +60,19 @@ def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cheap_password_hashes() -> Iterator[None]:
+    """Argon2id at its defaults (64 MiB, 3 passes, 4 lanes) costs ~0.2 s of CPU per sign-up and per sign-in, and
+    the in-process apps of the tests sign up hundreds of accounts: here they hash with argon2id at its lightest
+    cost. Servers that tests start as processes keep the defaults (tests/server/test_accounts.py checks the
+    stored hash is argon2)."""
+    from argon2 import PasswordHasher
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("server.api.auth.HASHER", PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+        yield
+
+
 @pytest.fixture
 def settings(tmp_path: Path, calibration_dir: Path) -> Settings:
     return Settings.from_env(env=FAST_PROFILE, data_dir=tmp_path / "data", calibration_dir=calibration_dir)

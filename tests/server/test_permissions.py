@@ -20,7 +20,7 @@ from sqlalchemy import select
 from edgescope.config import Settings
 from store.db import session_scope, upgrade
 from store.models import Analysis, ApiToken, Artifact, Export, GroupMember, Job, Model, Share
-from tests.conftest import fresh_postgres_db, sign_up
+from tests.conftest import FAST_PROFILE, fresh_postgres_db, sign_up
 
 ROLES = ("owner", "editor", "viewer", "member", "link_on", "link_off", "revoked", "other", "anonymous")
 ACCESS = {"owner": "owner", "editor": "editor", "viewer": "viewer", "member": "viewer", "link_on": "viewer"}
@@ -122,7 +122,7 @@ def world(request, tmp_path_factory, calibration_dir, zoo) -> Iterator[World]:  
         extra = {}
         if request.param == "postgres":
             extra["database_url"] = stack.enter_context(fresh_postgres_db())
-        settings = Settings.from_env(env={}, data_dir=tmp / "data", calibration_dir=calibration_dir, **extra)
+        settings = Settings.from_env(env=FAST_PROFILE, data_dir=tmp / "data", calibration_dir=calibration_dir, **extra)
         world = _build_world(settings, tmp, zoo)
         yield world
         world.app.extensions["edgescope"].engine.dispose()
