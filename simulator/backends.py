@@ -137,6 +137,45 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
             for nd in compiled.nodes]
 
 
+# Per-task facts of a device runtime that the op type and kind do not tell (`task_facts`):
+# - "qdq_folded": a Relu / Clip that the QDQ model folds into its producer's output range (the quantizer drops an
+#   activation whose range the following QuantizeLinear already clips), the sole reader of a Conv / Gemm / MatMul /
+#   Add output. AI Hub's ORT QNN EP jobs count the difference: ResNet-50 float 128 layers, w8a8 80 (its 49 Relus
+#   gone); ResNet-18 55 / 39, RegNet 190 / 115 (simulator/published/aihub.csv). Gone under int8 activations.
+# - "pointwise": a MatMul of a 4-D (channels-last) activation by a constant weight, which the HTP runs as a 1x1
+#   convolution, at the conv rate: AI Hub's float ConvNeXt-B, whose time is in such MatMuls, runs 15.4 GMAC in
+#   5.4 ms where ViT-B (MatMuls of 3-D activations) takes 9.1 ms for 17.6 GMAC; at one rate for both, ConvNeXt
+#   was predicted +68% (held out) and ViT / BEiT -42% / -46%.
+_TASK_FACT_BACKENDS = frozenset({"ort-qnn"})
+_QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
+_QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
+
+
+def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
+    """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
+    if target.backend not in _TASK_FACT_BACKENDS:
+        return [frozenset()] * len(compiled.nodes)
+    producer = {o: nd for nd in compiled.nodes for o in nd.outputs}
+    readers: dict[str, int] = {}
+    for nd in compiled.nodes:
+        for v in dict.fromkeys(nd.inputs):
+            readers[v] = readers.get(v, 0) + 1
+    out = []
+    for nd in compiled.nodes:
+        x = nd.inputs[0] if nd.inputs else ""
+        src = producer.get(x)
+        facts = set()
+        if nd.op_type in _QDQ_FOLDED_OPS and src is not None and src.op_type in _QDQ_PRODUCERS \
+                and readers.get(x, 0) == 1 and x not in compiled.outputs:
+            facts.add("qdq_folded")
+        xv, wv = compiled.values.get(x), compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+        if nd.op_type == "MatMul" and xv is not None and xv.shape is not None and len(xv.shape) == 4 \
+                and wv is not None and wv.weight is not None and wv.shape is not None and len(wv.shape) == 2:
+            facts.add("pointwise")
+        out.append(frozenset(facts))
+    return out
+
+
 def _float_compute(unit: Unit, fmt: str) -> str | None:
     if fmt in unit.activation_formats:
         return fmt
@@ -491,13 +530,23 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
 
 
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
-         fused: bool, shared_cast: bool = False, plain_norm: bool = False) -> Path:
+         fused: bool, shared_cast: bool = False, plain_norm: bool = False, facts: frozenset[str] = frozenset()
+         ) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it.
     `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts); `plain_norm`: ORT does
-    not form this SkipLayerNormalization in the fp16 graph (fp16_unfused_norms)."""
+    not form this SkipLayerNormalization in the fp16 graph (fp16_unfused_norms); `facts`: the device runtime's
+    (task_facts)."""
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
     if p16 is not None:
         return p16
+    if facts:
+        p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
+        if "qdq_folded" in facts and "int8" in (combo.input, combo.output):
+            p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
+        if "pointwise" in facts and profile.units[p.unit].name != profile.units[-1].name:
+            p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
+                ["channels-last MatMul by a constant: runs as a 1x1 convolution", *([p.note] if p.note else [])]))
+        return p
     place_op = PLACEMENT_OP.get(op_type, op_type)
     if target.export == "coreml" and "int8" in (combo.input, combo.output):
         # The Core ML exporter writes int8 weights only: W8A8 needs activation ranges from running the model
@@ -512,18 +561,19 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
                     return dataclasses.replace(p, supported=False, note=f"the Core ML export writes {alt.name} (int8 "
                                                f"activations need calibration on macOS)"
                                                + (f"; {p.note}" if p.note else ""))
-    for ui, unit in enumerate(profile.units):
-        if unit.runs(place_op):
-            p = _plan_on_unit(target, ui, unit, op_type, kind, combo, has_kernel, fused)
-            if p is not None:
-                return p
+    # A quantized weighted op a unit refuses (`quantized_ops_except`) goes to the next unit under every combo.
+    quantized = has_kernel and ("int8" in (combo.input, combo.output) or combo.kernel in ("int8", "int4"))
+    units = [(ui, u) for ui, u in enumerate(profile.units)
+             if u.runs(place_op) and not (quantized and place_op in u.quantized_ops_except)]
+    for ui, unit in units:
+        p = _plan_on_unit(target, ui, unit, op_type, kind, combo, has_kernel, fused)
+        if p is not None:
+            return p
     for alt in _fallbacks(combo, target.float_format):
-        for ui, unit in enumerate(profile.units):
-            if unit.runs(place_op):
-                p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
-                if p is not None:
-                    p = dataclasses.replace(p, supported=False,
-                                            note=f"{combo.name} not supported here; runs as {alt.name}"
-                                            + (f"; {p.note}" if p.note else ""))
-                    return _int8_lost_fusion(target, op_type, kind, combo, p)
+        for ui, unit in units:
+            p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
+            if p is not None:
+                p = dataclasses.replace(p, supported=False, note=f"{combo.name} not supported here; runs as {alt.name}"
+                                        + (f"; {p.note}" if p.note else ""))
+                return _int8_lost_fusion(target, op_type, kind, combo, p)
     raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU

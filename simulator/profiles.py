@@ -57,6 +57,9 @@ class Unit:
     llc_evict_s: float = 0.0
     evicted_bandwidth_bytes_per_s: float = 0.0
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
+    # Op types that, with a constant weight in a quantized model (int8 weights or activations), the runtime leaves
+    # to the fallback unit whatever their formats (QNN EP: a MatMul with per-channel int8 weights).
+    quantized_ops_except: frozenset[str] = frozenset()
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -103,6 +106,14 @@ class HardwareProfile:
         return dataclasses.replace(self, units=tuple(units),
                                    partition_crossing_s=ep.get("partition_crossing_s", self.partition_crossing_s))
 
+    def structure(self) -> str:
+        """The fields that decide which path a task takes (units, op lists, formats), not the figures: a cache of
+        planned paths is valid for every profile with the same structure."""
+        def norm(v: Any) -> Any:
+            return sorted(map(str, v)) if isinstance(v, frozenset) else v
+
+        return repr([(u.name, [(f, norm(getattr(u, f))) for f in sorted(_STRUCTURAL)]) for u in self.units])
+
     def with_overrides(self, overrides: dict[str, Any]) -> HardwareProfile:
         """Apply fitted values: {"dram_bandwidth_bytes_per_s": x, "units": {"cpu": {field: value,
         "efficiency": {key: value}}}, "error_pct_median": e, "error_models": n}."""
@@ -128,7 +139,7 @@ class HardwareProfile:
 # Unit fields that change which path a task takes (not only its figures).
 _STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",
                          "activation_formats_as", "int8_kinds", "kernel_formats_native", "kernel_formats_jit",
-                         "weight_only_fused", "dynamic_int8", "sparse"})
+                         "weight_only_fused", "dynamic_int8", "sparse", "quantized_ops_except"})
 
 
 def _figure(d: Any, where: str) -> float:
@@ -149,6 +160,13 @@ def _formats_as(d: dict[str, Any], where: str) -> dict[str, str]:
     if bad:
         raise ProfileError(f"{where}.activation_formats_as: {', '.join(bad)} maps to a format the unit lacks")
     return {str(k): str(v) for k, v in m.items()}
+
+
+def _quantized_except(d: dict[str, Any], where: str) -> frozenset[str]:
+    ops = d.get("quantized_ops_except") or []
+    if ops and not str(d.get("quantized_ops_except_source", "")).strip():
+        raise ProfileError(f"{where}.quantized_ops_except: needs quantized_ops_except_source")
+    return frozenset(ops)
 
 
 def _unit(d: dict[str, Any], where: str) -> Unit:
@@ -181,6 +199,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s")
            if k in d},
+        quantized_ops_except=_quantized_except(d, where),
     )
 
 

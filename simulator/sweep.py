@@ -18,7 +18,7 @@ from compiler.graph import Graph
 from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
-from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan
+from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan, task_facts
 from simulator.control_flow import control_dispatches, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.file_bytes import (
@@ -80,15 +80,18 @@ class _Coeffs:
 
 @lru_cache(maxsize=8192)
 def _paths(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
-           combos: tuple[Combo, ...], shared_cast: bool, plain_norm: bool) -> tuple[Path, ...]:
-    return tuple(plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast, plain_norm) for c in combos)
+           combos: tuple[Combo, ...], shared_cast: bool, plain_norm: bool, facts: frozenset[str]) -> tuple[Path, ...]:
+    return tuple(plan(target, hw, op_type, kind, c, has_kernel, fused, shared_cast, plain_norm, facts)
+                 for c in combos)
 
 
 @lru_cache(maxsize=4096)
 def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_kernel: bool, fused: bool,
-            combos: tuple[Combo, ...], shared_cast: bool = False, plain_norm: bool = False) -> _Coeffs:
+            combos: tuple[Combo, ...], shared_cast: bool = False, plain_norm: bool = False,
+            facts: frozenset[str] = frozenset()) -> _Coeffs:
     # Paths depend on the profile's structure only: a profile with fitted figures shares its base's.
-    paths = _paths(target, hw.plan_base or hw, op_type, kind, has_kernel, fused, combos, shared_cast, plain_norm)
+    paths = _paths(target, hw.plan_base or hw, op_type, kind, has_kernel, fused, combos, shared_cast, plain_norm,
+                   facts)
     epilogue_pass = target.backend in EPILOGUE_PASS_BACKENDS
     return _Coeffs(
         combos=list(combos), names=[c.name for c in combos],
@@ -316,10 +319,10 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                     run_estimate_s(works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
                                    u0.cache_bandwidth_bytes_per_s))
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
-    for (op_type, kind, has_k, fused, shared, plain), rows in _signatures(t, compiled, source, works).items():
+    for (op_type, kind, has_k, fused, shared, plain, facts), rows in _signatures(t, compiled, source, works).items():
         combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
             else tuple(all_combos(has_k))
-        co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain)
+        co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain, facts)
         g = _Group(np.array(rows), co)
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                              measured[rows], res, st.at(rows))
@@ -336,16 +339,17 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
 
 
 def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Work]
-                ) -> dict[tuple[str, str, bool, bool, bool, bool], list[int]]:
-    """Tasks by what their paths depend on: op type, kind, weights, fused activation, and two fp16 facts of ORT's
+                ) -> dict[tuple[str, str, bool, bool, bool, bool, frozenset[str]], list[int]]:
+    """Tasks by what their paths depend on: op type, kind, weights, fused activation, two fp16 facts of ORT's
     (a Conv behind a run-time Cast of a shared constant, backends.fp16_shared_casts; a SkipLayerNormalization not
-    formed in the fp16 graph, backends.fp16_unfused_norms)."""
+    formed in the fp16 graph, backends.fp16_unfused_norms) and a device runtime's own (backends.task_facts)."""
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)
-    sig_rows: dict[tuple[str, str, bool, bool, bool, bool], list[int]] = {}
+    facts = task_facts(t, compiled)
+    sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str]], list[int]] = {}
     for i, (nd, w) in enumerate(zip(compiled.nodes, works)):
         has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
-        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i])
+        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i])
         sig_rows.setdefault(sig, []).append(i)
     return sig_rows
 
@@ -486,3 +490,14 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
             "weight_bytes": weight_bytes(t, kind, st, w.other_const_bytes, co.combos, co.kernel, co.sparsity,
                                          co.aux_file_b, co.export_events),
             "activation_bytes": np.where(gone, 0.0, cost.activation_bytes), "dram_bytes": np.where(gone, 0.0, dram)}
+
+
+# The device fit plans a graph's latency once and evaluates it per profile (simulator/published/latency.py), from
+# the same graph facts, I/O elements and edges as a sweep.
+def graph_facts(compiled: Graph, source: Graph | None, t: Target
+                ) -> tuple[Graph, list[Work], frozenset[str], ExportRecords | None]:
+    return _graph_facts(compiled, source, t, False)
+
+
+io_elements = _io_elements
+activation_edges = _edges

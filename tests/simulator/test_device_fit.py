@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from benchmarks import device_fit as df
@@ -46,14 +47,15 @@ def setup() -> tuple[list[Measurement], dict]:
     truth = base.with_overrides(df.overrides(SPEC.params, TRUE))
     stub = [Measurement(m, (1, 3, MODELS[m][1], MODELS[m][1]), "Samsung Galaxy S24", "snapdragon-8g3", "onnx",
                         "float", 1.0, None, None, "test") for m in MODELS]
-    rows = [dataclasses.replace(p.row, latency_ms=p.latency_ms) for p in df.predict(SPEC, stub, graphs, truth)]
-    return rows, graphs
+    plans = df.make_plans(SPEC, stub, graphs, base)
+    rows = [dataclasses.replace(p.row, latency_ms=p.latency_ms) for p in df.predict(SPEC, stub, plans, truth)]
+    return rows, plans
 
 
 def test_fit_recovers_known_figures_and_cross_validates_by_family(setup: tuple) -> None:
     rows, graphs = setup
     assert architectures()["mobilenet_v2"].validation
-    rep = df.run(SPEC, rows, graphs, max_nfev=40, log=lambda *_, **__: None)
+    rep = df.run(SPEC, rows, graphs, max_nfev=40, log=lambda *_, **__: None, prior=0.0)  # exact data: no prior
     assert rep["params"]["htp.efficiency.conv.fp16"] == pytest.approx(TRUE[0], rel=0.05)
     assert rep["params"]["htp.run_overhead_s"] == pytest.approx(TRUE[1], rel=0.05)
     assert rep["params_before"]["htp.efficiency.conv.fp16"] != pytest.approx(TRUE[0], rel=0.05)  # it had to move
@@ -79,3 +81,29 @@ def test_changing_a_validation_row_changes_no_fitted_figure(setup: tuple) -> Non
     assert a["params"] == b["params"]
     assert b["validation_rows"][0]["error_pct"] == pytest.approx(
         ((1 + a["validation_rows"][0]["error_pct"] / 100) / 3 - 1) * 100, abs=0.2)
+
+
+def test_a_peak_figure_is_fitted_within_its_map() -> None:
+    """A map field other than efficiency (peak_ops_per_s) keeps its other keys; a '*' scale of it is not capped
+    at 1 as a share of peak is."""
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    cpu = base.units[-1]
+    one = df.overrides([df.Param("cpu", "peak_ops_per_s", "int8", 1e10, 1e13)], [1e12], base)
+    hw = base.with_overrides(one)
+    assert hw.units[-1].peak_ops_per_s == {**cpu.peak_ops_per_s, "int8": 1e12}
+    assert hw.plan_base is base  # figures only: the paths are the base's
+    scaled = base.with_overrides(df.overrides([df.Param("cpu", "peak_ops_per_s", "*", 0.1, 100.0)], [8.0], base))
+    assert scaled.units[-1].peak_ops_per_s == {k: v * 8.0 for k, v in cpu.peak_ops_per_s.items()}
+
+
+def test_the_prior_pulls_towards_the_start(setup: tuple) -> None:
+    """The prior is a residual on each parameter's distance from its start: none recovers the truth, a strong one
+    keeps the start, the default moves most of the way (ViT held out drove the conv efficiencies to their bound
+    and dispatch to 0 without one)."""
+    rows, plans = setup
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    start = SPEC.params[0].start if SPEC.params[0].start is not None else df._value(base, SPEC.params[0])
+    free, held, default = (df.fit(SPEC, rows, plans, base, 30, prior)[0] for prior in (0.0, 100.0, df.PRIOR))
+    assert free == pytest.approx(TRUE[0], rel=0.05)
+    assert held == pytest.approx(start, rel=0.05)
+    assert abs(np.log(default / TRUE[0])) < 0.5 * abs(np.log(start / TRUE[0]))

@@ -1,0 +1,101 @@
+"""Device placement rules read from the profiles: the QNN EP leaves quantized weighted MatMuls to the CPU EP."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from compiler.graph import Node
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
+from simulator.backends import plan
+from simulator.profiles import HARDWARE_DIR, ProfileError, load_profile, parse_profile
+from simulator.published.latency import latency_ms, plan_latency
+from tests.simulator.helpers import act, graph, weight
+
+QNN = ("ort-qnn/snapdragon-8g3", "ort-qnn/snapdragon-8-elite")
+
+
+def _linear_3d(op: str):
+    """A Linear on a [1, 197, 64] activation, as a MatMul + Add (the export's) or as a Gemm on 2-D."""
+    if op == "MatMul":
+        values = [act("x", [1, 197, 64]), weight("w", [64, 128]), weight("b", [128]), act("m", [1, 197, 128]),
+                  act("y", [1, 197, 128])]
+        nodes = [Node("mm", "mm", "MatMul", inputs=["x", "w"], outputs=["m"]),
+                 Node("add", "add", "Add", inputs=["m", "b"], outputs=["y"])]
+    else:
+        values = [act("x", [197, 64]), weight("w", [128, 64]), weight("b", [128]), act("y", [197, 128])]
+        nodes = [Node("mm", "mm", "Gemm", inputs=["x", "w", "b"], outputs=["y"], attributes={"transB": 1})]
+    return graph(nodes, values, ["x"], ["y"])
+
+
+@pytest.mark.parametrize("target", QNN)
+@pytest.mark.parametrize("preset,cpu", [("fp32", 0), ("fp16", 0), ("int8-static", 1), ("int8-dynamic", 1)])
+def test_qnn_leaves_quantized_weighted_matmuls_to_the_cpu(target: str, preset: str, cpu: int) -> None:
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    assert hw.units[-1].name == "cpu"
+    assert plan_latency(_linear_3d("MatMul"), t, hw, preset).tasks_on(len(hw.units) - 1) == cpu
+    assert plan_latency(_linear_3d("Gemm"), t, hw, preset).tasks_on(len(hw.units) - 1) == 0  # FullyConnected
+
+
+def test_the_refused_unit_takes_no_fallback_either() -> None:
+    """Under int8-static the HTP would run the MatMul at fp16 as a fallback; the EP gives the whole quantized node
+    to the CPU EP instead."""
+    t = get_target("ort-qnn/snapdragon-8g3")
+    hw = load_profile(t.profile, t.backend)
+    p = plan(t, hw, "MatMul", "gemm", Combo("int8", "int8", "int8", 0), True, False)
+    assert hw.units[p.unit].name == "cpu"
+    assert hw.units[plan(t, hw, "MatMul", "matmul", Combo("int8", "int8", "-", 0), False, False).unit].name == "htp"
+
+
+def test_quantized_ops_except_needs_its_source() -> None:
+    data = yaml.safe_load((HARDWARE_DIR / "snapdragon-8g3.yaml").read_text())
+    assert parse_profile(copy.deepcopy(data)).units[0].quantized_ops_except == frozenset({"MatMul"})
+    del data["units"][0]["quantized_ops_except_source"]
+    with pytest.raises(ProfileError, match="quantized_ops_except"):
+        parse_profile(data)
+
+
+def _conv_relu(extra_reader: bool):
+    values = [act("x", [1, 8, 16, 16]), weight("w", [8, 8, 3, 3]), act("c", [1, 8, 16, 16]), act("y", [1, 8, 16, 16])]
+    nodes = [Node("conv", "conv", "Conv", inputs=["x", "w"], outputs=["c"],
+                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+             Node("relu", "relu", "Relu", inputs=["c"], outputs=["y"])]
+    outputs = ["y"]
+    if extra_reader:  # the conv's output is read twice: the quantizer cannot fold the Relu into it
+        values.append(act("z", [1, 8, 16, 16]))
+        nodes.append(Node("sig", "sig", "Sigmoid", inputs=["c"], outputs=["z"]))
+        outputs.append("z")
+    return graph(nodes, values, ["x"], outputs)
+
+
+@pytest.mark.parametrize("target", QNN)
+def test_qdq_folds_a_relu_into_its_conv_under_int8_only(target: str) -> None:
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    relu = 1  # task index
+    for preset, gone in (("int8-static", True), ("fp32", False), ("int8-dynamic", False)):
+        assert bool(plan_latency(_conv_relu(False), t, hw, preset).gone[relu]) is gone, preset
+    assert not plan_latency(_conv_relu(True), t, hw, "int8-static").gone[relu]
+    assert not plan_latency(_conv_relu(False), "coreml/apple-a17", load_profile("apple-a17", "coreml"),
+                            "int8-static").gone[relu]  # a rule of the QNN EP's QDQ models only
+
+
+def _linear(rank: int):
+    shape = [1, 56, 56, 256] if rank == 4 else [1, 3136, 256]
+    values = [act("x", shape), weight("w", [256, 1024]), act("y", shape[:-1] + [1024])]
+    return graph([Node("mm", "mm", "MatMul", inputs=["x", "w"], outputs=["y"])], values, ["x"], ["y"])
+
+
+@pytest.mark.parametrize("target", QNN)
+def test_a_channels_last_matmul_runs_at_the_conv_rate_on_the_htp(target: str) -> None:
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    conv_fast = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 1.0}}}})
+    conv_slow = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 0.01}}}})
+    four, three = plan_latency(_linear(4), t, hw, "fp32"), plan_latency(_linear(3), t, hw, "fp32")
+    assert latency_ms(four, conv_slow) > 2 * latency_ms(four, conv_fast)  # a 1x1 convolution
+    assert latency_ms(three, conv_slow) == latency_ms(three, conv_fast)  # a FullyConnected: the gemm figure
