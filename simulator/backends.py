@@ -384,12 +384,13 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
             d.dispatches += 1
             d.notes.append("activation no longer fused: runs as its own kernel")
         d.notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
-    # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, then runs a GEMM
+    # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, group by group (a depthwise
+    # conv: channel by channel), row by row (Work.im2col_rows: `<kind>.int8dyn.im2col.row`), then runs a GEMM
     # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
     # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
     # (fitted there, it came out at 15 ns per weight, a setup in disguise).
-    return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv", im2col=kind in ("conv", "convsmall"),
-                   repack=kind == "conv")
+    return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv",
+                   im2col=kind in ("conv", "convsmall", "dwconv"), repack=kind == "conv")
 
 
 # Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW

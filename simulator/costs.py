@@ -105,6 +105,9 @@ class Work:
     # channels (a dense conv's): a grouped conv run group by group expands every group (0 = the default rule).
     im2col_elements: float = 0.0
     groups: int = 1  # a Conv's `group`: the GEMMs MLAS runs one after another for a conv left in NCHW
+    # Rows the NCHW im2col copies (one per group input channel, kernel tap and output row, over every group): ORT's
+    # Im2col<uint8_t> for ConvInteger pays a fixed cost per row, several times its per-element cost at 7-28 px wide.
+    im2col_rows: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -290,7 +293,8 @@ def work_of(node: Node, graph: Graph) -> Work:
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
                 kernel_name=k_name, aux_weights=tuple(aux_names),
                 epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows),
-                groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1)
+                groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
+                im2col_rows=_im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None))
 
 
 def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
@@ -316,6 +320,25 @@ def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
         return macs * group / k_rows
     return 0.0
+
+
+_IM2COL_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw"})
+
+
+def _im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | None) -> float:
+    """Rows of a conv's NCHW im2col buffer: (input channels per group x kernel taps x output rows) per group, over
+    every group = MACs x groups / (output channels x output width). ORT's Im2col copies the buffer row by row
+    (math::Im2col<uint8_t, NCHW>, ConvInteger), so each row costs a fixed time besides its elements: 24 single-op
+    depthwise ConvIntegers (3x3 and 5x5, stride 1 and 2, 4 to 112 output pixels wide) fit within 13% with a cost
+    per channel, per row and per element, 54% without the row term (h14-exports note, 2026-12-02)."""
+    shape = out.shape if out is not None else None
+    if kind not in _IM2COL_KINDS or not shape or len(shape) < 3 or k_rows <= 0:
+        return 0.0
+    width = shape[-1]
+    if not isinstance(width, int) or width <= 0:
+        return 0.0
+    group = int(node.attributes.get("group", 1) or 1)
+    return macs * group / (k_rows * width)
 
 
 def _epilogue_flops(node: Node, out_elements: float) -> float:

@@ -92,6 +92,7 @@ class Rates:
     setup_rows: Num  # bool
     pixel_s: Num  # seconds per output pixel (output elements / kernel rows) on top of setup_s
     im2col_s: Num  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
+    im2col_row_s: Num  # seconds per row the im2col copies (`<kind>.<tag>.im2col.row`; where im2col_s applies)
     repack_s: Num  # seconds per weight of packing the weights on every run
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
@@ -133,6 +134,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates
         setup_rows=p.setup_per_channel,
         pixel_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.pixel", 0.0) if p.setup_per_pixel else 0.0,
         im2col_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col", 0.0) if p.im2col else 0.0,
+        im2col_row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col.row", 0.0) if p.im2col else 0.0,
         repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
         extra_ops_s=p.extra_ops_per_out / (u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, "elementwise", p.tag))
         if p.extra_ops_per_out and u.peak_ops_per_s.get(p.compute) else 0.0,
@@ -187,6 +189,7 @@ class Counts:
     kernel_rows: Num
     im2col_elements: Num
     groups: Num  # a Conv's group count; a depthwise kernel without one (TFLite's) counts its rows
+    im2col_rows: Num
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -199,7 +202,8 @@ class Counts:
             other_const_bytes=col([w.other_const_bytes for w in works]),
             kernel_rows=col([w.kernel_out_channels for w in works]),
             im2col_elements=col([w.im2col_elements for w in works]),
-            groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]))
+            groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
+            im2col_rows=col([w.im2col_rows for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +277,9 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     # Conv reads its input as it is (the buffer would equal the input).
     cols = np.where(w.kernel_rows > 0, w.macs / np.maximum(w.kernel_rows, 1.0), 0.0)
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
-    return setup + r.im2col_s * np.where(cols > 1.01 * w.in_elements, cols, 0.0) + r.repack_s * w.kernel_elements
+    expanded = cols > 1.01 * w.in_elements
+    return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
+            + r.repack_s * w.kernel_elements)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:

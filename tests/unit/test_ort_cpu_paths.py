@@ -327,3 +327,33 @@ def test_fp16_depthwise_convs_left_in_nchw_take_the_grouped_nchw_path() -> None:
                     attributes={"group": c, "kernel_shape": [3, 3], "pads": [1, 1, 1, 1]})],
               [act("x", [1, c, 56, 56]), weight("w", [c, 1, 3, 3]), act("y", [1, c, 56, 56])], ["x"], ["y"])
     assert work_of(g.nodes[0], g).im2col_elements == c * 56 * 56 * 9
+
+
+def test_dynamic_int8_convs_pay_their_im2col_per_row() -> None:
+    """ConvInteger expands its input row by row (ORT's Im2col<uint8_t>): a fixed cost per row besides the elements.
+    Rows: input channels per group x taps x output rows, over every group (a depthwise 5x5, stride 2 here); a 1x1
+    stride-1 conv expands nothing; fp32's NCHWc kernel has no im2col."""
+    from simulator.costs import work_of
+
+    c = 24
+    g = graph([Node("dw", "dw", "Conv", inputs=["x", "w"], outputs=["y"],
+                    attributes={"group": c, "kernel_shape": [5, 5], "pads": [2, 2, 2, 2], "strides": [2, 2]},
+                    domain="com.microsoft.nchwc"),  # converted to NCHWc by ORT (a plain one: `dwconvnchw`)
+               Node("pw", "pw", "Conv", inputs=["y", "w2"], outputs=["z"], attributes={"kernel_shape": [1, 1]})],
+              [act("x", [1, c, 28, 28]), weight("w", [c, 1, 5, 5]), act("y", [1, c, 14, 12]),
+               weight("w2", [32, c, 1, 1]), act("z", [1, 32, 14, 12])], ["x"], ["z"])
+    dw, pw = (work_of(nd, g) for nd in g.nodes)
+    assert dw.kind == "dwconv" and dw.im2col_rows == c * 25 * 14 and dw.im2col_elements == 2 * dw.macs
+    assert pw.im2col_rows == 24 * 14  # counted, but a 1x1 stride-1 conv reads its input as it is (below)
+    assert plan(HOST, HW, "Conv", "dwconv", Combo("fp32", "fp32", "int8", 0), True, False).im2col
+
+    def lat(row_s: float) -> list[float]:
+        over = {f"{k}.int8dyn.im2col.row": row_s for k in ("dwconv", "conv", "convsmall")}
+        b = sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"kind_overhead_s": over}}})).bulk
+        j = [p["name"] for p in b["presets"]].index("int8-dynamic")
+        f = [p["name"] for p in b["presets"]].index("fp32")
+        return [b["metrics"]["latency_ms"][i][k] for i in (0, 1) for k in (j, f)]
+
+    lo, hi = lat(0.0), lat(1e-8)
+    assert hi[0] - lo[0] == pytest.approx(1e-8 * dw.im2col_rows * 1e3)  # int8-dynamic depthwise: per row
+    assert hi[1] == lo[1] and hi[2] == lo[2] and hi[3] == lo[3]  # fp32, and the 1x1 conv: no expansion
