@@ -48,6 +48,12 @@ NAME_PREFIXES = ("node_",)  # torch.onnx's dynamo exporter names each node `node
 
 # -- compile -------------------------------------------------------------------------------------
 
+# ORT's optimizers take more than linear time in the graph's size (an LLM-like export, ENABLE_ALL: ~19 s CPU at 100,000
+# nodes, ~65 s at 200,000; 10 s of basic optimizations alone at 100,000 took 128 s of wall time at load 16 on 2 cores):
+# a large graph gets a longer wall-clock limit than `timeout_s`, 5 ms per node (300 s from 60,000 nodes, 1,000 s at
+# 200,000).
+COMPILE_S_PER_NODE = 0.005
+
 def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], source: Graph,
             opt_level: str = "all", timeout_s: float = 300.0,
             memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Graph:
@@ -63,6 +69,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     # ORT leaves unfused there (simulator.backends.fp16_unfused_norms).
     probe = opt_level == "all" and any(n.op_type == "LayerNormalization" for n in source.nodes)
     payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level}
+    timeout_s = max(timeout_s, COMPILE_S_PER_NODE * len(source.nodes))
     try:
         info = run("compiler.backends.ort:_compile_child", payload,
                    Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
