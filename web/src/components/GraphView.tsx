@@ -17,7 +17,8 @@ import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
 import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
-import { changedItems, GROUP_SIZE, itemStyle, type NodeAttrs, OP_SIZE, optimizedRings, selectedItems, type Style, styleNode } from "./graph/style";
+import { RepaintQueue } from "./graph/repaint";
+import { changedItems, GROUP_SIZE, itemStyle, LABELLED_SELECTION, type NodeAttrs, OP_SIZE, optimizedRings, selectedItems, type Style, styleNode } from "./graph/style";
 import type { Selection, SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
 import { unitLabel } from "../units";
@@ -215,6 +216,7 @@ export default memo(function GraphView(p: Props) {
     hideEdgesWhileMoving(s, g.size > 8000);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
     graphRef.current = g;
+    queue.current?.clear(); // indices of the previous layout
     styleRef.current = computeStyle(layout);
     const z = pendingZoom.current;
     pendingZoom.current = null;
@@ -278,7 +280,7 @@ export default memo(function GraphView(p: Props) {
 
   /** Repaint drawn items (null: all) from styleRef without re-indexing the graph: sigma re-runs the reducer
    * for those nodes and rewrites their slots in its buffers; the label grid and the edges stay as they are. */
-  const repaint = (items: number[] | null) => {
+  const paintNow = (items: number[] | null) => {
     const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
     if (!s || !g || !L) return;
     const keys = items === null ? g.nodes() : items.map((k) => keyOfIndex(k, L)).filter((key) => g.hasNode(key));
@@ -288,6 +290,16 @@ export default memo(function GraphView(p: Props) {
       s.refresh({ schedule: true }); // not indexed yet: the scheduled full refresh paints them
     }
   };
+  // a brush over tens of thousands of tasks is repainted over a few frames (RepaintQueue), never in one long one
+  const queue = useRef<RepaintQueue | null>(null);
+  queue.current ??= new RepaintQueue((items) => paintNowRef.current(items));
+  const paintNowRef = useRef(paintNow);
+  paintNowRef.current = paintNow;
+  const repaint = (items: number[] | null) => {
+    if (items === null) (queue.current!.clear(), paintNow(null));
+    else queue.current!.add(items);
+  };
+  useEffect(() => () => queue.current?.clear(), []);
   /** Rings of optimized items (drawn on the overlay), which grow with the selection. */
   const applyStyle = (st: Style | null) => {
     const g = graphRef.current, L = layoutRef.current;
@@ -325,7 +337,9 @@ export default memo(function GraphView(p: Props) {
 
   // follow selections made in the table / timeline: expand ancestors, then zoom
   useEffect(() => {
-    if (p.selection.source === "graph" || !p.selection.focus || !hier) return;
+    // a brush over many tasks is shown where it lies: flying to one of them would hide the pattern (and re-draw
+    // 50,000 nodes each frame of the flight)
+    if (p.selection.source === "graph" || !p.selection.focus || !hier || p.selection.ids.size > LABELLED_SELECTION) return;
     const i = idToNode.get(p.selection.focus);
     if (i === undefined) return;
     const need = ancestors(hier, i).filter((gid) => !expanded.has(gid));

@@ -2,6 +2,7 @@ import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Op } from "../api/types";
 import { fmtMs, typeColor } from "../format";
 import type { Selection } from "../selection";
+import { selectedRuns } from "./selectionRuns";
 
 interface Props {
   ops: Op[];
@@ -66,6 +67,23 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
     [view, width, ops.length, starts],
   );
 
+  // Selected tasks as a mask over execution order, built in O(selection) when the selection changes: drawing
+  // then never looks ids up, and a brush over 40,000 tasks is outlined as a few runs, not 40,000 rectangles.
+  const selMask = useMemo(() => {
+    const m = new Uint8Array(ops.length);
+    for (const id of selection.ids) {
+      const k = byId.get(id);
+      if (k !== undefined) m[k] = 1;
+    }
+    return m;
+  }, [ops, byId, selection.ids]);
+  const dimMask = useMemo(() => {
+    if (!filtered) return null;
+    const m = new Uint8Array(ops.length);
+    for (let k = 0; k < ops.length; k++) m[k] = filtered.has(ops[k].id) ? 0 : 1;
+    return m;
+  }, [ops, filtered]);
+
   useEffect(() => {
     const c = canvas.current;
     if (!c) return;
@@ -84,28 +102,23 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
       const x0 = toX(starts[k]);
       const xc = toX(starts[k] + conversion[k]);
       const x1 = toX(starts[k + 1]);
-      if (Math.floor(x1) === lastPx && x1 - x0 < 1 && !selection.ids.has(ops[k].id)) continue; // many tasks per pixel
+      if (Math.floor(x1) === lastPx && x1 - x0 < 1) continue; // many tasks per pixel: the selection's outline shows them
       lastPx = Math.floor(x1);
       if (conversion[k] > 0) {
         g.fillStyle = "#666";
         g.fillRect(x0, y + 8, Math.max(0.5, xc - x0), h - 16);
       }
-      const dim = filtered && !filtered.has(ops[k].id);
-      g.globalAlpha = dim ? 0.2 : 1;
+      g.globalAlpha = dimMask?.[k] ? 0.2 : 1;
       g.fillStyle = typeColor(ops[k].type);
       g.fillRect(xc, y, Math.max(1, x1 - xc - (x1 - xc > 3 ? 1 : 0)), h);
       g.globalAlpha = 1;
     }
-    // selection on top, always at least 3px wide
+    // selection on top, each task at least 3px wide; selected neighbours closer than a pixel merge into one run
     g.strokeStyle = "#ffcc00";
     g.lineWidth = 2;
-    for (const id of selection.ids) {
-      const k = byId.get(id);
-      if (k === undefined) continue;
-      const x0 = toX(starts[k] + conversion[k]), x1 = toX(starts[k + 1]);
-      if (x1 < 0 || x0 > width) continue;
-      g.strokeRect(x0 - 1, y - 3, Math.max(3, x1 - x0) + 2, h + 6);
-    }
+    g.beginPath();
+    for (const [a, b] of selectedRuns(selMask, k0, k1, (k) => [toX(starts[k] + conversion[k]), toX(starts[k + 1])])) g.rect(a, y - 3, b - a, h + 6);
+    g.stroke();
     // axis
     g.fillStyle = "#aab";
     g.font = "11px system-ui, sans-serif";
@@ -117,7 +130,7 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
       g.fillRect(x, H - 22, 1, 4);
       g.fillText(`${fmtMs(t)} ms`, x + 2, H - 8);
     }
-  }, [width, view, ops, starts, conversion, selection, filtered, byId, toX, find]);
+  }, [width, view, ops, starts, conversion, selMask, dimMask, toX, find]);
 
   const drag = useRef<{ x: number; v: [number, number]; moved: boolean } | null>(null);
   return (

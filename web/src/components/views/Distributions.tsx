@@ -41,8 +41,11 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const [yKey, setYKey] = useState<ChartMetric>("latency");
   const [colorBy, setColorBy] = useState<"unit" | "type">("type");
   const [logPref, setLogPref] = useState<Record<string, boolean>>({});
-  const xLog = logPref[xKey] ?? wantsLog(rows, xKey);
-  const yLog = logPref[yKey] ?? wantsLog(rows, yKey);
+  // O(tasks) each: not re-run on every selection change
+  const xAuto = useMemo(() => wantsLog(rows, xKey), [rows, xKey]);
+  const yAuto = useMemo(() => wantsLog(rows, yKey), [rows, yKey]);
+  const xLog = logPref[xKey] ?? xAuto;
+  const yLog = logPref[yKey] ?? yAuto;
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const [brushed, setBrushed] = useState(0);
@@ -240,7 +243,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
         <input type="checkbox" checked={on} onChange={(e) => setLogPref((p) => ({ ...p, [key]: e.target.checked }))} /> log
       </label>
     );
-  const missing = hist ? hist.missing : ys ? xs.reduce((n, v, i) => n + (Number.isNaN(v) || Number.isNaN(ys[i]) ? 1 : 0), 0) : 0;
+  const missing = useMemo(() => (hist ? hist.missing : ys ? xs.reduce((n, v, i) => n + (Number.isNaN(v) || Number.isNaN(ys[i]) ? 1 : 0), 0) : 0), [hist, xs, ys]);
 
   return (
     <div className="dist">
