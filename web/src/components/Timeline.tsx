@@ -84,9 +84,12 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
     return m;
   }, [ops, filtered]);
 
+  // The bars and the axis are drawn once per view into an offscreen canvas; a selection change copies it and
+  // strokes the selection on top (at 50,000 tasks the bars are most of the drawing).
+  const base = useMemo(() => document.createElement("canvas"), []);
+  const paintRef = useRef<() => void>(() => {});
   useEffect(() => {
-    const c = canvas.current;
-    if (!c) return;
+    const c = base;
     const dpr = window.devicePixelRatio || 1;
     c.width = width * dpr;
     c.height = H * dpr;
@@ -113,12 +116,6 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
       g.fillRect(xc, y, Math.max(1, x1 - xc - (x1 - xc > 3 ? 1 : 0)), h);
       g.globalAlpha = 1;
     }
-    // selection on top, each task at least 3px wide; selected neighbours closer than a pixel merge into one run
-    g.strokeStyle = "#ffcc00";
-    g.lineWidth = 2;
-    g.beginPath();
-    for (const [a, b] of selectedRuns(selMask, k0, k1, (k) => [toX(starts[k] + conversion[k]), toX(starts[k + 1])])) g.rect(a, y - 3, b - a, h + 6);
-    g.stroke();
     // axis
     g.fillStyle = "#aab";
     g.font = "11px system-ui, sans-serif";
@@ -130,7 +127,29 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
       g.fillRect(x, H - 22, 1, 4);
       g.fillText(`${fmtMs(t)} ms`, x + 2, H - 8);
     }
-  }, [width, view, ops, starts, conversion, selMask, dimMask, toX, find]);
+    paintRef.current();
+  }, [base, width, view, ops, starts, conversion, dimMask, toX, find]);
+
+  paintRef.current = () => {
+    const c = canvas.current;
+    if (!c || !base.width) return;
+    const dpr = window.devicePixelRatio || 1;
+    if (c.width !== base.width || c.height !== base.height) (c.width = base.width), (c.height = base.height);
+    const g = c.getContext("2d")!;
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.drawImage(base, 0, 0);
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const k0 = find(0);
+    const k1 = find(width);
+    const y = 18, h = 46;
+    // selection on top, each task at least 3px wide; selected neighbours closer than a pixel merge into one run
+    g.strokeStyle = "#ffcc00";
+    g.lineWidth = 2;
+    g.beginPath();
+    for (const [a, b] of selectedRuns(selMask, k0, k1, (k) => [toX(starts[k] + conversion[k]), toX(starts[k + 1])])) g.rect(a, y - 3, b - a, h + 6);
+    g.stroke();
+  };
+  useEffect(() => paintRef.current(), [selMask]);
 
   const drag = useRef<{ x: number; v: [number, number]; moved: boolean } | null>(null);
   return (
