@@ -81,10 +81,39 @@ def settings(tmp_path: Path, calibration_dir: Path) -> Settings:
 @pytest.fixture
 def app(settings: Settings):  # type: ignore[no-untyped-def]
     from server.app import create_app
+
+    migrate(settings.database_url)
+    return create_app(settings)
+
+
+# --- Databases migrated once per run --------------------------------------------------------------
+# alembic commits the migrations' DDL step by step: ~1.8 s of fsyncs for each new SQLite file and ~2.2 s on
+# PostgreSQL, for every test that makes an app. Tests start from a copy of a database migrated once per run
+# (tests/store/test_migrations.py runs the migrations themselves, up and down, on both).
+_TEMPLATES: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def migrated_templates(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _TEMPLATES["dir"] = tmp_path_factory.mktemp("schema")
+    yield
+    if (name := _TEMPLATES.pop("postgres", None)) is not None:
+        _drop_postgres_db(name)
+
+
+def migrate(url: str) -> None:
+    """`store.db.upgrade(url)` for a test's database; a new SQLite file starts as a copy of the migrated one."""
     from store.db import upgrade
 
-    upgrade(settings.database_url)
-    return create_app(settings)
+    if url.startswith("sqlite:///") and not (path := Path(url.removeprefix("sqlite:///"))).exists():
+        if "sqlite" not in _TEMPLATES:
+            template = _TEMPLATES["dir"] / "edgescope.db"
+            upgrade(f"sqlite:///{template}")
+            assert not template.with_name("edgescope.db-wal").exists()  # all of it in the one file
+            _TEMPLATES["sqlite"] = template
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_TEMPLATES["sqlite"], path)
+    upgrade(url)  # at head already: alembic only checks
 
 
 def sign_up(client, email: str, password: str = "correct horse battery") -> dict[str, Any]:  # type: ignore[no-untyped-def]
@@ -141,19 +170,43 @@ def postgres_url() -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def fresh_postgres_db() -> Iterator[str]:
+def fresh_postgres_db(migrated: bool = False) -> Iterator[str]:
+    """A new database, dropped afterwards; `migrated`: at the schema's head (a copy of the run's migrated one)."""
+    if migrated and "postgres" not in _TEMPLATES:
+        from store.db import upgrade
+
+        name = _create_postgres_db()
+        upgrade(_postgres_url(name))
+        _TEMPLATES["postgres"] = name
+    name = _create_postgres_db(_TEMPLATES["postgres"] if migrated else None)
+    try:
+        yield _postgres_url(name)
+    finally:
+        _drop_postgres_db(name)
+
+
+def _postgres_url(name: str) -> str:
+    return POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+
+
+def _create_postgres_db(template: str | None = None) -> str:
     from sqlalchemy import create_engine, text
 
     name = f"edgescope_test_{secrets.token_hex(4)}"
     admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
-        c.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    finally:
-        with admin.connect() as c:
-            c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+        c.execute(text(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")))
+    admin.dispose()
+    return name
+
+
+def _drop_postgres_db(name: str) -> None:
+    from sqlalchemy import create_engine, text
+
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
 
 
 # --- S3 (moto's standalone server over HTTP) --------------------------------------------------

@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import select
 
 from edgescope.config import Settings
-from store.db import session_scope, upgrade
+from store.db import session_scope
 from store.models import Job, User
-from tests.conftest import fresh_postgres_db, sign_up, token_client
+from tests.conftest import fresh_postgres_db, migrate, sign_up, token_client
 
 PASSWORD = "correct horse battery"
 
@@ -23,9 +23,9 @@ def app(request, tmp_path: Path, calibration_dir: Path) -> Iterator:  # type: ig
     from server.app import create_app
 
     with contextlib.ExitStack() as stack:
-        extra = {"database_url": stack.enter_context(fresh_postgres_db())} if request.param == "postgres" else {}
+        extra = {"database_url": stack.enter_context(fresh_postgres_db(migrated=True))} if request.param == "postgres" else {}
         settings = Settings.from_env(env={}, data_dir=tmp_path / "data", calibration_dir=calibration_dir, **extra)
-        upgrade(settings.database_url)
+        migrate(settings.database_url)
         app = create_app(settings)
         yield app
         app.extensions["edgescope"].engine.dispose()
@@ -52,7 +52,7 @@ def test_signup_can_be_closed(tmp_path: Path, calibration_dir: Path) -> None:
     from server.app import create_app
 
     settings = Settings.from_env(env={"EDGESCOPE_ALLOW_SIGNUP": "false"}, data_dir=tmp_path, calibration_dir=calibration_dir)
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     r = create_app(settings).test_client().post("/api/auth/signup", json={"email": "a@b.co", "password": PASSWORD})
     assert r.status_code == 403 and "edgescope users create" in r.get_json()["error"]
 

@@ -15,15 +15,14 @@ from pathlib import Path
 import pytest
 
 from edgescope.config import Settings
-from tests.conftest import token_client
+from tests.conftest import migrate, token_client
 
 
 def _app(tmp_path: Path, calibration_dir: Path, **overrides):  # type: ignore[no-untyped-def]
     from server.app import create_app
-    from store.db import upgrade
 
     settings = Settings.from_env(env={}, data_dir=tmp_path / "data", calibration_dir=calibration_dir, **overrides)
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     return create_app(settings)
 
 

@@ -18,9 +18,9 @@ import pytest
 from sqlalchemy import select
 
 from edgescope.config import Settings
-from store.db import session_scope, upgrade
+from store.db import session_scope
 from store.models import Analysis, ApiToken, Artifact, Export, GroupMember, Job, Model, Share
-from tests.conftest import FAST_PROFILE, fresh_postgres_db, sign_up
+from tests.conftest import FAST_PROFILE, fresh_postgres_db, migrate, sign_up
 
 ROLES = ("owner", "editor", "viewer", "member", "link_on", "link_off", "revoked", "other", "anonymous")
 ACCESS = {"owner": "owner", "editor": "editor", "viewer": "viewer", "member": "viewer", "link_on": "viewer"}
@@ -65,7 +65,7 @@ def _build_world(settings: Settings, tmp: Path, zoo) -> World:  # type: ignore[n
     from server.app import create_app
     from worker.jobs import run_job
 
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     app = create_app(settings)
     services = app.extensions["edgescope"]
     tokens, users = {}, {}
@@ -121,7 +121,7 @@ def world(request, tmp_path_factory, calibration_dir, zoo) -> Iterator[World]:  
     with contextlib.ExitStack() as stack:
         extra = {}
         if request.param == "postgres":
-            extra["database_url"] = stack.enter_context(fresh_postgres_db())
+            extra["database_url"] = stack.enter_context(fresh_postgres_db(migrated=True))
         settings = Settings.from_env(env=FAST_PROFILE, data_dir=tmp / "data", calibration_dir=calibration_dir, **extra)
         world = _build_world(settings, tmp, zoo)
         yield world

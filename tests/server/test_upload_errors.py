@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from edgescope.config import Settings
-from tests.conftest import token_client
+from tests.conftest import migrate, token_client
 
 
 def _post(client, data: bytes | None, filename: str = "m.onnx", **fields):  # type: ignore[no-untyped-def]
@@ -49,10 +49,9 @@ def test_unknown_extension_names_supported_formats(client) -> None:  # type: ign
 
 def test_upload_over_limit(tmp_path: Path, calibration_dir: Path, zoo) -> None:  # type: ignore[no-untyped-def]
     from server.app import create_app
-    from store.db import upgrade
 
     settings = Settings.from_env(env={}, data_dir=tmp_path, calibration_dir=calibration_dir, max_upload_bytes=1000)
-    upgrade(settings.database_url)
+    migrate(settings.database_url)
     client = token_client(create_app(settings), "big@example.com")
     data = zoo.path("tiny_cnn").read_bytes()
     assert len(data) > 1000
