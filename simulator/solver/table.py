@@ -109,17 +109,31 @@ def prepare(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappi
     names = bulk["unit_names"]
     classes: dict[tuple[tuple[str, ...], tuple[int, ...]], ComboClass] = {}
     stacks: dict[int, list[np.ndarray]] = {}
-    for i, op in enumerate(ops):
-        e = per_op[op] if isinstance(per_op, Mapping) else per_op[i]
-        combos = e["combos"]
-        units = tuple(e["unit"]) if "unit" in e else (0,) * len(combos)
-        key = (tuple(combos), units)
-        c = classes.get(key)
-        if c is None:
-            c = classes[key] = _combo_class(combos, [names[u] for u in units])
-            stacks[id(c)] = []
-        c.members.append(i)
-        stacks[id(c)].append(np.array([e[k] for k in METRIC_KEYS], dtype=np.float64).T)
+    if hasattr(per_op, "classes") and hasattr(per_op, "cells"):
+        # simulator.sweep.PerOpTable: the shared part once per signature group and each op's metric rows as
+        # arrays (the same float64 values), instead of building every op's dict of Python lists
+        shared, of = per_op.classes()
+        keys = [(tuple(sh["combos"]), tuple(sh["unit"])) for sh in shared]
+        for i in range(len(ops)):
+            key = keys[of[i]]
+            c = classes.get(key)
+            if c is None:
+                c = classes[key] = _combo_class(list(key[0]), [names[u] for u in key[1]])
+                stacks[id(c)] = []
+            c.members.append(i)
+            stacks[id(c)].append(np.array(per_op.cells(i)[0], dtype=np.float64).T)
+    else:
+        for i, op in enumerate(ops):
+            e = per_op[op] if isinstance(per_op, Mapping) else per_op[i]
+            combos = e["combos"]
+            units = tuple(e["unit"]) if "unit" in e else (0,) * len(combos)
+            key = (tuple(combos), units)
+            c = classes.get(key)
+            if c is None:
+                c = classes[key] = _combo_class(combos, [names[u] for u in units])
+                stacks[id(c)] = []
+            c.members.append(i)
+            stacks[id(c)].append(np.array([e[k] for k in METRIC_KEYS], dtype=np.float64).T)
     for c in classes.values():
         c.m = np.stack(stacks[id(c)])
     return assemble(bulk, per_op, list(classes.values()))

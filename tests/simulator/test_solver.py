@@ -137,7 +137,9 @@ def test_stored_solver_table_solves_as_the_records_do(target: str, model_wide: s
     r = sweep(conv_chain(), target)
     records = [r.per_op[i] for i in range(len(r.bulk["ops"]))]
     bulk, per_op = json.loads(json.dumps(r.bulk)), json.loads(json.dumps(records))  # as the server parses them
-    stored = table_from_bytes(table_bytes(r.bulk, r.per_op))
+    blob = table_bytes(r.bulk, r.per_op)  # read through the sweep's classes and cells, no per-op dicts
+    assert blob == table_bytes(r.bulk, records)
+    stored = table_from_bytes(blob)
     for i, op in enumerate(bulk["ops"]):
         for p in range(len(bulk["presets"])):
             assert stored.bulk["combos"][i][p] == bulk["combos"][i][p] and stored.bulk["units"][i][p] == bulk["units"][i][p]
