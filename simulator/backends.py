@@ -15,7 +15,7 @@ from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.costs import base_kind, fold_constants
-from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path
+from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.profiles import HardwareProfile, Unit
 from simulator.roofline import Path
 
@@ -153,6 +153,8 @@ _QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
 
 def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
+    if target.backend in LITERT_BACKENDS:  # XNNPACK's PAD folding (simulator/litert_paths.py)
+        return litert_task_facts(compiled)
     if target.backend not in _TASK_FACT_BACKENDS:
         return [frozenset()] * len(compiled.nodes)
     producer = {o: nd for nd in compiled.nodes for o in nd.outputs}
@@ -542,6 +544,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
         return p16
     if facts:
         p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
+        if target.backend in LITERT_BACKENDS:
+            return litert_fact_path(p, facts, profile.units[p.unit])
         if "qdq_folded" in facts and "int8" in (combo.input, combo.output):
             p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
         if "pointwise" in facts and profile.units[p.unit].name != profile.units[-1].name:

@@ -14,6 +14,13 @@ Measured with LiteRT 2.3.0's profiler on files ai-edge-quantizer writes (compile
   does not take: TFLite's own fp32 kernels run them (`<kind>.builtin`, host-cpu.yaml, measured with the
   profiler on chains of each: 1x1 convs 0.42-0.54 ms against XNNPACK's 0.11-0.19, FULLY_CONNECTED 64x512
   1.0-2.6 ms against 0.7; ResNet-18 100 ms CPU per run against 17 for fp32).
+- A PAD before a convolution (litert-torch writes PyTorch's symmetric padding of a stride-2 conv as PAD + VALID):
+  XNNPACK folds it into the conv that reads it, so under fp32 (and static int8) it costs nothing (profiled: no
+  time of its own). Where that conv runs otherwise, the PAD runs on its own as XNNPACK's `Constant Pad`: before a
+  QD8 conv the `Convert` that quantizes the conv's input sits between them (the fusion needs PAD -> conv), and a
+  hybrid depthwise conv or an int4 conv is not XNNPACK's at all. Profiled on chains (LiteRT 2.3.0, 1 thread):
+  PAD + 3x3 conv, 112x112x32, 0.16 ms under dynamic int8, 0 under fp32; MobileNetV2 int8-dynamic, its 5 PADs
+  1.9 ms. The PAD's time is charged to that conv (`litert_fact_path`), since the PAD's own option never changes.
 Efficiencies of these paths (`<kind>.qd8`, `dwconv.hybrid`, `<kind>.int8`, `<kind>.fp32`) are fitted on this
 machine by `simulator.litert_calibration`; a profile without them uses its figures for the kind.
 """
@@ -29,11 +36,62 @@ from compiler.vocabulary.options import Combo
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
+    from compiler.graph import Graph, Value
     from compiler.vocabulary.targets import Target
     from simulator.profiles import Unit
 
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
+# Task facts (simulator.backends.task_facts) of a PAD XNNPACK folds into the conv reading it, and of that conv.
+PAD_FOLDED, AFTER_PAD = "pad_folded", "after_pad"
+_PAD_READERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+# Paths on which the conv after a PAD does not fold it: QD8 (a Convert between them), TFLite's own kernels.
+_PAD_UNFOLDED_TAGS = frozenset({"qd8", "hybrid", "builtin"})
+# The unfolded PAD reads its input and writes the padded copy (fp32: 8 bytes per element of the conv's padded
+# input), a copy call per pixel (profiled: ~12 ns per pixel beside the bytes). Charged as 16 bytes per element at the
+# cache rate, which is what the PADs of MobileNetV2's stride-2 depthwise convs (96-576 channels) measured: 0.15-0.33
+# ns per element. A 3-channel PAD (the image before a first conv) is all pixels: 4 ns per element, not covered.
+_PAD_PASS_BYTES = 16.0
+
+
+def _spatial_pad(v: Value | None) -> bool:
+    """Constant NHWC paddings, non-negative, on H and W only: what XNNPACK folds into a conv."""
+    ints = v.weight.ints if v is not None and v.weight is not None else None
+    return ints is not None and len(ints) == 8 and min(ints) >= 0 and not any(ints[i] for i in (0, 1, 6, 7))
+
+
+def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
+    """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
+    for that conv."""
+    readers: dict[str, list[str]] = {}
+    for nd in compiled.nodes:
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(nd.id)
+    by_id = {nd.id: nd for nd in compiled.nodes}
+    facts: dict[str, str] = {}
+    for nd in compiled.nodes:
+        if nd.op_type != "PAD" or len(nd.inputs) < 2 or len(nd.outputs) != 1 or nd.outputs[0] in compiled.outputs:
+            continue
+        rs = readers.get(nd.outputs[0], [])
+        r = by_id[rs[0]] if len(rs) == 1 else None
+        if r is not None and r.op_type in _PAD_READERS and r.inputs[0] == nd.outputs[0] \
+                and _spatial_pad(compiled.values.get(nd.inputs[1])):
+            facts[nd.id], facts[r.id] = PAD_FOLDED, AFTER_PAD
+    return [frozenset({facts[nd.id]}) if nd.id in facts else frozenset() for nd in compiled.nodes]
+
+
+def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
+    """`p` with the PAD facts of LiteRT's CPU applied (XNNPACK's unit only)."""
+    if unit.name != "cpu":
+        return p
+    if PAD_FOLDED in facts:
+        return dataclasses.replace(p, eliminated=True, note="XNNPACK folds this PAD into the conv that reads it "
+                                   "(where that conv is not XNNPACK's fp32 or int8 kernel, the conv carries its time)")
+    if AFTER_PAD in facts and p.tag in _PAD_UNFOLDED_TAGS:
+        note = "the PAD before it runs on its own (XNNPACK's Constant Pad): folded only into XNNPACK's fp32/int8 convs"
+        return dataclasses.replace(p, extra_in_bytes=p.extra_in_bytes + _PAD_PASS_BYTES,
+                                   extra_dispatches=p.extra_dispatches + 1, note="; ".join([*([p.note] if p.note else []), note]))
+    return p
 
 
 def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
@@ -68,6 +126,10 @@ def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str
                     False, note)
     if op_type in _GEMM_OPS and kind in ("conv", "convsmall", "gemm"):
         note = "XNNPACK dynamic int8: the input quantized per run, then an int8 GEMM (QD8 x QC8W) with float output"
+        # QD8 quantizes each row (a pixel's channels) with its own scale and zero point, and the GEMM reads them per
+        # row: a cost per output pixel (`conv.qd8.pixel`), whatever the channels. Profiled: a 1x1 conv at 224x224x3
+        # 3.1 ms against fp32's 0.14, at 112x112x32 0.50 against 0.20 (MobileNetV2 with only its convs dynamic
+        # int8: 1.27-1.38x the fp32 file's CPU time, predicted 1.0x without it).
         return Path(ui, c, True, "int8", "qd8", in_b, out_b, 1.0, False, 4.0, in_b + 1, 0.0, 1, 0.0, False, False,
-                    note + ("; activation clamped in the kernel" if fused else ""))
+                    note + ("; activation clamped in the kernel" if fused else ""), setup_per_pixel=True)
     return None

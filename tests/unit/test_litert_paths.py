@@ -3,6 +3,8 @@ tests/simulator/test_litert_chains.py."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
@@ -50,3 +52,89 @@ def test_int4_weights_leave_xnnpack_for_tflites_own_kernels() -> None:
     cpu = load_profile("host-cpu", "litert-cpu").units[0]
     assert efficiency(cpu, "conv", "builtin") < 0.5 * efficiency(cpu, "conv", "fp32")
     assert _plan("DEPTHWISE_CONV_2D", "dwconv", "fp32/fp32/int4").tag != "builtin"
+
+
+def _facts_plan(op: str, kind: str, combo: Combo, has_kernel: bool, facts: frozenset[str]) -> object:
+    return plan(HOST, load_profile("host-cpu", "litert-cpu"), op, kind, combo, has_kernel, False, facts=facts)
+
+
+def test_a_pad_xnnpack_folds_into_its_conv_costs_nothing_under_every_option() -> None:
+    """litert-torch writes a stride-2 conv's symmetric padding as PAD + VALID conv; XNNPACK folds the PAD into the
+    conv (profiled: no time of its own under fp32). Its own option never changes (no weights), so where the conv
+    does not fold it, the conv carries its time (next test) and the PAD itself stays at zero."""
+    from compiler.vocabulary.options import parse_preset
+    from simulator.litert_paths import PAD_FOLDED
+
+    for preset in ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights"):
+        combo = parse_preset(preset).resolve("fp32", False)
+        assert _facts_plan("PAD", "layout", combo, False, frozenset({PAD_FOLDED})).eliminated
+        assert not _facts_plan("PAD", "layout", combo, False, frozenset()).eliminated
+
+
+def test_the_conv_after_a_pad_carries_it_where_its_path_does_not_fold_it() -> None:
+    """Dynamic int8 (a Convert between PAD and a QD8 conv; the hybrid depthwise kernel, not XNNPACK's) and int4
+    (TFLite's own conv) leave the PAD to run on its own (XNNPACK's Constant Pad, 1.9 ms in MobileNetV2's
+    int8-dynamic file); fp32 and static int8 fold it."""
+    from simulator.litert_paths import AFTER_PAD
+
+    after = frozenset({AFTER_PAD})
+    for op, kind, kernel, acts, carries in (
+            ("DEPTHWISE_CONV_2D", "dwconv", "int8", "fp32", True), ("CONV_2D", "conv", "int8", "fp32", True),
+            ("CONV_2D", "conv", "int4", "fp32", True), ("CONV_2D", "conv", "fp32", "fp32", False),
+            ("DEPTHWISE_CONV_2D", "dwconv", "fp32", "fp32", False), ("CONV_2D", "conv", "int8", "int8", False)):
+        c = Combo(acts, acts, kernel, 0)
+        plain, padded = _facts_plan(op, kind, c, True, frozenset()), _facts_plan(op, kind, c, True, after)
+        assert (padded.extra_in_bytes > plain.extra_in_bytes) is carries, (op, kernel, acts)
+        assert padded.extra_dispatches == plain.extra_dispatches + carries
+        assert ("PAD before it runs on its own" in padded.note) is carries
+
+
+def test_qd8_pays_a_cost_per_output_pixel() -> None:
+    """XNNPACK's QD8 quantizes each row (pixel) with its own parameters: the path has a per-pixel cost, fitted by
+    LiteRT's calibration as `conv.qd8.pixel`, which its rates read."""
+    from simulator.roofline import rates
+
+    hw = load_profile("host-cpu", "litert-cpu").with_overrides(
+        {"units": {"cpu": {"kind_overhead_s": {"conv.qd8.pixel": 3e-8}}}})
+    qd8 = plan(HOST, hw, "CONV_2D", "conv", Combo("fp32", "fp32", "int8", 0), True, False)
+    f32 = plan(HOST, hw, "CONV_2D", "conv", Combo("fp32", "fp32", "fp32", 0), True, False)
+    assert qd8.setup_per_pixel and not f32.setup_per_pixel
+    assert rates(hw, qd8, "conv", False).pixel_s == 3e-8 and rates(hw, f32, "conv", False).pixel_s == 0.0
+
+
+def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
+    """Only a zero PAD on H and W whose one reader is a conv (reading it as its input) is folded."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, litert_task_facts
+
+    w = TfliteWriter(description="pads")
+    x = w.tensor("x", [1, 8, 8, 4])
+
+    def pad(name: str, src: int, pads: list[list[int]], shape: list[int]) -> int:
+        out = w.tensor(name, shape)
+        w.op("PAD", [src, w.const(name + "/p", np.array(pads, np.int32))], [out], w.options("PadOptions"))
+        return out
+
+    def conv(name: str, src: int, op: str, shape: list[int], c_in: int) -> int:
+        out = w.tensor(name, shape)
+        c = shape[3]
+        kernel = np.zeros([1, 3, 3, c] if op == "DEPTHWISE_CONV_2D" else [c, 3, 3, c_in], np.float32)
+        opts = (w.options("DepthwiseConv2DOptions", padding=1, strideW=1, strideH=1, depthMultiplier=1)
+                if op == "DEPTHWISE_CONV_2D" else w.options("Conv2DOptions", padding=1, strideW=1, strideH=1))
+        w.op(op, [src, w.const(name + "/w", kernel), w.const(name + "/b", np.zeros(c, np.float32))], [out], opts)
+        return out
+
+    spatial = [[0, 0], [1, 1], [1, 1], [0, 0]]
+    a = conv("dw", pad("pad_a", x, spatial, [1, 10, 10, 4]), "DEPTHWISE_CONV_2D", [1, 8, 8, 4], 4)
+    b = conv("conv_b", pad("pad_b", a, [[0, 0], [1, 1], [1, 1], [0, 4]], [1, 10, 10, 8]), "CONV_2D", [1, 8, 8, 8], 8)
+    p_c = pad("pad_c", a, spatial, [1, 10, 10, 4])  # two readers: the conv and an ADD
+    c = conv("conv_c", p_c, "CONV_2D", [1, 8, 8, 4], 4)
+    d = w.tensor("add", [1, 10, 10, 4])
+    w.op("ADD", [p_c, p_c], [d], w.options("AddOptions"))
+    g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
+    facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
+    assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD}, "PAD:pad_b": set(),
+                     "CONV_2D:conv_b": set(), "PAD:pad_c": set(), "CONV_2D:conv_c": set(), "ADD:add": set()}
