@@ -28,7 +28,7 @@ from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency
 from simulator.profiles import HardwareProfile
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3  # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`), fitted on the conv cases below
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
 
@@ -43,6 +43,8 @@ class Case:
 CASES: tuple[Case, ...] = (
     *(Case(f"conv1x1-{c}-{h}", "CONV_2D", (c, h, 1)) for c, h in ((32, 56), (64, 28), (128, 14), (256, 7))),
     *(Case(f"conv3x3-{c}-{h}", "CONV_2D", (c, h, 3)) for c, h in ((16, 56), (32, 28), (64, 14))),
+    # Few channels over many pixels: what pins QD8's cost per pixel (a first conv's 112x112 maps, 16-32 channels).
+    *(Case(f"conv1x1-{c}-{h}", "CONV_2D", (c, h, 1)) for c, h in ((8, 112), (16, 112))),
     *(Case(f"dw3x3-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 3)) for c, h in ((32, 56), (64, 28), (128, 14), (256, 7))),
     Case("dw3x3-32-112", "DEPTHWISE_CONV_2D", (32, 112, 3)), Case("dw3x3s2-96-112", "DEPTHWISE_CONV_2D", (96, 112, 3, 2)),
     *(Case(f"fc-{m}-{k}", "FULLY_CONNECTED", (m, k)) for m, k in ((16, 256), (64, 256), (16, 512), (64, 512))),
@@ -148,21 +150,48 @@ def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
     return [row[col] for row in r.bulk["metrics"]["latency_ms"][1:]]
 
 
-def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, float]:
-    """(efficiency, fixed seconds per operator) for `key` (`conv.qd8`) that bring the predictions of every case's
-    operators closest to the measurements, in relative least squares (the setup >= 0, solved per efficiency)."""
-    meas = np.array([m for _, _, ms in cases for m in ms])
+def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, dict[str, float]]:
+    """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel where the path pays one}) for `key`
+    (`conv.qd8`) that bring the predictions of every case's operators closest to the measurements, in relative least
+    squares (the setups >= 0: every subset of them solved per efficiency, the best kept)."""
+    import itertools
 
-    def err(log_eff: float) -> tuple[float, float]:
-        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
-                                                 "kind_overhead_s": {key: 0.0}}}})
-        pred = np.array([p for g, preset, _ in cases for p in _predicted_ms(g, h, preset)])
-        # (pred + s) / meas - 1 = 0 in least squares: s = sum((1 - pred/meas) / meas) / sum(1 / meas^2), s >= 0.
-        s_ms = max(0.0, float(((1 - pred / meas) / meas).sum() / (1 / meas ** 2).sum()))
-        return float((((pred + s_ms) / meas - 1) ** 2).sum()), s_ms / 1e3
+    meas = np.array([m for _, _, ms in cases for m in ms])
+    subs = [key, key + ".pixel"]
+
+    def pred(h: HardwareProfile) -> np.ndarray:
+        return np.array([p for g, preset, _ in cases for p in _predicted_ms(g, h, preset)])
+
+    def at(log_eff: float, setups: dict[str, float]) -> HardwareProfile:
+        return hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
+                                                    "kind_overhead_s": setups}}})
+
+    zero = {sub: 0.0 for sub in subs}
+    # Operators' setup units (operators, output pixels) as the path pays them: the prediction's slope, ms per ms.
+    base = pred(at(0.0, zero))
+    n = np.stack([(pred(at(0.0, {**zero, sub: 1e-6})) - base) / 1e-3 for sub in subs], axis=1)
+    cols = [j for j in range(len(subs)) if n[:, j].any()]
+    uses = [list(c) for k in range(len(cols), 0, -1) for c in itertools.combinations(cols, k)]
+
+    def err(log_eff: float) -> tuple[float, np.ndarray]:
+        # (pred + n s) / meas - 1 = a s - b in least squares, s >= 0.
+        a, b = n / meas[:, None], 1 - pred(at(log_eff, zero)) / meas
+        best = (float((b ** 2).sum()), np.zeros(len(subs)))
+        for use in uses:
+            s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
+            if (s_use < 0).any():
+                continue
+            s = np.zeros(len(subs))
+            s[use] = s_use
+            e = float(((a @ s - b) ** 2).sum())
+            if e < best[0]:
+                best = (e, s)
+        return best
 
     x = best_log_efficiency(lambda v: err(v)[0])
-    return float(np.exp(x)), err(x)[1]
+    s_ms = err(x)[1]
+    # The operator's setup always (0 is a fit too); the per-pixel cost only where the path has one.
+    return float(np.exp(x)), {sub: float(v) / 1e3 for j, (sub, v) in enumerate(zip(subs, s_ms)) if j == 0 or j in cols}
 
 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
@@ -174,7 +203,8 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
         groups.setdefault(f"{kind}.{TAGS[(form, kind)]}", []).append((g, PRESET[form], ms))
     eff, setup = {}, {}
     for key, cases in sorted(groups.items()):
-        eff[key], setup[key] = _fit(cases, hw, key)
+        eff[key], setups = _fit(cases, hw, key)
+        setup.update(setups)
     return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup}}}
 
 
