@@ -2,20 +2,30 @@
 from each `.tflite` given and from its fp16-weight copy (the model with fp16 weights behind DEQUANTIZE, as
 `edgescope optimize --model-wide fp16` writes it).
 
-    python benchmarks/litert_exports.py /path/to/a.tflite ... [--calibration host-cpu.json] [--runs 30]
+    python benchmarks/litert_exports.py /path/to/a.tflite ... [--calibration host-cpu.json] [--runs 30] [--all]
 
 Files: the corpus's `tflite` exports (python -m corpus.build --only tv/mobilenet_v2 --exporter tflite). Prints one
 row per (file, source, option): predicted and written size, predicted and measured latency (LiteRT's profiler,
 1 thread, median of the runs; and the process's CPU time per run, which preemption on a shared machine does not
-inflate), and the load average.
+inflate), and the load average. `--all`: every preset the option table lists (33); those the LiteRT exporter has
+no recipe for must be refused before anything is written (a row "not exportable" with the exporter's reason), every
+other one exported, loaded and measured. `--rounds N`: then the CPU time per run of every written file again, the
+files interleaved over N rounds (a shared machine's load moves between rounds, not within one), and each option's
+change over the fp32 export of the same source, predicted against measured (median of the rounds).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
+import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, os.fspath(ROOT))  # this checkout's code, not the one the venv has installed
 
 OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights")
 
@@ -33,6 +43,8 @@ def _cpu_ms(path: Path, runs: int) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     from compiler.backends.litert import profile
+    from compiler.optimize.export import check_state
+    from compiler.vocabulary.options import OptionError
     from simulator.predict import optimize_model
     from compiler.optimize.litert_export import export_tflite
     from compiler.profile import ProfileSettings
@@ -41,9 +53,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path)
     ap.add_argument("--calibration", type=Path, default=None, help="host calibration cache (default: none)")
     ap.add_argument("--runs", type=int, default=30)
-    ap.add_argument("--options", nargs="+", default=list(OPTIONS), choices=OPTIONS)
+    ap.add_argument("--options", nargs="+", default=list(OPTIONS))
     ap.add_argument("--fp32-source-only", action="store_true", help="skip the fp16-weight copy of each file")
+    ap.add_argument("--all", action="store_true", help="every preset of the option table (BULK_PRESETS)")
+    ap.add_argument("--rounds", type=int, default=0, help="interleaved CPU-time rounds over the written files")
     a = ap.parse_args(argv)
+    if a.all:
+        from compiler.vocabulary.options import BULK_PRESETS
+
+        a.options = list(BULK_PRESETS)
+    counts = {"exported": 0, "not exportable": 0, "failed": 0}
+    written: list[tuple[str, str, str, Path, float]] = []  # (model, source, option, file, predicted ms)
     print("| model | source | option | predicted size | written | size error | predicted ms | measured ms "
           "| latency error | CPU ms per run | CPU-time error | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -60,10 +80,19 @@ def main(argv: list[str] | None = None) -> int:
                     work.mkdir()
                     out = work / "out.tflite"
                     try:
+                        check_state("litert-cpu/host", "tflite", option, {})
+                    except OptionError as e:  # refused before anything is queued (the API's 400 no_export)
+                        counts["not exportable"] += 1
+                        print(f"| {f.parent.name} | {label} | {option} | not exportable: {' '.join(str(e).split())[:120]} |")
+                        continue
+                    try:
                         r = optimize_model(src, out, "litert-cpu/host", option, {}, work, a.calibration)
                     except Exception as e:  # noqa: BLE001 - a failed export is a row of its own
+                        counts["failed"] += 1
                         print(f"| {f.parent.name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
                         continue
+                    counts["exported"] += 1
+                    written.append((f.parent.name, label, option, out, r["predicted"]["latency_ms"]))
                     p = profile(out, ProfileSettings(runs=a.runs, warmup=3, threads=1))
                     pred_ms, ms = r["predicted"]["latency_ms"], p.latency_ms
                     cpu = _cpu_ms(out, a.runs)
@@ -72,7 +101,31 @@ def main(argv: list[str] | None = None) -> int:
                           f"| {r['size_bytes'] / 1e6:.3f} MB | {r['size_error_pct']:+.2f}% | {pred_ms:.2f} | {ms:.2f} "
                           f"| {(pred_ms / ms - 1) * 100:+.0f}% | {cpu:.2f} | {cpu_err} | {os.getloadavg()[0]:.1f} |",
                           flush=True)
+        print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+        if a.rounds:
+            _interleaved(written, a.rounds, a.runs)
     return 0
+
+
+def _interleaved(written: list[tuple[str, str, str, Path, float]], rounds: int, runs: int) -> None:
+    """CPU time per run of every file, interleaved over `rounds`; each option against its source's fp32 export."""
+    cpu: dict[int, list[float]] = {i: [] for i in range(len(written))}
+    for _ in range(rounds):
+        for i, w in enumerate(written):
+            cpu[i].append(_cpu_ms(w[3], runs))
+    med = {i: statistics.median(v) for i, v in cpu.items()}
+    base: dict[tuple[str, str], Any] = {(m, s): i for i, (m, s, o, _, _) in enumerate(written) if o == "fp32"}
+    print(f"\n| model | source | option | predicted ms | CPU ms per run (median of {rounds} rounds, min) | error "
+          "| predicted change over fp32 | measured change | change error |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for i, (m, s, o, _, pred) in enumerate(written):
+        b = base.get((m, s))
+        change = "| - | - | - |" if b is None else (
+            f"| {pred / written[b][4]:.2f}x | {med[i] / med[b]:.2f}x "
+            f"| {(pred / written[b][4]) / (med[i] / med[b]) * 100 - 100:+.0f}% |")
+        print(f"| {m} | {s} | {o} | {pred:.2f} | {med[i]:.2f} ({min(cpu[i]):.2f}) | {(pred / med[i] - 1) * 100:+.0f}% "
+              f"{change}", flush=True)
+    print(f"load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
