@@ -29,3 +29,43 @@ def test_calibration_chains_run_the_kernels_of_each_option(tmp_path: Path, form:
         assert sorted(r["tasks"]) == sorted(n.id for n in g.nodes)
         expected = kernels["conv3x3" if case.op == "CONV_2D" else "dw"]
         assert all(re.fullmatch(expected, r["kernels"][n.id][-1]) for n in g.nodes), r["kernels"]
+
+
+def _pad_then_dw(path: Path, form: str) -> Path:
+    """PAD (H and W by 1) then a VALID stride-2 DEPTHWISE_CONV_2D: how litert-torch writes PyTorch's padding=1."""
+    import numpy as np
+
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    w = TfliteWriter(description="pad + dw")
+    x = w.tensor("x", [1, 28, 28, 32])
+    padded = w.tensor("padded", [1, 30, 30, 32])
+    w.op("PAD", [x, w.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [padded],
+         w.options("PadOptions"))
+    kernel = (np.random.default_rng(0).standard_normal([1, 3, 3, 32]) * 0.05).astype(np.float32)
+    if form == "fp32":
+        k = w.const("w", kernel)
+    else:
+        scales = [float(s) for s in np.abs(kernel).max(axis=(0, 1, 2)) / 127]
+        q = np.round(kernel / np.array(scales)).astype(np.int8)
+        k = w.tensor("w", [1, 3, 3, 32], "int8", data=q, quant=(scales, [0] * 32, 3))
+    y = w.tensor("y", [1, 14, 14, 32])
+    w.op("DEPTHWISE_CONV_2D", [padded, k, w.const("b", np.zeros(32, np.float32))], [y],
+         w.options("DepthwiseConv2DOptions", padding=1, strideW=2, strideH=2, depthMultiplier=1))
+    return w.save(path, [x], [y])
+
+
+@pytest.mark.parametrize("form", ["fp32", "dyn8"])
+def test_a_pad_runs_on_its_own_only_where_the_conv_leaves_xnnpack(tmp_path: Path, form: str) -> None:
+    """What simulator/litert_paths.py's PAD rule assumes: XNNPACK folds the PAD into its fp32 depthwise conv (no
+    event of its own), and runs it as `Constant Pad` when TFLite's hybrid kernel takes the int8-weight conv."""
+    path = _pad_then_dw(tmp_path / f"{form}.tflite", form)
+    g = tflite.load(path)
+    r = per_op_child({"model": str(path), "threads": 1, "warmup": 1, "runs": 3})
+    pad, dw = (n.id for n in g.nodes)
+    if form == "fp32":
+        assert r["tasks"][pad][0] == 0.0 and not r["kernels"].get(pad), r["kernels"]
+        assert "DWConv" in r["kernels"][dw][-1]
+    else:
+        assert r["kernels"][pad] == ["Constant Pad (ND, X32)"] and r["tasks"][pad][0] > 0
+        assert r["kernels"][dw][-1] == "TFLite DEPTHWISE_CONV_2D"
