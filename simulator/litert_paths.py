@@ -20,7 +20,7 @@ Measured with LiteRT 2.3.0's profiler on files ai-edge-quantizer writes (compile
   QD8 conv the `Convert` that quantizes the conv's input sits between them (the fusion needs PAD -> conv), and a
   hybrid depthwise conv or an int4 conv is not XNNPACK's at all. Profiled on chains (LiteRT 2.3.0, 1 thread):
   PAD + 3x3 conv, 112x112x32, 0.16 ms under dynamic int8, 0 under fp32; MobileNetV2 int8-dynamic, its 5 PADs
-  1.9 ms. The PAD's time is charged to that conv (`litert_fact_path`), since the PAD's own option never changes.
+  1.9 ms; int8-static (QS8 convs), 0. The PAD's time is charged to that conv (`litert_fact_path`), since the PAD's own option never changes.
 Efficiencies of these paths (`<kind>.qd8`, `dwconv.hybrid`, `<kind>.int8`, `<kind>.fp32`) are fitted on this
 machine by `simulator.litert_calibration`; a profile without them uses its figures for the kind.
 """
