@@ -14,6 +14,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
+from simulator.coreml_rules import coreml_facts
 from simulator.costs import base_kind, fold_constants
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.profiles import HardwareProfile, Unit
@@ -155,6 +156,8 @@ def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
     if target.backend in LITERT_BACKENDS:  # XNNPACK's PAD folding (simulator/litert_paths.py)
         return litert_task_facts(compiled)
+    if target.backend == "coreml":
+        return coreml_facts(compiled)
     if target.backend not in _TASK_FACT_BACKENDS:
         return [frozenset()] * len(compiled.nodes)
     producer = {o: nd for nd in compiled.nodes for o in nd.outputs}
@@ -176,6 +179,26 @@ def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("pointwise")
         out.append(frozenset(facts))
     return out
+
+
+def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
+                 fused: bool, facts: frozenset[str]) -> Path:
+    """A Core ML task under its facts (simulator.coreml_rules): `int8-static` written without int8 activations
+    here (weights as asked, float activations, supported=False with the reason); an activation fused on the ANE."""
+    p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
+    if "int8" in (combo.input, combo.output) and facts & {"a8_weights_only", "a8_float"}:
+        why = ("int8 activations need calibration: an uploaded ML Program runs on macOS only"
+               if "a8_weights_only" in facts else "coremltools quantizes activations around conv, linear, add and "
+                                                  "pools only")
+        alt = Combo(target.float_format, target.float_format, combo.kernel, combo.sparsity)
+        p = plan(target, profile, op_type, kind, alt, has_kernel, fused)
+        p = dataclasses.replace(p, supported=False, note="; ".join([f"the Core ML export writes {alt.name} ({why})",
+                                                                    *([p.note] if p.note else [])]))
+    if "ane_fused" in facts and profile.units[p.unit].name == "ane":
+        p = dataclasses.replace(p, eliminated=True, note="; ".join(
+            [*([p.note] if p.note else []), "runs inside its producer's kernel on the ANE (conv / linear / add + "
+                                             "activation)"]))
+    return p
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:
@@ -542,6 +565,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
     if p16 is not None:
         return p16
+    if facts and target.backend == "coreml":
+        return _coreml_plan(target, profile, op_type, kind, combo, has_kernel, fused, facts)
     if facts:
         p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
         if target.backend in LITERT_BACKENDS:
@@ -553,19 +578,6 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
                 ["channels-last MatMul by a constant: runs as a 1x1 convolution", *([p.note] if p.note else [])]))
         return p
     place_op = PLACEMENT_OP.get(op_type, op_type)
-    if target.export == "coreml" and "int8" in (combo.input, combo.output):
-        # The Core ML exporter writes int8 weights only: W8A8 needs activation ranges from running the model
-        # (coremltools' linear_quantize_activations calls MLModel.predict, macOS only), so the prediction is
-        # of that file: the weights as asked, activations at the float format.
-        f = target.float_format
-        alt = Combo(f, f, combo.kernel, combo.sparsity)
-        for ui, unit in enumerate(profile.units):
-            if unit.runs(place_op):
-                p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
-                if p is not None:
-                    return dataclasses.replace(p, supported=False, note=f"the Core ML export writes {alt.name} (int8 "
-                                               f"activations need calibration on macOS)"
-                                               + (f"; {p.note}" if p.note else ""))
     # A quantized weighted op a unit refuses (`quantized_ops_except`) goes to the next unit under every combo.
     quantized = has_kernel and ("int8" in (combo.input, combo.output) or combo.kernel in ("int8", "int4"))
     units = [(ui, u) for ui, u in enumerate(profile.units)

@@ -1,10 +1,14 @@
 """Core ML export with coremltools.optimize.coreml compression, of a PyTorch model or of a Core ML
 file (an uploaded zipped `.mlpackage`, or the one Edgescope converted from a `.pt2`).
 
-Conversion from torch works on Linux; Core ML prediction (and so activation calibration for W8A8:
-`linear_quantize_activations` runs `MLModel.predict`) needs macOS, so `int8-static` writes int8 weights
-only and the simulator predicts it so (`simulator.backends.plan`). Every saved package is loaded back
-(spec and MIL program) and must hold each compressed weight's decompression op (`check_package`).
+Conversion from torch works on Linux; Core ML prediction (and so coremltools' own activation calibration for
+W8A8: `linear_quantize_activations` runs `MLModel.predict`) needs macOS. For a `.pt2` upload the activation
+ranges come from running its torch program here instead (`compiler.optimize.coreml_w8a8`), and `int8-static`
+writes W8A8: int8 weights and quantize / dequantize pairs around every conv, linear, add and pool, as
+coremltools does. An uploaded ML Program cannot be run here, so there `int8-static` writes int8 weights only;
+the simulator predicts each as written (`simulator.backends.plan`). Every saved package is loaded back (spec and
+MIL program) and must hold each compressed weight's decompression op and, under W8A8, a dequantized input to
+each op the option quantizes (`check_package`).
 Per-op overrides are keyed by the name of the weight's const op in the MIL program (as
 `coremltools.optimize.coreml.get_weights_metadata` lists them); `weight_names()` returns them, and
 `weights_by_task()` maps the simulator's task ids (MIL ops) onto them.
@@ -26,6 +30,7 @@ from typing import Any
 
 from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
+from compiler.optimize.coreml_w8a8 import ActivationPlan
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
 
@@ -65,7 +70,9 @@ def weight_names(mlmodel: Any) -> dict[str, int]:
     """{const op name: elements} of the weights compression can act on."""
     import coremltools.optimize.coreml as cto
 
-    meta = cto.get_weights_metadata(mlmodel, weight_threshold=MIN_WEIGHT_ELEMENTS)
+    # get_weights_metadata keeps sizes >= its threshold, the compression passes sizes > theirs: +1 lists exactly
+    # what they compress (a 32x64 Linear, 2048 values, stays fp16; listed, its check failed).
+    meta = cto.get_weights_metadata(mlmodel, weight_threshold=MIN_WEIGHT_ELEMENTS + 1)
     return {name: int(m.val.size) for name, m in meta.items()}
 
 
@@ -94,9 +101,14 @@ def _configs(c: Choice) -> list[Any]:
 
 
 def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: str,
-                  overrides: Mapping[str, str] | None = None) -> CoreMLExport:
-    """Compress an ML Program per weight and save it as .mlpackage. Overrides: {weight name: option}."""
+                  overrides: Mapping[str, str] | None = None, activations: ActivationPlan | None = None,
+                  calibration_note: str = "") -> CoreMLExport:
+    """Compress an ML Program per weight and save it as .mlpackage. Overrides: {weight name: option}.
+    `activations`: the ops to give int8 activations and their ranges (coreml_w8a8.plan_activations); without it,
+    int8 activations are not written (weights only, with a note)."""
     import coremltools.optimize.coreml as cto
+
+    from compiler.optimize.coreml_w8a8 import quantize_activations
 
     names = weight_names(mlmodel)
     overrides = dict(overrides or {})
@@ -106,9 +118,13 @@ def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: st
                           f"{', '.join(list(names)[:8])}{' ...' if len(names) > 8 else ''}")
     notes: list[str] = []
     choices = {n: resolve_option(overrides.get(n, model_wide), FLOAT_FORMAT, True) for n in names}
-    if any(c.combo.input == "int8" for c in choices.values()):
+    if activations is not None:
+        if activations.quantized:
+            mlmodel = quantize_activations(mlmodel, activations)
+        notes.append(calibration_note)
+    elif any(c.combo.input == "int8" for c in choices.values()):
         notes.append("int8 weights only, as predicted: W8A8 calibration runs the model, which Core ML can only do "
-                     "on macOS")
+                     "on macOS for an uploaded ML Program (a .pt2 upload is calibrated here)")
     # One pass per kind of compression, each with per-weight configs (op_name_configs keyed by weight name).
     # Pruning replaces a weight's const by a `<name>_sparsified` constexpr_sparse_to_dense op, which is the
     # name the joint passes after it look up (keyed by the old name, they compressed nothing).
@@ -136,7 +152,7 @@ def export_coreml(mlmodel: Any, out_path: str | os.PathLike[str], model_wide: st
     if out.exists():
         shutil.rmtree(out) if out.is_dir() else out.unlink()
     mlmodel.save(os.fspath(out))
-    check_package(out, choices)
+    check_package(out, choices, activations.quantized if activations is not None else ())
     return CoreMLExport(out, package_bytes(out), {n: c.combo.name for n, c in choices.items()}, notes)
 
 
@@ -152,9 +168,17 @@ def promised_ops(name: str, c: Choice) -> list[tuple[str, str]]:
     return out
 
 
-def check_package(package: Path, choices: Mapping[str, Choice]) -> None:
-    """The saved package loads back (spec, then the MIL program, which type-checks every op) and holds the
-    decompression op of every weight its option compresses; else ModelRunError, in one sentence."""
+# The iOS 17 opset's form of a decompression op (programs converted for iOS 17, as compiler.backends.coreml
+# converts a .pt2): coremltools writes per-channel int8 weights as constexpr_affine_dequantize there.
+_IOS17_FORM = {"constexpr_blockwise_shift_scale": "constexpr_affine_dequantize"}
+
+
+def check_package(package: Path, choices: Mapping[str, Choice], activations: Sequence[str] = ()) -> None:
+    """The saved package loads back (spec, then the MIL program, which type-checks every op), holds the
+    decompression op of every weight its option compresses and a dequantized (int8) input to every op of
+    `activations` (W8A8); else ModelRunError, in one sentence."""
+    from compiler.optimize.coreml_w8a8 import ops_without_dequantized_input
+
     from coremltools.converters.mil.frontend.milproto.load import load as mil_load
 
     from compiler.errors import ModelRunError
@@ -171,10 +195,11 @@ def check_package(package: Path, choices: Mapping[str, Choice]) -> None:
            for fn in spec.mlProgram.functions.values() for block in fn.block_specializations.values()
            for op in block.operations if op.type.startswith("constexpr_") and "name" in op.attributes]
     missing = [f"{name} has no {kind}" for name, c in choices.items() for kind, prefix in promised_ops(name, c)
-               if not any(t == kind and n.startswith(prefix) for t, n in ops)]
+               if not any(t in (kind, _IOS17_FORM.get(kind)) and n.startswith(prefix) for t, n in ops)]
+    missing += [f"{name} has no int8 input" for name in ops_without_dequantized_input(spec, activations)]
     if missing:
-        raise ModelRunError(f"the Core ML package is not what the option promises ({len(missing)} weight(s) "
-                            f"left uncompressed: {'; '.join(missing[:3])}{'; ...' if len(missing) > 3 else ''})")
+        raise ModelRunError(f"the Core ML package is not what the option promises ({len(missing)} weight(s) or "
+                            f"op(s) left uncompressed: {'; '.join(missing[:3])}{'; ...' if len(missing) > 3 else ''})")
 
 
 def package_bytes(folder: Path) -> int:
@@ -222,16 +247,20 @@ def weights_by_task(compiled: Graph, names: Mapping[str, int], outputs: Mapping[
 
 
 def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[str], model_wide: str,
-                       task_overrides: Mapping[str, str], compiled: Graph) -> CoreMLExport:
+                       task_overrides: Mapping[str, str], compiled: Graph, pt2: str | os.PathLike[str] | None = None,
+                       input_shapes: Mapping[str, list[int]] | None = None,
+                       input_values: Mapping[str, Any] | None = None) -> CoreMLExport:
     """Compress a zipped `.mlpackage` into a zipped `.mlpackage` at `out_zip`; overrides keyed by
-    task id of `compiled` (the Core ML program as the simulator saw it). `size_bytes` is the
-    package's size on disk."""
+    task id of `compiled` (the Core ML program as the simulator saw it). `pt2`: the torch program the package was
+    converted from, run at `input_shapes` to calibrate int8 activations (W8A8). `size_bytes` is the package's
+    size on disk."""
     with tempfile.TemporaryDirectory(prefix="edgescope-coreml-") as tmp:
         ml = load_package(src, tmp)
         per_task = weights_by_task(compiled, weight_names(ml), const_outputs(ml))
         overrides = {w: option for tid, option in task_overrides.items() for w in per_task.get(tid, [])}
         stem = Path(out_zip).name.removesuffix(".zip").removesuffix(".mlpackage")
-        res = export_coreml(ml, Path(tmp, "out", f"{stem}.mlpackage"), model_wide, overrides)
+        plan, note = _activation_plan(ml, model_wide, task_overrides, pt2, input_shapes, input_values)
+        res = export_coreml(ml, Path(tmp, "out", f"{stem}.mlpackage"), model_wide, overrides, plan, note)
         skipped = [t for t in task_overrides if t not in per_task]
         if skipped:
             res.notes.append(f"{len(skipped)} override(s) name ops without a compressible weight "
@@ -241,3 +270,25 @@ def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[s
                 if f.is_file():
                     z.write(f, str(f.relative_to(res.path.parent)))
         return CoreMLExport(Path(out_zip), res.size_bytes, res.weights, res.notes)
+
+
+def _int8_activations(option: str) -> bool:
+    return resolve_option(option, FLOAT_FORMAT, True).combo.input == "int8"
+
+
+def _activation_plan(ml: Any, model_wide: str, task_overrides: Mapping[str, str], pt2: str | os.PathLike[str] | None,
+                     shapes: Mapping[str, list[int]] | None, values: Mapping[str, Any] | None
+                     ) -> tuple[ActivationPlan | None, str]:
+    """The W8A8 plan of a package converted from `pt2`: ops whose option (override by task id, else model-wide)
+    has int8 activations, with ranges measured on the torch program. None where there is nothing to calibrate or
+    no torch program to run (an uploaded ML Program: weights only)."""
+    from compiler.optimize import coreml_w8a8 as w8a8
+
+    asked = _int8_activations(model_wide) or any(_int8_activations(o) for o in task_overrides.values())
+    if pt2 is None or not asked:
+        return None, ""
+    by_output = w8a8.op_names_by_output(ml)
+    selected = {op for out, op in by_output.items() if _int8_activations(task_overrides.get(out, model_wide))}
+    ranges = w8a8.fx_ranges(pt2, shapes, values)
+    plan = w8a8.plan_activations(w8a8.program(ml), ranges, selected)
+    return plan, w8a8.write_w8a8_note(plan, w8a8.CALIBRATION_SAMPLES)

@@ -1,7 +1,8 @@
 """One entry for writing an optimized model: dispatch on the target's exporter (`Target.export`).
 
 - "onnx": ONNX Runtime's tools (`compiler.optimize.onnx_export`).
-- "coreml": coremltools.optimize.coreml on an uploaded `.mlpackage` or the one converted from a `.pt2`.
+- "coreml": coremltools.optimize.coreml on an uploaded `.mlpackage` or the one converted from a `.pt2` (W8A8
+  calibrated on the `.pt2`: compiler.optimize.coreml_w8a8).
 - "tflite": ai-edge-quantizer on an uploaded `.tflite`, or on the one litert-torch converts from a `.pt2`.
 
 Each is given the simulator's prediction of the state it writes and returns it next to the real file size, so
@@ -71,8 +72,13 @@ def optimize_for_target(model_path: str | os.PathLike[str], out_path: str | os.P
     elif kind == "coreml":
         from compiler.optimize.coreml_export import export_coreml_file
 
+        # A .pt2 is calibrated at the shapes the prediction used (the input plan's) for W8A8.
         res = export_coreml_file(_coreml_source(model_path, source.format, compiled.metadata, workdir), out_path,
-                                 prediction["model_wide"], prediction["overrides"], compiled)
+                                 prediction["model_wide"], prediction["overrides"], compiled,
+                                 pt2=model_path if source.format == "pt2" else None,
+                                 input_shapes={p["name"]: p["shape"] for p in prediction["inputs"]},
+                                 input_values={p["name"]: p["value"] for p in prediction["inputs"]
+                                               if p["value"] is not None})
         choices = res.weights
     else:
         from compiler.optimize.litert_export import export_tflite

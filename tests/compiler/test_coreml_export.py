@@ -1,6 +1,6 @@
-"""Core ML exports: int8-static is predicted as what is written (int8 weights, fp16 activations: W8A8 needs
-calibration that runs Core ML, macOS only), and every saved package is loaded back and checked for the
-decompression op of each weight its option compresses."""
+"""Core ML exports: int8-static is predicted as what is written (for an uploaded ML Program int8 weights with fp16
+activations: W8A8 needs calibration that runs Core ML, macOS only; W8A8 elsewhere: tests/compiler/test_coreml_w8a8.py),
+and every saved package is loaded back and checked for the decompression op of each weight its option compresses."""
 
 from __future__ import annotations
 
@@ -15,11 +15,12 @@ from simulator.totals import totals
 from tests.simulator.helpers import act, graph, weight
 
 
-def test_int8_static_is_predicted_as_the_weights_only_file_written() -> None:
-    g = graph([Node("c1", "c1", "Conv", inputs=["x", "w1"], outputs=["y1"]),
-               Node("c2", "c2", "Conv", inputs=["y1", "w2"], outputs=["y2"])],
+def test_int8_static_of_an_uploaded_ml_program_is_predicted_as_the_weights_only_file_written() -> None:
+    g = graph([Node("c1", "c1", "conv", inputs=["x", "w1"], outputs=["y1"]),
+               Node("c2", "c2", "conv", inputs=["y1", "w2"], outputs=["y2"])],
               [act("x", [1, 32, 16, 16]), weight("w1", [64, 32, 3, 3]), act("y1", [1, 64, 16, 16]),
                weight("w2", [64, 64, 3, 3]), act("y2", [1, 64, 16, 16])], ["x"], ["y2"])
+    g.format = "coreml"  # as uploaded: no `converted_from` (a .pt2 Edgescope converted is calibrated, W8A8)
     r = sweep(g, "coreml/apple-a17")
     static, dynamic = totals(r.bulk, r.per_op, "int8-static", {}), totals(r.bulk, r.per_op, "int8-dynamic", {})
     assert static == dynamic
@@ -27,7 +28,11 @@ def test_int8_static_is_predicted_as_the_weights_only_file_written() -> None:
     assert r.bulk["combos"][0][p] == "fp16/fp16/int8/0" and r.bulk["supported"][0][p] is False
     note = next(n for n in r.per_op[0]["notes"] if n.startswith("int8/int8/int8/0:"))
     assert note.startswith("int8/int8/int8/0: the Core ML export writes fp16/fp16/int8/0 (int8 activations need "
-                           "calibration on macOS); int8 weights decompressed")
+                           "calibration: an uploaded ML Program runs on macOS only); int8 weights decompressed")
+    g.metadata["converted_from"] = "pt2 (coremltools, ML Program, iOS17)"
+    w8a8 = sweep(g, "coreml/apple-a17")
+    assert w8a8.bulk["combos"][0][p] == "int8/int8/int8/0" and w8a8.bulk["supported"][0][p] is True
+    assert totals(w8a8.bulk, w8a8.per_op, "int8-static", {})["latency_ms"] < static["latency_ms"]
 
 
 def test_package_check_refuses_a_weight_left_uncompressed(tmp_path: Path) -> None:
@@ -41,7 +46,8 @@ def test_package_check_refuses_a_weight_left_uncompressed(tmp_path: Path) -> Non
     names = list(weight_names(ml))
     plain = export_coreml(ml, tmp_path / "fp16.mlpackage", "fp16")
     check_package(plain.path, {n: resolve_option("fp16", "fp16", True) for n in names})
-    with pytest.raises(ModelRunError, match=r"2 weight\(s\) left uncompressed: .* has no constexpr_blockwise_shift_scale"):
+    with pytest.raises(ModelRunError,
+                       match=r"2 weight\(s\) or op\(s\) left uncompressed: .* has no constexpr_blockwise_shift_scale"):
         check_package(plain.path, {n: resolve_option("int8-dynamic", "fp16", True) for n in names})
     joint = export_coreml(ml, tmp_path / "joint.mlpackage", "prune-50+int8-dynamic")
     assert joint.size_bytes < 0.5 * plain.size_bytes  # half the values, int8 instead of fp16, plus a bit mask
