@@ -114,6 +114,14 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
             # Not refitted: its one family cannot be fitted (MobileViTv2 +227% in training, its Expand ops on the GPU),
             # and a refit on it moved the validation models further off (MobileNetV2 fp16 +43%, was +18%).
             refit=False),
+    # The A14's ANE from the papers' iPhone 12 tables (5 families, fp16 only): the NPU's free figures, no int8 one.
+    FitSpec("coreml/apple-a14", "apple-a14", ("coreml",),
+            (Param("ane", "efficiency", "conv", start=0.3), Param("ane", "efficiency", "dwconv", start=0.3),
+             Param("ane", "efficiency", "gemm+matmul", start=0.3), Param("ane", "efficiency", "default", 1e-4, start=0.3),
+             Param("ane", "bandwidth_efficiency", "", 0.05, 1.0, 0.7),
+             Param("ane", "run_overhead_s", "", 1e-6, 2e-3, 2e-4), Param("ane", "dispatch_overhead_s", "", 1e-8, 2e-5, 5e-6),
+             Param("ane", "onchip_memory_bytes", "", 2 ** 20, 2 ** 25, 4194304),
+             Param("ane", "cache_bandwidth_bytes_per_s", "", 5e10, 5e12, 2e11))),
 )}
 
 Graphs = Mapping[str, tuple[Any, Any]]  # model id -> (source graph, compiled graph)

@@ -31,17 +31,18 @@ DEFAULT_CACHE = Path(os.environ.get("EDGESCOPE_PUBLISHED_CACHE", Path.home() / "
 
 
 def onnx_path(a: Architecture, cache: Path) -> Path:
-    return cache / f"{a.source}-{a.name}-{a.size}.onnx"
+    return cache / f"{a.source}-{a.name}-{a.size}{'-reparam' if a.reparam else ''}.onnx"
 
 
-def _build_child(source: str, name: str, size: int, out: str) -> None:
+def _build_child(source: str, name: str, size: int, out: str, reparam: bool = False) -> None:
     import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
     from corpus.builders import build
     from corpus.exporters import export_torch
     from corpus.models import Entry
 
+    # reparam: the deploy form the publishers measured (MobileOne, RepViT and FastViT fuse their branches first)
     e = Entry(f"{source}/{name}", "published", "torchvision" if source == "torchvision" else "timm", name,
-              (1, 3, size, size))
+              (1, 3, size, size), reparam=reparam)
     tmp = Path(out + ".part")
     export_torch(build(e), "ts", tmp)
     tmp.rename(out)
@@ -77,7 +78,7 @@ def build_onnx(a: Architecture, cache: Path, timeout_s: float = 900) -> Path:
         return optimized(out)
     cache.mkdir(parents=True, exist_ok=True)
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.published_models import _build_child; "
-            f"_build_child({a.source!r}, {a.name!r}, {a.size}, {str(out)!r})")
+            f"_build_child({a.source!r}, {a.name!r}, {a.size}, {str(out)!r}, {a.reparam!r})")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
     if p.returncode != 0 or not out.exists():
         tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]

@@ -32,6 +32,9 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "LiteRT interpreter (XNNPACK) on this machine, 1 thread"),
     Target("coreml/apple-a17", "coreml", "apple-a17", "fp16", "coreml", False, True,
            "Core ML ML Program on iPhone 15 Pro (A17 Pro): ANE, GPU, CPU as Core ML places ops"),
+    # The device of the mobile-architecture papers' Core ML latency tables (simulator/published/coreml.csv).
+    Target("coreml/apple-a14", "coreml", "apple-a14", "fp16", "coreml", False, True,
+           "Core ML ML Program on iPhone 12 (A14 Bionic): ANE, GPU, CPU as Core ML places ops"),
     Target("ort-qnn/snapdragon-8g3", "ort-qnn", "snapdragon-8g3", "fp16", "onnx", False, False,
            "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Gen 3, CPU EP fallback"),
     Target("ort-qnn/snapdragon-8-elite", "ort-qnn", "snapdragon-8-elite", "fp16", "onnx", False, False,

@@ -37,6 +37,7 @@ class Architecture:
     size: int
     family: str
     validation: bool
+    reparam: bool = False  # built in its deploy form (timm's reparameterize_model: MobileOne, RepViT, FastViT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,7 @@ class Measurement:
 
 def architectures() -> dict[str, Architecture]:
     return {a["model"]: Architecture(a["model"], a["source"], a["name"], int(a["size"]), a["family"],
-                                     bool(a.get("validation", False)))
+                                     bool(a.get("validation", False)), bool(a.get("reparam", False)))
             for a in yaml.safe_load(ARCHITECTURES_PATH.read_text())["architectures"]}
 
 
