@@ -11,13 +11,19 @@ from simulator import published
 from simulator.profiles import list_profiles
 
 
+# AI Hub's perf.yaml files, coremltools' optimization tables, and the READMEs of the papers' official repos
+# (iPhone 12 Core ML tables).
+SOURCES = ("github quic/ai-hub-models qai_hub_models/models/", "github apple/coremltools docs-guides/source/",
+           "github apple/ml-mobileone README.md", "github apple/ml-fastvit README.md", "github THU-MIG/RepViT README.md",
+           "github snap-research/EfficientFormer README.md")
+
+
 def test_every_row_parses_and_has_a_source() -> None:
     rows = published.load()
     assert len(rows) > 300
     archs = published.architectures()
     for r in rows:
-        assert r.source and (r.source.startswith("github quic/ai-hub-models qai_hub_models/models/")
-                             or r.source.startswith("github apple/coremltools docs-guides/source/")), r
+        assert r.source and r.source.startswith(SOURCES), r
         assert "@" in r.source and len(r.source.split("@")[1].split(",")[0].strip()) == 40  # a commit
         assert r.latency_ms > 0 and r.model in archs
         assert r.input[-1] == archs[r.model].size
