@@ -16,6 +16,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import coreml_facts
 from simulator.costs import base_kind, fold_constants
+from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.profiles import HardwareProfile, Unit
 from simulator.roofline import Path
@@ -41,6 +42,7 @@ _LOAD_DECODE: dict[str, frozenset[str]] = {
     "ort-coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "ort-nnapi": frozenset({"fp16", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "ort-qnn": frozenset({"fp16", "int8", "lut1", "lut2", "lut4", "lut6", "lut8"}),
+    "litert-qnn": frozenset({"fp16", "int8", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "coreml": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "litert": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
     "litert-cpu": frozenset({"fp16", "int8", "int4", "lut1", "lut2", "lut4", "lut6", "lut8"}),
@@ -138,47 +140,17 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
             for nd in compiled.nodes]
 
 
-# Per-task facts of a device runtime that the op type and kind do not tell (`task_facts`):
-# - "qdq_folded": a Relu / Clip that the QDQ model folds into its producer's output range (the quantizer drops an
-#   activation whose range the following QuantizeLinear already clips), the sole reader of a Conv / Gemm / MatMul /
-#   Add output. AI Hub's ORT QNN EP jobs count the difference: ResNet-50 float 128 layers, w8a8 80 (its 49 Relus
-#   gone); ResNet-18 55 / 39, RegNet 190 / 115 (simulator/published/aihub.csv). Gone under int8 activations.
-# - "pointwise": a MatMul of a 4-D (channels-last) activation by a constant weight, which the HTP runs as a 1x1
-#   convolution, at the conv rate: AI Hub's float ConvNeXt-B, whose time is in such MatMuls, runs 15.4 GMAC in
-#   5.4 ms where ViT-B (MatMuls of 3-D activations) takes 9.1 ms for 17.6 GMAC; at one rate for both, ConvNeXt
-#   was predicted +68% (held out) and ViT / BEiT -42% / -46%.
-_TASK_FACT_BACKENDS = frozenset({"ort-qnn"})
-_QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
-_QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
-
-
 def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
-    """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
-    if target.backend in LITERT_BACKENDS:  # XNNPACK's PAD folding (simulator/litert_paths.py)
+    """Per compiled task: what `target`'s runtime does with it that its op type and kind do not tell: the QNN
+    runtimes' (simulator/device_facts.py), XNNPACK's PAD folding (simulator/litert_paths.py), Core ML's
+    (simulator/coreml_rules.py); empty elsewhere."""
+    if target.backend in QNN_FACT_BACKENDS:
+        return qnn_task_facts(target, compiled)
+    if target.backend in LITERT_BACKENDS:
         return litert_task_facts(compiled)
     if target.backend == "coreml":
         return coreml_facts(compiled)
-    if target.backend not in _TASK_FACT_BACKENDS:
-        return [frozenset()] * len(compiled.nodes)
-    producer = {o: nd for nd in compiled.nodes for o in nd.outputs}
-    readers: dict[str, int] = {}
-    for nd in compiled.nodes:
-        for v in dict.fromkeys(nd.inputs):
-            readers[v] = readers.get(v, 0) + 1
-    out = []
-    for nd in compiled.nodes:
-        x = nd.inputs[0] if nd.inputs else ""
-        src = producer.get(x)
-        facts = set()
-        if nd.op_type in _QDQ_FOLDED_OPS and src is not None and src.op_type in _QDQ_PRODUCERS \
-                and readers.get(x, 0) == 1 and x not in compiled.outputs:
-            facts.add("qdq_folded")
-        xv, wv = compiled.values.get(x), compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
-        if nd.op_type == "MatMul" and xv is not None and xv.shape is not None and len(xv.shape) == 4 \
-                and wv is not None and wv.weight is not None and wv.shape is not None and len(wv.shape) == 2:
-            facts.add("pointwise")
-        out.append(frozenset(facts))
-    return out
+    return [frozenset()] * len(compiled.nodes)
 
 
 def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
@@ -569,14 +541,9 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
         return _coreml_plan(target, profile, op_type, kind, combo, has_kernel, fused, facts)
     if facts:
         p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
-        if target.backend in LITERT_BACKENDS:
-            return litert_fact_path(p, facts, profile.units[p.unit])
-        if "qdq_folded" in facts and "int8" in (combo.input, combo.output):
-            p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
-        if "pointwise" in facts and profile.units[p.unit].name != profile.units[-1].name:
-            p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
-                ["channels-last MatMul by a constant: runs as a 1x1 convolution", *([p.note] if p.note else [])]))
-        return p
+        if target.backend in QNN_FACT_BACKENDS:
+            return apply_facts(p, profile, combo, facts)
+        return litert_fact_path(p, facts, profile.units[p.unit])
     place_op = PLACEMENT_OP.get(op_type, op_type)
     # A quantized weighted op a unit refuses (`quantized_ops_except`) goes to the next unit under every combo.
     quantized = has_kernel and ("int8" in (combo.input, combo.output) or combo.kernel in ("int8", "int4"))

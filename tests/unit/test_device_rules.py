@@ -1,4 +1,5 @@
-"""Device placement rules read from the profiles: the QNN EP leaves quantized weighted MatMuls to the CPU EP."""
+"""Device placement rules read from the profiles: the QNN EP leaves quantized weighted MatMuls to the CPU EP; and the
+HTP's own rules (simulator/device_facts.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import copy
 import pytest
 import yaml
 
-from compiler.graph import Node
+from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
@@ -102,3 +103,31 @@ def test_a_channels_last_matmul_runs_at_the_conv_rate_on_the_htp(target: str) ->
     four, three = plan_latency(_linear(4), t, hw, "fp32"), plan_latency(_linear(3), t, hw, "fp32")
     assert latency_ms(four, conv_slow) > 2 * latency_ms(four, conv_fast)  # a 1x1 convolution
     assert latency_ms(three, conv_slow) == latency_ms(three, conv_fast)  # a FullyConnected: the gemm figure
+
+
+def _concat(op: str, axis: int, shape_in: list[int], shape_out: list[int]) -> Graph:
+    """Two 3x3 convs (ONNX NCHW) concatenated, then a third conv reading the concat."""
+    values = [act("x", shape_in), weight("w1", [8, shape_in[1], 3, 3]), weight("w2", [8, shape_in[1], 3, 3]),
+              act("a", [1, 8, 16, 16]), act("b", [1, 8, 16, 16]), act("c", shape_out),
+              weight("w3", [8, shape_out[1], 1, 1]), act("y", [1, 8, 16, 16])]
+    conv = {"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}
+    nodes = [Node("c1", "c1", "Conv", inputs=["x", "w1"], outputs=["a"], attributes=conv),
+             Node("c2", "c2", "Conv", inputs=["x", "w2"], outputs=["b"], attributes=conv),
+             Node("cat", "cat", op, inputs=["a", "b"], outputs=["c"], attributes={"axis": axis}),
+             Node("c3", "c3", "Conv", inputs=["c", "w3"], outputs=["y"], attributes={"kernel_shape": [1, 1]})]
+    return graph(nodes, values, ["x"], ["y"])
+
+
+@pytest.mark.parametrize("target", ["ort-qnn/snapdragon-8g3", "ort-qnn/snapdragon-8-elite"])
+@pytest.mark.parametrize("preset", ["fp32", "int8-static"])
+def test_a_channel_concat_costs_nothing_on_the_htp(target: str, preset: str) -> None:
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    cat = 2  # task index
+    lp = plan_latency(_concat("Concat", 1, [1, 8, 16, 16], [1, 16, 16, 16]), t, hw, preset)
+    assert lp.gone[cat] and latency_ms(lp, hw) > 0
+    # Along another axis it is a copy, as is a channel concat on a CPU-only target.
+    assert not plan_latency(_concat("Concat", 2, [1, 8, 16, 16], [1, 8, 32, 16]), t, hw, preset).gone[cat]
+    cpu = get_target("ort-xnnpack/rpi5")
+    assert not plan_latency(_concat("Concat", 1, [1, 8, 16, 16], [1, 16, 16, 16]), cpu,
+                            load_profile(cpu.profile, cpu.backend), preset).gone[cat]
