@@ -4,7 +4,9 @@
 
 Each architecture of simulator/published/architectures.yaml is built from torchvision or timm with random weights
 (`corpus.builders.build`, nothing downloaded) at its published input size, exported with the TorchScript ONNX
-exporter (opset 17), then compiled for a target as the worker would (`simulator.model.compile_for`). The ONNX file
+exporter (opset 17), or for a LiteRT target converted to TFLite (torch.export, then litert-torch: what a .pt2
+upload to that target goes through), then compiled for a target as the worker would
+(`simulator.model.compile_for`). The ONNX file
 (optimized by ONNX Runtime's basic level: shape chains folded; `optimized`), the compiled graphs and each preset's planned
 latency (simulator/published/latency.py) are cached under --cache (default ~/.cache/edgescope/published), keyed by
 architecture, size, target and code version, so a second device fit rebuilds and re-analyses nothing. Building runs
@@ -34,15 +36,29 @@ def onnx_path(a: Architecture, cache: Path) -> Path:
     return cache / f"{a.source}-{a.name}-{a.size}{'-reparam' if a.reparam else ''}.onnx"
 
 
+def tflite_path(a: Architecture, cache: Path) -> Path:
+    return cache / f"{a.source}-{a.name}-{a.size}{'-reparam' if a.reparam else ''}.tflite"
+
+
 def _build_child(source: str, name: str, size: int, out: str, reparam: bool = False) -> None:
+    """Write the architecture's ONNX export (`out` ends in .onnx), or its TFLite file (.tflite: torch.export to a
+    .pt2, then litert-torch, as a .pt2 upload to a LiteRT target is converted)."""
     import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
     from corpus.builders import build
-    from corpus.exporters import export_torch
+    from corpus.exporters import convert, export_torch
     from corpus.models import Entry
 
     # reparam: the deploy form the publishers measured (MobileOne, RepViT and FastViT fuse their branches first)
     e = Entry(f"{source}/{name}", "published", "torchvision" if source == "torchvision" else "timm", name,
               (1, 3, size, size), reparam=reparam)
+    if out.endswith(".tflite"):
+        pt2 = Path(out).with_suffix(".pt2")
+        if not pt2.exists():
+            export_torch(build(e), "pt2", Path(f"{pt2}.part"))
+            Path(f"{pt2}.part").rename(pt2)
+        convert("tflite", pt2, Path(f"{out}.part.tflite"), timeout_s=3000)
+        Path(f"{out}.part.tflite").rename(out)
+        return
     tmp = Path(out + ".part")
     export_torch(build(e), "ts", tmp)
     tmp.rename(out)
@@ -71,19 +87,35 @@ def optimized(path: Path) -> Path:
     return out
 
 
-def build_onnx(a: Architecture, cache: Path, timeout_s: float = 900) -> Path:
-    """The architecture's ONNX file, exported once in a child process, then optimized (`optimized`)."""
-    out = onnx_path(a, cache)
+def _build(a: Architecture, out: Path, timeout_s: float) -> Path:
+    """`out` (an ONNX or TFLite file of the architecture) built once in a child process."""
     if out.exists():
-        return optimized(out)
-    cache.mkdir(parents=True, exist_ok=True)
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.published_models import _build_child; "
             f"_build_child({a.source!r}, {a.name!r}, {a.size}, {str(out)!r}, {a.reparam!r})")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
     if p.returncode != 0 or not out.exists():
         tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"{a.model}: build failed: {tail[0]}")
-    return optimized(out)
+    return out
+
+
+def is_built(a: Architecture, target: str, cache: Path) -> bool:
+    """Whether the file `target` compiles (`compiled`) is built already."""
+    from compiler.vocabulary.targets import get_target
+
+    return (tflite_path(a, cache) if get_target(target).export == "tflite" else onnx_path(a, cache)).exists()
+
+
+def build_onnx(a: Architecture, cache: Path, timeout_s: float = 900) -> Path:
+    """The architecture's ONNX file, exported once in a child process, then optimized (`optimized`)."""
+    return optimized(_build(a, onnx_path(a, cache), timeout_s))
+
+
+def build_tflite(a: Architecture, cache: Path, timeout_s: float = 3600) -> Path:
+    """The architecture's TFLite file (litert-torch, as LiteRT targets convert a .pt2 upload), built once."""
+    return _build(a, tflite_path(a, cache), timeout_s)
 
 
 def code_version(*packages: str) -> str:
@@ -98,14 +130,18 @@ def code_version(*packages: str) -> str:
 
 def compiled(a: Architecture, target: str, cache: Path) -> tuple[Any, Any]:
     """(source graph, compiled graph) of the architecture for `target`, cached per backend (the task graph is the
-    backend's: ort-qnn's two Snapdragon targets share it) and version of compiler/."""
+    backend's: ort-qnn's two Snapdragon targets share it) and version of compiler/. A LiteRT target compiles the
+    architecture's TFLite file (`build_tflite`), the others its ONNX export."""
+    from compiler.vocabulary.targets import get_target
     from simulator.model import compile_for
 
     backend = target.split("/")[0]
-    key = cache / f"{onnx_path(a, cache).stem}{OPTIMIZED}.{backend}.{code_version('compiler')}.pkl"
+    tflite = get_target(target).export == "tflite"
+    stem = tflite_path(a, cache).name if tflite else f"{onnx_path(a, cache).stem}{OPTIMIZED}"
+    key = cache / f"{stem}.{backend}.{code_version('compiler')}.pkl"
     if key.exists():
         return pickle.loads(key.read_bytes())
-    path = build_onnx(a, cache)
+    path = build_tflite(a, cache) if tflite else build_onnx(a, cache)
     src, comp, _ = compile_for(path, target, cache / "work" / key.stem)
     key.write_bytes(pickle.dumps((src, comp)))
     return src, comp

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from compiler.vocabulary.targets import Target
     from simulator.profiles import Unit
 
-LITERT_BACKENDS = frozenset({"litert-cpu", "litert"})
+# (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
+LITERT_BACKENDS = frozenset({"litert-cpu", "litert", "litert-qnn"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
 # Task facts (simulator.backends.task_facts) of a PAD XNNPACK folds into the conv reading it, and of that conv.
 PAD_FOLDED, AFTER_PAD = "pad_folded", "after_pad"

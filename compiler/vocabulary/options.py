@@ -169,6 +169,14 @@ BACKEND_NOTES: dict[str, dict[str, str]] = {
         "palettize": "decoded at load",
         "prune": "no sparse kernels",
     },
+    "litert-qnn": {
+        "fp16": "HTP fp16 (the delegate's default HTP precision; fp32 models run in fp16 anyway)",
+        "int8-dynamic": "not native on HTP: int8 weights with 16-bit activations (AI Hub's w8a16)",
+        "int8-static": "HTP int8 (AI Hub's w8a8): every layer of the published models on the NPU",
+        "int4-weights": "4-bit weights with int8/fp16 activations where the SDK supports it",
+        "palettize": "no LUT support: decoded at load, only the file shrinks",
+        "prune": "no sparse kernels",
+    },
     "litert-cpu": {
         "all": "fp32 measured per op with LiteRT's profiler; options predicted with XNNPACK's paths, its kernels "
                "calibrated on this machine with LiteRT (simulator/litert_calibration.py)",

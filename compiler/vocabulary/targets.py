@@ -14,7 +14,7 @@ class UnknownTarget(OptionError):
 @dataclass(frozen=True, slots=True)
 class Target:
     name: str  # "<backend>/<profile short name>"
-    backend: str  # "ort-cpu", "litert-cpu", "coreml", "ort-qnn", "litert", "ort-xnnpack"
+    backend: str  # "ort-cpu", "litert-cpu", "coreml", "ort-qnn", "litert", "litert-qnn", "ort-xnnpack"
     profile: str  # file stem in simulator/hardware/
     float_format: str  # what "float" activations mean on this backend
     export: str  # "onnx" | "coreml" | "tflite" | "" (no exporter on this machine): compiler/optimize/export.py
@@ -39,6 +39,12 @@ _TARGETS: dict[str, Target] = {t.name: t for t in [
            "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Gen 3, CPU EP fallback"),
     Target("ort-qnn/snapdragon-8-elite", "ort-qnn", "snapdragon-8-elite", "fp16", "onnx", False, False,
            "ONNX Runtime QNN EP (HTP) on Snapdragon 8 Elite (Galaxy S25), CPU EP fallback"),
+    # LiteRT with Qualcomm's QNN delegate (AI Hub's "tflite" runtime): profiles of its own, since AI Hub's TFLite jobs
+    # show other per-run costs and placement than the ORT QNN EP's on the same chip.
+    Target("litert-qnn/snapdragon-8g3", "litert-qnn", "snapdragon-8g3-litert-qnn", "fp16", "tflite", False, False,
+           "LiteRT with the QNN delegate (HTP) on Snapdragon 8 Gen 3 (Galaxy S24), LiteRT CPU fallback"),
+    Target("litert-qnn/snapdragon-8-elite", "litert-qnn", "snapdragon-8-elite-litert-qnn", "fp16", "tflite", False,
+           False, "LiteRT with the QNN delegate (HTP) on Snapdragon 8 Elite (Galaxy S25), LiteRT CPU fallback"),
     Target("litert/pixel-8", "litert", "pixel-8", "fp32", "tflite", False, False,
            "LiteRT on Pixel 8 (Tensor G3): GPU delegate, XNNPACK CPU fallback"),
     Target("ort-xnnpack/rpi5", "ort-xnnpack", "rpi5", "fp32", "onnx", False, False,

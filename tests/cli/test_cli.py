@@ -55,7 +55,7 @@ def test_target_that_cannot_run_the_format(calibration_dir: Path, tmp_path: Path
         p = _cli(cmd, str(model), "--target", "ort-cpu/host", calibration_dir=calibration_dir, cwd=tmp_path)
         assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
         assert ("target ort-cpu/host cannot run a tflite model; the targets for tflite models are: "
-                "litert-cpu/host, litert/pixel-8") in p.stderr
+                "litert-cpu/host, litert-qnn/snapdragon-8g3, litert-qnn/snapdragon-8-elite, litert/pixel-8") in p.stderr
 
 
 def test_analyze_bad_file(calibration_dir: Path, tmp_path: Path) -> None:

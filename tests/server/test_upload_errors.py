@@ -84,7 +84,8 @@ def test_target_that_cannot_run_the_format(client, tmp_path: Path) -> None:  # t
     body = r.get_json()
     assert r.status_code == 400 and body["code"] == "target_format"
     assert body["error"] == ("The target ort-cpu/host cannot run a tflite model; the targets for tflite models "
-                             "are: litert-cpu/host, litert/pixel-8.")
+                             "are: litert-cpu/host, litert-qnn/snapdragon-8g3, litert-qnn/snapdragon-8-elite, "
+                             "litert/pixel-8.")
     assert _count_models(client) == 0
     r = _post(client, data, filename="cnn.tflite", targets='["litert/pixel-8"]')
     assert r.status_code == 201 and r.get_json()["targets"] == ["litert/pixel-8"]

@@ -1,0 +1,93 @@
+"""LiteRT with the QNN delegate (`litert-qnn/*`): a predicted target of its own for .tflite uploads, on profiles of
+its own (simulator/hardware/snapdragon-*-litert-qnn.yaml): TFLite builtins on the HTP, fp32 models at fp16, the rest
+on LiteRT's CPU; and the HTP's in-place channel concat in TFLite's layout (NHWC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import frontends
+from compiler.graph import Graph, Node
+from compiler.vocabulary.options import BACKEND_NOTES
+from compiler.vocabulary.targets import TargetFormatError, check_targets_format, get_target, targets_for_format
+from simulator.profiles import load_profile
+from simulator.published.latency import plan_latency
+from simulator.sweep import sweep
+from simulator.totals import totals
+from testkit import tflite_builder
+from tests.simulator.helpers import act, graph
+
+LITERT_QNN = ("litert-qnn/snapdragon-8g3", "litert-qnn/snapdragon-8-elite")
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory: pytest.TempPathFactory) -> Graph:
+    # Wide enough that compute, not the per-run overhead, sets the time.
+    return frontends.load(tflite_builder.cnn(tmp_path_factory.mktemp("lq") / "cnn.tflite", resolution=224, width=96))
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_the_target_runs_tflite_on_its_own_profile(target: str) -> None:
+    t = get_target(target)
+    assert (t.backend, t.export, t.float_format, t.measurable) == ("litert-qnn", "tflite", "fp16", False)
+    assert t.profile.endswith("-litert-qnn") and target in targets_for_format("tflite")
+    assert target in targets_for_format("pt2") and target not in targets_for_format("onnx")
+    with pytest.raises(TargetFormatError, match="cannot run a onnx model"):
+        check_targets_format([target], "onnx")
+    # The chip's figures are the ORT profile's; the HTP's op list is TFLite's.
+    own, ort = load_profile(t.profile, t.backend), load_profile(t.profile.removesuffix("-litert-qnn"))
+    assert own.dram_bandwidth_bytes_per_s == ort.dram_bandwidth_bytes_per_s
+    assert own.units[0].peak_ops_per_s == ort.units[0].peak_ops_per_s
+    assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"} <= own.units[0].ops
+    assert "Conv" not in own.units[0].ops and not own.units[0].quantized_ops_except
+
+
+def test_options_table_names_what_each_option_does_on_the_delegate() -> None:
+    notes = BACKEND_NOTES["litert-qnn"]
+    assert {"fp16", "int8-static", "int8-dynamic"} <= notes.keys()
+    assert "w8a8" in notes["int8-static"] and "w8a16" in notes["int8-dynamic"]
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_small_tflite_cnn_runs_on_the_htp_under_every_preset(cnn: Graph, target: str) -> None:
+    r = sweep(cnn, target)
+    b = r.bulk
+    assert b["unit_names"] == ["htp", "cpu"]
+    presets = [p["name"] for p in b["presets"]]
+    for p in ("fp32", "fp16", "int8-static"):
+        col = presets.index(p)
+        assert {row[col] for row in b["units"]} == {"htp"}, p
+    fp32 = totals(b, r.per_op, "fp32", {})["latency_ms"]
+    fp16 = totals(b, r.per_op, "fp16", {})["latency_ms"]
+    int8 = totals(b, r.per_op, "int8-static", {})["latency_ms"]
+    # fp32 runs at fp16 on the HTP (the delegate's default precision), not on the CPU: within 10% of the fp16
+    # model's time (its input conversions differ); int8 is faster.
+    assert fp32 == pytest.approx(fp16, rel=0.1) and 0 < int8 < fp32 < 5
+    assert b["label"]["baseline"] == "predicted"
+
+
+def test_an_op_the_delegate_does_not_take_runs_on_litert_cpu(tmp_path: Path) -> None:
+    g = frontends.load(tflite_builder.with_custom_op(tmp_path / "custom.tflite"))
+    b = sweep(g, "litert-qnn/snapdragon-8g3").bulk
+    col = [p["name"] for p in b["presets"]].index("fp32")
+    units = {op: row[col] for op, row in zip(b["ops"], b["units"])}
+    kinds = {nd.id: nd.op_type for nd in g.nodes}
+    assert {units[i] for i, op in kinds.items() if op == "EdgescopeTestOp"} == {"cpu"}
+    assert {units[i] for i, op in kinds.items() if op == "CONV_2D"} == {"htp"}
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_tflite_channel_concat_costs_nothing_on_the_htp(target: str) -> None:
+    """TFLite is NHWC: the channel axis is 3 (or -1)."""
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    for axis, gone in ((3, True), (-1, True), (1, False)):
+        out = [1, 16, 16, 16] if axis != 1 else [1, 32, 16, 8]
+        values = [act("a", [1, 16, 16, 8]), act("b", [1, 16, 16, 8]), act("c", out), act("y", out)]
+        nodes = [Node("cat", "cat", "CONCATENATION", inputs=["a", "b"], outputs=["c"], attributes={"axis": axis}),
+                 Node("add", "add", "ADD", inputs=["c", "c"], outputs=["y"])]
+        g = graph(nodes, values, ["a", "b"], ["y"])
+        g.format = "tflite"
+        assert bool(plan_latency(g, t, hw, "fp32").gone[0]) is gone, axis
