@@ -1,4 +1,4 @@
-"""The graph view on a tall graph: legible at the closest zoom, and a selection that repaints only what changed.
+"""The graph view on a tall graph: legible at the closest zoom, and a selection drawn on its own layer.
 
 A 4,000-task synthetic model from testkit/mock_server.py (its own server, whatever EDGESCOPE_UI_MOCK says): tall
 enough, fully expanded (~240,000 layout units), that a fixed closest zoom left nodes under a pixel, and quick to
@@ -88,12 +88,19 @@ def test_closest_zoom_shows_nodes_and_labels(expanded: Any) -> None:
     shot(page, "graph-closest-zoom")
 
 
-def test_selection_repaints_only_the_changed_nodes(expanded: Any) -> None:
+# The colour of the highlight layer's pixel under a page point (RGBA).
+PIXEL_JS = """([x, y]) => { const c = document.querySelector('[data-testid=graph-highlight]'); const r = c.getBoundingClientRect();
+  if (x < r.left || y < r.top || x >= r.right || y >= r.bottom) return null;
+  return [...c.getContext('2d').getImageData(Math.floor((x - r.left) * c.width / r.width), Math.floor((y - r.top) * c.height / r.height), 1, 1).data]; }"""
+YELLOW = [255, 204, 0, 255]
+
+
+def test_selection_is_drawn_on_its_own_layer(expanded: Any) -> None:
     page = expanded
     rows = page.locator(ROWS)
+    old = rows.nth(2).get_attribute("data-op-id")
     rows.nth(2).click()
-    page.wait_for_function(f"id => document.querySelector('{GRAPH}').dataset.highlighted === id",
-                           arg=rows.nth(2).get_attribute("data-op-id"))
+    page.wait_for_function(f"id => document.querySelector('{GRAPH}').dataset.highlighted === id", arg=old)
     page.wait_for_timeout(600)  # the camera's animation to it
     page.evaluate(SPY_JS)
     other = rows.nth(5).get_attribute("data-op-id")
@@ -101,7 +108,14 @@ def test_selection_repaints_only_the_changed_nodes(expanded: Any) -> None:
     page.wait_for_function(f"id => document.querySelector('{GRAPH}').dataset.highlighted === id", arg=other)
     page.wait_for_timeout(600)
     spy = page.evaluate("window.__spy")
-    # the old and the new selected node are repainted; the graph is never re-indexed
-    assert spy["process"] == 0 and spy["refreshed"] == [2], spy
-    assert page.evaluate(f"() => window.edgescopeGraph.colorOf('{other}')") == "#ffcc00"
-    assert page.evaluate(f"() => window.edgescopeGraph.colorOf('{rows.nth(2).get_attribute('data-op-id')}')") != "#ffcc00"
+    # selecting never touches sigma's nodes: no re-indexing, no node repainted (the camera's flight only re-draws)
+    assert spy["process"] == 0 and spy["refreshed"] == [], spy
+    assert page.get_attribute(GRAPH, "data-highlight-drawn") == "1"
+    # the new node is covered in the selection's colour on the layer over the graph, the old one no longer
+    at = lambda op: page.evaluate(PIXEL_JS, list(page.evaluate("id => window.edgescopeGraph.nodeViewport(id)", op).values()))  # noqa: E731
+    assert at(other) == YELLOW
+    old_px = at(old)
+    assert old_px is not None and old_px != YELLOW, old_px  # still on screen (three tasks up), not highlighted
+    # the node itself keeps its colour underneath
+    assert page.evaluate(f"() => window.edgescopeGraph.colorOf('{other}')") != "#ffcc00"
+    shot(page, "graph-selection-layer")

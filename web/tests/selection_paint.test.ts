@@ -1,34 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RepaintQueue } from "../src/components/graph/repaint";
 import { selectedRuns } from "../src/components/selectionRuns";
-
-describe("graph repaint queue", () => {
-  it("paints a small change at once and a large one over frames, each item once", () => {
-    const painted: number[][] = [];
-    const frames: (() => void)[] = [];
-    const q = new RepaintQueue((items) => painted.push(items), 4, (f) => frames.push(f), () => {});
-    q.add([1, 2]);
-    expect(painted).toEqual([[1, 2]]);
-    q.add([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(painted.length).toBe(1); // nothing painted in the frame of the change
-    q.add([3, 10]); // queued again before its turn: painted once
-    while (frames.length) frames.shift()!();
-    const later = painted.slice(1);
-    expect(later.every((b) => b.length <= 4)).toBe(true);
-    expect(later.flat().sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
-    expect(q.size).toBe(0);
-  });
-
-  it("drops what waits when cleared", () => {
-    const painted: number[][] = [];
-    const frames: (() => void)[] = [];
-    const q = new RepaintQueue((items) => painted.push(items), 2, (f) => frames.push(f), () => {});
-    q.add([1, 2, 3]);
-    q.clear();
-    while (frames.length) frames.shift()!();
-    expect(painted).toEqual([]);
-  });
-});
 
 describe("timeline selection outline", () => {
   it("merges selected neighbours closer than a pixel into one run and keeps apart the rest", () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ModelDiff, Op } from "../src/api/types";
 import type { Row } from "../src/components/OpTable";
+import { selectionMask } from "../src/selection";
 import { compareOf } from "../src/views/compare";
 import { categories, column, histogram, idsInBins, idsInRect, metricOf, selectedPerBin, wantsLog } from "../src/views/metrics";
 
@@ -17,8 +18,10 @@ describe("distributions", () => {
     const h = histogram(column(rows, "latency", false), 4); // [0.5, 1.5, 2.5, 3.5, 4.5]
     expect(h.edges).toEqual([0.5, 1.5, 2.5, 3.5, 4.5]);
     expect(h.counts).toEqual([1, 1, 1, 1]); // 4.5 falls in the last bin, its right edge included
-    expect(idsInBins(rows, h, 1, 2)).toEqual(["t1", "t2"]);
+    expect(idsInBins(rows, h, 1, 2)).toEqual({ ids: ["t1", "t2"], focus: "t2" }); // the slowest gets the focus
     expect(selectedPerBin(rows, h, new Set(["t3", "t0"]))).toEqual([1, 0, 0, 1]);
+    // the page's mask over the same rows gives the same counts without looking ids up
+    expect(selectedPerBin(rows, h, new Set(["t3", "t0"]), selectionMask(["t3", "t0"], new Map(rows.map((r, k) => [r.op.id, k])), 4))).toEqual([1, 0, 0, 1]);
   });
 
   it("plots log10 on a log axis and leaves zeros out", () => {
@@ -33,7 +36,8 @@ describe("distributions", () => {
 
   it("selects the tasks inside a brushed rectangle of the scatter", () => {
     const xs = column(rows, "macs", true), ys = column(rows, "latency", false);
-    expect(idsInRect(rows, xs, ys, 0.5, 6.5, 1, 3)).toEqual(["t1", "t2"]);
+    expect(idsInRect(rows, xs, ys, 0.5, 6.5, 1, 3)).toEqual({ ids: ["t1", "t2"], focus: "t2" });
+    expect(idsInRect(rows, xs, ys, 9, 10, 1, 3)).toEqual({ ids: [], focus: null });
   });
 
   it("arithmetic intensity is MACs per byte moved; share in percent", () => {

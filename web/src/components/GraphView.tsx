@@ -17,9 +17,9 @@ import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
 import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
-import { RepaintQueue } from "./graph/repaint";
-import { changedItems, GROUP_SIZE, itemStyle, LABELLED_SELECTION, type NodeAttrs, OP_SIZE, optimizedRings, selectedItems, type Style, styleNode } from "./graph/style";
-import type { Selection, SelectSource } from "../selection";
+import { drawHighlight, type Highlight, NO_HIGHLIGHT } from "../graph/highlight";
+import { GROUP_SIZE, highlightOf, itemPoint, itemStyle, LABELLED_SELECTION, type NodeAttrs, optimizedRings, selectedItems, selectedNodes, type Style, styleNode } from "./graph/style";
+import { maskFor, type Selection, type SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
 import { unitLabel } from "../units";
 import { DIV, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
@@ -54,7 +54,7 @@ export interface GraphDebug {
   visibleCount(): number;
   sigma(): Sigma | null;
   setOverlay(on: boolean): void;
-  /** colour of the drawn node that stands for op `id` (itself, or its collapsed group) */
+  /** colour of the drawn node that stands for op `id` (itself, or its collapsed group); a selection is drawn over it, on its own layer */
   colorOf(id: string): string | null;
   cheap(on: boolean): void;
   /** skip edges while the camera moves, as graphs over 8,000 edges do (to test that path on a small model) */
@@ -68,13 +68,17 @@ export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
   const boxesCanvas = useRef<HTMLCanvasElement>(null);
+  const highlightCanvas = useRef<HTMLCanvasElement>(null);
   const sigmaRef = useRef<Sigma | null>(null);
   const graphRef = useRef<Graph | null>(null);
   const workerRef = useRef<Worker | null>(null);
   const layoutRef = useRef<LayoutResult | null>(null);
   const reqRef = useRef(0);
-  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by applyStyle */
   const styleRef = useRef<Style | null>(null);
+  /** the selection: which drawn items hold a selected op, and the layer that draws them (graph/highlight.ts) */
+  const selRef = useRef<Uint8Array | null>(null);
+  const hlRef = useRef<Highlight>(NO_HIGHLIGHT);
+  /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by applyStyle */
   const halos = useRef(new Float64Array(0));
   const pendingZoom = useRef<ZoomTarget | "fit" | null>("fit");
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
@@ -103,6 +107,8 @@ export default memo(function GraphView(p: Props) {
     if (hier) setExpanded(initialExpanded(hier));
   }, [hier]);
   const idToNode = useMemo(() => new Map(nodes?.map((n, i) => [n.id, i]) ?? []), [nodes]);
+  // the page's task list (/ops order, which the selection's mask covers) -> graph node
+  const taskToNode = useMemo(() => (p.ops ? Int32Array.from(p.ops.ops, (o) => idToNode.get(o.id) ?? -1) : null), [p.ops, idToNode]);
   // graph node index -> option-table index (metrics)
   const toTable = useMemo(() => {
     if (!nodes || !p.table) return null;
@@ -162,8 +168,8 @@ export default memo(function GraphView(p: Props) {
       labelSize: 12,
       labelRenderedSizeThreshold: 4,
       labelDensity: 1,
-      // the reducer applies colour, selection and marks from typed arrays (see styleNode), so a selection
-      // change repaints only the nodes whose state changed instead of re-indexing the whole graph
+      // the reducer applies colour, dimming and marks from typed arrays (see styleNode); the selection is drawn
+      // on a layer of its own and never repaints sigma's nodes
       nodeReducer: (_key, a) => styleNode(styleRef.current, a as NodeAttrs),
       minCameraRatio: 0.002,
       maxCameraRatio: 4,
@@ -202,11 +208,13 @@ export default memo(function GraphView(p: Props) {
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
       const n = nodes[i];
-      g.addNode(`o${i}`, { x: layout.opXY[2 * k] - 60, y: -layout.opXY[2 * k + 1], size: OP_SIZE, label: n.name.split("/").pop() || n.id, kind: "op", op: i, k } satisfies NodeAttrs);
+      const [x, y, size] = itemPoint(layout, k);
+      g.addNode(`o${i}`, { x, y: -y, size, label: n.name.split("/").pop() || n.id, kind: "op", op: i, k } satisfies NodeAttrs);
     }
     layout.collapsed.forEach((c, j) => {
       const grp = hier.groups.get(c.id)!;
-      g.addNode(`g${c.id}`, { x: c.x - c.w / 2 + 20, y: -c.y, size: GROUP_SIZE, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, k: layout.ops.length + j, pinLabel: few } satisfies NodeAttrs);
+      const [x, y] = itemPoint(layout, layout.ops.length + j);
+      g.addNode(`g${c.id}`, { x, y: -y, size: GROUP_SIZE, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, k: layout.ops.length + j, pinLabel: few } satisfies NodeAttrs);
     });
     // the worker sends each drawn edge once (no self loops, no duplicates): no key generator, no hasEdge
     for (let e = 0; e < layout.edges.length; e += 2) {
@@ -216,8 +224,8 @@ export default memo(function GraphView(p: Props) {
     hideEdgesWhileMoving(s, g.size > 8000);
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
     graphRef.current = g;
-    queue.current?.clear(); // indices of the previous layout
-    styleRef.current = computeStyle(layout);
+    styleRef.current = baseStyle(layout);
+    applySelection(layout, g);
     const z = pendingZoom.current;
     pendingZoom.current = null;
     let done = false;
@@ -251,7 +259,7 @@ export default memo(function GraphView(p: Props) {
   const [unitLegend, setUnitLegend] = useState<UnitLegend | null>(null);
   /** Colour, dimming and optimized mark of every drawn item (metric, filter, overrides); sets the legends. */
   const baseStyle = useCallback(
-    (L: LayoutResult): Omit<Style, "sel" | "selCount"> => {
+    (L: LayoutResult): Style => {
       const mv = metricValues();
       const uc = unitColoring();
       const m = METRICS.find((x) => x.key === metric)!;
@@ -263,69 +271,58 @@ export default memo(function GraphView(p: Props) {
     },
     [nodes, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
   );
-  /** Which drawn items hold a selected op (a collapsed group holding one is drawn selected). O(selection). */
-  const selectionStyle = useCallback(
-    (L: LayoutResult): Pick<Style, "sel" | "selCount"> => {
-      const { sel, selCount, hl } = selectedItems(L, p.selection.ids, idToNode);
-      const el = root.current;
-      if (el) {
-        el.dataset.highlighted = hl.join(",");
-        el.dataset.selected = p.selection.focus ?? "";
-      }
-      return { sel, selCount };
-    },
-    [p.selection, idToNode],
-  );
-  const computeStyle = (L: LayoutResult): Style => ({ ...baseStyle(L), ...selectionStyle(L) });
+  /** The selection as a layer of its own (graph/highlight.ts): which drawn items hold a selected op (a collapsed
+   * group holding one is drawn selected), drawn over sigma's canvases. O(selection + drawn items); sigma's nodes and
+   * its WebGL drawing are left alone. */
+  const applySelection = (L: LayoutResult, g: Graph) => {
+    const chosen = selectedNodes(p.selection.ids, idToNode, taskToNode ? maskFor(p.selection, taskToNode.length) : null, taskToNode);
+    const { sel, selCount, hl } = selectedItems(L, chosen, (i) => nodes![i].id);
+    const el = root.current;
+    if (el) {
+      el.dataset.highlighted = hl.join(",");
+      el.dataset.selected = p.selection.focus ?? "";
+    }
+    selRef.current = sel;
+    hlRef.current = highlightOf(L, sel, selCount, (k) => String(g.getNodeAttribute(keyOfIndex(k, L), "label")));
+    // the boxes' layer holds the rings of optimized items, which grow with the selection: redrawn only if any
+    const rings = halos.current.length;
+    applyStyle(styleRef.current);
+    if (rings || halos.current.length) drawOverlay();
+    else drawSelection();
+  };
 
-  /** Repaint drawn items (null: all) from styleRef without re-indexing the graph: sigma re-runs the reducer
-   * for those nodes and rewrites their slots in its buffers; the label grid and the edges stay as they are. */
-  const paintNow = (items: number[] | null) => {
-    const s = sigmaRef.current, g = graphRef.current, L = layoutRef.current;
-    if (!s || !g || !L) return;
-    const keys = items === null ? g.nodes() : items.map((k) => keyOfIndex(k, L)).filter((key) => g.hasNode(key));
+  /** Repaint every drawn item from styleRef without re-indexing the graph: sigma re-runs the reducer and rewrites
+   * its buffers; the label grid and the edges stay as they are. */
+  const paintAll = () => {
+    const s = sigmaRef.current;
+    if (!s || !graphRef.current) return;
     try {
-      s.refresh({ partialGraph: { nodes: keys }, skipIndexation: true, schedule: true });
+      s.refresh({ partialGraph: { nodes: graphRef.current.nodes() }, skipIndexation: true, schedule: true });
     } catch {
       s.refresh({ schedule: true }); // not indexed yet: the scheduled full refresh paints them
     }
   };
-  // a brush over tens of thousands of tasks is repainted over a few frames (RepaintQueue), never in one long one
-  const queue = useRef<RepaintQueue | null>(null);
-  queue.current ??= new RepaintQueue((items) => paintNowRef.current(items));
-  const paintNowRef = useRef(paintNow);
-  paintNowRef.current = paintNow;
-  const repaint = (items: number[] | null) => {
-    if (items === null) (queue.current!.clear(), paintNow(null));
-    else queue.current!.add(items);
-  };
-  useEffect(() => () => queue.current?.clear(), []);
   /** Rings of optimized items (drawn on the overlay), which grow with the selection. */
   const applyStyle = (st: Style | null) => {
-    const g = graphRef.current, L = layoutRef.current;
-    if (!st || !g || !L) return;
-    halos.current = optimizedRings(st, (k) => g.getNodeAttributes(keyOfIndex(k, L)) as NodeAttrs);
+    const L = layoutRef.current;
+    if (st && L) halos.current = optimizedRings(L, st.opt, selRef.current);
   };
 
   useEffect(() => {
     const L = layoutRef.current;
-    if (!L || !graphRef.current || styleRef.current?.sel.length !== L.ops.length + L.collapsed.length) return;
-    styleRef.current = { ...styleRef.current, ...baseStyle(L) };
+    if (!L || !graphRef.current || styleRef.current?.dim.length !== L.ops.length + L.collapsed.length) return;
+    styleRef.current = baseStyle(L);
     applyStyle(styleRef.current);
-    repaint(null);
+    paintAll();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [baseStyle]);
 
   useEffect(() => {
-    const L = layoutRef.current, old = styleRef.current;
-    if (!L || !graphRef.current || !old || old.sel.length !== L.ops.length + L.collapsed.length) return;
-    const next = selectionStyle(L);
-    const changed = changedItems(old, next);
-    styleRef.current = { ...old, ...next };
-    applyStyle(styleRef.current);
-    repaint(changed);
+    const L = layoutRef.current, g = graphRef.current;
+    if (!L || !g || styleRef.current?.dim.length !== L.ops.length + L.collapsed.length) return;
+    applySelection(L, g);
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [selectionStyle]);
+  }, [p.selection, idToNode, taskToNode]);
 
   // ---- camera ----
   /** Whole graph if it is compact; a tall chain is shown from its top at a readable scale. */
@@ -436,21 +433,34 @@ export default memo(function GraphView(p: Props) {
 
   // ---- overlay: group boxes + minimap viewport ----
   const overlayOn = useRef(true);
-  const drawOverlay = useCallback(() => {
-    const s = sigmaRef.current, c = boxesCanvas.current, L = layoutRef.current;
-    if (!s || !c || !L || !hier || !overlayOn.current) return;
+  /** The 2D layers drawn over and under sigma's canvases: the selection (over) and, unless `selectionOnly`, the
+   * group boxes and rings (under). */
+  const drawLayers = useCallback((selectionOnly: boolean) => {
+    const s = sigmaRef.current, L = layoutRef.current;
+    if (!s || !L || !hier) return;
     const { width, height } = s.getDimensions();
-    const dpr = window.devicePixelRatio || 1;
-    if (c.width !== width * dpr) c.width = width * dpr;
-    if (c.height !== height * dpr) c.height = height * dpr;
-    const g = c.getContext("2d")!;
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, width, height);
     const o = s.graphToViewport({ x: 0, y: 0 }), u = s.graphToViewport({ x: 1, y: -1 });
-    drawOverlay2d(g, { ox: o.x, kx: u.x - o.x, oy: o.y, ky: u.y - o.y, width, height }, L, hier, halos.current, SEL);
+    const view = { ox: o.x, kx: u.x - o.x, oy: o.y, ky: u.y - o.y, width, height };
+    const ctx = (c: HTMLCanvasElement | null) => {
+      if (!c) return null;
+      const dpr = window.devicePixelRatio || 1;
+      if (c.width !== width * dpr) c.width = width * dpr;
+      if (c.height !== height * dpr) c.height = height * dpr;
+      const g = c.getContext("2d")!;
+      g.setTransform(dpr, 0, 0, dpr, 0, 0);
+      return g;
+    };
+    const hg = ctx(highlightCanvas.current);
+    if (hg && root.current) root.current.dataset.highlightDrawn = String(drawHighlight(hg, view, hlRef.current, SEL));
+    const g = overlayOn.current && !selectionOnly ? ctx(boxesCanvas.current) : null;
+    if (!g) return;
+    g.clearRect(0, 0, width, height);
+    drawOverlay2d(g, view, L, hier, halos.current, SEL);
     drawMinimapViewport();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [hier]);
+  const drawOverlay = useCallback(() => drawLayers(false), [drawLayers]);
+  const drawSelection = useCallback(() => drawLayers(true), [drawLayers]);
 
   const { canvas: minimap, drawBase: drawMinimapBase, drawViewport: drawMinimapViewport, onPointer: miniDrag, width: MW, height: MH } = useMinimap(sigmaRef, layoutRef);
   const { canvas: lassoCanvas, down: lassoDown, move: lassoMove, up: lassoUp } = useLasso((pts) => {
@@ -526,6 +536,7 @@ export default memo(function GraphView(p: Props) {
       <div className="graph-stage">
         <canvas ref={boxesCanvas} className="graph-boxes" aria-hidden="true" />
         <div ref={container} className="graph-sigma" role="img" aria-label="Compiled task graph. Click a group to expand it, click its title bar to collapse it." />
+        <canvas ref={highlightCanvas} className="graph-highlight" aria-hidden="true" data-testid="graph-highlight" />
         <canvas
           ref={lassoCanvas}
           className="graph-lasso"

@@ -89,6 +89,8 @@ interface Props {
 }
 
 const NO_ROWS: Row[] = [];
+/** every row's height (px): the virtualizer's size and the focus scroll's offsets */
+const ROW_H = 28;
 
 /** Sort by the first sort column: numbers on a Float64Array of keys, strings with localeCompare; stable. */
 function sortRows(rows: Row[], columns: ColumnDef<Row>[], sorting: SortingState): Row[] {
@@ -214,13 +216,17 @@ export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected,
   const template = visibleCols.map((c) => (c.id === "name" ? `minmax(${COLUMN_HELP.name.width}px, 1fr)` : `${COLUMN_HELP[c.id].width}px`)).join(" ");
   const width = `max(100%, ${visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0)}px)`;
   const scroller = useRef<HTMLDivElement>(null);
-  const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => 28, overscan: 12 });
+  const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_H, overscan: 12 });
 
-  // bring the focused row into view when it was selected elsewhere (graph, timeline)
+  // bring the focused row into view when it was selected elsewhere (graph, timeline, chart). Rows have one fixed
+  // height, so its offset is known: TanStack's scrollToIndex reads the scroll size back (a forced layout in the
+  // middle of the commit that applies a selection) and checks it again on the following frames.
   useEffect(() => {
-    if (!focus || !focusFromElsewhere) return;
+    const el = scroller.current;
+    if (!focus || !focusFromElsewhere || !el) return;
     const k = model.rows.findIndex((r) => r.op.id === focus);
-    if (k >= 0) virt.scrollToIndex(k, { align: "center" });
+    const h = virt.scrollRect?.height ?? el.clientHeight;
+    if (k >= 0) el.scrollTop = Math.max(0, k * ROW_H - h / 2 + ROW_H / 2);
   }, [focus, focusFromElsewhere, model.rows, virt]);
 
   const move = (d: number) => {

@@ -1,7 +1,7 @@
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { Op } from "../api/types";
 import { fmtMs, typeColor } from "../format";
-import type { Selection } from "../selection";
+import { maskFor, type Selection } from "../selection";
 import { selectedRuns } from "./selectionRuns";
 
 interface Props {
@@ -70,13 +70,15 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
   // Selected tasks as a mask over execution order, built in O(selection) when the selection changes: drawing
   // then never looks ids up, and a brush over 40,000 tasks is outlined as a few runs, not 40,000 rectangles.
   const selMask = useMemo(() => {
+    const given = maskFor(selection, ops.length); // the page's mask is over this same list (/ops order)
+    if (given) return given;
     const m = new Uint8Array(ops.length);
     for (const id of selection.ids) {
       const k = byId.get(id);
       if (k !== undefined) m[k] = 1;
     }
     return m;
-  }, [ops, byId, selection.ids]);
+  }, [ops, byId, selection]);
   const dimMask = useMemo(() => {
     if (!filtered) return null;
     const m = new Uint8Array(ops.length);

@@ -1,4 +1,4 @@
-import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
+import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, ApiError } from "../api/client";
 import { takeEarly } from "../api/prefetch";
 import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
@@ -10,7 +10,7 @@ import { OpOptionsDialog } from "../components/OpOptionsDialog";
 import { ResultDownloads } from "../components/ResultDownloads";
 import { SolveDialog } from "../components/SolveDialog";
 import { ReanalyseDialog } from "../components/ReanalyseDialog";
-import { EMPTY_SELECTION, type SelectSource, type Selection } from "../selection";
+import { EMPTY_SELECTION, type SelectSource, type Selection, selectionMask } from "../selection";
 import { useModel } from "./useModel";
 import { displayName, OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
@@ -162,16 +162,24 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   }, [rows, filters, lasso, filterActive]);
   const filteredIds = useMemo(() => (filterActive ? new Set(filtered.map((r) => r.op.id)) : null), [filtered, filterActive]);
 
+  // task id -> position in /ops: each selection carries its mask over the task list (selection.ts)
+  const rowOfNow = useMemo(() => ({ map: new Map(ops?.ops.map((o, k) => [o.id, k]) ?? []), n: ops?.ops.length ?? 0 }), [ops]);
+  const rowOf = useRef(rowOfNow);
+  rowOf.current = rowOfNow;
   const select = useCallback((ids: string[], focus: string | null, source: SelectSource, additive = false) => {
     setSel((s) => {
-      if (!additive) return { ids: new Set(ids), focus, source };
-      const n = new Set(s.ids);
-      for (const x of ids) n.has(x) ? n.delete(x) : n.add(x);
-      return { ids: n, focus, source };
+      let n: Set<string>;
+      if (!additive) n = new Set(ids);
+      else {
+        n = new Set(s.ids);
+        for (const x of ids) n.has(x) ? n.delete(x) : n.add(x);
+      }
+      return { ids: n, focus, source, mask: selectionMask(n, rowOf.current.map, rowOf.current.n) };
     });
   }, []);
   const opName = useCallback((op: string) => { const o = ops?.ops.find((x) => x.id === op); return o ? displayName(o) : op; }, [ops]);
   const onTableSelect = useCallback((ids: string[], focus: string | null, add: boolean) => select(ids, focus, "table", add), [select]);
+  const onTimelineSelect = useCallback((ids: string[], focus: string | null) => select(ids, focus, "timeline"), [select]);
 
   const applySaved = useCallback((state: AnalysisState, loaded: Record<string, OpOptions>) => {
     setPerOp((p) => ({ ...p, ...loaded }));
@@ -329,7 +337,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       <ViewsPanel modelId={id} target={target} rows={rows} table={table} selection={sel} onSelect={select}
         current={saved.current} revision={saved.revision} opName={opName} onCompare={setCompare} />
       {showTimeline && ops && evaluation && (
-        <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={(ids, f) => select(ids, f, "timeline")} />
+        <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={onTimelineSelect} />
       )}
       {dialog?.kind === "model" && table && analysis && baseEval && (
         <ModelWideDialog

@@ -88,25 +88,45 @@ export function histogram(values: Float64Array, bins: number): Histogram {
   return { edges, counts, binOf, missing };
 }
 
+/** A brushed set of rows: their ids, and the slowest (measured time) as the focus. */
+export interface Brushed {
+  ids: string[];
+  focus: string | null;
+}
+
+function brushed(rows: readonly Row[], hit: (i: number) => boolean): Brushed {
+  const ids: string[] = [];
+  let focus: string | null = null, best = -Infinity;
+  for (let i = 0; i < rows.length; i++) {
+    if (!hit(i)) continue;
+    const op = rows[i].op;
+    ids.push(op.id);
+    if (op.latency_ms > best) (best = op.latency_ms), (focus = op.id);
+  }
+  return { ids, focus };
+}
+
 /** Rows whose bin is within [first, last] (a brushed range of bars). */
-export function idsInBins(rows: readonly Row[], h: Histogram, first: number, last: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < rows.length; i++) if (h.binOf[i] >= first && h.binOf[i] <= last) out.push(rows[i].op.id);
-  return out;
+export function idsInBins(rows: readonly Row[], h: Histogram, first: number, last: number): Brushed {
+  return brushed(rows, (i) => h.binOf[i] >= first && h.binOf[i] <= last);
 }
 
 /** Rows whose plotted point lies in the rectangle (a brushed area of the scatter). */
-export function idsInRect(rows: readonly Row[], xs: Float64Array, ys: Float64Array, x0: number, x1: number, y0: number, y1: number): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < rows.length; i++) if (xs[i] >= x0 && xs[i] <= x1 && ys[i] >= y0 && ys[i] <= y1) out.push(rows[i].op.id);
-  return out;
+export function idsInRect(rows: readonly Row[], xs: Float64Array, ys: Float64Array, x0: number, x1: number, y0: number, y1: number): Brushed {
+  return brushed(rows, (i) => xs[i] >= x0 && xs[i] <= x1 && ys[i] >= y0 && ys[i] <= y1);
 }
 
-/** Selected ids per bin, for the highlight of a selection made elsewhere. */
-export function selectedPerBin(rows: readonly Row[], h: Histogram, ids: ReadonlySet<string>): number[] {
+/** Whether row i is selected: the selection's mask over the rows where it has one, else its ids. */
+export function selectedTest(rows: readonly Row[], ids: ReadonlySet<string>, mask: Uint8Array | null): (i: number) => boolean {
+  return mask ? (i) => mask[i] === 1 : (i) => ids.has(rows[i].op.id);
+}
+
+/** Selected rows per bin, for the highlight of a selection made elsewhere. */
+export function selectedPerBin(rows: readonly Row[], h: Histogram, ids: ReadonlySet<string>, mask: Uint8Array | null = null): number[] {
   const out = new Array<number>(h.counts.length).fill(0);
   if (!ids.size) return out;
-  for (let i = 0; i < rows.length; i++) if (h.binOf[i] >= 0 && ids.has(rows[i].op.id)) out[h.binOf[i]]++;
+  const sel = selectedTest(rows, ids, mask);
+  for (let i = 0; i < rows.length; i++) if (h.binOf[i] >= 0 && sel(i)) out[h.binOf[i]]++;
   return out;
 }
 

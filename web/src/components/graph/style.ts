@@ -1,15 +1,23 @@
-/** How each drawn item of the graph looks: colour (metric or unit), dimmed by the table's filter, optimized, selected.
- * Pure functions over the layout's typed arrays, so a selection change restyles only the items it touches. */
+/** How each drawn item of the graph looks: colour (metric or unit), dimmed by the table's filter, optimized; and
+ * where the selected ones are (the selection is its own layer: graph/highlight.ts). Pure functions over the layout's
+ * typed arrays. */
 import { typeColor } from "../../format";
-import { DIM, DIV, lerpColor, SEL, SEQ, type UnitLegend } from "../../graph/coloring";
+import { DIM, DIV, lerpColor, SEQ, type UnitLegend } from "../../graph/coloring";
+import { type Highlight, SEL_GROW } from "../../graph/highlight";
 import type { LayoutResult } from "../../graph/messages";
 
 export const OP_SIZE = 9;
 export const GROUP_SIZE = 15;
-/** a selected node is drawn this much bigger */
-export const SEL_GROW = 1.6;
 /** selections up to this many drawn items show every label; a brush over thousands would bury the graph in text */
 export const LABELLED_SELECTION = 50;
+
+/** Where drawn item k (an op, then the collapsed groups) sits in layout units (x, y down) and its size: ops left of
+ * their layout point, a collapsed group at the left end of its box, where its label has room. */
+export function itemPoint(L: LayoutResult, k: number): [number, number, number] {
+  if (k < L.ops.length) return [L.opXY[2 * k] - 60, L.opXY[2 * k + 1], OP_SIZE];
+  const c = L.collapsed[k - L.ops.length];
+  return [c.x - c.w / 2 + 20, c.y, GROUP_SIZE];
+}
 
 /** What a drawn node carries; its colour, size and marks come from the Style of its item `k` (styleNode). */
 export interface NodeAttrs {
@@ -27,22 +35,20 @@ export interface NodeAttrs {
   forceLabel?: boolean;
 }
 
-/** Per drawn item: colour (metric or unit), dimmed by the table's filter, optimized, selected. */
+/** Per drawn item: colour (metric or unit), dimmed by the table's filter, optimized. Not the selection: selecting
+ * never restyles sigma's nodes. */
 export interface Style {
   color: string[];
   dim: Uint8Array;
   opt: Uint8Array;
-  sel: Uint8Array;
-  selCount: number;
 }
 
 /** sigma's node reducer (it hands us a copy of the attributes). */
 export function styleNode(st: Style | null, a: NodeAttrs): NodeAttrs {
-  if (!st || a.k >= st.sel.length) return a;
-  const k = a.k, selected = st.sel[k] === 1;
-  a.color = selected ? SEL : st.dim[k] ? DIM : st.color[k];
-  if (selected) a.size *= SEL_GROW;
-  a.forceLabel = !!a.pinLabel || (selected && st.selCount <= LABELLED_SELECTION);
+  if (!st || a.k >= st.dim.length) return a;
+  const k = a.k;
+  a.color = st.dim[k] ? DIM : st.color[k];
+  a.forceLabel = !!a.pinLabel;
   if (st.opt[k]) a.label = `◆ ${a.label}`;
   return a;
 }
@@ -81,40 +87,59 @@ export function itemStyle(L: LayoutResult, nodes: { id: string; type: string }[]
   return { color, dim, opt, dimmed, absMax };
 }
 
-/** Which drawn items hold a selected op (a collapsed group holding one is drawn selected), and the selected ops
- * drawn as themselves. O(selection). */
-export function selectedItems(L: LayoutResult, ids: Iterable<string>, idToNode: ReadonlyMap<string, number>) {
+/** Graph node indices of the selected ops: from the selection's mask over the page's task list (`toNode`: task
+ * position -> node index, -1 for none) where it has one, else by looking its ids up. */
+export function selectedNodes(ids: Iterable<string>, idToNode: ReadonlyMap<string, number>, mask: Uint8Array | null, toNode: Int32Array | null): number[] {
+  const out: number[] = [];
+  if (mask && toNode && mask.length === toNode.length) {
+    for (let k = 0; k < mask.length; k++) if (mask[k] && toNode[k] >= 0) out.push(toNode[k]);
+    return out;
+  }
+  for (const id of ids) {
+    const i = idToNode.get(id);
+    if (i !== undefined) out.push(i);
+  }
+  return out;
+}
+
+/** Which drawn items hold a selected op (graph node indices; a collapsed group holding one is drawn selected), and
+ * the ids of selected ops drawn as themselves. O(selection). */
+export function selectedItems(L: LayoutResult, selected: readonly number[], idOf: (i: number) => string) {
   const sel = new Uint8Array(L.ops.length + L.collapsed.length);
   let selCount = 0;
   const hl: string[] = [];
-  for (const id of ids) {
-    const i = idToNode.get(id);
-    if (i === undefined) continue;
+  for (const i of selected) {
     const k = L.rep[i];
     if (!sel[k]) (sel[k] = 1), selCount++;
-    if (k < L.ops.length) hl.push(id);
+    if (k < L.ops.length) hl.push(idOf(i));
   }
   return { sel, selCount, hl };
 }
 
-/** The items to repaint after a selection change: those whose state changed, and every selected one when the
- * selection crosses LABELLED_SELECTION (their labels switch on or off). */
-export function changedItems(old: Pick<Style, "sel" | "selCount">, next: Pick<Style, "sel" | "selCount">): number[] {
-  const labelsFlip = (old.selCount <= LABELLED_SELECTION) !== (next.selCount <= LABELLED_SELECTION);
-  const changed: number[] = [];
-  for (let k = 0; k < next.sel.length; k++) {
-    if (old.sel[k] !== next.sel[k] || (labelsFlip && next.sel[k])) changed.push(k);
+/** The selection layer's items: each selected drawn item's point and size, and its label when the selection is
+ * small enough to label. O(drawn items), typed arrays only. */
+export function highlightOf(L: LayoutResult, sel: Uint8Array, selCount: number, labelOf: (k: number) => string): Highlight {
+  const xyr = new Float64Array(3 * selCount);
+  const labels: string[] | null = selCount <= LABELLED_SELECTION ? [] : null;
+  let j = 0;
+  for (let k = 0; k < sel.length; k++) {
+    if (!sel[k]) continue;
+    if (k < L.ops.length) (xyr[3 * j] = L.opXY[2 * k] - 60), (xyr[3 * j + 1] = L.opXY[2 * k + 1]), (xyr[3 * j + 2] = OP_SIZE);
+    else xyr.set(itemPoint(L, k), 3 * j);
+    labels?.push(labelOf(k));
+    j++;
   }
-  return changed;
+  return { xyr: xyr.subarray(0, 3 * j), labels };
 }
 
-/** Rings of optimized items for the overlay (x, y with y down, size), grown with the selection. */
-export function optimizedRings(st: Style, attrsOf: (k: number) => NodeAttrs): Float64Array<ArrayBuffer> {
+/** Rings of optimized items for the overlay (x, y with y down, size), around the selection's bigger disc where
+ * the item is selected. */
+export function optimizedRings(L: LayoutResult, opt: Uint8Array, sel: Uint8Array | null): Float64Array<ArrayBuffer> {
   const rings: number[] = [];
-  for (let k = 0; k < st.opt.length; k++) {
-    if (!st.opt[k]) continue;
-    const a = attrsOf(k);
-    rings.push(a.x, -a.y, a.size * (st.sel[k] ? SEL_GROW : 1));
+  for (let k = 0; k < opt.length; k++) {
+    if (!opt[k]) continue;
+    const [x, y, r] = itemPoint(L, k);
+    rings.push(x, y, r * (sel?.[k] ? SEL_GROW : 1));
   }
   return Float64Array.from(rings);
 }

@@ -7,10 +7,10 @@ import * as echarts from "echarts/core";
 import { CanvasRenderer } from "echarts/renderers";
 import { memo, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { fmtBytes, fmtCount, fmtMs, typeColor } from "../../format";
-import type { Selection, SelectSource } from "../../selection";
+import { maskFor, type Selection, type SelectSource } from "../../selection";
 import { unitColor, unitLabel } from "../../units";
 import type { Row } from "../OpTable";
-import { CHART_METRICS, type ChartMetric, categories, column, histogram, idsInBins, idsInRect, selectedPerBin, wantsLog } from "../../views/metrics";
+import { CHART_METRICS, type ChartMetric, categories, column, histogram, idsInBins, idsInRect, selectedPerBin, selectedTest, wantsLog } from "../../views/metrics";
 
 echarts.use([BarChart, ScatterChart, GridComponent, TooltipComponent, CanvasRenderer]);
 
@@ -140,10 +140,12 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     g.clearRect(0, 0, w, h);
     g.fillStyle = SEL;
     const ids = selection.ids;
+    // the rows are the page's task list: the selection's mask is over them
+    const isSel = selectedTest(rows, ids, maskFor(selection, rows.length));
     let drawn = 0;
     const px = (x: number, y: number) => c.convertToPixel({ gridIndex: 0 }, [x, y]) as number[] | undefined;
     if (ids.size && hist) {
-      const per = selectedPerBin(rows, hist, ids);
+      const per = selectedPerBin(rows, hist, ids, maskFor(selection, rows.length));
       const a = px(0, 0), b = px(1, 0);
       if (a && b) {
         const bw = Math.abs(b[0] - a[0]) * 0.92;
@@ -159,7 +161,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
       if (o && ex && ey) {
         const sx = ex[0] - o[0], sy = ey[1] - o[1];
         for (let i = 0; i < rows.length; i++) {
-          if (!ids.has(rows[i].op.id) || Number.isNaN(xs[i]) || Number.isNaN(ys[i])) continue;
+          if (!isSel(i) || Number.isNaN(xs[i]) || Number.isNaN(ys[i])) continue;
           g.fillRect(o[0] + xs[i] * sx - 2.5, o[1] + ys[i] * sy - 2.5, 5, 5);
           drawn++;
         }
@@ -217,12 +219,10 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
       const a = c.convertFromPixel({ gridIndex: 0 }, [Math.min(d.x0, d.x1), Math.max(d.y0, d.y1)]) as number[];
       const b = c.convertFromPixel({ gridIndex: 0 }, [Math.max(d.x0, d.x1), Math.min(d.y0, d.y1)]) as number[];
       // the histogram's x is the bin index (a category axis): bins whose centre the range covers, at least one
-      const ids = hist
+      // the slowest brushed task gets the focus
+      const { ids, focus } = hist
         ? idsInBins(rows, hist, Math.max(0, Math.round(a[0])), Math.min(hist.counts.length - 1, Math.round(b[0])))
         : idsInRect(rows, xs, ys!, a[0], b[0], a[1], b[1]);
-      let focus: string | null = null, best = -Infinity;
-      const inSet = new Set(ids);
-      for (const r of rows) if (inSet.has(r.op.id) && r.op.latency_ms > best) (best = r.op.latency_ms), (focus = r.op.id);
       setBrushed(ids.length);
       onSelect(ids, focus, "chart");
       e.preventDefault();
