@@ -216,7 +216,9 @@ export const OpTable = memo(function OpTable({ rows, only, maxLatency, selected,
   const template = visibleCols.map((c) => (c.id === "name" ? `minmax(${COLUMN_HELP.name.width}px, 1fr)` : `${COLUMN_HELP[c.id].width}px`)).join(" ");
   const width = `max(100%, ${visibleCols.reduce((s, c) => s + COLUMN_HELP[c.id].width, 0)}px)`;
   const scroller = useRef<HTMLDivElement>(null);
-  const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_H, overscan: 12 });
+  // useFlushSync: false lets a scroll's new rows render with the frame's other updates; TanStack's default re-renders
+  // the table synchronously inside the scroll event (a second render of the rows when a selection scrolls to its focus)
+  const virt = useVirtualizer({ count: model.rows.length, getScrollElement: () => scroller.current, estimateSize: () => ROW_H, overscan: 12, useFlushSync: false });
 
   // bring the focused row into view when it was selected elsewhere (graph, timeline, chart). Rows have one fixed
   // height, so its offset is known: TanStack's scrollToIndex reads the scroll size back (a forced layout in the
