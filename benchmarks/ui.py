@@ -1,6 +1,7 @@
 """Web UI benchmark in headless Chromium (Debian's, through Playwright). Prints figures.
 
-For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names:
+For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names (`--llm`: also a decoder's structure, as
+benchmarks/pipeline.py's `llm_like` writes it, at each size, e.g. `--sizes 200000 --flat no --llm`):
   - time from opening /m/<id> (navigation start, in the page's clock) to the first rendered graph (graph root
     data-state="rendered"; the other viewers: their first drawn graph, see *_DRAWN)
   - time to the whole graph drawn (every group expanded, every task a node)
@@ -24,7 +25,7 @@ Comparisons, in the same run so the shared machine's load hits every system alik
     quiet), and frame times while moving; a viewer that is absent or fails is named with its reason, never given a
     figure. `--onnx FILES` measures given files.
 
-    python benchmarks/ui.py [--sizes 1000,10000,50000] [--flat both|yes|no] [--server URL --models IDS]
+    python benchmarks/ui.py [--sizes 1000,10000,50000] [--flat both|yes|no] [--llm] [--server URL --models IDS]
         [--dist web/dist,/tmp/dist-before] [--netron /tmp/me-venv/bin/netron]
         [--model-explorer /tmp/me-venv/bin/model-explorer]
 """
@@ -462,6 +463,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="1000,10000,50000")
     ap.add_argument("--flat", default="both", choices=["both", "yes", "no"])
+    ap.add_argument("--llm", action="store_true", help="also a decoder-structured model (testkit/mock_server.py N:llm) per size")
     ap.add_argument("--server")
     ap.add_argument("--models", default="")
     ap.add_argument("--email", default="owner@example.com")
@@ -495,6 +497,7 @@ def main() -> None:
 
         specs = [f"{s}{flag}" for s in a.sizes.split(",")
                  for flag, want in (("", ("both", "no")), (":flat", ("both", "yes"))) if a.flat in want]
+        specs += [f"{s}:llm" for s in a.sizes.split(",")] if a.llm else []
         for dist in a.dist.split(","):
             srv = serve(0, Path(dist), preload=",".join(specs))
             threading.Thread(target=srv.serve_forever, daemon=True).start()

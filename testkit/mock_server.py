@@ -5,7 +5,9 @@ Uploads: a JSON file `{"mock": {"n": 1000, "flat": false, "fail": null}}` makes 
 (`flat` drops namespaces; `fail` names a stage to fail at); any other file that does not start with an ONNX-ish
 byte is refused with 415, like the real server.
 
-    python testkit/mock_server.py --port 8765 --dist web/dist [--preload 1000,10000:flat]
+    python testkit/mock_server.py --port 8765 --dist web/dist [--preload 1000,10000:flat,200000:llm]
+
+`N:llm` preloads a model of N tasks with a decoder's structure (benchmarks/pipeline.py's `llm_like`).
 """
 from __future__ import annotations
 
@@ -51,10 +53,55 @@ def _h(*xs) -> float:
     return v / 2**32
 
 
+def llm_layout(n: int) -> list[tuple[str, str, list[int]]]:
+    """(type, namespace, input op indices) of n ops laid out as benchmarks/pipeline.py's `llm_like` writes a decoder:
+    per layer RMSNorm, q/k/v projections split into heads, attention, o_proj and a residual Add, RMSNorm, a SwiGLU
+    MLP and a residual Add, under `model/layers.{i}/...` as a Hugging Face export names them; a final norm."""
+    ops: list[tuple[str, str, list[int]]] = []
+
+    def op(kind: str, ins: list[int], scope: str) -> int:
+        ops.append((kind, f"model/{scope}", [i for i in ins if i >= 0]))
+        return len(ops) - 1
+
+    def rms(x: int, scope: str) -> int:
+        mean = op("ReduceMean", [op("Pow", [x], scope)], scope)
+        r = op("Sqrt", [op("Add", [mean], scope)], scope)
+        return op("Mul", [op("Div", [x, r], scope)], scope)
+
+    x, layer = -1, 0
+    while len(ops) < n - 45:
+        at, mlp = f"layers.{layer}/self_attn", f"layers.{layer}/mlp"
+        h = rms(x, f"layers.{layer}/input_layernorm")
+        q, k, v = (op("Transpose", [op("Reshape", [op("MatMul", [h], f"{at}/{p}_proj")], at)], at) for p in "qkv")
+        scores = op("Add", [op("Div", [op("MatMul", [q, op("Transpose", [k], at)], at)], at)], at)
+        ctx = op("MatMul", [op("Softmax", [scores], at), v], at)
+        merged = op("Reshape", [op("Transpose", [ctx], at)], at)
+        x = op("Add", [x, op("MatMul", [merged], f"{at}/o_proj")], f"layers.{layer}")
+        h = rms(x, f"layers.{layer}/post_attention_layernorm")
+        gate = op("MatMul", [h], f"{mlp}/gate_proj")
+        silu = op("Mul", [gate, op("Sigmoid", [gate], f"{mlp}/act_fn")], f"{mlp}/act_fn")
+        up = op("MatMul", [h], f"{mlp}/up_proj")
+        x = op("Add", [x, op("MatMul", [op("Mul", [silu, up], mlp)], f"{mlp}/down_proj")], f"layers.{layer}")
+        layer += 1
+    while len(ops) < n:
+        x = rms(x, "norm") if len(ops) + 7 <= n else op("Mul", [x], "norm")
+    return ops[:n]
+
+
 class Synthetic:
-    def __init__(self, n: int, flat: bool, seed: str):
+    def __init__(self, n: int, flat: bool, seed: str, llm: bool = False):
         self.n, self.flat, self.seed = n, flat, seed
         self.ops, self.nodes, self.edges = [], [], []
+        if llm:  # a decoder's structure (benchmarks/pipeline.py's llm_like), tiny tensors
+            for i, (typ, ns, ins) in enumerate(llm_layout(n)):
+                name = f"/{ns}/{typ}_{i}"
+                weighted = typ == "MatMul" and "_proj" in ns
+                lat = 0.002 + 0.02 * _h(seed, i, "lat") * (4 if weighted else 1)
+                self.ops.append(dict(id=f"t{i}", index=i, name=name, type=typ, namespace=ns, weighted=weighted,
+                                     elems=32, w32=(8 * 32 * 4 if weighted else 0), lat=lat))
+                self.nodes.append(dict(id=f"t{i}", name=name, type=typ, namespace=ns, source_nodes=[name]))
+                self.edges += [(a, i, 32) for a in ins]
+            return
         block = 0
         for i in range(n):
             last = i == n - 1
@@ -180,14 +227,14 @@ class Store:
         self.stage_seconds = stage_seconds
         self.lock = threading.Lock()
 
-    def add(self, name: str, size: int, n: int, flat: bool, fail: str | None, host: str, instant=False) -> dict:
+    def add(self, name: str, size: int, n: int, flat: bool, fail: str | None, host: str, instant=False, llm=False) -> dict:
         mid = secrets.token_urlsafe(8)
         m = {"id": mid, "url": f"http://{host}/m/{mid}", "name": name, "format": "onnx", "size_bytes": size,
              "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "status": "queued", "stage": "parse",
              "progress": 0, "error": None, "stages": [{"name": s, "status": "pending", "seconds": None} for s in STAGES],
              "targets": TARGETS, "summary": None, "_t0": time.time() - (1e6 if instant else 0), "_fail": fail, "_n": n}
         self.models[mid] = m
-        self.synth[mid] = Synthetic(n, flat, mid)
+        self.synth[mid] = Synthetic(n, flat, mid, llm)
         return m
 
     def view(self, m: dict) -> dict:
@@ -340,8 +387,9 @@ def make_handler(store: Store, dist: Path):
 def serve(port: int, dist: Path, stage_seconds=0.4, preload: str = "") -> ThreadingHTTPServer:
     store = Store(stage_seconds)
     for spec in filter(None, preload.split(",")):
-        n, _, flag = spec.partition(":")
-        store.add(f"mock-{n}{'-flat' if flag else ''}.onnx", 1000, int(n), flag == "flat", None, f"127.0.0.1:{port}", instant=True)
+        n, _, flag = spec.partition(":")  # N, N:flat (no namespaces) or N:llm (a decoder's structure)
+        store.add(f"mock-{n}{'-' + flag if flag else ''}.onnx", 1000, int(n), flag == "flat", None, f"127.0.0.1:{port}",
+                  instant=True, llm=flag == "llm")
     srv = ThreadingHTTPServer(("127.0.0.1", port), make_handler(store, dist))
     srv.store = store  # type: ignore[attr-defined]
     return srv
