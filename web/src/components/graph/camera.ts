@@ -26,18 +26,24 @@ export function fitTop(s: Sigma, L: LayoutResult): void {
   s.getCamera().setState({ x: f.x, y: f.y, ratio: r, angle: 0 });
 }
 
-/** Animate to an op (at a readable scale) or to a box (framed with a margin). */
+/** drawings over this many nodes jump to a target instead of flying: without a GPU each frame of a flight re-draws
+ * every node (about 100 ms a frame at 50,000), so a 350 ms flight was a few long frames after each table click */
+export const FLY_MAX_NODES = 8000;
+
+/** Move to an op (at a readable scale) or to a box (framed with a margin): animated, or at once on big drawings. */
 export function zoomTo(s: Sigma, g: Graph, L: LayoutResult, z: ZoomTarget): void {
   const ext = Math.max(L.width, L.height, 1);
+  const cam = s.getCamera();
+  const go = (to: { x: number; y: number; ratio: number }) => (g.order > FLY_MAX_NODES ? cam.setState(to) : cam.animate(to, { duration: 350 }));
   if (z.kind === "op") {
     const key = `o${z.op}`;
     if (!g.hasNode(key)) return;
     const d = s.getNodeDisplayData(key)!;
-    s.getCamera().animate({ x: d.x, y: d.y, ratio: Math.min(1, 900 / ext) }, { duration: 350 });
+    go({ x: d.x, y: d.y, ratio: Math.min(1, 900 / ext) });
   } else {
     const b = L.boxes.find((x) => x.id === z.id);
     if (!b) return;
     const c = s.viewportToFramedGraph(s.graphToViewport({ x: b.x + b.w / 2, y: -(b.y + b.h / 2) }));
-    s.getCamera().animate({ x: c.x, y: c.y, ratio: Math.min(1, (1.15 * Math.max(b.w, b.h)) / ext) }, { duration: 350 });
+    go({ x: c.x, y: c.y, ratio: Math.min(1, (1.15 * Math.max(b.w, b.h)) / ext) });
   }
 }
