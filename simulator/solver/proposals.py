@@ -102,7 +102,10 @@ def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[Sta
             if objective == "most_float" and n_start and not small:
                 continue  # a preset's column quantizes every op: far from keeping layers float
             st = s.evaluate(cur)
-            s.repair(st, objective)
+            if small:
+                s.repair(st, objective)
+            else:  # thousands of changes: every op priced at once, in rounds
+                s.repair_rounds(st, objective)
             e = s.state_excess(st)
             if e > 0:
                 if closest is None or e < closest[0]:

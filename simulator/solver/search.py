@@ -10,12 +10,13 @@ import numpy as np
 
 from compiler.vocabulary.options import OptionError
 
-from .candidates import EPS_COST, Candidates
+from .batch import Batch
+from .candidates import EPS_COST
 from .state import State
 from .table import ComboClass
 
 
-class Search(Candidates):
+class Search(Batch):
     """One solve's search: phases that move a state, on top of the scores of changes."""
 
     def repair(self, st: State, objective: str) -> None:

@@ -86,7 +86,8 @@ class Pricing:
         self._candidates_memo: dict[int, Any] = {}  # likewise
         self._class_memo: dict[int, Any] = {}  # likewise, per class
         self.own_bound = np.full(len(ops), np.inf)
-        self._own: dict[int, tuple[float, float, float, float]] = {}  # i * _K + k -> own row as Python floats
+        self._own: dict[int, tuple[float, float, float, float]] = {}
+        self._filled: dict[bytes, Any] = {}  # batch.Batch: edge prices per starting state  # i * _K + k -> own row as Python floats
         self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
         self.n_combos = np.array([len(r.combos) for r in t.rows])
         self.init_ok = np.array([not (i in self.keep and not is_float_combo(self.init_fmt[i][4]))

@@ -15,6 +15,7 @@ from simulator.solver.table_bytes import table_bytes, table_from_bytes
 from simulator.sweep import sweep
 from simulator.totals import totals
 from tests.simulator.helpers import conv_chain
+from testkit.graphs import chain
 from testkit.solver_tables import every_state, random_table
 
 LIMITS = ("latency_ms", "peak_memory_bytes", "size_bytes", "memory_power_mw")
@@ -155,3 +156,76 @@ def test_stored_solver_table_solves_as_the_records_do(target: str, model_wide: s
         assert got == want
         for p in got["proposals"]:
             assert p["totals"] == totals(bulk, per_op, model_wide, p["overrides"])
+
+
+def test_every_op_priced_at_once_as_one_at_a_time() -> None:
+    """batch.Batch.best_all (a large model's repair rounds) gives every op the score and choice that
+    candidates.Candidates.best gives it alone, to the bit: on a chain for the host (three classes of ops, from a
+    state with overrides and a kept-float op) and on a conv chain for an execution-provider target (crossings)."""
+    from simulator.solver.batch import EdgeRows
+    from simulator.solver.search import Search
+
+    cases = [(sweep(chain(60), "ort-cpu/host"), "fp32", 0.7), (sweep(conv_chain(), "ort-qnn/snapdragon-8g3"),
+                                                                "int8-static", 0.97)]
+    for r, mw, frac in cases:
+        ops = r.bulk["ops"]
+        table = prepare(r.bulk, r.per_op)
+        overrides = {ops[1]: table.rows[1].combos[-1], ops[3]: table.rows[3].combos[0]}
+        base = totals(r.bulk, r.per_op, mw, overrides)
+        s = Search(table, mw, overrides, Budget.of(latency_ms=base["latency_ms"] * frac), [ops[2]])
+        st = s.evaluate(s.initial())
+        for objective in ("fewest_changes", "most_float"):
+            w, e0 = s.weights(st), s.state_excess(st)
+            rows = [EdgeRows(c.members, len(c.in_pairs), len(c.out_pairs)) for c in table.classes]
+            scalar = s._scalar_ops()
+            s._fill(st, rows, range(len(ops)), scalar)
+            score, choice = s.best_all(st, objective, w, e0, rows, scalar)
+            want = [s.best(st, i, objective, w, e0) for i in range(len(ops))]
+            assert score.tolist() == [x for x, _ in want] and choice.tolist() == [k for _, k in want]
+            assert (score > 0).sum() >= 3  # changes worth pricing: the comparison means something
+
+
+def test_repair_rounds_find_the_lazy_greedys_proposals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above SMALL_MODEL_OPS the repair runs in rounds; on a 2,400-task chain its proposals are as good as the lazy
+    greedy's (as many changes and non-float ops per objective, the same latency; ties between equal-scored ops may
+    fall apart, a few bytes of size), with latency budgets needing a hundred and several hundred changes."""
+    from simulator.solver.search import Search
+
+    r = sweep(chain(2400), "ort-cpu/host")
+    table = prepare(r.bulk, r.per_op)
+    base = totals(r.bulk, r.per_op, "fp32", {})
+    for frac, at_least in ((0.9, 100), (0.6, 500)):
+        budget = Budget.of(latency_ms=base["latency_ms"] * frac)
+        got = solve(table, "fp32", {}, budget)
+        with monkeypatch.context() as m:
+            m.setattr(Search, "repair_rounds", Search.repair)
+            want = solve(table, "fp32", {}, budget)
+        assert got.feasible and len(got.proposals) == len(want.proposals)
+        for p, q in zip(got.proposals, want.proposals):
+            assert (p.objectives, len(p.changes), p.non_float_ops) == (q.objectives, len(q.changes), q.non_float_ops)
+            assert p.totals["latency_ms"] == pytest.approx(q.totals["latency_ms"], rel=1e-9)
+            assert p.totals["size_bytes"] == pytest.approx(q.totals["size_bytes"], rel=1e-4)
+            assert p.totals == totals(r.bulk, r.per_op, "fp32", p.overrides) and not budget.unmet(p.totals)
+        assert len(got.proposals[0].changes) > at_least
+
+
+def test_repair_rounds_agree_with_exhaustive_search(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The large-model search (repair rounds from the current state and the best preset's column, no exchange
+    step) forced onto the random tables: feasibility agrees with exhaustive search, totals are the rule's."""
+    from simulator.solver import proposals
+
+    monkeypatch.setattr(proposals, "SMALL_MODEL_OPS", 0)
+    agree = 0
+    for seed in range(40):
+        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0)
+        rng = np.random.default_rng(seed)
+        keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
+        mw = ["fp32", "fp16", "int8-static"][seed % 3]
+        states = list(every_state(bulk, per_op, mw, keep))
+        budget = _random_budget(seed, states)
+        sol = solve(prepare(bulk, per_op), mw, {}, budget, keep)
+        agree += sol.feasible == any(not budget.unmet(t) for _, t in states)
+        for p in sol.proposals:
+            assert p.totals == totals(bulk, per_op, mw, p.overrides) and not budget.unmet(p.totals)
+            assert all(is_float_combo(p.overrides[o]) for o in keep if o in p.overrides)
+    assert agree >= 39, f"feasibility agrees on {agree} of 40"
