@@ -190,6 +190,7 @@ def _weight_stats(w: dict[str, JSON]) -> WeightStats:
 
 _NODE_FIELDS = tuple(f.name for f in fields(Node))
 _VALUE_FIELDS = tuple(f.name for f in fields(Value))
+_PLAIN = frozenset((str, int, float, bool, list, dict, tuple))  # written as they are, never a nested record
 
 
 def _record(obj: Node | Value, names: tuple[str, ...]) -> dict[str, JSON]:
@@ -201,7 +202,9 @@ def _record(obj: Node | Value, names: tuple[str, ...]) -> dict[str, JSON]:
         v = getattr(obj, k)
         if v in ("", None, [], {}):
             continue
-        out[k] = asdict(v) if is_dataclass(v) else v  # location, weight, quant: small, rare records
+        # location, weight, quant: small, rare records. The type test first: is_dataclass on each of a 50,000-node
+        # graph's 800,000 fields was a third of writing its documents.
+        out[k] = v if type(v) in _PLAIN else asdict(v) if is_dataclass(v) else v
     return out
 
 

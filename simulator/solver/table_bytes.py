@@ -88,7 +88,7 @@ class _Named(_Rows):
 def _indexed(table: Sequence[Sequence[str]], width: int) -> tuple[list[str], np.ndarray]:
     """A table of strings as the distinct strings and each cell's index into them."""
     names: dict[str, int] = {}
-    idx = np.array([[names.setdefault(x, len(names)) for x in row] for row in table], dtype=np.int32)
+    idx = np.array([names.setdefault(x, len(names)) for row in table for x in row], dtype=np.int32)
     return list(names), idx.reshape(len(table), width)
 
 
