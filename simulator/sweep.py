@@ -174,8 +174,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
           hardware: HardwareProfile | None = None,
           source: Graph | None = None, observed: Mapping[str, float] | None = None,
           input_values: Mapping[str, float] | None = None,
-          presets_only: Sequence[str] | None = None,
-          facts: tuple[Graph, list[Work], frozenset[str], ExportRecords | None] | None = None) -> SweepResult:
+          presets_only: Sequence[str] | None = None) -> SweepResult:
     """Predict every op x every option on `target`.
 
     `profile`: a measured Profile of the same compiled graph on this target (its task medians become
@@ -184,11 +183,10 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     the compiled graph lacks (ORT NCHWc / contrib ops).
     `observed`: executions per run of body source nodes seen on the host run, `input_values`: values the user
     gave graph inputs (both for control flow: simulator.control_flow). `presets_only`: a bulk table of these
-    presets (and fp32) only, whose per-op table holds only their combos (the device fit's many quick runs).
-    `facts`: `graph_facts(compiled, source, target)` made ahead, of these same graphs unchanged since."""
+    presets (and fp32) only, whose per-op table holds only their combos (the device fit's many quick runs)."""
     t = target if isinstance(target, Target) else get_target(target)
     hw = hardware or load_profile(t.profile, t.backend)
-    compiled, works, folded, records = facts or _graph_facts(compiled, source, t, presets_only is not None)
+    compiled, works, folded, records = _graph_facts(compiled, source, t, presets_only is not None)
     n = len(compiled.nodes)
     execs, cf_notes = executions(compiled, works, profile, observed, t.name, input_values)
     names = BULK_PRESETS if presets_only is None else tuple(dict.fromkeys(("fp32", *presets_only)))

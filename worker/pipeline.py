@@ -118,9 +118,6 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
         results = [TargetResult(t, g, compiled_model_path=out) for t, (g, out) in zip(opts.targets, prep.compiled)]
     # The export check runs in its own child meanwhile (profiling waits on the model's runs, not on it).
     export_check = _start_export_check(model_path, source, opts, plans)
-    # So does what the sweep needs of the graphs alone, in a thread of this process (idle while the profiling
-    # child runs); used only if the runs' shapes change nothing in the graphs.
-    ahead = _start_graph_facts(source, results)
 
     with timed("profile"):
         # A backend that measures may still hand back no file (e.g. .pt2 on LiteRT without the
@@ -143,18 +140,14 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             except (ModelRunError, SandboxError) as e:  # say which input to set, with an example that fits it
                 raise type(e)(explain(str(e), r.compiled, plans)) from None
             progress("profile", (i + 1) / len(measured))
-        facts = ahead.result()  # before the graphs change below
         # Shapes the runs saw fill what inference left unknown: in the compiled graph they ran, and by value
         # name in the source and the other targets' graphs.
-        filled = 0
         for r in measured:
             if r.profile is not None and r.profile.output_shapes:
                 seen = observed_shapes(r.compiled, r.profile.output_shapes)
-                filled += fill_by_name(r.compiled, seen, overwrite=True)
+                fill_by_name(r.compiled, seen, overwrite=True)
                 for g in [source] + [o.compiled for o in results if o is not r]:
-                    filled += fill_by_name(g, seen)
-        if filled:
-            facts = {}
+                    fill_by_name(g, seen)
 
     with timed("simulate"):
         # Branches taken and trip counts seen in a profiled run stand for every target of the same model.
@@ -164,7 +157,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
         for i, r in enumerate(results):
             r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
                                       hardware=hardware_for(r.target, opts.calibration_path), source=source,
-                                      observed=observed, input_values=fill_values(plans), facts=facts.get(r.target))
+                                      observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
         skipped = export_check_skipped(source) if source.format == "onnx" and opts.check_exports else None
         for r in results:
@@ -179,30 +172,6 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
                     mark_dry_run(r.sweep.bulk, reasons)
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)
-
-
-def _start_graph_facts(source: Graph, results: list[TargetResult]) -> Future[dict[str, Any]]:
-    """Each target's `simulator.sweep.graph_facts` (the sweep's graph-only part: each task's work, the folded
-    tasks, the exporter's records; about two thirds of the simulate stage at 50,000 nodes), made in a thread
-    started before profiling: the profiling child takes one core, this the other. The graphs are only read
-    meanwhile. A target whose facts fail gets none (its sweep makes them and reports the error)."""
-    from compiler.vocabulary.targets import get_target
-    from simulator.sweep import graph_facts
-
-    def run() -> dict[str, Any]:
-        out = {}
-        for r in results:
-            try:
-                out[r.target] = graph_facts(r.compiled, source, get_target(r.target))
-            except Exception:  # noqa: BLE001 - made again by the sweep, which raises it in its stage
-                continue
-        return out
-
-    ctx = contextvars.copy_context()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graph-facts")
-    fut = pool.submit(ctx.run, run)
-    pool.shutdown(wait=False)
-    return fut
 
 
 # The export check exports the file once per way of writing it (7 dry runs, ORT's quantizers with calibration):

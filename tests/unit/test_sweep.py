@@ -255,18 +255,3 @@ def test_weights_beyond_the_cache_share_do_not_overlap() -> None:
     assert lat(fp32_bytes / 2, "fp32", 1.5 * fp32_bytes) == pytest.approx((fits + beyond) / 2)
     assert lat(fp32_bytes / 4, "fp32", fp32_bytes / 2) == beyond
     assert lat(fp32_bytes, "fp32", 2 * fp32_bytes) == pytest.approx(fits, rel=1e-3)  # weights + bias ~ the share
-
-
-def test_graph_facts_made_ahead_give_the_same_sweep() -> None:
-    """The pipeline makes `graph_facts` in a thread while the profiling child runs (worker/pipeline.py) and hands
-    them to the sweep: the option table is the one the sweep makes alone, every cell and note."""
-    from compiler.vocabulary.targets import get_target
-    from simulator.sweep import graph_facts
-
-    for target in ("ort-cpu/host", "ort-qnn/snapdragon-8g3"):
-        g = conv_chain()
-        facts = graph_facts(g, g, get_target(target))
-        ahead, alone = sweep(g, target, source=g, facts=facts), sweep(conv_chain(), target, source=conv_chain())
-        assert ahead.bulk == alone.bulk
-        assert [ahead.per_op[i] for i in range(len(g.nodes))] == [alone.per_op[i] for i in range(len(g.nodes))]
-        assert ahead.works is facts[1]  # the facts were used, not made again
