@@ -33,7 +33,6 @@ from store.packed import OpCells, pack_table
 from store.services import Services
 
 from . import lease, pipeline, results, scratch
-from .writes import BackgroundWrites
 from .messages import public_message
 
 log = logging.getLogger(__name__)
@@ -149,39 +148,26 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
     transaction is open meanwhile, so a large analysis (tens of MB of JSON) never holds SQLite's write lock
     while readers wait; `record_artifacts` then points the rows at them in one short transaction. `tables`, when
     given, gets each target's `work_unknown` (what the summary needs of the ops table, not the table itself)."""
-    with BackgroundWrites() as writes:
-        _store_documents(services, model_id, job_id, result, tables, writes)
-        return writes.results()  # type: ignore[return-value]
-
-
-def _store_documents(services: Services, model_id: str, job_id: str, result: pipeline.AnalysisResult,
-                     tables: dict[str, dict[str, Any]] | None, writes: BackgroundWrites) -> None:
-    """`store_blobs`' documents, built here and compressed and written by `writes`, each call giving a _Stored."""
-    blobs = services.blobs
+    out: list[_Stored] = []
 
     def key(kind: str, target: str, ext: str) -> str:
         return keys.result(model_id, kind, target, ext, job_id=job_id)
-
-    def put(kind: str, target: str, k: str, data: bytes) -> None:
-        writes.submit(lambda: (kind, target, k, blobs.put_bytes(k, data)))
 
     def put_json(kind: str, target: str, doc: Any) -> None:
         # Stored gzipped: the server sends it as is to clients that accept gzip (all browsers).
         k = key(kind, target, "json.gz")
         raw = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-        writes.submit(lambda: (kind, target, k, blobs.put_bytes(k, gzip.compress(raw, compresslevel=6, mtime=0))))
+        out.append((kind, target, k, services.blobs.put_bytes(k, gzip.compress(raw, compresslevel=6, mtime=0))))
 
     source_view = graph_view(result.source, "source")
     put_json("graph", "", source_view)
     put_json("graph_columns", "", graph_columns(source_view))
-    del source_view
     put_json("source_ir", "", result.source.to_json())
     for r in result.targets:
         t = r.target
         view = graph_view(r.compiled, "compiled")
         put_json("graph", t, view)
         put_json("graph_columns", t, graph_columns(view))
-        del view
         put_json("compiled_ir", t, r.compiled.to_json())
         table = results.ops_table(r, result.source)
         put_json("ops", t, table)
@@ -190,16 +176,19 @@ def _store_documents(services: Services, model_id: str, job_id: str, result: pip
         del table
         put_json("options", t, r.sweep.bulk)
         blob, index = _pack_per_op(r.sweep.per_op, r.sweep.bulk["ops"])
-        put("op_options", t, key("op_options", t, "pack"), blob)
+        out.append(("op_options", t, key("op_options", t, "pack"),
+                    services.blobs.put_bytes(key("op_options", t, "pack"), blob)))
         del blob
         put_json("op_options_index", t, index)
         # The budget solver's arrays, so a solve reads one blob instead of parsing every per-op record.
-        put("solver_table", t, key("solver_table", t, "npz.z"), table_bytes(r.sweep.bulk, r.sweep.per_op))
+        k = key("solver_table", t, "npz.z")
+        out.append(("solver_table", t, k, services.blobs.put_bytes(k, table_bytes(r.sweep.bulk, r.sweep.per_op))))
         if r.profile:
             put_json("profile", t, r.profile.to_json())
         if r.compiled_model_path is not None:
-            k, path = key("compiled_model", t, "onnx"), r.compiled_model_path
-            writes.submit(lambda t=t, k=k, path=path: ("compiled_model", t, k, blobs.put_file(k, path)))
+            k = key("compiled_model", t, "onnx")
+            out.append(("compiled_model", t, k, services.blobs.put_file(k, r.compiled_model_path)))
+    return out
 
 
 def _pack_per_op(per_op: PerOpTable, ops: list[str]) -> tuple[bytes, dict[str, Any]]:
