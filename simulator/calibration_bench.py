@@ -296,8 +296,20 @@ def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple
     """(one core's share, the whole) of its last-level cache from Linux sysfs: the size of the highest-level
     data cache, over the number of CPUs sharing it for the share (this VM: a 32 MB L3 shared by 2 vCPUs).
     (0, 0) if unknown."""
+    caches = _data_caches(sysfs)
+    return caches[max(caches)] if caches else (0, 0)
+
+
+def l2_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> int:
+    """One core's share of its level-2 data (or unified) cache from Linux sysfs, as llc_bytes reads it; 0 if
+    unknown. (This VM: 512 KiB per core; the hand-written profile's "4 MiB" came from another machine.)"""
+    return caches[2][0] if 2 in (caches := _data_caches(sysfs)) else 0
+
+
+def _data_caches(sysfs: Path) -> dict[int, tuple[int, int]]:
+    """{level: (one CPU's share, the whole size)} of the data and unified caches sysfs lists for one CPU."""
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    best = (0, 0, 0)  # (level, share, whole)
+    out: dict[int, tuple[int, int]] = {}
     for idx in sysfs.glob("index*"):
         try:
             if (idx / "type").read_text().strip() == "Instruction":
@@ -313,6 +325,6 @@ def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple
         for part in filter(None, cpus.split(",")):
             first, _, last = part.partition("-")
             sharing += int(last or first) - int(first) + 1
-        if n and level > best[0]:
-            best = (level, n // max(1, sharing), n)
-    return best[1], best[2]
+        if n:
+            out[level] = (n // max(1, sharing), n)
+    return out
