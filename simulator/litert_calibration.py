@@ -28,7 +28,9 @@ from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency
 from simulator.profiles import HardwareProfile
 
-CACHE_VERSION = 3  # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`), fitted on the conv cases below
+# 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
+# the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases.
+CACHE_VERSION = 4
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
 
@@ -47,6 +49,9 @@ CASES: tuple[Case, ...] = (
     *(Case(f"conv1x1-{c}-{h}", "CONV_2D", (c, h, 1)) for c, h in ((8, 112), (16, 112))),
     *(Case(f"dw3x3-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 3)) for c, h in ((32, 56), (64, 28), (128, 14), (256, 7))),
     Case("dw3x3-32-112", "DEPTHWISE_CONV_2D", (32, 112, 3)), Case("dw3x3s2-96-112", "DEPTHWISE_CONV_2D", (96, 112, 3, 2)),
+    # MobileNetV2's stride-1 depthwise maps on both sides of a 512 KiB L2 (fp32 outputs 1.8 MB, 0.6 MB, 0.3 MB):
+    # what pins the hybrid kernel's cost beyond the L2 apart from its rate.
+    *(Case(f"dw3x3-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 3)) for c, h in ((144, 56), (192, 28), (384, 14))),
     *(Case(f"fc-{m}-{k}", "FULLY_CONNECTED", (m, k)) for m, k in ((16, 256), (64, 256), (16, 512), (64, 512))),
 )
 FORMS = ("fp32", "dyn8", "static8")
@@ -151,13 +156,13 @@ def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
 
 
 def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, dict[str, float]]:
-    """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel where the path pays one}) for `key`
-    (`conv.qd8`) that bring the predictions of every case's operators closest to the measurements, in relative least
+    """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel, key.spill: per output byte beyond
+    the L2 where the path pays them}) for `key` (`conv.qd8`) that bring the predictions of every case's operators closest to the measurements, in relative least
     squares (the setups >= 0: every subset of them solved per efficiency, the best kept)."""
     import itertools
 
     meas = np.array([m for _, _, ms in cases for m in ms])
-    subs = [key, key + ".pixel"]
+    subs = [key, key + ".pixel", key + ".spill"]
 
     def pred(h: HardwareProfile) -> np.ndarray:
         return np.array([p for g, preset, _ in cases for p in _predicted_ms(g, h, preset)])
@@ -190,12 +195,15 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
 
     x = best_log_efficiency(lambda v: err(v)[0])
     s_ms = err(x)[1]
-    # The operator's setup always (0 is a fit too); the per-pixel cost only where the path has one.
+    # The operator's setup always (0 is a fit too); the per-pixel and spill costs only where the path has them.
     return float(np.exp(x)), {sub: float(v) / 1e3 for j, (sub, v) in enumerate(zip(subs, s_ms)) if j == 0 or j in cols}
 
 
-def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}}}} from `measure`."""
+def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0
+        ) -> dict[str, Any]:
+    """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2}}}
+    from `measure`; `l2`: one core's share of its L2 (calibration_bench.l2_bytes; 0: no spill cost fitted)."""
+    hw = hw.with_overrides({"units": {"cpu": {"l2_share_bytes": float(l2)}}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
     for (name, form), (g, ms) in measured.items():
@@ -205,7 +213,7 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     for key, cases in sorted(groups.items()):
         eff[key], setups = _fit(cases, hw, key)
         setup.update(setups)
-    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup}}}
+    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup, "l2_share_bytes": float(l2)}}}
 
 
 def _litert_version() -> str:
@@ -239,6 +247,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
+    from simulator.calibration_bench import l2_bytes
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -250,6 +259,6 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
                     measured = measure(Path(tmp), progress)
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),
-                         "platform": platform.platform(), "overrides": fit(measured, hw)}
+                         "platform": platform.platform(), "overrides": fit(measured, hw, l2_bytes())}
                 save_cache(p, cache)
     return hw.with_overrides(cache["overrides"])

@@ -21,8 +21,10 @@ Measured with LiteRT 2.3.0's profiler on files ai-edge-quantizer writes (compile
   hybrid depthwise conv or an int4 conv is not XNNPACK's at all. Profiled on chains (LiteRT 2.3.0, 1 thread):
   PAD + 3x3 conv, 112x112x32, 0.16 ms under dynamic int8, 0 under fp32; MobileNetV2 int8-dynamic, its 5 PADs
   1.9 ms; int8-static (QS8 convs), 0. The PAD's time is charged to that conv (`litert_fact_path`), since the PAD's own option never changes.
-Efficiencies of these paths (`<kind>.qd8`, `dwconv.hybrid`, `<kind>.int8`, `<kind>.fp32`) are fitted on this
-machine by `simulator.litert_calibration`; a profile without them uses its figures for the kind.
+Efficiencies of these paths (`<kind>.qd8`, `dwconv.hybrid`, `<kind>.int8`, `<kind>.fp32`), their fixed costs and
+the hybrid depthwise kernel's cost beyond the core's L2 (`dwconv.hybrid.spill`, with `l2_share_bytes` read from
+sysfs) are fitted on this machine by `simulator.litert_calibration`; a profile without them uses its figures for
+the kind (and no spill cost).
 """
 
 from __future__ import annotations
@@ -123,8 +125,12 @@ def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str
     if kind == "dwconv":
         note = ("XNNPACK does not take a depthwise conv with int8 weights and float activations: TFLite's own "
                 "hybrid kernel runs it, and the delegate partition is cut around it")
+        # Its time per output element steps up once the fp32 output outgrows the core's L2 (`dwconv.hybrid.spill`
+        # per byte beyond it). Profiled, 3x3 stride-1 chains, 1 thread: 2.3-3.1 ns per element at 14x14x384-960,
+        # 7x7x960, 28x28x192 (47K-150K elements); 5.7 at 112x112x32, 6.4 at 56x56x144 (400K-450K); a stride-2
+        # conv over 56x56x96 (75K outputs from 301K inputs) did not step: the output, not the input, decides.
         return Path(ui, c, True, "int8", "hybrid", in_b, out_b, 1.0, False, 4.0, in_b + 1, 0.0, 1, 0.0, False,
-                    False, note)
+                    False, note, spill=True)
     if op_type in _GEMM_OPS and kind in ("conv", "convsmall", "gemm"):
         note = "XNNPACK dynamic int8: the input quantized per run, then an int8 GEMM (QD8 x QC8W) with float output"
         # QD8 quantizes each row (a pixel's channels) with its own scale and zero point, and the GEMM reads them per

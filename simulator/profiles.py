@@ -50,6 +50,9 @@ class Unit:
     roofline_overlap: float = 0.0  # 0 = compute and memory overlap fully (classic roofline), 1 = not at all
     llc_share_bytes: float = 0.0  # one core's share of the last-level cache: weights up to it overlap the compute
     llc_bytes: float = 0.0  # the whole last-level cache: weights beyond it do not overlap at all
+    # One core's share of its level-2 cache: a path with a spill cost (Path.spill) pays it on the bytes of its working
+    # set beyond this (0: not modelled; LiteRT's calibration reads it from sysfs).
+    l2_share_bytes: float = 0.0
     # A last-level cache shared with other cores and tenants keeps a weight only so long after its last read
     # (simulator.roofline.evicted_share): all of them up to `llc_hold_s`, none after `llc_evict_s`; evicted ones
     # come back from memory at `evicted_bandwidth_bytes_per_s` (0: not modelled, they all stay).
@@ -197,6 +200,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         roofline_overlap=_figure(d["roofline_overlap"], f"{where}.roofline_overlap") if "roofline_overlap" in d else 0.0,
         llc_share_bytes=_figure(d["llc_share_bytes"], f"{where}.llc_share_bytes") if "llc_share_bytes" in d else 0.0,
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
+        l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s")
            if k in d},
         quantized_ops_except=_quantized_except(d, where),

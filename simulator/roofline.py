@@ -54,6 +54,7 @@ class Path:
     im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
     repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
     rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
+    spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -94,6 +95,8 @@ class Rates:
     im2col_s: Num  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
     im2col_row_s: Num  # seconds per row the im2col copies (`<kind>.<tag>.im2col.row`; where im2col_s applies)
     repack_s: Num  # seconds per weight of packing the weights on every run
+    spill_s: Num  # seconds per output byte beyond `l2` (a kernel whose working set leaves the core's L2)
+    l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     decode_s: Num  # seconds per kernel element of per-run weight unpacking (one activation row)
@@ -136,6 +139,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates
         im2col_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col", 0.0) if p.im2col else 0.0,
         im2col_row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col.row", 0.0) if p.im2col else 0.0,
         repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
+        spill_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.spill", 0.0) if p.spill and u.l2_share_bytes else 0.0,
+        l2=u.l2_share_bytes,
         extra_ops_s=p.extra_ops_per_out / (u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, "elementwise", p.tag))
         if p.extra_ops_per_out and u.peak_ops_per_s.get(p.compute) else 0.0,
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
@@ -265,7 +270,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
-             + w.out_elements * r.extra_ops_s)
+             + w.out_elements * r.extra_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 

@@ -28,3 +28,44 @@ def test_fit_recovers_the_qd8_rate_and_its_cost_per_pixel(tmp_path: Path) -> Non
     assert setups["conv.qd8.pixel"] == pytest.approx(3e-8, rel=0.05)
     assert setups["conv.qd8"] == pytest.approx(2e-6, abs=1e-6)
 
+
+
+def test_fit_recovers_the_hybrid_depthwise_cost_beyond_the_l2(tmp_path: Path) -> None:
+    """The MobileNet-shaped depthwise cases on both sides of the L2 pin `dwconv.hybrid.spill` apart from the rate."""
+    l2 = {"l2_share_bytes": float(512 * 1024)}
+    hw = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": l2}})
+    truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.hybrid": 0.01},
+                                                 "kind_overhead_s": {"dwconv.hybrid": 5e-6,
+                                                                     "dwconv.hybrid.spill": 1.2e-9}}}})
+    names = ("dw3x3-32-112", "dw3x3-144-56", "dw3x3-192-28", "dw3x3-384-14", "dw3x3-128-14")
+    cases = []
+    for case in (c for c in CASES if c.name in names):
+        g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
+        cases.append((g, "int8-dynamic", _predicted_ms(g, truth, "int8-dynamic")))
+    assert len(cases) == len(names)
+    eff, setups = _fit(cases, hw, "dwconv.hybrid")
+    assert eff == pytest.approx(0.01, rel=0.03)
+    assert setups["dwconv.hybrid.spill"] == pytest.approx(1.2e-9, rel=0.05)
+    assert "dwconv.hybrid.pixel" not in setups  # the hybrid path has no cost per pixel
+
+
+def test_l2_share_read_from_sysfs(tmp_path: Path) -> None:
+    """One core's share of its level-2 data or unified cache; instruction caches and other levels do not count."""
+    from simulator.calibration_bench import l2_bytes, llc_bytes
+
+    def index(n: int, level: int, kind: str, size: str, cpus: str) -> None:
+        d = tmp_path / f"index{n}"
+        d.mkdir()
+        for name, text in (("level", str(level)), ("type", kind), ("size", size), ("shared_cpu_list", cpus)):
+            (d / name).write_text(text + "\n")
+
+    index(0, 1, "Data", "48K", "0")
+    index(1, 2, "Instruction", "64K", "0")
+    assert l2_bytes(tmp_path) == 0  # no data cache at level 2
+    index(2, 2, "Unified", "2M", "0-1")
+    index(3, 3, "Unified", "32768K", "0-1")
+    assert l2_bytes(tmp_path) == 1024 * 1024 and llc_bytes(tmp_path) == (16 << 20, 32 << 20)
+    (tmp_path / "index2" / "size").write_text("512K\n")
+    (tmp_path / "index2" / "shared_cpu_list").write_text("0\n")
+    assert l2_bytes(tmp_path) == 512 * 1024
+    assert l2_bytes(tmp_path / "missing") == 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
@@ -138,3 +140,34 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
     assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD}, "PAD:pad_b": set(),
                      "CONV_2D:conv_b": set(), "PAD:pad_c": set(), "CONV_2D:conv_c": set(), "ADD:add": set()}
+
+
+def test_the_hybrid_depthwise_kernel_pays_for_its_output_beyond_the_l2() -> None:
+    """TFLite's hybrid depthwise kernel steps up once its fp32 output outgrows the core's L2: `dwconv.hybrid.spill`
+    per output byte beyond `l2_share_bytes`, nothing below it, and no other path (nor an unknown L2) pays it."""
+    import numpy as np
+
+    from simulator.roofline import Counts, Residency, rates, stack, task_cost
+
+    l2, spill = 512 * 1024, 2e-9
+    hw = load_profile("host-cpu", "litert-cpu").with_overrides(
+        {"units": {"cpu": {"l2_share_bytes": float(l2), "kind_overhead_s": {"dwconv.hybrid.spill": spill}}}})
+    hybrid = plan(HOST, hw, "DEPTHWISE_CONV_2D", "dwconv", Combo("fp32", "fp32", "int8", 0), True, False)
+    f32 = plan(HOST, hw, "DEPTHWISE_CONV_2D", "dwconv", Combo("fp32", "fp32", "fp32", 0), True, False)
+    assert hybrid.spill and not f32.spill
+
+    def latency(hw_: object, p: object, elements: float) -> float:
+        col = lambda x: np.array([[x]], dtype=np.float64)  # noqa: E731
+        w = Counts(macs=col(9 * elements), flops=col(0), epilogue_flops=col(0), in_elements=col(elements),
+                   out_elements=col(elements), kernel_elements=col(9 * 32), aux_elements=col(32),
+                   other_const_bytes=col(0), kernel_rows=col(32), im2col_elements=col(0), groups=col(32),
+                   im2col_rows=col(0))
+        return float(task_cost(w, stack([rates(hw_, p, "dwconv", False)]), Residency(True, 0.0)).latency_s[0, 0])
+
+    no_spill = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"dwconv.hybrid.spill": 0.0}}}})
+    small, big = 28 * 28 * 96, 112 * 112 * 32  # fp32 outputs 294 KiB and 1.5 MiB
+    assert latency(hw, hybrid, small) == latency(no_spill, hybrid, small)
+    assert latency(hw, hybrid, big) - latency(no_spill, hybrid, big) == pytest.approx(spill * (4 * big - l2))
+    assert latency(hw, f32, big) == latency(no_spill, f32, big)
+    unknown = hw.with_overrides({"units": {"cpu": {"l2_share_bytes": 0.0}}})
+    assert rates(unknown, hybrid, "dwconv", False).spill_s == 0.0
