@@ -37,7 +37,7 @@ def test_fit_recovers_the_hybrid_depthwise_cost_beyond_the_l2(tmp_path: Path) ->
     truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.hybrid": 0.01},
                                                  "kind_overhead_s": {"dwconv.hybrid": 5e-6,
                                                                      "dwconv.hybrid.spill": 1.2e-9}}}})
-    names = ("dw3x3-32-112", "dw3x3-144-56", "dw3x3-192-28", "dw3x3-384-14", "dw3x3-128-14")
+    names = ("dw3x3-32-112", "dw3x3-144-56", "dw3x3-192-28", "dw3x3-384-14", "dw3x3-128-14", "dw3x3-32-56")
     cases = []
     for case in (c for c in CASES if c.name in names):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
@@ -47,6 +47,7 @@ def test_fit_recovers_the_hybrid_depthwise_cost_beyond_the_l2(tmp_path: Path) ->
     assert eff == pytest.approx(0.01, rel=0.03)
     assert setups["dwconv.hybrid.spill"] == pytest.approx(1.2e-9, rel=0.05)
     assert "dwconv.hybrid.pixel" not in setups  # the hybrid path has no cost per pixel
+    assert setups["dwconv.hybrid"] == pytest.approx(5e-6, abs=2e-6)
 
 
 def test_l2_share_read_from_sysfs(tmp_path: Path) -> None:
