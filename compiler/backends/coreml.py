@@ -17,7 +17,7 @@ where we can convert.
 from __future__ import annotations
 
 import os
-import shutil
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,10 @@ def _with_provenance(package_zip: Path, source: Graph) -> Graph:
         "converted_from": f"pt2 (coremltools, ML Program, {DEPLOYMENT_TARGET})",
         "source_nodes": str(len(source.nodes)), "source_nodes_covered": str(len(covered)),
         "source_nodes_eliminated": str(len(compiled.eliminated)),
+        # Core ML exports compress this converted package, not the .pt2: its bytes beyond the weights are the
+        # package's (the .pt2's own overhead, its graph and sample inputs, made MobileNetV2's int8 export
+        # predicted 28-31% over the written file).
+        "file_size_bytes": str(package_zip.stat().st_size), "source_weight_bytes": str(compiled.weight_bytes),
     })
     return compiled
 
@@ -102,6 +106,16 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         pkg = Path(tmp, "model.mlpackage")
         ml.save(os.fspath(pkg))
         base = Path(payload["out"])
-        archive = shutil.make_archive(os.fspath(base.with_name(base.name + ".tmp")), "zip", tmp, "model.mlpackage")
-        os.replace(archive, base)
+        zip_package(pkg, base.with_name(base.name + ".tmp"))
+        os.replace(base.with_name(base.name + ".tmp"), base)
     return {"coremltools": ct.__version__}
+
+
+def zip_package(package: Path, out_zip: Path) -> None:
+    """Write an .mlpackage directory as one zip file, stored (not deflated): the converted package and every Core
+    ML export are written this way, so the bytes a converted package holds beyond its weights are the bytes its
+    exports will (a deflated package came out 2.5-3% smaller than its stored exports: fp16 weights compress)."""
+    with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_STORED) as z:
+        for f in sorted(package.rglob("*")):
+            if f.is_file():
+                z.write(f, str(f.relative_to(package.parent)))

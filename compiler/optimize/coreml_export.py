@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.backends.coreml import zip_package
 from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
 from compiler.optimize.coreml_w8a8 import ActivationPlan
@@ -265,10 +266,7 @@ def export_coreml_file(src: str | os.PathLike[str], out_zip: str | os.PathLike[s
         if skipped:
             res.notes.append(f"{len(skipped)} override(s) name ops without a compressible weight "
                              f"(< {MIN_WEIGHT_ELEMENTS} elements or none): {', '.join(skipped[:5])}")
-        with zipfile.ZipFile(out_zip, "w", zipfile.ZIP_STORED) as z:
-            for f in sorted(res.path.rglob("*")):
-                if f.is_file():
-                    z.write(f, str(f.relative_to(res.path.parent)))
+        zip_package(res.path, Path(out_zip))
         return CoreMLExport(Path(out_zip), res.size_bytes, res.weights, res.notes)
 
 
