@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import request
+from sqlalchemy.orm import object_session
 
 from store.models import Model
 
@@ -18,6 +19,10 @@ def share_url(model_id: str) -> str:
 
 def model_json(m: Model, role: str | None = None) -> dict[str, Any]:
     job = m.job
+    if job is not None and job.status == "ready" and m.summary is None and (s := object_session(m)) is not None:
+        # Read skew under READ COMMITTED (Postgres): the model row was read before the worker's commit and its jobs
+        # after it, so a ready job came with the summary the same commit wrote still unseen. Read it again.
+        s.refresh(m, ["summary"])
     return {
         "id": m.id,
         "url": share_url(m.id),
