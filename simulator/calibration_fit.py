@@ -75,21 +75,27 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
         pred = np.array([_predict_ms(g, h, preset) for g, preset, _ in cases])
         # Relative residual with setups s: (pred + n s) / meas - 1 = a s - b; least squares, s >= 0.
         a, b = n * 1e3 / meas[:, None], 1 - pred / meas
-        best = (float((b ** 2).sum()), np.zeros(len(subs)))
-        for use in uses:
-            s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
-            if (s_use < 0).any():
-                continue
-            s = np.zeros(len(subs))
-            s[use] = s_use
-            err = float(((a @ s - b) ** 2).sum())
-            if err < best[0]:
-                best = (err, s)
-        return best
+        return nonnegative_fit(a, b, uses)
 
     x = best_log_efficiency(lambda v: at(v)[0])
     s = at(x)[1]
     return float(np.exp(x)), {sub: float(v) for sub, v in zip(subs, s)}
+
+
+def nonnegative_fit(a: np.ndarray, b: np.ndarray, uses: list[list[int]]) -> tuple[float, np.ndarray]:
+    """(squared error, s) of the least-squares a s = b with s >= 0, trying each subset of columns in `uses` (the
+    columns left out are 0): few columns, so exact subsets beat an iterative NNLS."""
+    best = (float((b ** 2).sum()), np.zeros(a.shape[1]))
+    for use in uses:
+        s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
+        if (s_use < 0).any():
+            continue
+        s = np.zeros(a.shape[1])
+        s[use] = s_use
+        err = float(((a @ s - b) ** 2).sum())
+        if err < best[0]:
+            best = (err, s)
+    return best
 
 
 def best_log_efficiency(err: Callable[[float], float]) -> float:

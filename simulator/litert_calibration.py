@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_fit import best_log_efficiency
+from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -181,17 +181,7 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     def err(log_eff: float) -> tuple[float, np.ndarray]:
         # (pred + n s) / meas - 1 = a s - b in least squares, s >= 0.
         a, b = n / meas[:, None], 1 - pred(at(log_eff, zero)) / meas
-        best = (float((b ** 2).sum()), np.zeros(len(subs)))
-        for use in uses:
-            s_use = np.linalg.lstsq(a[:, use], b, rcond=None)[0]
-            if (s_use < 0).any():
-                continue
-            s = np.zeros(len(subs))
-            s[use] = s_use
-            e = float(((a @ s - b) ** 2).sum())
-            if e < best[0]:
-                best = (e, s)
-        return best
+        return nonnegative_fit(a, b, uses)
 
     x = best_log_efficiency(lambda v: err(v)[0])
     s_ms = err(x)[1]
