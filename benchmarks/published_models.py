@@ -149,6 +149,12 @@ def compiled(a: Architecture, target: str, cache: Path) -> tuple[Any, Any]:
 
 # The presets the published precisions map to (benchmarks/device_fit.py PRESETS), planned for every model at once.
 PLANNED_PRESETS = ("fp32", "fp16", "int8-static", "int8-dynamic")
+# Core ML targets also plan the presets of coremltools' palettization and pruning tables (lut2-8, sparse50/75).
+COREML_PRESETS = ("palettize-2bit", "palettize-4bit", "palettize-6bit", "palettize-8bit", "prune-50", "prune-75")
+
+
+def planned_presets(backend: str) -> tuple[str, ...]:
+    return PLANNED_PRESETS + (COREML_PRESETS if backend == "coreml" else ())
 
 
 def plans(a: Architecture, target: str, cache: Path) -> dict[str, Any]:
@@ -161,12 +167,14 @@ def plans(a: Architecture, target: str, cache: Path) -> dict[str, Any]:
 
     t = get_target(target)
     hw = load_profile(t.profile, t.backend)
-    version = hashlib.sha256((code_version("compiler", "simulator") + hw.structure()).encode()).hexdigest()[:12]
+    presets = planned_presets(t.backend)
+    version = hashlib.sha256((code_version("compiler", "simulator") + hw.structure()
+                              + ",".join(presets[len(PLANNED_PRESETS):])).encode()).hexdigest()[:12]
     key = cache / "plans" / f"{a.source}-{a.name}-{a.size}.{target.replace('/', '_')}.{version}.pkl"
     if key.exists():
         return pickle.loads(key.read_bytes())
     src, comp = compiled(a, target, cache)
-    out = {p: plan_latency(comp, t, hw, p, source=src) for p in PLANNED_PRESETS}
+    out = {p: plan_latency(comp, t, hw, p, source=src) for p in presets}
     for p, lp in out.items():
         diff = check_against_sweep(lp, comp, hw, source=src)
         if diff > 1e-6:

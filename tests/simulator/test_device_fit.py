@@ -107,3 +107,41 @@ def test_the_prior_pulls_towards_the_start(setup: tuple) -> None:
     assert free == pytest.approx(TRUE[0], rel=0.05)
     assert held == pytest.approx(start, rel=0.05)
     assert abs(np.log(default / TRUE[0])) < 0.5 * abs(np.log(start / TRUE[0]))
+
+
+def test_a_kind_overhead_is_fitted_per_task_of_its_kinds() -> None:
+    """A kind_overhead_s Param "gemm+matmul" sets one fixed cost per task for both kinds (the HTP's per-GEMM
+    setup), keeps the unit's other figures and the base's paths, and adds that cost once per live task."""
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    p = df.Param("htp", "kind_overhead_s", "gemm+matmul", 1e-8, 2e-4, 5e-6)
+    ov = df.overrides([p], [2e-5], base)
+    assert ov == {"units": {"htp": {"kind_overhead_s": {"gemm": 2e-5, "matmul": 2e-5}}}}
+    hw = base.with_overrides(ov)
+    assert hw.units[0].kind_overhead_s == {**base.units[0].kind_overhead_s, "gemm": 2e-5, "matmul": 2e-5}
+    values = [act("x", [1, 64, 256]), weight("w", [256, 256]), act("y", [1, 64, 256]), weight("w2", [256, 256]),
+              act("z", [1, 64, 256])]
+    g = graph([Node("m0", "m0", "MatMul", inputs=["x", "w"], outputs=["y"]),
+               Node("m1", "m1", "MatMul", inputs=["y", "w2"], outputs=["z"])], values, ["x"], ["z"])
+    stub = [Measurement("vit", (1, 64, 256), "Samsung Galaxy S24", "snapdragon-8g3", "onnx", "float", 1.0, None,
+                        None, "test")]
+    spec = df.FitSpec(TARGET, "snapdragon-8g3", ("onnx",), (p,))
+    plans = df.make_plans(spec, stub, {"vit": (None, g)}, base)
+    without = df.predict(spec, stub, plans, base)[0].latency_ms
+    with_ = df.predict(spec, stub, plans, base.with_overrides(df.overrides([p], [2e-5], base)))[0].latency_ms
+    assert with_ - without == pytest.approx(2 * 2e-5 * 1e3, rel=1e-6)  # two MatMul tasks, 20 us each
+
+
+def test_stand_in_rows_join_only_in_their_precisions() -> None:
+    """A stand-in chip's rows are fitted as the target chip's only in the precisions named for it (A16 fp16 and
+    weight-only rows for the A17 Pro; not its W8A8, which lacks the A17 Pro's int8 path), and for fitted models
+    only."""
+    spec = df.FitSpec("coreml/apple-a17", "apple-a17", ("coreml",), (),
+                      stand_ins={"apple-a16": frozenset({"fp16", "lut4"})})
+    rows = [Measurement("MobileNetv3-small", (1, 3, 224, 224), d, chip, "coreml", prec, 0.13, None, None, "test")
+            for d, chip, prec in (("iPhone 15 Pro", "apple-a17", "w8a8"), ("iPhone 14 Pro", "apple-a16", "fp16"),
+                                  ("iPhone 14 Pro", "apple-a16", "lut4"), ("iPhone 14 Pro", "apple-a16", "w8a8"),
+                                  ("iPhone 12", "apple-a14", "fp16"))]
+    rows.append(dataclasses.replace(rows[1], model="ResNet50"))  # a validation model: only on its own chip
+    assert [(r.chip, r.precision) for r in df.rows_for(spec, rows)] == [
+        ("apple-a17", "w8a8"), ("apple-a16", "fp16"), ("apple-a16", "lut4")]
+    assert df.PRESETS["lut4"] == "palettize-4bit" and df.PRESETS["sparse50"] == "prune-50"
