@@ -37,26 +37,66 @@ def _worker_redis_url(url: str) -> str:
 REDIS_URL = _worker_redis_url(os.environ.get("EDGESCOPE_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
 
 
+# Calibration's own sources: a cached calibration made by other code is not reused (the cache's version, ORT
+# version and CPU are checked too, by the loaders).
+_CALIBRATION_SOURCES = ("simulator/calibration.py", "simulator/calibration_bench.py", "simulator/calibration_fit.py",
+                        "simulator/calibration_timing.py", "simulator/litert_calibration.py",
+                        "simulator/hardware/host-cpu.yaml")
+
+
+def _machine_cache() -> Path:
+    """Where a run keeps this machine's calibration for the next runs: ~/.cache/edgescope/test-calibration/<hash of
+    calibration's sources>/ (EDGESCOPE_TEST_CALIBRATION_CACHE overrides; "off" calibrates every run)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for rel in _CALIBRATION_SOURCES:
+        digest.update((ROOT / rel).read_bytes())
+    base = os.environ.get("EDGESCOPE_TEST_CALIBRATION_CACHE") or str(Path.home() / ".cache" / "edgescope"
+                                                                      / "test-calibration")
+    return Path(base) / digest.hexdigest()[:16]
+
+
+def _copy_in(src: Path, dst: Path) -> None:
+    if src.is_file() and not dst.exists():
+        part = dst.with_name(f"{dst.name}.{XDIST_WORKER}.{os.getpid()}")
+        shutil.copyfile(src, part)
+        part.replace(dst)  # atomic: another worker never reads half a file
+
+
 @pytest.fixture(scope="session")
 def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One host calibration for the whole run, shared by the parallel workers: it measures kernels and takes
-    a minute or two (more on a busy machine); the first worker that needs it calibrates and the others wait on
-    its file lock (`simulator.calibration.load_or_calibrate`). EDGESCOPE_TEST_CALIBRATION_SEED names a cache to
-    start from (`edgescope calibrate --out FILE`; with LiteRT's `litert-cpu.json` beside it; used if current)."""
+    """This machine's host calibration (ONNX Runtime's, and LiteRT's beside it), made once per run before any test
+    that analyses a model: tests that start servers then never spend their own deadline in the worker's
+    `calibrate` stage (4-8 min on a busy 2-core machine). Shared by pytest-xdist workers through the loaders' file
+    locks (`simulator.calibration.load_or_calibrate`). It starts from EDGESCOPE_TEST_CALIBRATION_SEED (a cache
+    from `edgescope calibrate --out FILE`, with `litert-cpu.json` beside it) or from the machine's test cache
+    (`_machine_cache`), used only if current (same calibration version, ORT/LiteRT version and CPU), and leaves
+    what it measured in that cache for the next run."""
+    from simulator.calibration import is_cached, load_or_calibrate
+    from simulator.litert_calibration import cache_path, with_litert
+
     root = tmp_path_factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         root = root.parent  # the workers' common folder
     folder = root / "calibration"
     folder.mkdir(exist_ok=True)
-    seed = os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED")
-    if seed and Path(seed).is_file():
-        # The host (ORT) cache and LiteRT's beside it (simulator.litert_calibration.cache_path), where it exists.
-        for src in (Path(seed), Path(seed).with_name("litert-cpu.json")):
-            dst = folder / ("host-cpu.json" if src == Path(seed) else src.name)
-            if src.is_file() and not dst.exists():
-                part = dst.with_name(f"{dst.name}.{XDIST_WORKER}")
+    host = folder / "host-cpu.json"
+    machine_cache = _machine_cache() if os.environ.get("EDGESCOPE_TEST_CALIBRATION_CACHE") != "off" else None
+    for start in (os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED"), machine_cache and machine_cache / "host-cpu.json"):
+        if start and is_cached(start):  # the first current one
+            _copy_in(Path(start), host)
+            _copy_in(cache_path(start), cache_path(host))
+            break
+    with_litert(load_or_calibrate(host), host)  # a no-op when both caches are current
+    if machine_cache is not None:
+        machine_cache.mkdir(parents=True, exist_ok=True)
+        for src in (host, cache_path(host)):
+            dst = machine_cache / src.name
+            if src.read_bytes() != (dst.read_bytes() if dst.is_file() else b""):
+                part = dst.with_name(f"{dst.name}.{os.getpid()}")
                 shutil.copyfile(src, part)
-                part.replace(dst)  # atomic: the other worker never reads half a file
+                part.replace(dst)
     return folder
 
 
