@@ -1,6 +1,7 @@
 """Budget solver figures: server-side solve time on a 10,000-task model and agreement with exhaustive search.
 
     .venv/bin/python benchmarks/solver.py [--ops 10000] [--runs 5] [--seeds 100] [--records]
+    .venv/bin/python benchmarks/solver.py --against ../main-checkout [--rounds 4] [--runs 3]
 
 The 10,000-task model is benchmarks/sweep.py's chain (MatMul with a weight, Add with a bias, Relu) swept for
 ort-cpu/host. The worker stores the solver's table beside the option table (simulator/solver/table_bytes.py);
@@ -8,7 +9,9 @@ figures, medians of --runs, wall and CPU: the cold answer (what a user waits for
 analysis in a server process: read the stored table, solve, write the JSON) and the warm one the server answers
 from its cache (solve and JSON). `--records` also times the fallback for analyses stored before the solver
 table (parse every per-op record). Exhaustive agreement: random small option tables (testkit/solver_tables.py)
-with random budgets, every state enumerated."""
+with random budgets, every state enumerated. `--against DIR` times the cold answer of this tree and of another
+checkout (the code before a change) in child processes, alternating, each child reading the same stored table:
+CPU seconds side by side on a shared host."""
 
 from __future__ import annotations
 
@@ -81,6 +84,56 @@ def large(n_ops: int, runs: int, records: bool) -> None:
               f"load {os.getloadavg()[0]:.1f}; {props}")
 
 
+_CHILD = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+from simulator.solver import Budget, solution_json, solve
+from simulator.solver.table_bytes import table_from_bytes
+stored = open(sys.argv[2], "rb").read()
+out = []
+for frac, lat in json.loads(sys.argv[3]):
+    cpu = []
+    for _ in range(int(sys.argv[4])):
+        c0 = time.process_time()
+        sol = solve(table_from_bytes(stored), "fp32", {}, Budget.of(latency_ms=lat))
+        json.dumps(solution_json(sol))
+        cpu.append(time.process_time() - c0)
+    out.append({"frac": frac, "cpu": cpu, "changes": [[list(p.objectives), len(p.changes)] for p in sol.proposals],
+                "totals": [p.totals["latency_ms"] for p in sol.proposals]})
+print(json.dumps(out))
+"""
+
+
+def against(n_ops: int, other: str, rounds: int, runs: int) -> None:
+    """Cold answers (read the stored table + solve + JSON) of this tree and of `other`, in alternating children."""
+    import subprocess
+    import tempfile
+
+    r = sweep(chain(n_ops), "ort-cpu/host")
+    base = totals(r.bulk, r.per_op, "fp32", {})
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = {"before": os.path.abspath(other), "after": here}
+    with tempfile.NamedTemporaryFile(suffix=".bin") as f:
+        f.write(table_bytes(r.bulk, r.per_op))
+        f.flush()
+        budgets = json.dumps([(frac, base["latency_ms"] * frac) for frac in (0.9, 0.6)])
+        cpu: dict[str, dict[float, list[float]]] = {k: {0.9: [], 0.6: []} for k in trees}
+        for rnd in range(rounds):
+            for name, tree in (trees.items() if rnd % 2 == 0 else reversed(trees.items())):
+                env = dict(os.environ, PYTHONPATH=tree)
+                res = json.loads(subprocess.run([sys.executable, "-c", _CHILD, tree, f.name, budgets, str(runs)],
+                                                env=env, check=True, capture_output=True, text=True).stdout)
+                for x in res:
+                    cpu[name][x["frac"]] += x["cpu"]
+                    print(f"round {rnd} {name}: {x['frac']:.0%} of fp32: CPU s {' '.join(f'{c:.2f}' for c in x['cpu'])}"
+                          f"; {x['changes']}, latency {x['totals']}; load {os.getloadavg()[0]:.1f}", flush=True)
+    for frac in (0.9, 0.6):
+        b, a = statistics.median(cpu["before"][frac]), statistics.median(cpu["after"][frac])
+        print(f"{n_ops} tasks, latency <= {frac:.0%} of fp32, cold answer CPU s, median of {len(cpu['after'][frac])}:"
+              f" before {b:.2f}, after {a:.2f} ({b / a:.2f}x)")
+
+
 def exhaustive(seeds: int) -> None:
     from testkit.solver_tables import every_state, random_table
 
@@ -118,7 +171,13 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--records", action="store_true", help="also time the fallback that parses every per-op record")
+    ap.add_argument("--against", help="another checkout (the code before): time both trees' cold answers")
+    ap.add_argument("--rounds", type=int, default=4, help="with --against: children per tree, alternating")
     a = ap.parse_args()
+    if a.against:
+        print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        against(a.ops, a.against, a.rounds, a.runs)
+        return
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times suffer from it)")
     exhaustive(a.seeds)
     large(a.ops, a.runs, a.records)

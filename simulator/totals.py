@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.roofline import conversion_bytes, conversion_ms, crossing_bytes, crossing_ms, memory_power_mw
@@ -41,6 +43,55 @@ def edge_terms(bulk: Mapping[str, Any], p: int, s: int, d: int, elements: float,
         cross_ms = (crossing_ms(crossing, now_b) if now else 0.0) - (crossing_ms(crossing, was_b) if was else 0.0)
         cross_b = now_b - was_b
     return conv_ms, conv_b, cross_ms, cross_b
+
+
+FORMATS: tuple[str, ...] = tuple(BITS)  # EdgeRule's format codes: indices into this
+
+
+class EdgeRule:
+    """`edge_terms` over arrays of edges at once, for the budget solver: the same formulas on the same operands, so
+    each edge's four terms are edge_terms' to the bit. Formats are indices into FORMATS, units indices into the
+    bulk table's unit_names; `j` the edges' indices in the bulk table."""
+
+    def __init__(self, bulk: Mapping[str, Any], p: int):
+        e = bulk["edges"]
+        self.src, self.dst = np.asarray(e["src"], dtype=np.int64), np.asarray(e["dst"], dtype=np.int64)
+        self.el = np.asarray(e["elements"], dtype=np.float64)
+        conv = bulk["conversion"]
+        self.fixed_ms = conv["fixed_ms"]
+        n_f = len(FORMATS)
+        self.ms_per_element = np.full((n_f, n_f), np.nan)  # nan: no such conversion (never read: equal formats)
+        for a in range(n_f):
+            for b in range(n_f):
+                v = conv["ms_per_element"].get(f"{FORMATS[a]}>{FORMATS[b]}")
+                if v is not None:
+                    self.ms_per_element[a, b] = v
+        self.bpe = np.array([BITS[f] / 8 for f in FORMATS])
+        self.crossing = bulk.get("crossing")
+        if self.crossing:
+            units, combos, n = bulk["units"], bulk["combos"], len(bulk["ops"])
+            unit_p = [units[i][p] for i in range(n)]
+            out_bpe = np.array([BITS[combos[i][p].split("/")[1]] / 8 for i in range(n)])
+            self.was = np.array([unit_p[s] != unit_p[d] for s, d in zip(e["src"], e["dst"])], dtype=bool)
+            self.was_bpe = out_bpe[self.src] if n else np.zeros(0)
+
+    def terms(self, j: np.ndarray, out_s: np.ndarray, in_d: np.ndarray, unit_s: np.ndarray, unit_d: np.ndarray,
+              over_s: np.ndarray, over_d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(conversion ms, conversion bytes, crossing ms, crossing bytes) of edges j, as edge_terms gives each."""
+        el = self.el[j]
+        conv = out_s != in_d
+        conv_ms = np.where(conv, conversion_ms(self.fixed_ms, self.ms_per_element[out_s, in_d], el), 0.0)
+        conv_b = np.where(conv, el * (self.bpe[out_s] + self.bpe[in_d]), 0.0)  # conversion_bytes
+        if not self.crossing:
+            return conv_ms, conv_b, np.zeros(len(el)), np.zeros(len(el))
+        on = over_s | over_d
+        now = on & (unit_s != unit_d)
+        was = on & ~over_d & self.was[j]
+        now_b = np.where(now, crossing_bytes(el, self.bpe[out_s]), 0.0)
+        was_b = np.where(was, crossing_bytes(el, self.was_bpe[j]), 0.0)
+        cross_ms = (np.where(now, crossing_ms(self.crossing, now_b), 0.0)
+                    - np.where(was, crossing_ms(self.crossing, was_b), 0.0))
+        return conv_ms, conv_b, cross_ms, now_b - was_b
 
 
 def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],

@@ -50,44 +50,37 @@ class Batch(Candidates):
                                  if t.rows[i].cls.m.shape[1] == 0 or any(t.dst[j] == i for j in t.outs[i])}
 
     def _fill(self, st: State, rows: list[EdgeRows], ops: Any, scalar: set[int]) -> None:
-        """Re-read the edge prices of `ops` (but those priced on their own) from the state. Each override pair's
-        price is also what `_price_edges` memoises for a choice with that input (output) format and unit, so
-        the moves the round applies find it there."""
-        t = self.t
-        upd: dict[int, tuple[list[int], list[Any], list[Any], list[Any], list[Any]]] = {}
-        for i in ops:
-            if i in scalar:
+        """Re-price the edges of `ops` (but those priced on their own) with the state as it is, every class's
+        members at once for each of its (format, unit) pairs, the starting choice and the current one."""
+        n = len(self.ops)
+        pick = np.zeros(n, dtype=bool)
+        pick[np.fromiter(ops, dtype=np.int64)] = True
+        if scalar:
+            pick[np.fromiter(scalar, dtype=np.int64)] = False
+        ea = self.ea
+        codes = ea.codes(st.cur)
+        i_in, i_out, i_unit, i_over = ea.init
+        for ci, (c_in, _, _, mem) in enumerate(ea.cls):
+            pos = np.flatnonzero(pick[mem])
+            if not len(pos):
                 continue
-            r = t.rows[i]
-            c = r.cls
-            memo, ctx = self.memo_of(st, i), self.ctx_of(st, i)
-            e_in, e_out = [], []
-            for f, u in c.in_pairs:
-                v = self.side(i, True, f, u, ctx[0])
-                memo.setdefault((0, f, u, True), v)
-                e_in.append(v)
-            for f, u in c.out_pairs:
-                v = self.side(i, False, f, u, ctx[1])
-                memo.setdefault((1, f, u, True), v)
-                e_out.append(v)
-            ci = self.cidx[id(c)]
-            acc = upd.get(ci)
-            if acc is None:
-                acc = upd[ci] = ([], [], [], [], [])
-            acc[0].append(r.pos)
-            acc[1].append(e_in)
-            acc[2].append(e_out)
-            acc[3].append(self.edges_of(st, i, len(c.combos), memo, ctx))
-            acc[4].append(self.edges_of(st, i, st.cur[i], memo, ctx))
-        for ci, (pos, e_in, e_out, e_init, e_now) in upd.items():
-            row, at = rows[ci], np.array(pos, dtype=np.int64)
-            row.e_in[at] = np.array(e_in).reshape(len(pos), -1, 2)
-            row.e_out[at] = np.array(e_out).reshape(len(pos), -1, 2)
-            row.e_init[at], row.e_now[at] = e_init, e_now
+            at = mem[pos]
+            v = ea.view(codes, at)
+            row = rows[ci]
+            in_pairs, out_pairs = ea.pair_codes[ci]
+            for q, (f, u) in enumerate(in_pairs):
+                row.e_in[pos, q, 0], row.e_in[pos, q, 1] = v.inbound(f, u, True)
+            for q, (f, u) in enumerate(out_pairs):
+                row.e_out[pos, q, 0], row.e_out[pos, q, 1] = v.outbound(f, u, True)
+            row.e_init[pos, 0], row.e_init[pos, 1] = v.both(i_in[at], i_out[at], i_unit[at], i_over[at])
+            row.e_now[pos, 0], row.e_now[pos, 1] = v.both(codes[0][at], codes[1][at], codes[2][at], codes[3][at])
 
-    def best_all(self, st: State, objective: str, w: np.ndarray, e0: float, rows: list[EdgeRows], scalar: set[int]
-                 ) -> tuple[np.ndarray, np.ndarray]:
-        """(score, choice) of every op's best change, as `best` gives them one op at a time (choice -1: none)."""
+    def best_all(self, st: State, objective: str, w: np.ndarray, e0: float, rows: list[EdgeRows], scalar: set[int],
+                 moves: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(score, choice) of every op's best change, as `best` gives them one op at a time (choice -1: none).
+        `moves` [8, n], if given, gets each op's best change as `move` prices it (not for the scalar ops): own
+        latency change, edge latency change, size change, own dram change, edge dram change, the choice's working
+        set, and its edges' (ms, bytes)."""
         n = len(self.ops)
         score, choice = np.zeros(n), np.full(n, -1, dtype=np.int64)
         self._reps(w)  # first: a new w empties the class memo
@@ -121,9 +114,16 @@ class Batch(Candidates):
             sc = np.where(gain > 1e-12, gain / np.maximum(cost, EPS_COST), 0.0)
             sc[ks == cur_c[:, None]] = 0.0  # staying is no change
             j = np.argmax(sc, axis=1)
-            top = sc[np.arange(len(mem)), j]
+            r = np.arange(len(mem))
+            top = sc[r, j]
             score[mem] = np.where(top > 0, top, 0.0)
-            choice[mem] = np.where(top > 0, ks[np.arange(len(mem)), j], -1)
+            choice[mem] = np.where(top > 0, ks[r, j], -1)
+            if moves is not None:
+                o1, e1 = own[r, j], edges[r, j]
+                moves[0, mem], moves[1, mem] = o1[:, 0] - oc[:, 0], e1[:, 0] - en[:, 0]
+                moves[2, mem] = o1[:, 1] - oc[:, 1]
+                moves[3, mem], moves[4, mem] = o1[:, 3] - oc[:, 3], e1[:, 1] - en[:, 1]
+                moves[5, mem], moves[6, mem], moves[7, mem] = o1[:, 2], e1[:, 0], e1[:, 1]
         for i in scalar:
             score[i], choice[i] = self.best(st, i, objective, w, e0)
         return score, choice
@@ -148,9 +148,12 @@ class Batch(Candidates):
         while self.state_excess(st) > 0 and steps < 20 * n + 100:
             w, e0 = self.weights(st), self.state_excess(st)
             pattern = (w > 0).tobytes()
-            score, choice = self.best_all(st, objective, w, e0, rows, scalar)
+            moves = np.zeros((8, n))
+            score, choice = self.best_all(st, objective, w, e0, rows, scalar, moves)
             order = np.argsort(-score, kind="stable")
             order = order[score[order] > 0].tolist()
+            ch = choice.tolist()
+            d_lo, d_le, d_s, d_do, d_de, act1, e_ms, e_by = moves.tolist()
             blocked: set[int] = set()
             dirty: set[int] = set()  # next to a change: every edge price again
             moved: list[int] = []  # changed: only its current choice's edges (its neighbours stayed)
@@ -158,10 +161,19 @@ class Batch(Candidates):
             for i in order:
                 if i in blocked:
                     continue
-                k, e = int(choice[i]), self.state_excess(st)
-                if e - self.excess(self.figures(*self.move(st, i, k))) <= 1e-12:
-                    continue
-                self.apply(st, i, k)
+                k, e = ch[i], self.state_excess(st)
+                if i in scalar:
+                    if e - self.excess4(*self.move(st, i, k)) <= 1e-12:
+                        continue
+                    self.apply(st, i, k)
+                else:
+                    # No neighbour of i has changed this round: its prices from the round's start are exact,
+                    # and `move`'s sums (lat + own change + edge change) are these, to the bit.
+                    lat, size, dram = st.lat + d_lo[i] + d_le[i], st.size + d_s[i], st.dram + d_do[i] + d_de[i]
+                    amax = max(self.a2 if i == self.amax_i else self.a1, act1[i])
+                    if e - self.excess4(lat, size, dram, amax) <= 1e-12:
+                        continue
+                    self.apply_priced(st, i, k, (lat, size, dram), act1[i], (e_ms[i], e_by[i]))
                 taken += 1
                 near = self.neighbours(i)
                 blocked |= near

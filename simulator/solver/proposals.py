@@ -56,6 +56,8 @@ def _proposal(s: Search, cur: list[int], objectives: tuple[str, ...]) -> Proposa
     t = s.t
     overrides = dict(s.start_overrides)
     changes = []
+    index = {o: i for i, o in enumerate(s.ops)}
+    chosen = {o: t.rows[index[o]].combos.index(c) for o, c in overrides.items()}  # op -> combo index
     for i, k in enumerate(cur):
         init = len(t.rows[i].combos)
         if k == init:
@@ -63,15 +65,38 @@ def _proposal(s: Search, cur: list[int], objectives: tuple[str, ...]) -> Proposa
         op = s.ops[i]
         after = t.rows[i].combos[k]
         overrides[op] = after
+        chosen[op] = k
         f0, f1 = s.init_fmt[i], s.attrs(i, k)
         changes.append(Change(op, f0[4], after, f0[3], f0[2], f1[2], dict(zip(METRIC_KEYS, s.own(i, init))),
                               dict(zip(METRIC_KEYS, s.own(i, k)))))
-    # The rule reads only the overridden ops' rows: hand it those, keyed by op (a list is searched by index).
-    index = {o: i for i, o in enumerate(s.ops)}
-    rows = {o: (t.per_op[o] if isinstance(t.per_op, Mapping) else t.per_op[index[o]]) for o in overrides}
-    tot = totals(t.bulk, rows, t.bulk["presets"][s.p]["name"], overrides)
+    tot = totals(t.bulk, _override_rows(s, chosen, index), t.bulk["presets"][s.p]["name"], overrides)
     nf = sum(s.non_float(i, k) for i, k in enumerate(cur))
     return Proposal(objectives, overrides, tuple(changes), tot, nf)
+
+
+def _override_rows(s: Search, chosen: Mapping[str, int], index: Mapping[str, int]) -> dict[str, dict[str, Any]]:
+    """The per-op records the totals rule reads for these overrides, each cut down to the chosen combo: the rule
+    reads an overridden op's row at its combo only, so its figures are the same; building 10,000 records of every
+    combo (the stored table's arrays sliced per op) cost more than the rule itself."""
+    t = s.t
+    units: dict[int, list[int] | None] = {}  # per class: each combo's unit index, as its ops' records carry it
+    rows = {}
+    for op, k in chosen.items():
+        i = index[op]
+        c = t.rows[i].cls
+        ci = s.cidx[id(c)]
+        if ci not in units:
+            o = s.ops[c.members[0]]
+            rec = t.per_op[o] if isinstance(t.per_op, Mapping) else t.per_op[c.members[0]]
+            units[ci] = list(rec["unit"]) if "unit" in rec else None
+        m = t.rows[i].m[k].tolist()
+        row: dict[str, Any] = {"combos": [c.combos[k]], "latency_ms": [m[0]], "weight_bytes": [m[1]],
+                               "activation_bytes": [m[2]], "dram_bytes": [m[3]]}
+        u = units[ci]
+        if u is not None:
+            row["unit"] = [u[k]]
+        rows[op] = row
+    return rows
 
 
 def _preset_order(s: Search) -> list[int]:

@@ -53,7 +53,7 @@ class Search(Batch):
             if exact:
                 # Priced when it or a neighbour last changed: only the budget's state moved since, so the
                 # same choice is re-priced alone (its neighbours' edges are as they were).
-                gain = e0 - self.excess(self.figures(*self.move(st, i, k)))
+                gain = e0 - self.excess4(*self.move(st, i, k))
                 s = gain / self.cost(st, i, k, objective) if gain > 1e-12 else 0.0
             else:
                 s, k = self.best(st, i, objective, w, e0)
@@ -90,22 +90,49 @@ class Search(Batch):
     def prune(self, st: State, objective: str, rounds: int = 3) -> None:
         """Revert every change the budget does not need, the least harmful first (most_float: non-float
         changes first)."""
-        n = len(self.ops)
+        n_combos = self.n_combos
+        keep_nf = np.zeros(len(self.ops), dtype=bool)
+        for i in self.keep:
+            keep_nf[i] = self.non_float(i, int(n_combos[i]))
         for _ in range(rounds):
+            cur = np.asarray(st.cur, dtype=np.int64)
+            ops = np.flatnonzero((cur != n_combos) & ~keep_nf)
+            if not len(ops):
+                return
+            init = n_combos[ops]
+            # Every revert priced at once (ops with a self-edge one by one), as `move` prices it.
+            vec = ~self.ea.self_edge[ops]
+            pre = self.moves_of(st, ops[vec], init[vec])
+            at = np.full(len(ops), -1, dtype=np.int64)
+            at[vec] = np.arange(int(vec.sum()))
+            lat, size, dram, amax = (np.array(x) for x in zip(*[
+                self.priced_move(st, pre, x, i) if x >= 0 else self.move(st, i, int(n_combos[i]))
+                for x, i in zip(at.tolist(), ops.tolist())]))
+            f = self.figures_vec(lat, size, dram, amax)
+            harm = np.zeros(len(ops))
+            for k, v in self.limits.items():
+                harm = harm + f[k] / v
+            if objective == "most_float":
+                nf_now = np.array([self.non_float(i, k) for i, k in zip(ops.tolist(), cur[ops].tolist())])
+                nf_init = np.array([self.non_float(i, k) for i, k in zip(ops.tolist(), init.tolist())])
+                first = -(nf_now.astype(np.int64) - nf_init.astype(np.int64))
+            else:
+                first = np.zeros(len(ops), dtype=np.int64)
             reverted = False
-            order = []
-            for i in range(n):
-                init = len(self.t.rows[i].combos)
-                if st.cur[i] == init or (i in self.keep and self.non_float(i, init)):
+            stale: set[int] = set()  # next to a revert: priced again
+            for r in np.lexsort((ops, harm, first)).tolist():
+                i, x = int(ops[r]), int(at[r])
+                k = int(n_combos[i])
+                if x < 0 or i in stale:
+                    if self.excess4(*self.move(st, i, k)) <= 0:
+                        self.apply(st, i, k)
+                        stale |= self.neighbours(i)
+                        reverted = True
                     continue
-                f = self.figures(*self.move(st, i, init))
-                harm = sum(f[k] / v for k, v in self.limits.items())
-                first = -(self.non_float(i, st.cur[i]) - self.non_float(i, init)) if objective == "most_float" else 0
-                order.append((first, harm, i))
-            for _, _, i in sorted(order):
-                init = len(self.t.rows[i].combos)
-                if self.excess(self.figures(*self.move(st, i, init))) <= 0:
-                    self.apply(st, i, init)
+                m = self.priced_move(st, pre, x, i)
+                if self.excess4(*m) <= 0:
+                    self.apply_priced(st, i, k, m[:3], pre[5][x], (pre[6][x], pre[7][x]))
+                    stale |= self.neighbours(i)
                     reverted = True
             if not reverted:
                 return
@@ -152,10 +179,27 @@ class Search(Batch):
         for c in self.t.classes:
             if c.m[:, :, 1].any():  # else no weights: nothing to shrink
                 cands += self._smaller(c, w, now)
-        for _, i, ks in sorted(cands):
+        cands.sort()
+        # Every candidate move priced at once from the state as it is (ops with a self-edge one by one): valid
+        # until a neighbour moves.
+        flat = [(i, k) for _, i, ks in cands for k in ks if not self.ea.self_edge[i]]
+        at = {ik: x for x, ik in enumerate(flat)}
+        pre = self.moves_of(st, np.array([i for i, _ in flat], dtype=np.int64),
+                            np.array([k for _, k in flat], dtype=np.int64)) if flat else []
+        stale: set[int] = set()
+        for _, i, ks in cands:
             for k in ks:  # the smallest signature whose move keeps the budget
-                if self.excess(self.figures(*self.move(st, i, k))) <= 0:
-                    self.apply(st, i, k)
+                x = at.get((i, k), -1)
+                if x < 0 or i in stale:
+                    if self.excess4(*self.move(st, i, k)) <= 0:
+                        self.apply(st, i, k)
+                        stale |= self.neighbours(i)
+                        break
+                    continue
+                m = self.priced_move(st, pre, x, i)
+                if self.excess4(*m) <= 0:
+                    self.apply_priced(st, i, k, m[:3], pre[5][x], (pre[6][x], pre[7][x]))
+                    stale |= self.neighbours(i)
                     break
 
     def _smaller(self, c: ComboClass, w: np.ndarray, now: np.ndarray) -> list[tuple[float, int, list[int]]]:
@@ -182,10 +226,14 @@ class Search(Batch):
     def preset_start(self, q: int) -> list[int]:
         """Every op on preset q's combo (as an override), except keep-float ops it would quantize."""
         cur, keep = [], self.initial()
+        at: dict[int, dict[str, int]] = {}  # per class: combo -> index
+        combos = self.t.bulk["combos"]
         for i in range(len(self.ops)):
             r = self.t.rows[i]
-            combo = self.t.bulk["combos"][i][q]
-            k = r.combos.index(combo) if combo in r.combos else len(r.combos)
+            ix = at.get(id(r.cls))
+            if ix is None:
+                ix = at[id(r.cls)] = {c: k for k, c in reversed(list(enumerate(r.combos)))}  # the first if repeated
+            k = ix.get(combos[i][q], len(r.combos))
             if i in self.keep and self.non_float(i, k):
                 k = keep[i]
             cur.append(k)

@@ -13,7 +13,8 @@ import numpy as np
 from compiler.vocabulary.options import OptionError
 from simulator.totals import edge_terms
 
-from .budget import Budget, excess
+from .budget import TOL, Budget, excess
+from .edges import EdgeArrays
 from .table import METRIC_KEYS, SolverTable, is_float_combo
 
 _K = 1 << 20  # more combos than any op has: i * _K + k keys one op's choice
@@ -36,6 +37,19 @@ class State:
     memo: dict[int, dict[Any, tuple[float, float]]] = field(default_factory=dict)
 
 
+def _column(rows: Any, p: int) -> list[float]:
+    """Column p of a bulk table's [op][preset] metric as Python floats (an array-backed table without a loop)."""
+    if hasattr(rows, "__array__"):
+        return np.asarray(rows, dtype=np.float64)[:, p].tolist()
+    return [float(row[p]) for row in rows]
+
+
+def _seq_sum(*parts: np.ndarray) -> float:
+    """0.0 + x0 + x1 + ... one term after the other (not numpy's pairwise sum)."""
+    v = np.concatenate(parts)
+    return float(np.cumsum(v)[-1]) if len(v) else 0.0
+
+
 class Pricing:
     """The problem of one solve (table, starting state, budget, ops kept float) and the pricing of states."""
 
@@ -56,6 +70,7 @@ class Pricing:
                 raise OptionError(f"op {o!r} is not a task of this model")
         self.keep = {index[o] for o in keep_float}
         self.limits = budget.limits()
+        self.limit_items = list(self.limits.items())
         c = bulk["constants"]
         self.pj = float(c["dram_pj_per_byte"])
         self.overhead = float(c["size_overhead_bytes"])
@@ -63,6 +78,11 @@ class Pricing:
         self.init_m: list[tuple[float, float, float, float]] = []
         self.init_fmt: list[tuple[str, str, str, bool, str]] = []  # in, out, unit, overridden, combo
         m = bulk["metrics"]
+        p = self.p
+        cols = [_column(m[x], p) for x in METRIC_KEYS]
+        bulk_m = list(zip(*cols)) if ops else []
+        combos, units = bulk["combos"], bulk["units"]
+        split: dict[str, list[str]] = {}
         for i, op in enumerate(ops):
             r = t.rows[i]
             if op in overrides:
@@ -72,13 +92,18 @@ class Pricing:
                 self.init_m.append(tuple(float(x) for x in r.m[k]))  # type: ignore[arg-type]
                 self.init_fmt.append((r.cls.fin[k], r.cls.fout[k], r.cls.unit[k], True, r.combos[k]))
             else:
-                combo = bulk["combos"][i][self.p]
-                f = combo.split("/")
-                self.init_m.append(tuple(float(m[x][i][self.p]) for x in METRIC_KEYS))  # type: ignore[arg-type]
-                self.init_fmt.append((f[0], f[1], bulk["units"][i][self.p], False, combo))
+                combo = combos[i][p]
+                f = split.get(combo)
+                if f is None:
+                    f = split[combo] = combo.split("/")
+                self.init_m.append(bulk_m[i])
+                self.init_fmt.append((f[0], f[1], units[i][p], False, combo))
         self.start_overrides = dict(overrides)
         self.init_attrs = [(f[0], f[1], f[2], f[3]) for f in self.init_fmt]
-        self.init_non_float = [not is_float_combo(f[4]) for f in self.init_fmt]
+        flt = {c: is_float_combo(c) for c in {f[4] for f in self.init_fmt}}
+        self.init_non_float = [not flt[f[4]] for f in self.init_fmt]
+        self.ea = EdgeArrays(t, self.p, self.init_attrs)
+        self.op_pos = np.array([r.pos for r in t.rows], dtype=np.int64)
         self.cidx = {id(c): j for j, c in enumerate(t.classes)}
         self._reps_key: bytes = b""
         self._reps_val: list[np.ndarray] = []
@@ -90,8 +115,9 @@ class Pricing:
         self._filled: dict[bytes, Any] = {}  # batch.Batch: edge prices per starting state  # i * _K + k -> own row as Python floats
         self.init_arr = np.array(self.init_m, dtype=np.float64).reshape(len(ops), 4)
         self.n_combos = np.array([len(r.combos) for r in t.rows])
-        self.init_ok = np.array([not (i in self.keep and not is_float_combo(self.init_fmt[i][4]))
-                                 for i in range(len(ops))], dtype=bool)
+        self.init_ok = np.ones(len(ops), dtype=bool)
+        for i in self.keep:
+            self.init_ok[i] = not self.init_non_float[i]
         # The least each op's edges can cost: crossings an override takes off a bulk row are credits.
         self.edge_lb = np.zeros(len(ops))
         crossing = bulk.get("crossing")
@@ -226,36 +252,31 @@ class Pricing:
     def evaluate(self, cur: list[int]) -> State:
         st = State(list(cur))
         n = len(self.ops)
-        act = np.zeros(n)
-        lat = size = dram = 0.0
-        for i in range(n):
-            a, b, c, d = self.own(i, cur[i])
-            lat += a
-            size += b
-            act[i] = c
-            dram += d
-        t = self.t
+        ca = np.asarray(cur, dtype=np.int64)
+        own = self.own_rows(np.arange(n), ca)
+        ea = self.ea
+        fin, fout, unit, over = ea.codes(cur)
+        src, dst = ea.rule.src, ea.rule.dst
+        j = np.arange(len(src))
+        a, b, c, d = ea.rule.terms(j, fout[src], fin[dst], unit[src], unit[dst], over[src], over[dst])
+        e_ms, e_by = a + c, b + d
+        # The sums in the scalar order (each op's own row in op order, then each edge's terms in edge order):
+        # cumsum adds one term after the other, as a Python loop does.
+        lat = _seq_sum(own[:, 0], e_ms)
+        size = _seq_sum(own[:, 1])
+        dram = _seq_sum(own[:, 3], e_by)
         # Each op's in- and out-edge sums as _price_edges adds them (same order): its memo and current edges
-        # come with the totals instead of being priced again op by op.
-        side = [[0.0] * n for _ in range(4)]  # in ms, in bytes, out ms, out bytes
-        for j in range(len(t.src)):
-            s, d_ = t.src[j], t.dst[j]
-            _, so, su, sov = self.attrs(s, cur[s])
-            di, _, du, dov = self.attrs(d_, cur[d_])
-            a, b, c, d = edge_terms(t.bulk, self.p, s, d_, t.el[j], so, di, su, du, sov, dov)
-            lat += a + c
-            dram += b + d
-            side[2][s] += a + c
-            side[3][s] += b + d
-            if d_ != s:  # a self-edge is one of the op's out-edges only
-                side[0][d_] += a + c
-                side[1][d_] += b + d
-        in_ms, in_by, out_ms, out_by = side
-        for i in range(n):
-            fin, fout, unit, over = self.attrs(i, cur[i])
-            st.memo[i] = {(0, fin, unit, over): (in_ms[i], in_by[i]), (1, fout, unit, over): (out_ms[i], out_by[i])}
-            st.edges[i] = (in_ms[i] + out_ms[i], in_by[i] + out_by[i])
-        st.lat, st.size, st.dram, st.act = lat, size, dram, act
+        # come with the totals instead of being priced again op by op. A self-edge is one of its op's out-edges.
+        out_ms, out_by = np.bincount(src, e_ms, n), np.bincount(src, e_by, n)
+        ins = src != dst
+        in_ms, in_by = np.bincount(dst[ins], e_ms[ins], n), np.bincount(dst[ins], e_by[ins], n)
+        ims, iby, oms, oby = in_ms.tolist(), in_by.tolist(), out_ms.tolist(), out_by.tolist()
+        memo, edges = st.memo, st.edges
+        for i, k in enumerate(cur):
+            f_in, f_out, u, ov = self.attrs(i, k)
+            memo[i] = {(0, f_in, u, ov): (ims[i], iby[i]), (1, f_out, u, ov): (oms[i], oby[i])}
+            edges[i] = (ims[i] + oms[i], iby[i] + oby[i])
+        st.lat, st.size, st.dram, st.act = lat, size, dram, own[:, 2].copy()
         self.top2(st)
         return st
 
@@ -263,13 +284,15 @@ class Pricing:
         a = st.act
         if len(a) < 2:
             self.amax_i, self.a1, self.a2 = (0, float(a[0]), 0.0) if len(a) else (-1, 0.0, 0.0)
+            self.a2_i = -1
             return
         top = np.argpartition(a, -2)[-2:]
         i, j = (int(top[1]), int(top[0])) if a[top[1]] >= a[top[0]] else (int(top[0]), int(top[1]))
-        self.amax_i, self.a1, self.a2 = i, float(a[i]), float(a[j])
+        self.amax_i, self.a1, self.a2, self.a2_i = i, float(a[i]), float(a[j]), j
 
     def _set_act(self, st: State, i: int, v: float) -> None:
-        """Keep the two largest working sets as one op's changes (a full scan only when the largest shrinks)."""
+        """Keep the two largest working sets as one op's changes (a full scan only when one of them shrinks
+        below the other's place)."""
         st.act[i] = v
         if i == self.amax_i:
             if v >= self.a2:
@@ -277,22 +300,44 @@ class Pricing:
             else:
                 self.top2(st)
         elif v > self.a1:
-            self.amax_i, self.a2, self.a1 = i, self.a1, v
+            self.amax_i, self.a2_i, self.a2, self.a1 = i, self.amax_i, self.a1, v
         elif v > self.a2:
-            self.a2 = v
-        elif v < self.a2 and len(st.act) > 2:
-            self.top2(st)  # i may have been the second largest
+            self.a2, self.a2_i = v, i
+        elif i == self.a2_i and v < self.a2:
+            self.top2(st)  # the second largest shrank
 
     def figures(self, lat: float, size: float, dram: float, amax: float) -> dict[str, float]:
         size_t = size + self.overhead
         return {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
                 "memory_power_mw": dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0}
 
+    def figures_vec(self, lat: np.ndarray, size: np.ndarray, dram: np.ndarray, amax: np.ndarray
+                    ) -> dict[str, np.ndarray]:
+        """`figures` of many states at once."""
+        size_t = size + self.overhead
+        return {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
+                "memory_power_mw": np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)}
+
     def excess(self, f: Mapping[str, float]) -> float:
         return excess(self.limits, f)
 
+    def excess4(self, lat: float, size: float, dram: float, amax: float) -> float:
+        """`excess(figures(...))` without the dict: the same terms added in the same order."""
+        e = 0
+        for k, v in self.limit_items:
+            if k == "latency_ms":
+                f = lat
+            elif k == "size_bytes":
+                f = size + self.overhead
+            elif k == "peak_memory_bytes":
+                f = size + self.overhead + amax
+            else:
+                f = dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0
+            e += max(0.0, f / v - 1.0 - TOL)
+        return e
+
     def state_excess(self, st: State) -> float:
-        return self.excess(self.figures(st.lat, st.size, st.dram, self.a1))
+        return self.excess4(st.lat, st.size, st.dram, self.a1)
 
     def move(self, st: State, i: int, k: int, memo: dict[Any, tuple[float, float]] | None = None,
               ctx: Any = None, here: tuple[tuple[float, float, float, float], tuple[float, float]] | None = None
@@ -308,6 +353,35 @@ class Pricing:
         return (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
                 st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), amax)
 
+    def own_rows(self, ops: np.ndarray, ks: np.ndarray) -> np.ndarray:
+        """[len(ops), 4] own rows of choice ks[x] of op ops[x]."""
+        out = self.init_arr[ops]
+        of = self.ea.op_cls[ops]
+        for ci in np.unique(of).tolist():
+            c = self.t.classes[ci]
+            sel = np.flatnonzero((of == ci) & (ks < len(c.combos)))
+            out[sel] = c.m[self.op_pos[ops[sel]], ks[sel]]
+        return out
+
+    def moves_of(self, st: State, ops: np.ndarray, ks: np.ndarray) -> list[list[float]]:
+        """Each move of op ops[x] to choice ks[x] alone from the state as it is, as `move` prices it (ops without a
+        self-edge): [own latency change, edge latency change, size change, own dram change, edge dram change, the
+        choice's working set, its edges' ms, its edges' bytes], each a list over x."""
+        ea = self.ea
+        codes = ea.codes(st.cur)
+        v = ea.view(codes, ops)
+        e1m, e1b = v.both(*ea.choice_codes(ops, ks))
+        e0m, e0b = v.both(*(c[ops] for c in codes))
+        o1 = self.own_rows(ops, ks)
+        o0 = self.own_rows(ops, np.asarray(st.cur, dtype=np.int64)[ops])
+        return [(o1[:, 0] - o0[:, 0]).tolist(), (e1m - e0m).tolist(), (o1[:, 1] - o0[:, 1]).tolist(),
+                (o1[:, 3] - o0[:, 3]).tolist(), (e1b - e0b).tolist(), o1[:, 2].tolist(), e1m.tolist(), e1b.tolist()]
+
+    def priced_move(self, st: State, pre: list[list[float]], x: int, i: int) -> tuple[float, float, float, float]:
+        """`move` of op i from row x of `moves_of`, the state's sums having moved since but not i's neighbours."""
+        amax = max(self.a2 if i == self.amax_i else self.a1, pre[5][x])
+        return st.lat + pre[0][x] + pre[1][x], st.size + pre[2][x], st.dram + pre[3][x] + pre[4][x], amax
+
     def apply(self, st: State, i: int, k: int) -> None:
         st.lat, st.size, st.dram, _ = self.move(st, i, k)
         st.cur[i] = k
@@ -317,6 +391,18 @@ class Pricing:
             st.ctx.pop(j, None)
             st.memo.pop(j, None)
         self._set_act(st, i, self.own(i, k)[2])
+
+    def apply_priced(self, st: State, i: int, k: int, sums: tuple[float, float, float], act: float,
+                     edges: tuple[float, float]) -> None:
+        """`apply` of a move the caller has priced: the state's sums after it, the choice's working set and edges."""
+        st.lat, st.size, st.dram = sums
+        st.cur[i] = k
+        st.edges[i] = edges
+        for j in self.neighbours(i):
+            st.edges.pop(j, None)
+            st.ctx.pop(j, None)
+            st.memo.pop(j, None)
+        self._set_act(st, i, act)
 
     def neighbours(self, i: int) -> set[int]:
         t = self.t
