@@ -59,13 +59,12 @@ class EdgeRule:
         self.el = np.asarray(e["elements"], dtype=np.float64)
         conv = bulk["conversion"]
         self.fixed_ms = conv["fixed_ms"]
-        n_f = len(FORMATS)
-        self.ms_per_element = np.full((n_f, n_f), np.nan)  # nan: no such conversion (never read: equal formats)
-        for a in range(n_f):
-            for b in range(n_f):
-                v = conv["ms_per_element"].get(f"{FORMATS[a]}>{FORMATS[b]}")
-                if v is not None:
-                    self.ms_per_element[a, b] = v
+        code = {f: j for j, f in enumerate(FORMATS)}
+        self.ms_per_element = np.full((len(FORMATS), len(FORMATS)), np.nan)  # nan: no such conversion
+        for key, v in conv["ms_per_element"].items():
+            a, b = key.split(">")
+            if a in code and b in code:
+                self.ms_per_element[code[a], code[b]] = v
         self.bpe = np.array([BITS[f] / 8 for f in FORMATS])
         self.crossing = bulk.get("crossing")
         if self.crossing:
@@ -109,59 +108,68 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
             raise OptionError(f"override names op {op!r}, which is not a task of this model")
     m = bulk["metrics"]
     n = len(ops)
-    lat, wb, act, dram = [0.0] * n, [0.0] * n, [0.0] * n, [0.0] * n
-    fin, fout = [""] * n, [""] * n
-    over = [o in overrides for o in ops]
+    lat, wb = _column(m["latency_ms"], p), _column(m["weight_bytes"], p)
+    act, dram = _column(m["activation_bytes"], p), _column(m["dram_bytes"], p)
+    names: list[str] = [row[p] for row in bulk["combos"]]
+    over = np.zeros(n, dtype=bool)
     # Crossings need units: the preset's from the bulk table, an override's from its per-op row.
     crossing = bulk.get("crossing")  # None: one unit, or a table from before per-op units
     unit: list[str] = [row[p] for row in bulk["units"]] if crossing else []
-    for i, op in enumerate(ops):
-        combo = overrides.get(op)
-        if combo is None:
-            lat[i], wb[i] = m["latency_ms"][i][p], m["weight_bytes"][i][p]
-            act[i], dram[i] = m["activation_bytes"][i][p], m["dram_bytes"][i][p]
-            name = bulk["combos"][i][p]
-        else:
-            entry = _per_op_entry(per_op, ops, op)
-            combos: list[str] = entry["combos"]
-            if combo not in combos:
-                has_kernel = combos[0].split("/")[2] != "-"
-                parse_combo(combo, has_kernel)  # raises a specific message for malformed combos
-                raise OptionError(f"combo {combo!r} is not offered for op {op!r}")
-            j = combos.index(combo)
-            lat[i], wb[i] = entry["latency_ms"][j], entry["weight_bytes"][j]
-            act[i], dram[i] = entry["activation_bytes"][j], entry["dram_bytes"][j]
-            name = combo  # the rule takes formats from the chosen combo as written (as web/src/totals.ts)
-            if crossing:
-                if "unit" not in entry:
-                    raise OptionError(f"per-op options of {op!r} carry no units; re-run the sweep")
-                unit[i] = bulk["unit_names"][entry["unit"][j]]
-        parts = name.split("/")
-        fin[i], fout[i] = parts[0], parts[1]
+    for i in sorted(op_index[o] for o in overrides):  # in op order, as the first error is reported
+        op = ops[i]
+        combo = overrides[op]
+        entry = _per_op_entry(per_op, ops, op)
+        combos: list[str] = entry["combos"]
+        if combo not in combos:
+            has_kernel = combos[0].split("/")[2] != "-"
+            parse_combo(combo, has_kernel)  # raises a specific message for malformed combos
+            raise OptionError(f"combo {combo!r} is not offered for op {op!r}")
+        j = combos.index(combo)
+        lat[i], wb[i] = entry["latency_ms"][j], entry["weight_bytes"][j]
+        act[i], dram[i] = entry["activation_bytes"][j], entry["dram_bytes"][j]
+        names[i] = combo  # the rule takes formats from the chosen combo as written (as web/src/totals.ts)
+        over[i] = True
+        if crossing:
+            if "unit" not in entry:
+                raise OptionError(f"per-op options of {op!r} carry no units; re-run the sweep")
+            unit[i] = bulk["unit_names"][entry["unit"][j]]
+    distinct: dict[str, int] = {}
+    of = np.array([distinct.setdefault(x, len(distinct)) for x in names], dtype=np.int64)
+    codes = {f: j for j, f in enumerate(FORMATS)}
+    parts = [x.split("/") for x in distinct]
+    fin = np.array([codes[x[0]] for x in parts], dtype=np.int64)[of] if n else np.zeros(0, dtype=np.int64)
+    fout = np.array([codes[x[1]] for x in parts], dtype=np.int64)[of] if n else np.zeros(0, dtype=np.int64)
+    u = {x: j for j, x in enumerate(bulk["unit_names"])} if crossing else {}
+    units = np.array([u[x] for x in unit], dtype=np.int64) if crossing else np.zeros(n, dtype=np.int64)
+    # The edges' terms at once (EdgeRule: edge_terms to the bit), summed one after the other in the order of
+    # docs/option-table.md: per edge, conversion, then crossing (an edge without a term adds 0.0, no change).
+    rule = EdgeRule(bulk, p)
+    s, d = rule.src, rule.dst
+    conv_ms, conv_b, cross_ms, cross_b = rule.terms(np.arange(len(s)), fout[s], fin[d], units[s], units[d],
+                                                    over[s], over[d])
+    if np.isnan(conv_ms).any():  # a conversion the table has no figure for, as edge_terms' lookup fails
+        e = int(np.flatnonzero(np.isnan(conv_ms))[0])
+        raise KeyError(f"{FORMATS[fout[s[e]]]}>{FORMATS[fin[d[e]]]}")
     const = bulk["constants"]
-    latency = 0.0
-    for i in range(n):
-        latency += lat[i]
-    conv_bytes = 0.0
-    e = bulk["edges"]
-    for s, d, el in zip(e["src"], e["dst"], e["elements"]):
-        # Adding the 0.0 of an edge without a term leaves a sum unchanged, so the order of docs/option-table.md
-        # (per edge: conversion, then crossing) holds exactly.
-        conv_ms, conv_b, cross_ms, cross_b = edge_terms(bulk, p, s, d, el, fout[s], fin[d], unit[s] if crossing else "",
-                                                        unit[d] if crossing else "", over[s], over[d])
-        latency += conv_ms
-        conv_bytes += conv_b
-        latency += cross_ms
-        conv_bytes += cross_b
-    size = 0.0
-    for i in range(n):
-        size += wb[i]
-    size += const["size_overhead_bytes"]
-    dram_total = 0.0
-    for i in range(n):
-        dram_total += dram[i]
-    dram_total += conv_bytes
-    peak = size + (max(act) if act else 0.0)
+    latency = _in_order(lat, np.column_stack((conv_ms, cross_ms)).ravel())
+    conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
+    size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
+    dram_total = _in_order(dram, np.array([conv_bytes]))
+    peak = size + (float(act.max()) if n else 0.0)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     return {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
             "fps": 1000.0 / latency if latency > 0 else 0.0}
+
+
+def _column(rows: Any, p: int) -> np.ndarray:
+    """Column p of a bulk [op][preset] metric as float64 (the same values; an array-backed table without a loop)."""
+    if hasattr(rows, "__array__"):
+        return np.array(np.asarray(rows, dtype=np.float64)[:, p]) if len(rows) else np.zeros(0)
+    return np.array([row[p] for row in rows], dtype=np.float64)
+
+
+def _in_order(*parts: np.ndarray) -> float:
+    """0.0 + x0 + x1 + ... one term after the other, as a Python loop adds them (cumsum is sequential; numpy's
+    sum is pairwise and could differ in the last digit)."""
+    v = np.concatenate(parts)
+    return float(np.cumsum(v)[-1]) if len(v) else 0.0

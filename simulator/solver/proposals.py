@@ -70,7 +70,7 @@ def _proposal(s: Search, cur: list[int], objectives: tuple[str, ...]) -> Proposa
         changes.append(Change(op, f0[4], after, f0[3], f0[2], f1[2], dict(zip(METRIC_KEYS, s.own(i, init))),
                               dict(zip(METRIC_KEYS, s.own(i, k)))))
     tot = totals(t.bulk, _override_rows(s, chosen, index), t.bulk["presets"][s.p]["name"], overrides)
-    nf = sum(s.non_float(i, k) for i, k in enumerate(cur))
+    nf = s.counts(cur)[1]
     return Proposal(objectives, overrides, tuple(changes), tot, nf)
 
 
@@ -126,7 +126,7 @@ def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[Sta
         for objective in ("fewest_changes", "most_float"):
             if objective == "most_float" and n_start and not small:
                 continue  # a preset's column quantizes every op: far from keeping layers float
-            st = s.evaluate(cur)
+            st = s.evaluate(cur, small)
             if small:
                 s.repair(st, objective)
             else:  # thousands of changes: every op priced at once, in rounds
@@ -155,7 +155,7 @@ def _ranked(s: Search, found: dict[str, list[State]]) -> dict[str, list[tuple[tu
             if tuple(cur) in done:
                 continue  # both objectives found the same state: shrink it once
             done.add(tuple(cur))
-            st = s.evaluate(cur)
+            st = s.evaluate(cur, len(s.ops) <= SMALL_MODEL_OPS)
             s.shrink(st)
             shrunk.append(st)
     ranked["least_size"] = sorted((s.key(st, "least_size"), st.cur) for st in shrunk)
@@ -168,10 +168,15 @@ def _proposals(s: Search, budget: Budget, ranked: Mapping[str, list[tuple[tuple[
     state, naming every objective it is best for."""
     proposals: list[Proposal] = []
     seen: dict[tuple[tuple[str, str], ...], int] = {}
+    shaped: dict[tuple[int, ...], Proposal] = {}  # a state two objectives rank best is shaped (and totalled) once
     for objective in OBJECTIVES:
         best = None
         for _, cur in ranked[objective]:
-            p = _proposal(s, cur, (objective,))
+            p = shaped.get(tuple(cur))
+            if p is None:
+                p = shaped[tuple(cur)] = _proposal(s, cur, (objective,))
+            else:
+                p = Proposal((objective,), p.overrides, p.changes, p.totals, p.non_float_ops)
             if not budget.unmet(p.totals):
                 best = p
                 break

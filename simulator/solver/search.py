@@ -124,8 +124,7 @@ class Search(Batch):
                 i, x = int(ops[r]), int(at[r])
                 k = int(n_combos[i])
                 if x < 0 or i in stale:
-                    if self.excess4(*self.move(st, i, k)) <= 0:
-                        self.apply(st, i, k)
+                    if self._apply_if_met(st, i, k):
                         stale |= self.neighbours(i)
                         reverted = True
                     continue
@@ -137,9 +136,16 @@ class Search(Batch):
             if not reverted:
                 return
 
+    def _apply_if_met(self, st: State, i: int, k: int) -> bool:
+        """Move op i to choice k if the state then meets the budget (priced once: `apply` would price it again)."""
+        m = self.move(st, i, k)
+        if self.excess4(*m) > 0:
+            return False
+        self.apply_priced(st, i, k, m[:3], self.own(i, k)[2], self._price_edges(st, i, k, None, None))
+        return True
+
     def key(self, st: State, objective: str) -> tuple[float, ...]:
-        ch = sum(k != len(self.t.rows[i].combos) for i, k in enumerate(st.cur))
-        nf = sum(self.non_float(i, k) for i, k in enumerate(st.cur))
+        ch, nf = self.counts(st.cur)
         size = st.size
         return {"fewest_changes": (ch, nf, size), "most_float": (nf, ch, size), "least_size": (size, ch, nf)}[objective]
 
@@ -191,8 +197,7 @@ class Search(Batch):
             for k in ks:  # the smallest signature whose move keeps the budget
                 x = at.get((i, k), -1)
                 if x < 0 or i in stale:
-                    if self.excess4(*self.move(st, i, k)) <= 0:
-                        self.apply(st, i, k)
+                    if self._apply_if_met(st, i, k):
                         stale |= self.neighbours(i)
                         break
                     continue

@@ -102,6 +102,7 @@ class Pricing:
         self.init_attrs = [(f[0], f[1], f[2], f[3]) for f in self.init_fmt]
         flt = {c: is_float_combo(c) for c in {f[4] for f in self.init_fmt}}
         self.init_non_float = [not flt[f[4]] for f in self.init_fmt]
+        self.init_nf_arr = np.array(self.init_non_float, dtype=bool)
         self.ea = EdgeArrays(t, self.p, self.init_attrs)
         self.op_pos = np.array([r.pos for r in t.rows], dtype=np.int64)
         self.cidx = {id(c): j for j, c in enumerate(t.classes)}
@@ -249,7 +250,9 @@ class Pricing:
         return ms, by
 
     # --- whole-state figures (tracked) ----------------------------------------------------------------------
-    def evaluate(self, cur: list[int]) -> State:
+    def evaluate(self, cur: list[int], memo: bool = True) -> State:
+        """A state's tracked figures, with each op's edges as they are (and, with `memo`, each op's in- and out-edge
+        prices memoised for the scalar pricing: the lazy greedy of small models reads them)."""
         st = State(list(cur))
         n = len(self.ops)
         ca = np.asarray(cur, dtype=np.int64)
@@ -270,12 +273,12 @@ class Pricing:
         out_ms, out_by = np.bincount(src, e_ms, n), np.bincount(src, e_by, n)
         ins = src != dst
         in_ms, in_by = np.bincount(dst[ins], e_ms[ins], n), np.bincount(dst[ins], e_by[ins], n)
-        ims, iby, oms, oby = in_ms.tolist(), in_by.tolist(), out_ms.tolist(), out_by.tolist()
-        memo, edges = st.memo, st.edges
-        for i, k in enumerate(cur):
-            f_in, f_out, u, ov = self.attrs(i, k)
-            memo[i] = {(0, f_in, u, ov): (ims[i], iby[i]), (1, f_out, u, ov): (oms[i], oby[i])}
-            edges[i] = (ims[i] + oms[i], iby[i] + oby[i])
+        st.edges = dict(enumerate(zip((in_ms + out_ms).tolist(), (in_by + out_by).tolist())))
+        if memo:
+            ims, iby, oms, oby = in_ms.tolist(), in_by.tolist(), out_ms.tolist(), out_by.tolist()
+            for i, k in enumerate(cur):
+                f_in, f_out, u, ov = self.attrs(i, k)
+                st.memo[i] = {(0, f_in, u, ov): (ims[i], iby[i]), (1, f_out, u, ov): (oms[i], oby[i])}
         st.lat, st.size, st.dram, st.act = lat, size, dram, own[:, 2].copy()
         self.top2(st)
         return st
@@ -352,6 +355,16 @@ class Pricing:
         amax = max(self.a2 if i == self.amax_i else self.a1, o1[2])
         return (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
                 st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), amax)
+
+    def counts(self, cur: list[int]) -> tuple[int, int]:
+        """(ops changed, ops non-float) of a state."""
+        ca = np.asarray(cur, dtype=np.int64)
+        at_init = ca == self.n_combos
+        nf = int(np.count_nonzero(self.init_nf_arr & at_init))
+        for c, (_, _, _, mem) in zip(self.t.classes, self.ea.cls):
+            k = ca[mem]
+            nf += int(np.count_nonzero(~c.flt[k[k < len(c.combos)]]))
+        return int(len(cur) - np.count_nonzero(at_init)), nf
 
     def own_rows(self, ops: np.ndarray, ks: np.ndarray) -> np.ndarray:
         """[len(ops), 4] own rows of choice ks[x] of op ops[x]."""
