@@ -45,9 +45,11 @@ class Batch(Candidates):
     def _scalar_ops(self) -> set[int]:
         """Ops `best` prices on its own: kept float (their choices differ from their class's), with a self-edge
         (whose price depends on both of the op's formats at once) or in a class without combos."""
-        t = self.t
-        return set(self.keep) | {i for i in range(len(self.ops))
-                                 if t.rows[i].cls.m.shape[1] == 0 or any(t.dst[j] == i for j in t.outs[i])}
+        alone = self.ea.self_edge.copy()
+        for c, (_, _, _, mem) in zip(self.t.classes, self.ea.cls):
+            if c.m.shape[1] == 0:
+                alone[mem] = True
+        return set(self.keep) | set(np.flatnonzero(alone).tolist())
 
     def _fill(self, st: State, rows: list[EdgeRows], ops: Any, scalar: set[int]) -> None:
         """Re-price the edges of `ops` (but those priced on their own) with the state as it is, every class's

@@ -138,10 +138,19 @@ class Search(Batch):
 
     def _apply_if_met(self, st: State, i: int, k: int) -> bool:
         """Move op i to choice k if the state then meets the budget (priced once: `apply` would price it again)."""
-        m = self.move(st, i, k)
+        if self.ea.self_edge[i]:
+            m = self.move(st, i, k)
+            if self.excess4(*m) > 0:
+                return False
+            self.apply_priced(st, i, k, m[:3], self.own(i, k)[2], self._price_edges(st, i, k, None, None))
+            return True
+        o0, o1 = self.own(i, st.cur[i]), self.own(i, k)
+        e0, e1 = self.edges_direct(st, i, st.cur[i]), self.edges_direct(st, i, k)
+        m = (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
+             st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), max(self.a2 if i == self.amax_i else self.a1, o1[2]))
         if self.excess4(*m) > 0:
             return False
-        self.apply_priced(st, i, k, m[:3], self.own(i, k)[2], self._price_edges(st, i, k, None, None))
+        self.apply_priced(st, i, k, m[:3], o1[2], e1)
         return True
 
     def key(self, st: State, objective: str) -> tuple[float, ...]:

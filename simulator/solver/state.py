@@ -235,6 +235,27 @@ class Pricing:
         c, d = memo[kout]
         return a + c, b + d
 
+    def edges_direct(self, st: State, i: int, k: int) -> tuple[float, float]:
+        """`edges_of` priced afresh without the memo (an op with no self-edge, whose neighbours just changed):
+        in-edges, then out-edges, each summed from 0.0 in edge order, as `_price_edges` adds them."""
+        t, bulk, p, cur = self.t, self.t.bulk, self.p, st.cur
+        fin, fout, unit, over = self.attrs(i, k)
+        a_ms = a_by = 0.0
+        for j in t.ins[i]:
+            s = t.src[j]
+            _, so, su, sov = self.attrs(s, cur[s])
+            a, b, c, d = edge_terms(bulk, p, s, i, t.el[j], so, fin, su, unit, sov, over)
+            a_ms += a + c
+            a_by += b + d
+        b_ms = b_by = 0.0
+        for j in t.outs[i]:
+            d_ = t.dst[j]
+            di, _, du, dov = self.attrs(d_, cur[d_])
+            a, b, c, d = edge_terms(bulk, p, i, d_, t.el[j], fout, di, unit, du, over, dov)
+            b_ms += a + c
+            b_by += b + d
+        return a_ms + b_ms, a_by + b_by
+
     def side(self, i: int, inbound: bool, fmt: str, unit: str, edges: list[tuple[int, int, str, str, bool]]
               ) -> tuple[float, float]:
         """(ms, bytes) of op i's in-edges (or out-edges) with op i overridden to `fmt` on `unit`."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import io
 import json
+import struct
+import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -125,8 +127,35 @@ def table_from_bytes(data: bytes) -> SolverTable:
         return _table_from_bytes(data)
 
 
+def _npz_views(raw: bytes) -> Mapping[str, np.ndarray]:
+    """The arrays of an uncompressed .npz (what np.savez writes) as read-only views of `raw`: np.load would copy
+    every array and check its CRC (tens of MB on a 10,000-task model; zlib has already checked the blob)."""
+    out: dict[str, np.ndarray] = {}
+    buf = io.BytesIO(raw)
+    with zipfile.ZipFile(buf) as zf:
+        for info in zf.infolist():
+            if info.compress_type != zipfile.ZIP_STORED or not info.filename.endswith(".npy"):
+                return np.load(io.BytesIO(raw), allow_pickle=False)
+            # The member's data follows its local header: 30 bytes, then its name and extra field.
+            name_len, extra_len = struct.unpack("<HH", raw[info.header_offset + 26:info.header_offset + 30])
+            start = info.header_offset + 30 + name_len + extra_len
+            buf.seek(start)
+            version = np.lib.format.read_magic(buf)
+            if version not in ((1, 0), (2, 0)):
+                return np.load(io.BytesIO(raw), allow_pickle=False)
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                np.lib.format.read_array_header_2_0
+            shape, fortran, dtype = read_header(buf)
+            if dtype.hasobject:
+                raise ValueError("solver table with object arrays")
+            count = int(np.prod(shape)) if shape else 1
+            a = np.frombuffer(raw, dtype=dtype, count=count, offset=buf.tell())
+            out[info.filename[:-4]] = a.reshape(shape, order="F" if fortran else "C")
+    return out
+
+
 def _table_from_bytes(data: bytes) -> SolverTable:
-    z = np.load(io.BytesIO(zlib.decompress(data)), allow_pickle=False)
+    z = _npz_views(zlib.decompress(data))
     header = json.loads(z["header"].tobytes())
     if header["format"] != FORMAT:
         raise ValueError(f"solver table format {header['format']}, expected {FORMAT}")

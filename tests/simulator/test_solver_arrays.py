@@ -93,7 +93,7 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
         pre = s.moves_of(st, np.array([i for i, _ in pairs]), np.array([k for _, k in pairs]))
         for x, (i, k) in enumerate(pairs):
             assert s.priced_move(st, pre, x, i) == s.move(fresh, i, k)
-            assert (pre[6][x], pre[7][x]) == s._price_edges(fresh, i, k, {}, None)
+            assert (pre[6][x], pre[7][x]) == s._price_edges(fresh, i, k, {}, None) == s.edges_direct(fresh, i, k)
 
 
 def test_large_model_path_with_a_self_edge_meets_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,3 +115,55 @@ def test_large_model_path_with_a_self_edge_meets_the_rule(monkeypatch: pytest.Mo
         for p in sol.proposals:
             assert p.totals == totals(bulk, per_op, mw, p.overrides) and not budget.unmet(p.totals)
     assert agree >= 11
+
+
+def _scalar_totals(bulk: dict, per_op: dict, model_wide: str, overrides: dict[str, str]) -> dict[str, float]:
+    """The rule of docs/option-table.md as a plain loop (op order, then per edge conversion then crossing)."""
+    p = [x["name"] for x in bulk["presets"]].index(model_wide)
+    m, ops = bulk["metrics"], bulk["ops"]
+    rows, names, units = [], [], []
+    for i, op in enumerate(ops):
+        if op in overrides:
+            e = per_op[op]
+            j = e["combos"].index(overrides[op])
+            rows.append([e[k][j] for k in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")])
+            names.append(overrides[op])
+            units.append(bulk["unit_names"][e["unit"][j]] if bulk["crossing"] else "")
+        else:
+            rows.append([m[k][i][p] for k in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")])
+            names.append(bulk["combos"][i][p])
+            units.append(bulk["units"][i][p] if bulk["crossing"] else "")
+    lat = 0.0
+    for r in rows:
+        lat += r[0]
+    moved = 0.0
+    e = bulk["edges"]
+    for s, d, el in zip(e["src"], e["dst"], e["elements"]):
+        cm, cb, xm, xb = edge_terms(bulk, p, s, d, el, names[s].split("/")[1], names[d].split("/")[0], units[s],
+                                    units[d], ops[s] in overrides, ops[d] in overrides)
+        lat += cm
+        moved += cb
+        lat += xm
+        moved += xb
+    size = 0.0
+    for r in rows:
+        size += r[1]
+    size += bulk["constants"]["size_overhead_bytes"]
+    dram = 0.0
+    for r in rows:
+        dram += r[3]
+    dram += moved
+    power = dram * bulk["constants"]["dram_pj_per_byte"] * 1e-9 / lat * 1e3 if lat > 0 else 0.0
+    return {"latency_ms": lat, "peak_memory_bytes": size + max(r[2] for r in rows), "memory_power_mw": power,
+            "size_bytes": size, "fps": 1000.0 / lat if lat > 0 else 0.0}
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_totals_rule_sums_as_the_scalar_loop(case: int) -> None:
+    """simulator.totals.totals adds the edges' terms from arrays: the same floats as the plain loop, to the digit."""
+    bulk, per_op, mw = _cases()[case]
+    rng = np.random.default_rng(case + 200)
+    for _ in range(8):
+        ov = {o: per_op[o]["combos"][int(rng.integers(len(per_op[o]["combos"])))] for o in bulk["ops"]
+              if rng.random() < 0.5}
+        assert totals(bulk, per_op, mw, ov) == _scalar_totals(bulk, per_op, mw, ov)
