@@ -30,7 +30,8 @@ class EdgeArrays:
                      np.array([units[a[2]] for a in init_attrs], dtype=np.int64),
                      np.array([a[3] for a in init_attrs], dtype=bool))
         # Per class, each combo's (in, out, unit) codes; its members as an array.
-        self.cls = [(np.array([_F[f] for f in c.fin], dtype=np.int64), np.array([_F[f] for f in c.fout], dtype=np.int64),
+        self.cls = [(np.array([_F[f] for f in c.fin], dtype=np.int64),
+                     np.array([_F[f] for f in c.fout], dtype=np.int64),
                      np.array([units[u] for u in c.unit], dtype=np.int64), np.array(c.members, dtype=np.int64))
                     for c in t.classes]
         self.pair_codes = [([(_F[f], units[u]) for f, u in c.in_pairs], [(_F[f], units[u]) for f, u in c.out_pairs])
