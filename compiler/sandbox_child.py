@@ -7,15 +7,20 @@ A crash writes nothing; the parent reads the exit signal instead.
 from __future__ import annotations
 
 import faulthandler
+import gc
 import importlib
 import json
 import sys
 import traceback
 
+from compiler.heap import ANALYSIS_THRESHOLDS
+
 
 def main(argv: list[str]) -> int:
     target, inp, out = argv
     faulthandler.enable()  # a native crash prints the Python stack to stderr for the logs
+    # A child lives for one call that builds large acyclic structures (compiler.heap says why).
+    gc.set_threshold(*ANALYSIS_THRESHOLDS)
     module_name, _, func_name = target.partition(":")
     try:
         payload = json.loads(open(inp).read())

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import select, update
 
 from compiler.graph_view import graph_columns, graph_view
+from compiler.heap import fewer_collections
 from compiler.sandbox import scratch_in
 from simulator.solver.table_bytes import table_bytes
 from simulator.sweep import METRICS, PerOpTable
@@ -148,6 +149,12 @@ def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline
     transaction is open meanwhile, so a large analysis (tens of MB of JSON) never holds SQLite's write lock
     while readers wait; `record_artifacts` then points the rows at them in one short transaction. `tables`, when
     given, gets each target's `work_unknown` (what the summary needs of the ops table, not the table itself)."""
+    with fewer_collections():
+        return _store_blobs(services, model_id, job_id, result, tables)
+
+
+def _store_blobs(services: Services, model_id: str, job_id: str, result: pipeline.AnalysisResult,
+                 tables: dict[str, dict[str, Any]] | None) -> list[_Stored]:
     out: list[_Stored] = []
 
     def key(kind: str, target: str, ext: str) -> str:

@@ -76,6 +76,14 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
             on_plan: Callable[[dict[str, Any]], None] = lambda plans: None) -> AnalysisResult:
     """`on_plan(plans)` is called with the input plan as soon as it is known (the job stores it with the model,
     so a model whose analysis fails later still shows the inputs it was tried with)."""
+    from compiler.heap import fewer_collections
+
+    with fewer_collections():
+        return _analyze(model_path, workdir, opts, progress, on_plan)
+
+
+def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: ProgressFn,
+             on_plan: Callable[[dict[str, Any]], None]) -> AnalysisResult:
     from compiler import backends, frontends
     from compiler.concrete import fill_by_name, observed_shapes
     from compiler.input_plan import concrete_shapes, fill_values, value_ranges
