@@ -287,16 +287,28 @@ def profiled_runs(runs: int, warmup: int, n_nodes: int) -> tuple[int, int]:
     return prof, min(warmup, max(1, fit - prof))
 _EVENT = re.compile(r'\{"cat" : "(?P<cat>\w+)","pid" :\d+,"tid" :\d+,"dur" :(?P<dur>\d+),"ts" :(?P<ts>\d+),'
                     r'"ph" : "X","name" :"(?P<name>[^"]*)"')
+# A node event's output shapes, `"output_type_shape" : [{"float":[1,8,16,16]}, ...]`: read alone, not with the rest of
+# its args (a whole event line through json.loads was most of reading a 33,334-task trace).
+_OUTPUT_SHAPES = re.compile(r'"output_type_shape"\s*:\s*(\[(?:\s*\{[^{}]*\}\s*,?)*\s*\])')
 
 
 def _node_names(path: str) -> tuple[set[str], set[str]]:
-    """Names of all nodes (bodies' included), and of those that run bodies."""
+    """Names of all nodes (bodies' included), and of those that run bodies. Every graph's nodes in any order: the
+    names are sets, so no ids or execution order are worked out (`onnx_scopes.walk`)."""
     import onnx
 
-    from compiler.frontends.onnx_scopes import Placed, walk
+    from compiler.frontends.onnx_scopes import bodies
 
-    placed = [p for p in walk(onnx.load(path, load_external_data=False).graph) if isinstance(p, Placed)]
-    return {p.proto.name for p in placed}, {p.proto.name for p in placed if p.bodies}
+    names, parents = set(), set()
+    graphs = [onnx.load(path, load_external_data=False).graph]
+    while graphs:
+        for n in graphs.pop().node:
+            names.add(n.name)
+            inner = bodies(n)
+            if inner:
+                parents.add(n.name)
+                graphs += [g for _, g in inner]
+    return names, parents
 
 
 # Element type keys of ORT's profiler (`output_type_shape: [{"float": [1, 64, 56, 56]}]`) -> our dtype names.
@@ -335,6 +347,14 @@ def read_trace(path: Path) -> tuple[list[dict[str, Any]], dict[str, list[Any]]]:
                     events.append({"cat": m["cat"], "dur": int(m["dur"]), "ts": int(m["ts"]), "name": m["name"]})
                     node = m["name"][: -len("_kernel_time")] if is_node else ""
                     if not is_node or node in shapes:
+                        continue
+                    if '"output_type_shape"' not in line:
+                        shapes[node] = []
+                        continue
+                    found = _OUTPUT_SHAPES.search(line)
+                    if found:
+                        listed = json.loads(found[1])
+                        shapes[node] = [list(x) if x else None for x in trace_shapes({"output_type_shape": listed})]
                         continue
                     e = json.loads(line.rstrip().rstrip(","))
                 else:
