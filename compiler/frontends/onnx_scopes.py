@@ -218,6 +218,9 @@ def name_by_id(model: Any) -> bool:
     """Name every node (bodies' too) by its Graph id, in place, where some name differs. ORT rejects
     repeated names, and profiler events carry names only: names equal to ids key straight into the Graph.
     Returns whether anything was renamed."""
+    names = [n.name for n in model.graph.node]
+    if all(names) and len(set(names)) == len(names) and not any(bodies(n) for n in model.graph.node):
+        return False  # each id is its node's name (assign_ids) and there is no body: nothing to walk
     changed = False
     for p in walk(model.graph):
         if isinstance(p, Placed) and p.proto.name != p.id:

@@ -146,3 +146,19 @@ def test_external_data_refused(tmp_path, zoo) -> None:
 def test_unknown_op_is_still_a_valid_graph(zoo) -> None:
     g = zoo.graph("unknown_op")
     assert [n.op_type for n in g.nodes] == ["Relu", "FooBar"]
+
+
+def test_name_by_id_renames_only_empty_or_repeated_names() -> None:
+    from compiler.frontends.onnx_scopes import name_by_id
+
+    def model(names: list[str]) -> onnx.ModelProto:
+        nodes = [helper.make_node("Relu", [f"v{i}"], [f"v{i + 1}"], name=n) for i, n in enumerate(names)]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info(f"v{len(names)}", TensorProto.FLOAT, [1])])
+        return helper.make_model(g)
+
+    unique = model(["a", "b", "c"])
+    assert not name_by_id(unique) and [n.name for n in unique.graph.node] == ["a", "b", "c"]
+    for names, ids in ((["a", "a", "c"], ["Relu_0", "Relu_1", "c"]), (["a", "", "c"], ["a", "Relu_1", "c"])):
+        m = model(names)
+        assert name_by_id(m) and [n.name for n in m.graph.node] == ids
