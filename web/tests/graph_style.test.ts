@@ -44,8 +44,7 @@ describe("graph item style", () => {
   });
 
   it("dims what the table's filter leaves out and marks optimized ops on the item that draws them", () => {
-    const nodes = ["a", "b", "c", "d", "e"].map((id) => ({ id, type: "Conv" }));
-    const st = itemStyle(L, nodes, { metric: { values: [1, 2, 3, 4], min: 1, max: 4 }, diverging: false, units: null,
+    const st = itemStyle(L, ["a", "b", "c", "d", "e"], { metric: { values: [1, 2, 3, 4], min: 1, max: 4 }, diverging: false, units: null,
       filtered: new Set(["a", "e"]), overridden: [0, 0, 0, 0, 1], toTable: [0, 1, 2, 3, 4] });
     expect(Array.from(st.dim)).toEqual([0, 1, 1, 0]);
     expect(st.dimmed).toBe(2);

@@ -1,5 +1,5 @@
 // Typed client for docs/api.md. Every call returns the types of ./types.ts or throws ApiError.
-import type { GraphColumns, Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
+import type { Me, Model, ModelList, OpOptions, OpsResponse, OptionTable, SourceFile, SourceFiles } from "./types";
 import type { AnalysisDiff, ModelDiff } from "./types";
 import type { Analysis, AnalysisState, ApiToken, ExportRecord, Group, Lineage, Share, SharesResponse } from "./types";
 
@@ -43,6 +43,13 @@ export async function readJson<T>(response: Promise<Response>): Promise<T> {
 
 const get = <T,>(url: string, signal?: AbortSignal): Promise<T> => readJson<T>(fetch(url, { signal, headers: { Accept: "application/json" } }));
 
+/** The body of a response unparsed (a JSON document the graph's worker parses), or its ApiError. */
+export async function readBytes(response: Promise<Response>): Promise<ArrayBuffer> {
+  const r = await response;
+  if (!r.ok) throw await toError(r);
+  return r.arrayBuffer();
+}
+
 const q = (target?: string) => (target ? `?target=${encodeURIComponent(target)}` : "");
 const m = (id: string) => `/api/models/${encodeURIComponent(id)}`;
 
@@ -77,7 +84,9 @@ export const api = {
   listModels: (signal?: AbortSignal, scope: "mine" | "shared" = "mine") => get<ModelList>(`/api/models?scope=${scope}`, signal),
   getModel: (id: string, signal?: AbortSignal) => get<Model>(m(id), signal),
   ops: (id: string, target?: string, signal?: AbortSignal) => get<OpsResponse>(`${m(id)}/ops${q(target)}`, signal),
-  graphColumns: (id: string, signal?: AbortSignal) => get<GraphColumns>(`${m(id)}/graph?view=compiled&format=columns`, signal),
+  /** The compiled graph's node columns (GraphColumns) as bytes, for the graph's worker to parse (GraphView). */
+  graphBytes: (id: string, signal?: AbortSignal) =>
+    readBytes(fetch(`${m(id)}/graph?view=compiled&format=columns`, { signal, headers: { Accept: "application/json" } })),
   options: (id: string, target?: string, signal?: AbortSignal) => get<OptionTable>(`${m(id)}/options${q(target)}`, signal),
   opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
     get<OpOptions>(`${m(id)}/ops/${encodeURIComponent(op)}/options${q(target)}`, signal),

@@ -1,8 +1,8 @@
 // The model page's first requests, started before the app's code runs: index.html's inline script sends them as
 // the page loads. Otherwise they wait for the bundle, the sign-in check, the model and the page's render: a
 // waterfall of 250 ms or more before a big model's graph (12 MB at 50,000 tasks) even starts to download.
-import type { GraphColumns, Model } from "./types";
-import { readJson } from "./client";
+import type { Model } from "./types";
+import { readBytes, readJson } from "./client";
 
 declare global {
   interface Window {
@@ -27,7 +27,7 @@ export function adoptEarlyRequests(id: string): void {
   earlyMe = e.me;
   keep(`model:${id}`, readJson<Model>(e.model));
   // 204: the model was not ready when the page loaded; the page asks again once it is
-  keep(`graph:${id}`, e.graph.then((r) => (r.status === 204 ? Promise.reject(new Error("not ready")) : readJson<GraphColumns>(Promise.resolve(r)))));
+  keep(`graph:${id}`, e.graph.then((r) => (r.status === 204 ? Promise.reject(new Error("not ready")) : readBytes(Promise.resolve(r)))));
 }
 
 /** index.html's /api/auth/me request (once), if it sent one. */

@@ -9,11 +9,12 @@ import {
   MovingNodePointProgram,
   pickOnlyWhenStill,
 } from "../graph/programs";
-import type { GraphColumns, OpsResponse, OptionTable } from "../api/types";
+import type { OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs } from "../format";
-import { ancestors, buildHierarchy, initialExpanded, ROOT } from "../graph/hierarchy";
-import { type FromWorker, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
+import { ancestors, initialExpanded, ROOT } from "../graph/hierarchy";
+import { type FromWorker, type GraphModel, groupTitle, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
 import { drawOverlay as drawOverlay2d } from "../graph/overlay";
+import { FIRST_REQ, type GraphSession } from "../graph/session";
 import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
 import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
@@ -25,7 +26,8 @@ import { unitLabel } from "../units";
 import { DIV, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
 
 interface Props {
-  graph: GraphColumns | null;
+  /** the graph's worker, which has the graph (graph/session.ts) */
+  graph: GraphSession | null;
   ops: OpsResponse | null;
   evaluation: Evaluation | null;
   baseEvaluation: Evaluation | null;
@@ -43,9 +45,6 @@ interface Props {
   compare?: { label: string; delta: ReadonlyMap<string, number> } | null;
 }
 
-const newLayoutWorker = () => new Worker(new URL("../graph/layout.worker.ts", import.meta.url), { type: "module" });
-// Started as this module loads, so the worker's script is fetched and compiled while the graph is still downloading.
-let spareWorker: Worker | null = newLayoutWorker();
 
 export interface GraphDebug {
   nodeViewport(id: string): { x: number; y: number } | null;
@@ -71,7 +70,7 @@ export default memo(function GraphView(p: Props) {
   const highlightCanvas = useRef<HTMLCanvasElement>(null);
   const sigmaRef = useRef<Sigma | null>(null);
   const graphRef = useRef<Graph | null>(null);
-  const workerRef = useRef<Worker | null>(null);
+  const workerRef = useRef<GraphSession | null>(null);
   const layoutRef = useRef<LayoutResult | null>(null);
   const reqRef = useRef(0);
   const styleRef = useRef<Style | null>(null);
@@ -90,6 +89,12 @@ export default memo(function GraphView(p: Props) {
   const [showMinimap, setShowMinimap] = useState(true);
   const [tip, setTip] = useState<{ x: number; y: number; html: React.ReactNode } | null>(null);
   const [layoutMs, setLayoutMs] = useState(0);
+  /** the node columns and the group hierarchy, from the worker once the first view is drawn (messages.ts) */
+  const [model, setModel] = useState<GraphModel | null>(null);
+  /** the first view's layout is here (the worker chose its groups): later changes of `expanded` are laid out */
+  const firstExpanded = useRef<ReadonlySet<string> | null>(null);
+  const modelAsked = useRef(false);
+  const pendingExpandAll = useRef(false);
 
   const setState = (s: "loading" | "layout" | "rendered", nodes?: number) => {
     const el = root.current;
@@ -98,23 +103,16 @@ export default memo(function GraphView(p: Props) {
     if (nodes !== undefined) el.dataset.nodes = String(nodes);
   };
 
-  const nodes = useMemo(() => {
-    const c = p.graph;
-    return c ? c.ids.map((id, i) => ({ id, name: c.names[i], type: c.types[i], namespace: c.namespaces[i] })) : undefined;
-  }, [p.graph]);
-  const hier = useMemo(() => (nodes ? buildHierarchy(nodes) : null), [nodes]);
-  useEffect(() => {
-    if (hier) setExpanded(initialExpanded(hier));
-  }, [hier]);
-  const idToNode = useMemo(() => new Map(nodes?.map((n, i) => [n.id, i]) ?? []), [nodes]);
+  const hier = model?.hier ?? null;
+  const idToNode = useMemo(() => new Map(model?.ids.map((id, i) => [id, i]) ?? []), [model]);
   // the page's task list (/ops order, which the selection's mask covers) -> graph node
   const taskToNode = useMemo(() => (p.ops ? Int32Array.from(p.ops.ops, (o) => idToNode.get(o.id) ?? -1) : null), [p.ops, idToNode]);
   // graph node index -> option-table index (metrics)
   const toTable = useMemo(() => {
-    if (!nodes || !p.table) return null;
+    if (!model || !p.table) return null;
     const pos = new Map(p.table.ops.map((id, k) => [id, k]));
-    return Int32Array.from(nodes.map((n) => pos.get(n.id) ?? -1));
-  }, [nodes, p.table]);
+    return Int32Array.from(model.ids, (id) => pos.get(id) ?? -1);
+  }, [model, p.table]);
   const opsByTable = useMemo(() => {
     if (!p.ops || !p.table) return null;
     const pos = new Map(p.ops.ops.map((o, k) => [o.id, k]));
@@ -122,37 +120,59 @@ export default memo(function GraphView(p: Props) {
   }, [p.ops, p.table]);
 
   // ---- worker ----
+  // The worker parses the graph, builds its hierarchy and lays out the first view; the page gets the node columns
+  // and the hierarchy after that view is drawn (messages.ts).
   useEffect(() => {
-    if (!hier || !p.graph) return;
-    const w = spareWorker ?? newLayoutWorker();
-    spareWorker = null;
+    const w = p.graph;
+    if (!w) return;
     workerRef.current = w;
-    const msg: ToWorker = {
-      type: "init",
-      groups: Array.from(hier.groups.values(), (g) => ({ id: g.id, parent: g.parent, groups: g.groups, ops: g.ops })),
-      opParent: hier.opParent,
-      src: Int32Array.from(p.graph.src),
-      dst: Int32Array.from(p.graph.dst),
-      opCount: p.graph.ids.length,
-    };
-    w.postMessage(msg);
-    w.onmessage = (ev: MessageEvent<FromWorker>) => {
-      const r = ev.data;
-      if (r.type === "error") return console.error("layout failed:", r.message);
+    firstExpanded.current = null;
+    modelAsked.current = false;
+    setModel(null);
+    setState("layout");
+    reqRef.current = FIRST_REQ;
+    w.listen((r: FromWorker) => {
+      if (r.type === "error") return console.error("graph worker failed:", r.message);
+      if (r.type === "model") {
+        if (root.current) root.current.dataset.model = "ready";
+        return setModel(r);
+      }
       if (r.req !== reqRef.current) return; // superseded
+      if (r.expanded) {
+        if (root.current && r.phases) root.current.dataset.phases = JSON.stringify(r.phases);
+        const first = new Set(r.expanded);
+        firstExpanded.current = first;
+        setExpanded(first);
+      }
       layoutRef.current = r;
       setLayoutMs(r.ms);
       setLayout(r);
+    });
+    return () => {
+      w.listen(null);
+      if (workerRef.current === w) workerRef.current = null;
     };
-    return () => w.terminate();
-  }, [hier, p.graph]);
+  }, [p.graph]);
 
   useEffect(() => {
-    if (!workerRef.current || !hier) return;
+    // before the first view there is nothing to re-lay out; the first view itself was laid out with the graph
+    if (!workerRef.current || !firstExpanded.current || expanded === firstExpanded.current) return;
     setState("layout");
     const req = ++reqRef.current;
-    workerRef.current.postMessage({ type: "layout", req, expanded: Array.from(expanded) } satisfies ToWorker);
-  }, [expanded, hier]);
+    workerRef.current.post({ type: "layout", req, expanded: Array.from(expanded) } satisfies ToWorker);
+  }, [expanded]);
+
+  // "Expand all" asked for before the hierarchy arrived (a test or the benchmark right after the first view)
+  useEffect(() => {
+    if (hier && pendingExpandAll.current) {
+      pendingExpandAll.current = false;
+      setExpanded(new Set(hier.groups.keys()));
+    }
+  }, [hier]);
+  const expandAll = useCallback(() => {
+    if (hier) setExpanded(new Set(hier.groups.keys()));
+    else pendingExpandAll.current = true;
+  }, [hier]);
 
   // ---- sigma ----
   useEffect(() => {
@@ -190,7 +210,7 @@ export default memo(function GraphView(p: Props) {
   const keyOfIndex = useCallback((k: number, L: LayoutResult) => (k < L.ops.length ? `o${L.ops[k]}` : `g${L.collapsed[k - L.ops.length].id}`), []);
   useEffect(() => {
     const s = sigmaRef.current;
-    if (!layout || !s || !hier || !nodes) return;
+    if (!layout || !s) return;
     // Big drawings use one-vertex point sprites and plain lines: 10x cheaper than quads where WebGL is software.
     const big = layout.ops.length + layout.collapsed.length > 500;
     // Every setSetting re-indexes the whole graph sigma holds: change settings while it holds an empty one.
@@ -207,14 +227,12 @@ export default memo(function GraphView(p: Props) {
     const few = layout.ops.length + layout.collapsed.length <= 80;
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
-      const n = nodes[i];
       const [x, y, size] = itemPoint(layout, k);
-      g.addNode(`o${i}`, { x, y: -y, size, label: n.name.split("/").pop() || n.id, kind: "op", op: i, k } satisfies NodeAttrs);
+      g.addNode(`o${i}`, { x, y: -y, size, label: layout.opLabels[k], kind: "op", op: i, k } satisfies NodeAttrs);
     }
     layout.collapsed.forEach((c, j) => {
-      const grp = hier.groups.get(c.id)!;
       const [x, y] = itemPoint(layout, layout.ops.length + j);
-      g.addNode(`g${c.id}`, { x, y: -y, size: GROUP_SIZE, label: `${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, kind: "group", group: c.id, k: layout.ops.length + j, pinLabel: few } satisfies NodeAttrs);
+      g.addNode(`g${c.id}`, { x, y: -y, size: GROUP_SIZE, label: groupTitle(c), kind: "group", group: c.id, k: layout.ops.length + j, pinLabel: few } satisfies NodeAttrs);
     });
     // the worker sends each drawn edge once (no self loops, no duplicates): no key generator, no hasEdge
     for (let e = 0; e < layout.edges.length; e += 2) {
@@ -234,6 +252,11 @@ export default memo(function GraphView(p: Props) {
       done = true;
       s.off("afterRender", onRender);
       setState("rendered", g.order);
+      // the first view is on screen: now the page may take the node columns and the hierarchy
+      if (!modelAsked.current && workerRef.current) {
+        modelAsked.current = true;
+        workerRef.current.post({ type: "model" } satisfies ToWorker);
+      }
       propsRef.current.onDrawn?.();
     };
     s.on("afterRender", onRender);
@@ -263,20 +286,21 @@ export default memo(function GraphView(p: Props) {
       const mv = metricValues();
       const uc = unitColoring();
       const m = METRICS.find((x) => x.key === metric)!;
-      const st = itemStyle(L, nodes!, { metric: mv, diverging: !!m.diverging, units: uc, filtered: p.filtered, overridden: p.evaluation?.overridden, toTable });
+      const st = itemStyle(L, model?.ids ?? null, { metric: mv, diverging: !!m.diverging, units: uc, filtered: p.filtered, overridden: p.evaluation?.overridden, toTable });
       setLegend(mv ? { min: m.diverging ? -st.absMax : mv.min, max: m.diverging ? st.absMax : mv.max } : null);
       setUnitLegend(uc?.legend ?? null);
       if (root.current) root.current.dataset.dimmed = String(st.dimmed);
       return { color: st.color, dim: st.dim, opt: st.opt };
     },
-    [nodes, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
+    [model, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
   );
   /** The selection as a layer of its own (graph/highlight.ts): which drawn items hold a selected op (a collapsed
    * group holding one is drawn selected), drawn over sigma's canvases. O(selection + drawn items); sigma's nodes and
    * its WebGL drawing are left alone. */
   const applySelection = (L: LayoutResult, g: Graph) => {
     const chosen = selectedNodes(p.selection.ids, idToNode, taskToNode ? maskFor(p.selection, taskToNode.length) : null, taskToNode);
-    const { sel, selCount, hl } = selectedItems(L, chosen, (i) => nodes![i].id);
+    const ids = model?.ids ?? [];
+    const { sel, selCount, hl } = selectedItems(L, chosen, (i) => ids[i]);
     const el = root.current;
     if (el) {
       el.dataset.highlighted = hl.join(",");
@@ -322,7 +346,7 @@ export default memo(function GraphView(p: Props) {
     if (!L || !g || styleRef.current?.dim.length !== L.ops.length + L.collapsed.length) return;
     applySelection(L, g);
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [p.selection, idToNode, taskToNode]);
+  }, [p.selection, idToNode, taskToNode, model]);
 
   // ---- camera ----
   /** Whole graph if it is compact; a tall chain is shown from its top at a readable scale. */
@@ -352,21 +376,22 @@ export default memo(function GraphView(p: Props) {
   propsRef.current = p;
   useEffect(() => {
     const s = sigmaRef.current;
-    if (!s || !nodes || !hier) return;
+    if (!s) return;
+    const ids = model?.ids;
     const clickNode = ({ node, event }: { node: string; event: { original: MouseEvent | TouchEvent } }) => {
       const a = graphRef.current!.getNodeAttributes(node);
       if (a.kind === "group") {
         pendingZoom.current = { kind: "box", id: a.group };
         setExpanded((e) => new Set([...e, a.group]));
-      } else {
+      } else if (ids) {
         const add = (event.original as MouseEvent).ctrlKey || (event.original as MouseEvent).metaKey || (event.original as MouseEvent).shiftKey;
-        propsRef.current.onSelect([nodes[a.op].id], nodes[a.op].id, "graph", add);
+        propsRef.current.onSelect([ids[a.op!]], ids[a.op!], "graph", add);
       }
     };
     const dbl = ({ node, preventSigmaDefault }: { node: string; preventSigmaDefault: () => void }) => {
       preventSigmaDefault();
       const a = graphRef.current!.getNodeAttributes(node);
-      if (a.kind === "op") propsRef.current.onOptimize(nodes[a.op].id);
+      if (a.kind === "op" && ids) propsRef.current.onOptimize(ids[a.op!]);
     };
     const clickStage = ({ event }: { event: { x: number; y: number } }) => {
       // a click on an expanded group's title bar collapses it
@@ -377,8 +402,7 @@ export default memo(function GraphView(p: Props) {
       let best: { id: string; depth: number } | null = null;
       for (const b of L.boxes) {
         if (pt.x >= b.x && pt.x <= b.x + b.w && y >= b.y && y <= b.y + HEADER) {
-          const d = hier.groups.get(b.id)!.depth;
-          if (!best || d > best.depth) best = { id: b.id, depth: d };
+          if (!best || b.depth > best.depth) best = { id: b.id, depth: b.depth };
         }
       }
       if (best) {
@@ -390,8 +414,9 @@ export default memo(function GraphView(p: Props) {
       const a = graphRef.current!.getNodeAttributes(node);
       const pp = propsRef.current;
       if (a.kind === "op") {
-        const n = nodes[a.op];
-        const k = toTable?.[a.op] ?? -1;
+        if (!model) return setTip({ x: event.x, y: event.y, html: <b>{a.label}</b> });
+        const n = { id: model.ids[a.op!], name: model.names[a.op!], type: model.types[a.op!], namespace: model.namespaces[a.op!] };
+        const k = toTable?.[a.op!] ?? -1;
         const ev = pp.evaluation;
         const op = k >= 0 ? opsByTable?.[k] : undefined;
         setTip({
@@ -408,8 +433,9 @@ export default memo(function GraphView(p: Props) {
           ),
         });
       } else {
-        const grp = hier.groups.get(a.group)!;
-        setTip({ x: event.x, y: event.y, html: (<><b>{grp.auto ? grp.label : grp.id}</b>{grp.range ? ` ${grp.range}` : ""}<br />{grp.count} tasks · click to expand</>) });
+        const L = layoutRef.current;
+        const grp = L?.collapsed[a.k - L.ops.length];
+        if (grp) setTip({ x: event.x, y: event.y, html: (<><b>{grp.title}</b>{grp.range ? ` ${grp.range}` : ""}<br />{grp.count} tasks · click to expand</>) });
       }
     };
     const leave = () => setTip(null);
@@ -429,7 +455,7 @@ export default memo(function GraphView(p: Props) {
       s.off("afterRender", after);
     };
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [nodes, hier, toTable, opsByTable]);
+  }, [model, toTable, opsByTable]);
 
   // ---- overlay: group boxes + minimap viewport ----
   const overlayOn = useRef(true);
@@ -437,7 +463,7 @@ export default memo(function GraphView(p: Props) {
    * group boxes and rings (under). */
   const drawLayers = useCallback((selectionOnly: boolean) => {
     const s = sigmaRef.current, L = layoutRef.current;
-    if (!s || !L || !hier) return;
+    if (!s || !L) return;
     const { width, height } = s.getDimensions();
     const o = s.graphToViewport({ x: 0, y: 0 }), u = s.graphToViewport({ x: 1, y: -1 });
     const view = { ox: o.x, kx: u.x - o.x, oy: o.y, ky: u.y - o.y, width, height };
@@ -455,10 +481,10 @@ export default memo(function GraphView(p: Props) {
     const g = overlayOn.current && !selectionOnly ? ctx(boxesCanvas.current) : null;
     if (!g) return;
     g.clearRect(0, 0, width, height);
-    drawOverlay2d(g, view, L, hier, halos.current, SEL);
+    drawOverlay2d(g, view, L, halos.current, SEL);
     drawMinimapViewport();
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [hier]);
+  }, []);
   const drawOverlay = useCallback(() => drawLayers(false), [drawLayers]);
   const drawSelection = useCallback(() => drawLayers(true), [drawLayers]);
 
@@ -466,8 +492,8 @@ export default memo(function GraphView(p: Props) {
   const { canvas: lassoCanvas, down: lassoDown, move: lassoMove, up: lassoUp } = useLasso((pts) => {
     const s = sigmaRef.current, g = graphRef.current;
     setLassoMode(false);
-    if (!s || !g || !hier || !nodes) return;
-    const ids = opsInside(pts, g, s, hier, nodes);
+    if (!s || !g || !model) return;
+    const ids = opsInside(pts, g, s, model.hier, model.ids);
     if (!ids.length) return;
     p.onSelect(ids, null, "graph");
     p.onLasso(new Set(ids));
@@ -485,7 +511,7 @@ export default memo(function GraphView(p: Props) {
         return { x: v.x + r.left, y: v.y + r.top };
       },
       highlighted: () => (root.current?.dataset.highlighted ?? "").split(",").filter(Boolean),
-      expandAll: () => hier && setExpanded(new Set(hier.groups.keys())),
+      expandAll,
       visibleCount: () => graphRef.current?.order ?? 0,
       sigma: () => sigmaRef.current,
       setOverlay: (on) => (overlayOn.current = on),
@@ -503,11 +529,11 @@ export default memo(function GraphView(p: Props) {
       hideEdgesWhileMoving: (on: boolean) => sigmaRef.current && hideEdgesWhileMoving(sigmaRef.current, on),
       groupLabels: () => {
         const L = layoutRef.current;
-        return L && hier ? [...L.collapsed, ...L.boxes].map((c) => hier.groups.get(c.id)?.label ?? "") : [];
+        return L ? [...L.collapsed, ...L.boxes].map((c) => c.label) : [];
       },
     };
     (window as unknown as { edgescopeGraph: GraphDebug }).edgescopeGraph = dbg;
-  }, [idToNode, hier]);
+  }, [idToNode, expandAll]);
 
   useEffect(() => {
     if (!p.graph) setState("loading", 0);
@@ -528,7 +554,7 @@ export default memo(function GraphView(p: Props) {
           Lasso
         </button>
         <button className="small" onClick={() => hier && ((pendingZoom.current = "fit"), setExpanded(initialExpanded(hier, 0)))} title="Collapse every group">Collapse all</button>
-        <button className="small" onClick={() => hier && ((pendingZoom.current = "fit"), setExpanded(new Set(hier.groups.keys())))} data-testid="expand-all" title="Expand every group">Expand all</button>
+        <button className="small" onClick={() => ((pendingZoom.current = "fit"), expandAll())} data-testid="expand-all" title="Expand every group">Expand all</button>
         <button className="small" onClick={() => sigmaRef.current?.getCamera().animatedReset({ duration: 300 })}>Fit</button>
         <label className="check"><input type="checkbox" checked={showMinimap} onChange={(e) => setShowMinimap(e.target.checked)} /> Minimap</label>
         <span className="muted small-text" aria-live="polite">{layout ? `${layout.ops.length + layout.collapsed.length} nodes · layout ${layoutMs.toFixed(0)} ms` : "…"}</span>

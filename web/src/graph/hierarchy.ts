@@ -7,7 +7,8 @@ export const MAX_ITEMS = 40;
 
 export interface Group {
   id: string;
-  /** namespace part, or for an automatic group its main task types ("Conv 6 · Add 2") */
+  /** namespace part, or for an automatic group its main task types ("Conv 6 · Add 2"); built without labels
+   * (`labelAuto` false), an automatic group holds its range until labelGroup names it */
   label: string;
   /** automatic groups: the execution-order range they cover ("#12–#40") */
   range?: string;
@@ -42,7 +43,14 @@ export function detectPeriod(types: string[]): number {
   return 0;
 }
 
-export function buildHierarchy(nodes: { name: string; type: string; namespace: string }[], maxItems = MAX_ITEMS): Hierarchy {
+/** The graph's node columns the hierarchy is built from (GraphColumns' fields). */
+export interface NodeColumns {
+  names: string[];
+  types: string[];
+  namespaces: string[];
+}
+
+export function buildHierarchy(cols: NodeColumns, maxItems = MAX_ITEMS, labelAuto = true): Hierarchy {
   const groups = new Map<string, Group>();
   const mk = (id: string, parent: string | null, label: string, first: number, auto: boolean): Group => {
     const g: Group = { id, label, parent, groups: [], ops: [], first, count: 0, depth: parent === null ? 0 : groups.get(parent)!.depth + 1, auto };
@@ -51,19 +59,28 @@ export function buildHierarchy(nodes: { name: string; type: string; namespace: s
     return g;
   };
   mk(ROOT, null, "model", 0, false);
-  const opParent: string[] = new Array(nodes.length);
-  for (let i = 0; i < nodes.length; i++) {
-    const ns = (nodes[i].namespace || "").replace(/^\/+|\/+$/g, "");
-    if (ns && !groups.has(ns)) {
-      let path = "";
-      for (const part of ns.split("/")) {
-        const next = path ? `${path}/${part}` : part;
-        if (!groups.has(next)) mk(next, path, part, i, false);
-        path = next;
-      }
+  const n = cols.names.length;
+  const opParent: string[] = new Array(n);
+  /** the group of namespace `ns` (trimmed), made with its missing ancestors */
+  const ensure = (ns: string, first: number): Group => {
+    const g = groups.get(ns);
+    if (g) return g;
+    const cut = ns.lastIndexOf("/");
+    const parent = cut < 0 ? groups.get(ROOT)! : ensure(ns.slice(0, cut), first);
+    return mk(ns, parent.id, ns.slice(cut + 1), first, false);
+  };
+  // consecutive ops mostly share a namespace: trim and look it up once per run, not once per op; a namespace
+  // without slashes at its ends is used as it is (a trimmed copy is a new string to hash at every look-up)
+  let lastRaw: string | null = null, owner = groups.get(ROOT)!;
+  for (let i = 0; i < n; i++) {
+    const raw = cols.namespaces[i] || "";
+    if (raw !== lastRaw) {
+      lastRaw = raw;
+      const ns = raw.charCodeAt(0) === 47 || raw.charCodeAt(raw.length - 1) === 47 ? raw.replace(/^\/+|\/+$/g, "") : raw;
+      owner = ns ? ensure(ns, i) : groups.get(ROOT)!;
     }
-    groups.get(ns)!.ops.push(i);
-    opParent[i] = ns;
+    owner.ops.push(i);
+    opParent[i] = owner.id;
   }
 
   // split crowded groups, top-down
@@ -82,7 +99,7 @@ export function buildHierarchy(nodes: { name: string; type: string; namespace: s
       while (Math.ceil(items.length / size) > maxItems) size *= maxItems;
       let chunk = Math.ceil(items.length / Math.ceil(items.length / size));
       if (g.groups.length === 0) {
-        const p = detectPeriod(g.ops.map((i) => nodes[i].type));
+        const p = detectPeriod(g.ops.map((i) => cols.types[i]));
         if (p > 1 && p <= chunk) chunk = Math.max(p, Math.floor(chunk / p) * p);
       }
       g.groups = [];
@@ -120,21 +137,36 @@ export function buildHierarchy(nodes: { name: string; type: string; namespace: s
   for (let k = order.length - 1; k >= 0; k--) {
     const g = order[k];
     g.count = g.ops.length + g.groups.reduce((s, c) => s + groups.get(c)!.count, 0);
-    g.groups.sort((a, b) => groups.get(a)!.first - groups.get(b)!.first);
+    let sorted = true;
+    for (let k = 1; k < g.groups.length && sorted; k++) sorted = groups.get(g.groups[k - 1])!.first <= groups.get(g.groups[k])!.first;
+    if (!sorted) g.groups.sort((a, b) => groups.get(a)!.first - groups.get(b)!.first);
   }
-  for (const g of order) if (g.auto) g.label = describe(g, groups, nodes);
+  if (labelAuto) for (const g of order) if (g.auto) g.label = describe(g, groups, cols);
   return { groups, opParent };
+}
+
+const labelled = new WeakSet<Group>();
+
+/** An automatic group's label, made when first asked for: the graph's worker names only the groups it draws
+ * (naming all of them walked every task once per level of automatic groups: 250 ms of the first view at 200,000). */
+export function labelGroup(h: Hierarchy, id: string, cols: NodeColumns): Group {
+  const g = h.groups.get(id)!;
+  if (g.auto && !labelled.has(g)) {
+    g.label = describe(g, h.groups, cols);
+    labelled.add(g);
+  }
+  return g;
 }
 
 /** A label for an automatic group, so a flat graph's first view reads as blocks: its most frequent task types
  * with counts ("FusedConv 6 · Add 2"), or the common name prefix of its tasks when they share one. */
-function describe(g: Group, groups: Map<string, Group>, nodes: { name: string; type: string }[]): string {
+function describe(g: Group, groups: Map<string, Group>, cols: NodeColumns): string {
   const counts = new Map<string, number>();
   const names: string[] = [];
   const walk = (x: Group) => {
     for (const i of x.ops) {
-      counts.set(nodes[i].type, (counts.get(nodes[i].type) ?? 0) + 1);
-      if (names.length < 200) names.push(nodes[i].name);
+      counts.set(cols.types[i], (counts.get(cols.types[i]) ?? 0) + 1);
+      if (names.length < 200) names.push(cols.names[i]);
     }
     for (const c of x.groups) walk(groups.get(c)!);
   };

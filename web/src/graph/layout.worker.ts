@@ -1,8 +1,12 @@
 /// <reference lib="webworker" />
-// Layered layout (dagre) per expanded group, cached; a group's layout only depends on the sizes of its items,
-// so expanding or collapsing one group re-lays out that group's ancestors, not its siblings.
+// The graph's worker: it parses the graph's JSON, builds the group hierarchy, and lays out expanded groups with a
+// layered layout (dagre) per group, cached; a group's layout only depends on the sizes of its items, so expanding
+// or collapsing one group re-lays out that group's ancestors, not its siblings. The first view is chosen and laid
+// out here, before the page sees any of the graph (see messages.ts).
 import dagre from "@dagrejs/dagre";
-import { type FromWorker, type SerializedGroup, type ToWorker, GROUP_H, GROUP_W, HEADER, OP_H, OP_W, PAD } from "./messages";
+import type { GraphColumns } from "../api/types";
+import { buildHierarchy, type Hierarchy, initialExpanded, labelGroup, ROOT } from "./hierarchy";
+import { type BoxItem, type CollapsedItem, type FromWorker, GROUP_H, GROUP_W, HEADER, OP_H, OP_W, PAD, type ToWorker } from "./messages";
 
 interface Local {
   key: string;
@@ -12,53 +16,79 @@ interface Local {
   pos: Map<string, { x: number; y: number; w: number; h: number }>;
 }
 
-let groups = new Map<string, SerializedGroup>();
-let opParent: string[] = [];
-let depth = new Map<string, number>();
-/** item-level edges owned by each group (their lowest common ancestor) */
-let edgesByGroup = new Map<string, Set<string>>();
+let cols: GraphColumns | null = null;
+let hier: Hierarchy | null = null;
+let opCount = 0;
+// Groups as small integers (index into gIds), so the per-edge and per-op walks below are array reads, not string
+// hashing: at 200,000 tasks the string version took 1.6 s before the first layout.
+let gIds: string[] = [];
+let gIndex = new Map<string, number>();
+let gParent = new Int32Array(0);
+let gDepth = new Int32Array(0);
+let opParent = new Int32Array(0);
+/** item-level edges owned by each group (their lowest common ancestor), as pairs of item numbers: an op is its
+ * index, a group opCount + its group index */
+let edgesByGroup: number[][] = [];
 let src: Int32Array = new Int32Array(0);
 let dst: Int32Array = new Int32Array(0);
-let opCount = 0;
 const cache = new Map<string, Local>();
 
+const itemKey = (it: number) => (it < opCount ? `o${it}` : `g${gIds[it - opCount]}`);
 const opKey = (i: number) => `o${i}`;
 const groupKey = (id: string) => `g${id}`;
 
-function init(m: Extract<ToWorker, { type: "init" }>) {
-  groups = new Map(m.groups.map((g) => [g.id, g]));
-  opParent = m.opParent;
-  src = m.src;
-  dst = m.dst;
-  opCount = m.opCount;
-  cache.clear();
-  depth = new Map();
-  const d = (id: string): number => {
-    const v = depth.get(id);
-    if (v !== undefined) return v;
-    const p = groups.get(id)!.parent;
-    const r = p === null ? 0 : d(p) + 1;
-    depth.set(id, r);
-    return r;
+/** where the first view's time went in here (ms), for the benchmark */
+let phases: Record<string, number> = {};
+
+function init(json: ArrayBuffer) {
+  let t = performance.now();
+  const lap = (name: string) => {
+    const now = performance.now();
+    phases[name] = Math.round(now - t);
+    t = now;
   };
-  for (const id of groups.keys()) d(id);
-  edgesByGroup = new Map();
+  phases = {};
+  cols = JSON.parse(new TextDecoder().decode(json)) as GraphColumns;
+  lap("parse");
+  hier = buildHierarchy(cols, undefined, false);
+  lap("hierarchy");
+  opCount = cols.ids.length;
+  src = Int32Array.from(cols.src);
+  dst = Int32Array.from(cols.dst);
+  cache.clear();
+  // breadth-first from the root, so a parent's index comes before its children's
+  gIds = [ROOT];
+  for (let k = 0; k < gIds.length; k++) gIds.push(...hier.groups.get(gIds[k])!.groups);
+  gIndex = new Map(gIds.map((id, k) => [id, k]));
+  gParent = new Int32Array(gIds.length).fill(-1);
+  gDepth = new Int32Array(gIds.length);
+  for (let k = 1; k < gIds.length; k++) {
+    gParent[k] = gIndex.get(hier.groups.get(gIds[k])!.parent!)!;
+    gDepth[k] = gDepth[gParent[k]] + 1;
+  }
+  opParent = new Int32Array(opCount);
+  for (let i = 0; i < opCount; i++) opParent[i] = gIndex.get(hier.opParent[i])!;
+  edgesByGroup = Array.from({ length: gIds.length }, () => []);
+  const seen = new Set<number>();
+  const items = opCount + gIds.length;
   for (let e = 0; e < src.length; e++) {
     let a = opParent[src[e]], b = opParent[dst[e]];
-    let ia = opKey(src[e]), ib = opKey(dst[e]);
-    while (depth.get(a)! > depth.get(b)!) (ia = groupKey(a), (a = groups.get(a)!.parent!));
-    while (depth.get(b)! > depth.get(a)!) (ib = groupKey(b), (b = groups.get(b)!.parent!));
+    let ia = src[e], ib = dst[e];
+    while (gDepth[a] > gDepth[b]) (ia = opCount + a), (a = gParent[a]);
+    while (gDepth[b] > gDepth[a]) (ib = opCount + b), (b = gParent[b]);
     while (a !== b) {
-      ia = groupKey(a);
-      a = groups.get(a)!.parent!;
-      ib = groupKey(b);
-      b = groups.get(b)!.parent!;
+      ia = opCount + a;
+      a = gParent[a];
+      ib = opCount + b;
+      b = gParent[b];
     }
     if (ia === ib) continue;
-    let s = edgesByGroup.get(a);
-    if (!s) edgesByGroup.set(a, (s = new Set()));
-    s.add(`${ia}\n${ib}`);
+    const k = ia * items + ib;
+    if (seen.has(k)) continue;
+    seen.add(k);
+    edgesByGroup[a].push(ia, ib);
   }
+  lap("index");
 }
 
 let laidOut = 0;
@@ -67,14 +97,13 @@ let laidOut = 0;
  * Fast path for the common case of a chain or a residual block: when longest-path layering puts every item
  * on its own rank, the layered layout is a single column, so skip dagre (a few ms per call).
  */
-function stackIfSingleFile(sizes: { key: string; w: number; h: number }[], edges: Set<string> | undefined): Omit<Local, "key"> | null {
+function stackIfSingleFile(sizes: { key: string; w: number; h: number }[], edges: string[]): Omit<Local, "key"> | null {
   const idx = new Map(sizes.map((s, k) => [s.key, k]));
   const n = sizes.length;
   const succ: number[][] = Array.from({ length: n }, () => []);
   const indeg = new Int32Array(n);
-  for (const e of edges ?? []) {
-    const [a, b] = e.split("\n");
-    const i = idx.get(a)!, j = idx.get(b)!;
+  for (let e = 0; e < edges.length; e += 2) {
+    const i = idx.get(edges[e])!, j = idx.get(edges[e + 1])!;
     succ[i].push(j);
     indeg[j]++;
   }
@@ -109,7 +138,7 @@ function stackIfSingleFile(sizes: { key: string; w: number; h: number }[], edges
 }
 
 function layoutGroup(id: string, expanded: Set<string>): Local {
-  const g = groups.get(id)!;
+  const g = hier!.groups.get(id)!;
   const sizes: { key: string; w: number; h: number }[] = [];
   for (const c of g.groups) {
     if (expanded.has(c)) {
@@ -122,7 +151,8 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   const hit = cache.get(id);
   if (hit && hit.key === sig) return hit;
   laidOut++;
-  const stacked = stackIfSingleFile(sizes, edgesByGroup.get(id));
+  const edges = edgesByGroup[gIndex.get(id)!].map(itemKey);
+  const stacked = stackIfSingleFile(sizes, edges);
   if (stacked) {
     cache.set(id, { ...stacked, key: sig });
     return cache.get(id)!;
@@ -131,10 +161,7 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   dg.setGraph({ rankdir: "TB", nodesep: 18, ranksep: 30, marginx: 0, marginy: 0 });
   dg.setDefaultEdgeLabel(() => ({}));
   for (const s of sizes) dg.setNode(s.key, { width: s.w, height: s.h });
-  for (const e of edgesByGroup.get(id) ?? []) {
-    const [a, b] = e.split("\n");
-    dg.setEdge(a, b);
-  }
+  for (let e = 0; e < edges.length; e += 2) dg.setEdge(edges[e], edges[e + 1]);
   dagre.layout(dg);
   const pos = new Map<string, { x: number; y: number; w: number; h: number }>();
   for (const s of sizes) {
@@ -147,26 +174,29 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   return res;
 }
 
-function layout(req: number, expandedList: string[]): FromWorker {
+function layout(req: number, expandedList: string[], first: boolean): FromWorker {
   const t0 = performance.now();
+  const H = hier!, C = cols!;
   laidOut = 0;
   const expanded = new Set(expandedList);
-  expanded.add("");
-  const root = layoutGroup("", expanded);
+  expanded.add(ROOT);
+  const root = layoutGroup(ROOT, expanded);
   const opsOut: number[] = [];
   const opXY: number[] = [];
-  const collapsed: { id: string; x: number; y: number; w: number; h: number }[] = [];
-  const boxes: { id: string; x: number; y: number; w: number; h: number }[] = [];
+  const collapsed: CollapsedItem[] = [];
+  const boxes: BoxItem[] = [];
   const place = (id: string, ox: number, oy: number) => {
-    const g = groups.get(id)!;
+    const g = H.groups.get(id)!;
     const loc = layoutGroup(id, expanded);
     for (const c of g.groups) {
       const p = loc.pos.get(groupKey(c))!;
       const x = ox + p.x - p.w / 2, y = oy + p.y - p.h / 2;
+      const grp = labelGroup(H, c, C);
+      const text = { label: grp.label, range: grp.range, count: grp.count };
       if (expanded.has(c)) {
-        boxes.push({ id: c, x, y, w: p.w, h: p.h });
+        boxes.push({ id: c, x, y, w: p.w, h: p.h, depth: grp.depth, ...text });
         place(c, x + PAD, y + PAD + HEADER);
-      } else collapsed.push({ id: c, x: ox + p.x, y: oy + p.y, w: p.w, h: p.h });
+      } else collapsed.push({ id: c, x: ox + p.x, y: oy + p.y, w: p.w, h: p.h, title: grp.auto ? grp.label : grp.id, ...text });
     }
     for (const o of g.ops) {
       const p = loc.pos.get(opKey(o))!;
@@ -174,20 +204,21 @@ function layout(req: number, expandedList: string[]): FromWorker {
       opXY.push(ox + p.x, oy + p.y);
     }
   };
-  place("", 0, 0);
+  place(ROOT, 0, 0);
   // representative of each op: its highest collapsed ancestor, else itself
-  const index = new Map<string, number>();
-  opsOut.forEach((o, k) => index.set(opKey(o), k));
-  collapsed.forEach((c, k) => index.set(groupKey(c.id), opsOut.length + k));
+  const open = new Uint8Array(gIds.length);
+  for (const id of expanded) {
+    const k = gIndex.get(id);
+    if (k !== undefined) open[k] = 1;
+  }
+  const repOfGroup = new Int32Array(gIds.length).fill(-1);
+  collapsed.forEach((c, k) => (repOfGroup[gIndex.get(c.id)!] = opsOut.length + k));
   const rep = new Int32Array(opCount).fill(-1);
+  opsOut.forEach((o, k) => (rep[o] = k));
   for (let i = 0; i < opCount; i++) {
-    let g: string | null = opParent[i];
-    let top: string | null = null;
-    while (g !== null && g !== "") {
-      if (!expanded.has(g)) top = g;
-      g = groups.get(g)!.parent;
-    }
-    rep[i] = top === null ? index.get(opKey(i))! : index.get(groupKey(top))!;
+    let top = -1;
+    for (let g = opParent[i]; g > 0; g = gParent[g]) if (!open[g]) top = g;
+    if (top >= 0) rep[i] = repOfGroup[top];
   }
   const seen = new Set<number>();
   const edges: number[] = [];
@@ -206,8 +237,12 @@ function layout(req: number, expandedList: string[]): FromWorker {
     ms: performance.now() - t0,
     ops: Int32Array.from(opsOut),
     opXY: Float64Array.from(opXY),
+    opLabels: opsOut.map((o) => C.names[o].split("/").pop() || C.ids[o]),
+    opTypes: opsOut.map((o) => C.types[o]),
     collapsed,
     boxes,
+    expanded: first ? expandedList : undefined,
+    phases: first ? { ...phases, layout: Math.round(performance.now() - t0) } : undefined,
     rep,
     edges: Int32Array.from(edges),
     width: root.w,
@@ -216,15 +251,23 @@ function layout(req: number, expandedList: string[]): FromWorker {
   };
 }
 
+const post = (m: FromWorker, transfer: Transferable[] = []) => (self as unknown as Worker).postMessage(m, transfer);
+
 self.onmessage = (ev: MessageEvent<ToWorker>) => {
   const m = ev.data;
-  if (m.type === "init") init(m);
-  else if (m.type === "layout") {
-    try {
-      const r = layout(m.req, m.expanded);
-      (self as unknown as Worker).postMessage(r);
-    } catch (e) {
-      (self as unknown as Worker).postMessage({ type: "error", req: m.req, message: String(e) } satisfies FromWorker);
+  try {
+    if (m.type === "init") {
+      init(m.json);
+      const r = layout(m.req, [...initialExpanded(hier!)], true);
+      post(r, r.type === "layout" ? [r.rep.buffer, r.ops.buffer, r.opXY.buffer, r.edges.buffer] : []);
+    } else if (m.type === "layout") {
+      const r = layout(m.req, m.expanded, false);
+      post(r, r.type === "layout" ? [r.rep.buffer, r.ops.buffer, r.opXY.buffer, r.edges.buffer] : []);
+    } else if (m.type === "model") {
+      const c = cols!;
+      post({ type: "model", ids: c.ids, names: c.names, types: c.types, namespaces: c.namespaces, hier: hier! });
     }
+  } catch (e) {
+    post({ type: "error", req: "req" in m ? m.req : -1, message: String(e) });
   }
 };

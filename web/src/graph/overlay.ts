@@ -2,8 +2,7 @@
 // It runs once per frame while the camera moves, so its cost must follow what is on screen, not the graph's size:
 // boxes off screen or under a few pixels are skipped, and everything is batched into a few paths (one fill or
 // stroke per style) because per-rectangle fillRect/strokeRect calls dominated frames with 10,000 groups.
-import type { Hierarchy } from "./hierarchy";
-import { HEADER, type LayoutResult } from "./messages";
+import { groupTitle, HEADER, type LayoutResult } from "./messages";
 
 /** Layout units (y down) to viewport pixels: the camera never rotates, so it is a scale and an offset per axis. */
 export interface View {
@@ -22,7 +21,6 @@ export function drawOverlay(
   g: CanvasRenderingContext2D,
   v: View,
   L: LayoutResult,
-  hier: Hierarchy,
   halos: Float64Array,
   haloColor: string,
 ): void {
@@ -31,13 +29,12 @@ export function drawOverlay(
   for (const b of L.boxes) {
     const x = v.ox + v.kx * b.x, y = v.oy + v.ky * b.y, w = v.kx * b.w, h = v.ky * b.h;
     if (x + w < 0 || x > v.width || y + h < 0 || y > v.height || w < MIN_BOX_PX || h < MIN_BOX_PX) continue;
-    const grp = hier.groups.get(b.id)!;
-    (grp.depth % 2 ? odd : even).rect(x, y, w, h);
+    (b.depth % 2 ? odd : even).rect(x, y, w, h);
     outline.rect(x, y, w, h);
     const hh = v.ky * HEADER;
     if (hh > MIN_HEADER_PX) {
       headers.rect(x, y, w, hh);
-      titles.push({ text: `▾ ${grp.label}${grp.range ? ` ${grp.range}` : ""} (${grp.count})`, x: x + 6, y: y + Math.min(hh - 4, 16), w: Math.max(0, w - 12) });
+      titles.push({ text: `▾ ${groupTitle(b)}`, x: x + 6, y: y + Math.min(hh - 4, 16), w: Math.max(0, w - 12) });
     }
   }
   const collapsed = new Path2D();

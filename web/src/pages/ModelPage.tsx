@@ -1,7 +1,7 @@
 import { lazy, Suspense, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api, ApiError } from "../api/client";
 import { takeEarly } from "../api/prefetch";
-import type { AnalysisState, GraphColumns, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
+import type { AnalysisState, Model, OpOptions, OpsResponse, OptionTable } from "../api/types";
 import { ModelWideDialog } from "../components/Dialogs";
 import { ExportDialog, exportBlocked } from "../components/ExportDialog";
 import { Header, type Measured } from "../components/Header";
@@ -25,6 +25,7 @@ import { navigate } from "../router";
 import { SourcePanel } from "../components/SourcePanel";
 import { ViewsPanel } from "../components/views/ViewsPanel";
 import type { Compare } from "../views/compare";
+import { GraphSession } from "../graph/session";
 
 // fetched as this module loads, in parallel with the model's own requests
 const graphViewModule = import("../components/GraphView");
@@ -42,7 +43,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [target, setTarget] = useState<string | null>(null);
   const [ops, setOps] = useState<OpsResponse | null>(null);
   const [table, setTable] = useState<OptionTable | null>(null);
-  const [graph, setGraph] = useState<GraphColumns | null>(null);
+  /** the graph's worker, given the graph's JSON as it arrives (it parses it and lays out the first view) */
+  const [graph, setGraph] = useState<GraphSession | null>(null);
   const [perOp, setPerOp] = useState<Record<string, OpOptions>>({});
   const [hist, setHist] = useState<{ cur: AnalysisState | null; past: AnalysisState[] }>({ cur: null, past: [] });
   const analysis = hist.cur;
@@ -97,8 +99,12 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     if (!ready) return;
     const ac = new AbortController();
     setGraphDrawn(false);
-    takeEarly(`graph:${id}`, () => api.graphColumns(id, ac.signal)).then((g) => !ac.signal.aborted && setGraph(g), (e) => !ac.signal.aborted && failed(e, "graph: "));
-    return () => ac.abort();
+    let session: GraphSession | null = null;
+    takeEarly(`graph:${id}`, () => api.graphBytes(id, ac.signal)).then(
+      (g) => !ac.signal.aborted && setGraph((session = new GraphSession(g))),
+      (e) => !ac.signal.aborted && failed(e, "graph: "),
+    );
+    return () => (ac.abort(), session?.close());
   }, [id, ready, generation]);
 
   useEffect(() => {

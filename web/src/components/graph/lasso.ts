@@ -18,17 +18,17 @@ function inside(pts: Pt[], x: number, y: number): boolean {
 }
 
 /** Ids of the ops drawn inside the polygon `pts` (viewport pixels). */
-export function opsInside(pts: Pt[], g: Graph, s: Sigma, hier: Hierarchy, nodes: { id: string }[]): string[] {
+export function opsInside(pts: Pt[], g: Graph, s: Sigma, hier: Hierarchy, opIds: readonly string[]): string[] {
   const ids: string[] = [];
   const addGroup = (gid: string) => {
     const grp = hier.groups.get(gid)!;
-    for (const o of grp.ops) ids.push(nodes[o].id);
+    for (const o of grp.ops) ids.push(opIds[o]);
     for (const c of grp.groups) addGroup(c);
   };
   g.forEachNode((_key, a) => {
     const v = s.graphToViewport({ x: a.x, y: a.y });
     if (!inside(pts, v.x, v.y)) return;
-    if (a.kind === "op") ids.push(nodes[a.op].id);
+    if (a.kind === "op") ids.push(opIds[a.op]);
     else addGroup(a.group);
   });
   return ids;

@@ -65,13 +65,14 @@ export interface ColourInputs {
 }
 
 /** Colour, dimming and optimized mark of every drawn item, and the metric's symmetric scale for the legend. */
-export function itemStyle(L: LayoutResult, nodes: { id: string; type: string }[], c: ColourInputs) {
+/** `ids`: each graph node's id (the filter is by id), null before the page has them (nothing is dimmed then). */
+export function itemStyle(L: LayoutResult, ids: readonly string[] | null, c: ColourInputs) {
   const mv = c.metric;
   const absMax = mv ? Math.max(Math.abs(mv.min), Math.abs(mv.max)) || 1 : 1;
   const n = L.ops.length + L.collapsed.length;
   const inFilter = new Uint8Array(n), opt = new Uint8Array(n);
   for (let i = 0; i < L.rep.length; i++) {
-    if (!c.filtered || c.filtered.has(nodes[i].id)) inFilter[L.rep[i]] = 1;
+    if (!c.filtered || !ids || c.filtered.has(ids[i])) inFilter[L.rep[i]] = 1;
     if (c.overridden && c.toTable && c.toTable[i] >= 0 && c.overridden[c.toTable[i]]) opt[L.rep[i]] = 1;
   }
   const color = new Array<string>(n);
@@ -79,7 +80,7 @@ export function itemStyle(L: LayoutResult, nodes: { id: string; type: string }[]
   let dimmed = 0;
   for (let k = 0; k < n; k++) {
     if (c.units) color[k] = c.units.colors[k];
-    else if (!mv) color[k] = k < L.ops.length ? typeColor(nodes[L.ops[k]].type) : "#7b8199";
+    else if (!mv) color[k] = k < L.ops.length ? typeColor(L.opTypes[k]) : "#7b8199";
     else if (c.diverging) color[k] = lerpColor(DIV, 0.5 + mv.values[k] / absMax / 2);
     else color[k] = lerpColor(SEQ, mv.max > 0 ? Math.sqrt(Math.max(0, mv.values[k]) / mv.max) : 0);
     if (c.filtered && !inFilter[k]) (dim[k] = 1), dimmed++;
