@@ -63,6 +63,9 @@ export interface GraphDebug {
 }
 
 
+/** `expanded` before the first view: the worker chooses the first view's groups and says which (messages.ts) */
+const WORKER_CHOICE: ReadonlySet<string> = new Set([ROOT]);
+
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
@@ -80,7 +83,7 @@ export default memo(function GraphView(p: Props) {
   /** optimized tasks' rings for the overlay: x, y (layout units, y down), node size; set by applyStyle */
   const halos = useRef(new Float64Array(0));
   const pendingZoom = useRef<ZoomTarget | "fit" | null>("fit");
-  const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set([ROOT]));
+  const [expanded, setExpanded] = useState<ReadonlySet<string>>(WORKER_CHOICE);
   const [layout, setLayout] = useState<LayoutResult | null>(null);
   const [metric, setMetric] = useState<MetricKey>("latency");
   // a model diff opened: colour by it; closed: back to time
@@ -129,6 +132,7 @@ export default memo(function GraphView(p: Props) {
     firstExpanded.current = null;
     modelAsked.current = false;
     setModel(null);
+    setExpanded(WORKER_CHOICE);
     setState("layout");
     reqRef.current = FIRST_REQ;
     w.listen((r: FromWorker) => {
@@ -156,7 +160,8 @@ export default memo(function GraphView(p: Props) {
 
   useEffect(() => {
     // before the first view there is nothing to re-lay out; the first view itself was laid out with the graph
-    if (!workerRef.current || !firstExpanded.current || expanded === firstExpanded.current) return;
+    // (this runs in the commit that attached the worker too, with `expanded` still WORKER_CHOICE)
+    if (!workerRef.current || expanded === WORKER_CHOICE || expanded === firstExpanded.current) return;
     setState("layout");
     const req = ++reqRef.current;
     workerRef.current.post({ type: "layout", req, expanded: Array.from(expanded) } satisfies ToWorker);
