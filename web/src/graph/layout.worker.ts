@@ -26,8 +26,8 @@ let gIndex = new Map<string, number>();
 let gParent = new Int32Array(0);
 let gDepth = new Int32Array(0);
 let opParent = new Int32Array(0);
-/** item-level edges owned by each group (their lowest common ancestor), as pairs of item numbers: an op is its
- * index, a group opCount + its group index */
+/** item-level edges owned by each group (their lowest common ancestor), as pairs of item numbers (an op is its
+ * index, a group opCount + its group index), with repeats: a group's are told apart when it is laid out */
 let edgesByGroup: number[][] = [];
 let src: Int32Array = new Int32Array(0);
 let dst: Int32Array = new Int32Array(0);
@@ -69,8 +69,6 @@ function init(json: ArrayBuffer) {
   opParent = new Int32Array(opCount);
   for (let i = 0; i < opCount; i++) opParent[i] = gIndex.get(hier.opParent[i])!;
   edgesByGroup = Array.from({ length: gIds.length }, () => []);
-  const seen = new Set<number>();
-  const items = opCount + gIds.length;
   for (let e = 0; e < src.length; e++) {
     let a = opParent[src[e]], b = opParent[dst[e]];
     let ia = src[e], ib = dst[e];
@@ -82,11 +80,7 @@ function init(json: ArrayBuffer) {
       ib = opCount + b;
       b = gParent[b];
     }
-    if (ia === ib) continue;
-    const k = ia * items + ib;
-    if (seen.has(k)) continue;
-    seen.add(k);
-    edgesByGroup[a].push(ia, ib);
+    if (ia !== ib) edgesByGroup[a].push(ia, ib);
   }
   lap("index");
 }
@@ -151,7 +145,12 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   const hit = cache.get(id);
   if (hit && hit.key === sig) return hit;
   laidOut++;
-  const edges = edgesByGroup[gIndex.get(id)!].map(itemKey);
+  const edges: string[] = [];
+  const pairs = edgesByGroup[gIndex.get(id)!], seen = new Set<string>();
+  for (let e = 0; e < pairs.length; e += 2) {
+    const a = itemKey(pairs[e]), b = itemKey(pairs[e + 1]), k = `${a}\n${b}`;
+    if (!seen.has(k)) (seen.add(k), edges.push(a, b));
+  }
   const stacked = stackIfSingleFile(sizes, edges);
   if (stacked) {
     cache.set(id, { ...stacked, key: sig });
