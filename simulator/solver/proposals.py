@@ -17,7 +17,11 @@ from .state import State
 from .table import METRIC_KEYS, SolverTable, gc_paused
 
 OBJECTIVES: tuple[str, ...] = ("fewest_changes", "most_float", "least_size")
-SMALL_MODEL_OPS = 2000  # up to this many ops, every preset's column is a start and the exchange step runs
+SMALL_MODEL_OPS = 2000  # up to this many ops, several presets' columns are starts and the exchange step runs
+# Small models' search budget, in solves (a repair and prune from a start, or one exchange trial) of this many
+# ops in all: each costs about its ops, so a 300-task model gets ~10 solves and a 6-op table ~500 (its full search).
+SOLVE_WORK = 3000
+EXCHANGE_ROUNDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +119,16 @@ def _preset_order(s: Search) -> list[int]:
     return [q for _, q in sorted(scored)]
 
 
-def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[State]], list[int] | None]:
+def _search(s: Search, small: bool, max_starts: int | None) -> tuple[dict[str, list[State]], list[int] | None]:
     """Repair and prune from each start for the two objectives that differ in what they change: the states
-    that meet the budget per objective, and the closest state when none does."""
-    exchange_rounds = 3 if small else 0  # each round re-solves once per change: affordable on small models
-    starts = [s.initial()] + [s.preset_start(q) for q in _preset_order(s)[:max_starts]]
+    that meet the budget per objective, and the closest state when none does. On small models the exchange step
+    then improves the states found, the best first, within the solve budget below."""
+    order = _preset_order(s)
+    solves = max(4, SOLVE_WORK // max(len(s.ops), 1)) if small else 0
+    if max_starts is None:
+        # Half the solves to starts (two objectives each), the rest to exchange trials.
+        max_starts = max(1, solves // 4 - 1) if small else 1
+    starts = [s.initial()] + [s.preset_start(q) for q in order[:max_starts]]
     found: dict[str, list[State]] = {o: [] for o in OBJECTIVES}
     closest: tuple[float, list[int]] | None = None
     for n_start, cur in enumerate(starts):
@@ -129,6 +138,7 @@ def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[Sta
             st = s.evaluate(cur, small)
             if small:
                 s.repair(st, objective)
+                solves -= 1
             else:  # thousands of changes: every op priced at once, in rounds
                 s.repair_rounds(st, objective)
             e = s.state_excess(st)
@@ -137,9 +147,20 @@ def _search(s: Search, small: bool, max_starts: int) -> tuple[dict[str, list[Sta
                     closest = (e, list(st.cur))
                 continue
             s.prune(st, objective, 3 if small else 1)
-            if exchange_rounds:
-                s.exchange(st, objective, exchange_rounds)
             found[objective].append(st)
+    if small:
+        # Each exchange trial re-solves from one dropped change: the trials go to the best states first.
+        queue = sorted(((s.key(st, o), n, o, st) for o in ("fewest_changes", "most_float")
+                        for n, st in enumerate(found[o])), key=lambda x: (x[0], x[1], x[2]))
+        trials = [max(solves, 0)]
+        done: set[tuple[str, tuple[int, ...]]] = set()  # several starts often end in the same state
+        for _, _, objective, st in queue:
+            if trials[0] <= 0:
+                break
+            if (objective, tuple(st.cur)) in done:
+                continue
+            done.add((objective, tuple(st.cur)))
+            s.exchange(st, objective, EXCHANGE_ROUNDS, trials)
     return found, closest[1] if closest else None
 
 
@@ -196,9 +217,9 @@ def _proposals(s: Search, budget: Budget, ranked: Mapping[str, list[tuple[tuple[
 def solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], budget: Budget,
           keep_float: Iterable[str] = (), max_starts: int | None = None) -> Solution:
     """Proposals meeting `budget` from the state (model_wide, overrides), or the closest state found.
-    `max_starts`: preset columns to start from besides the current state (default: all on models up to
-    SMALL_MODEL_OPS ops, else the most promising one). Small models also get the exchange step (drop one change,
-    re-solve)."""
+    `max_starts`: preset columns to start from besides the current state, the most promising first (default: on
+    models up to SMALL_MODEL_OPS ops as many as half of SOLVE_WORK allows, else one). Small models also get the
+    exchange step (drop one change, re-solve) within the rest of SOLVE_WORK."""
     with gc_paused():
         return _solve(table, model_wide, overrides, budget, keep_float, max_starts)
 
@@ -208,8 +229,6 @@ def _solve(table: SolverTable, model_wide: str, overrides: Mapping[str, str], bu
     s = Search(table, model_wide, overrides, budget, keep_float)
     start = totals(table.bulk, table.per_op, model_wide, overrides)
     small = len(s.ops) <= SMALL_MODEL_OPS
-    if max_starts is None:
-        max_starts = len(table.bulk["presets"]) if small else 1
     found, closest = _search(s, small, max_starts)
     proposals = _proposals(s, budget, _ranked(s, found))
     if proposals:

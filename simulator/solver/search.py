@@ -158,21 +158,27 @@ class Search(Batch):
         size = st.size
         return {"fewest_changes": (ch, nf, size), "most_float": (nf, ch, size), "least_size": (size, ch, nf)}[objective]
 
-    def exchange(self, st: State, objective: str, rounds: int) -> None:
+    def exchange(self, st: State, objective: str, rounds: int, trials: list[int] | None = None) -> None:
         """Local improvement: drop one change, repair and prune again; keep the result if it needs fewer
-        changes (fewest_changes) or fewer non-float ops (most_float)."""
+        changes (fewest_changes) or fewer non-float ops (most_float). `trials`: a shared count of re-solves
+        left (decremented here); the changes whose revert adds the least excess are dropped first."""
         def key(cur: list[int]) -> tuple[int, int]:
-            ch = sum(k != len(self.t.rows[i].combos) for i, k in enumerate(cur))
-            nf = sum(self.non_float(i, k) for i, k in enumerate(cur))
+            ch, nf = self.counts(cur)
             return (nf, ch) if objective == "most_float" else (ch, nf)
 
         for _ in range(rounds):
             improved = False
-            for i in [i for i, k in enumerate(st.cur) if k != len(self.t.rows[i].combos)]:
-                if i in self.keep and self.non_float(i, len(self.t.rows[i].combos)):
-                    continue
+            n_combos = self.n_combos
+            ops = [i for i, k in enumerate(st.cur) if k != n_combos[i]
+                   and not (i in self.keep and self.non_float(i, int(n_combos[i])))]
+            ops.sort(key=lambda i: (self.excess4(*self.move(st, i, int(n_combos[i]))), i))
+            for i in ops:
+                if trials is not None:
+                    if trials[0] <= 0:
+                        return
+                    trials[0] -= 1
                 trial = self.evaluate(st.cur)
-                self.apply(trial, i, len(self.t.rows[i].combos))
+                self.apply(trial, i, int(n_combos[i]))
                 self.repair(trial, objective)
                 if self.state_excess(trial) > 0:
                     continue

@@ -229,3 +229,31 @@ def test_repair_rounds_agree_with_exhaustive_search(monkeypatch: pytest.MonkeyPa
             assert p.totals == totals(bulk, per_op, mw, p.overrides) and not budget.unmet(p.totals)
             assert all(is_float_combo(p.overrides[o]) for o in keep if o in p.overrides)
     assert agree >= 39, f"feasibility agrees on {agree} of 40"
+
+
+@pytest.mark.parametrize("n_ops", [120, 300])
+def test_small_model_search_stays_within_its_solve_budget(monkeypatch: pytest.MonkeyPatch, n_ops: int) -> None:
+    """Small models' starts and exchange trials share SOLVE_WORK: a 300-task chain is solved ~10 times (every
+    preset's column and a trial per change and round took ~66 solves and 300 trials, 35-40 s CPU), and the
+    proposals meet the budget under the totals rule."""
+    from simulator.solver import proposals
+    from simulator.solver.search import Search
+
+    calls = [0]
+    repair = Search.repair
+
+    def counted(self: Search, st: object, objective: str) -> None:
+        calls[0] += 1
+        repair(self, st, objective)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Search, "repair", counted)
+    r = sweep(chain(n_ops), "ort-cpu/host")
+    base = totals(r.bulk, r.per_op, "fp32", {})
+    budget = Budget.of(latency_ms=base["latency_ms"] * 0.9)
+    sol = solve(prepare(r.bulk, r.per_op), "fp32", {}, budget)
+    assert 0 < calls[0] <= max(4, proposals.SOLVE_WORK // n_ops)
+    assert sol.feasible and sol.proposals
+    for p in sol.proposals:
+        assert p.totals == totals(r.bulk, r.per_op, "fp32", p.overrides) and not budget.unmet(p.totals)
+    fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
+    assert len(fewest.changes) == n_ops // 15  # 8 and 20: what the full search (every preset, unbounded) found
