@@ -1,6 +1,6 @@
 """Budget solver figures: server-side solve time on a 10,000-task model and agreement with exhaustive search.
 
-    .venv/bin/python benchmarks/solver.py [--ops 10000] [--runs 5] [--seeds 100] [--records]
+    .venv/bin/python benchmarks/solver.py [--ops 10000] [--runs 5] [--seeds 100] [--records] [--small 120,300]
     .venv/bin/python benchmarks/solver.py --against ../main-checkout [--rounds 4] [--runs 3]
 
 The 10,000-task model is benchmarks/sweep.py's chain (MatMul with a weight, Add with a bias, Relu) swept for
@@ -134,6 +134,25 @@ def against(n_ops: int, other: str, rounds: int, runs: int) -> None:
               f" before {b:.2f}, after {a:.2f} ({b / a:.2f}x)")
 
 
+def small(sizes: list[int], runs: int) -> None:
+    """Solve CPU on the chains users' models look like (50-2,000 ops; the small-model search with its exchange
+    step), latency at 90% and 60% of fp32, medians of `runs`; the table built in memory (no stored-table read)."""
+    for n in sizes:
+        r = sweep(chain(n), "ort-cpu/host")
+        base = totals(r.bulk, r.per_op, "fp32", {})
+        table = prepare(r.bulk, r.per_op)
+        for frac in (0.9, 0.6):
+            budget = Budget.of(latency_ms=base["latency_ms"] * frac)
+            cpu = []
+            for _ in range(runs):
+                c0 = time.process_time()
+                sol, _ = _answer(table, budget)
+                cpu.append(time.process_time() - c0)
+            print(f"{n}-task chain, latency <= {frac:.0%} of fp32: solve + JSON median {statistics.median(cpu):.2f} s "
+                  f"CPU of {runs}; {[len(p.changes) for p in sol.proposals]} changes; load {os.getloadavg()[0]:.1f}",
+                  flush=True)
+
+
 def exhaustive(seeds: int) -> None:
     from testkit.solver_tables import every_state, random_table
 
@@ -173,6 +192,7 @@ def main() -> None:
     ap.add_argument("--records", action="store_true", help="also time the fallback that parses every per-op record")
     ap.add_argument("--against", help="another checkout (the code before): time both trees' cold answers")
     ap.add_argument("--rounds", type=int, default=4, help="with --against: children per tree, alternating")
+    ap.add_argument("--small", default="120,300,1000,2000", help="chain sizes for the small-model figures ('' skips)")
     a = ap.parse_args()
     if a.against:
         print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
@@ -180,6 +200,8 @@ def main() -> None:
         return
     print(f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall times suffer from it)")
     exhaustive(a.seeds)
+    if a.small:
+        small([int(x) for x in a.small.split(",")], a.runs)
     large(a.ops, a.runs, a.records)
 
 
