@@ -104,9 +104,9 @@ def test_large_chain_loads_fast(zoo) -> None:
     g = zoo.graph("large_chain", n_nodes=10_000)
     assert len(g.nodes) == 10_000
     assert g.nodes[123].namespace == "stage.0/block.2"
-    t = time.perf_counter()
+    t = time.process_time()  # CPU time: wall time on a loaded shared host was 26 s once
     frontends.load(zoo.path("large_chain", n_nodes=10_000))
-    assert time.perf_counter() - t < 5  # ~0.2 s here; a quadratic step would take minutes
+    assert time.process_time() - t < 5  # ~0.2 s here; a quadratic step would take minutes
 
 
 def test_dynamo_export_namespaces_from_metadata(zoo) -> None:
