@@ -1,6 +1,7 @@
 """The real-world corpus (corpus/): its registry is sound, a failed export is a record not a crash, real
 files are fetched only with their recorded hashes, and a fast slice of it goes through the real pipeline
-(built here into a temporary cache: no network) analysed, without silent zero work, at the file's size.
+(built here, no
+network, into a per-machine cache kept between runs) analysed, without silent zero work, at the file's size.
 
 The whole corpus, with timing, is benchmarks/realworld.py.
 """
@@ -8,6 +9,7 @@ The whole corpus, with timing, is benchmarks/realworld.py.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -84,14 +86,23 @@ def test_failed_export_is_a_one_line_record(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def slice_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The test slice, exported in this process into a temporary cache (each module built once)."""
+def slice_cache() -> Path:
+    """The test slice, exported in this process (each module built once) into this machine's test cache,
+    `~/.cache/edgescope/test-corpus/<hash of corpus/'s code>/` (EDGESCOPE_TEST_CORPUS_CACHE overrides): a later run
+    re-exports only what is not current there (corpus.cache.current: same builder, exporter and package versions),
+    as `make corpus` does; exporting the slice took 2-4 min of a 2-core machine's test run. Failures are retried."""
+    from corpus.build import _key
     from corpus.builders import build
 
-    root = tmp_path_factory.mktemp("corpus")
+    code = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(Path(cache.__file__).parent.glob("*.py"))))
+    root = Path(os.environ.get("EDGESCOPE_TEST_CORPUS_CACHE") or Path.home() / ".cache" / "edgescope" / "test-corpus")
+    root = root / code.hexdigest()[:16]
     modules: dict[str, object] = {}
     for entry_id, x in TEST_SLICE:
         e = BY_ID[entry_id]
+        rec = cache.load(root, entry_id, x)
+        if cache.current(root, rec, _key(e, x)) and rec is not None and rec.status == "built":
+            continue
         if entry_id not in modules:
             modules[entry_id] = build(e)
         cache.save(root, build_one(e, x, root, 300, modules[entry_id]))
