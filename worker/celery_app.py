@@ -8,7 +8,7 @@ from celery import Celery
 
 from edgescope.config import Settings
 
-from . import tasks
+from . import file_broker, tasks
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -35,7 +35,7 @@ def make_celery(settings: Settings) -> Celery:
         queue = settings.data_dir / "broker"
         (queue / "queue").mkdir(parents=True, exist_ok=True)
         (queue / "processed").mkdir(parents=True, exist_ok=True)
-        conf["broker_url"] = "filesystem://"
+        conf["broker_url"] = f"{file_broker.SCHEME}://"  # kombu's file transport, messages written whole
         conf["broker_transport_options"] = {
             "data_folder_in": str(queue / "queue"),
             "data_folder_out": str(queue / "queue"),

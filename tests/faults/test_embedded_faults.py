@@ -135,8 +135,10 @@ def test_large_analysis_stored_while_50_clients_read(tmp_path: Path, calibration
         with concurrent.futures.ThreadPoolExecutor(50) as pool:
             futures = [pool.submit(reader, i) for i in range(50)]
             t0 = time.monotonic()
-            m, seconds = wait_done(server, big["id"], 600)
-            stop.set()
+            try:
+                m, seconds = wait_done(server, big["id"], 600)
+            finally:
+                stop.set()  # else a failed wait leaves the readers, and the pool's exit, running for ever
             for f in futures:
                 f.result()
         figure(f"{LARGE_NODES}-node analysis stored while 50 clients read (SQLite): job {m['status']} in {seconds:.0f} s, "
