@@ -23,6 +23,7 @@ import { GROUP_SIZE, highlightOf, itemPoint, itemStyle, LABELLED_SELECTION, type
 import { maskFor, type Selection, type SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
 import { unitLabel } from "../units";
+import type { GraphDebug } from "./graph/debug";
 import { DIV, METRICS, type MetricKey, metricValues as metricValuesOf, SEL, SEQ, unitColoring as unitColoringOf, type UnitLegend } from "../graph/coloring";
 
 interface Props {
@@ -45,22 +46,6 @@ interface Props {
   compare?: { label: string; delta: ReadonlyMap<string, number> } | null;
 }
 
-
-export interface GraphDebug {
-  nodeViewport(id: string): { x: number; y: number } | null;
-  highlighted(): string[];
-  expandAll(): void;
-  visibleCount(): number;
-  sigma(): Sigma | null;
-  setOverlay(on: boolean): void;
-  /** colour of the drawn node that stands for op `id` (itself, or its collapsed group); a selection is drawn over it, on its own layer */
-  colorOf(id: string): string | null;
-  cheap(on: boolean): void;
-  /** skip edges while the camera moves, as graphs over 8,000 edges do (to test that path on a small model) */
-  hideEdgesWhileMoving(on: boolean): void;
-  /** labels of the groups drawn now (collapsed nodes and expanded boxes) */
-  groupLabels(): string[];
-}
 
 
 /** `expanded` before the first view: the worker chooses the first view's groups and says which (messages.ts) */
