@@ -218,13 +218,5 @@ class Candidates(Pricing):
         """Budget.excess of many states at once (only the limits the budget sets are computed)."""
         out = np.zeros(len(lat))
         for k, v in self.limits.items():
-            if k == "latency_ms":
-                f = lat
-            elif k == "size_bytes":
-                f = size + self.overhead
-            elif k == "peak_memory_bytes":
-                f = size + self.overhead + amax
-            else:
-                f = np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)
-            out += np.maximum(0.0, f / v - 1.0 - TOL)
+            out += np.maximum(0.0, self.figure(k, lat, size, dram, amax) / v - 1.0 - TOL)
         return out

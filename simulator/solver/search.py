@@ -108,7 +108,7 @@ class Search(Batch):
             lat, size, dram, amax = (np.array(x) for x in zip(*[
                 self.priced_move(st, pre, x, i) if x >= 0 else self.move(st, i, int(n_combos[i]))
                 for x, i in zip(at.tolist(), ops.tolist())]))
-            f = self.figures_vec(lat, size, dram, amax)
+            f = self.figures(lat, size, dram, amax)
             harm = np.zeros(len(ops))
             for k, v in self.limits.items():
                 harm = harm + f[k] / v

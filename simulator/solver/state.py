@@ -13,7 +13,7 @@ import numpy as np
 from compiler.vocabulary.options import OptionError
 from simulator.totals import edge_terms
 
-from .budget import TOL, Budget, excess
+from .budget import LIMITS, TOL, Budget, excess
 from .edges import EdgeArrays
 from .table import METRIC_KEYS, SolverTable, is_float_combo
 
@@ -330,17 +330,22 @@ class Pricing:
         elif i == self.a2_i and v < self.a2:
             self.top2(st)  # the second largest shrank
 
-    def figures(self, lat: float, size: float, dram: float, amax: float) -> dict[str, float]:
-        size_t = size + self.overhead
-        return {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
-                "memory_power_mw": dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0}
+    def figure(self, k: str, lat: Any, size: Any, dram: Any, amax: Any) -> Any:
+        """Budget figure `k` of a state from its sums (Python floats), or of many states (numpy arrays): the one
+        place that says how the limits are read off the sums."""
+        if k == "latency_ms":
+            return lat
+        if k == "size_bytes":
+            return size + self.overhead
+        if k == "peak_memory_bytes":
+            return size + self.overhead + amax
+        if isinstance(lat, np.ndarray):  # memory_power_mw
+            return np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)
+        return dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0
 
-    def figures_vec(self, lat: np.ndarray, size: np.ndarray, dram: np.ndarray, amax: np.ndarray
-                    ) -> dict[str, np.ndarray]:
-        """`figures` of many states at once."""
-        size_t = size + self.overhead
-        return {"latency_ms": lat, "size_bytes": size_t, "peak_memory_bytes": size_t + amax,
-                "memory_power_mw": np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)}
+    def figures(self, lat: Any, size: Any, dram: Any, amax: Any) -> dict[str, Any]:
+        """Every budget figure of a state (floats) or of many states (arrays)."""
+        return {k: self.figure(k, lat, size, dram, amax) for k in LIMITS}
 
     def excess(self, f: Mapping[str, float]) -> float:
         return excess(self.limits, f)
@@ -349,15 +354,7 @@ class Pricing:
         """`excess(figures(...))` without the dict: the same terms added in the same order."""
         e = 0
         for k, v in self.limit_items:
-            if k == "latency_ms":
-                f = lat
-            elif k == "size_bytes":
-                f = size + self.overhead
-            elif k == "peak_memory_bytes":
-                f = size + self.overhead + amax
-            else:
-                f = dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0
-            e += max(0.0, f / v - 1.0 - TOL)
+            e += max(0.0, self.figure(k, lat, size, dram, amax) / v - 1.0 - TOL)
         return e
 
     def state_excess(self, st: State) -> float:
