@@ -66,3 +66,13 @@ def test_nothing_lost_with_a_concurrent_consumer(tmp_path: Path) -> None:
     t.join(60)
     assert not errors, errors[:1]
     assert sorted(got) == sorted(f"job{i}.r" for i in range(n))
+
+
+def test_an_unreadable_message_is_dropped_not_fatal(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    ch = _connection(tmp_path / "q").default_channel
+    (tmp_path / "q" / "0_damaged.jobs.msg").write_bytes(b"\x00{not json")
+    ch._put("jobs", {"body": "x", "headers": {"id": "job2.abc"}})
+    assert ch._get("jobs")["headers"]["id"] == "job2.abc"  # the next message, not a JSONDecodeError
+    assert "dropped an unreadable message" in caplog.text
+    with pytest.raises(Empty):
+        ch._get("jobs")
