@@ -28,7 +28,8 @@ CACHE_VERSION = 27
 
 def _predict_ms(g: Graph, hw: HardwareProfile, preset: str) -> float:
     """Predicted latency of `preset` on g, without the per-inference fixed cost."""
-    r = sweep(g, "ort-cpu/host", hardware=hw)
+    # Only the preset's column: the fit calls this thousands of times, and the full option sweep is 5x the work.
+    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=(preset,))
     return totals(r.bulk, r.per_op, preset, {})["latency_ms"] - hw.units[0].run_overhead_s * 1e3
 
 
