@@ -59,6 +59,13 @@ class Unit:
     llc_hold_s: float = 0.0
     llc_evict_s: float = 0.0
     evicted_bandwidth_bytes_per_s: float = 0.0
+    # Share of a task's weight traffic from memory that shows in its latency (simulator.roofline.task_cost): 1 = the
+    # task reads its weights in its own time (a roofline per task); below 1, the rest streams in ahead, while
+    # earlier tasks compute (the ANE fetches weights off the critical path).
+    weights_exposed_share: float = 1.0
+    # The rate a kind's activations move at on this unit whatever their size ({kind: bytes/s}; a kind without one
+    # moves them at the cache or memory rate by size): the ANE runs element-wise ops in its conv's output stage.
+    kind_bandwidth_bytes_per_s: dict[str, float] = dataclasses.field(default_factory=dict)
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
     # Op types that, with a constant weight in a quantized model (int8 weights or activations), the runtime leaves
     # to the fallback unit whatever their formats (QNN EP: a MatMul with per-channel int8 weights).
@@ -197,12 +204,14 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         profiler_overhead_s=_figure(d["profiler_overhead_s"], f"{where}.profiler_overhead_s")
         if "profiler_overhead_s" in d else 0.0,
         kind_overhead_s=_figures(d.get("kind_overhead_s", {}), f"{where}.kind_overhead_s"),
+        kind_bandwidth_bytes_per_s=_figures(d.get("kind_bandwidth_bytes_per_s", {}),
+                                            f"{where}.kind_bandwidth_bytes_per_s"),
         roofline_overlap=_figure(d["roofline_overlap"], f"{where}.roofline_overlap") if "roofline_overlap" in d else 0.0,
         llc_share_bytes=_figure(d["llc_share_bytes"], f"{where}.llc_share_bytes") if "llc_share_bytes" in d else 0.0,
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
-        **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s")
-           if k in d},
+        **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s",
+                                                     "weights_exposed_share") if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )
 

@@ -104,12 +104,14 @@ class Rates:
     overlap: Num  # share of the smaller of compute and memory time left exposed
     cache_bw: Num
     dram_bw: Num
+    kind_bw: Num  # the rate the kind's activations move at whatever their size (0: cache or memory by size)
     onchip: Num
     llc: Num  # the core's share of the last-level cache (0: not modelled)
     llc_all: Num  # the whole last-level cache (<= llc: a step at llc)
     llc_hold_s: Num  # weights re-read within this long stay in the shared last-level cache
     llc_evict_s: Num  # ... and none after this long (linear between; 0: they all stay)
     evicted_bw: Num  # the rate evicted weights come back from memory at
+    w_exposed: Num  # share of the weights' time from memory on the task's critical path (the rest streams in ahead)
     eliminated: Num  # bool: the task disappears on this path
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
 
@@ -150,9 +152,11 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates
         decode_s=_decode_s(u, p, p.tag), decode_rows_s=_decode_s(u, p, p.tag + "rows"),
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
+        kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(PARENT_KIND.get(rate, rate), 0.0)),
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
         llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
+        w_exposed=u.weights_exposed_share,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
     )
 
@@ -252,7 +256,10 @@ def evicted_share(r: Rates, run_s: float) -> Num:
 
 def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs.
-    Weights beyond the unit's own cache (`res`) come from the last-level cache, or from memory once evicted."""
+    Weights beyond the unit's own cache (`res`) come from the last-level cache, or from memory once evicted; a unit
+    that fetches weights ahead of the task using them (`w_exposed` < 1: the ANE) shows that share of their time
+    only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
+    alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
     t_comp = (2 * w.macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
@@ -260,9 +267,9 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     w_all = w_rt + w.aux_elements * 4 + w.other_const_bytes
     moved = act + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
-    bw = np.where(fits, r.cache_bw, r.dram_bw)
+    bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
     evicted = 0.0 if res.resident else evicted_share(r, res.run_s)
-    s_per_w_byte = 1 / r.cache_bw if res.resident else (1 - evicted) / r.dram_bw + evicted / r.evicted_bw
+    s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
     t_mem = act / bw + w_all * s_per_w_byte
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
