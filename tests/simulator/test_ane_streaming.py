@@ -98,3 +98,22 @@ def test_the_fit_sets_one_kinds_rate_and_keeps_the_others() -> None:
     assert df._value(HW, params[0]) == HW.units[0].cache_bandwidth_bytes_per_s  # no rate of its own: a small task's
     spec = df.TARGETS["coreml/apple-a17"]
     assert {p.field for p in spec.params} >= {"weights_exposed_share", "kind_bandwidth_bytes_per_s"}
+
+
+def test_a_fitted_kind_rate_is_written_under_a_new_map_with_its_source(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """--write adds a map the unit lacks (kind_bandwidth_bytes_per_s) with the fitted figure and its source, and the
+    file still parses to that figure; the other units are untouched."""
+    from simulator.profiles import HARDWARE_DIR
+
+    (tmp_path / "apple-a17.yaml").write_text((HARDWARE_DIR / "apple-a17.yaml").read_text())
+    monkeypatch.setattr(df, "HARDWARE_DIR", tmp_path)
+    monkeypatch.setattr("simulator.profiles.HARDWARE_DIR", tmp_path)
+    load_profile.cache_clear()
+    try:
+        df.write_yaml("apple-a17", {"ane.kind_bandwidth_bytes_per_s.elementwise": 7.4e11}, "fitted (test)")
+        hw = load_profile("apple-a17")
+        assert hw.units[0].kind_bandwidth_bytes_per_s == {"elementwise": 7.4e11}
+        assert [u.kind_bandwidth_bytes_per_s for u in hw.units[1:]] == [{}, {}]
+        assert 'elementwise: {value: 7.4000e+11, source: "fitted (test)"}' in (tmp_path / "apple-a17.yaml").read_text()
+    finally:
+        load_profile.cache_clear()
