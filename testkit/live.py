@@ -34,9 +34,9 @@ def wait_http(url: str, timeout_s: float = 60, proc: subprocess.Popen | None = N
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before {url} answered")
         try:
-            requests.get(url, timeout=2)
+            requests.get(url, timeout=10)
             return
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still starting up (busy host)
             time.sleep(0.2)
     raise TimeoutError(f"{url} did not answer within {timeout_s} s")
 
