@@ -43,6 +43,13 @@ def main() -> None:
     """Edgescope: profile ML models op by op and predict what compression does on device."""
 
 
+def _keep_conversions(settings: Settings) -> None:
+    """A process that runs jobs keeps converted .pt2 files (compiler/conversion_cache.py)."""
+    from compiler import conversion_cache
+
+    conversion_cache.configure(settings.conversion_cache_root, settings.conversion_cache_mb * 1024**2)
+
+
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
@@ -66,6 +73,7 @@ def serve(host: str, port: int, threads: int) -> None:
     from worker.reconcile import start_reconciler
 
     celery = app.extensions["celery"]
+    _keep_conversions(settings)
     if settings.embedded_worker:
         from worker.embedded import start_embedded_worker
         from worker.jobs import requeue_interrupted
@@ -103,6 +111,7 @@ def worker(concurrency: int, loglevel: str) -> None:
     from worker.warmup import calibrate_in_background
 
     app = make_celery(settings)
+    _keep_conversions(settings)  # before the pool's children fork: they inherit it
     calibrate_in_background(settings)
     # In the main process, beside the pool: it holds no database connection between ticks, so the pool
     # children Celery forks inherit none.

@@ -62,6 +62,10 @@ class Settings:
     # Interpreter of the litert-torch venv that converts .pt2 to .tflite (LiteRT targets);
     # empty = <checkout>/.venv-litert-torch/bin/python when it exists (compiler.backends.pt2_tflite).
     litert_torch_python: str = ""
+    # Converted .pt2 files kept by content (compiler/conversion_cache.py); default <data_dir>/cache/conversions,
+    # "off" keeps none. At most conversion_cache_mb of them (least recently used go first).
+    conversion_cache_dir: str = ""
+    conversion_cache_mb: int = 2048
     # Host calibration cache (measured kernel efficiencies); default <data_dir>/calibration.
     calibration_dir: Path | None = None
     # Anyone may create an account from the sign-in page; when off, admins use `edgescope users create`.
@@ -78,6 +82,12 @@ class Settings:
     @property
     def temp_root(self) -> Path:
         return Path(self.temp_dir or self.data_dir / "tmp")
+
+    @property
+    def conversion_cache_root(self) -> Path | None:
+        if self.conversion_cache_dir == "off":
+            return None
+        return Path(self.conversion_cache_dir or self.data_dir / "cache" / "conversions")
 
     @property
     def embedded_worker(self) -> bool:

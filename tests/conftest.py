@@ -101,6 +101,24 @@ def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session", autouse=True)
+def shared_conversions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One conversion cache (compiler/conversion_cache.py) for the run: in-process analyses and the servers tests
+    start keep converted .pt2 files in it, so a model several tests upload is converted once per run (each
+    conversion is a child that imports torch: 5-20 s). tests/compiler/test_conversion_cache.py tests the cache."""
+    from compiler import conversion_cache
+
+    root = tmp_path_factory.getbasetemp()
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        root = root.parent
+    folder = root / "conversions"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EDGESCOPE_CONVERSION_CACHE_DIR", str(folder))  # servers started as processes
+        conversion_cache.configure(folder)
+        yield folder
+        conversion_cache.configure(None)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def cheap_password_hashes() -> Iterator[None]:
     """Argon2id at its defaults (64 MiB, 3 passes, 4 lanes) costs ~0.2 s of CPU per sign-up and per sign-in, and
     the in-process apps of the tests sign up hundreds of accounts: here they hash with argon2id at its lightest

@@ -38,9 +38,12 @@ def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str |
         arc.vet_pickles()
     finally:
         arc.close()
+    from compiler import conversion_cache
+
     payload = {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
-    return run(child, payload, Limits(timeout_s, memory_limit_bytes, what=f"converting the .pt2 model to {what}"),
-               python=python)
+    limits = Limits(timeout_s, memory_limit_bytes, what=f"converting the .pt2 model to {what}")
+    return conversion_cache.converted(child, Path(pt2_path), Path(out_path), python,
+                                      lambda: run(child, payload, limits, python=python))
 
 
 def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
