@@ -21,7 +21,8 @@ def _app(folder: Path) -> Celery:
     app.conf.update(broker_url=f"{file_broker.SCHEME}://", task_ignore_result=True, worker_hijack_root_logger=False,
                     worker_enable_remote_control=False, broker_connection_retry_on_startup=True,
                     broker_transport_options={"data_folder_in": str(q), "data_folder_out": str(q),
-                                              "store_processed": False, "polling_interval": 0.05})
+                                              "store_processed": False, "polling_interval": 0.05,
+                                              "control_folder": str(folder / "control")})
     return app
 
 
