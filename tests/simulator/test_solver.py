@@ -66,9 +66,10 @@ def test_real_sweep_one_change_found_when_one_suffices() -> None:
     budget; the solver must meet it with one change, and its totals are the rule's."""
     r = sweep(conv_chain(), "ort-cpu/host")
     ops = r.bulk["ops"]
-    best = min(((op, c) for i, op in enumerate(ops) for c in r.per_op[i]["combos"]),
-               key=lambda oc: totals(r.bulk, r.per_op, "fp32", {oc[0]: oc[1]})["latency_ms"])
-    limit = totals(r.bulk, r.per_op, "fp32", {best[0]: best[1]})["latency_ms"] * (1 + 1e-9)
+    rows = list(r.per_op)  # the per-op dicts once: the sweep builds one on each access
+    best = min(((op, c) for i, op in enumerate(ops) for c in rows[i]["combos"]),
+               key=lambda oc: totals(r.bulk, rows, "fp32", {oc[0]: oc[1]})["latency_ms"])
+    limit = totals(r.bulk, rows, "fp32", {best[0]: best[1]})["latency_ms"] * (1 + 1e-9)
     sol = solve(prepare(r.bulk, r.per_op), "fp32", {}, Budget.of(latency_ms=limit))
     assert sol.feasible
     fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
@@ -89,11 +90,11 @@ def test_crossings_are_priced_as_the_rule_prices_them() -> None:
         assert p.totals == totals(r.bulk, r.per_op, "int8-static", p.overrides)
         assert not budget.unmet(p.totals)
     # Exhaustive over every pair of changes among each op's distinct units and formats agrees on feasibility.
-    per_op = [r.per_op[i] for i in range(len(r.bulk["ops"]))]
+    per_op = list(r.per_op)  # the per-op dicts once: the sweep builds one on each access
     found = False
     for pick in itertools.product(*[[None] + e["combos"][::27] for e in per_op]):
         ov = {op: c for op, c in zip(r.bulk["ops"], pick) if c is not None}
-        if not budget.unmet(totals(r.bulk, r.per_op, "int8-static", ov)):
+        if not budget.unmet(totals(r.bulk, per_op, "int8-static", ov)):
             found = True
             break
     assert not found or sol.feasible
