@@ -39,6 +39,10 @@ def test_concurrent_callers_calibrate_once(tmp_path: Path, monkeypatch: pytest.M
         return _fake_cache()
 
     monkeypatch.setattr(calibration, "calibrate", slow_calibrate)
+    # The warm-up then calibrates LiteRT (~30 s of CPU): not what this tests, and it would go on in the background
+    # of the tests that follow.
+    litert = []
+    monkeypatch.setattr("simulator.litert_calibration.with_litert", lambda hw, path: litert.append(path) or hw)
     settings = Settings.from_env(env={}, data_dir=tmp_path / "data")
     warm = calibrate_in_background(settings)
     time.sleep(0.1)
@@ -48,6 +52,7 @@ def test_concurrent_callers_calibrate_once(tmp_path: Path, monkeypatch: pytest.M
     job.join(10)
     warm.join(10)
     assert calls == [1] and got and got[0].calibrated and settings.calibration_path.exists()
+    assert litert == [settings.calibration_path] and not warm.is_alive()
 
 
 def test_cache_is_reused_and_refreshed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
