@@ -169,7 +169,8 @@ def main() -> None:
     ap.add_argument("--scale", default="", help="scale model sizes, e.g. 50000,200000 (see the module's doc)")
     ap.add_argument("--all-targets", action="store_true", help="every default ONNX target, not only ort-cpu/host")
     ap.add_argument("--only-scale", action="store_true", help="only the --scale models")
-    ap.add_argument("--calibration", type=Path, help="a host calibration cache to start from (skips ~100 s)")
+    ap.add_argument("--calibration", type=Path, help="a host calibration cache to start from (skips ~100 s); "
+                    "litert-cpu.json beside it is copied too")
     a = ap.parse_args()
     if a.all_targets:
         from compiler.vocabulary.targets import default_targets
@@ -189,6 +190,14 @@ def main() -> None:
         if a.calibration:
             (tmp / "data" / "calibration").mkdir()
             shutil.copy(a.calibration, tmp / "data" / "calibration" / "host-cpu.json")
+            # The server's warm-up calibrates LiteRT's kernels too (simulator.litert_calibration): in a thread of
+            # the process that runs the job, so without its cache beside the host's it ran through the measured
+            # analysis and took the CPU and the GIL from it (py-spy: ~70 s of that thread during a 50,000-node job).
+            litert = a.calibration.with_name("litert-cpu.json")
+            if litert.is_file():
+                shutil.copy(litert, tmp / "data" / "calibration" / litert.name)
+            else:
+                print(f"no {litert.name} beside {a.calibration}: LiteRT calibrates during the figures", flush=True)
         # The live server of the tests: `edgescope serve` on the embedded default, signed in with a token.
         server = start_server(tmp / "data", {"EDGESCOPE_PROFILE_RUNS": str(a.runs), "EDGESCOPE_PROFILE_WARMUP": "5"})
         try:
