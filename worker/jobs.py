@@ -140,6 +140,9 @@ def _options(services: Services, model: Model) -> pipeline.AnalysisOptions:
 
 
 _Stored = tuple[str, str, str, int]  # (kind, target, blob key, size)
+# The stored documents of a 50,000-node analysis (140 MB of JSON) gzip in 0.6-0.7 s of CPU to 5.97 MB at level 5,
+# 1.1-1.2 s to 5.63 MB at level 6, 0.3 s to 7.95 MB at level 1.
+GZIP_LEVEL = 5
 
 
 def store_blobs(services: Services, model_id: str, job_id: str, result: pipeline.AnalysisResult,
@@ -164,7 +167,8 @@ def _store_blobs(services: Services, model_id: str, job_id: str, result: pipelin
         # Stored gzipped: the server sends it as is to clients that accept gzip (all browsers).
         k = key(kind, target, "json.gz")
         raw = json.dumps(doc, separators=(",", ":"), allow_nan=False).encode()
-        out.append((kind, target, k, services.blobs.put_bytes(k, gzip.compress(raw, compresslevel=6, mtime=0))))
+        out.append((kind, target, k, services.blobs.put_bytes(k, gzip.compress(raw, compresslevel=GZIP_LEVEL,
+                                                                               mtime=0))))
 
     source_view = graph_view(result.source, "source")
     put_json("graph", "", source_view)
