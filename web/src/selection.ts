@@ -15,7 +15,7 @@ export interface Selection {
 export const EMPTY_SELECTION: Selection = { ids: new Set(), focus: null, source: "table" };
 
 /** The mask of `ids` over a task list of `n` tasks (`rowOf`: task id -> position). */
-export function selectionMask(ids: Iterable<string>, rowOf: ReadonlyMap<string, number>, n: number): Uint8Array {
+export function selectionMask(ids: Iterable<string>, rowOf: { get(id: string): number | undefined }, n: number): Uint8Array {
   const m = new Uint8Array(n);
   for (const id of ids) {
     const k = rowOf.get(id);

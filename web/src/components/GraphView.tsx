@@ -11,8 +11,9 @@ import {
 } from "../graph/programs";
 import type { OpsResponse, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs } from "../format";
-import { ancestors, initialExpanded, ROOT } from "../graph/hierarchy";
-import { type FromWorker, type GraphModel, groupTitle, type LayoutResult, type ToWorker, HEADER } from "../graph/messages";
+import { ROOT } from "../graph/hierarchy";
+import { LazyIndex, positionsIn } from "../positions";
+import { type FromWorker, type GraphModel, groupTitle, type LayoutResult, opAncestors, type ToWorker, unpackModel, HEADER } from "../graph/messages";
 import { drawOverlay as drawOverlay2d } from "../graph/overlay";
 import { FIRST_REQ, type GraphSession } from "../graph/session";
 import { opsInside, useLasso } from "./graph/lasso";
@@ -91,21 +92,18 @@ export default memo(function GraphView(p: Props) {
     if (nodes !== undefined) el.dataset.nodes = String(nodes);
   };
 
-  const hier = model?.hier ?? null;
-  const idToNode = useMemo(() => new Map(model?.ids.map((id, i) => [id, i]) ?? []), [model]);
+  const tree = model?.groups ?? null;
+  const idToNode = useMemo(() => new LazyIndex(model?.ids ?? []), [model]);
+  const opIds = useMemo(() => p.ops?.ops.map((o) => o.id) ?? null, [p.ops]);
   // the page's task list (/ops order, which the selection's mask covers) -> graph node
-  const taskToNode = useMemo(() => (p.ops ? Int32Array.from(p.ops.ops, (o) => idToNode.get(o.id) ?? -1) : null), [p.ops, idToNode]);
+  const taskToNode = useMemo(() => (model && opIds ? positionsIn(model.ids, opIds) : null), [model, opIds]);
   // graph node index -> option-table index (metrics)
-  const toTable = useMemo(() => {
-    if (!model || !p.table) return null;
-    const pos = new Map(p.table.ops.map((id, k) => [id, k]));
-    return Int32Array.from(model.ids, (id) => pos.get(id) ?? -1);
-  }, [model, p.table]);
+  const toTable = useMemo(() => (model && p.table ? positionsIn(p.table.ops, model.ids) : null), [model, p.table]);
   const opsByTable = useMemo(() => {
-    if (!p.ops || !p.table) return null;
-    const pos = new Map(p.ops.ops.map((o, k) => [o.id, k]));
-    return p.table.ops.map((id) => p.ops!.ops[pos.get(id) ?? -1]);
-  }, [p.ops, p.table]);
+    if (!p.ops || !opIds || !p.table) return null;
+    const pos = positionsIn(opIds, p.table.ops);
+    return p.table.ops.map((_, k) => p.ops!.ops[pos[k]]);
+  }, [p.ops, opIds, p.table]);
 
   // ---- worker ----
   // The worker parses the graph, builds its hierarchy and lays out the first view; the page gets the node columns
@@ -124,7 +122,7 @@ export default memo(function GraphView(p: Props) {
       if (r.type === "error") return console.error("graph worker failed:", r.message);
       if (r.type === "model") {
         if (root.current) root.current.dataset.model = "ready";
-        return setModel(r);
+        return setModel(unpackModel(r));
       }
       if (r.req !== reqRef.current) return; // superseded
       if (r.expanded) {
@@ -154,15 +152,15 @@ export default memo(function GraphView(p: Props) {
 
   // "Expand all" asked for before the hierarchy arrived (a test or the benchmark right after the first view)
   useEffect(() => {
-    if (hier && pendingExpandAll.current) {
+    if (tree && pendingExpandAll.current) {
       pendingExpandAll.current = false;
-      setExpanded(new Set(hier.groups.keys()));
+      setExpanded(new Set(tree.ids));
     }
-  }, [hier]);
+  }, [tree]);
   const expandAll = useCallback(() => {
-    if (hier) setExpanded(new Set(hier.groups.keys()));
+    if (tree) setExpanded(new Set(tree.ids));
     else pendingExpandAll.current = true;
-  }, [hier]);
+  }, [tree]);
 
   // ---- sigma ----
   useEffect(() => {
@@ -242,6 +240,7 @@ export default memo(function GraphView(p: Props) {
       done = true;
       s.off("afterRender", onRender);
       setState("rendered", g.order);
+      performance.mark("edgescope:graph-drawn");
       // the first view is on screen: now the page may take the node columns and the hierarchy
       if (!modelAsked.current && workerRef.current) {
         modelAsked.current = true;
@@ -350,16 +349,16 @@ export default memo(function GraphView(p: Props) {
   useEffect(() => {
     // a brush over many tasks is shown where it lies: flying to one of them would hide the pattern (and re-draw
     // 50,000 nodes each frame of the flight)
-    if (p.selection.source === "graph" || !p.selection.focus || !hier || p.selection.ids.size > LABELLED_SELECTION) return;
+    if (p.selection.source === "graph" || !p.selection.focus || !tree || p.selection.ids.size > LABELLED_SELECTION) return;
     const i = idToNode.get(p.selection.focus);
     if (i === undefined) return;
-    const need = ancestors(hier, i).filter((gid) => !expanded.has(gid));
+    const need = opAncestors(tree, i).filter((gid) => !expanded.has(gid));
     if (need.length) {
       pendingZoom.current = { kind: "op", op: i };
       setExpanded((e) => new Set([...e, ...need]));
     } else zoomTo({ kind: "op", op: i });
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [p.selection.focus, p.selection.source, hier]);
+  }, [p.selection.focus, p.selection.source, tree]);
 
   // ---- events ----
   const propsRef = useRef(p);
@@ -482,8 +481,8 @@ export default memo(function GraphView(p: Props) {
   const { canvas: lassoCanvas, down: lassoDown, move: lassoMove, up: lassoUp } = useLasso((pts) => {
     const s = sigmaRef.current, g = graphRef.current;
     setLassoMode(false);
-    if (!s || !g || !model) return;
-    const ids = opsInside(pts, g, s, model.hier, model.ids);
+    if (!s || !g || !model || !layoutRef.current) return;
+    const ids = opsInside(pts, g, s, layoutRef.current.rep, model.ids);
     if (!ids.length) return;
     p.onSelect(ids, null, "graph");
     p.onLasso(new Set(ids));
@@ -543,7 +542,7 @@ export default memo(function GraphView(p: Props) {
         <button className={`small ${lassoMode ? "on" : ""}`} aria-pressed={lassoMode} onClick={() => setLassoMode((x) => !x)} data-testid="lasso" title="Draw around tasks to select them and filter the table">
           Lasso
         </button>
-        <button className="small" onClick={() => hier && ((pendingZoom.current = "fit"), setExpanded(initialExpanded(hier, 0)))} title="Collapse every group">Collapse all</button>
+        <button className="small" onClick={() => tree && ((pendingZoom.current = "fit"), setExpanded(new Set([ROOT])))} title="Collapse every group">Collapse all</button>
         <button className="small" onClick={() => ((pendingZoom.current = "fit"), expandAll())} data-testid="expand-all" title="Expand every group">Expand all</button>
         <button className="small" onClick={() => sigmaRef.current?.getCamera().animatedReset({ duration: 300 })}>Fit</button>
         <label className="check"><input type="checkbox" checked={showMinimap} onChange={(e) => setShowMinimap(e.target.checked)} /> Minimap</label>

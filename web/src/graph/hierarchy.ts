@@ -19,12 +19,16 @@ export interface Group {
   count: number;
   depth: number;
   auto: boolean;
+  /** position in Hierarchy.order */
+  index: number;
 }
 
 export interface Hierarchy {
   groups: Map<string, Group>;
   /** direct parent group of each op */
   opParent: string[];
+  /** every group, each after its parent (the graph's worker indexes groups by their position here) */
+  order: Group[];
 }
 
 /** Smallest period p (2..64) with which the type sequence repeats for at least 90% of positions, else 0. */
@@ -53,7 +57,7 @@ export interface NodeColumns {
 export function buildHierarchy(cols: NodeColumns, maxItems = MAX_ITEMS, labelAuto = true): Hierarchy {
   const groups = new Map<string, Group>();
   const mk = (id: string, parent: string | null, label: string, first: number, auto: boolean): Group => {
-    const g: Group = { id, label, parent, groups: [], ops: [], first, count: 0, depth: parent === null ? 0 : groups.get(parent)!.depth + 1, auto };
+    const g: Group = { id, label, parent, groups: [], ops: [], first, count: 0, depth: parent === null ? 0 : groups.get(parent)!.depth + 1, auto, index: -1 };
     groups.set(id, g);
     if (parent !== null) groups.get(parent)!.groups.push(id);
     return g;
@@ -141,8 +145,9 @@ export function buildHierarchy(cols: NodeColumns, maxItems = MAX_ITEMS, labelAut
     for (let k = 1; k < g.groups.length && sorted; k++) sorted = groups.get(g.groups[k - 1])!.first <= groups.get(g.groups[k])!.first;
     if (!sorted) g.groups.sort((a, b) => groups.get(a)!.first - groups.get(b)!.first);
   }
+  order.forEach((g, k) => (g.index = k));
   if (labelAuto) for (const g of order) if (g.auto) g.label = describe(g, groups, cols);
-  return { groups, opParent };
+  return { groups, opParent, order };
 }
 
 const labelled = new WeakSet<Group>();
@@ -161,18 +166,22 @@ export function labelGroup(h: Hierarchy, id: string, cols: NodeColumns): Group {
 /** A label for an automatic group, so a flat graph's first view reads as blocks: its most frequent task types
  * with counts ("FusedConv 6 · Add 2"), or the common name prefix of its tasks when they share one. */
 function describe(g: Group, groups: Map<string, Group>, cols: NodeColumns): string {
-  const counts = new Map<string, number>();
+  // the first 200 names first: when they share a prefix the types are not counted (a top-level block of a
+  // 200,000-task model holds a third of its tasks)
   const names: string[] = [];
+  const firstNames = (x: Group): boolean => {
+    for (const i of x.ops) if (names.push(cols.names[i]) >= 200) return true;
+    return x.groups.some((c) => firstNames(groups.get(c)!));
+  };
+  firstNames(g);
+  const prefix = commonPrefix(names);
+  if (prefix.length >= 3) return prefix;
+  const counts = new Map<string, number>();
   const walk = (x: Group) => {
-    for (const i of x.ops) {
-      counts.set(cols.types[i], (counts.get(cols.types[i]) ?? 0) + 1);
-      if (names.length < 200) names.push(cols.names[i]);
-    }
+    for (const i of x.ops) counts.set(cols.types[i], (counts.get(cols.types[i]) ?? 0) + 1);
     for (const c of x.groups) walk(groups.get(c)!);
   };
   walk(g);
-  const prefix = commonPrefix(names);
-  if (prefix.length >= 3) return prefix;
   const top = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   const shown = top.slice(0, 2).map(([t, n]) => (n > 1 ? `${t} ${n}` : t));
   return top.length > 2 ? `${shown.join(" · ")} · …` : shown.join(" · ");
@@ -190,17 +199,6 @@ export function commonPrefix(names: string[]): string {
   }
   const cut = Math.max(p.lastIndexOf("/"), p.lastIndexOf("."), p.lastIndexOf("_"), p.lastIndexOf(":"));
   return cut > 0 ? p.slice(0, cut).replace(/^\/+/, "") : "";
-}
-
-/** Groups from the root down to the op's direct parent (root excluded). */
-export function ancestors(h: Hierarchy, op: number): string[] {
-  const out: string[] = [];
-  let g: string | null = h.opParent[op];
-  while (g !== null && g !== ROOT) {
-    out.push(g);
-    g = h.groups.get(g)!.parent;
-  }
-  return out.reverse();
 }
 
 /** Groups to open first: the top level, then breadth-first while the drawn node count stays within `budget`.

@@ -6,7 +6,7 @@
 import dagre from "@dagrejs/dagre";
 import type { GraphColumns } from "../api/types";
 import { buildHierarchy, type Hierarchy, initialExpanded, labelGroup, ROOT } from "./hierarchy";
-import { type BoxItem, type CollapsedItem, type FromWorker, GROUP_H, GROUP_W, HEADER, OP_H, OP_W, PAD, type ToWorker } from "./messages";
+import { type BoxItem, type CollapsedItem, type FromWorker, type GraphModelMessage, GROUP_H, GROUP_W, HEADER, OP_H, OP_W, pack, PAD, type ToWorker } from "./messages";
 
 interface Local {
   key: string;
@@ -19,10 +19,11 @@ interface Local {
 let cols: GraphColumns | null = null;
 let hier: Hierarchy | null = null;
 let opCount = 0;
-// Groups as small integers (index into gIds), so the per-edge and per-op walks below are array reads, not string
+/** no string of the graph holds the model message's separator (messages.ts pack) */
+let sepFree = false;
+// Groups as small integers (Hierarchy.order's, index into gIds), so the per-edge and per-op walks below are array reads, not string
 // hashing: at 200,000 tasks the string version took 1.6 s before the first layout.
 let gIds: string[] = [];
-let gIndex = new Map<string, number>();
 let gParent = new Int32Array(0);
 let gDepth = new Int32Array(0);
 let opParent = new Int32Array(0);
@@ -48,7 +49,9 @@ function init(json: ArrayBuffer) {
     t = now;
   };
   phases = {};
-  cols = JSON.parse(new TextDecoder().decode(json)) as GraphColumns;
+  const text = new TextDecoder().decode(json);
+  sepFree = !text.includes("\\u0001");
+  cols = JSON.parse(text) as GraphColumns;
   lap("parse");
   hier = buildHierarchy(cols, undefined, false);
   lap("hierarchy");
@@ -56,18 +59,19 @@ function init(json: ArrayBuffer) {
   src = Int32Array.from(cols.src);
   dst = Int32Array.from(cols.dst);
   cache.clear();
-  // breadth-first from the root, so a parent's index comes before its children's
-  gIds = [ROOT];
-  for (let k = 0; k < gIds.length; k++) gIds.push(...hier.groups.get(gIds[k])!.groups);
-  gIndex = new Map(gIds.map((id, k) => [id, k]));
-  gParent = new Int32Array(gIds.length).fill(-1);
-  gDepth = new Int32Array(gIds.length);
-  for (let k = 1; k < gIds.length; k++) {
-    gParent[k] = gIndex.get(hier.groups.get(gIds[k])!.parent!)!;
-    gDepth[k] = gDepth[gParent[k]] + 1;
-  }
+  // groups numbered as the hierarchy orders them, each after its parent
+  const order = hier.order;
+  gIds = order.map((g) => g.id);
+  gParent = Int32Array.from(order, (g) => (g.parent === null ? -1 : hier!.groups.get(g.parent)!.index));
+  gDepth = Int32Array.from(order, (g) => g.depth);
   opParent = new Int32Array(opCount);
-  for (let i = 0; i < opCount; i++) opParent[i] = gIndex.get(hier.opParent[i])!;
+  // consecutive ops mostly share their group: one look-up per run
+  let last: string | null = null, lastK = 0;
+  for (let i = 0; i < opCount; i++) {
+    const p = hier.opParent[i];
+    if (p !== last) (last = p), (lastK = hier.groups.get(p)!.index);
+    opParent[i] = lastK;
+  }
   edgesByGroup = Array.from({ length: gIds.length }, () => []);
   for (let e = 0; e < src.length; e++) {
     let a = opParent[src[e]], b = opParent[dst[e]];
@@ -146,7 +150,7 @@ function layoutGroup(id: string, expanded: Set<string>): Local {
   if (hit && hit.key === sig) return hit;
   laidOut++;
   const edges: string[] = [];
-  const pairs = edgesByGroup[gIndex.get(id)!], seen = new Set<string>();
+  const pairs = edgesByGroup[g.index], seen = new Set<string>();
   for (let e = 0; e < pairs.length; e += 2) {
     const a = itemKey(pairs[e]), b = itemKey(pairs[e + 1]), k = `${a}\n${b}`;
     if (!seen.has(k)) (seen.add(k), edges.push(a, b));
@@ -207,18 +211,17 @@ function layout(req: number, expandedList: string[], first: boolean): FromWorker
   // representative of each op: its highest collapsed ancestor, else itself
   const open = new Uint8Array(gIds.length);
   for (const id of expanded) {
-    const k = gIndex.get(id);
+    const k = H.groups.get(id)?.index;
     if (k !== undefined) open[k] = 1;
   }
   const repOfGroup = new Int32Array(gIds.length).fill(-1);
-  collapsed.forEach((c, k) => (repOfGroup[gIndex.get(c.id)!] = opsOut.length + k));
+  collapsed.forEach((c, k) => (repOfGroup[H.groups.get(c.id)!.index] = opsOut.length + k));
+  // each group's highest collapsed ancestor (itself included), -1 if none: parents come before their children
+  const top = new Int32Array(gIds.length).fill(-1);
+  for (let g = 1; g < gIds.length; g++) top[g] = top[gParent[g]] >= 0 ? top[gParent[g]] : open[g] ? -1 : g;
   const rep = new Int32Array(opCount).fill(-1);
   opsOut.forEach((o, k) => (rep[o] = k));
-  for (let i = 0; i < opCount; i++) {
-    let top = -1;
-    for (let g = opParent[i]; g > 0; g = gParent[g]) if (!open[g]) top = g;
-    if (top >= 0) rep[i] = repOfGroup[top];
-  }
+  for (let i = 0; i < opCount; i++) if (top[opParent[i]] >= 0) rep[i] = repOfGroup[top[opParent[i]]];
   const seen = new Set<number>();
   const edges: number[] = [];
   const n = opsOut.length + collapsed.length;
@@ -264,7 +267,11 @@ self.onmessage = (ev: MessageEvent<ToWorker>) => {
       post(r, r.type === "layout" ? [r.rep.buffer, r.ops.buffer, r.opXY.buffer, r.edges.buffer] : []);
     } else if (m.type === "model") {
       const c = cols!;
-      post({ type: "model", ids: c.ids, names: c.names, types: c.types, namespaces: c.namespaces, hier: hier! });
+      const r: GraphModelMessage = {
+        type: "model", ids: pack(c.ids, sepFree), names: pack(c.names, sepFree), types: pack(c.types, sepFree),
+        namespaces: pack(c.namespaces, sepFree), groups: pack(gIds, sepFree), groupParent: gParent.slice(), opGroup: opParent.slice(),
+      };
+      post(r, [r.groupParent.buffer, r.opGroup.buffer]);
     }
   } catch (e) {
     post({ type: "error", req: "req" in m ? m.req : -1, message: String(e) });

@@ -3,23 +3,60 @@
 // The worker owns the graph's first view: it gets the graph's JSON bytes (GET .../graph?format=columns, unparsed),
 // parses them, builds the group hierarchy, lays out the groups to open first and sends that layout with what it
 // takes to draw it (labels, types). Only then, when the page asks for it ("model"), does it send the node columns
-// and the hierarchy the rest of the page needs (selection, tooltips, lasso, expanding): parsing and cloning them
+// and the group tree the rest of the page needs (selection, tooltips, lasso, expanding): parsing and cloning them
 // on the main thread cost seconds before the first drawing at 200,000 tasks.
-import type { Hierarchy } from "./hierarchy";
+import { ROOT } from "./hierarchy";
 
 export type ToWorker =
   | { type: "init"; req: number; json: ArrayBuffer }
   | { type: "layout"; req: number; expanded: string[] }
   | { type: "model" };
 
-/** The node columns and the group hierarchy, sent once the first view is drawn. */
-export interface GraphModel {
+/** A string column as one string joined by SEP (or the array itself if a value holds SEP): cloning 200,000 strings
+ * between threads took 100-200 ms per column at each end, one string and a split take ~10 ms. */
+export type Packed = string | string[];
+const SEP = "\u0001";
+/** `sepFree`: known not to hold SEP (the graph's JSON text has no "\\u0001" escape, and JSON writes SEP no other way) */
+export const pack = (xs: string[], sepFree = false): Packed => (xs.length && (sepFree || !xs.some((x) => x.includes(SEP))) ? xs.join(SEP) : xs);
+const unpack = (p: Packed): string[] => (typeof p === "string" ? p.split(SEP) : p);
+
+/** The node columns and the group tree as the worker sends them, once the first view is drawn. The group tree
+ * as integer arrays (transferred): the hierarchy's Map of 68,000 group records took ~400 ms to clone. */
+export interface GraphModelMessage {
   type: "model";
+  ids: Packed;
+  names: Packed;
+  types: Packed;
+  namespaces: Packed;
+  /** group ids, each after its parent; groups[0] is the root */
+  groups: Packed;
+  groupParent: Int32Array;
+  /** each op's direct parent group, as an index into groups */
+  opGroup: Int32Array;
+}
+
+/** What the page keeps of the graph: node columns (graph node order) and the group tree. */
+export interface GraphModel {
   ids: string[];
   names: string[];
   types: string[];
   namespaces: string[];
-  hier: Hierarchy;
+  groups: { ids: string[]; parent: Int32Array; opGroup: Int32Array };
+}
+
+export const unpackModel = (m: GraphModelMessage): GraphModel => ({
+  ids: unpack(m.ids),
+  names: unpack(m.names),
+  types: unpack(m.types),
+  namespaces: unpack(m.namespaces),
+  groups: { ids: unpack(m.groups), parent: m.groupParent, opGroup: m.opGroup },
+});
+
+/** Groups from the root down to op `op`'s direct parent (root excluded). */
+export function opAncestors(t: GraphModel["groups"], op: number): string[] {
+  const out: string[] = [];
+  for (let g = t.opGroup[op]; g >= 0 && t.ids[g] !== ROOT; g = t.parent[g]) out.push(t.ids[g]);
+  return out.reverse();
 }
 
 /** What a drawn group shows: its label (namespace part, or an automatic group's task types), an automatic group's
@@ -82,7 +119,7 @@ export interface LayoutResult {
   groupsLaidOut: number;
 }
 
-export type FromWorker = LayoutResult | GraphModel | { type: "error"; req: number; message: string };
+export type FromWorker = LayoutResult | GraphModelMessage | { type: "error"; req: number; message: string };
 
 export const OP_W = 150;
 export const OP_H = 26;

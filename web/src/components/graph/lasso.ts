@@ -4,7 +4,6 @@ import type Graph from "graphology";
 import { useRef } from "react";
 import type Sigma from "sigma";
 import { SEL } from "../../graph/coloring";
-import type { Hierarchy } from "../../graph/hierarchy";
 
 type Pt = { x: number; y: number };
 
@@ -17,20 +16,18 @@ function inside(pts: Pt[], x: number, y: number): boolean {
   return r;
 }
 
-/** Ids of the ops drawn inside the polygon `pts` (viewport pixels). */
-export function opsInside(pts: Pt[], g: Graph, s: Sigma, hier: Hierarchy, opIds: readonly string[]): string[] {
+/** Ids of the ops drawn inside the polygon `pts` (viewport pixels); a collapsed group counts with the ops it stands
+ * for (`rep`: each op's drawn item, the layout's). */
+export function opsInside(pts: Pt[], g: Graph, s: Sigma, rep: Int32Array, opIds: readonly string[]): string[] {
   const ids: string[] = [];
-  const addGroup = (gid: string) => {
-    const grp = hier.groups.get(gid)!;
-    for (const o of grp.ops) ids.push(opIds[o]);
-    for (const c of grp.groups) addGroup(c);
-  };
+  const groups = new Set<number>();
   g.forEachNode((_key, a) => {
     const v = s.graphToViewport({ x: a.x, y: a.y });
     if (!inside(pts, v.x, v.y)) return;
     if (a.kind === "op") ids.push(opIds[a.op]);
-    else addGroup(a.group);
+    else groups.add(a.k);
   });
+  if (groups.size) for (let i = 0; i < rep.length; i++) if (groups.has(rep[i])) ids.push(opIds[i]);
   return ids;
 }
 

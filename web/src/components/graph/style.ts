@@ -90,7 +90,7 @@ export function itemStyle(L: LayoutResult, ids: readonly string[] | null, c: Col
 
 /** Graph node indices of the selected ops: from the selection's mask over the page's task list (`toNode`: task
  * position -> node index, -1 for none) where it has one, else by looking its ids up. */
-export function selectedNodes(ids: Iterable<string>, idToNode: ReadonlyMap<string, number>, mask: Uint8Array | null, toNode: Int32Array | null): number[] {
+export function selectedNodes(ids: Iterable<string>, idToNode: { get(id: string): number | undefined }, mask: Uint8Array | null, toNode: Int32Array | null): number[] {
   const out: number[] = [];
   if (mask && toNode && mask.length === toNode.length) {
     for (let k = 0; k < mask.length; k++) if (mask[k] && toNode[k] >= 0) out.push(toNode[k]);
