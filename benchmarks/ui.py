@@ -3,7 +3,8 @@
 For models of 1,000 / 10,000 / 50,000 tasks, namespaced and flat names (`--llm`: also a decoder's structure, as
 benchmarks/pipeline.py's `llm_like` writes it, at each size, e.g. `--sizes 200000 --flat no --llm`):
   - time from opening /m/<id> (navigation start, in the page's clock) to the first rendered graph (graph root
-    data-state="rendered"; the other viewers: their first drawn graph, see *_DRAWN)
+    data-state="rendered"; the other viewers: their first drawn graph, see *_DRAWN), with where it went: the graph
+    worker's phases and the page's timeline (downloads, the page's performance marks; TIMELINE_JS)
   - time to the whole graph drawn (every group expanded, every task a node)
   - median / p95 frame time during a scripted zoom and pan (requestAnimationFrame intervals)
   - time to sort and to filter the table (click to painted frame)
@@ -213,6 +214,20 @@ ME_EXPAND_JS = """async ([limit]) => {
 }"""
 
 
+# The page's own marks (ms since navigation; the first of each name) and the graph's download: where the first view's
+# and the table's time goes (graph bytes in hand, the worker's first layout and its columns received, drawn, table data).
+TIMELINE_JS = """() => {
+  const out = {};
+  for (const [name, part] of [['graph', 'format=columns'], ['ops', '/ops?'], ['options', '/options?']]) {
+    const r = performance.getEntriesByType('resource').find((e) => e.name.includes(part));
+    if (r) out[name + '-download'] = [Math.round(r.startTime), Math.round(r.responseEnd)];
+  }
+  for (const m of performance.getEntriesByType('mark'))
+    if (m.name.startsWith('edgescope:') && !(m.name.slice(10) in out)) out[m.name.slice(10)] = Math.round(m.startTime);
+  return out;
+}"""
+
+
 def pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else float("nan")
@@ -236,7 +251,7 @@ def measure(browser, base: str, mid: str, login: dict, first_only: bool = False)
     table_ready = page.evaluate("performance.now()") / 1000
     n = int(page.get_attribute('[data-testid=op-table]', 'data-rows'))
     res: dict = {"tasks": n, "first_render_s": first, "first_nodes": first_nodes, "table_ready_s": table_ready,
-                 "worker_phases_ms": json.loads(phases) if phases else None}
+                 "worker_phases_ms": json.loads(phases) if phases else None, "timeline_ms": page.evaluate(TIMELINE_JS)}
     zoom = page.evaluate(FRAME_JS, [60, "zoom"])
     pan = page.evaluate(FRAME_JS, [60, "pan"])
     fr = zoom + pan
@@ -541,6 +556,8 @@ def main() -> None:
                       f"{r.get('sort_ms', nan):>5.0f}ms {r.get('filter_ms', nan):>5.0f}ms", flush=True)
                 if r["worker_phases_ms"]:
                     print(f"{'':18} graph worker before the first view (ms): {r['worker_phases_ms']}", flush=True)
+                if r["timeline_ms"]:
+                    print(f"{'':18} page timeline (ms since navigation): {r['timeline_ms']}", flush=True)
                 for pre, what in (() if a.first_view_only else (("top_", "first view"), ("all_", "whole graph"))):
                     print(f"{'':18} brushing ({what}): chart open {r[pre + 'chart_open_ms']:.0f} ms; histogram frame med/p95/max "
                           f"{r[pre + 'histogram_brush_frame_median_ms']:.1f}/{r[pre + 'histogram_brush_frame_p95_ms']:.1f}/"

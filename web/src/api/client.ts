@@ -88,6 +88,14 @@ export const api = {
   graphBytes: (id: string, signal?: AbortSignal) =>
     readBytes(fetch(`${m(id)}/graph?view=compiled&format=columns`, { signal, headers: { Accept: "application/json" } })),
   options: (id: string, target?: string, signal?: AbortSignal) => get<OptionTable>(`${m(id)}/options${q(target)}`, signal),
+  /** /ops and /options of a target as JSON text, to parse when the page is ready for it (the text is decoded as
+   * it downloads, as Response.json() does) */
+  tableText: (id: string, target: string, signal?: AbortSignal) =>
+    ["ops", "options"].map(async (ep) => {
+      const r = await fetch(`${m(id)}/${ep}${q(target)}`, { signal, headers: { Accept: "application/json" } });
+      if (!r.ok) throw await toError(r);
+      return r.text();
+    }),
   opOptions: (id: string, op: string, target?: string, signal?: AbortSignal) =>
     get<OpOptions>(`${m(id)}/ops/${encodeURIComponent(op)}/options${q(target)}`, signal),
   sources: (id: string, signal?: AbortSignal) => get<SourceFiles>(`${m(id)}/sources`, signal),

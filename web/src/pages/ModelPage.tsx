@@ -26,6 +26,7 @@ import { SourcePanel } from "../components/SourcePanel";
 import { ViewsPanel } from "../components/views/ViewsPanel";
 import type { Compare } from "../views/compare";
 import { GraphSession } from "../graph/session";
+import { LazyIndex, positionsIn } from "../positions";
 
 // fetched as this module loads, in parallel with the model's own requests
 const graphViewModule = import("../components/GraphView");
@@ -43,6 +44,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [target, setTarget] = useState<string | null>(null);
   const [ops, setOps] = useState<OpsResponse | null>(null);
   const [table, setTable] = useState<OptionTable | null>(null);
+  /** /ops and /options downloading (unparsed) for `target` */
+  const [tableText, setTableText] = useState<{ target: string; texts: Promise<string>[]; signal: AbortSignal } | null>(null);
   /** the graph's worker, given the graph's JSON as it arrives (it parses it and lays out the first view) */
   const [graph, setGraph] = useState<GraphSession | null>(null);
   const [perOp, setPerOp] = useState<Record<string, OpOptions>>({});
@@ -56,7 +59,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const [opErr, setOpErr] = useState<string | null>(null);
   const [showTimeline, setShowTimeline] = useState(true);
   const [compare, setCompare] = useState<Compare | null>(null);
-  // The graph is drawn before the table's data is requested: parsing tens of MB of ops and option tables on the
+  // The graph is drawn before the table's data is parsed: parsing tens of MB of ops and option tables on the
   // main thread would otherwise delay the first drawn graph by seconds on big models.
   const [graphDrawn, setGraphDrawn] = useState(false);
   const onGraphDrawn = useCallback(() => setGraphDrawn(true), []);
@@ -66,6 +69,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   useEffect(() => {
     if (ready) return;
     setGraph(null);
+    setTableText(null);
     setOps(null);
     setTable(null);
     setPerOp({});
@@ -107,14 +111,32 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
     return () => (ac.abort(), session?.close());
   }, [id, ready, generation]);
 
+  // The table's data (/ops and /options: 200 MB of JSON at 200,000 tasks) downloads from the worker's first layout
+  // on, while the page draws it, and is parsed once the graph is drawn: downloaded only then, it left the table
+  // seconds more behind the first view; downloaded while the worker lays the graph out, it slowed the worker
+  // (the graph's parse and hierarchy took 1.3-2x as long on this 2-core host).
   useEffect(() => {
-    if (!ready || !target || !graphDrawn) return;
+    if (!ready || !target || !graph) return;
     const ac = new AbortController();
+    const started = graph.firstLayout.then(() => api.tableText(id, target, ac.signal));
+    const texts = [0, 1].map((k) => started.then((t) => t[k]));
+    texts.forEach((t) => t.catch(() => undefined)); // reported by the effect below, once the graph is drawn
+    setTableText({ target, texts, signal: ac.signal });
+    return () => ac.abort();
+  }, [id, ready, target, generation, graph]);
+  useEffect(() => {
+    if (!tableText || !graphDrawn) return;
+    const { target, texts, signal } = tableText;
+    let stop = false;
     setOps(null);
     setTable(null);
     setPerOp({});
-    Promise.all([api.ops(id, target, ac.signal), api.options(id, target, ac.signal)]).then(
+    // each document is parsed as soon as it is in (the other may still be downloading)
+    const [opsDoc, tableDoc] = texts.map((t) => t.then((text) => (stop || signal.aborted ? null : JSON.parse(text))));
+    Promise.all([opsDoc as Promise<OpsResponse | null>, tableDoc as Promise<OptionTable | null>]).then(
       ([o, t]) => {
+        if (stop || signal.aborted || !o || !t) return;
+        performance.mark("edgescope:table-data");
         setOps(o);
         setTable(t);
         setHist((h) => ({
@@ -122,10 +144,11 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           past: [],
         }));
       },
-      (e) => !ac.signal.aborted && failed(e),
+      (e) => !stop && !signal.aborted && failed(e),
     );
-    return () => ac.abort();
-  }, [id, ready, target, graphDrawn, generation]);
+    return () => void (stop = true);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [tableText, graphDrawn]);
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
@@ -134,9 +157,9 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const rows: Row[] = useMemo(() => {
     if (!ops || !evaluation || !baseEval || !table) return [];
     // the option table is in execution order like /ops; map by id to be safe
-    const pos = new Map(table.ops.map((x, k) => [x, k]));
+    const pos = positionsIn(table.ops, ops.ops.map((o) => o.id));
     return ops.ops.map((op, i) => {
-      const k = pos.get(op.id) ?? i;
+      const k = pos[i] >= 0 ? pos[i] : i;
       return {
         i,
         op,
@@ -169,7 +192,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
   const filteredIds = useMemo(() => (filterActive ? new Set(filtered.map((r) => r.op.id)) : null), [filtered, filterActive]);
 
   // task id -> position in /ops: each selection carries its mask over the task list (selection.ts)
-  const rowOfNow = useMemo(() => ({ map: new Map(ops?.ops.map((o, k) => [o.id, k]) ?? []), n: ops?.ops.length ?? 0 }), [ops]);
+  const rowOfNow = useMemo(() => ({ map: new LazyIndex(ops?.ops.map((o) => o.id) ?? []), n: ops?.ops.length ?? 0 }), [ops]);
   const rowOf = useRef(rowOfNow);
   rowOf.current = rowOfNow;
   const select = useCallback((ids: string[], focus: string | null, source: SelectSource, additive = false) => {
