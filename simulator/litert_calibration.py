@@ -150,7 +150,7 @@ def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
     """The sweep's per-operator prediction on litert-cpu/host, operators 1.. (the first pays the run's cost)."""
     from simulator.sweep import sweep
 
-    r = sweep(g, TARGET, hardware=hw)
+    r = sweep(g, TARGET, hardware=hw, presets_only=(preset,))  # the fit's thousands of calls need one column
     col = [p["name"] for p in r.bulk["presets"]].index(preset)
     return [row[col] for row in r.bulk["metrics"]["latency_ms"][1:]]
 
