@@ -19,11 +19,16 @@ pytestmark = pytest.mark.browser
 ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 
-def _open(ui_server: Any, page: Any, tmp_path: Path) -> str:
+@pytest.fixture(scope="module")
+def model_id(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """One analysis for the module: solving and downloading read it, applying a proposal changes only the page."""
     if ui_server.mock:
         pytest.skip("the solver and downloads need the real server")
-    mid = ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path / "mnv2_solve.onnx"), targets=["ort-cpu/host"],
-                           timeout_s=900)
+    path = modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("solve") / "mnv2_solve.onnx")
+    return ui_server.upload(path, targets=["ort-cpu/host"], timeout_s=900)
+
+
+def _open(ui_server: Any, page: Any, mid: str) -> str:
     page.goto(f"{ui_server.url}/m/{mid}")
     page.wait_for_selector("[data-testid=model-page][data-ready=true]")
     page.wait_for_selector(ROWS)
@@ -38,8 +43,8 @@ def _solved(dlg: Any, outcome: str) -> None:
         raise AssertionError(f"expected {outcome}, the dialog says: {dlg.inner_text()[-600:]}")
 
 
-def test_solve_dialog_proposes_reviews_and_applies(ui_server: Any, page: Any, tmp_path: Path) -> None:
-    _open(ui_server, page, tmp_path)
+def test_solve_dialog_proposes_reviews_and_applies(ui_server: Any, page: Any, model_id: str, tmp_path: Path) -> None:
+    _open(ui_server, page, model_id)
     # A size budget: int8 weights meet it on any machine (a latency budget depends on this machine's calibration,
     # which may have no option 10% faster than fp32).
     size = float(page.get_attribute("[data-testid=total-size]", "data-value"))
@@ -69,8 +74,8 @@ def test_solve_dialog_proposes_reviews_and_applies(ui_server: Any, page: Any, tm
     shot(page, "solve-applied-header")
 
 
-def test_solve_dialog_says_when_no_state_meets_the_budget(ui_server: Any, page: Any, tmp_path: Path) -> None:
-    _open(ui_server, page, tmp_path)
+def test_solve_dialog_says_when_no_state_meets_the_budget(ui_server: Any, page: Any, model_id: str, tmp_path: Path) -> None:
+    _open(ui_server, page, model_id)
     page.click("[data-testid=open-solve]")
     dlg = page.locator("[data-testid=solve-dialog]")
     dlg.locator("[data-testid=solve-latency_ms]").fill("0.000001")
@@ -82,8 +87,8 @@ def test_solve_dialog_says_when_no_state_meets_the_budget(ui_server: Any, page: 
     shot(page, "solve-infeasible")
 
 
-def test_downloads_csv_and_model_explorer(ui_server: Any, page: Any, tmp_path: Path) -> None:
-    _open(ui_server, page, tmp_path)
+def test_downloads_csv_and_model_explorer(ui_server: Any, page: Any, model_id: str, tmp_path: Path) -> None:
+    _open(ui_server, page, model_id)
     rows = page.locator(ROWS).count()
     with page.expect_download() as d:
         page.click("[data-testid=download-csv]")
