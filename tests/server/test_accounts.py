@@ -13,7 +13,7 @@ from sqlalchemy import select
 from edgescope.config import Settings
 from store.db import session_scope
 from store.models import Job, User
-from tests.conftest import fresh_postgres_db, migrate, sign_up, token_client
+from tests.conftest import FAST_PROFILE, fresh_postgres_db, migrate, sign_up, token_client
 
 PASSWORD = "correct horse battery"
 
@@ -24,7 +24,9 @@ def app(request, tmp_path: Path, calibration_dir: Path) -> Iterator:  # type: ig
 
     with contextlib.ExitStack() as stack:
         extra = {"database_url": stack.enter_context(fresh_postgres_db(migrated=True))} if request.param == "postgres" else {}
-        settings = Settings.from_env(env={}, data_dir=tmp_path / "data", calibration_dir=calibration_dir, **extra)
+        # FAST_PROFILE: the tests below need a ready model, not a precise profile of it.
+        settings = Settings.from_env(env=FAST_PROFILE, data_dir=tmp_path / "data", calibration_dir=calibration_dir,
+                                     **extra)
         migrate(settings.database_url)
         app = create_app(settings)
         yield app
