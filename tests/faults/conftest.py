@@ -153,15 +153,15 @@ class Scaled:
     web: LiveServer
     workers: list[subprocess.Popen] = field(default_factory=list)
 
-    def start_worker(self, name: str) -> subprocess.Popen:
+    def start_worker(self, name: str, extra: dict[str, str] | None = None) -> subprocess.Popen:
         """Workers on one machine share its data folder (and so its temp folder): a restarted or second
-        worker sweeps what a killed one left."""
+        worker sweeps what a killed one left. `extra`: this worker's own settings."""
         data = self.worker_data()
         data.mkdir(parents=True, exist_ok=True)
         log = open(self.data_root / f"{name}.log", "wb")
         proc = subprocess.Popen([sys.executable, "-m", "edgescope", "worker", "--concurrency", "1",
                                  "--loglevel", "WARNING"],
-                                env={**self.env, "EDGESCOPE_DATA_DIR": str(data)}, stdout=log,
+                                env={**self.env, "EDGESCOPE_DATA_DIR": str(data), **(extra or {})}, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
         self.workers.append(proc)
         return proc
@@ -170,7 +170,7 @@ class Scaled:
         return self.data_root / "workers"
 
     def stop(self) -> None:
-        for p in self.workers + [self.web.proc]:
+        for p in self.workers + ([self.web.proc] if self.web is not None else []):
             if p.poll() is None:
                 try:
                     os.killpg(p.pid, signal.SIGKILL) if p in self.workers else p.kill()
@@ -180,15 +180,27 @@ class Scaled:
 
 
 def start_scaled(tmp_path: Path, postgres_url: str, redis_url: str, calibration_dir: Path,
-                 extra: dict[str, str] | None = None) -> Scaled:
+                 extra: dict[str, str] | None = None, workers: tuple[str, ...] = (),
+                 upgrade: bool = True) -> Scaled:
+    """`workers` start before the web server, so that their start-up (seconds of imports) overlaps its own;
+    `upgrade=False` for a database already at the schema's head."""
     env = {**os.environ, **FAST_PROFILE, **FAST_LEASE, "EDGESCOPE_DATABASE_URL": postgres_url,
            "EDGESCOPE_BROKER_URL": redis_url, "EDGESCOPE_BLOB_URL": f"file://{tmp_path / 'blobs'}",
            "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir), "EDGESCOPE_QUEUE": "faults", **(extra or {})}
-    subprocess.run([sys.executable, "-m", "edgescope", "db", "upgrade"], env=env, check=True, cwd=ROOT,
-                   capture_output=True)
-    (tmp_path / "web").mkdir()
-    web = start_server(tmp_path / "web" / "data", {k: v for k, v in env.items() if k.startswith("EDGESCOPE_")})
-    return Scaled(env=env, data_root=tmp_path, web=web)
+    if upgrade:
+        subprocess.run([sys.executable, "-m", "edgescope", "db", "upgrade"], env=env, check=True, cwd=ROOT,
+                       capture_output=True)
+    scaled = Scaled(env=env, data_root=tmp_path, web=None)  # type: ignore[arg-type]
+    try:
+        for name in workers:
+            scaled.start_worker(name)
+        (tmp_path / "web").mkdir()
+        scaled.web = start_server(tmp_path / "web" / "data",
+                                  {k: v for k, v in env.items() if k.startswith("EDGESCOPE_")})
+    except BaseException:
+        scaled.stop()
+        raise
+    return scaled
 
 
 def job_row(server: LiveServer, model_id: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
+from tests.conftest import FAST_PROFILE, fresh_postgres_db
 from tests.faults.conftest import (Scaled, alive, children, ended_well, figure, no_orphans, peak_rss,
                                    profiling_children, sandbox_children, start_scaled, temp_folders, wait_done,
                                    wait_for, wait_stage)
@@ -29,14 +30,18 @@ SLOW_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "80"}
 
 
 @pytest.fixture
-def stack(tmp_path: Path, postgres_url: str, private_redis, calibration_dir: Path) -> Any:  # type: ignore[no-untyped-def]
-    s = start_scaled(tmp_path, postgres_url, private_redis.url, calibration_dir, SLOW_PROFILE)
-    s.redis = private_redis  # type: ignore[attr-defined]
-    s.postgres_url = postgres_url  # type: ignore[attr-defined]
-    try:
-        yield s
-    finally:
-        s.stop()
+def stack(tmp_path: Path, private_redis, calibration_dir: Path) -> Any:  # type: ignore[no-untyped-def]
+    """The scaled setup with worker "a" (stack.workers[0]) started beside the web server; a fresh database
+    copied from the run's migrated one (tests/store/test_migrations.py runs the migrations themselves)."""
+    with fresh_postgres_db(migrated=True) as postgres_url:
+        s = start_scaled(tmp_path, postgres_url, private_redis.url, calibration_dir, SLOW_PROFILE, workers=("a",),
+                         upgrade=False)
+        s.redis = private_redis  # type: ignore[attr-defined]
+        s.postgres_url = postgres_url  # type: ignore[attr-defined]
+        try:
+            yield s
+        finally:
+            s.stop()
 
 
 def _job_worker_pid(stack: Scaled, model_id: str) -> int:
@@ -61,7 +66,7 @@ def _no_temp_left(stack: Scaled) -> None:
 
 @pytest.mark.parametrize("victim", ["main", "pool-child", "all"])
 def test_killed_worker_job_recovers(stack: Scaled, zoo, victim: str) -> None:  # type: ignore[no-untyped-def]
-    a = stack.start_worker("a")
+    a = stack.workers[0]
     model_id = _upload(stack, zoo)
     wait_stage(stack.web, model_id, "profile")
     pool_child = _job_worker_pid(stack, model_id)
@@ -78,7 +83,9 @@ def test_killed_worker_job_recovers(stack: Scaled, zoo, victim: str) -> None:  #
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-    stack.start_worker("b")  # a healthy worker to take the job over
+    # A healthy worker to take the job over; it re-runs it at the tests' usual profile (only "a" has to be slow
+    # enough to be killed mid-profile).
+    stack.start_worker("b", FAST_PROFILE)
     m, _ = wait_done(stack.web, model_id, RECOVERY_LIMIT_S)
     recovery = time.monotonic() - killed_at
     figure(f"worker killed ({victim}) mid-profile: job {m['status']} {recovery:.1f} s after the kill, "
@@ -93,7 +100,6 @@ def test_killed_worker_job_recovers(stack: Scaled, zoo, victim: str) -> None:  #
 
 
 def test_killed_sandbox_child_fails_the_job_with_a_reason(stack: Scaled, zoo) -> None:  # type: ignore[no-untyped-def]
-    stack.start_worker("a")
     model_id = _upload(stack, zoo)
     wait_stage(stack.web, model_id, "profile")
     pool_child = _job_worker_pid(stack, model_id)
@@ -109,9 +115,10 @@ def test_killed_sandbox_child_fails_the_job_with_a_reason(stack: Scaled, zoo) ->
 
 
 def test_redis_restart_loses_no_job(stack: Scaled, zoo) -> None:  # type: ignore[no-untyped-def]
-    stack.start_worker("a")
     first = _upload(stack, zoo)
-    queued = [_upload(stack, zoo) for _ in range(2)]
+    # Queued behind the running job (concurrency 1): a small model is enough: only the first needs to be mid-profile when Redis goes.
+    queued = [stack.web.upload(Path(zoo.path("tiny_cnn")), wait=False, targets=["ort-cpu/host"])["id"]
+              for _ in range(2)]
     wait_stage(stack.web, first, "profile")
     assert all(stack.web.get(f"/api/models/{m}").json()["status"] == "queued" for m in queued)
     redis = stack.redis  # type: ignore[attr-defined]
