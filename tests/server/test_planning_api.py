@@ -10,8 +10,27 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from simulator.totals import totals
 from tests.server.test_web_api import _upload
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory: pytest.TempPathFactory, calibration_dir: Path, zoo: Any) -> dict[str, Any]:
+    """One app with mobilenet_v2_like and tiny_cnn analysed once for the module: every test here only reads
+    results (POST /solve computes, it stores nothing)."""
+    from edgescope.config import Settings
+    from server.app import create_app
+    from tests.conftest import FAST_PROFILE, migrate, token_client
+
+    settings = Settings.from_env(env=FAST_PROFILE, data_dir=tmp_path_factory.mktemp("planning") / "data",
+                                 calibration_dir=calibration_dir)
+    migrate(settings.database_url)
+    app = create_app(settings)
+    client = token_client(app, "alice@example.com")
+    return {"app": app, "client": client, "mobilenet": _upload(app, client, zoo.path("mobilenet_v2_like")),
+            "tiny": _upload(app, client, zoo.path("tiny_cnn"))}
 
 
 def _per_op(client: Any, mid: str, ops: list[str], target: str) -> dict[str, Any]:
@@ -21,8 +40,8 @@ def _per_op(client: Any, mid: str, ops: list[str], target: str) -> dict[str, Any
             for o in ops}
 
 
-def test_solve_proposals_meet_the_budget_under_the_totals_rule(app: Any, client: Any, zoo: Any) -> None:
-    mid = _upload(app, client, zoo.path("mobilenet_v2_like"))
+def test_solve_proposals_meet_the_budget_under_the_totals_rule(analysed: dict[str, Any]) -> None:
+    client, mid = analysed["client"], analysed["mobilenet"]
     bulk = client.get(f"/api/models/{mid}/options").get_json()
     base = totals(bulk, {}, "fp32", {})
     # An impossible budget names what it misses and the closest state; how far the table reaches depends on the
@@ -54,8 +73,8 @@ def test_solve_proposals_meet_the_budget_under_the_totals_rule(app: Any, client:
         assert combo[0] in ("fp32", "fp16") and combo[2] in ("fp32", "fp16", "-") and combo[3] == "0"
 
 
-def test_solve_refuses_bad_requests(app: Any, client: Any, zoo: Any) -> None:
-    mid = _upload(app, client, zoo.path("tiny_cnn"))
+def test_solve_refuses_bad_requests(analysed: dict[str, Any]) -> None:
+    client, mid = analysed["client"], analysed["tiny"]
     bad = client.post(f"/api/models/{mid}/solve", json={"budget": {}})
     assert bad.status_code == 400 and "at least one limit" in bad.get_json()["error"]
     bad = client.post(f"/api/models/{mid}/solve", json={"budget": {"latency_ms": "fast"}})
@@ -66,8 +85,8 @@ def test_solve_refuses_bad_requests(app: Any, client: Any, zoo: Any) -> None:
     assert bad.status_code == 404 and bad.get_json()["code"] == "unknown_target"
 
 
-def test_ops_csv_is_the_op_table(app: Any, client: Any, zoo: Any) -> None:
-    mid = _upload(app, client, zoo.path("tiny_cnn"))
+def test_ops_csv_is_the_op_table(analysed: dict[str, Any]) -> None:
+    client, mid = analysed["client"], analysed["tiny"]
     ops = client.get(f"/api/models/{mid}/ops").get_json()["ops"]
     r = client.get(f"/api/models/{mid}/ops.csv")
     assert r.status_code == 200 and r.mimetype == "text/csv"
@@ -122,10 +141,10 @@ def _check_node_data(client: Any, mid: str, path: Path, target: str) -> None:
     assert abs(sum(v["value"] for v in results.values()) - mapped) < 1e-9
 
 
-def test_model_explorer_node_data_onnx(app: Any, client: Any, zoo: Any) -> None:
-    path = zoo.path("mobilenet_v2_like")
-    _check_node_data(client, _upload(app, client, path), path, "ort-cpu/host")
-    bad = client.get(f"/api/models/{_upload(app, client, path)}/model-explorer?metric=colour")
+def test_model_explorer_node_data_onnx(analysed: dict[str, Any], zoo: Any) -> None:
+    client, mid = analysed["client"], analysed["mobilenet"]
+    _check_node_data(client, mid, zoo.path("mobilenet_v2_like"), "ort-cpu/host")
+    bad = client.get(f"/api/models/{mid}/model-explorer?metric=colour")
     assert bad.status_code == 400 and bad.get_json()["code"] == "bad_metric"
 
 
