@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.slow
 def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration_dir: Path) -> None:  # type: ignore[no-untyped-def]
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
+    # No pip inside it (ensurepip costs ~5 s): the runner's pip installs into it with `--python`.
+    venv.EnvBuilder(with_pip=False).create(env_dir)
     py = env_dir / "bin" / "python"
     # A copy of the source tree without venvs, the web app or state: `pip install .` builds in it.
     src = tmp_path / "src"
@@ -32,7 +33,7 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration
         ".venv*", ".git", "web", "instance", "build", "*.egg-info", "__pycache__", ".pytest_cache", "tests"))
     wheels = Path(os.environ.get("EDGESCOPE_WHEELHOUSE", Path.home() / ".cache" / "edgescope" / "wheelhouse"))
     wheels.mkdir(parents=True, exist_ok=True)
-    pip = [str(py), "-m", "pip", "--disable-pip-version-check", "-q"]
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "--disable-pip-version-check", "-q"]
     env = {**os.environ, "PIP_NO_INPUT": "1"}
     # --no-compile: byte-compiling botocore's thousands of files is most of an install's CPU time.
     offline = ["--no-index", "--find-links", str(wheels), "--no-compile"]
@@ -57,18 +58,20 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration
 
     model = zoo.path("tiny_cnn")
     # The run's shared host calibration: calibrating afresh here would take minutes and test nothing new.
-    env = {**os.environ, "EDGESCOPE_DATA_DIR": str(tmp_path / "data"), "EDGESCOPE_PROFILE_RUNS": "20",
+    env = {**os.environ, "EDGESCOPE_PROFILE_RUNS": "20",
            "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir),
            "EDGESCOPE_PROFILE_WARMUP": "1", "PYTHONPATH": ""}
     cli = [str(env_dir / "bin" / "edgescope")]
-    out = subprocess.run(cli + ["analyze", str(model), "--target", "ort-cpu/host", "--json", "--runs", "20"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
-    doc = json.loads(out.stdout)
+    # The two commands are independent: run side by side (each its own data folder), their start-ups overlap.
+    runs = [subprocess.Popen(cli + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                             env={**env, "EDGESCOPE_DATA_DIR": str(tmp_path / f"data-{args[0]}")})
+            for args in (["analyze", str(model), "--target", "ort-cpu/host", "--json", "--runs", "20"],
+                         ["optimize", str(model), "--target", "ort-cpu/host", "--model-wide", "int8-dynamic",
+                          "--out", str(tmp_path / "int8.onnx"), "--json"])]
+    analyzed, optimized = [p.communicate(timeout=600) for p in runs]
+    assert runs[0].returncode == 0, analyzed[1][-2000:]
+    doc = json.loads(analyzed[0])
     assert doc["targets"][0]["measured"] and doc["targets"][0]["latency_ms"] > 0
-    out = subprocess.run(cli + ["optimize", str(model), "--target", "ort-cpu/host", "--model-wide", "int8-dynamic",
-                                "--out", str(tmp_path / "int8.onnx"), "--json"],
-                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
-    assert out.returncode == 0, out.stderr[-2000:]
+    assert runs[1].returncode == 0, optimized[1][-2000:]
     assert (tmp_path / "int8.onnx").stat().st_size > 0
     assert sys.executable != str(py)
