@@ -15,8 +15,17 @@ def _wait_export(live_server, mid: str, eid: str, timeout_s: float = 300) -> dic
     deadline = time.monotonic() + timeout_s
     while (e := live_server.get(f"/api/models/{mid}/exports/{eid}").json())["status"] in ("queued", "running"):
         assert time.monotonic() < deadline, e
-        time.sleep(0.3)
+        time.sleep(0.1)  # a GET on the row: cheap; a tiny export is ready in about a second
     return e
+
+
+@pytest.fixture(scope="module")
+def tiny(live_server, zoo) -> dict:  # type: ignore[no-untyped-def]
+    """tiny_cnn analysed for ort-cpu/host once: the tests that use it refuse exports of it or add one of their own
+    (none lists every export of the model)."""
+    m = live_server.upload(zoo.path("tiny_cnn"), targets=["ort-cpu/host"])
+    assert m["status"] == "ready", m["error"]
+    return m
 
 
 def _post(live_server, mid: str, state: dict):  # type: ignore[no-untyped-def]
@@ -57,8 +66,8 @@ def test_export_int8_predicted_vs_measured(live_server, zoo, tmp_path: Path) -> 
     assert [x["id"] for x in listed] == [e["id"]]
 
 
-def test_export_rejects_bad_state(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
-    m = live_server.upload(zoo.path("tiny_cnn"), targets=["ort-cpu/host"])
+def test_export_rejects_bad_state(live_server, tiny: dict) -> None:  # type: ignore[no-untyped-def]
+    m = tiny
     post = lambda body: live_server.http.post(f"{live_server.url}/api/models/{m['id']}/exports", json=body, timeout=30)  # noqa: E731
     r = post({"state": {"model_wide": "int7"}})
     assert r.status_code == 400 and "int7" in r.json()["error"]
@@ -170,10 +179,10 @@ def test_export_refuses_what_the_exporter_lacks(live_server, zoo, tmp_path: Path
     assert live_server.get(f"/api/models/{o['id']}/exports").json()["exports"] == []
 
 
-def test_export_refuses_an_onnx_option_the_table_marks(live_server, zoo) -> None:  # type: ignore[no-untyped-def]
+def test_export_refuses_an_onnx_option_the_table_marks(live_server, tiny: dict) -> None:  # type: ignore[no-untyped-def]
     """fp32/int8/int8 on a Conv (int8 out, float in) has no ONNX file that means it: marked in the per-op table and
     refused with 400 before anything is queued; the same op's dynamic int8 is offered and exports."""
-    m = live_server.upload(zoo.path("tiny_cnn"), targets=["ort-cpu/host"])
+    m = tiny
     conv = next(o["id"] for o in live_server.get(f"/api/models/{m['id']}/ops").json()["ops"] if "Conv" in o["type"])
     opts = live_server.get(f"/api/models/{m['id']}/ops/{conv}/options").json()
     assert not opts["exportable"][opts["combos"].index("fp32/int8/int8/0")]
