@@ -11,11 +11,22 @@ from pathlib import Path
 from tests.conftest import FAST_PROFILE, ROOT
 
 
-def _cli(*args: str, calibration_dir: Path, cwd: Path) -> subprocess.CompletedProcess:
+def _start(*args: str, calibration_dir: Path, cwd: Path) -> subprocess.Popen:
+    """`edgescope ARGS` started in cwd (its data folder cwd/data); `_finish` waits for it."""
+    cwd.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **FAST_PROFILE, "EDGESCOPE_DATA_DIR": str(cwd / "data"),
            "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "edgescope", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=600)
+    return subprocess.Popen([sys.executable, "-m", "edgescope", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+
+
+def _finish(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=600)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _cli(*args: str, calibration_dir: Path, cwd: Path) -> subprocess.CompletedProcess:
+    return _finish(_start(*args, calibration_dir=calibration_dir, cwd=cwd))
 
 
 def test_analyze_json_schema(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -38,12 +49,15 @@ def test_analyze_json_schema(zoo, calibration_dir: Path, tmp_path: Path) -> None
 
 def test_analyze_with_input_overrides(zoo, calibration_dir: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     model = zoo.path("dynamic_dims")
-    p = _cli("analyze", str(model), "--json", "--runs", "20", "--input", "input_ids=2x24",
-             calibration_dir=calibration_dir, cwd=tmp_path)
+    # Independent runs, side by side (each its own folder): their start-ups overlap.
+    good = _start("analyze", str(model), "--json", "--runs", "20", "--input", "input_ids=2x24",
+                  calibration_dir=calibration_dir, cwd=tmp_path)
+    bad = _cli("analyze", str(model), "--input", "nonexistent=1x2", calibration_dir=calibration_dir,
+               cwd=tmp_path / "bad")
+    p = _finish(good)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert doc["targets"][0]["latency_ms"] > 0
-    bad = _cli("analyze", str(model), "--input", "nonexistent=1x2", calibration_dir=calibration_dir, cwd=tmp_path)
     assert bad.returncode != 0 and "nonexistent" in bad.stderr
 
 
@@ -51,8 +65,9 @@ def test_target_that_cannot_run_the_format(calibration_dir: Path, tmp_path: Path
     from testkit import tflite_builder
 
     model = tflite_builder.cnn(tmp_path / "cnn.tflite")
-    for cmd in ("analyze", "predict"):
-        p = _cli(cmd, str(model), "--target", "ort-cpu/host", calibration_dir=calibration_dir, cwd=tmp_path)
+    runs = [_start(cmd, str(model), "--target", "ort-cpu/host", calibration_dir=calibration_dir, cwd=tmp_path / cmd)
+            for cmd in ("analyze", "predict")]  # side by side
+    for p in map(_finish, runs):
         assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
         assert ("target ort-cpu/host cannot run a tflite model; the targets for tflite models are: "
                 "litert-cpu/host, litert-qnn/snapdragon-8g3, litert-qnn/snapdragon-8-elite, litert/pixel-8") in p.stderr
