@@ -5,20 +5,29 @@ taken and the trip counts as observed, the size that of the file."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from testkit import controlflow_models as cm
-from tests.cli.test_cli import _cli
+from tests.cli.test_cli import _finish, _start
 
 RPI = "ort-xnnpack/rpi5"
 
 
 def _analyze(model: Path, calibration_dir: Path, tmp_path: Path, *args: str) -> dict[str, dict[str, Any]]:
-    p = _cli("analyze", str(model), "--json", "--target", "ort-cpu/host", "--target", RPI, *args,
-             calibration_dir=calibration_dir, cwd=tmp_path)
+    return _analyzed(_start_analyze(model, calibration_dir, tmp_path, *args))
+
+
+def _start_analyze(model: Path, calibration_dir: Path, cwd: Path, *args: str) -> subprocess.Popen:
+    return _start("analyze", str(model), "--json", "--target", "ort-cpu/host", "--target", RPI, *args,
+                  calibration_dir=calibration_dir, cwd=cwd)
+
+
+def _analyzed(proc: subprocess.Popen) -> dict[str, dict[str, Any]]:
+    p = _finish(proc)
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     for t in doc["targets"]:  # the size of the file, body weights included
@@ -48,13 +57,17 @@ def test_vad_like_model_with_if_loop_and_state(calibration_dir: Path, tmp_path: 
 
 
 def test_scripted_if_and_loop(calibration_dir: Path, tmp_path: Path) -> None:
-    by = _analyze(cm.torch_if(tmp_path / "if.onnx"), calibration_dir, tmp_path)
+    # The two analyses side by side (each its own folder): their start-ups overlap.
+    if_run = _start_analyze(cm.torch_if(tmp_path / "if.onnx"), calibration_dir, tmp_path / "if")
+    loop_run = _start_analyze(cm.torch_loop(tmp_path / "loop.onnx"), calibration_dir, tmp_path / "loop",
+                              "--input-value", "n=5")
+    by = _analyzed(if_run)
     host, rpi = by["ort-cpu/host"], by[RPI]
     taken = [s for s in ("/a/Gemm", "/b/2/Gemm") if _runs(host, s) == 1]
     assert len(taken) == 1  # one branch ran; the predicted target costs the same one
     assert [_runs(rpi, s) for s in ("/a/Gemm", "/b/2/Gemm")] == [float(s in taken) for s in ("/a/Gemm", "/b/2/Gemm")]
 
-    by = _analyze(cm.torch_loop(tmp_path / "loop.onnx"), calibration_dir, tmp_path, "--input-value", "n=5")
+    by = _analyzed(loop_run)
     for ops in by.values():
         body = [o for o in ops.values() if o["executions"] != 1]
         assert body and all(o["executions"] == 5 for o in body)
