@@ -169,14 +169,21 @@ class Scaled:
     def worker_data(self) -> Path:
         return self.data_root / "workers"
 
+    def stop_workers(self) -> None:
+        """Kill every worker with its whole process group (pool and sandboxed children too)."""
+        for p in self.workers:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait(20)
+        self.workers.clear()
+
     def stop(self) -> None:
-        for p in self.workers + ([self.web.proc] if self.web is not None else []):
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL) if p in self.workers else p.kill()
-                except ProcessLookupError:
-                    pass
-                p.wait(20)
+        self.stop_workers()
+        if self.web is not None and self.web.proc.poll() is None:
+            self.web.proc.kill()
+            self.web.proc.wait(20)
 
 
 def start_scaled(tmp_path: Path, postgres_url: str, redis_url: str, calibration_dir: Path,

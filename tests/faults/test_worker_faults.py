@@ -8,6 +8,7 @@ outlives its worker, and that no temporary folder is left.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -16,8 +17,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, select
 
-from tests.conftest import FAST_PROFILE, fresh_postgres_db
-from tests.faults.conftest import (Scaled, alive, children, ended_well, figure, no_orphans, peak_rss,
+from tests.conftest import FAST_PROFILE, free_port, fresh_postgres_db
+from tests.faults.conftest import (PrivateRedis, Scaled, alive, children, ended_well, figure, no_orphans, peak_rss,
                                    profiling_children, sandbox_children, start_scaled, temp_folders, wait_done,
                                    wait_for, wait_stage)
 
@@ -29,19 +30,37 @@ RECOVERY_LIMIT_S = 60
 SLOW_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "80"}
 
 
+@pytest.fixture(scope="module")
+def scaled(tmp_path_factory: pytest.TempPathFactory, calibration_dir: Path) -> Any:  # type: ignore[no-untyped-def]
+    """The web server, its database (a copy of the run's migrated one; tests/store/test_migrations.py runs the
+    migrations) and a private Redis, shared by the module's tests: each test has its own workers and models, and
+    ends with no job left running (what they test is the workers, the jobs and Redis, not the web process)."""
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is not installed (Debian: apt-get install redis-server)")
+    redis = PrivateRedis(free_port(), tmp_path_factory.mktemp("redis"))
+    redis.start()
+    try:
+        with fresh_postgres_db(migrated=True) as postgres_url:
+            s = start_scaled(tmp_path_factory.mktemp("scaled"), postgres_url, redis.url, calibration_dir,
+                             SLOW_PROFILE, upgrade=False)
+            s.redis = redis  # type: ignore[attr-defined]
+            s.postgres_url = postgres_url  # type: ignore[attr-defined]
+            try:
+                yield s
+            finally:
+                s.stop()
+    finally:
+        redis.stop()
+
+
 @pytest.fixture
-def stack(tmp_path: Path, private_redis, calibration_dir: Path) -> Any:  # type: ignore[no-untyped-def]
-    """The scaled setup with worker "a" (stack.workers[0]) started beside the web server; a fresh database
-    copied from the run's migrated one (tests/store/test_migrations.py runs the migrations themselves)."""
-    with fresh_postgres_db(migrated=True) as postgres_url:
-        s = start_scaled(tmp_path, postgres_url, private_redis.url, calibration_dir, SLOW_PROFILE, workers=("a",),
-                         upgrade=False)
-        s.redis = private_redis  # type: ignore[attr-defined]
-        s.postgres_url = postgres_url  # type: ignore[attr-defined]
-        try:
-            yield s
-        finally:
-            s.stop()
+def stack(scaled: Scaled) -> Any:  # type: ignore[no-untyped-def]
+    """The shared setup with this test's worker "a" (stack.workers[0]); every worker is killed after the test."""
+    scaled.start_worker("a")
+    try:
+        yield scaled
+    finally:
+        scaled.stop_workers()
 
 
 def _job_worker_pid(stack: Scaled, model_id: str) -> int:
