@@ -135,7 +135,8 @@ def test_killed_sandbox_child_fails_the_job_with_a_reason(stack: Scaled, zoo) ->
 
 def test_redis_restart_loses_no_job(stack: Scaled, zoo) -> None:  # type: ignore[no-untyped-def]
     first = _upload(stack, zoo)
-    # Queued behind the running job (concurrency 1): a small model is enough: only the first needs to be mid-profile when Redis goes.
+    # Queued behind the running job (concurrency 1): a small model is enough, only the first has to be
+    # mid-profile when Redis goes.
     queued = [stack.web.upload(Path(zoo.path("tiny_cnn")), wait=False, targets=["ort-cpu/host"])["id"]
               for _ in range(2)]
     wait_stage(stack.web, first, "profile")
