@@ -92,17 +92,19 @@ def test_bad_models_fail_with_reason_and_server_stays_up(live_server, zoo, tmp_p
     good = zoo.path("tiny_cnn").read_bytes()
     truncated = tmp_path / "truncated.onnx"
     truncated.write_bytes(good[: len(good) // 2])
-    m = live_server.upload(truncated)
+    # All three queued at once (the embedded worker runs them in order): the good one still runs after the failures.
+    ids = [live_server.upload(p, wait=False)["id"] for p in (truncated, zoo.path("unknown_op"), zoo.path("tiny_cnn"))]
+    m = live_server.wait(ids[0])
     assert m["status"] == "failed" and "truncated or corrupt" in m["error"]
     assert m["summary"] is None
     r = live_server.get(f"/api/models/{m['id']}/ops")
     assert r.status_code == 409 and "failed" in r.json()["error"]
 
-    m = live_server.upload(zoo.path("unknown_op"))
+    m = live_server.wait(ids[1])
     assert m["status"] == "failed" and "FooBar" in m["error"]
 
     # The same server goes on to analyse a good model.
-    assert live_server.upload(zoo.path("tiny_cnn"))["status"] == "ready"
+    assert live_server.wait(ids[2])["status"] == "ready"
 
 
 @pytest.mark.postgres
@@ -144,7 +146,7 @@ def test_redis_postgres_s3_with_separate_worker(tmp_path: Path, postgres_url: st
         while (m := get(f"/api/models/{model_id}"))["status"] not in ("ready", "failed"):
             assert worker.poll() is None, (tmp_path / "worker.log").read_text()[-2000:]
             assert time.monotonic() < deadline, f"still {m['status']} {m['stage']}"
-            time.sleep(0.5)
+            time.sleep(0.1)
         _check_ready_results(get, m)
         # The results really are in S3, not on local disk.
         import boto3
