@@ -65,7 +65,7 @@ class LiveServer:
             m = self.get(f"/api/models/{model_id}").json()
             if m["status"] in ("ready", "failed"):
                 return m
-            time.sleep(0.3)
+            time.sleep(0.1)
         raise TimeoutError(f"model {model_id} not done after {timeout_s} s")
 
 
