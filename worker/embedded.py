@@ -18,12 +18,13 @@ log = logging.getLogger(__name__)
 
 
 class _Controller(WorkController):
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        self.started = threading.Event()
+    def __init__(self, *args: object, ever_started: threading.Event, **kwargs: object) -> None:
+        self.started, self.ever_started = threading.Event(), ever_started
         super().__init__(*args, **kwargs)
 
     def on_consumer_ready(self, consumer: object) -> None:
         self.started.set()
+        self.ever_started.set()  # the supervisor's start() waits for the first worker only
 
 
 class EmbeddedWorker:
@@ -41,7 +42,7 @@ class EmbeddedWorker:
     def _controller(self) -> _Controller:
         return _Controller(app=self.app, pool="solo", concurrency=1, hostname="embedded@edgescope",
                            without_heartbeat=True, without_mingle=True, without_gossip=True,
-                           loglevel="WARNING", ready_callback=None)
+                           loglevel="WARNING", ready_callback=None, ever_started=self._first)
 
     def _run(self) -> None:
         pause = self.pause_s
@@ -49,7 +50,6 @@ class EmbeddedWorker:
             began = time.monotonic()
             try:
                 self.current = self._controller()
-                threading.Thread(target=self._signal_first, args=(self.current,), daemon=True).start()
                 self.current.start()  # returns when the worker stops (Celery logs an unrecoverable error first)
             except Exception:  # noqa: BLE001 - building a worker failed: try again after the pause
                 log.exception("the embedded worker could not start")
@@ -61,10 +61,6 @@ class EmbeddedWorker:
             log.error("the embedded worker stopped; restart %d in %.0f s", self.restarts, pause)
             self._stopping.wait(pause)
             pause = min(pause * 2, self.max_pause_s)
-
-    def _signal_first(self, c: _Controller) -> None:
-        if c.started.wait(3600):
-            self._first.set()
 
     def start(self, timeout_s: float) -> None:
         self._thread.start()
