@@ -224,7 +224,10 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "edges": {"src": src.tolist(), "dst": dst.tolist(), "elements": elements.tolist()},
         "conversion": conv, "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
-                      "size_overhead_bytes": size_overhead_bytes(t, compiled, folded, records)},
+                      "size_overhead_bytes": size_overhead_bytes(t, compiled, folded, records),
+                      # what the first task's latency carries in every column besides its own time (the runtime's
+                      # fixed cost and the unexplained part of a measured whole model), so views can show it apart
+                      "first_task_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
     }
     exportable = None
     if t.export == "onnx":

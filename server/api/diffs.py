@@ -103,10 +103,11 @@ def model_diff(model_id: str) -> ResponseReturnValue:
         except BlobNotFound:
             raise replaced_error() from None
         names = {"a": {"id": ma.id, "name": ma.name}, "b": {"id": mb.id, "name": mb.name}}
-        peaks = []
+        peaks, peaks_measured = [], []
         for mm in (ma, mb):
             t = next((x for x in (mm.summary or {}).get("targets", []) if x["target"] == target), None)
             peaks.append(t.get("peak_memory_bytes") if t else None)
+            peaks_measured.append(bool(t.get("measured")) if t else None)  # measured here where the target runs here
     m = match_ops(ops_from_documents(ops_a["ops"], ea), ops_from_documents(ops_b["ops"], eb))
     ra = {o["id"]: o for o in ops_a["ops"]}
     rb = {o["id"]: o for o in ops_b["ops"]}
@@ -131,6 +132,7 @@ def model_diff(model_id: str) -> ResponseReturnValue:
         totals[f] = {"a": va, "b": vb, "delta": vb - va}
     totals["tasks"] = {"a": len(ops_a["ops"]), "b": len(ops_b["ops"]), "delta": len(ops_b["ops"]) - len(ops_a["ops"])}
     pa, pb = peaks
-    totals["peak_memory_bytes"] = {"a": pa, "b": pb, "delta": pb - pa if pa is not None and pb is not None else None}
+    totals["peak_memory_bytes"] = {"a": pa, "b": pb, "delta": pb - pa if pa is not None and pb is not None else None,
+                                   "measured": peaks_measured}
     return jsonify(target=target, **names, measured={"a": ops_a.get("measured"), "b": ops_b.get("measured")},
                    counts=m.counts(), totals=totals, ops=rows)

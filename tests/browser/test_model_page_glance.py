@@ -212,3 +212,41 @@ def test_options_marked_not_exportable_are_shown_so_and_not_exported(ui_server: 
     dlg = page.locator("[data-testid=export-dialog]")
     assert reason in dlg.locator("[data-testid=export-blocked]").inner_text()
     assert dlg.locator("[data-testid=export-start]").is_disabled()
+
+
+def _fmt_ms(v: float) -> str:  # web/src/format.ts fmtMs
+    return f"{v:.1f}" if abs(v) >= 100 else f"{v:.3f}" if abs(v) >= 1 else f"{v:.4f}"
+
+
+def test_first_task_shows_its_own_time_and_the_per_inference_time_apart(ui_server: Any, page: Any, mobilenet: str) -> None:
+    """The option table charges the runtime's fixed cost per inference (and, measured, the whole model's time outside
+    its tasks: on a busy host most of it) to op 0 in every column. The page shows op 0's own time, marks the charge
+    on its row, draws it first on the timeline, and names it in the latency tooltip; the totals keep it."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    table = page.request.get(f"{ui_server.url}/api/models/{mobilenet}/options").json()
+    fixed = table["constants"]["first_task_ms"]
+    assert fixed > 0
+    p = [x["name"] for x in table["presets"]].index(table["base"]["preset"])
+    first = table["ops"][0]
+    charged = table["metrics"]["latency_ms"][0][p]
+    open_model(page, ui_server.url, mobilenet)
+    assert float(page.get_attribute("[data-testid=total-latency]", "data-value")) == pytest.approx(table["base"]["latency_ms"])
+    page.locator("[data-testid=op-table] .optable-scroll").evaluate("e => { e.scrollTop = 0 }")
+    cell = page.locator(f"{ROWS}[data-op-id='{first}'] [data-col=pred_ms]")
+    assert cell.inner_text().split()[0].rstrip("+") == _fmt_ms(max(0.0, charged - fixed)) != _fmt_ms(charged)
+    mark = cell.locator("[data-testid=fixed-ms]")
+    assert float(mark.get_attribute("data-value")) == pytest.approx(fixed)
+    assert "per inference" in mark.get_attribute("title")
+    assert "per inference outside the tasks" in page.get_attribute(".tile[data-metric=latency]", "title")
+    # the timeline's first stretch is the charge, not the first task
+    tl = page.locator("[data-testid=timeline] canvas").bounding_box()
+    page.mouse.move(tl["x"] + 1, tl["y"] + tl["height"] / 3)
+    assert _fmt_ms(fixed) in page.inner_text("[data-testid=timeline-fixed-tip]")
+    shot(page, "first-task-own-time")
+
+
+def test_tooltips_name_their_source_once(ui_server: Any, page: Any, mobilenet: str) -> None:
+    open_model(page, ui_server.url, mobilenet)
+    for tile in page.locator(".tile").all():
+        for title in (tile.get_attribute("title"), tile.locator(".src").get_attribute("title")):
+            assert "measured: measured:" not in title and "predicted: predicted:" not in title, title

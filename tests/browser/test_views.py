@@ -145,6 +145,7 @@ def test_model_diff_in_table_and_graph(ui_server: Any, page: Any, tmp_path: Path
     # wider layers: matched ops take measurably longer (tiny ones all read the profiler's 1 µs steps alike)
     b = ui_server.upload(modelzoo.namespaced(tmp_path / "encoder_v2.onnx", layers=3, hidden=256))
     want = page.request.get(f"{url}/api/models/{a}/diff?other={b}").json()
+    page.set_viewport_size({"width": 1440, "height": 900})
     open_model(page, f"{url}/m/{a}")
     page.evaluate("window.edgescopeGraph.expandAll()")
     page.click("[data-testid=views-model]")
@@ -153,8 +154,16 @@ def test_model_diff_in_table_and_graph(ui_server: Any, page: Any, tmp_path: Path
     assert f"{want['counts']['added']} only in" in page.inner_text("[data-testid=diff-counts]")
     tasks = page.locator("[data-testid=model-diff-totals] tr[data-metric=tasks]")
     assert float(tasks.get_attribute("data-delta")) == want["totals"]["tasks"]["delta"] > 0
-    # the table gets a Δ column with the other model's time minus this one's
+    # peak memory is the figure measured here (ort-cpu/host), and says so: the header shows a predicted one too
+    assert want["totals"]["peak_memory_bytes"]["measured"] == [True, True]
+    assert page.locator("[data-testid=model-diff-totals] tr[data-metric=peak_memory_bytes] th").inner_text() == "Peak memory (measured)"
+    # the table gets a Δ column with the other model's time minus this one's, and still fits its pane at 1440 px,
+    # as the diff's list does
     page.wait_for_selector(".optable-head [data-col=compare]")
+    fits = page.locator(".optable-scroll").evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert fits[0] <= fits[1], f"the table overflows its pane with the Δ other column: {fits}"
+    fits = page.locator(".diff-list").evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert fits[0] <= fits[1], f"the diff's list overflows: {fits}"
     matched = [r for r in want["ops"] if r["a"] and r["b"]]
     r0 = max(matched, key=lambda r: abs(r["latency_ms"][1] - r["latency_ms"][0]))
     cell = page.locator(f"{ROWS}[data-op-id='{r0['a']}'] [data-col=compare]")

@@ -187,6 +187,20 @@ export function computeTotals(
   return evaluate(table, perOp, state).totals;
 }
 
+/** Per-inference time the table charges to op 0 in every column (runtime fixed cost, unexplained measured time). */
+export function firstTaskMs(table: OptionTable): number {
+  const v = table.constants.first_task_ms;
+  return table.ops.length && v != null && Number.isFinite(v) && v > 0 ? v : 0;
+}
+
+/** Each task's own time: the evaluation's latencies less the per-inference charge op 0 carries (the totals keep it). */
+export function ownLatency(lat: Float64Array, fixedMs: number): Float64Array {
+  if (!fixedMs || !lat.length) return lat;
+  const out = Float64Array.from(lat);
+  out[0] = Math.max(0, out[0] - fixedMs);
+  return out;
+}
+
 /** Totals of the unoptimized model (the table's base preset, no overrides). */
 export function baseTotals(table: OptionTable): Totals {
   return computeTotals(table, {}, { model_wide: table.base.preset, overrides: {} });

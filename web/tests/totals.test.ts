@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { OpOptions, OptionTable } from "../src/api/types";
-import { baseTotals, computeTotals, evaluate, parseCombo } from "../src/totals";
+import { baseTotals, computeTotals, evaluate, firstTaskMs, ownLatency, parseCombo } from "../src/totals";
 
 type Fixture = { table: OptionTable; per_op: Record<string, OpOptions> };
 const load = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8")) as Fixture;
@@ -142,5 +142,19 @@ describe("totals rule on tests/fixtures/option_table_small.json", () => {
     expect(b.conversion_in_ms[2]).toBeGreaterThan(0);
     expect(b.conversion_in_ms[3]).toBeGreaterThan(0);
     expect(b.totals.latency_ms).not.toBe(a.latency_ms);
+  });
+});
+
+describe("op 0's per-inference charge", () => {
+  it("is shown apart from op 0's own time; the totals keep it", () => {
+    const table: OptionTable = { ...fixture.table, constants: { ...fixture.table.constants, first_task_ms: 0.25 } };
+    const ev = evaluate(table, {}, { model_wide: "fp32", overrides: {} });
+    const own = ownLatency(ev.latency_ms, firstTaskMs(table));
+    expect(own[0]).toBeCloseTo(Math.max(0, ev.latency_ms[0] - 0.25), 12);
+    expect(Array.from(own.slice(1))).toEqual(Array.from(ev.latency_ms.slice(1)));
+    expect(ev.totals).toEqual(computeTotals(fixture.table, {}, { model_wide: "fp32", overrides: {} }));
+    // a table from before the charge was recorded: nothing to take out
+    expect(firstTaskMs(fixture.table)).toBe(0);
+    expect(ownLatency(ev.latency_ms, 0)).toBe(ev.latency_ms);
   });
 });

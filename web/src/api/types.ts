@@ -256,7 +256,13 @@ export interface OptionTable {
   conversion: { fixed_ms: number; ms_per_element: Record<string, number> };
   /** partition-crossing figures; null / absent: one unit (or a table from before per-op units) */
   crossing?: Crossing | null;
-  constants: { dram_pj_per_byte: number; size_overhead_bytes: number };
+  constants: {
+    dram_pj_per_byte: number;
+    size_overhead_bytes: number;
+    /** what op 0's latency carries in every column besides its own time: the runtime's fixed cost per inference
+     * and, measured, the whole model's time outside its tasks (absent in tables from before it was recorded) */
+    first_task_ms?: number;
+  };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
   exportable?: boolean[];
@@ -349,7 +355,8 @@ export interface ModelDiff {
   b: { id: string; name: string };
   measured: { a: boolean; b: boolean };
   counts: Record<MatchHow, number>;
-  totals: Record<"latency_ms" | "macs" | "weight_bytes" | "activation_bytes" | "tasks" | "peak_memory_bytes", { a: number | null; b: number | null; delta: number | null }>;
+  /** `measured` (peak memory only): whether each model's figure was measured here (else predicted) */
+  totals: Record<"latency_ms" | "macs" | "weight_bytes" | "activation_bytes" | "tasks" | "peak_memory_bytes", { a: number | null; b: number | null; delta: number | null; measured?: (boolean | null)[] }>;
   ops: ModelDiffRow[];
 }
 

@@ -1,5 +1,5 @@
 import type { Model } from "../api/types";
-import { fmtBytes, fmtPct } from "../format";
+import { fmtBytes, fmtMs, fmtPct } from "../format";
 import { navigate } from "../router";
 import type { Totals } from "../totals";
 
@@ -28,6 +28,8 @@ interface Props {
   unoptimized: boolean;
   measured: Measured;
   predictedLabel: string;
+  /** per-inference time outside the tasks' own (in the latency, not in any task's figure) */
+  fixedMs: number;
   optimizedCount: number;
   modelWide: string;
   canUndo: boolean;
@@ -50,17 +52,22 @@ interface TileProps {
   extra?: React.ReactNode;
 }
 
+/** "measured: onnxruntime …": the source, then its label, which often starts with the same word already. */
+export function sourceText(source: "measured" | "predicted", label: string): string {
+  return label.toLowerCase().startsWith(`${source}:`) ? label : `${source}: ${label}`;
+}
+
 /** One total. Its badge and its tooltip come from the same `measured` and `sourceLabel`, so they cannot disagree. */
 function Tile({ id, raw, label, help, value, change, lowerIsBetter, measured, sourceLabel, extra }: TileProps) {
   const good = change == null || Math.abs(change) < 1e-12 ? "" : (change < 0) === lowerIsBetter ? "better" : "worse";
   const source = measured ? "measured" : "predicted";
   return (
-    <div className="tile" data-metric={id} data-source={source} title={`${help}\n${source}: ${sourceLabel}`}>
+    <div className="tile" data-metric={id} data-source={source} title={`${help}\n${sourceText(source, sourceLabel)}`}>
       <div className="tile-label">{label}</div>
       <div className="tile-value" data-testid={`total-${id}`} data-value={raw ?? ""}>{value}</div>
       <div className="tile-sub">
         <span className={`delta ${good}`} data-testid={`delta-${id}`}>{change == null ? "–" : fmtPct(change)}</span>
-        <span className={`src src-${source}`} data-testid={`src-${id}`} title={`${source}: ${sourceLabel}`}>{source}</span>
+        <span className={`src src-${source}`} data-testid={`src-${id}`} title={sourceText(source, sourceLabel)}>{source}</span>
       </div>
       {extra && <div className="tile-extra">{extra}</div>}
     </div>
@@ -99,7 +106,7 @@ export function Header(p: Props) {
         </label>
       </div>
       <div className="tiles" aria-live="polite">
-        <Tile id="latency" raw={t ? t.latency_ms : null} label="Latency" help="Time for one inference (sum of tasks plus format conversions)."
+        <Tile id="latency" raw={t ? t.latency_ms : null} label="Latency" help={`Time for one inference (sum of tasks plus format conversions${p.fixedMs > 0 ? `, plus ${fmtMs(p.fixedMs)} ms per inference outside the tasks: the runtime's fixed cost and, where measured, time between kernels` : ""}).`}
           value={t ? `${t.latency_ms.toFixed(3)} ms` : "…"} change={rel("latency_ms")} lowerIsBetter
           measured={timeMeasured} sourceLabel={timeLabel} extra={noisyMark} />
         <Tile id="fps" raw={t ? t.fps : null} label="Throughput" help="Inferences per second, one after another (1000 / latency)."

@@ -34,6 +34,8 @@ export function OpOptionsDialog(p: {
   perOp: Record<string, OpOptions>;
   state: AnalysisState;
   evaluation: Evaluation;
+  /** per-inference time op 0 carries in every combo besides its own (shown apart) */
+  fixedMs?: number;
   onApply: (combo: string | null) => void;
   onClose: () => void;
 }) {
@@ -64,7 +66,8 @@ export function OpOptionsDialog(p: {
         parts: parseCombo(c),
         supported: o.supported[k],
         exportable: o.exportable?.[k] ?? true,
-        lat: o.latency_ms[k],
+        // op 0 carries the per-inference charge in every combo: show its own time (differences are unchanged)
+        lat: i === 0 && p.fixedMs ? Math.max(0, o.latency_ms[k] - p.fixedMs) : o.latency_ms[k],
         dLat: o.latency_ms[k] - cur.latency_ms[i],
         dMem: o.weight_bytes[k] + o.activation_bytes[k] - (cur.weight_bytes[i] + cur.activation_bytes[i]),
         dTotal: total.latency_ms - cur.totals.latency_ms,
@@ -74,7 +77,7 @@ export function OpOptionsDialog(p: {
         key: [o.latency_ms[k], o.weight_bytes[k], o.activation_bytes[k], o.dram_bytes[k], o.unit?.[k] ?? "", o.exportable?.[k] ?? true, total.latency_ms].join("|"),
       };
     });
-  }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i, comboNotes]);
+  }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i, comboNotes, p.fixedMs]);
   const values = (key: Part) => Array.from(new Set(rows.map((r) => String(r.parts[key]))));
   const shown = useMemo(
     () => rows.filter((r) => (Object.keys(filter) as Part[]).every((key) => filter[key] === "any" || String(r.parts[key]) === filter[key]) && (!onlySupported || r.supported)),

@@ -21,6 +21,14 @@ export interface Row {
   /** compute unit now (label), e.g. "CPU" for a fallback */
   unit: string;
   optimized: boolean;
+  /** on the first task: the per-inference time the totals add besides the tasks' own (not in its figures) */
+  fixed_ms?: number;
+}
+
+/** What the first task's note says about the per-inference time kept out of its figures. */
+export function fixedNote(ms: number): string {
+  return `Not in this task's figures: ${fmtMs(ms)} ms per inference outside the tasks' own times (the runtime's fixed cost `
+    + "and, where measured, time between kernels and other load). The totals include it; the timeline shows it first.";
 }
 
 interface ColMeta {
@@ -51,7 +59,7 @@ export const COLUMN_HELP: Record<string, ColMeta> = {
   macs: meta("MACs", 80, "Multiply-accumulate operations: how much arithmetic the task does.", true),
   weight_bytes: meta("Weights", 84, "Bytes of weights (parameters) this task reads, unoptimized.", true),
   activation_bytes: meta("Activations", 92, "Bytes of input and output tensors this task reads and writes, unoptimized.", true),
-  compare: meta("Δ other (ms)", 100, "Model diff: this task's time in the other model minus its time here (matched by name, namespace and structure); a task missing there counts as removed.", true),
+  compare: meta("Δ other", 84, "Model diff (ms): this task's time in the other model minus its time here (matched by name, namespace and structure); a task missing there counts as removed.", true),
 };
 
 /** What a 1440 px screen's table pane shows without scrolling sideways; the rest is one click away (Columns). */
@@ -172,7 +180,10 @@ function useColumns(maxLatency: number, onOptimize: (id: string) => void, compar
       { id: "p25_ms", accessorFn: num("p25_ms"), cell: (c) => fmtMs(c.getValue() as number) },
       { id: "p75_ms", accessorFn: num("p75_ms"), cell: (c) => fmtMs(c.getValue() as number) },
       { id: "share", accessorFn: num("share"), cell: (c) => `${((c.getValue() as number) * 100).toFixed(1)}%` },
-      { id: "pred_ms", accessorFn: (r) => r.pred_ms, cell: (c) => fmtMs(c.getValue() as number) },
+      { id: "pred_ms", accessorFn: (r) => r.pred_ms, cell: (c) => {
+        const fixed = c.row.original.fixed_ms;
+        return fixed ? <span title={fixedNote(fixed)} data-testid="fixed-ms" data-value={fixed}>{fmtMs(c.getValue() as number)}<sup className="muted"> +</sup></span> : fmtMs(c.getValue() as number);
+      } },
       {
         id: "delta_ms",
         accessorFn: (r) => r.delta_ms,

@@ -8,6 +8,8 @@ interface Props {
   ops: Op[];
   latency: Float64Array;
   conversion: Float64Array;
+  /** per-inference time outside the tasks' own (runtime fixed cost, measured time between kernels), drawn first */
+  fixedMs?: number;
   selection: Selection;
   filtered: ReadonlySet<string> | null;
   onSelect: (ids: string[], focus: string) => void;
@@ -16,7 +18,7 @@ interface Props {
 const H = 92;
 
 /** Tasks in execution order on one time axis (predicted times of the current state; conversions in grey before each task). */
-export const Timeline = memo(function Timeline({ ops, latency, conversion, selection, filtered, onSelect }: Props) {
+export const Timeline = memo(function Timeline({ ops, latency, conversion, fixedMs = 0, selection, filtered, onSelect }: Props) {
   const canvas = useRef<HTMLCanvasElement>(null);
   const wrap = useRef<HTMLDivElement>(null);
   const [width, setWidth] = useState(800);
@@ -24,9 +26,10 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
   // starts[k] = start time of the conversions in front of task k; task itself begins at starts[k] + conversion[k]
   const starts = useMemo(() => {
     const s = new Float64Array(ops.length + 1);
+    s[0] = fixedMs;
     for (let k = 0; k < ops.length; k++) s[k + 1] = s[k] + conversion[k] + latency[k];
     return s;
-  }, [ops, latency, conversion]);
+  }, [ops, latency, conversion, fixedMs]);
   const total = starts[ops.length] || 1;
   const [view, setView] = useState<[number, number]>([0, total]);
   useEffect(() => setView([0, total]), [total]);
@@ -103,6 +106,21 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
     const k1 = find(width);
     const y = 18, h = 46;
     let lastPx = -1;
+    if (fixedMs > 0 && view[0] < fixedMs) {
+      const x1 = toX(fixedMs);
+      g.fillStyle = "#2a2e38";
+      g.fillRect(toX(0), y, x1 - toX(0), h);
+      g.strokeStyle = "#555b6b";
+      g.setLineDash([4, 3]);
+      g.strokeRect(toX(0) + 0.5, y + 0.5, x1 - toX(0) - 1, h - 1);
+      g.setLineDash([]);
+      const text = `per inference, outside the tasks: ${fmtMs(fixedMs)} ms`;
+      g.font = "11px system-ui, sans-serif";
+      if (g.measureText(text).width + 12 < x1 - Math.max(0, toX(0))) {
+        g.fillStyle = "#aab";
+        g.fillText(text, Math.max(0, toX(0)) + 6, y + h / 2 + 4);
+      }
+    }
     for (let k = k0; k <= k1; k++) {
       const x0 = toX(starts[k]);
       const xc = toX(starts[k] + conversion[k]);
@@ -130,7 +148,7 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
       g.fillText(`${fmtMs(t)} ms`, x + 2, H - 8);
     }
     paintRef.current();
-  }, [base, width, view, ops, starts, conversion, dimMask, toX, find]);
+  }, [base, width, view, ops, starts, conversion, dimMask, toX, find, fixedMs]);
 
   paintRef.current = () => {
     const c = canvas.current;
@@ -153,6 +171,7 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
   };
   useEffect(() => paintRef.current(), [selMask]);
 
+  const inFixed = (x: number) => fixedMs > 0 && view[0] + (x / width) * (view[1] - view[0]) < fixedMs;
   const drag = useRef<{ x: number; v: [number, number]; moved: boolean } | null>(null);
   return (
     <section className="timeline" aria-label="Timeline" ref={wrap} data-testid="timeline">
@@ -171,7 +190,8 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
         onPointerDown={(e) => (drag.current = { x: e.clientX, v: view, moved: false })}
         onPointerMove={(e) => {
           const r = e.currentTarget.getBoundingClientRect();
-          setHover({ x: e.clientX - r.left, k: find(e.clientX - r.left) });
+          const x = e.clientX - r.left;
+          setHover({ x, k: inFixed(x) ? -1 : find(x) });
           const d = drag.current;
           if (!d || !(e.buttons & 1)) return;
           const dt = ((d.x - e.clientX) / width) * (d.v[1] - d.v[0]);
@@ -186,11 +206,18 @@ export const Timeline = memo(function Timeline({ ops, latency, conversion, selec
           drag.current = null;
           if (d?.moved) return;
           const r = e.currentTarget.getBoundingClientRect();
+          if (inFixed(e.clientX - r.left)) return;
           const k = find(e.clientX - r.left);
           if (ops[k]) onSelect([ops[k].id], ops[k].id);
         }}
         onDoubleClick={() => setView([0, total])}
       />
+      {hover && hover.k === -1 && (
+        <div className="tl-tip" data-testid="timeline-fixed-tip" style={{ left: Math.min(hover.x + 10, width - 260) }}>
+          {fmtMs(fixedMs)} ms per inference outside the tasks' own times: the runtime's fixed cost and, where measured,
+          time between kernels and other load (in the latency, in no task)
+        </div>
+      )}
       {hover && ops[hover.k] && (
         <div className="tl-tip" style={{ left: Math.min(hover.x + 10, width - 260) }}>
           #{ops[hover.k].index} {ops[hover.k].name} · {ops[hover.k].type} · {fmtMs(latency[hover.k])} ms

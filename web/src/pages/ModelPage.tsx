@@ -15,7 +15,7 @@ import { useModel } from "./useModel";
 import { displayName, OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
-import { evaluate } from "../totals";
+import { evaluate, firstTaskMs, ownLatency } from "../totals";
 import { unitLabel, unitsNow } from "../units";
 import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
@@ -152,26 +152,34 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
+  // Op 0's latency carries the per-inference charge (runtime fixed cost, measured time outside the tasks) in every
+  // column: the totals keep it, the table, graph, timeline and charts show each task's own time and the charge apart.
+  const fixedMs = useMemo(() => (table ? firstTaskMs(table) : 0), [table]);
+  const shownEval = useMemo(() => (evaluation && fixedMs ? { ...evaluation, latency_ms: ownLatency(evaluation.latency_ms, fixedMs) } : evaluation), [evaluation, fixedMs]);
+  const shownBase = useMemo(() => (baseEval && fixedMs ? { ...baseEval, latency_ms: ownLatency(baseEval.latency_ms, fixedMs) } : baseEval), [baseEval, fixedMs]);
   const units = useMemo(() => (table && evaluation && analysis ? unitsNow(table, evaluation, analysis.model_wide) : null), [table, evaluation, analysis]);
 
   const rows: Row[] = useMemo(() => {
-    if (!ops || !evaluation || !baseEval || !table) return [];
+    if (!ops || !shownEval || !shownBase || !table) return [];
     // the option table is in execution order like /ops; map by id to be safe
     const pos = positionsIn(table.ops, ops.ops.map((o) => o.id));
     return ops.ops.map((op, i) => {
       const k = pos[i] >= 0 ? pos[i] : i;
+      // a predicted /ops time is the table's fp32 column, charge included; a measured one is the task's own median
+      const own = k === 0 && fixedMs > 0 && !op.measured ? { ...op, latency_ms: Math.max(0, op.latency_ms - fixedMs) } : op;
       return {
         i,
-        op,
-        pred_ms: evaluation.latency_ms[k],
-        delta_ms: evaluation.latency_ms[k] - baseEval.latency_ms[k],
-        conv_ms: evaluation.conversion_in_ms[k],
-        combo: evaluation.combo[k],
+        op: own,
+        pred_ms: shownEval.latency_ms[k],
+        delta_ms: shownEval.latency_ms[k] - shownBase.latency_ms[k],
+        conv_ms: shownEval.conversion_in_ms[k],
+        combo: shownEval.combo[k],
         unit: unitLabel(units?.[k] ?? null),
-        optimized: evaluation.overridden[k] === 1,
+        optimized: shownEval.overridden[k] === 1,
+        ...(k === 0 && fixedMs > 0 ? { fixed_ms: fixedMs } : {}),
       };
     });
-  }, [ops, evaluation, baseEval, table, units]);
+  }, [ops, shownEval, shownBase, table, units, fixedMs]);
 
   const maxLatency = useMemo(() => rows.reduce((m, r) => Math.max(m, r.op.latency_ms), 0), [rows]);
   const types = useMemo(() => Array.from(new Set(ops?.ops.map((o) => o.type) ?? [])).sort(), [ops]);
@@ -293,6 +301,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         unoptimized={unoptimized}
         measured={measured}
         predictedLabel={table ? labelText(table.label) : ""}
+        fixedMs={fixedMs}
         optimizedCount={analysis ? Object.keys(analysis.overrides).length : 0}
         modelWide={analysis?.model_wide ?? ""}
         canUndo={history.length > 0}
@@ -347,8 +356,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
             <GraphView
               graph={graph}
               ops={ops}
-              evaluation={evaluation}
-              baseEvaluation={baseEval}
+              evaluation={shownEval}
+              baseEvaluation={shownBase}
               table={table}
               units={units}
               selection={sel}
@@ -366,7 +375,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       <ViewsPanel modelId={id} target={target} rows={rows} table={table} selection={sel} onSelect={select}
         current={saved.current} revision={saved.revision} opName={opName} onCompare={setCompare} />
       {showTimeline && ops && evaluation && (
-        <Timeline ops={ops.ops} latency={evaluation.latency_ms} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={onTimelineSelect} />
+        <Timeline ops={ops.ops} latency={shownEval?.latency_ms ?? evaluation.latency_ms} fixedMs={fixedMs} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={onTimelineSelect} />
       )}
       {dialog?.kind === "model" && table && analysis && baseEval && (
         <ModelWideDialog
@@ -397,6 +406,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           perOp={perOp}
           state={analysis}
           evaluation={evaluation}
+          fixedMs={fixedMs}
           onClose={() => setDialog(null)}
           onApply={(combo) => {
             const o = { ...analysis.overrides };

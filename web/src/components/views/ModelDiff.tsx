@@ -57,6 +57,9 @@ export function ModelDiff({ modelId, target, onCompare, onSelect }: Props) {
     return diff.ops.filter(keep).sort((x, y) => Math.abs(d(y.latency_ms)) - Math.abs(d(x.latency_ms)));
   }, [diff, show]);
 
+  // whether a total was measured here or predicted, for both models (the header shows both kinds of peak memory)
+  const sourceOf = (m: readonly (boolean | null | undefined)[]) =>
+    m.length !== 2 || m.some((x) => x == null) ? "" : m[0] && m[1] ? " (measured)" : !m[0] && !m[1] ? " (predicted)" : ` (${m[0] ? "measured" : "predicted"} / ${m[1] ? "measured" : "predicted"})`;
   const stop = () => (setOther(""), setDiff(null), onCompare(null));
   const T = diff?.totals;
   return (
@@ -93,13 +96,13 @@ export function ModelDiff({ modelId, target, onCompare, onSelect }: Props) {
       {diff && T && (
         <div className="diff-body">
           <table className="diff-totals" data-testid="model-diff-totals">
-            <thead><tr><th /><th>this ({diff.a.name})</th><th>{diff.b.name}</th><th>Δ</th></tr></thead>
+            <thead><tr><th /><th title={`this model: ${diff.a.name}`}>this ({diff.a.name})</th><th title={diff.b.name}>{diff.b.name}</th><th>Δ</th></tr></thead>
             <tbody>
               {([
-                ["latency_ms", "Latency", (v: number) => `${fmtMs(v)} ms`],
+                ["latency_ms", `Latency${sourceOf([diff.measured?.a, diff.measured?.b])}`, (v: number) => `${fmtMs(v)} ms`],
                 ["macs", "MACs", fmtCount],
                 ["weight_bytes", "Weights", fmtBytes],
-                ["peak_memory_bytes", "Peak memory", fmtBytes],
+                ["peak_memory_bytes", `Peak memory${sourceOf(T.peak_memory_bytes.measured ?? [])}`, fmtBytes],
                 ["tasks", "Tasks", (v: number) => v.toLocaleString()],
               ] as const).map(([k, label, f]) => {
                 const t = T[k];
@@ -121,7 +124,7 @@ export function ModelDiff({ modelId, target, onCompare, onSelect }: Props) {
                 {rows.slice(0, LIMIT).map((r) => (
                   <tr key={`${r.a}|${r.b}`} data-testid="model-diff-row" data-a={r.a ?? ""} data-b={r.b ?? ""} data-how={r.how}
                     className={r.a ? "clickable" : ""} onClick={() => r.a && onSelect([r.a], r.a, "diff")}>
-                    <td title={r.a_name ? `here: ${r.a_name}` : r.namespace}>{r.name || r.b || r.a}{r.a_name && <span className="muted"> (here {r.a_name})</span>}</td>
+                    <td title={[r.name || r.b || r.a, r.a_name ? `here: ${r.a_name}` : r.namespace].filter(Boolean).join("\n")}>{r.name || r.b || r.a}{r.a_name && <span className="muted"> (here {r.a_name})</span>}</td>
                     <td>{r.type}</td>
                     <td><span className={`chip-how how-${r.how}`}>{r.how === "added" ? "only there" : r.how === "removed" ? "only here" : r.how}</span></td>
                     <td className="num">{r.latency_ms[0] == null ? "–" : fmtMs(r.latency_ms[0])}</td>
