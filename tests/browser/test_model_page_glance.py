@@ -243,6 +243,12 @@ def test_first_task_shows_its_own_time_and_the_per_inference_time_apart(ui_serve
     page.mouse.move(tl["x"] + 1, tl["y"] + tl["height"] / 3)
     assert _fmt_ms(fixed) in page.inner_text("[data-testid=timeline-fixed-tip]")
     shot(page, "first-task-own-time")
+    # its options dialog lists its own times too, and says so instead of the option table's note on the charge
+    page.locator(f"{ROWS}[data-op-id='{first}']").locator("button", has_text="Optimize").click()
+    dlg = page.locator("[data-testid=op-dialog]")
+    dlg.locator("[data-testid=op-options] tbody tr").first.wait_for()
+    text = dlg.inner_text()
+    assert "this task's own" in text and _fmt_ms(fixed) in text and "latency includes the runtime's fixed cost" not in text
 
 
 def test_tooltips_name_their_source_once(ui_server: Any, page: Any, mobilenet: str) -> None:

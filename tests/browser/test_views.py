@@ -72,6 +72,7 @@ def test_brushing_selects_in_table_graph_and_timeline(ui_server: Any, page: Any,
     sel = highlighted(page)
     assert len(sel) == n
     assert page.get_attribute(CHART, "data-drawn") == str(n)  # the brushed bars drawn in yellow
+    assert page.inner_text("[data-testid=chart-status]").endswith(f"{n} brushed")
     slowest_out = max(o["latency_ms"] for i, o in ops.items() if i not in sel)
     assert min(ops[i]["latency_ms"] for i in sel) >= slowest_out * 0.999, "a brushed range must hold the slowest tasks"
     # the table shows them selected, and scrolled to the slowest (the focus)
@@ -102,6 +103,9 @@ def test_brushing_selects_in_table_graph_and_timeline(ui_server: Any, page: Any,
     page.wait_for_function(f"() => document.querySelector('{CHART}').dataset.selected === '1'")
     assert page.get_attribute(CHART, "data-drawn") == "1"  # its point, drawn in yellow over the scatter
     assert highlighted(page) == {rid}
+    # the status line follows: no longer the earlier brush's count
+    page.wait_for_function("() => document.querySelector('[data-testid=chart-status]').innerText.includes('selected elsewhere')")
+    assert page.inner_text("[data-testid=chart-status]").endswith("1 selected elsewhere: 1 shown here in yellow")
     shot(page, "views-scatter-table-selection")
 
 

@@ -50,10 +50,14 @@ export function OpOptionsDialog(p: {
     for (const n of o?.notes ?? []) {
       const k = n.indexOf(": ");
       if (k > 0 && known.has(n.slice(0, k))) comboNotes.set(n.slice(0, k), n.slice(k + 2));
+      // op 0's note on the per-inference charge: the figures below leave it out (the page shows it apart)
+      else if (i === 0 && p.fixedMs && n.startsWith("latency includes the runtime's fixed cost"))
+        generalNotes.push(`Op times here are this task's own: the ${fmtMs(p.fixedMs)} ms per inference outside the tasks `
+          + "(the runtime's fixed cost and, where measured, time between kernels) are in the model's latency, not here.");
       else generalNotes.push(n);
     }
     return { comboNotes, generalNotes };
-  }, [o]);
+  }, [o, i, p.fixedMs]);
   const rows = useMemo(() => {
     if (!o) return [];
     const perOp = { ...p.perOp, [o.op]: o };
@@ -151,7 +155,7 @@ export function OpOptionsDialog(p: {
                       {!r.exportable && <span className="badge badge-noexport" title="The exporter cannot write this option for this model: it is shown for comparison, and an export with it is refused">not exportable</span>}
                     </td>
                     <td className="num">{fmtMs(r.lat)} ms</td>
-                    <td className={`num ${cls(r.dLat)}`}>{signed(r.dLat, fmtMs)}</td>
+                    <td className={`num ${cls(r.dLat)}`}>{signed(r.dLat, fmtMs)} ms</td>
                     <td className={`num ${cls(r.dMem)}`}>{signed(r.dMem, fmtBytes)}</td>
                     <td className={`num ${cls(r.dTotal)}`}>{signed(r.dTotal, fmtMs)} ms</td>
                     <td><button className="small" onClick={() => p.onApply(r.combo)} disabled={r.combo === current && !!p.state.overrides[p.opId]}>Apply</button></td>

@@ -49,6 +49,8 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const [brushed, setBrushed] = useState(0);
+  // selected tasks the chart shows (a task with no value on a log axis is not plotted), for the status line
+  const [shownSel, setShownSel] = useState(0);
 
   const xs = useMemo(() => column(rows, xKey, xLog), [rows, xKey, xLog]);
   const ys = useMemo(() => (kind === "scatter" ? column(rows, yKey, yLog) : null), [rows, yKey, yLog, kind]);
@@ -169,6 +171,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     }
     el.dataset.selected = String(ids.size);
     el.dataset.drawn = String(drawn);
+    setShownSel((s) => (s === drawn ? s : drawn));
   }, [selection, hist, rows, xs, ys]);
   const drawRef = useRef(drawSelection);
   drawRef.current = drawSelection;
@@ -266,7 +269,10 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           </label>
         )}
         <span className="muted small-text">
-          Drag across the chart to select tasks{brushed ? ` · ${brushed.toLocaleString()} brushed` : ""}
+          Drag across the chart to select tasks
+          <span data-testid="chart-status">{!selection.ids.size ? "" : selection.source === "chart"
+            ? ` · ${(brushed || selection.ids.size).toLocaleString()} brushed`
+            : ` · ${selection.ids.size.toLocaleString()} selected elsewhere: ${shownSel ? `${shownSel.toLocaleString()} shown here in yellow` : "not plotted here"}`}</span>
           {missing ? ` · ${missing.toLocaleString()} not plotted (zero on a log axis, or no bytes)` : ""}
         </span>
         {kind === "scatter" && cats && (
