@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildHierarchy, labelGroup } from "../src/graph/hierarchy";
+import { buildHierarchy, labelGroup, partLabel } from "../src/graph/hierarchy";
 
 /** n ops in blocks of 4 under a/b{k}, with some namespaces written with slashes at their ends, one namespace
  * coming back after others, and a run of ops without one: crowded enough to get automatic groups. */
@@ -44,5 +44,21 @@ describe("buildHierarchy", () => {
       expect(lazy.groups.get(id)!.count).toBe(g.count);
       expect(labelGroup(lazy, id, cols).label).toBe(g.label);
     }
+  });
+});
+
+describe("group labels", () => {
+  it("keep a TFLite module's class and attribute, not its dotted path; module paths stay whole", () => {
+    expect(partLabel("torch.nn.modules.conv.Conv2d_reparam_conv")).toBe("Conv2d_reparam_conv");
+    expect(partLabel("timm.models.byobnet.MobileOneBlock_stem")).toBe("MobileOneBlock_stem");
+    expect(partLabel("corpus.builders._Logits")).toBe("_Logits");
+    for (const p of ["features.0", "layers.11", "block.0.2", "m", "self_attn", "model.layers"]) expect(partLabel(p)).toBe(p);
+    const h = buildHierarchy({
+      names: ["TRANSPOSE_0", "CONV_2D_1"], types: ["TRANSPOSE", "CONV_2D"],
+      namespaces: ["corpus.builders._Logits/timm.models.byobnet.ByobNet_m", "corpus.builders._Logits/timm.models.byobnet.ByobNet_m/torch.nn.modules.conv.Conv2d_reparam_conv"],
+    });
+    const g = h.groups.get("corpus.builders._Logits/timm.models.byobnet.ByobNet_m/torch.nn.modules.conv.Conv2d_reparam_conv")!;
+    expect(g.label).toBe("Conv2d_reparam_conv");
+    expect(h.groups.get("corpus.builders._Logits/timm.models.byobnet.ByobNet_m")!.label).toBe("ByobNet_m");
   });
 });

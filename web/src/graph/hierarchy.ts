@@ -54,6 +54,17 @@ export interface NodeColumns {
   namespaces: string[];
 }
 
+/** A namespace part as a group's label. litert-torch writes each module as its class's dotted path and its
+ * attribute ("torch.nn.modules.conv.Conv2d_reparam_conv", "timm.models.byobnet.MobileOneBlock_stem"): the label
+ * keeps the class and attribute ("Conv2d_reparam_conv"; the group's tooltip has the whole path). Module paths
+ * such as "features.0" or "layers.11" are kept whole. */
+export function partLabel(part: string): string {
+  const cut = part.lastIndexOf(".");
+  if (cut <= 0 || !/^[A-Za-z_][\w]*(\.[A-Za-z_]\w*)+$/.test(part)) return part;
+  const last = part.slice(cut + 1);
+  return /^_?[A-Z]/.test(last) ? last : part;
+}
+
 export function buildHierarchy(cols: NodeColumns, maxItems = MAX_ITEMS, labelAuto = true): Hierarchy {
   const groups = new Map<string, Group>();
   const mk = (id: string, parent: string | null, label: string, first: number, auto: boolean): Group => {
@@ -71,7 +82,7 @@ export function buildHierarchy(cols: NodeColumns, maxItems = MAX_ITEMS, labelAut
     if (g) return g;
     const cut = ns.lastIndexOf("/");
     const parent = cut < 0 ? groups.get(ROOT)! : ensure(ns.slice(0, cut), first);
-    return mk(ns, parent.id, ns.slice(cut + 1), first, false);
+    return mk(ns, parent.id, partLabel(ns.slice(cut + 1)), first, false);
   };
   // consecutive ops mostly share a namespace: trim and look it up once per run, not once per op; a namespace
   // without slashes at its ends is used as it is (a trimmed copy is a new string to hash at every look-up)
