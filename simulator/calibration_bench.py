@@ -117,6 +117,34 @@ def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
                             weight=_rng_w([c, c // group, k, k]))
 
 
+def _stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Path]:
+    """A CNN's first conv, R times side by side on one image: 3 input channels, `co` outputs, a k x k kernel at
+    stride 2 over an hw x hw image, + bias + Relu. The few-channel cases below (8 channels on 24-48 px maps) are all
+    fixed cost, so the convsmall paths' rates were fitted on nothing (convsmall.int8dyn came out at the 3.0 bound);
+    a stem has the MACs (ResNet's 7x7: 118M). Measured before these cases (CPU time, 4 stems per file, load ~10,
+    2026-12-03): 3x32 3x3 at 224 under int8-dynamic 0.43 ms per stem, predicted 0.30; 3x64 7x7 2.49 ms, predicted
+    0.81. Fitted for int8-dynamic and fp16 only: under int8-static each stem here ends in its own DequantizeLinear
+    (a graph output), which a model's stem does not have, and QLinearConv's stem time (0.37-0.87 ms at 3x3 for
+    16-64 outputs, 1.6 ms at 7x7) was not fitted by its rate, setup and im2col within 30% anyway."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto, helper, numpy_helper
+
+        rng = np.random.default_rng(0)
+        w = _rng_w([co, 3, k, k])
+        o = (hw + 2 * (k // 2) - k) // stride + 1
+        inits, nodes, outs = [], [], []
+        for i in range(R):
+            inits += [numpy_helper.from_array(w(i), f"w{i}"),
+                      numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}")]
+            nodes += [helper.make_node("Conv", ["v0", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
+                                       pads=[k // 2] * 4, strides=[stride, stride]),
+                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
+            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, co, o, o]))
+        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, 3, hw, hw])], outs, inits,
+                     path)
+    return build
+
+
 def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
     """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the
     quantizers and the fp16 converter rewrite, so the fitted paths include the kernels they add (Casts,
@@ -170,6 +198,9 @@ CASES: tuple[Case, ...] = (
     *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
+    # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act).
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2]))
+      for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
