@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from compiler.backends.litert import profile
     from compiler.optimize.export import check_state
     from compiler.vocabulary.options import OptionError
-    from simulator.predict import optimize_model
+    from simulator.predict import optimize_model, predict_model
     from compiler.optimize.litert_export import export_tflite
     from compiler.profile import ProfileSettings
 
@@ -57,13 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fp32-source-only", action="store_true", help="skip the fp16-weight copy of each file")
     ap.add_argument("--all", action="store_true", help="every preset of the option table (BULK_PRESETS)")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved CPU-time rounds over the written files")
+    ap.add_argument("--compare-calibration", type=Path, nargs="+", default=[],
+                    help="other host calibration caches (each with its litert-cpu.json beside it): their predictions "
+                         "beside the first's in the --rounds table, on the same measurements (before / after)")
     a = ap.parse_args(argv)
     if a.all:
         from compiler.vocabulary.options import BULK_PRESETS
 
         a.options = list(BULK_PRESETS)
     counts = {"exported": 0, "not exportable": 0, "failed": 0}
-    written: list[tuple[str, str, str, Path, float]] = []  # (model, source, option, file, predicted ms)
+    written: list[tuple[str, str, str, Path, float, list[float]]] = []  # (model, source, option, file, predicted ms, others)
     print("| model | source | option | predicted size | written | size error | predicted ms | measured ms "
           "| latency error | CPU ms per run | CPU-time error | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -92,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"| {f.parent.name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
                         continue
                     counts["exported"] += 1
-                    written.append((f.parent.name, label, option, out, r["predicted"]["latency_ms"]))
+                    others = [predict_model(src, "litert-cpu/host", option, {}, work, c)[0]["totals"]["latency_ms"]
+                              for c in a.compare_calibration]
+                    written.append((f.parent.name, label, option, out, r["predicted"]["latency_ms"], others))
                     p = profile(out, ProfileSettings(runs=a.runs, warmup=3, threads=1))
                     pred_ms, ms = r["predicted"]["latency_ms"], p.latency_ms
                     cpu = _cpu_ms(out, a.runs)
@@ -103,28 +108,42 @@ def main(argv: list[str] | None = None) -> int:
                           flush=True)
         print(", ".join(f"{k}: {v}" for k, v in counts.items()))
         if a.rounds:
-            _interleaved(written, a.rounds, a.runs)
+            _interleaved(written, a.rounds, a.runs, [a.calibration, *a.compare_calibration])
     return 0
 
 
-def _interleaved(written: list[tuple[str, str, str, Path, float]], rounds: int, runs: int) -> None:
-    """CPU time per run of every file, interleaved over `rounds`; each option against its source's fp32 export."""
+def _interleaved(written: list[tuple[str, str, str, Path, float, list[float]]], rounds: int, runs: int,
+                 calibrations: list[Path | None]) -> None:
+    """CPU time per run of every file, interleaved over `rounds`; each option against its source's fp32 export,
+    as predicted with each calibration (the first: the one the files were exported with)."""
     cpu: dict[int, list[float]] = {i: [] for i in range(len(written))}
     for _ in range(rounds):
         for i, w in enumerate(written):
             cpu[i].append(_cpu_ms(w[3], runs))
     med = {i: statistics.median(v) for i, v in cpu.items()}
-    base: dict[tuple[str, str], Any] = {(m, s): i for i, (m, s, o, _, _) in enumerate(written) if o == "fp32"}
-    print(f"\n| model | source | option | predicted ms | CPU ms per run (median of {rounds} rounds, min) | error "
-          "| predicted change over fp32 | measured change | change error |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for i, (m, s, o, _, pred) in enumerate(written):
+    base: dict[tuple[str, str], Any] = {(m, s): i for i, (m, s, o, *_) in enumerate(written) if o == "fp32"}
+    names = [c.parent.name if c is not None else "profile" for c in calibrations]
+    print(f"\n| model | source | option | CPU ms per run (median of {rounds} rounds, min) | measured change over fp32 "
+          + "".join(f"| {n}: predicted ms | error | predicted change | change error " for n in names) + "|")
+    print("|---|---|---|---|---|" + "---|---|---|---|" * len(names))
+    errs: dict[tuple[str, int], list[float]] = {}
+    for i, (m, s, o, _, pred, others) in enumerate(written):
         b = base.get((m, s))
-        change = "| - | - | - |" if b is None else (
-            f"| {pred / written[b][4]:.2f}x | {med[i] / med[b]:.2f}x "
-            f"| {(pred / written[b][4]) / (med[i] / med[b]) * 100 - 100:+.0f}% |")
-        print(f"| {m} | {s} | {o} | {pred:.2f} | {med[i]:.2f} ({min(cpu[i]):.2f}) | {(pred / med[i] - 1) * 100:+.0f}% "
-              f"{change}", flush=True)
+        cells = []
+        for j, p in enumerate([pred, *others]):
+            if b is None:
+                cells.append(f"| {p:.2f} | {(p / med[i] - 1) * 100:+.0f}% | - | - ")
+                continue
+            pb = [written[b][4], *written[b][5]][j]
+            e = (p / pb) / (med[i] / med[b]) * 100 - 100
+            if o != "fp32":
+                errs.setdefault((o, j), []).append(e)
+            cells.append(f"| {p:.2f} | {(p / med[i] - 1) * 100:+.0f}% | {p / pb:.2f}x | {e:+.0f}% ")
+        change = "-" if b is None else f"{med[i] / med[b]:.2f}x"
+        print(f"| {m} | {s} | {o} | {med[i]:.2f} ({min(cpu[i]):.2f}) | {change} " + "".join(cells) + "|", flush=True)
+    for (o, j), e in sorted(errs.items()):
+        print(f"{o} ({names[j]}): change error median {statistics.median(e):+.0f}%, "
+              f"within 10% {sum(abs(x) <= 10 for x in e)}/{len(e)}")
     print(f"load {os.getloadavg()[0]:.1f}")
 
 

@@ -26,11 +26,13 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
+from simulator.litert_paths import HSWISH_INT8
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
-# the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases.
-CACHE_VERSION = 4
+# the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases;
+# 5: convs with many channels (the GEMM rates), int8 HARD_SWISH (`elementwise.hswish8`).
+CACHE_VERSION = 5
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
 
@@ -38,8 +40,9 @@ TARGET = "litert-cpu/host"
 @dataclass(frozen=True)
 class Case:
     name: str
-    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED
-    shape: tuple[int, ...]  # conv: (C, H, k[, stride]); FULLY_CONNECTED: (M, K)
+    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH
+    shape: tuple[int, ...]  # conv: (C, H, k[, stride]); FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
+    forms: tuple[str, ...] = ("fp32", "dyn8", "static8")  # the forms timed (an element-wise op: static8 only)
 
 
 CASES: tuple[Case, ...] = (
@@ -53,6 +56,15 @@ CASES: tuple[Case, ...] = (
     # what pins the hybrid kernel's cost beyond the L2 apart from its rate.
     *(Case(f"dw3x3-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 3)) for c, h in ((144, 56), (192, 28), (384, 14))),
     *(Case(f"fc-{m}-{k}", "FULLY_CONNECTED", (m, k)) for m, k in ((16, 256), (64, 256), (16, 512), (64, 512))),
+    # Many channels (ResNet's 3x3 convs, MobileNet's last 1x1s): the MACs that pin the GEMM rates. Without them the
+    # cases above are small enough for QD8's cost per pixel to stand for its MACs: conv.qd8 came out at the 3.0
+    # bound, and ResNet-18's int8-dynamic file (LiteRT, CPU time, load ~9, 2026-12-03) was predicted at 0.13x
+    # its fp32 file, measured 0.31x.
+    *(Case(f"conv3x3-{c}-{h}", "CONV_2D", (c, h, 3)) for c, h in ((128, 28), (256, 14))),
+    Case("conv1x1-320-14", "CONV_2D", (320, 14, 1)),
+    # int8 HARD_SWISH (MobileNetV3's activations under static int8): its own kernel, ~8x the element-wise rate
+    # (MobileNetV3-Small int8-static, profiled: 19 HARD_SWISH 2.87 ms, predicted 0.35; the file 2.1x its fp32 one).
+    *(Case(f"hswish-{c}-{h}", "HARD_SWISH", (c, h), ("static8",)) for c, h in ((16, 112), (72, 28), (576, 7))),
 )
 FORMS = ("fp32", "dyn8", "static8")
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
@@ -71,6 +83,15 @@ def build(case: Case, form: str, path: Path) -> Path:
     if case.op == "FULLY_CONNECTED":
         m, k = case.shape
         shape = [m, k]
+    elif case.op == "HARD_SWISH":
+        c, h = case.shape
+        shape = [1, h, h, c]
+        x = first = w.tensor("x", shape, **act)
+        for i in range(R):
+            y = w.tensor(f"op{i}/out", shape, **act)
+            w.op("HARD_SWISH", [x], [y])
+            x = y
+        return w.save(path, [first], [x])
     else:
         c, h = case.shape[:2]
         shape = [1, h, h, c]
@@ -124,7 +145,7 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     from compiler.frontends import tflite
     from compiler.sandbox import Limits, run
 
-    keys = [(case, form) for case in CASES for form in FORMS]
+    keys = [(case, form) for case in CASES for form in FORMS if form in case.forms]
     paths = [build(case, form, tmp / f"{case.name}-{form}.tflite") for case, form in keys]
     progress(f"timing {len(paths)} LiteRT chains")
     results = run("compiler.backends.litert_profiler:per_op_many_child",
@@ -142,8 +163,9 @@ TAGS: dict[tuple[str, str], str] = {
     ("fp32", "conv"): "fp32", ("fp32", "dwconv"): "fp32", ("fp32", "gemm"): "fp32",
     ("dyn8", "conv"): "qd8", ("dyn8", "gemm"): "qd8", ("dyn8", "dwconv"): "hybrid",
     ("static8", "conv"): "int8", ("static8", "dwconv"): "int8", ("static8", "gemm"): "int8",
+    ("static8", "elementwise"): HSWISH_INT8,
 }
-_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm"}
+_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise"}
 
 
 def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:

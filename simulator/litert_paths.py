@@ -10,6 +10,7 @@ Measured with LiteRT 2.3.0's profiler on files ai-edge-quantizer writes (compile
   DEPTHWISE_CONV_2D it does not take, so TFLite's own hybrid kernel runs it, and the delegate partition is cut
   there (MobileNetV2: the depthwise convs went from 1.2 ms to 54 ms, the 1x1 convs from 5.2 to 3.8 ms).
 - int8 weights and activations (static int8): XNNPACK's QS8 / QC8 kernels (the generic int8 path).
+- static int8 HARD_SWISH: not XNNPACK's either; TFLite's own int8 kernel, ~80x XNNPACK's fp32 HardSwish per element.
 - int4 weights (weight-only): CONV_2D and FULLY_CONNECTED read them through a run-time DEQUANTIZE, which XNNPACK
   does not take: TFLite's own fp32 kernels run them (`<kind>.builtin`, host-cpu.yaml, measured with the
   profiler on chains of each: 1x1 convs 0.42-0.54 ms against XNNPACK's 0.11-0.19, FULLY_CONNECTED 64x512
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from compiler.vocabulary.targets import Target
     from simulator.profiles import Unit
 
+# Efficiency tag of an int8 HARD_SWISH (`elementwise.hswish8`, calibrated by simulator.litert_calibration).
+HSWISH_INT8 = "hswish8"
 # (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert", "litert-qnn"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
@@ -108,6 +111,14 @@ def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str
             return None
         return dataclasses.replace(p, resolved=c, note="; ".join(
             ["LiteRT's CPU computes fp32: fp16 is the weights' storage (dequantized at load)", *([p.note] if p.note else [])]))
+    if (op_type == "HARD_SWISH" and c.input == c.output == "int8"
+            and f"elementwise.{HSWISH_INT8}" in unit.efficiency):
+        # XNNPACK does not take an int8 HARD_SWISH: TFLite's own kernel runs it (profiled `TFLite HARD_SWISH`, 4 ns
+        # per element; XNNPACK's fp32 HardSwish 0.05), about 8x the int8 element-wise ops around it: MobileNetV3-Small's
+        # 19 (0.8M elements) profiled 2.87 ms, 0.35 predicted at the element-wise rate, and its int8-static file ran
+        # 2.1x its fp32 one (LiteRT 2.3.0, 1 thread, 2026-12-03). Only where calibrated (else the generic path).
+        return Path(ui, c, True, "int8", HSWISH_INT8, 1.0, 1.0, 0.0, False, 0.0, 0.0, 0.0, 0, 0.0, False, False,
+                    "int8 HARD_SWISH: XNNPACK does not take it, TFLite's own kernel runs it", rate_kind="elementwise")
     if (has_kernel and c.kernel == "int4" and "int8" not in (c.input, c.output) and op_type in _GEMM_OPS
             and kind in ("conv", "convsmall", "gemm")):
         # ai-edge-quantizer's int4 weights reach the operator through a DEQUANTIZE that XNNPACK does not fold, so

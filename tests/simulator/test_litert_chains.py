@@ -31,6 +31,17 @@ def test_calibration_chains_run_the_kernels_of_each_option(tmp_path: Path, form:
         assert all(re.fullmatch(expected, r["kernels"][n.id][-1]) for n in g.nodes), r["kernels"]
 
 
+def test_int8_hard_swish_chain_runs_tflites_own_kernel(tmp_path: Path) -> None:
+    """The calibration's int8 HARD_SWISH chains run what MobileNetV3's int8-static file runs: TFLite's own kernel,
+    not XNNPACK's (which the fp32 form takes), so `elementwise.hswish8` is a rate of its own."""
+    case = next(c for c in CASES if c.op == "HARD_SWISH")
+    assert case.forms == ("static8",)
+    for form, kernel in (("static8", "TFLite HARD_SWISH"), ("fp32", "HardSwish (NC)")):
+        path = build(case, form, tmp_path / f"{case.name}-{form}.tflite")
+        r = per_op_child({"model": str(path), "threads": 1, "warmup": 1, "runs": 3})
+        assert len(r["kernels"]) == 4 and all(k[-1] == kernel for k in r["kernels"].values()), r["kernels"]
+
+
 def _pad_then_dw(path: Path, form: str) -> Path:
     """PAD (H and W by 1) then a VALID stride-2 DEPTHWISE_CONV_2D: how litert-torch writes PyTorch's padding=1."""
     import numpy as np

@@ -42,6 +42,24 @@ def test_static_int8_takes_the_generic_int8_path() -> None:
     assert _plan("CONV_2D", "conv", "int8/int8/int8").tag == "int8"
 
 
+def test_static_int8_hard_swish_runs_at_its_own_calibrated_rate() -> None:
+    """int8 HARD_SWISH is ~8x the int8 element-wise ops' time (MobileNetV3-Small int8-static): its own efficiency,
+    `elementwise.hswish8`, where LiteRT's calibration gave one; else (and for other ops, other options) the generic
+    path."""
+    from simulator.roofline import Rates, rates
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    cal = hw.with_overrides({"units": {"cpu": {"efficiency": {"elementwise.hswish8": 0.002}}}})
+    c8, c32 = Combo("int8", "int8", "-", 0), Combo("fp32", "fp32", "-", 0)
+    hs = plan(HOST, cal, "HARD_SWISH", "elementwise", c8, False, False)
+    assert hs.tag == "hswish8" and hs.supported and "HARD_SWISH" in hs.note
+    r: Rates = rates(cal, hs, "elementwise", False)
+    generic = plan(HOST, cal, "ADD", "elementwise", c8, False, False)
+    assert generic.tag != "hswish8" and rates(cal, generic, "elementwise", False).peak > 5 * r.peak
+    assert plan(HOST, cal, "HARD_SWISH", "elementwise", c32, False, False).tag != "hswish8"
+    assert plan(HOST, hw, "HARD_SWISH", "elementwise", c8, False, False).tag != "hswish8"  # not calibrated
+
+
 def test_int4_weights_leave_xnnpack_for_tflites_own_kernels() -> None:
     """ai-edge-quantizer's int4 weights sit behind a run-time DEQUANTIZE that XNNPACK does not take: TFLite's own fp32
     CONV_2D / FULLY_CONNECTED run (1.5-4x XNNPACK's fp32 time, profiled); a depthwise conv keeps fp32 weights."""
