@@ -56,8 +56,15 @@ _PAD_UNFOLDED_TAGS = frozenset({"qd8", "hybrid", "builtin"})
 # The unfolded PAD reads its input and writes the padded copy (fp32: 8 bytes per element of the conv's padded
 # input), a copy call per pixel (profiled: ~12 ns per pixel beside the bytes). Charged as 16 bytes per element at the
 # cache rate, which is what the PADs of MobileNetV2's stride-2 depthwise convs (96-576 channels) measured: 0.15-0.33
-# ns per element. A 3-channel PAD (the image before a first conv) is all pixels: 4 ns per element, not covered.
+# ns per element, plus the copy per pixel as `_PAD_PIXEL_BYTES` / channels per element (12 ns at the ~80 GB/s cache
+# rate): a 3-channel PAD (the image before a first conv) is all pixels, 4 ns per element. MobileNetV2 int8-dynamic,
+# profiled (LiteRT 2.3.0, 1 thread, load ~8, 2026-12-03): its image PAD 226x226x3 0.61 ms (0.03 predicted by the
+# bytes alone, 0.64 with the pixels), 114x114x96 0.39 (0.24, 0.40), 58x58x144 0.13 (0.09, 0.13), 30x30x192 0.02
+# (0.03, 0.05), 16x16x576 0.02 (0.03, 0.03).
 _PAD_PASS_BYTES = 16.0
+_PAD_PIXEL_BYTES = 1000.0
+# Task fact of the conv after such a PAD: the padded tensor's channels (`pad_channels=3`).
+PAD_CHANNELS = "pad_channels="
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -68,13 +75,13 @@ def _spatial_pad(v: Value | None) -> bool:
 
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
-    for that conv."""
+    for that conv, with the padded tensor's channels (`pad_channels=C`, where known)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
             readers.setdefault(v, []).append(nd.id)
     by_id = {nd.id: nd for nd in compiled.nodes}
-    facts: dict[str, str] = {}
+    facts: dict[str, set[str]] = {}
     for nd in compiled.nodes:
         if nd.op_type != "PAD" or len(nd.inputs) < 2 or len(nd.outputs) != 1 or nd.outputs[0] in compiled.outputs:
             continue
@@ -82,8 +89,12 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
         r = by_id[rs[0]] if len(rs) == 1 else None
         if r is not None and r.op_type in _PAD_READERS and r.inputs[0] == nd.outputs[0] \
                 and _spatial_pad(compiled.values.get(nd.inputs[1])):
-            facts[nd.id], facts[r.id] = PAD_FOLDED, AFTER_PAD
-    return [frozenset({facts[nd.id]}) if nd.id in facts else frozenset() for nd in compiled.nodes]
+            facts[nd.id], facts[r.id] = {PAD_FOLDED}, {AFTER_PAD}
+            v = compiled.values.get(nd.outputs[0]) or compiled.values.get(nd.inputs[0])
+            shape = v.shape if v is not None else None
+            if shape and isinstance(shape[-1], int) and shape[-1] > 0:
+                facts[r.id].add(f"{PAD_CHANNELS}{shape[-1]}")
+    return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
 def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
@@ -95,7 +106,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
                                    "(where that conv is not XNNPACK's fp32 or int8 kernel, the conv carries its time)")
     if AFTER_PAD in facts and p.tag in _PAD_UNFOLDED_TAGS:
         note = "the PAD before it runs on its own (XNNPACK's Constant Pad): folded only into XNNPACK's fp32/int8 convs"
-        return dataclasses.replace(p, extra_in_bytes=p.extra_in_bytes + _PAD_PASS_BYTES,
+        channels = [int(f[len(PAD_CHANNELS):]) for f in facts if f.startswith(PAD_CHANNELS)]
+        per_pixel = _PAD_PIXEL_BYTES / channels[0] if channels else 0.0
+        return dataclasses.replace(p, extra_in_bytes=p.extra_in_bytes + _PAD_PASS_BYTES + per_pixel,
                                    extra_dispatches=p.extra_dispatches + 1, note="; ".join([*([p.note] if p.note else []), note]))
     return p
 
