@@ -319,7 +319,9 @@ def run(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, max_nfev: int 
             log(f"  fold {fam}: {summary(got)}", flush=True)
     x = fit(spec, train, plans, base, max_nfev, prior) if train and spec.refit else np.array([_value(base, p)
                                                                                        for p in spec.params])
-    hw = base.with_overrides(overrides(spec.params, x, base))
+    # Not refitted: the profile as the YAML has it (overrides at the parameters' current values are not the identity:
+    # a kind_bandwidth_bytes_per_s figure the unit lacks would be set to its small tasks' rate).
+    hw = base.with_overrides(overrides(spec.params, x, base)) if spec.refit else base
     val_preds = predict(spec, val, plans, hw)
     train_preds = predict(spec, train, plans, hw)
     before = predict(spec, val, plans, base)

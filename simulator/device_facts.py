@@ -19,10 +19,20 @@ from simulator.roofline import Path
 #   activation whose range the following QuantizeLinear already clips), the sole reader of a Conv / Gemm / MatMul /
 #   Add output. AI Hub's ORT QNN EP jobs count the difference: ResNet-50 float 128 layers, w8a8 80 (its 49 Relus
 #   gone); ResNet-18 55 / 39, RegNet 190 / 115 (simulator/published/aihub.csv). Gone under int8 activations.
-# - "pointwise": a MatMul of a 4-D (channels-last) activation by a constant weight, which the HTP runs as a 1x1
-#   convolution, at the conv rate: AI Hub's float ConvNeXt-B, whose time is in such MatMuls, runs 15.4 GMAC in
-#   5.4 ms where ViT-B (MatMuls of 3-D activations) takes 9.1 ms for 17.6 GMAC; at one rate for both, ConvNeXt
-#   was predicted +68% (held out) and ViT / BEiT -42% / -46%.
+# - "fully_connected": a Gemm with a constant weight, or a MatMul by a 2-D constant weight (of an activation of any
+#   rank), which the ORT QNN EP builds as a QNN FullyConnected on the activation flattened to 2-D (repo
+#   microsoft/onnxruntime, onnxruntime/core/providers/qnn/builder/opbuilder/matmul_op_builder.cc @0b013b4: "If
+#   MatMul's 2nd input is 2D initializer, we can transpose the 2nd input and use FullyConnected Op instead, which is
+#   faster"; not for a quantized weight, which the QNN EP leaves to the CPU EP: `quantized_ops_except`; Gemm is a
+#   FullyConnected in gemm_op_builder.cc @0162e1b). One QNN op, one rate, the conv rate: AI Hub's float ConvNeXt-B,
+#   whose time is in such MatMuls (4-D), runs 15.4 GMAC in 5.4 ms where a gemm rate put it +68% held out. Costed
+#   so only for 4-D activations before, ViT / BEiT (3-D Linears, and MultiheadAttention's out-projection Gemm) were
+#   predicted +220% / +181% held out on the 8 Elite (cross-validated; their family sets the gemm rate otherwise).
+# - "affine_norm": a BatchNormalization (one ORT's basic optimizations did not fold into a preceding Conv: DenseNet's
+#   62 pre-activation norms), which the QNN EP builds with its mean, variance, scale and bias folded into a weight
+#   and a bias per channel (batch_norm_op_builder.cc @061a31b, PreprocessMean / PreprocessStd / PreprocessScale):
+#   a per-channel multiply-add, costed at the element-wise rate. Costed as a norm (a reduction), DenseNet-121 was
+#   predicted +48% held out on the 8 Elite, +14% at the element-wise rate.
 # - "inplace_concat": a Concat of 4-D activations along their channel axis (ONNX NCHW axis 1, TFLite NHWC axis 3),
 #   which the HTP does not run as a copy: the graph is prepared with each producer writing its slice of the concat's
 #   buffer. Costed as a copy of its output, DenseNet-121 (62 such Concats) was predicted +28% held out, GoogLeNet /
@@ -59,10 +69,12 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
         if nd.op_type in _QDQ_FOLDED_OPS and src is not None and src.op_type in _QDQ_PRODUCERS \
                 and readers.get(x, 0) == 1 and x not in compiled.outputs:
             facts.add("qdq_folded")
-        xv, wv = compiled.values.get(x), compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
-        if nd.op_type == "MatMul" and xv is not None and xv.shape is not None and len(xv.shape) == 4 \
-                and wv is not None and wv.weight is not None and wv.shape is not None and len(wv.shape) == 2:
-            facts.add("pointwise")
+        wv = compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+        if wv is not None and wv.weight is not None and (
+                nd.op_type == "Gemm" or (nd.op_type == "MatMul" and wv.shape is not None and len(wv.shape) == 2)):
+            facts.add("fully_connected")
+        if nd.op_type == "BatchNormalization":
+            facts.add("affine_norm")
         if _channel_concat(nd, compiled):
             facts.add("inplace_concat")
         out.append(frozenset(facts))
@@ -76,7 +88,10 @@ def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozense
         p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
     if "inplace_concat" in facts and on_npu:
         p = dataclasses.replace(p, eliminated=True, note="channel concat: its producers write into its buffer")
-    if "pointwise" in facts and on_npu:
+    if "fully_connected" in facts and on_npu:
         p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
-            ["channels-last MatMul by a constant: runs as a 1x1 convolution", *([p.note] if p.note else [])]))
+            ["a QNN FullyConnected (weight a 2-D constant): runs at the conv rate", *([p.note] if p.note else [])]))
+    if "affine_norm" in facts and on_npu:
+        p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
+            ["BatchNormalization: a per-channel multiply-add on the HTP", *([p.note] if p.note else [])]))
     return p

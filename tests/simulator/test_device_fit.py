@@ -118,10 +118,11 @@ def test_a_kind_overhead_is_fitted_per_task_of_its_kinds() -> None:
     assert ov == {"units": {"htp": {"kind_overhead_s": {"gemm": 2e-5, "matmul": 2e-5}}}}
     hw = base.with_overrides(ov)
     assert hw.units[0].kind_overhead_s == {**base.units[0].kind_overhead_s, "gemm": 2e-5, "matmul": 2e-5}
-    values = [act("x", [1, 64, 256]), weight("w", [256, 256]), act("y", [1, 64, 256]), weight("w2", [256, 256]),
+    # MatMuls of two activations (kind matmul): one by a constant is a QNN FullyConnected, at the conv's figures.
+    values = [act("x", [1, 64, 256]), act("w", [1, 256, 256]), act("y", [1, 64, 256]), act("w2", [1, 256, 256]),
               act("z", [1, 64, 256])]
     g = graph([Node("m0", "m0", "MatMul", inputs=["x", "w"], outputs=["y"]),
-               Node("m1", "m1", "MatMul", inputs=["y", "w2"], outputs=["z"])], values, ["x"], ["z"])
+               Node("m1", "m1", "MatMul", inputs=["y", "w2"], outputs=["z"])], values, ["x", "w", "w2"], ["z"])
     stub = [Measurement("vit", (1, 64, 256), "Samsung Galaxy S24", "snapdragon-8g3", "onnx", "float", 1.0, None,
                         None, "test")]
     spec = df.FitSpec(TARGET, "snapdragon-8g3", ("onnx",), (p,))
@@ -145,3 +146,23 @@ def test_stand_in_rows_join_only_in_their_precisions() -> None:
     assert [(r.chip, r.precision) for r in df.rows_for(spec, rows)] == [
         ("apple-a17", "w8a8"), ("apple-a16", "fp16"), ("apple-a16", "lut4")]
     assert df.PRESETS["lut4"] == "palettize-4bit" and df.PRESETS["sparse50"] == "prune-50"
+
+
+def test_a_target_not_refitted_is_evaluated_as_its_yaml_has_it() -> None:
+    """refit=False: the validation rows are predicted with the profile as loaded, even where a parameter's current
+    value is not an identity override (a kind_bandwidth_bytes_per_s figure the unit lacks: its small tasks' rate,
+    where the profile moves activations beyond its on-chip memory at the memory's)."""
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    assert "elementwise" not in base.units[0].kind_bandwidth_bytes_per_s
+    spec = dataclasses.replace(SPEC, refit=False, params=SPEC.params + (
+        df.Param("htp", "kind_bandwidth_bytes_per_s", "elementwise", 1e9, 1e13, 3e11),))
+    big = _net(64, 256)  # 8 MiB per activation: beyond the HTP's on-chip estimate
+    row = Measurement("mobilenet_v2", (1, 3, 256, 256), "Samsung Galaxy S24", "snapdragon-8g3", "onnx", "float", 1.0,
+                      None, None, "test")
+    plans = df.make_plans(spec, [row], {"mobilenet_v2": (None, big)}, base)
+    rep = df.run(spec, [row], plans, log=lambda *a, **k: None)
+    want = df.predict(spec, [row], plans, base)[0].latency_ms
+    current = base.with_overrides(df.overrides(spec.params, [df._value(base, p) for p in spec.params], base))
+    moved = df.predict(spec, [row], plans, current)[0].latency_ms
+    assert abs(moved / want - 1) > 0.05  # the overrides at the current values are not the profile
+    assert rep["validation_rows"][0]["predicted_ms"] == round(want, 3) == rep["validation_rows"][0]["before_ms"]

@@ -95,14 +95,46 @@ def _linear(rank: int):
 
 
 @pytest.mark.parametrize("target", QNN)
-def test_a_channels_last_matmul_runs_at_the_conv_rate_on_the_htp(target: str) -> None:
+def test_a_fully_connected_runs_at_the_conv_rate_on_the_htp(target: str) -> None:
+    """A MatMul by a 2-D constant (any activation rank) and a Gemm are one QNN FullyConnected: the conv rate, in
+    float; a MatMul of two activations keeps the matmul figure."""
     t = get_target(target)
     hw = load_profile(t.profile, t.backend)
     conv_fast = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 1.0}}}})
     conv_slow = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 0.01}}}})
-    four, three = plan_latency(_linear(4), t, hw, "fp32"), plan_latency(_linear(3), t, hw, "fp32")
-    assert latency_ms(four, conv_slow) > 2 * latency_ms(four, conv_fast)  # a 1x1 convolution
-    assert latency_ms(three, conv_slow) == latency_ms(three, conv_fast)  # a FullyConnected: the gemm figure
+    for g in (_linear(4), _linear(3)):
+        lp = plan_latency(g, t, hw, "fp32")
+        assert latency_ms(lp, conv_slow) > 2 * latency_ms(lp, conv_fast)
+    lp = plan_latency(_linear_3d("Gemm"), t, hw, "fp32")  # small: mostly the per-call cost
+    assert latency_ms(lp, conv_slow) > latency_ms(lp, conv_fast)
+    values = [act("x", [1, 197, 64]), act("k", [1, 64, 197]), act("y", [1, 197, 197])]
+    two = graph([Node("mm", "mm", "MatMul", inputs=["x", "k"], outputs=["y"])], values, ["x", "k"], ["y"])
+    lp = plan_latency(two, t, hw, "fp32")
+    assert latency_ms(lp, conv_slow) == latency_ms(lp, conv_fast)
+    # Not on a target without the QNN EP's rules.
+    a17 = get_target("coreml/apple-a17")
+    hw17 = load_profile(a17.profile, a17.backend)
+    lp = plan_latency(_linear(3), a17, hw17, "fp16")
+    assert latency_ms(lp, hw17.with_overrides({"units": {"ane": {"efficiency": {"conv": 0.01}}}})) == latency_ms(lp, hw17)
+
+
+def _batchnorm():
+    values = [act("x", [1, 64, 28, 28]), weight("s", [64]), weight("b", [64]), weight("m", [64]), weight("v", [64]),
+              act("y", [1, 64, 28, 28])]
+    nodes = [Node("bn", "bn", "BatchNormalization", inputs=["x", "s", "b", "m", "v"], outputs=["y"])]
+    return graph(nodes, values, ["x"], ["y"])
+
+
+@pytest.mark.parametrize("target", QNN)
+def test_a_batchnorm_is_an_elementwise_multiply_add_on_the_htp(target: str) -> None:
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    lp = plan_latency(_batchnorm(), t, hw, "fp32")
+    path, kind = lp.paths[lp.index[0]]
+    assert kind == "norm" and path.rate_kind == "elementwise"
+    fast = hw.with_overrides({"units": {"htp": {"kind_bandwidth_bytes_per_s": {"elementwise": 1e13},
+                                                  "efficiency": {"elementwise": 1.0}}}})
+    assert latency_ms(lp, fast) < latency_ms(lp, hw)
 
 
 def _concat(op: str, axis: int, shape_in: list[int], shape_out: list[int]) -> Graph:
