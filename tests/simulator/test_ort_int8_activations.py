@@ -1,0 +1,57 @@
+"""Static int8 on ONNX Runtime's CPU: an activation ORT fuses into a Conv that a QDQ file cannot fold into the int8
+output range (HardSwish, HardSigmoid, Sigmoid) runs as kernels of its own behind the QLinearConv
+(simulator.backends.ort_task_facts). Integration tier: the graph is compiled by ONNX Runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
+from simulator.backends import ORT_INT8_UNFOLDED, ort_task_facts, plan
+from simulator.profiles import load_profile
+
+HOST = get_target("ort-cpu/host")
+
+
+def _conv_act(path: Path, act: str) -> Path:
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((32, 32, 3, 3)).astype(np.float32) * 0.1, "w")
+    b = numpy_helper.from_array(np.zeros(32, np.float32), "b")
+    # A second Conv reads the activation: ORT fuses an activation into the Conv before it only off the graph outputs.
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]), helper.make_node(act, ["c"], ["a"]),
+             helper.make_node("Conv", ["a", "w", "b"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 28, 28])], [w, b])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_fused_activations_int8_cannot_fold_are_task_facts(tmp_path: Path) -> None:
+    from simulator.calibration_bench import compile_for_host
+
+    for act, unfolded in (("HardSwish", True), ("Relu", False)):
+        g = compile_for_host(_conv_act(tmp_path / f"{act}.onnx", act), tmp_path / f"{act}.opt.onnx")
+        facts = ort_task_facts(g)
+        convs = [i for i, n in enumerate(g.nodes) if n.op_type == "Conv"]
+        assert len(convs) == 2 and len(g.nodes) == len(facts)
+        assert facts[convs[0]] == (frozenset({ORT_INT8_UNFOLDED + act}) if unfolded else frozenset()), facts
+        assert facts[convs[1]] == frozenset()
+
+
+def test_an_unfolded_activation_costs_its_kernels_under_int8_activations_only() -> None:
+    hw = load_profile("host-cpu")
+    int8, dyn = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "int8", 0)
+    for combo, costs in ((int8, True), (dyn, False)):
+        plain = plan(HOST, hw, "Conv", "conv", combo, True, True)
+        p = plan(HOST, hw, "Conv", "conv", combo, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
+        assert (p.extra_out_bytes > plain.extra_out_bytes) is costs
+        assert p.extra_dispatches == plain.extra_dispatches + (4 if costs else 0)
+        assert ("HardSwish not folded" in p.note) is costs
+    sig = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "Sigmoid"}))
+    hsw = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
+    assert sig.extra_dispatches < hsw.extra_dispatches  # QLinearSigmoid: one kernel
