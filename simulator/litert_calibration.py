@@ -31,10 +31,11 @@ from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
 # the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases;
-# 5: convs with many channels (the GEMM rates), int8 HARD_SWISH (`elementwise.hswish8`).
-CACHE_VERSION = 5
+# 5: convs with many channels (the GEMM rates), int8 HARD_SWISH (`elementwise.hswish8`); 6: int4 weights (`<kind>.builtin`).
+CACHE_VERSION = 6
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
+FORMS = ("fp32", "dyn8", "static8", "int4")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Case:
     name: str
     op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH
     shape: tuple[int, ...]  # conv: (C, H, k[, stride]); FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
-    forms: tuple[str, ...] = ("fp32", "dyn8", "static8")  # the forms timed (an element-wise op: static8 only)
+    forms: tuple[str, ...] = FORMS  # the forms timed (an element-wise op: static8 only; int4: _INT4_OPS only)
 
 
 CASES: tuple[Case, ...] = (
@@ -66,14 +67,23 @@ CASES: tuple[Case, ...] = (
     # (MobileNetV3-Small int8-static, profiled: 19 HARD_SWISH 2.87 ms, predicted 0.35; the file 2.1x its fp32 one).
     *(Case(f"hswish-{c}-{h}", "HARD_SWISH", (c, h), ("static8",)) for c, h in ((16, 112), (72, 28), (576, 7))),
 )
-FORMS = ("fp32", "dyn8", "static8")
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
-PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static"}
+PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
+# int4 weights: the fp32 chain written by the exporter itself (ai-edge-quantizer's recipe behind a run-time
+# DEQUANTIZE), timed for the ops TFLite's own fp32 kernels then run (`<kind>.builtin`).
+_INT4_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED"})
 
 
 def build(case: Case, form: str, path: Path) -> Path:
     """The chain of `case` in `form`, written to `path`."""
     from compiler.frontends.tflite_writer import TfliteWriter
+
+    if form == "int4":
+        from compiler.optimize.litert_export import export_tflite
+
+        src = build(case, "fp32", path.with_name(f"{path.stem}-src.tflite"))
+        export_tflite(src, path, PRESET[form])
+        return path
 
     rng = np.random.default_rng(0)
     w = TfliteWriter(description="edgescope calibration")
@@ -145,7 +155,8 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     from compiler.frontends import tflite
     from compiler.sandbox import Limits, run
 
-    keys = [(case, form) for case in CASES for form in FORMS if form in case.forms]
+    keys = [(case, form) for case in CASES for form in FORMS
+            if form in case.forms and (form != "int4" or case.op in _INT4_OPS)]
     paths = [build(case, form, tmp / f"{case.name}-{form}.tflite") for case, form in keys]
     progress(f"timing {len(paths)} LiteRT chains")
     results = run("compiler.backends.litert_profiler:per_op_many_child",
@@ -153,6 +164,14 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
                   Limits(1800.0, what="calibrating LiteRT"))
     out: dict[tuple[str, str], tuple[Graph, list[float]]] = {}
     for (case, form), path, res in zip(keys, paths, results):
+        if form == "int4":
+            # Predicted as the option table predicts it, on the fp32 chain under int4-weights; measured on the file
+            # the exporter wrote, its operators in order (the DEQUANTIZEs of the weights, 1-3 us, left out).
+            g = tflite.load(path.with_name(f"{path.stem}-src.tflite"))
+            written = tflite.load(path)
+            ops = [n.id for n in written.nodes if n.op_type == case.op]
+            out[(case.name, form)] = (g, [res["tasks"][i][0] for i in ops[1:]])
+            continue
         g = tflite.load(path)
         out[(case.name, form)] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
     return out
@@ -163,7 +182,7 @@ TAGS: dict[tuple[str, str], str] = {
     ("fp32", "conv"): "fp32", ("fp32", "dwconv"): "fp32", ("fp32", "gemm"): "fp32",
     ("dyn8", "conv"): "qd8", ("dyn8", "gemm"): "qd8", ("dyn8", "dwconv"): "hybrid",
     ("static8", "conv"): "int8", ("static8", "dwconv"): "int8", ("static8", "gemm"): "int8",
-    ("static8", "elementwise"): HSWISH_INT8,
+    ("static8", "elementwise"): HSWISH_INT8, ("int4", "conv"): "builtin", ("int4", "gemm"): "builtin",
 }
 _KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise"}
 

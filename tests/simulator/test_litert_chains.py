@@ -31,6 +31,23 @@ def test_calibration_chains_run_the_kernels_of_each_option(tmp_path: Path, form:
         assert all(re.fullmatch(expected, r["kernels"][n.id][-1]) for n in g.nodes), r["kernels"]
 
 
+def test_int4_chains_are_the_exporters_file_run_by_tflites_own_kernels(tmp_path: Path) -> None:
+    """The int4 form is the fp32 chain written by ai-edge-quantizer's int4 recipe: each weight behind a DEQUANTIZE,
+    so TFLite's own CONV_2D / FULLY_CONNECTED run (`<kind>.builtin`); measure() times those operators, in order,
+    against the fp32 chain predicted under int4-weights."""
+    from simulator.litert_calibration import FORMS, TAGS
+
+    assert "int4" in FORMS and TAGS[("int4", "conv")] == TAGS[("int4", "gemm")] == "builtin"
+    for name, op in (("conv3x3-32-28", "CONV_2D"), ("fc-16-256", "FULLY_CONNECTED")):
+        case = next(c for c in CASES if c.name == name)
+        path = build(case, "int4", tmp_path / f"{name}-int4.tflite")
+        g, src = tflite.load(path), tflite.load(path.with_name(f"{path.stem}-src.tflite"))
+        ops = [n.id for n in g.nodes if n.op_type == op]
+        assert len(ops) == len(src.nodes) == 4 and {n.op_type for n in g.nodes} == {op, "DEQUANTIZE"}
+        r = per_op_child({"model": str(path), "threads": 1, "warmup": 1, "runs": 3})
+        assert all(r["kernels"][i][-1] == f"TFLite {op}" for i in ops), r["kernels"]
+
+
 def test_int8_hard_swish_chain_runs_tflites_own_kernel(tmp_path: Path) -> None:
     """The calibration's int8 HARD_SWISH chains run what MobileNetV3's int8-static file runs: TFLite's own kernel,
     not XNNPACK's (which the fp32 form takes), so `elementwise.hswish8` is a rate of its own."""
