@@ -256,3 +256,38 @@ def test_tooltips_name_their_source_once(ui_server: Any, page: Any, mobilenet: s
     for tile in page.locator(".tile").all():
         for title in (tile.get_attribute("title"), tile.locator(".src").get_attribute("title")):
             assert "measured: measured:" not in title and "predicted: predicted:" not in title, title
+
+
+_SHOWN_LABELS = """() => {
+  const s = window.edgescopeGraph.sigma();
+  return [...s.displayedNodeLabels].filter((k) => k.startsWith('g')).map((k) => {
+    const d = s.getNodeDisplayData(k);
+    const v = s.framedGraphToViewport({ x: d.x, y: d.y });
+    return [v.x, v.y];
+  });
+}"""
+
+
+def test_group_labels_do_not_overlap_in_a_short_fitted_pane(ui_server: Any, page: Any, tmp_path: Path) -> None:
+    """A first view of a few groups pins every group's label; in a short pane (the Distributions panel open at
+    1440x900) fitted to the whole graph they would be drawn over each other (20 stages of a chain here, as
+    mobilenet_v3's blocks were), so sigma's label grid picks then; zoomed in again they are all pinned."""
+    mid = ui_server.upload(modelzoo.large_chain(tmp_path / "chain_20_stages.onnx", n_nodes=600, block=3),
+                           targets=["ort-cpu/host"], timeout_s=900)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    open_model(page, ui_server.url, mid)
+    page.click("[data-testid=views-charts]")
+    page.wait_for_selector("[data-testid=chart] canvas")
+    page.click("[data-testid=graph] button:has-text('Fit')")
+    page.wait_for_timeout(700)  # the camera's animation
+    assert page.get_attribute(GRAPH, "data-labels-crowded") == "true"
+    shown = page.evaluate(_SHOWN_LABELS)  # sigma's grid shows few or none at this zoom
+    for i, (x0, y0) in enumerate(shown):
+        for x1, y1 in shown[i + 1:]:
+            assert not (abs(x0 - x1) < 120 and abs(y0 - y1) < 12), f"labels drawn over each other: {shown}"
+    shot(page, "graph-labels-short-pane")
+    # zoomed in on them, the groups' labels are pinned again
+    page.evaluate("window.edgescopeGraph.sigma().getCamera().setState({ ratio: 0.05 })")
+    page.wait_for_timeout(300)
+    assert page.get_attribute(GRAPH, "data-labels-crowded") == "false"
+    assert page.evaluate(_SHOWN_LABELS)

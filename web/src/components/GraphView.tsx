@@ -20,7 +20,7 @@ import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
 import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
 import { drawHighlight, type Highlight, NO_HIGHLIGHT } from "../graph/highlight";
-import { GROUP_SIZE, highlightOf, itemPoint, itemStyle, LABELLED_SELECTION, type NodeAttrs, optimizedRings, selectedItems, selectedNodes, type Style, styleNode } from "./graph/style";
+import { GROUP_SIZE, highlightOf, itemPoint, itemStyle, LABELLED_SELECTION, labelGap, type NodeAttrs, optimizedRings, selectedItems, selectedNodes, type Style, styleNode } from "./graph/style";
 import { maskFor, type Selection, type SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
 import { unitLabel } from "../units";
@@ -52,6 +52,9 @@ interface Props {
 /** `expanded` before the first view: the worker chooses the first view's groups and says which (messages.ts) */
 const WORKER_CHOICE: ReadonlySet<string> = new Set([ROOT]);
 
+/** vertical room a pinned group label needs on screen (12 px text) */
+const LABEL_ROOM_PX = 15;
+
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
@@ -63,6 +66,9 @@ export default memo(function GraphView(p: Props) {
   const layoutRef = useRef<LayoutResult | null>(null);
   const reqRef = useRef(0);
   const styleRef = useRef<Style | null>(null);
+  const labelGapRef = useRef(Infinity);
+  const crowdCheckRef = useRef<() => void>(() => {});
+  const rootEl = root;
   /** the selection: which drawn items hold a selected op, and the layer that draws them (graph/highlight.ts) */
   const selRef = useRef<Uint8Array | null>(null);
   const hlRef = useRef<Highlight>(NO_HIGHLIGHT);
@@ -188,7 +194,25 @@ export default memo(function GraphView(p: Props) {
     });
     pickOnlyWhenStill(s);
     sigmaRef.current = s;
+    // Pinned group labels (a first view of a few blocks) stay pinned while they have room; zoomed out (a short pane
+    // fitted to the whole graph) they would be drawn over each other, so sigma's label grid picks then.
+    const crowdCheck = () => {
+      const st = styleRef.current, gap = labelGapRef.current;
+      if (!st || !Number.isFinite(gap)) return;
+      // the camera's new state: sigma's own matrix is only brought up to date by its next render
+      const o = { cameraState: s.getCamera().getState() };
+      const px = Math.abs(s.graphToViewport({ x: 0, y: 0 }, o).y - s.graphToViewport({ x: 0, y: gap }, o).y);
+      const crowded = px < LABEL_ROOM_PX;
+      if (crowded !== !!st.crowded) {
+        st.crowded = crowded;
+        if (rootEl.current) rootEl.current.dataset.labelsCrowded = String(crowded);
+        s.refresh(); // forced labels are read at indexation; a few dozen nodes
+      }
+    };
+    s.getCamera().on("updated", crowdCheck);
+    crowdCheckRef.current = crowdCheck;
     return () => {
+      s.getCamera().off("updated", crowdCheck);
       s.kill();
       sigmaRef.current = null;
     };
@@ -213,6 +237,7 @@ export default memo(function GraphView(p: Props) {
     const g = new Graph({ multi: false, type: "directed" });
     // a first view of labelled blocks shows every block's label (sigma's label grid would drop some)
     const few = layout.ops.length + layout.collapsed.length <= 80;
+    labelGapRef.current = few ? labelGap(layout) : Infinity;
     for (let k = 0; k < layout.ops.length; k++) {
       const i = layout.ops[k];
       const [x, y, size] = itemPoint(layout, k);
@@ -231,6 +256,8 @@ export default memo(function GraphView(p: Props) {
     s.setCustomBBox({ x: [-80, Math.max(layout.width, 200)], y: [-Math.max(layout.height, 200), 0] });
     graphRef.current = g;
     styleRef.current = baseStyle(layout);
+    styleRef.current.crowded = false;
+    if (root.current) root.current.dataset.labelsCrowded = "false";
     applySelection(layout, g);
     const z = pendingZoom.current;
     pendingZoom.current = null;
@@ -254,6 +281,7 @@ export default memo(function GraphView(p: Props) {
     drawMinimapBase();
     if (z === "fit") fitTop(layout);
     else if (z) zoomTo(z);
+    crowdCheckRef.current();
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [layout]);
 
@@ -279,7 +307,7 @@ export default memo(function GraphView(p: Props) {
       setLegend(mv ? { min: m.diverging ? -st.absMax : mv.min, max: m.diverging ? st.absMax : mv.max } : null);
       setUnitLegend(uc?.legend ?? null);
       if (root.current) root.current.dataset.dimmed = String(st.dimmed);
-      return { color: st.color, dim: st.dim, opt: st.opt };
+      return { color: st.color, dim: st.dim, opt: st.opt, crowded: styleRef.current?.crowded };
     },
     [model, metricValues, unitColoring, metric, p.filtered, p.evaluation, toTable],
   );

@@ -41,6 +41,25 @@ export interface Style {
   color: string[];
   dim: Uint8Array;
   opt: Uint8Array;
+  /** pinned labels would overlap at this zoom (a short pane fitted to the whole graph): let sigma's label grid
+   * choose which to show instead */
+  crowded?: boolean;
+}
+
+/** The closest vertical spacing, in layout units, of two collapsed groups' labels in the same column (each label
+ * starts at the group's left end, as itemPoint puts it): with less than a label's height between them on screen,
+ * pinned labels overlap. Infinity with fewer than two groups. O(groups²), for the few groups whose labels are pinned. */
+export function labelGap(L: LayoutResult): number {
+  let gap = Infinity;
+  const n = L.collapsed.length;
+  for (let a = 0; a < n; a++) {
+    const [xa, ya] = itemPoint(L, L.ops.length + a);
+    for (let b = a + 1; b < n; b++) {
+      const [xb, yb] = itemPoint(L, L.ops.length + b);
+      if (Math.abs(xa - xb) < 160) gap = Math.min(gap, Math.abs(ya - yb));
+    }
+  }
+  return gap;
 }
 
 /** sigma's node reducer (it hands us a copy of the attributes). */
@@ -48,7 +67,7 @@ export function styleNode(st: Style | null, a: NodeAttrs): NodeAttrs {
   if (!st || a.k >= st.dim.length) return a;
   const k = a.k;
   a.color = st.dim[k] ? DIM : st.color[k];
-  a.forceLabel = !!a.pinLabel;
+  a.forceLabel = !!a.pinLabel && !st.crowded;
   if (st.opt[k]) a.label = `◆ ${a.label}`;
   return a;
 }
