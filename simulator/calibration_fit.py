@@ -16,14 +16,18 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_bench import R, Bench
+from simulator.calibration_bench import R, Bench, machine_overrides
 from simulator.calibration_timing import machine, profiler_overhead
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 28
+CACHE_VERSION = 29  # 29: the machine's own facts (peaks, L2, description) in the cache
+
+# Efficiencies are relative to the nominal peak at the base clock (the machine's, calibration_bench.peak_per_cycle);
+# turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
+EFF_MAX = 6.0
 
 
 def _predict_ms(g: Graph, hw: HardwareProfile, preset: str) -> float:
@@ -35,8 +39,7 @@ def _predict_ms(g: Graph, hw: HardwareProfile, preset: str) -> float:
 
 def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: float) -> float:
     """Efficiency for `key` (e.g. conv.int8) that makes the prediction equal the measurement."""
-    # Up to 3x: efficiencies are relative to the nominal peak at the base clock; turbo exceeds it.
-    lo, hi = np.log(1e-4), np.log(3.0)
+    lo, hi = np.log(1e-4), np.log(EFF_MAX)
     for _ in range(14):
         mid = (lo + hi) / 2
         p = _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(mid))}}}}), preset)
@@ -100,9 +103,9 @@ def nonnegative_fit(a: np.ndarray, b: np.ndarray, uses: list[list[int]]) -> tupl
 
 
 def best_log_efficiency(err: Callable[[float], float]) -> float:
-    """The log efficiency in [1e-4, 3] where `err` is least: the best of a 25-point grid, then golden-section
+    """The log efficiency in [1e-4, EFF_MAX] where `err` is least: the best of a 25-point grid, then golden-section
     refinement around it (the fits here have one basin but a flat floor, where a derivative gives little)."""
-    grid = np.linspace(np.log(1e-4), np.log(3.0), 25)
+    grid = np.linspace(np.log(1e-4), np.log(EFF_MAX), 25)
     i = int(np.argmin([err(x) for x in grid]))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     for _ in range(12):
@@ -175,6 +178,11 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
         "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(bench.llc), "llc_bytes": float(bench.llc_all),
         "bandwidth_efficiency": 1.0,
         "efficiency": {}}}}
+    # This machine's fixed facts (description, nominal peaks, L2 and last-level cache) as Linux gives them.
+    facts = machine_overrides()
+    over["units"]["cpu"].update(facts.get("units", {}).get("cpu", {}))
+    if "description" in facts:
+        over["description"] = facts["description"]
     return over, run_s, prof_over
 
 

@@ -134,10 +134,19 @@ def profiler_overhead(model: Path, dispatch_s: float, tmp: Path) -> float:
 
 
 def machine() -> str:
-    """The CPU this machine calibrates on: a cache made on another is stale."""
+    """The CPU this machine calibrates on: a cache made on another is stale. The model name alone is not enough (a
+    VM's "AMD EPYC" is a Zen 3 with a 512 KiB L2 on one host and a Zen 4 with 1 MiB on another): its family, model
+    and caches too."""
     try:
         from compiler.backends.ort import cpu_name
 
-        return cpu_name()
+        name = cpu_name()
     except Exception:  # pragma: no cover - the compiler backend is optional here
-        return platform.processor() or platform.machine()
+        name = platform.processor() or platform.machine()
+    from simulator.calibration_bench import cpu_facts
+
+    f = cpu_facts()
+    if not f["family"] and not f["caches"]:
+        return name
+    caches = ", ".join(f"L{lv} {whole >> 10} KiB" for lv, (_, whole) in sorted(f["caches"].items()))
+    return f"{name} (family {f['family']} model {f['model']}, {f['cpus']} CPUs, {caches})"

@@ -139,8 +139,9 @@ class HardwareProfile:
             structural |= bool(new_kov.keys() - u.kind_overhead_s.keys())
             kov = {**u.kind_overhead_s, **new_kov}
             units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
-        top = {k: v for k, v in overrides.items() if k in ("dram_bandwidth_bytes_per_s", "error_pct_median",
-                                                           "error_models", "error_target",
+        # The machine's description (calibration reads it from Linux) and fitted whole-device figures.
+        top = {k: v for k, v in overrides.items() if k in ("description", "dram_bandwidth_bytes_per_s",
+                                                           "error_pct_median", "error_models", "error_target",
                                                            "dram_energy_pj_per_byte")}
         return dataclasses.replace(self, units=tuple(units), calibrated=True,
                                    plan_base=None if structural else (self.plan_base or self), **top)

@@ -224,3 +224,67 @@ def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
     (tmp_path / "index3" / "shared_cpu_list").write_text("0-3,8-11\n")
     assert calibration_bench.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
     assert calibration_bench.llc_bytes(tmp_path / "missing") == (0, 0)
+
+
+def _fake_machine(root: Path, vendor: str, family: int, model: int, flags: str, mhz: str, l2: str,
+                  l3: str, l3_cpus: str, n_cpus: int = 2) -> tuple[Path, Path]:
+    """A /proc/cpuinfo and a /sys/devices/system/cpu with cpu0's caches, as Linux writes them."""
+    block = (f"vendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: {model}\nmodel name\t: Test CPU\n"
+             f"cpu MHz\t\t: {mhz}\nflags\t\t: {flags}\n\n")
+    root.mkdir(parents=True)
+    cpuinfo = root / "cpuinfo"
+    cpuinfo.write_text("".join(f"processor\t: {i}\n" + block for i in range(n_cpus)))
+    cpus = root / "cpu"
+    for n, (level, kind, size, shared) in enumerate([(1, "Data", "32K", "0"), (1, "Instruction", "32K", "0"),
+                                                     (2, "Unified", l2, "0"), (3, "Unified", l3, l3_cpus)]):
+        d = cpus / "cpu0" / "cache" / f"index{n}"
+        d.mkdir(parents=True)
+        for name, text in (("level", str(level)), ("type", kind), ("size", size), ("shared_cpu_list", shared)):
+            (d / name).write_text(text + "\n")
+    return cpuinfo, cpus
+
+
+def test_machine_facts_read_from_linux(tmp_path: Path) -> None:
+    """The host profile's fixed facts come from the machine: a Zen 4 VM with AVX-512 has two 256-bit FMA pipes (32
+    fp32 FLOPs per cycle at its clock), its L2 is the unit's own memory, and the description says what it is; an
+    Intel AVX-512 server core has two 512-bit FMA ports (64); a machine that tells nothing changes nothing."""
+    zen4 = calibration_bench.cpu_facts(*_fake_machine(
+        tmp_path / "zen4", "AuthenticAMD", 25, 17, "fpu sse2 avx fma avx2 avx512f avx512_vnni avx512_bf16 hypervisor",
+        "2596.134", "1024K", "32768K", "0-1"))
+    over = calibration_bench.machine_overrides(zen4)
+    cpu = over["units"]["cpu"]
+    assert cpu["peak_ops_per_s"]["fp32"] == pytest.approx(32 * 2596.134e6)
+    assert cpu["peak_ops_per_s"]["int8"] == pytest.approx(128 * 2596.134e6)
+    assert cpu["onchip_memory_bytes"] == 1 << 20
+    assert (cpu["llc_share_bytes"], cpu["llc_bytes"]) == (16 << 20, 32 << 20)
+    assert over["description"] == ("Test CPU (family 25 model 17, Zen 4, virtual machine, 2.60 GHz), 1 of 2 CPUs "
+                                   "used, AVX-512 (VNNI, BF16), L2 1 MiB per core, L3 32 MiB shared by 2 CPUs")
+    zen3 = calibration_bench.cpu_facts(*_fake_machine(
+        tmp_path / "zen3", "AuthenticAMD", 25, 1, "fpu sse2 avx fma avx2", "2450.000", "512K", "32768K", "0-7", 8))
+    assert "Zen 3" in calibration_bench.machine_overrides(zen3)["description"]
+    assert calibration_bench.machine_overrides(zen3)["units"]["cpu"]["onchip_memory_bytes"] == 512 << 10
+    xeon = calibration_bench.cpu_facts(*_fake_machine(
+        tmp_path / "xeon", "GenuineIntel", 6, 207, "fpu sse2 avx fma avx2 avx512f avx512_vnni", "2300.000", "4096K",
+        "266240K", "0-1"))
+    assert calibration_bench.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["fp32"] == pytest.approx(
+        64 * 2300e6)
+    assert calibration_bench.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["int8"] == pytest.approx(
+        256 * 2300e6)
+    nothing = calibration_bench.cpu_facts(tmp_path / "missing", tmp_path / "missing")
+    assert calibration_bench.machine_overrides(nothing) == {}
+    # Applied as overrides, the facts replace the YAML's, and the description is the machine's.
+    hw = calibration_bench.load_profile("host-cpu").with_overrides(over)
+    assert hw.description == over["description"] and hw.units[0].onchip_memory_bytes == 1 << 20
+
+
+def test_machine_key_tells_machines_with_one_model_name_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                              ) -> None:
+    """Two VMs both named "AMD EPYC" (a Zen 3 and a Zen 4) do not share a calibration cache."""
+    keys = []
+    read = calibration_bench.cpu_facts
+    for sub, model, l2 in (("a", 1, "512K"), ("b", 17, "1024K")):
+        facts = read(*_fake_machine(tmp_path / sub, "AuthenticAMD", 25, model, "avx2 fma",
+                                                           "2600.0", l2, "32768K", "0-1"))
+        monkeypatch.setattr(calibration_bench, "cpu_facts", lambda f=facts: f)
+        keys.append(calibration_timing.machine())
+    assert keys[0] != keys[1] and "family 25 model 17" in keys[1]
