@@ -203,6 +203,15 @@ CASES: tuple[Case, ...] = (
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
+    # Grouped Convs ORT leaves in NCHW (costs.kind_of): group width 8 (< one 16-wide NCHWc block) as RegNetX / RegNetY
+    # have them, and depthwise ones with channels not a multiple of 4 as ShuffleNet v2 has; MLAS runs them group by
+    # group (im2col + SGEMM), so efficiency, a cost per group and one per im2col element are fitted jointly.
+    # Width 24 (RegNetY-1.6GF) and a 1x1 (no im2col buffer) tell the MACs, the im2col and the per-group costs apart.
+    *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", _conv_act(c, s, k, group=c // w), (("fp32", "nchw"),))
+      for c, s, k, w in ((48, 56, 3, 8), (104, 28, 3, 8), (208, 14, 3, 8), (440, 7, 3, 8), (96, 28, 3, 24),
+                         (128, 28, 1, 8))),
+    *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", _conv_act(c, s, 3, group=c), (("fp32", "nchw"),))
+      for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),

@@ -200,9 +200,10 @@ def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile,
         g = bench.graphs[case.name]
         meas = wall[tkey] - run_s * 1e3
         key = tag if "." in tag else f"{case.kind}.{tag}"
-        # Quantized and fp16 paths with 3+ shapes fit efficiency and setup jointly; setup and decode
-        # rates are fitted below, once the efficiencies they add to are known.
-        joint = preset != "fp32" and not key.startswith("decode.") and n_cases[key] >= 3
+        # Quantized and fp16 paths, and fp32 grouped Convs left in NCHW, with 3+ shapes fit efficiency and setup
+        # jointly; setup and decode rates are fitted below, once the efficiencies they add to are known.
+        joint = ((preset != "fp32" or key.endswith(".nchw")) and not key.startswith("decode.")
+                 and n_cases[key] >= 3)
         later = tag == "setup" or key.startswith("decode.") or joint
         eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
         if not later:

@@ -89,3 +89,22 @@ def test_few_channel_cases_include_stems_whose_time_is_their_macs(tmp_path: Path
         total, no_macs = (calibration_fit._predict_ms(g, at[e], "int8-dynamic") for e in (0.4, 1e4))
         shares.append(1 - no_macs / total)
     assert max(shares) >= 0.4, shares
+
+
+def test_joint_fit_recovers_the_nchw_grouped_conv_costs(tmp_path: Path) -> None:
+    """Calibration's grouped (group width 8) Convs, which ORT leaves in NCHW: the fp32 path `gconvnchw.nchw` is
+    fitted jointly (efficiency, cost per group, per im2col element), its cases are in the bench, and the fit finds
+    known figures again."""
+    from simulator import calibration_bench, calibration_fit
+
+    cases_g = [c for c in calibration_bench.CASES if c.kind == "gconvnchw"]
+    assert len(cases_g) >= 3 and all(c.variants == (("fp32", "nchw"),) for c in cases_g)
+    assert len([c for c in calibration_bench.CASES if c.kind == "dwconvnchw"]) >= 3
+    graphs = [calibration_bench.compile_for_host(c.build(tmp_path / f"{c.name}.onnx"), tmp_path / f"{c.name}.opt.onnx")
+              for c in cases_g]
+    truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"gconvnchw.nchw": 0.9}, "kind_overhead_s": {
+        "gconvnchw.nchw": 3e-7, "gconvnchw.nchw.im2col": 2.5e-10}}}})
+    cases = [(g, "fp32", calibration_fit._predict_ms(g, truth, "fp32")) for g in graphs]
+    eff, s = calibration_fit._fit_eff_setup(cases, HW, "gconvnchw.nchw")
+    assert eff == pytest.approx(0.9, rel=0.1) and s["gconvnchw.nchw"] == pytest.approx(3e-7, rel=0.15)
+    assert s["gconvnchw.nchw.im2col"] == pytest.approx(2.5e-10, rel=0.15)
