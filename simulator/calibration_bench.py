@@ -285,6 +285,7 @@ class Bench:
     k_stream: int
     llc: float
     llc_all: float
+    k_memory: int = 0  # k of the chain whose weights are 4x the whole last-level cache (0: not timed)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -307,8 +308,13 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         llc, llc_all = int(base.units[0].llc_share_bytes), int(base.units[0].llc_bytes)
     k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
     stream = _matmul_w(1, k)(tmp / "stream.onnx")
+    # Weights no cache holds: 8 k x k at 4x the whole last-level cache (this VM: 134 MB), read from memory on every
+    # run, the rate of weights other tenants evicted between runs (roofline.evicted_share) and of models beyond the L3.
+    k_mem = max(256, min(4096, int(np.sqrt(4 * llc_all / R / 4)) // 64 * 64)) if llc_all else 2048
+    memory = _matmul_w(1, k_mem)(tmp / "memory.onnx")
     timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
-                                                 "mid": (mid, "disable", 20), "stream": (stream, "all", 20)}
+                                                 "mid": (mid, "disable", 20), "stream": (stream, "all", 20),
+                                                 "memory": (memory, "all", 6)}
     # 2. Efficiency per kind and path: every case and variant.
     graphs: dict[str, Graph] = {}
     variants: list[tuple[Case, str, str, str]] = []
@@ -329,7 +335,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         timings[name] = (src, "all", 6)
         mixed.append(name)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
-    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all))
+    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem)
 
 
 def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple[int, int]:

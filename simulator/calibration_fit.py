@@ -23,7 +23,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 29  # 29: the machine's own facts (peaks, L2, description) in the cache
+CACHE_VERSION = 30  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, calibration_bench.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -169,8 +169,15 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
     cache_bw = 3 * 4 * bench.n_mid / max(t_mid, 1e-9)
     t_stream = (wall["stream"] * 1e-3 - run_s) / R - dispatch_s
     dram_bw = bench.k_stream * bench.k_stream * 4 / max(t_stream, 1e-9)
+    # Weights beyond the whole last-level cache, read from memory on every run (a batch-1 GEMM's arithmetic, one
+    # multiply-add per weight, is a few percent of it).
+    mem_bw = 0.0
+    if bench.k_memory and "memory" in wall:
+        t_mem = (wall["memory"] * 1e-3 - run_s) / R - dispatch_s
+        mem_bw = bench.k_memory * bench.k_memory * 4 / max(t_mem, 1e-9)
     progress(f"fixed cost {run_s * 1e6:.1f} us, dispatch {dispatch_s * 1e6:.2f} us, "
-             f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s")
+             f"cache {cache_bw / 1e9:.1f} GB/s, weight streaming {dram_bw / 1e9:.1f} GB/s, "
+             f"from memory {mem_bw / 1e9:.1f} GB/s")
     # The profiler adds its own cost to each task's recorded time; measured baselines subtract it.
     prof_over = profiler_overhead(bench.timings["many"][0], dispatch_s, bench.tmp)
     over: dict[str, Any] = {"dram_bandwidth_bytes_per_s": dram_bw, "units": {"cpu": {
@@ -178,6 +185,8 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
         "cache_bandwidth_bytes_per_s": cache_bw, "llc_share_bytes": float(bench.llc), "llc_bytes": float(bench.llc_all),
         "bandwidth_efficiency": 1.0,
         "efficiency": {}}}}
+    if mem_bw:
+        over["units"]["cpu"]["evicted_bandwidth_bytes_per_s"] = mem_bw
     # This machine's fixed facts (description, nominal peaks, L2 and last-level cache) as Linux gives them.
     facts = machine_overrides()
     over["units"]["cpu"].update(facts.get("units", {}).get("cpu", {}))

@@ -288,3 +288,20 @@ def test_machine_key_tells_machines_with_one_model_name_apart(tmp_path: Path, mo
         monkeypatch.setattr(calibration_bench, "cpu_facts", lambda f=facts: f)
         keys.append(calibration_timing.machine())
     assert keys[0] != keys[1] and "family 25 model 17" in keys[1]
+
+
+def test_weights_beyond_the_last_level_cache_are_timed_from_memory(tmp_path: Path) -> None:
+    """The fixed-cost stage reads the rate of weights no cache holds from the chain 4x the last-level cache (the
+    rate evicted weights come back at), and leaves the profile's figure when that chain was not timed."""
+    many = calibration_bench._chain("Relu", [1, 8], tmp_path / "many.onnx", r=64)
+    bench = calibration_bench.Bench(tmp_path, 0.0, {"many": (many, "disable", 10)}, {}, [], [], 1024, 768,
+                                    16 << 20, 32 << 20, k_memory=2048)
+    run_s, dispatch_s = 5e-6, 2e-7
+    wall = {"one": (run_s + dispatch_s) * 1e3, "many": (run_s + 64 * dispatch_s) * 1e3, "mid": 1.0, "stream": 1.0}
+    t_layer = 2048 * 2048 * 4 / 20e9  # 20 GB/s
+    wall["memory"] = (run_s + calibration_bench.R * (t_layer + dispatch_s)) * 1e3
+    over, _, _ = calibration_fit._fixed_costs(bench, wall, lambda s: None)
+    assert over["units"]["cpu"]["evicted_bandwidth_bytes_per_s"] == pytest.approx(20e9, rel=0.01)
+    del wall["memory"]
+    over, _, _ = calibration_fit._fixed_costs(bench, wall, lambda s: None)
+    assert "evicted_bandwidth_bytes_per_s" not in over["units"]["cpu"]
