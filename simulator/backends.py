@@ -155,13 +155,13 @@ def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     return [frozenset()] * len(compiled.nodes)
 
 
-# ORT CPU: the activations fused into a Conv / Gemm that a QDQ (static int8) file cannot fold into the int8 output
-# range, as quantize_static writes them and ORT runs them: {activation: (bytes per output element, extra kernels,
-# ops per element at the int8 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run
-# behind the int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export, ORT 1.x, 2026-12-03):
-# each HardSwish (written x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4),
-# QuantizeLinear (4, 1) and QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of the file's 4.6 ms of kernels; predicted 0
-# as folded. A HardSigmoid alone (a squeeze-excitation gate) is the first three; a Sigmoid is QLinearSigmoid.
+# ORT CPU: activations fused into a Conv / Gemm that a QDQ (static int8) file cannot fold into the int8 output range,
+# as quantize_static writes them and ORT runs them: {activation: (bytes per output element, extra kernels, ops per
+# element at the int8 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run behind the
+# int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export, 2026-12-03): each HardSwish
+# (x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1),
+# QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE
+# gate) is the first three; a Sigmoid is QLinearSigmoid.
 ORT_INT8_UNFOLDED = "ort_int8_unfolded="
 _ORT_INT8_ACT_PASSES: dict[str, tuple[float, int, float]] = {
     "HardSwish": (21.0, 4, 4.0), "HardSigmoid": (14.0, 3, 0.0), "Sigmoid": (2.0, 1, 3.0)}
@@ -171,8 +171,7 @@ def ort_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ORT_INT8_ACT_PASSES`)."""
     out = []
     for nd in compiled.nodes:
-        act = nd.attributes.get("activation")
-        act = act.decode() if isinstance(act, bytes) else act
+        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
         out.append(frozenset({ORT_INT8_UNFOLDED + act}) if act in _ORT_INT8_ACT_PASSES else frozenset())
     return out
 

@@ -256,5 +256,8 @@ def test_small_model_search_stays_within_its_solve_budget(monkeypatch: pytest.Mo
     assert sol.feasible and sol.proposals
     for p in sol.proposals:
         assert p.totals == totals(r.bulk, r.per_op, "fp32", p.overrides) and not budget.unmet(p.totals)
-    fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
-    assert len(fewest.changes) == n_ops // 15  # 8 and 20: what the full search (every preset, unbounded) found
+    if n_ops == 120:  # as few changes as the unbounded search (4 s CPU here; on 300 tasks 35-40 s)
+        fewest = next(p for p in sol.proposals if "fewest_changes" in p.objectives)
+        monkeypatch.setattr(proposals, "SOLVE_WORK", 10**9)
+        full = solve(prepare(r.bulk, r.per_op), "fp32", {}, budget)
+        assert len(fewest.changes) == min(len(p.changes) for p in full.proposals)

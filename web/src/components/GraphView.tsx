@@ -20,6 +20,7 @@ import { opsInside, useLasso } from "./graph/lasso";
 import { useMinimap } from "./graph/minimap";
 import { fitTop as fitTopOf, minZoomRatio, type ZoomTarget, zoomTo as zoomToTarget } from "./graph/camera";
 import { drawHighlight, type Highlight, NO_HIGHLIGHT } from "../graph/highlight";
+import { watchLabelCrowding } from "./graph/crowding";
 import { GROUP_SIZE, highlightOf, itemPoint, itemStyle, LABELLED_SELECTION, labelGap, type NodeAttrs, optimizedRings, selectedItems, selectedNodes, type Style, styleNode } from "./graph/style";
 import { maskFor, type Selection, type SelectSource } from "../selection";
 import type { Evaluation } from "../totals";
@@ -52,9 +53,6 @@ interface Props {
 /** `expanded` before the first view: the worker chooses the first view's groups and says which (messages.ts) */
 const WORKER_CHOICE: ReadonlySet<string> = new Set([ROOT]);
 
-/** vertical room a pinned group label needs on screen (12 px text) */
-const LABEL_ROOM_PX = 15;
-
 export default memo(function GraphView(p: Props) {
   const root = useRef<HTMLDivElement>(null);
   const container = useRef<HTMLDivElement>(null);
@@ -68,7 +66,6 @@ export default memo(function GraphView(p: Props) {
   const styleRef = useRef<Style | null>(null);
   const labelGapRef = useRef(Infinity);
   const crowdCheckRef = useRef<() => void>(() => {});
-  const rootEl = root;
   /** the selection: which drawn items hold a selected op, and the layer that draws them (graph/highlight.ts) */
   const selRef = useRef<Uint8Array | null>(null);
   const hlRef = useRef<Highlight>(NO_HIGHLIGHT);
@@ -194,25 +191,10 @@ export default memo(function GraphView(p: Props) {
     });
     pickOnlyWhenStill(s);
     sigmaRef.current = s;
-    // Pinned group labels (a first view of a few blocks) stay pinned while they have room; zoomed out (a short pane
-    // fitted to the whole graph) they would be drawn over each other, so sigma's label grid picks then.
-    const crowdCheck = () => {
-      const st = styleRef.current, gap = labelGapRef.current;
-      if (!st || !Number.isFinite(gap)) return;
-      // the camera's new state: sigma's own matrix is only brought up to date by its next render
-      const o = { cameraState: s.getCamera().getState() };
-      const px = Math.abs(s.graphToViewport({ x: 0, y: 0 }, o).y - s.graphToViewport({ x: 0, y: gap }, o).y);
-      const crowded = px < LABEL_ROOM_PX;
-      if (crowded !== !!st.crowded) {
-        st.crowded = crowded;
-        if (rootEl.current) rootEl.current.dataset.labelsCrowded = String(crowded);
-        s.refresh(); // forced labels are read at indexation; a few dozen nodes
-      }
-    };
-    s.getCamera().on("updated", crowdCheck);
-    crowdCheckRef.current = crowdCheck;
+    const crowding = watchLabelCrowding(s, () => styleRef.current, () => labelGapRef.current, () => root.current);
+    crowdCheckRef.current = crowding.check;
     return () => {
-      s.getCamera().off("updated", crowdCheck);
+      crowding.off();
       s.kill();
       sigmaRef.current = null;
     };
