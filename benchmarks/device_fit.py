@@ -56,7 +56,7 @@ PRESETS: dict[str, str] = {"float": "fp32", "w8a8": "int8-static", "w8a16": "int
                            # coremltools' palettization (k-means LUT weights, fp16 compute) and pruning (unstructured
                            # sparse fp16 weights) tables
                            **{f"lut{b}": f"palettize-{b}bit" for b in (2, 4, 6, 8)},
-                           **{f"sparse{s}": f"prune-{s}" for s in (50, 75)}}
+                           **{f"sparse{s}": f"prune-{s}" for s in (50, 75, 90)}}
 
 
 @dataclass(frozen=True, slots=True)

@@ -149,8 +149,9 @@ def compiled(a: Architecture, target: str, cache: Path) -> tuple[Any, Any]:
 
 # The presets the published precisions map to (benchmarks/device_fit.py PRESETS), planned for every model at once.
 PLANNED_PRESETS = ("fp32", "fp16", "int8-static", "int8-dynamic")
-# Core ML targets also plan the presets of coremltools' palettization and pruning tables (lut2-8, sparse50/75).
-COREML_PRESETS = ("palettize-2bit", "palettize-4bit", "palettize-6bit", "palettize-8bit", "prune-50", "prune-75")
+# Core ML targets also plan the presets of coremltools' palettization and pruning tables (lut2-8, sparse50/75/90).
+COREML_PRESETS = ("palettize-2bit", "palettize-4bit", "palettize-6bit", "palettize-8bit", "prune-50", "prune-75",
+                  "prune-90")
 
 
 def planned_presets(backend: str) -> tuple[str, ...]:
