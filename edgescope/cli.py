@@ -158,6 +158,7 @@ def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
             "latency_p90_ms": summary["latency_p90_ms"], "peak_memory_bytes": summary["peak_memory_bytes"],
             "measured": summary["measured"], "label": summary["label"], "noise": summary["noise"],
             "work_unknown": summary["work_unknown"], "size_bytes": r.sweep.bulk["base"]["size_bytes"],
+            "per_inference_ms": table["per_inference_ms"],
             "ops": [{"name": o["name"] or o["id"], "id": o["id"], "type": o["type"], "latency_ms": o["latency_ms"],
                      "measured": o["measured"], "macs": o["macs"], "work_unknown": o["work_unknown"],
                      "source_nodes": o["source_nodes"], "executions": o["executions"]} for o in table["ops"]],

@@ -18,23 +18,26 @@ from simulator.control_flow import discount_parents
 
 
 def total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,
-                 presets: list[Any]) -> float | None:
-    """measured / predicted whole-model fp32 latency, when the profile measured only the whole model."""
+                 presets: list[Any], per_inference_ms: float = 0.0) -> float | None:
+    """measured / predicted whole-model fp32 latency, when the profile measured only the whole model
+    (`per_inference_ms`: the time per inference besides the tasks')."""
     if profile is None or profile.target != t.name or not profile.measured or profile.tasks or measured.any():
         return None
     p = [x.name for x in presets].index("fp32")
-    pred = float(lat[:, p].sum())  # fp32 everywhere: no edge converts, so this is the fp32 total
+    pred = float(lat[:, p].sum()) + per_inference_ms  # fp32 everywhere: no edge converts, so the fp32 total
     if pred <= 0 or not profile.latency_ms or profile.latency_ms <= 0:
         return None
     return float(profile.latency_ms) / pred
 
 
-def unexplained_ms(profile: Profile | None, measured: np.ndarray, lat: np.ndarray, presets: list[Any]) -> float:
-    """Measured whole-model latency minus the fp32 tasks' total, when the tasks were measured (else 0)."""
+def unexplained_ms(profile: Profile | None, measured: np.ndarray, lat: np.ndarray, presets: list[Any],
+                   run_ms: float = 0.0) -> float:
+    """Measured whole-model latency minus the fp32 tasks' total and the runtime's fixed cost `run_ms`, when the
+    tasks were measured (else 0)."""
     if profile is None or not measured.any() or not profile.latency_ms:
         return 0.0
     p = [x.name for x in presets].index("fp32")
-    return max(0.0, float(profile.latency_ms) - float(lat[:, p].sum()))
+    return max(0.0, float(profile.latency_ms) - (float(lat[:, p].sum()) + run_ms))
 
 
 _MEASURED_ZERO_MS = 1e-9  # a measured "no time of its own": positive, so the measurement replaces the prediction

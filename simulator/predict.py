@@ -50,6 +50,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     from simulator.calibrated import hardware_for
     from simulator.model import compile_for
     from simulator.sweep import sweep
+    from simulator.table_schema import per_inference_ms
     from simulator.totals import totals
 
     t = get_target(target)
@@ -84,7 +85,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     unknown_ms = sum(row["latency_ms"] for row in unknown)
     result = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
               "label_text": label_text(r.bulk["label"]), "inputs": [p.to_json() for p in plans.values()],
-              "totals": tot, "work_unknown": {"tasks": len(unknown), "latency_ms": unknown_ms,
+              "totals": tot, "per_inference_ms": per_inference_ms(r.bulk), "work_unknown": {"tasks": len(unknown), "latency_ms": unknown_ms,
                                               "share": unknown_ms / tot["latency_ms"] if tot["latency_ms"] > 0 else 0.0},
               "ops": rows}
     return result, source, compiled

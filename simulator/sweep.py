@@ -54,9 +54,9 @@ from simulator.roofline import (
     task_cost,
 )
 from compiler.vocabulary.targets import Target, get_target
+from simulator.table_schema import SCHEMA
 from simulator.totals import totals
 
-SCHEMA = 1
 METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
 
 
@@ -196,20 +196,18 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     cols = _Columns.empty(n, len(presets))
     where = _groups(t, hw, compiled, source, works, stored(t, compiled, source, works, folded, records), presets,
                     presets_only is not None, measured, execs, conv, cols)
-    # The runtime's fixed cost per inference (InferenceSession.run, Core ML predict) is charged to the
-    # first task in every column, so the totals rule needs no extra term; so is the part of a measured whole
-    # model its measured tasks do not explain (time between kernels, other load), so every view shows the whole.
+    # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
+    # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
+    # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
     run_ms = hw.units[0].run_overhead_s * 1e3
-    _charge_first(where, cols.metrics, run_ms)
-    gap_ms = unexplained_ms(profile, measured, cols.metrics["latency_ms"], presets)
-    _charge_first(where, cols.metrics, gap_ms)
+    gap_ms = unexplained_ms(profile, measured, cols.metrics["latency_ms"], presets, run_ms)
     src, dst, elements = _edges(compiled, folded, execs)
     cross_c = crossing_constants(hw)
     _charge_crossings(cols, cross_c, src, dst, elements, execs)
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
     # scaled by measured / predicted fp32 total, so the fp32 ops sum to the measurement and options keep
     # their predicted ratios to it.
-    scale = total_scale(t, profile, measured, cols.metrics["latency_ms"], presets)
+    scale = total_scale(t, profile, measured, cols.metrics["latency_ms"], presets, run_ms + gap_ms)
     if scale is not None:
         conv, cross_c = _scaled(scale, cols, where, conv, cross_c)
     unit_names = [u.name for u in hw.units]
@@ -225,9 +223,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "conversion": conv, "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
                       "size_overhead_bytes": size_overhead_bytes(t, compiled, folded, records),
-                      # what the first task's latency carries in every column besides its own time (the runtime's
-                      # fixed cost and the unexplained part of a measured whole model), so views can show it apart
-                      "first_task_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
+                      # the totals rule's per-inference term, scaled with the table's latencies
+                      "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
     }
     exportable = None
     if t.export == "onnx":
@@ -239,10 +236,6 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
 
         exportable = mark_tflite(works, presets, bulk)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
-    if n:
-        notes[0].append(f"latency includes the runtime's fixed cost per inference ({run_ms:.4f} ms)"
-                        + (f" and {gap_ms:.4f} ms of the measured whole model outside its tasks' kernel times"
-                           if gap_ms > 0 else ""))
     per_op = PerOpTable(bulk["ops"], where, notes, exportable)
     bulk["base"] = {"preset": "fp32", **totals(bulk, per_op, "fp32", {})}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
@@ -456,14 +449,6 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
         dst.append(key[1])
         el.append(_el(g, v) * runs)
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
-
-
-def _charge_first(where: list[tuple[_Group, int]], bulk_m: dict[str, np.ndarray], ms: float) -> None:
-    """Add `ms` to the first task's latency in every column (bulk and per-op)."""
-    if where and ms > 0:
-        g0, r0 = where[0]
-        g0.metrics["latency_ms"][r0] += ms
-        bulk_m["latency_ms"][0] += ms
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

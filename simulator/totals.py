@@ -12,6 +12,7 @@ import numpy as np
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.roofline import conversion_bytes, conversion_ms, crossing_bytes, crossing_ms, memory_power_mw
+from simulator.table_schema import per_inference_ms
 
 
 def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]], ops: list[str],
@@ -151,7 +152,9 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
         e = int(np.flatnonzero(np.isnan(conv_ms))[0])
         raise KeyError(f"{FORMATS[fout[s[e]]]}>{FORMATS[fin[d[e]]]}")
     const = bulk["constants"]
-    latency = _in_order(lat, np.column_stack((conv_ms, cross_ms)).ravel())
+    # The time per inference no task explains (runtime's fixed cost, measured time outside the tasks) comes first.
+    fixed = np.array([per_inference_ms(bulk)], dtype=np.float64)
+    latency = _in_order(fixed, lat, np.column_stack((conv_ms, cross_ms)).ravel())
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
     dram_total = _in_order(dram, np.array([conv_bytes]))

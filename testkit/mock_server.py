@@ -165,7 +165,7 @@ class Synthetic:
         unit_names = ["cpu"] if target == TARGETS[0] else ["ane", "gpu", "cpu"]
         unit_of = {"Gemm": "cpu", "DepthwiseConv": "gpu"}
         units = [[unit_names[0] if len(unit_names) == 1 else unit_of.get(o["type"], "ane")] * len(PRESETS) for o in self.ops]
-        return {"schema": 1, "target": target,
+        return {"schema": 2, "target": target,
                 "label": {"kind": "predicted", "profile": "mock-cpu", "error_pct_median": 7.2, "error_models": 14},
                 "ops": [o["id"] for o in self.ops],
                 "presets": [dict(zip(("name", "input", "output", "kernel", "sparsity", "description"), p)) for p in PRESETS],

@@ -55,14 +55,15 @@ def random_table(seed: int, n: int = 5, combos_per_op: int = 5, units: bool = Tr
         if i >= 2 and rng.random() < 0.4:
             src.append(i - 2)
             dst.append(i)
-    bulk = {"schema": 1, "ops": ops,
+    bulk = {"schema": 2, "ops": ops,
             "presets": [{"name": p[0]} for p in PRESETS], "metrics": metrics,
             "supported": [[True] * 3 for _ in ops], "combos": bulk_combos, "unit_names": unit_names,
             "units": bulk_units,
             "edges": {"src": src, "dst": dst, "elements": [float(rng.integers(100, 10000)) for _ in src]},
             "conversion": {"fixed_ms": 0.01, "ms_per_element": {f"{a}>{b}": 2e-5 for a in FORMATS for b in FORMATS}},
             "crossing": {"fixed_s": 5e-5, "bytes_per_s": 1e9} if units else None,
-            "constants": {"dram_pj_per_byte": 20.0, "size_overhead_bytes": 4096}}
+            "constants": {"dram_pj_per_byte": 20.0, "size_overhead_bytes": 4096,
+                          "per_inference_ms": float(rng.uniform(0.0, 0.2))}}
     return bulk, per_op
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler.graph import Graph, Node, Value
 from compiler.profile import Profile
+from simulator.table_schema import per_inference_ms
 
 from .pipeline import AnalysisResult, TargetResult
 
@@ -106,7 +107,10 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
         latency, measured, label = r.profile.latency_ms, True, profile_label(r.profile)
     else:
         latency, measured, label = r.sweep.bulk["base"]["latency_ms"], False, predicted_label(r.sweep.bulk)
+    # Time per inference that is no task's (the runtime's fixed cost, measured time outside the tasks): in the
+    # predicted latency, in no row.
     return {"target": r.target, "measured": measured, "label": label, "latency_ms": latency,
+            "per_inference_ms": per_inference_ms(r.sweep.bulk),
             "noise": r.profile.noise or None if r.profile else None, "work_unknown": work_unknown(rows),
             "ops": rows}
 

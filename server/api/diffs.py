@@ -15,23 +15,22 @@ from simulator.analysis_diff import State, state_diff
 from store.blobs import BlobNotFound
 from store.db import session_scope
 from store.models import Model
-from store.packed import read_record
 
 from ..auth import current_user
 from .common import services
 from .errors import ApiError
 from .analyses import analysis_of
-from .stored import (columns_of, find_artifact, json_blob, op_index, ready_model, replaced_error, require_artifact,
-                     version_of)
+from .stored import (charge_of, columns_of, find_artifact, json_blob, op_index, op_record, option_table, ready_model,
+                     replaced_error, require_artifact, upgraded_ops, version_of)
 
 bp = Blueprint("diffs", __name__, url_prefix="/api/models/<model_id>")
 
 OP_FIELDS = ("latency_ms", "macs", "weight_bytes", "activation_bytes")
 
 
-def _doc(s: Any, m: Model, kind: str, target: str) -> Any:
-    a = require_artifact(s, m.id, kind, target)
-    return json_blob(services().blobs, a.key, version_of(a))
+def _ops_doc(s: Any, m: Model, target: str) -> Any:
+    a = require_artifact(s, m.id, "ops", target)
+    return upgraded_ops(services().blobs, a.key, version_of(a), charge_of(s, m.id, target))
 
 
 def _edges(s: Any, m: Model, target: str) -> list[tuple[str, str]]:
@@ -63,15 +62,19 @@ def analysis_diff(model_id: str, analysis_id: str) -> ResponseReturnValue:
         pack_key = require_artifact(s, m.id, "op_options", target).key
         index_key, index_version = ia.key, version_of(ia)
         bulk_key, bulk_version = bulk_a.key, version_of(bulk_a)
+        try:
+            charge = charge_of(s, m.id, target)
+        except BlobNotFound:
+            raise replaced_error() from None
         after: State = {"model_wide": a.state["model_wide"], "overrides": dict(a.state["overrides"])}
         base_info = {"id": None, "name": "unoptimized"} if other is None else {"id": other.id, "name": other.name}
         name = a.name
     try:
-        bulk = json_blob(svc.blobs, bulk_key, bulk_version)
+        bulk = option_table(svc.blobs, bulk_key, bulk_version)
         before: State = ({"model_wide": bulk["base"]["preset"], "overrides": {}} if other is None else
                          {"model_wide": other.state["model_wide"], "overrides": dict(other.state["overrides"])})
         index, pack = op_index(svc.blobs, index_key, index_version)
-        per_op = {op: read_record(svc.blobs, pack_key, pack, index[op])
+        per_op = {op: op_record(svc.blobs, pack_key, pack, index[op], charge)
                   for op in set(before["overrides"]) | set(after["overrides"]) if op in index}
         diff = state_diff(bulk, per_op, before, after)
     except BlobNotFound:
@@ -98,7 +101,7 @@ def model_diff(model_id: str) -> ResponseReturnValue:
             raise ApiError(400, "no_common_target", f"Both models must be analysed for the target; in common: "
                                                     f"{', '.join(common) or 'none'}.")
         try:
-            ops_a, ops_b = _doc(s, ma, "ops", target), _doc(s, mb, "ops", target)
+            ops_a, ops_b = _ops_doc(s, ma, target), _ops_doc(s, mb, target)
             ea, eb = _edges(s, ma, target), _edges(s, mb, target)
         except BlobNotFound:
             raise replaced_error() from None

@@ -13,6 +13,7 @@ from flask import Blueprint, Response, request
 from flask.typing import ResponseReturnValue
 
 from compiler.vocabulary.options import OptionError
+from simulator.table_schema import old_charge, upgrade_bulk, upgrade_op_record, upgrade_ops_doc
 from store.blobs import BlobNotFound, BlobStore
 from store.db import session_scope
 from store.packed import PackIndex
@@ -20,7 +21,8 @@ from store.packed import PackIndex
 from .. import interop
 from .common import json_body, services
 from .errors import ApiError
-from .stored import find_artifact, ready_model, replaced_error, require_artifact, requested_target, version_of
+from .stored import (charge_of, find_artifact, ready_model, replaced_error, require_artifact, requested_target,
+                     version_of)
 
 bp = Blueprint("planning", __name__, url_prefix="/api/models/<model_id>")
 
@@ -29,13 +31,13 @@ class _PackedRows(Mapping[str, Mapping[str, Any]]):
     """The per-op option records of one target, read from the stored pack on demand (the totals rule reads
     only the overridden ops')."""
 
-    def __init__(self, blob: bytes, ops: list[str], pack: PackIndex):
-        self._blob, self._ops, self._pack = blob, ops, pack
+    def __init__(self, blob: bytes, ops: list[str], pack: PackIndex, charge: float | None):
+        self._blob, self._ops, self._pack, self._charge = blob, ops, pack, charge
         self._index = {o: i for i, o in enumerate(ops)}
 
     def record(self, i: int) -> dict[str, Any]:
         a, b = self._pack.offsets[i], self._pack.offsets[i + 1]
-        return self._pack.decode(self._blob[a:b])
+        return upgrade_op_record(self._pack.decode(self._blob[a:b]), i, self._charge)
 
     def __getitem__(self, op: str) -> Mapping[str, Any]:
         return self.record(self._index[op])
@@ -56,10 +58,11 @@ def _table(blobs: BlobStore, options_key: str, pack_key: str, index_key: str, ve
     from simulator.solver.table_bytes import table_from_bytes
 
     if solver_key is not None:
-        return table_from_bytes(blobs.get_bytes(solver_key))
-    bulk = json.loads(gzip.decompress(blobs.get_bytes(options_key)))
+        return table_from_bytes(blobs.get_bytes(solver_key))  # upgrades a table of schema 1 itself
+    stored = json.loads(gzip.decompress(blobs.get_bytes(options_key)))
+    bulk = upgrade_bulk(stored)
     index = json.loads(gzip.decompress(blobs.get_bytes(index_key)))
-    rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], PackIndex.of(index))
+    rows = _PackedRows(blobs.get_bytes(pack_key), index["ops"], PackIndex.of(index), old_charge(stored))
     table = prepare(bulk, [rows.record(i) for i in range(len(rows))])
     table.per_op = rows  # keep the compact pack, not 10k parsed records, for the totals of proposals
     return table
@@ -120,16 +123,22 @@ def solve(model_id: str) -> ResponseReturnValue:
 
 
 def _docs(model_id: str, kinds: tuple[str, ...]) -> tuple[str, list[Any]]:
+    """The ops document of the requested target (as schema 2: server/api/stored.py) and other stored documents."""
     svc = services()
     with session_scope(svc.sessions) as s:
         m = ready_model(s, model_id)
         t = requested_target(m)
         arts = [require_artifact(s, model_id, k, t if k == "ops" else "") for k in kinds]
         keys = [a.key for a in arts]
+        try:
+            charge = charge_of(s, model_id, t)
+        except BlobNotFound:
+            raise replaced_error() from None
     try:
-        return t, [json.loads(gzip.decompress(svc.blobs.get_bytes(k))) for k in keys]
+        docs = [json.loads(gzip.decompress(svc.blobs.get_bytes(k))) for k in keys]
     except BlobNotFound:
         raise replaced_error() from None
+    return t, [upgrade_ops_doc(d, charge) if k == "ops" else d for k, d in zip(kinds, docs)]
 
 
 def _attachment(body: str, mimetype: str, filename: str) -> Response:

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import json
 
 from flask import Blueprint, Response, request, send_file
 from flask.typing import ResponseReturnValue
 
 from store.blobs import BlobNotFound
 from store.db import session_scope
-from store.packed import read_record
 
 from ..access import model_for
 from ..auth import current_user
 from .common import services
 from .errors import ApiError
-from .stored import (columns_of, find_artifact, op_index, ready_model, replaced_error, require_artifact,
-                     requested_target, version_of)
+from .stored import (charge_of, columns_of, find_artifact, op_index, op_record, option_table, ready_model,
+                     replaced_error, require_artifact, requested_target, upgraded_ops, version_of)
 
 bp = Blueprint("results", __name__, url_prefix="/api/models/<model_id>")
 
@@ -56,9 +56,31 @@ def _document(model_id: str, kind: str, per_target: bool) -> Response:
     return _send_gz_json(key, version)
 
 
+def _table_document(model_id: str, kind: str) -> Response:
+    """The ops document or the bulk option table of a target: as stored, or upgraded where the table was stored
+    under schema 1 (server/api/stored.py)."""
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        m = ready_model(s, model_id)
+        t = requested_target(m)
+        a = require_artifact(s, model_id, kind, t)
+        key, version = a.key, version_of(a)
+        try:
+            charge = charge_of(s, model_id, t)
+        except BlobNotFound:
+            raise replaced_error() from None
+    if charge is None:
+        return _send_gz_json(key, version)
+    try:
+        doc = option_table(svc.blobs, key, version) if kind == "options" else upgraded_ops(svc.blobs, key, version, charge)
+    except BlobNotFound:
+        raise replaced_error() from None
+    return _fresh(Response(json.dumps(doc, separators=(",", ":")), mimetype="application/json"), f"{version}|v2")
+
+
 @bp.get("/ops")
 def ops(model_id: str) -> ResponseReturnValue:
-    return _document(model_id, "ops", per_target=True)
+    return _table_document(model_id, "ops")
 
 
 @bp.get("/graph")
@@ -96,7 +118,7 @@ def graph(model_id: str) -> ResponseReturnValue:
 
 @bp.get("/options")
 def options(model_id: str) -> ResponseReturnValue:
-    return _document(model_id, "options", per_target=True)
+    return _table_document(model_id, "options")
 
 
 @bp.get("/ops/<opid:op_id>/options")
@@ -108,11 +130,15 @@ def op_options(model_id: str, op_id: str) -> ResponseReturnValue:
         ia = require_artifact(s, model_id, "op_options_index", t)
         index_key, index_version = ia.key, version_of(ia)
         pack_key = require_artifact(s, model_id, "op_options", t).key
+        try:
+            charge = charge_of(s, model_id, t)
+        except BlobNotFound:
+            raise replaced_error() from None
     try:
         index, pack = op_index(svc.blobs, index_key, index_version)
         if op_id not in index:
             raise ApiError(404, "unknown_op", f"No op '{op_id}' in this model's compiled graph for {t}.")
-        return read_record(svc.blobs, pack_key, pack, index[op_id])
+        return op_record(svc.blobs, pack_key, pack, index[op_id], charge)
     except BlobNotFound:
         raise replaced_error() from None
 

@@ -5,6 +5,8 @@ blueprints)."""
 from __future__ import annotations
 
 import gzip
+import re
+import zlib
 from functools import lru_cache
 from typing import Any
 
@@ -101,3 +103,58 @@ def op_index_for(s: Any, m: Model, target: str) -> dict[str, int]:
     """Op id -> position in the option tables of `target` (the ops a state may override)."""
     a = require_artifact(s, m.id, "op_options_index", target)
     return op_index(services().blobs, a.key, version_of(a))[0]
+
+
+# Option tables stored under schema 1 (op 0 carried the per-inference time) are read as schema 2
+# (simulator/table_schema.py): every document of a table passes through these, so no reader past them, the
+# browser included, knows the old layout.
+_SCHEMA_HEAD = re.compile(rb'\{"schema":(\d+)[,}]')
+
+
+@lru_cache(maxsize=256)
+def table_charge(blobs: BlobStore, options_key: str, version: str) -> float | None:
+    """`simulator.table_schema.old_charge` of a stored option table: None for schema 2, known from the first bytes
+    of its blob (the sweep writes `schema` first) without parsing the table."""
+    from simulator.table_schema import SCHEMA, old_charge
+
+    try:
+        head = zlib.decompressobj(31).decompress(blobs.get_range(options_key, 0, 1024), 32)
+    except zlib.error:
+        head = b""
+    m = _SCHEMA_HEAD.match(head)
+    if m and int(m.group(1)) >= SCHEMA:
+        return None
+    return old_charge(json_blob(blobs, options_key, version))
+
+
+def charge_of(s: Any, model_id: str, target: str) -> float | None:
+    """table_charge of a model's option table for `target`."""
+    a = require_artifact(s, model_id, "options", target)
+    return table_charge(services().blobs, a.key, version_of(a))
+
+
+@lru_cache(maxsize=8)
+def option_table(blobs: BlobStore, key: str, version: str) -> Any:
+    """A stored bulk option table, as schema 2."""
+    from simulator.table_schema import upgrade_bulk
+
+    doc = json_blob(blobs, key, version)
+    return doc if table_charge(blobs, key, version) is None else upgrade_bulk(doc)
+
+
+@lru_cache(maxsize=8)
+def upgraded_ops(blobs: BlobStore, key: str, version: str, charge: float | None) -> Any:
+    """A stored ops document (GET /ops) of a table whose charge is `charge`, as schema 2."""
+    from simulator.table_schema import upgrade_ops_doc
+
+    return upgrade_ops_doc(json_blob(blobs, key, version), charge)
+
+
+def op_record(blobs: BlobStore, pack_key: str, pack: PackIndex, i: int, charge: float | None) -> dict[str, Any]:
+    """Per-op option record i, as schema 2."""
+    from simulator.table_schema import upgrade_op_record
+
+    from store.packed import read_record
+
+    rec = read_record(blobs, pack_key, pack, i)
+    return rec if charge is None else upgrade_op_record(rec, i, charge)

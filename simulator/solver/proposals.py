@@ -109,7 +109,7 @@ def _preset_order(s: Search) -> list[int]:
     m = {k: np.asarray(bulk["metrics"][k], dtype=np.float64) for k in METRIC_KEYS}
     if m["latency_ms"].size == 0:
         return []
-    lat, size = m["latency_ms"].sum(0), m["weight_bytes"].sum(0)
+    lat, size = m["latency_ms"].sum(0) + s.fixed[0], m["weight_bytes"].sum(0)
     act, dram = m["activation_bytes"].max(0), m["dram_bytes"].sum(0)
     scored = []
     for q in range(len(bulk["presets"])):

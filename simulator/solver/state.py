@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from compiler.vocabulary.options import OptionError
+from simulator.table_schema import per_inference_ms
 from simulator.totals import edge_terms
 
 from .budget import LIMITS, TOL, Budget, excess
@@ -74,6 +75,7 @@ class Pricing:
         c = bulk["constants"]
         self.pj = float(c["dram_pj_per_byte"])
         self.overhead = float(c["size_overhead_bytes"])
+        self.fixed = np.array([per_inference_ms(bulk)])  # the totals rule's per-inference term (no op's choice)
         # Starting choice of each op: its override's row, else the preset's bulk row.
         self.init_m: list[tuple[float, float, float, float]] = []
         self.init_fmt: list[tuple[str, str, str, bool, str]] = []  # in, out, unit, overridden, combo
@@ -286,7 +288,7 @@ class Pricing:
         e_ms, e_by = a + c, b + d
         # The sums in the scalar order (each op's own row in op order, then each edge's terms in edge order):
         # cumsum adds one term after the other, as a Python loop does.
-        lat = _seq_sum(own[:, 0], e_ms)
+        lat = _seq_sum(self.fixed, own[:, 0], e_ms)  # the per-inference term first, as the totals rule
         size = _seq_sum(own[:, 1])
         dram = _seq_sum(own[:, 3], e_by)
         # Each op's in- and out-edge sums as _price_edges adds them (same order): its memo and current edges

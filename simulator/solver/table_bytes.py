@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from simulator.table_schema import old_charge, upgraded_head
+
 from .table import METRIC_KEYS, SolverTable, assemble, combo_class, gc_paused, prepare
 
 FORMAT = 1
@@ -162,6 +164,12 @@ def _table_from_bytes(data: bytes) -> SolverTable:
     bulk = dict(header["bulk"])
     bulk["ops"] = header["ops"]
     metrics = z["metrics"]
+    charge = old_charge(bulk)  # a table stored under schema 1: op 0 carried the per-inference time
+    if charge is not None:
+        bulk.update(upgraded_head(bulk, charge))
+        if charge > 0:
+            metrics = metrics.copy()
+            metrics[0, 0] = np.maximum(0.0, metrics[0, 0] - charge)  # latency (METRIC_KEYS[0]) of op 0
     bulk["metrics"] = {k: _Rows(metrics[j]) for j, k in enumerate(METRIC_KEYS)}
     bulk["combos"] = _Named(z["combos"], header["combo_names"])
     bulk["units"] = _Named(z["units"], header["unit_table"])
@@ -171,7 +179,11 @@ def _table_from_bytes(data: bytes) -> SolverTable:
     classes = []
     for j, c in enumerate(header["classes"]):
         unit = [unit_names[u] for u in c["unit"]] if c["unit"] is not None else [unit_names[0]] * len(c["combos"])
-        classes.append(combo_class(c["combos"], unit, z[f"members{j}"].tolist(), z[f"m{j}"]))
+        members, m = z[f"members{j}"].tolist(), z[f"m{j}"]
+        if charge and 0 in members:
+            m = m.copy()
+            m[members.index(0), :, 0] = np.maximum(0.0, m[members.index(0), :, 0] - charge)
+        classes.append(combo_class(c["combos"], unit, members, m))
     t = assemble(bulk, None, classes)
     t.per_op = ClassRows(t, [c["unit"] for c in header["classes"]])
     return t

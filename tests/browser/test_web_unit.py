@@ -24,6 +24,8 @@ def test_python_totals_equal_typescript_totals_to_the_last_digit() -> None:
     # option_table_ep.json (an EP target) has states whose overrides move ops between units
     assert sum(s.get("fixture") == "option_table_ep.json" and bool(s["state"]["overrides"])
                for s in expected["states"]) >= 5
+    # the EP fixture is a real sweep: its per-inference term (the runtime's fixed cost) is in both rules' sums
+    assert json.loads((FIXTURES / "option_table_ep.json").read_text())["table"]["constants"]["per_inference_ms"] > 0
     for s in expected["states"]:
         fx = json.loads((FIXTURES / s.get("fixture", "option_table_small.json")).read_text())
         got = totals(fx["table"], fx["per_op"], s["state"]["model_wide"], s["state"]["overrides"])

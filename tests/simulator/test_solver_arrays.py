@@ -70,8 +70,8 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
     for _ in range(5):
         cur = _random_state(s, rng)
         st = s.evaluate(cur)
-        # The scalar order: own rows op by op, then each edge's terms.
-        lat = size = dram = 0.0
+        # The scalar order: the per-inference term, own rows op by op, then each edge's terms.
+        lat, size, dram = bulk["constants"]["per_inference_ms"], 0.0, 0.0
         for i, k in enumerate(cur):
             o = s.own(i, k)
             lat += o[0]
@@ -133,7 +133,7 @@ def _scalar_totals(bulk: dict, per_op: dict, model_wide: str, overrides: dict[st
             rows.append([m[k][i][p] for k in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")])
             names.append(bulk["combos"][i][p])
             units.append(bulk["units"][i][p] if bulk["crossing"] else "")
-    lat = 0.0
+    lat = bulk["constants"]["per_inference_ms"]  # the per-inference term, first
     for r in rows:
         lat += r[0]
     moved = 0.0

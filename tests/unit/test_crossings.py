@@ -29,9 +29,10 @@ def _three(middle: str) -> Graph:
 
 
 def _without_crossings(b: dict[str, Any], per_op: Any, preset: str, overrides: dict[str, str]) -> tuple[float, float]:
-    """(latency_ms, dram bytes) of the rule as it was before crossings: chosen metrics plus conversions."""
+    """(latency_ms, dram bytes) of the rule as it was before crossings: the per-inference term, chosen metrics
+    plus conversions."""
     p = [x["name"] for x in b["presets"]].index(preset)
-    lat = dram = 0.0
+    lat, dram = b["constants"]["per_inference_ms"], 0.0
     fmt = []
     for i, op in enumerate(b["ops"]):
         if op in overrides:

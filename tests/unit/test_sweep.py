@@ -23,7 +23,7 @@ def test_bulk_shape_matches_the_contract() -> None:
     r = sweep(g, HOST)
     b = r.bulk
     n, p = len(g.nodes), len(b["presets"])
-    assert b["schema"] == 1 and b["target"] == HOST and b["ops"] == [nd.id for nd in g.nodes]
+    assert b["schema"] == 2 and b["target"] == HOST and b["ops"] == [nd.id for nd in g.nodes]
     for m in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes"):
         assert len(b["metrics"][m]) == n and all(len(row) == p for row in b["metrics"][m])
     assert len(b["supported"]) == n and len(b["combos"]) == n
@@ -40,7 +40,8 @@ def test_totals_rule_by_hand() -> None:
     b = r.bulk
     p = col(r, "int8-static")
     got = totals(b, r.per_op, "int8-static", {})
-    lat = sum(row[p] for row in b["metrics"]["latency_ms"])
+    lat = b["constants"]["per_inference_ms"] + sum(row[p] for row in b["metrics"]["latency_ms"])
+    assert b["constants"]["per_inference_ms"] > 0  # the runtime's fixed cost per call
     fmt = [c[p].split("/") for c in b["combos"]]
     conv_ms, conv_bytes = 0.0, 0.0
     for s, d, el in zip(b["edges"]["src"], b["edges"]["dst"], b["edges"]["elements"]):
@@ -222,9 +223,11 @@ def test_profiler_cost_beyond_the_calibrated_one_is_taken_from_the_unprofiled_wh
     prof = Profile(target=HOST, runtime="onnxruntime test", device="cpu", threads=1, runs=10, warmup=1,
                    latency_ms=0.3, latency_p90_ms=0.33, peak_memory_bytes=0, input_shapes={}, tasks=tasks)
     r = sweep(g, HOST, prof)
-    run_ms = r.bulk["base"]["latency_ms"] - sum(row[col(r, "fp32")] for row in r.bulk["metrics"]["latency_ms"])
+    tasks_ms = sum(row[col(r, "fp32")] for row in r.bulk["metrics"]["latency_ms"])
     assert r.bulk["base"]["latency_ms"] == pytest.approx(0.3, rel=1e-9)
-    assert run_ms == pytest.approx(0.0, abs=1e-12)  # (the run cost sits in op 0's cell)
+    # the runtime's fixed cost is the totals' per-inference term, not in any task's cell
+    assert tasks_ms + r.bulk["constants"]["per_inference_ms"] == pytest.approx(0.3, rel=1e-9)
+    assert r.bulk["constants"]["per_inference_ms"] > 0
 
 
 def test_weights_beyond_the_cache_share_do_not_overlap() -> None:

@@ -121,8 +121,8 @@ export function evaluate(
     outFmt[i] = c.output;
   }
 
-  // 1. latency: ops in order, then conversions in edge order.
-  let latency = 0;
+  // 1. latency: the per-inference term, ops in order, then conversions in edge order.
+  let latency = perInferenceMs(table);
   for (let i = 0; i < n; i++) latency += lat[i];
   const es = table.edges.src;
   const ed = table.edges.dst;
@@ -187,18 +187,10 @@ export function computeTotals(
   return evaluate(table, perOp, state).totals;
 }
 
-/** Per-inference time the table charges to op 0 in every column (runtime fixed cost, unexplained measured time). */
-export function firstTaskMs(table: OptionTable): number {
-  const v = table.constants.first_task_ms;
-  return table.ops.length && v != null && Number.isFinite(v) && v > 0 ? v : 0;
-}
-
-/** Each task's own time: the evaluation's latencies less the per-inference charge op 0 carries (the totals keep it). */
-export function ownLatency(lat: Float64Array, fixedMs: number): Float64Array {
-  if (!fixedMs || !lat.length) return lat;
-  const out = Float64Array.from(lat);
-  out[0] = Math.max(0, out[0] - fixedMs);
-  return out;
+/** The totals rule's per-inference term: time per inference that is no task's (the runtime's fixed cost and, where
+ * measured, the whole model's time outside its tasks). No op's latency includes it. */
+export function perInferenceMs(table: OptionTable): number {
+  return table.constants.per_inference_ms ?? 0; // as simulator/table_schema.py per_inference_ms
 }
 
 /** Totals of the unoptimized model (the table's base preset, no overrides). */

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { OpOptions, OptionTable } from "../src/api/types";
-import { baseTotals, computeTotals, evaluate, firstTaskMs, ownLatency, parseCombo } from "../src/totals";
+import { baseTotals, computeTotals, evaluate, parseCombo, perInferenceMs } from "../src/totals";
 
 type Fixture = { table: OptionTable; per_op: Record<string, OpOptions> };
 const load = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8")) as Fixture;
@@ -145,16 +145,18 @@ describe("totals rule on tests/fixtures/option_table_small.json", () => {
   });
 });
 
-describe("op 0's per-inference charge", () => {
-  it("is shown apart from op 0's own time; the totals keep it", () => {
-    const table: OptionTable = { ...fixture.table, constants: { ...fixture.table.constants, first_task_ms: 0.25 } };
-    const ev = evaluate(table, {}, { model_wide: "fp32", overrides: {} });
-    const own = ownLatency(ev.latency_ms, firstTaskMs(table));
-    expect(own[0]).toBeCloseTo(Math.max(0, ev.latency_ms[0] - 0.25), 12);
-    expect(Array.from(own.slice(1))).toEqual(Array.from(ev.latency_ms.slice(1)));
-    expect(ev.totals).toEqual(computeTotals(fixture.table, {}, { model_wide: "fp32", overrides: {} }));
-    // a table from before the charge was recorded: nothing to take out
-    expect(firstTaskMs(fixture.table)).toBe(0);
-    expect(ownLatency(ev.latency_ms, 0)).toBe(ev.latency_ms);
+describe("the per-inference term", () => {
+  it("is added to the latency once, in no op's figures", () => {
+    const t = tiny();
+    const withTerm: OptionTable = { ...t, constants: { ...t.constants, per_inference_ms: 0.25 } };
+    const a = evaluate(t, {}, { model_wide: "fp32", overrides: {} });
+    const b = evaluate(withTerm, {}, { model_wide: "fp32", overrides: {} });
+    expect(perInferenceMs(withTerm)).toBe(0.25);
+    expect(b.totals.latency_ms).toBe(0.25 + 1 + 2);
+    expect(b.totals.latency_ms - a.totals.latency_ms).toBe(0.25);
+    expect(Array.from(b.latency_ms)).toEqual(Array.from(a.latency_ms)); // op 0 keeps its own time
+    expect(b.totals.size_bytes).toBe(a.totals.size_bytes);
+    // a table without the term (the small fixture) adds nothing
+    expect(perInferenceMs(fixture.table)).toBe(0);
   });
 });

@@ -259,9 +259,9 @@ export interface OptionTable {
   constants: {
     dram_pj_per_byte: number;
     size_overhead_bytes: number;
-    /** what op 0's latency carries in every column besides its own time: the runtime's fixed cost per inference
-     * and, measured, the whole model's time outside its tasks (absent in tables from before it was recorded) */
-    first_task_ms?: number;
+    /** the totals rule's per-inference term: the runtime's fixed cost per inference and, measured, the whole
+     * model's time outside its tasks; in no op's latency (schema 2; the server upgrades tables stored before) */
+    per_inference_ms?: number;
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */

@@ -34,8 +34,6 @@ export function OpOptionsDialog(p: {
   perOp: Record<string, OpOptions>;
   state: AnalysisState;
   evaluation: Evaluation;
-  /** per-inference time op 0 carries in every combo besides its own (shown apart) */
-  fixedMs?: number;
   onApply: (combo: string | null) => void;
   onClose: () => void;
 }) {
@@ -50,14 +48,10 @@ export function OpOptionsDialog(p: {
     for (const n of o?.notes ?? []) {
       const k = n.indexOf(": ");
       if (k > 0 && known.has(n.slice(0, k))) comboNotes.set(n.slice(0, k), n.slice(k + 2));
-      // op 0's note on the per-inference charge: the figures below leave it out (the page shows it apart)
-      else if (i === 0 && p.fixedMs && n.startsWith("latency includes the runtime's fixed cost"))
-        generalNotes.push(`Op times here are this task's own: the ${fmtMs(p.fixedMs)} ms per inference outside the tasks `
-          + "(the runtime's fixed cost and, where measured, time between kernels) are in the model's latency, not here.");
       else generalNotes.push(n);
     }
     return { comboNotes, generalNotes };
-  }, [o, i, p.fixedMs]);
+  }, [o]);
   const rows = useMemo(() => {
     if (!o) return [];
     const perOp = { ...p.perOp, [o.op]: o };
@@ -70,8 +64,7 @@ export function OpOptionsDialog(p: {
         parts: parseCombo(c),
         supported: o.supported[k],
         exportable: o.exportable?.[k] ?? true,
-        // op 0 carries the per-inference charge in every combo: show its own time (differences are unchanged)
-        lat: i === 0 && p.fixedMs ? Math.max(0, o.latency_ms[k] - p.fixedMs) : o.latency_ms[k],
+        lat: o.latency_ms[k],
         dLat: o.latency_ms[k] - cur.latency_ms[i],
         dMem: o.weight_bytes[k] + o.activation_bytes[k] - (cur.weight_bytes[i] + cur.activation_bytes[i]),
         dTotal: total.latency_ms - cur.totals.latency_ms,
@@ -81,7 +74,7 @@ export function OpOptionsDialog(p: {
         key: [o.latency_ms[k], o.weight_bytes[k], o.activation_bytes[k], o.dram_bytes[k], o.unit?.[k] ?? "", o.exportable?.[k] ?? true, total.latency_ms].join("|"),
       };
     });
-  }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i, comboNotes, p.fixedMs]);
+  }, [o, p.perOp, p.table, p.state, p.evaluation, p.opId, i]);
   const values = (key: Part) => Array.from(new Set(rows.map((r) => String(r.parts[key]))));
   const shown = useMemo(
     () => rows.filter((r) => (Object.keys(filter) as Part[]).every((key) => filter[key] === "any" || String(r.parts[key]) === filter[key]) && (!onlySupported || r.supported)),

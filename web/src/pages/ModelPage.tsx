@@ -15,7 +15,7 @@ import { useModel } from "./useModel";
 import { displayName, OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
-import { evaluate, firstTaskMs, ownLatency } from "../totals";
+import { evaluate, perInferenceMs } from "../totals";
 import { unitLabel, unitsNow } from "../units";
 import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
@@ -152,34 +152,30 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
-  // Op 0's latency carries the per-inference charge (runtime fixed cost, measured time outside the tasks) in every
-  // column: the totals keep it, the table, graph, timeline and charts show each task's own time and the charge apart.
-  const fixedMs = useMemo(() => (table ? firstTaskMs(table) : 0), [table]);
-  const shownEval = useMemo(() => (evaluation && fixedMs ? { ...evaluation, latency_ms: ownLatency(evaluation.latency_ms, fixedMs) } : evaluation), [evaluation, fixedMs]);
-  const shownBase = useMemo(() => (baseEval && fixedMs ? { ...baseEval, latency_ms: ownLatency(baseEval.latency_ms, fixedMs) } : baseEval), [baseEval, fixedMs]);
+  // The totals' per-inference term (runtime fixed cost, measured time outside the tasks): no task's, shown apart.
+  const fixedMs = useMemo(() => (table ? perInferenceMs(table) : 0), [table]);
   const units = useMemo(() => (table && evaluation && analysis ? unitsNow(table, evaluation, analysis.model_wide) : null), [table, evaluation, analysis]);
 
   const rows: Row[] = useMemo(() => {
-    if (!ops || !shownEval || !shownBase || !table) return [];
+    if (!ops || !evaluation || !baseEval || !table) return [];
     // the option table is in execution order like /ops; map by id to be safe
     const pos = positionsIn(table.ops, ops.ops.map((o) => o.id));
     return ops.ops.map((op, i) => {
       const k = pos[i] >= 0 ? pos[i] : i;
-      // a predicted /ops time is the table's fp32 column, charge included; a measured one is the task's own median
-      const own = k === 0 && fixedMs > 0 && !op.measured ? { ...op, latency_ms: Math.max(0, op.latency_ms - fixedMs) } : op;
       return {
         i,
-        op: own,
-        pred_ms: shownEval.latency_ms[k],
-        delta_ms: shownEval.latency_ms[k] - shownBase.latency_ms[k],
-        conv_ms: shownEval.conversion_in_ms[k],
-        combo: shownEval.combo[k],
+        op,
+        pred_ms: evaluation.latency_ms[k],
+        delta_ms: evaluation.latency_ms[k] - baseEval.latency_ms[k],
+        conv_ms: evaluation.conversion_in_ms[k],
+        combo: evaluation.combo[k],
         unit: unitLabel(units?.[k] ?? null),
-        optimized: shownEval.overridden[k] === 1,
+        optimized: evaluation.overridden[k] === 1,
+        // the first row points at the per-inference time the totals add (the timeline draws it first)
         ...(k === 0 && fixedMs > 0 ? { fixed_ms: fixedMs } : {}),
       };
     });
-  }, [ops, shownEval, shownBase, table, units, fixedMs]);
+  }, [ops, evaluation, baseEval, table, units, fixedMs]);
 
   const maxLatency = useMemo(() => rows.reduce((m, r) => Math.max(m, r.op.latency_ms), 0), [rows]);
   const types = useMemo(() => Array.from(new Set(ops?.ops.map((o) => o.type) ?? [])).sort(), [ops]);
@@ -356,8 +352,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
             <GraphView
               graph={graph}
               ops={ops}
-              evaluation={shownEval}
-              baseEvaluation={shownBase}
+              evaluation={evaluation}
+              baseEvaluation={baseEval}
               table={table}
               units={units}
               selection={sel}
@@ -375,7 +371,7 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
       <ViewsPanel modelId={id} target={target} rows={rows} table={table} selection={sel} onSelect={select}
         current={saved.current} revision={saved.revision} opName={opName} onCompare={setCompare} />
       {showTimeline && ops && evaluation && (
-        <Timeline ops={ops.ops} latency={shownEval?.latency_ms ?? evaluation.latency_ms} fixedMs={fixedMs} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={onTimelineSelect} />
+        <Timeline ops={ops.ops} latency={evaluation.latency_ms} fixedMs={fixedMs} conversion={evaluation.conversion_in_ms} selection={sel} filtered={filteredIds} onSelect={onTimelineSelect} />
       )}
       {dialog?.kind === "model" && table && analysis && baseEval && (
         <ModelWideDialog
@@ -406,7 +402,6 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
           perOp={perOp}
           state={analysis}
           evaluation={evaluation}
-          fixedMs={fixedMs}
           onClose={() => setDialog(null)}
           onApply={(combo) => {
             const o = { ...analysis.overrides };
