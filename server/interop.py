@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 NODE_DATA_METRICS: tuple[str, ...] = ("latency_ms", "share", "macs", "weight_bytes", "activation_bytes")
@@ -26,14 +26,29 @@ class NodeDataError(ValueError):
     """The model's format has no Model Explorer adapter whose ids we can reproduce. User-facing."""
 
 
-def ops_csv(ops_doc: Mapping[str, Any]) -> str:
-    """One row per task of GET /ops, in execution order; lists joined with ';', missing figures empty."""
+# A state's table: each task's row under the state (its option, unit, the option table's figures; `share` of the
+# state's task times) beside the unoptimized time of GET /ops (`measured` says whether that one was measured here).
+STATE_CSV_COLUMNS: tuple[str, ...] = ("index", "id", "name", "type", "namespace", "combo", "unit", "overridden",
+                                      "latency_ms", "conversion_in_ms", "share", "weight_bytes", "activation_bytes",
+                                      "dram_bytes", "unoptimized_latency_ms", "measured", "macs", "executions",
+                                      "work_unknown", "parent", "source_nodes", "kernels")
+
+
+def ops_csv(ops_doc: Mapping[str, Any], header: Sequence[str] = (),
+            state: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """One row per task of GET /ops, in execution order; lists joined with ';', missing figures empty. `header`:
+    lines written first, each after "# " (what the file holds). `state`: per task id, its figures under a state
+    (combo, unit, overridden, latency_ms, conversion_in_ms, weight_bytes, activation_bytes, dram_bytes)."""
     out = io.StringIO()
+    for line in header:
+        out.write("# " + " ".join(line.split()) + "\n")  # one line each, whatever a name holds
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
-    for row in ops_doc["ops"]:
+    columns = CSV_COLUMNS if state is None else STATE_CSV_COLUMNS
+    w.writerow(columns)
+    rows = ops_doc["ops"] if state is None else _state_rows(ops_doc["ops"], state)
+    for row in rows:
         cells = []
-        for c in CSV_COLUMNS:
+        for c in columns:
             v = row.get(c)
             if isinstance(v, list):
                 v = ";".join(str(x) for x in v)
@@ -46,6 +61,14 @@ def ops_csv(ops_doc: Mapping[str, Any]) -> str:
             cells.append(v)
         w.writerow(cells)
     return out.getvalue()
+
+
+def _state_rows(ops: Sequence[Mapping[str, Any]], state: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = [{**o, "unoptimized_latency_ms": o.get("latency_ms"), **state.get(o["id"], {})} for o in ops]
+    total = sum(r.get("latency_ms") or 0.0 for r in rows)
+    for r in rows:
+        r["share"] = (r.get("latency_ms") or 0.0) / total if total > 0 else 0.0
+    return rows
 
 
 def _node_ids(source_ir: Mapping[str, Any]) -> tuple[str, dict[str, str]]:

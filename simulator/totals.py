@@ -5,6 +5,7 @@ both sum in op order, then edge order, in float64, so they agree to the last dig
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -94,9 +95,30 @@ class EdgeRule:
         return conv_ms, conv_b, cross_ms, now_b - was_b
 
 
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """A state's figures per op (its chosen row) and its totals: web/src/totals.ts `evaluate`'s, in Python."""
+
+    totals: dict[str, float]
+    combo: list[str]
+    unit: list[str] | None  # None: a table without units per op
+    overridden: np.ndarray  # bool [n]
+    latency_ms: np.ndarray
+    weight_bytes: np.ndarray
+    activation_bytes: np.ndarray
+    dram_bytes: np.ndarray
+    conversion_in_ms: np.ndarray  # conversions on each op's incoming edges (in the totals, not in the op's row)
+
+
 def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
            model_wide: str, overrides: Mapping[str, str]) -> dict[str, float]:
     """Totals for a model-wide preset plus per-op combo overrides {task id: "in/out/kernel/sparsity"}."""
+    return evaluate(bulk, per_op, model_wide, overrides, name_units=False).totals
+
+
+def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
+             model_wide: str, overrides: Mapping[str, str], name_units: bool = True) -> Evaluation:
+    """A state's figures: each op's chosen row and the totals (`totals`); `name_units`: name each op's unit too."""
     preset_names = [p["name"] for p in bulk["presets"]]
     if model_wide not in preset_names:
         raise OptionError(f"model-wide option {model_wide!r} is not in this table; "
@@ -160,8 +182,17 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     dram_total = _in_order(dram, np.array([conv_bytes]))
     peak = size + (float(act.max()) if n else 0.0)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
-    return {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
-            "fps": 1000.0 / latency if latency > 0 else 0.0}
+    tot = {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
+           "fps": 1000.0 / latency if latency > 0 else 0.0}
+    unit_now = None
+    if name_units and "units" in bulk:
+        unit_now = [row[p] for row in bulk["units"]]
+        for op, combo in overrides.items():
+            entry = _per_op_entry(per_op, ops, op)
+            if "unit" in entry:
+                unit_now[op_index[op]] = bulk["unit_names"][entry["unit"][entry["combos"].index(combo)]]
+    return Evaluation(tot, names, unit_now, over, lat, wb, act, dram,
+                      np.bincount(d, conv_ms, n) if n else np.zeros(0))
 
 
 def _column(rows: Any, p: int) -> np.ndarray:

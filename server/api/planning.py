@@ -21,8 +21,8 @@ from store.packed import PackIndex
 from .. import interop
 from .common import json_body, services
 from .errors import ApiError
-from .stored import (charge_of, find_artifact, ready_model, replaced_error, require_artifact, requested_target,
-                     version_of)
+from .stored import (charge_of, find_artifact, op_index, op_record, option_table, ready_model, replaced_error,
+                     require_artifact, requested_target, upgraded_ops, version_of)
 
 bp = Blueprint("planning", __name__, url_prefix="/api/models/<model_id>")
 
@@ -153,9 +153,60 @@ def _slug(target: str) -> str:
 
 @bp.get("/ops.csv")
 def ops_csv(model_id: str) -> ResponseReturnValue:
-    """The op table of one target as CSV (one row per task, the columns of GET /ops)."""
-    t, (ops,) = _docs(model_id, ("ops",))
-    return _attachment(interop.ops_csv(ops), "text/csv", f"{model_id}-{_slug(t)}-ops.csv")
+    """The op table of one target as CSV: unoptimized (the columns of GET /ops), or under a state: a saved
+    analysis' (`analysis=<id>`) or the page's (`model_wide=<preset>&overrides=<JSON {op: combo}>`). Lines
+    starting with "# " first say which."""
+    from simulator.totals import evaluate
+
+    from .csv_state import csv_header, state_rows
+
+    svc = services()
+    with session_scope(svc.sessions) as s:
+        m = ready_model(s, model_id)
+        what, state = _csv_state(s, m)
+        t = state["target"] if state else requested_target(m)
+        oa, ops_a = require_artifact(s, model_id, "options", t), require_artifact(s, model_id, "ops", t)
+        ia = require_artifact(s, model_id, "op_options_index", t)
+        pack_key = require_artifact(s, model_id, "op_options", t).key
+        name = m.name
+        try:
+            charge = charge_of(s, model_id, t)
+        except BlobNotFound:
+            raise replaced_error() from None
+    try:
+        ops = upgraded_ops(svc.blobs, ops_a.key, version_of(ops_a), charge)
+        bulk = option_table(svc.blobs, oa.key, version_of(oa))
+        index, pack = op_index(svc.blobs, ia.key, version_of(ia))
+        state = state or {"target": t, "model_wide": bulk["base"]["preset"], "overrides": {}}
+        per_op = {op: op_record(svc.blobs, pack_key, pack, index[op], charge) for op in state["overrides"]
+                  if op in index}
+        ev = evaluate(bulk, per_op, state["model_wide"], state["overrides"])
+    except BlobNotFound:
+        raise replaced_error() from None
+    except OptionError as e:  # a saved state the current results no longer offer (the model was re-analysed)
+        raise ApiError(409, "stale_state", str(e)) from None
+    header = csv_header(name, model_id, t, what, state, ops, bulk, ev)
+    rows = state_rows(bulk, ev) if what != "unoptimized" else None
+    return _attachment(interop.ops_csv(ops, header, rows), "text/csv", f"{model_id}-{_slug(t)}-ops.csv")
+
+
+def _csv_state(s: Any, m: Any) -> tuple[str, dict[str, Any] | None]:
+    """(what the CSV holds, its state): a saved analysis', the page's (not saved), or none (unoptimized)."""
+    from .analyses import analysis_of, validate_state
+
+    aid = request.args.get("analysis")
+    if aid:
+        a = analysis_of(s, m, aid)
+        return f'analysis "{a.name}" ({a.id})', dict(a.state)
+    if "model_wide" not in request.args and "overrides" not in request.args:
+        return "unoptimized", None
+    try:
+        overrides = json.loads(request.args.get("overrides") or "{}")
+    except ValueError:
+        raise ApiError(400, "bad_state", "overrides must be a JSON object {task id: combo}.") from None
+    state = validate_state(s, m, {"target": requested_target(m), "model_wide": request.args.get("model_wide"),
+                                  "overrides": overrides})
+    return "the page's state (not saved)", state
 
 
 @bp.get("/model-explorer")

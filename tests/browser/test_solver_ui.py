@@ -87,6 +87,13 @@ def test_solve_dialog_says_when_no_state_meets_the_budget(ui_server: Any, page: 
     shot(page, "solve-infeasible")
 
 
+def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """(the "# " header lines, the rows) of an ops.csv."""
+    lines = text.splitlines(keepends=True)
+    head = [x[2:].rstrip("\n") for x in lines if x.startswith("# ")]
+    return head, list(csv.DictReader(io.StringIO("".join(x for x in lines if not x.startswith("# ")))))
+
+
 def test_downloads_csv_and_model_explorer(ui_server: Any, page: Any, model_id: str, tmp_path: Path) -> None:
     _open(ui_server, page, model_id)
     rows = page.locator(ROWS).count()
@@ -94,8 +101,20 @@ def test_downloads_csv_and_model_explorer(ui_server: Any, page: Any, model_id: s
         page.click("[data-testid=download-csv]")
     path = tmp_path / d.value.suggested_filename
     d.value.save_as(path)
-    table = list(csv.DictReader(io.StringIO(path.read_text())))
+    head, table = _csv(path.read_text())
     assert path.suffix == ".csv" and len(table) >= rows and all(r["latency_ms"] for r in table)
+    assert "state: unoptimized" in head[1]
+    # under a model-wide option the CSV holds the page's state, and says so
+    page.click("[data-testid=optimize-model]")
+    page.locator("[data-testid=model-wide-dialog] tr[data-preset=int8-dynamic]").click()
+    page.click("[data-testid=apply-preset]")
+    with page.expect_download() as d:
+        page.click("[data-testid=download-csv]")
+    path = tmp_path / "state.csv"
+    d.value.save_as(path)
+    head, table = _csv(path.read_text())
+    assert head[1] == "state: the page's state (not saved); model-wide option int8-dynamic; 0 per-op options"
+    assert any(r["combo"].endswith("/int8/0") for r in table) and all(r["overridden"] == "false" for r in table)
     page.select_option("[data-testid=model-explorer-metric]", "macs")
     with page.expect_download() as d:
         page.click("[data-testid=download-model-explorer]")

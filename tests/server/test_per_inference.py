@@ -68,7 +68,8 @@ def _state(client: Any, mid: str, t: str) -> dict[str, Any]:
     csv_text = client.get(f"/api/models/{mid}/ops.csv?target={t}").get_data(as_text=True)
     return {"bulk": bulk, "ops": _get(client, f"/api/models/{mid}/ops?target={t}"),
             "rec0": _get(client, f"/api/models/{mid}/ops/{quote(op0, safe='')}/options?target={t}"),
-            "solve": solve, "csv": list(csv.DictReader(io.StringIO(csv_text)))}
+            "solve": solve, "csv": list(csv.DictReader(io.StringIO("".join(
+                x for x in csv_text.splitlines(keepends=True) if not x.startswith("# ")))))}
 
 
 def _per_op(client: Any, mid: str, t: str, ops: list[str]) -> dict[str, Any]:

@@ -85,17 +85,72 @@ def test_solve_refuses_bad_requests(analysed: dict[str, Any]) -> None:
     assert bad.status_code == 404 and bad.get_json()["code"] == "unknown_target"
 
 
+def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    """(the "# " header lines, the rows) of an ops.csv."""
+    lines = text.splitlines(keepends=True)
+    head = [x[2:].rstrip("\n") for x in lines if x.startswith("# ")]
+    return head, list(csv.DictReader(io.StringIO("".join(x for x in lines if not x.startswith("# ")))))
+
+
 def test_ops_csv_is_the_op_table(analysed: dict[str, Any]) -> None:
     client, mid = analysed["client"], analysed["tiny"]
     ops = client.get(f"/api/models/{mid}/ops").get_json()["ops"]
     r = client.get(f"/api/models/{mid}/ops.csv")
     assert r.status_code == 200 and r.mimetype == "text/csv"
     assert "attachment" in r.headers["Content-Disposition"] and ".csv" in r.headers["Content-Disposition"]
-    rows = list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))
+    head, rows = _csv(r.get_data(as_text=True))
+    assert "state: unoptimized; model-wide option fp32; 0 per-op options" in head[1]
     assert [x["id"] for x in rows] == [o["id"] for o in ops]
     for x, o in zip(rows, ops):
         assert float(x["latency_ms"]) == o["latency_ms"] and x["type"] == o["type"]
         assert x["source_nodes"] == ";".join(o["source_nodes"])
+
+
+def test_ops_csv_of_a_state_holds_its_options_and_figures(analysed: dict[str, Any]) -> None:
+    """A saved analysis' table (`analysis=`) and the page's unsaved state (`model_wide=`, `overrides=`): each task's
+    option, unit and figures under the state, the header naming it, its totals those of the totals rule."""
+    from urllib.parse import quote
+
+    from simulator.totals import evaluate
+
+    client, mid = analysed["client"], analysed["mobilenet"]
+    bulk = client.get(f"/api/models/{mid}/options").get_json()
+    ops = client.get(f"/api/models/{mid}/ops").get_json()["ops"]
+    p = [x["name"] for x in bulk["presets"]].index("fp16")
+    k = next(i for i in range(1, len(bulk["ops"])) if bulk["combos"][i][p].split("/")[2] != "-")  # a weighted op
+    op, combo = bulk["ops"][k], "int8/int8/int8/0"
+    state = {"target": "ort-cpu/host", "model_wide": "fp16", "overrides": {op: combo}}
+    per_op = _per_op(client, mid, [op], "ort-cpu/host")
+    ev = evaluate(bulk, per_op, "fp16", {op: combo})
+    a = client.post(f"/api/models/{mid}/analyses", json={"name": "half, one op int8", "state": state}).get_json()
+    by_analysis = client.get(f"/api/models/{mid}/ops.csv?analysis={a['id']}")
+    by_state = client.get(f"/api/models/{mid}/ops.csv?target=ort-cpu/host&model_wide=fp16"
+                          f"&overrides={quote(json.dumps({op: combo}))}")
+    for r, what in ((by_analysis, f'analysis "half, one op int8" ({a["id"]})'),
+                    (by_state, "the page's state (not saved)")):
+        assert r.status_code == 200, r.get_json()
+        head, rows = _csv(r.get_data(as_text=True))
+        assert head[1] == f"state: {what}; model-wide option fp16; 1 per-op option: {op}={combo}"
+        assert f"latency_ms={ev.totals['latency_ms']!r}" in head[2]
+        assert f"per_inference_ms={bulk['constants']['per_inference_ms']!r}" in head[2]
+        assert [x["id"] for x in rows] == bulk["ops"] == [o["id"] for o in ops]
+        for i, x in enumerate(rows):
+            assert x["combo"] == ev.combo[i] and x["unit"] == "cpu"
+            assert (x["overridden"] == "true") == (x["id"] == op)
+            assert float(x["latency_ms"]) == ev.latency_ms[i] and float(x["weight_bytes"]) == ev.weight_bytes[i]
+            assert float(x["conversion_in_ms"]) == ev.conversion_in_ms[i]
+            assert float(x["unoptimized_latency_ms"]) == ops[i]["latency_ms"]
+        assert rows[k]["combo"] == combo and all(x["combo"] == bulk["combos"][i][p] for i, x in enumerate(rows)
+                                                  if i != k)
+        assert float(rows[k]["conversion_in_ms"]) > 0  # int8 after fp16: a conversion into op k
+        # the figures add up to the state's totals (the per-inference term is in no row)
+        assert ev.totals["latency_ms"] == pytest.approx(
+            bulk["constants"]["per_inference_ms"] + sum(float(x["latency_ms"]) + float(x["conversion_in_ms"])
+                                                        for x in rows), rel=1e-9)
+    bad = client.get(f"/api/models/{mid}/ops.csv?model_wide=fp16&overrides=%7Bnope")
+    assert bad.status_code == 400 and bad.get_json()["code"] == "bad_state"
+    bad = client.get(f"/api/models/{mid}/ops.csv?model_wide=fp16&overrides=" + quote(json.dumps({"nope": combo})))
+    assert bad.status_code == 400 and bad.get_json()["code"] == "unknown_op"
 
 
 def _model_explorer_graph(path: Path) -> tuple[str, set[str], set[str]]:

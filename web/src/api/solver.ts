@@ -56,7 +56,16 @@ const m = (id: string) => `/api/models/${encodeURIComponent(id)}`;
 export const solver = {
   solve: (id: string, state: AnalysisState, budget: Budget, keepFloat: string[]) =>
     postJson<Solution>(`${m(id)}/solve`, { target: state.target, model_wide: state.model_wide, overrides: state.overrides, budget, keep_float: keepFloat }),
-  csvUrl: (id: string, target: string) => `${m(id)}/ops.csv?target=${encodeURIComponent(target)}`,
+  /** The op table as CSV: of a saved analysis (`analysisId`), else of `state` unless it is the unoptimized one. */
+  csvUrl: (id: string, target: string, state?: AnalysisState | null, analysisId?: string | null, base?: string) => {
+    const q = new URLSearchParams({ target });
+    if (analysisId) q.set("analysis", analysisId);
+    else if (state && (Object.keys(state.overrides).length || state.model_wide !== base)) {
+      q.set("model_wide", state.model_wide);
+      q.set("overrides", JSON.stringify(state.overrides));
+    }
+    return `${m(id)}/ops.csv?${q}`;
+  },
   modelExplorerUrl: (id: string, target: string, metric: string) =>
     `${m(id)}/model-explorer?target=${encodeURIComponent(target)}&metric=${encodeURIComponent(metric)}`,
 };

@@ -2,8 +2,13 @@
 // formats (the op table as CSV, one metric as Model Explorer node data).
 import { useState } from "react";
 import { NODE_DATA_METRICS, solver } from "../api/solver";
+import type { AnalysisState } from "../api/types";
 
-export function ResultDownloads({ modelId, target, format, onSolve }: { modelId: string; target: string; format: string; onSolve: () => void }) {
+export function ResultDownloads({ modelId, target, format, onSolve, state, analysisId, base }: {
+  modelId: string; target: string; format: string; onSolve: () => void;
+  /** the page's state (the CSV holds it), the saved analysis it is if unchanged, and the unoptimized preset */
+  state?: AnalysisState | null; analysisId?: string | null; base?: string;
+}) {
   const [metric, setMetric] = useState("latency_ms");
   const explorer = format === "onnx" || format === "tflite";
   return (
@@ -11,7 +16,8 @@ export function ResultDownloads({ modelId, target, format, onSolve }: { modelId:
       <button onClick={onSolve} data-testid="open-solve" title="Find the fewest per-op changes that meet a latency, memory, size or power budget">
         Solve for a budget…
       </button>
-      <a href={solver.csvUrl(modelId, target)} download data-testid="download-csv" title="The op table of this target as CSV">CSV</a>
+      <a href={solver.csvUrl(modelId, target, state, analysisId, base)} download data-testid="download-csv"
+        title="The op table of this target as CSV, under the options shown now (its first lines say which)">CSV</a>
       {explorer && (
         <span style={{ display: "inline-flex", gap: 4, alignItems: "center" }}>
           <a href={solver.modelExplorerUrl(modelId, target, metric)} download data-testid="download-model-explorer"

@@ -336,7 +336,8 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
         )}
         {filterActive && <button className="link" onClick={() => (setFilters({ text: "", type: "", minLatency: "" }), setLasso(null))}>Clear filters</button>}
         <span className="spacer" />
-        {target && <ResultDownloads modelId={id} target={target} format={model.format} onSolve={() => setDialog({ kind: "solve" })} />}
+        {target && <ResultDownloads modelId={id} target={target} format={model.format} onSolve={() => setDialog({ kind: "solve" })}
+          state={analysis} analysisId={saved.current && !saved.dirty ? saved.current.id : null} base={table?.base.preset} />}
         <label className="check"><input type="checkbox" checked={showTimeline} onChange={(e) => setShowTimeline(e.target.checked)} /> Timeline</label>
       </div>
       <div className="panes">
