@@ -382,6 +382,9 @@ def _data_caches(sysfs: Path) -> dict[int, tuple[int, int]]:
 #   two 256-bit halves, so AVX-512 does not add FMA throughput: 32 FLOPs/cycle (AMD, "Software Optimization Guide
 #   for the AMD Zen4 Microarchitecture", pub. 57647, "Floating-Point Unit"; 32 FLOPs/cycle for FMA-only code such
 #   as GEMM: Stack Overflow answer 76195232). int8 VPDPBUSD on 256 bits (32 MACs) on the same two pipes: 128 ops.
+# - Zen 5 (family 0x1A): a full 512-bit FP datapath, two 512-bit FMA pipes, 64 FLOPs/cycle and 256 int8 ops, as
+#   the AVX-512 branch below counts (AMD, "Software Optimization Guide for the AMD Zen5 Microarchitecture", pub.
+#   58455, "Floating-Point Unit"; the mobile parts' 256-bit datapath is not told apart here).
 # - Zen 1 (family 0x17 model < 0x30): two 128-bit FMA pipes, 16 FLOPs/cycle (same guide, family 17h edition).
 # - Intel with AVX-512: two 512-bit FMA ports on Xeon Scalable Gold / Platinum, 64 FLOPs/cycle; VPDPBUSD on 512
 #   bits (64 MACs) on both, 256 ops (Intel 64 and IA-32 Architectures Optimization Reference Manual).
@@ -408,6 +411,8 @@ def _uarch(vendor: str, family: int, model: int) -> str:
         return "Zen 3" if model < 0x10 else "Zen 4" if model < 0x20 else ""
     if vendor == "AuthenticAMD" and family == 0x17:
         return "Zen 2" if model >= 0x30 else "Zen 1"
+    if vendor == "AuthenticAMD" and family == 0x1A and model < 0x20:
+        return "Zen 5"  # models 00-1Fh: EPYC 9005 Turin (AMD, "Processor Programming Reference for Family 1Ah")
     return ""
 
 

@@ -81,7 +81,8 @@ def test_one_kernel_fit_reproduces_its_measurement(tmp_path: Path) -> None:
     case = next(c for c in calibration_bench.CASES if c.name == "conv-256x14-1x1")
     src = case.build(tmp_path / "c.onnx")
     g = calibration_bench.compile_for_host(src, tmp_path / "c.opt.onnx")
-    hw = load_profile("host-cpu")
+    # Against this machine's nominal peaks, as the calibration fits them (host-cpu.yaml's are another machine's).
+    hw = load_profile("host-cpu").with_overrides(calibration_bench.machine_overrides())
     meas = calibration_timing.wall_ms(src) - hw.units[0].run_overhead_s * 1e3
     eff = calibration_fit._fit_eff(g, hw, "fp32", "conv.fp32", meas)
     assert 0.01 < eff < 3.0
@@ -263,6 +264,11 @@ def test_machine_facts_read_from_linux(tmp_path: Path) -> None:
         tmp_path / "zen3", "AuthenticAMD", 25, 1, "fpu sse2 avx fma avx2", "2450.000", "512K", "32768K", "0-7", 8))
     assert "Zen 3" in calibration_bench.machine_overrides(zen3)["description"]
     assert calibration_bench.machine_overrides(zen3)["units"]["cpu"]["onchip_memory_bytes"] == 512 << 10
+    zen5 = calibration_bench.machine_overrides(calibration_bench.cpu_facts(*_fake_machine(
+        tmp_path / "zen5", "AuthenticAMD", 26, 2, "fpu sse2 avx fma avx2 avx512f avx512_vnni hypervisor", "2695.946",
+        "1024K", "32768K", "0-1")))
+    assert "Zen 5" in zen5["description"]  # full 512-bit datapath: twice Zen 4's FLOPs per cycle
+    assert zen5["units"]["cpu"]["peak_ops_per_s"]["fp32"] == pytest.approx(64 * 2695.946e6)
     xeon = calibration_bench.cpu_facts(*_fake_machine(
         tmp_path / "xeon", "GenuineIntel", 6, 207, "fpu sse2 avx fma avx2 avx512f avx512_vnni", "2300.000", "4096K",
         "266240K", "0-1"))
