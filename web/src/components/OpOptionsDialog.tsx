@@ -2,6 +2,7 @@ import { useMemo, useState } from "react";
 import type { AnalysisState, OpOptions, OptionTable } from "../api/types";
 import { fmtBytes, fmtMs } from "../format";
 import { type Evaluation, computeTotals, parseCombo } from "../totals";
+import { unitLabel } from "../units";
 import { cls, Modal, signed } from "./Dialogs";
 
 type Part = "kernel" | "input" | "output" | "sparsity";
@@ -20,6 +21,21 @@ interface Outcome {
   dTotal: number;
   total: number;
   note: string | undefined;
+}
+
+/** " on CPU" where a combo that falls back runs on another unit than the combo it runs as does when asked itself
+ * (an accelerator refuses the asked form: the fallback goes to the CPU EP), so its time is not that combo's row. */
+function fallbackUnit(o: OpOptions, k: number, table: OptionTable): string {
+  const named = o.resolved ? o.combos.indexOf(o.resolved[k]) : -1;
+  if (!o.unit || named < 0 || o.unit[named] === o.unit[k]) return "";
+  return ` on ${unitLabel(table.unit_names?.[o.unit[k]] ?? null)}`;
+}
+
+function runsAsTitle(o: OpOptions, k: number, table: OptionTable): string {
+  const as = o.resolved?.[k] ?? "a fallback";
+  const on = fallbackUnit(o, k, table);
+  return `Not supported as written on this target; runs as ${as}${on}`
+    + (on ? `, not on ${unitLabel(table.unit_names?.[o.unit![o.combos.indexOf(as)]] ?? null)} where ${as} runs when chosen itself: hence its other time` : "");
 }
 
 /** Every option of one op, each distinct outcome once: many combos resolve to the same kernel (an unsupported
@@ -144,7 +160,7 @@ export function OpOptionsDialog(p: {
                         <span className="muted small-text same-as" title={r.combos.filter((c) => c !== r.combo).join("\n")}> and {r.combos.length - 1} more with the same result</span>
                       )}
                       {r.note && <div className="muted small-text row-note">{r.note}</div>}
-                      {!r.supported && <span className="badge badge-warn" title={`Not supported as written on this target; runs as ${o.resolved?.[r.k] ?? "a fallback"}`}> runs as {o.resolved?.[r.k] ?? "fallback"}</span>}
+                      {!r.supported && <span className="badge badge-warn" data-testid="runs-as" title={runsAsTitle(o, r.k, p.table)}> runs as {o.resolved?.[r.k] ?? "fallback"}{fallbackUnit(o, r.k, p.table)}</span>}
                       {!r.exportable && <span className="badge badge-noexport" title="The exporter cannot write this option for this model: it is shown for comparison, and an export with it is refused">not exportable</span>}
                     </td>
                     <td className="num">{fmtMs(r.lat)} ms</td>
