@@ -38,15 +38,16 @@ def predicted_ms(model: Path, calibration: Path, options: list[str], workdir: Pa
     """{option: latency_ms} the option table predicts from its rules alone (no measured profile), with this
     checkout's code and the calibration cache as it is (never refitted here: a cache of another code version is
     read as written, so a before / after pair can be predicted by each tree's own code)."""
-    from compiler.frontends import onnx as onnx_frontend
     from simulator.calibration import profile_from_cache
-    from simulator.calibration_bench import compile_for_host
+    from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.totals import totals
 
-    compiled = compile_for_host(model, workdir / f"{model.stem}.opt.onnx")
+    # Compiled as the worker compiles it: each task knows its source nodes, which the rules that read the source
+    # need (fp16's shared Casts, static int8's depthwise channels). compile_for_host's graph has no such links.
+    source, compiled, _ = compile_for(model, TARGET, workdir / model.stem)
     hw = profile_from_cache(json.loads(calibration.read_text()))
-    r = sweep(compiled, TARGET, None, hardware=hw, source=onnx_frontend.load(model))
+    r = sweep(compiled, TARGET, None, hardware=hw, source=source)
     return {o: float(totals(r.bulk, r.per_op, o, {})["latency_ms"]) for o in options}
 
 

@@ -18,6 +18,7 @@ from simulator.coreml_rules import coreml_facts
 from simulator.costs import base_kind, fold_constants
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
+from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
 from simulator.profiles import HardwareProfile, Unit
 from simulator.roofline import Path
 
@@ -140,10 +141,11 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
             for nd in compiled.nodes]
 
 
-def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
+def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: what `target`'s runtime does with it that its op type and kind do not tell: the QNN
     runtimes' (simulator/device_facts.py), XNNPACK's PAD folding (simulator/litert_paths.py), Core ML's
-    (simulator/coreml_rules.py); empty elsewhere."""
+    (simulator/coreml_rules.py), ORT CPU's static int8 (simulator/ort_int8.py, reading `source` where given);
+    empty elsewhere."""
     if target.backend in QNN_FACT_BACKENDS:
         return qnn_task_facts(target, compiled)
     if target.backend in LITERT_BACKENDS:
@@ -151,41 +153,8 @@ def task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     if target.backend == "coreml":
         return coreml_facts(compiled)
     if target.backend == "ort-cpu":
-        return ort_task_facts(compiled)
+        return ort_task_facts(compiled, source)
     return [frozenset()] * len(compiled.nodes)
-
-
-# ORT CPU: activations fused into a Conv / Gemm that a QDQ (static int8) file cannot fold into the int8 output range,
-# as quantize_static writes them and ORT runs them: {activation: (bytes per output element, extra kernels, ops per
-# element at the int8 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run behind the
-# int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export, 2026-12-03): each HardSwish
-# (x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1),
-# QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE
-# gate) is the first three; a Sigmoid is QLinearSigmoid.
-ORT_INT8_UNFOLDED = "ort_int8_unfolded="
-_ORT_INT8_ACT_PASSES: dict[str, tuple[float, int, float]] = {
-    "HardSwish": (21.0, 4, 4.0), "HardSigmoid": (14.0, 3, 0.0), "Sigmoid": (2.0, 1, 3.0)}
-
-
-def ort_task_facts(compiled: Graph) -> list[frozenset[str]]:
-    """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ORT_INT8_ACT_PASSES`)."""
-    out = []
-    for nd in compiled.nodes:
-        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
-        out.append(frozenset({ORT_INT8_UNFOLDED + act}) if act in _ORT_INT8_ACT_PASSES else frozenset())
-    return out
-
-
-def _ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
-    """`p` with an unfolded activation's kernels where the task runs int8 activations (static int8)."""
-    acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
-    if not acts or p.resolved.output != "int8" or p.eliminated:
-        return p
-    b, k, ops = _ORT_INT8_ACT_PASSES[acts[0]]
-    return dataclasses.replace(p, extra_out_bytes=p.extra_out_bytes + b, extra_dispatches=p.extra_dispatches + k,
-                               extra_ops_per_out=p.extra_ops_per_out + ops, note="; ".join(
-                                   [*([p.note] if p.note else []), f"{acts[0]} not folded into the int8 output: "
-                                    f"{k} kernels of its own behind the int8 kernel"]))
 
 
 def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
@@ -577,7 +546,7 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     if facts:
         p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
         if target.backend == "ort-cpu":
-            return _ort_fact_path(p, combo, facts)
+            return ort_fact_path(p, combo, facts)
         if target.backend in QNN_FACT_BACKENDS:
             return apply_facts(p, profile, combo, facts)
         return litert_fact_path(p, facts, profile.units[p.unit])

@@ -123,9 +123,10 @@ def _stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Pat
     fixed cost, so the convsmall paths' rates were fitted on nothing (convsmall.int8dyn came out at the 3.0 bound);
     a stem has the MACs (ResNet's 7x7: 118M). Measured before these cases (CPU time, 4 stems per file, load ~10,
     2026-12-03): 3x32 3x3 at 224 under int8-dynamic 0.43 ms per stem, predicted 0.30; 3x64 7x7 2.49 ms, predicted
-    0.81. Fitted for int8-dynamic and fp16 only: under int8-static each stem here ends in its own DequantizeLinear
-    (a graph output), which a model's stem does not have, and QLinearConv's stem time (0.37-0.87 ms at 3x3 for
-    16-64 outputs, 1.6 ms at 7x7) was not fitted by its rate, setup and im2col within 30% anyway."""
+    0.81. Under int8-static each stem here ends in its own DequantizeLinear (a graph output; the totals rule charges
+    it); QLinearConv's stem time (0.37-0.87 ms at 3x3 for 16-64 outputs, 1.6 ms at 7x7) was not fitted by a rate,
+    setup and im2col per element within 30%: it runs the per-group GEMM path of grouped convs (3 input channels),
+    costed per GEMM row and im2col copy (simulator/ort_int8.py), and is fitted with them."""
     def build(path: Path) -> Path:
         from onnx import TensorProto, helper, numpy_helper
 
@@ -179,6 +180,8 @@ def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
 
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
+# Static int8 Convs off MLAS's symmetric kernels (grouped, stems: simulator/ort_int8.py) share one path, fitted on both.
+QGEMM = ("int8-static", "convgemm.int8")
 CASES: tuple[Case, ...] = (
     Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"),)),
     Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"),)),
@@ -199,15 +202,20 @@ CASES: tuple[Case, ...] = (
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act).
-    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2]))
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2], QGEMM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
+    # Depthwise channels not a multiple of 16: static int8 runs MLAS's generic depthwise kernel, not the symmetric one
+    # (simulator/ort_int8.py), its own path. Counts not a multiple of 4 either, so ORT leaves the fp32 Convs in NCHW
+    # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.
+    *(Case(f"dwconvact-gen-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), (("int8-static", "int8gen"),))
+      for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
     # Grouped Convs ORT leaves in NCHW (costs.kind_of): group width 8 (< one 16-wide NCHWc block) as RegNetX / RegNetY
     # have them, and depthwise ones with channels not a multiple of 4 as ShuffleNet v2 has; MLAS runs them group by
     # group (im2col + SGEMM), so efficiency, a cost per group and one per im2col element are fitted jointly.
     # Width 24 (RegNetY-1.6GF) and a 1x1 (no im2col buffer) tell the MACs, the im2col and the per-group costs apart.
-    *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", _conv_act(c, s, k, group=c // w), (("fp32", "nchw"),))
+    *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", _conv_act(c, s, k, group=c // w), (("fp32", "nchw"), QGEMM))
       for c, s, k, w in ((48, 56, 3, 8), (104, 28, 3, 8), (208, 14, 3, 8), (440, 7, 3, 8), (96, 28, 3, 24),
                          (128, 28, 1, 8))),
     *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", _conv_act(c, s, 3, group=c), (("fp32", "nchw"),))

@@ -23,7 +23,9 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 30  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory
+CACHE_VERSION = 32  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+# 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
+# GEMMs (convgemm.int8)
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, calibration_bench.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -53,7 +55,7 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
 def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                    key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
-    element, key.weights: per weight}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
+    element, key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
     relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its
     rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
     indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
@@ -62,7 +64,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     import itertools
 
     meas = np.array([ms for _, _, ms in cases])
-    subs = [key, key + ".pixel", key + ".im2col", key + ".weights"]
+    subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap"]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.

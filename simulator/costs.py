@@ -108,6 +108,11 @@ class Work:
     # Rows the NCHW im2col copies (one per group input channel, kernel tap and output row, over every group): ORT's
     # Im2col<uint8_t> for ConvInteger pays a fixed cost per row, several times its per-element cost at 7-28 px wide.
     im2col_rows: float = 0.0
+    # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels): the GEMMs'
+    # rows (output pixels x groups) and the copies its NHWC im2col makes (per pixel and group, one per kernel tap, or
+    # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
+    qgemm_rows: float = 0.0
+    qgemm_taps: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -172,13 +177,13 @@ def kind_of(node: Node, graph: Graph) -> str:
             return "dwconvnchw" if nchw else "dwconv"
         if nchw and int(node.attributes.get("group", 1) or 1) > 1:
             return "gconvnchw"
-        w = _kernel_value(node, graph)
+        w = kernel_value(node, graph)
         # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
             and w.shape[1] < 16
         return "convsmall" if small else "conv"
     if op in _GEMM:
-        return "gemm" if _kernel_value(node, graph) is not None else "matmul"
+        return "gemm" if kernel_value(node, graph) is not None else "matmul"
     if op in _RNN:
         return "matmul"  # a GEMM per gate and step (MLAS SGEMM on ORT's CPU), its weights options leave alone
     if op in _ATTENTION:
@@ -216,12 +221,12 @@ def _is_depthwise(node: Node, graph: Graph) -> bool:
     group = int(node.attributes.get("group", 1))
     if group <= 1:
         return False
-    w = _kernel_value(node, graph)
+    w = kernel_value(node, graph)
     # Depthwise: one input channel per group (W is [C_out, 1, kh, kw]).
     return w is not None and w.shape is not None and len(w.shape) >= 2 and w.shape[1] == 1
 
 
-def _kernel_value(node: Node, graph: Graph) -> Value | None:
+def kernel_value(node: Node, graph: Graph) -> Value | None:
     """The weight an option acts on: the constant data input of a Conv / Gemm / MatMul family op."""
     op = node.op_type
     if op in ("QLinearConv", "QLinearMatMul"):
@@ -245,7 +250,7 @@ def _kernel_value(node: Node, graph: Graph) -> Value | None:
 
 def work_of(node: Node, graph: Graph) -> Work:
     kind = kind_of(node, graph)
-    kernel = _kernel_value(node, graph)
+    kernel = kernel_value(node, graph)
     act_in: list[Value] = []
     aux = 0.0
     aux_names: list[tuple[str, float]] = []
@@ -294,7 +299,24 @@ def work_of(node: Node, graph: Graph) -> Work:
                 kernel_name=k_name, aux_weights=tuple(aux_names),
                 epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
-                im2col_rows=_im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None))
+                im2col_rows=_im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
+                **_qgemm_counts(node, kernel, out0 or 0.0, k_rows))
+
+
+def _qgemm_counts(node: Node, kernel: Value | None, out_elements: float, k_rows: int) -> dict[str, float]:
+    """Work.qgemm_rows and qgemm_taps of a Conv (empty for other ops): pixels = output elements / output channels."""
+    if node.op_type not in _CONV or kernel is None or not kernel.shape or len(kernel.shape) < 3 or k_rows <= 0:
+        return {}
+    group = int(node.attributes.get("group", 1) or 1)
+    dims = [d if isinstance(d, int) else 1 for d in kernel.shape[2:]]
+    rows = out_elements / k_rows * group
+    in_place = (math.prod(dims) == 1 and all(int(x) == 1 for x in node.attributes.get("strides") or [1])
+                and not any(int(x) for x in node.attributes.get("pads") or [0]))
+    # ORT's Im2col<uint8_t, NHWC> copies a kernel row's taps in one memcpy when the group holds every input channel
+    # (they are adjacent in NHWC), else tap by tap (onnxruntime core/util/math_cpu.cc).
+    dilated = any(int(x) != 1 for x in node.attributes.get("dilations") or [1])
+    copies = math.prod(dims) if group > 1 or dilated else math.prod(dims[:-1])
+    return {"qgemm_rows": rows, "qgemm_taps": 0.0 if in_place else rows * copies}
 
 
 def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:

@@ -55,6 +55,7 @@ class Path:
     repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
     rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
     spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
+    qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -96,6 +97,8 @@ class Rates:
     im2col_row_s: Num  # seconds per row the im2col copies (`<kind>.<tag>.im2col.row`; where im2col_s applies)
     repack_s: Num  # seconds per weight of packing the weights on every run
     spill_s: Num  # seconds per output byte beyond `l2` (a kernel whose working set leaves the core's L2)
+    row_s: Num  # seconds per GEMM row of a per-group GEMM path (Path.qgemm)
+    tap_s: Num  # seconds per copy of its NHWC im2col
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
@@ -143,6 +146,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates
         repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
         spill_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.spill", 0.0) if p.spill and u.l2_share_bytes else 0.0,
         l2=u.l2_share_bytes,
+        row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
+        tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         extra_ops_s=p.extra_ops_per_out / (u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, "elementwise", p.tag))
         if p.extra_ops_per_out and u.peak_ops_per_s.get(p.compute) else 0.0,
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
@@ -199,6 +204,8 @@ class Counts:
     im2col_elements: Num
     groups: Num  # a Conv's group count; a depthwise kernel without one (TFLite's) counts its rows
     im2col_rows: Num
+    qgemm_rows: Num = 0.0
+    qgemm_taps: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -212,7 +219,8 @@ class Counts:
             kernel_rows=col([w.kernel_out_channels for w in works]),
             im2col_elements=col([w.im2col_elements for w in works]),
             groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
-            im2col_rows=col([w.im2col_rows for w in works]))
+            im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
+            qgemm_taps=col([w.qgemm_taps for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,7 +290,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
 
 
 def _setup_s(w: Counts, r: Rates) -> Num:
-    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight."""
+    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
+    row and im2col copy of a per-group GEMM."""
     setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
     setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
@@ -291,7 +300,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
-            + r.repack_s * w.kernel_elements)
+            + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:

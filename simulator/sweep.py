@@ -341,7 +341,7 @@ def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Wo
     formed in the fp16 graph, backends.fp16_unfused_norms) and a device runtime's own (backends.task_facts)."""
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)
-    facts = task_facts(t, compiled)
+    facts = task_facts(t, compiled, source)
     sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str]], list[int]] = {}
     for i, (nd, w) in enumerate(zip(compiled.nodes, works)):
         has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0

@@ -1,0 +1,130 @@
+"""Static int8 (QDQ) on ONNX Runtime's x86 CPU EP: what a task's own node decides about the kernel ORT runs for it,
+beyond its op type and kind (simulator.backends.task_facts; paths in simulator.backends.plan).
+
+- An activation fused into a Conv that the int8 output range cannot fold runs as kernels of its own.
+- A depthwise QLinearConv takes MLAS's symmetric depthwise kernel (requantization fused, 64 channels x 6 pixels
+  per step) only when its channel count is a multiple of 16; any other count runs the generic u8 depthwise kernel
+  into an int32 buffer and requantizes it in a second pass (own path `int8gen`).
+- Other Convs off the symmetric kernel's alignment (grouped ones, stems) run an im2col and a GEMM per group (own
+  rate kind `convgemm`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from compiler.graph import Graph, Node
+from compiler.vocabulary.options import Combo
+from simulator.costs import kernel_value, kind_of
+from simulator.roofline import Path
+
+# {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate)}. Relu and
+# Clip fold (QLinearConv's output range); the rest run behind the int8 kernel. Profiled in MobileNetV3-Small's
+# int8-static file (TorchScript export, 2026-12-03): each HardSwish (x * HardSigmoid(x)) runs DequantizeLinear
+# (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1), QLinearMul (1 + 1, 1): 19 of each, 1.1 ms
+# of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE gate) is the first three; a Sigmoid is
+# QLinearSigmoid.
+ORT_INT8_UNFOLDED = "ort_int8_unfolded="
+_ACT_PASSES: dict[str, tuple[float, int, float]] = {
+    "HardSwish": (21.0, 4, 4.0), "HardSigmoid": (14.0, 3, 0.0), "Sigmoid": (2.0, 1, 3.0)}
+
+# A depthwise Conv whose channels are not a multiple of 16. ORT 1.32's QLinearConv (onnxruntime
+# core/providers/cpu/quantization/qlinearconv.cc, PrePack -> TryConvSymPrepack) packs int8 weights with zero points
+# 0 (quantize_static's per-channel symmetric weights) for MlasConvSymDepthwise only if MlasConvSymPackWSize accepts
+# them, and that (core/mlas/lib/convsym.cpp) returns 0 for a grouped conv unless it is depthwise with its group count
+# aligned to 16 on x86 (8 on ARM64). Otherwise Compute runs MlasConvDepthwise (u8 x u8 into an int32 buffer) and
+# MlasRequantizeOutput over it. Single-op chains on this host (Zen 5, thread CPU time, 2026-12-03, load 7): 3x3
+# depthwise at 58x28 0.040 ms per conv, 72x28 0.041, 122x14 0.018, 232x7 0.009, against 80x28 0.018, 128x14 0.007,
+# 240x7 0.004 (multiples of 16, the symmetric kernel's path, predicted within 16%): 2.5-3x at the same size.
+ORT_INT8_DW_GENERIC = "ort_int8_dw_generic"
+SYM_DEPTHWISE_ALIGN = 16
+INT8_GENERIC_TAG = "int8gen"
+
+# Any other Conv that MlasConvSymPackWSize refuses: grouped (not depthwise) at any width, and a dense one with input
+# channels not a multiple of 4 (a stem's 3), output channels not a multiple of 4 or fewer than 16 (the AVX-512 VNNI
+# dispatch's KernelInputChannelAlignment, KernelOutputChannelAlignment and FilterOutputChannelPackCount). Compute
+# then runs, per slice of output pixels and per group, an NHWC Im2col (one copy of the group's input channels per
+# pixel and kernel tap, or per kernel row where the group has all of them; none for a 1x1 stride-1 unpadded conv:
+# Work.qgemm_taps) and an MlasGemm of (pixels x group outputs x group
+# inputs x taps) into int32, and MlasRequantizeOutput. Its cost is per GEMM row (pixel x group) and per copy far
+# more than per MAC: single-op chains on this host (Zen 5, thread CPU time, 2026-12-03, load 7-11) of 3x3 grouped
+# convs of width 8 at 48x56, 104x28, 208x14, 440x7: 0.56, 0.31, 0.16, 0.084 ms per conv, 3.2-3.7x the few-channel
+# int8 rate they were priced at, width 24 (96x28) 0.15 ms, 0.7x: the copies of 8 channels cost as much as those of
+# 24. Own path (`convgemm.int8`: efficiency, setup, `.row`, `.tap`), fitted by calibration on such convs.
+ORT_INT8_QGEMM = "ort_int8_qgemm"
+QGEMM_RATE_KIND = "convgemm"
+_SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
+
+
+def _depthwise_channels(nd: Node, g: Graph) -> int | None:
+    """Channels of a depthwise Conv as its model has them (its kernel's rows), else None."""
+    if kind_of(nd, g) not in ("dwconv", "dwconvnchw"):
+        return None
+    w = kernel_value(nd, g)
+    rows = w.shape[0] if w is not None and w.shape else None
+    return rows if isinstance(rows, int) else None
+
+
+def _off_symmetric_conv(nd: Node, g: Graph) -> bool:
+    """Whether static int8 runs this (non-depthwise) Conv as per-group GEMMs (ORT_INT8_QGEMM)."""
+    w = kernel_value(nd, g)
+    if w is None or not w.shape or len(w.shape) < 3 or not all(isinstance(d, int) for d in w.shape[:2]):
+        return False
+    group = int(nd.attributes.get("group", 1) or 1)
+    c_out, c_in = w.shape[0], w.shape[1] * group
+    return group > 1 or c_in % _SYM_IN_ALIGN != 0 or c_out % _SYM_OUT_ALIGN != 0 or c_out < _SYM_OUT_MIN
+
+
+def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
+    """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
+    whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
+    The channel count is read on `source` (the compiled graph's NCHWc depthwise Convs hold their kernel padded to 16
+    channels: MobileNetV3's 72 become 80); without it, on the compiled graph, where only the Convs ORT left in NCHW
+    (channels not a multiple of 4) keep their own count."""
+    src = {nd.id: nd for nd in source.nodes} if source is not None else {}
+    out = []
+    for nd in compiled.nodes:
+        facts = set()
+        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
+        if act in _ACT_PASSES:
+            facts.add(ORT_INT8_UNFOLDED + act)
+        kind = kind_of(nd, compiled)
+        origin = [src[s] for s in nd.source_nodes if s in src and src[s].op_type == "Conv"]
+        if kind in ("dwconv", "dwconvnchw"):
+            ch = _depthwise_channels(origin[0], source) if origin and source is not None else None
+            if ch is None and kind == "dwconvnchw":
+                ch = _depthwise_channels(nd, compiled)
+            if ch is not None and ch % SYM_DEPTHWISE_ALIGN:
+                facts.add(ORT_INT8_DW_GENERIC)
+        elif kind in ("conv", "convsmall", "gconvnchw") and nd.op_type in ("Conv", "FusedConv"):
+            # The source's Conv where known (the compiled NCHWc one holds its kernel padded), else the compiled one.
+            if _off_symmetric_conv(origin[0], source) if origin and source is not None else \
+                    _off_symmetric_conv(nd, compiled):
+                facts.add(ORT_INT8_QGEMM)
+        out.append(frozenset(facts))
+    return out
+
+
+def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
+    """`p` under its task's facts where the task runs int8 activations (static int8): an unfolded activation's
+    kernels; a depthwise Conv on the generic kernel at its own figures (`dwconv.int8gen`, fitted by calibration on
+    depthwise chains of such channel counts)."""
+    if p.resolved.output != "int8" or p.eliminated:
+        return p
+    if ORT_INT8_DW_GENERIC in facts and p.tag == "int8":
+        p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, note="; ".join(
+            [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "
+             "generic u8 depthwise kernel into int32, requantized after (not the symmetric kernel)"]))
+    if ORT_INT8_QGEMM in facts and p.tag == "int8":
+        p = dataclasses.replace(p, rate_kind=QGEMM_RATE_KIND, qgemm=True, setup_per_channel=False,
+                                setup_per_pixel=False, im2col=False, note="; ".join(
+                                    [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel (grouped, or "
+                                     "channels off its alignment): NHWC im2col + a GEMM per group into int32"]))
+    acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
+    if not acts:
+        return p
+    b, k, ops = _ACT_PASSES[acts[0]]
+    return dataclasses.replace(p, extra_out_bytes=p.extra_out_bytes + b, extra_dispatches=p.extra_dispatches + k,
+                               extra_ops_per_out=p.extra_ops_per_out + ops, note="; ".join(
+                                   [*([p.note] if p.note else []), f"{acts[0]} not folded into the int8 output: "
+                                    f"{k} kernels of its own behind the int8 kernel"]))
