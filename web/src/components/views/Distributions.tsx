@@ -49,8 +49,10 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
   const box = useRef<HTMLDivElement>(null);
   const chart = useRef<echarts.ECharts | null>(null);
   const [brushed, setBrushed] = useState(0);
-  // selected tasks the chart shows (a task with no value on a log axis is not plotted), for the status line
-  const [shownSel, setShownSel] = useState(0);
+  // selected tasks the chart shows (a task with no value on a log axis is not plotted), for the status line; kept
+  // with the selection it was drawn for, so a new selection never shows the previous one's count
+  const [shown, setShown] = useState<{ of: Selection | null; n: number }>({ of: null, n: 0 });
+  const shownSel = shown.of === selection ? shown.n : null;
 
   const xs = useMemo(() => column(rows, xKey, xLog), [rows, xKey, xLog]);
   const ys = useMemo(() => (kind === "scatter" ? column(rows, yKey, yLog) : null), [rows, yKey, yLog, kind]);
@@ -171,7 +173,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
     }
     el.dataset.selected = String(ids.size);
     el.dataset.drawn = String(drawn);
-    setShownSel((s) => (s === drawn ? s : drawn));
+    setShown((s) => (s.of === selection && s.n === drawn ? s : { of: selection, n: drawn }));
   }, [selection, hist, rows, xs, ys]);
   const drawRef = useRef(drawSelection);
   drawRef.current = drawSelection;
@@ -272,7 +274,7 @@ export default memo(function Distributions({ rows, unitNames, selection, onSelec
           Drag across the chart to select tasks
           <span data-testid="chart-status">{!selection.ids.size ? "" : selection.source === "chart"
             ? ` · ${(brushed || selection.ids.size).toLocaleString()} brushed`
-            : ` · ${selection.ids.size.toLocaleString()} selected elsewhere: ${shownSel ? `${shownSel.toLocaleString()} shown here in yellow` : "not plotted here"}`}</span>
+            : ` · ${selection.ids.size.toLocaleString()} selected elsewhere${shownSel === null ? "" : shownSel ? `: ${shownSel.toLocaleString()} shown here in yellow` : ": not plotted here"}`}</span>
           {missing ? ` · ${missing.toLocaleString()} not plotted (zero on a log axis, or no bytes)` : ""}
         </span>
         {kind === "scatter" && cats && (
