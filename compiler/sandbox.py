@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 import json
 import os
 import resource
@@ -43,7 +42,8 @@ _PASSED_ERRORS: dict[str, type[Exception]] = {
 }
 _ENV_KEEP = ("PATH", "LANG", "LC_ALL", "HOME", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 _PR_SET_PDEATHSIG = 1  # linux/prctl.h
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+# The process's own symbols (libc's prctl among them): find_library("c") would run /sbin/ldconfig at every import.
+_LIBC = ctypes.CDLL(None, use_errno=True)
 # Where sandbox folders go in this thread (a job's temp folder); None = the system temp folder.
 _SCRATCH: ContextVar[Path | None] = ContextVar("edgescope_sandbox_scratch", default=None)
 

@@ -124,8 +124,10 @@ def test_nchwc_conv_fuses_relu_in_kernel_but_not_clip() -> None:
     names = [p["name"] for p in r_clip.bulk["presets"]]
     fp32, int8 = names.index("fp32"), names.index("int8-static")
     lat = lambda r, p: r.bulk["metrics"]["latency_ms"][0][p]  # noqa: E731
-    assert lat(r_clip, fp32) > lat(r_relu, fp32)
-    assert lat(r_clip, int8) == pytest.approx(lat(r_relu, int8), rel=1e-3)
+    clip_pass = lat(r_clip, fp32) - lat(r_relu, fp32)
+    assert clip_pass > 0
+    # under int8 no pass of its own: what is left is the in-kernel clamp's few FLOPs at the int8 rate
+    assert abs(lat(r_clip, int8) - lat(r_relu, int8)) < 0.1 * clip_pass
 
 
 def test_constant_only_ops_are_folded_into_weights() -> None:
