@@ -495,8 +495,12 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         notes.append(_GELU_SPLIT_NOTE)
     # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
     # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
-    # A depthwise Conv in NCHW keeps its own path's figures (the fp32 kernel it runs between the Casts).
-    tag = p.tag if p.tag == "nchw" else ("cast16nchw" if nchw else "cast16") if has_kernel else p.tag
+    # A depthwise Conv in NCHW runs the fp32 kernel of its NCHW path between the Casts: at that path's figures, or at
+    # its own where calibration fitted them on fp16 exports (`dwconvnchw.cast16nchw`: depthwise chains sharing one
+    # bias, 3x3 and 5x5; the fp32 figures, fitted on 3x3 only, priced MobileNetV3's 5x5 ones 1.6-1.7x too fast).
+    own = p.tag == "nchw" and f"{p.rate_kind}.cast16nchw" in profile.units[p.unit].efficiency
+    tag = ("cast16nchw" if own else p.tag) if p.tag == "nchw" else ("cast16nchw" if nchw else "cast16") \
+        if has_kernel else p.tag
     # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.
     return dataclasses.replace(p, tag=tag, im2col=nchw or p.im2col, extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,

@@ -200,6 +200,12 @@ CASES: tuple[Case, ...] = (
     # fp16 Convs sharing one bias stay NCHW (im2col + SGEMM): their own path, `cast16nchw`.
     *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
+    # Depthwise Convs sharing one bias: under fp16 ORT runs them as its NCHW grouped Conv between Casts (simulator.
+    # backends._ort_fp16), 3x3 and 5x5 as MobileNetV3 and EfficientNet have them: `dwconvnchw.cast16nchw`, with a
+    # cost per im2col row (MLAS copies the expansion row by row; fitted for this key only, _ROW_FITTED).
+    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}", "dwconvnchw", _conv_act(c, s, k, group=c, shared_bias=True),
+           (("fp16", "cast16nchw"),))
+      for c, s, k in ((32, 56, 3), (96, 28, 3), (144, 14, 3), (72, 28, 5), (240, 14, 5), (576, 7, 5))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act).
     *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2], QGEMM))

@@ -23,9 +23,15 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 32  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 33  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
-# GEMMs (convgemm.int8)
+# GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw)
+
+# Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
+# kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
+# 5x5 at 7-14 px -15..-18%, with the row term all six 3x3 / 5x5 shapes within 4%). Elsewhere the row cost stays the
+# profile's measured figure (ConvInteger's) or 0.
+_ROW_FITTED = frozenset({"dwconvnchw.cast16nchw"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, calibration_bench.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -64,7 +70,11 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     import itertools
 
     meas = np.array([ms for _, _, ms in cases])
-    subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap"]
+    # The key present from the start: a path may take its own figures only once the profile has them
+    # (backends._ort_fp16's `cast16nchw` depthwise path), and the setups' slopes are read on that path.
+    hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
+    subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap",
+            *([key + ".im2col.row"] if key in _ROW_FITTED else [])]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
