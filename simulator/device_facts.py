@@ -15,10 +15,15 @@ from simulator.profiles import HardwareProfile
 from simulator.roofline import Path
 
 # The facts (`qnn_task_facts`):
-# - "qdq_folded": a Relu / Clip that the QDQ model folds into its producer's output range (the quantizer drops an
+# - "folded_activation": a Relu / Clip that the QDQ model folds into its producer's output range (the quantizer drops an
 #   activation whose range the following QuantizeLinear already clips), the sole reader of a Conv / Gemm / MatMul /
 #   Add output. AI Hub's ORT QNN EP jobs count the difference: ResNet-50 float 128 layers, w8a8 80 (its 49 Relus
-#   gone); ResNet-18 55 / 39, RegNet 190 / 115 (simulator/published/aihub.csv). Gone under int8 activations.
+#   gone); ResNet-18 55 / 39, RegNet 190 / 115 (simulator/published/aihub.csv). Gone under int8 activations; and on
+#   the HTP under any option: there it runs in its producer's output stage. AI Hub's QNN (DLC) float jobs, which
+#   keep it a layer of its own (ResNet-18 54 layers, SqueezeNet 71, MNASNet 104), take what the TFLite jobs take
+#   where the converter fused it into the conv (38, 41, 71 layers): 0.929 / 0.924, 0.446 / 0.450, 0.516 / 0.519 ms
+#   on the S24, 0.720 / 0.735, 0.326 / 0.330, 0.379 / 0.384 on the S25; RegNetY-800MF, ResNet-101, Wide ResNet-50
+#   within 1% likewise. The QNN EP hands the same HTP backend the same graph (the ORT jobs' counts: 55, 71, 104).
 # - "fully_connected": a Gemm with a constant weight, or a MatMul by a 2-D constant weight (of an activation of any
 #   rank), which the ORT QNN EP builds as a QNN FullyConnected on the activation flattened to 2-D (repo
 #   microsoft/onnxruntime, onnxruntime/core/providers/qnn/builder/opbuilder/matmul_op_builder.cc @0b013b4: "If
@@ -37,6 +42,11 @@ from simulator.roofline import Path
 #   which the HTP does not run as a copy: the graph is prepared with each producer writing its slice of the concat's
 #   buffer. Costed as a copy of its output, DenseNet-121 (62 such Concats) was predicted +28% held out, GoogLeNet /
 #   Inception-v3 +36%; costed as nothing, +14% and +31% (cross-validated, 8 Gen 3: within +-25% 75.5% -> 81.6%).
+# - "gelu_part": the Div (by sqrt 2), Add (1) and two Muls (by the input, by 0.5) around an Erf, which the ORT QNN EP
+#   builds with the Erf as one QNN Gelu op (repo microsoft/onnxruntime, onnxruntime/core/providers/qnn/builder/
+#   qnn_node_group/gelu_fusion.cc @0bd81b3, both orders of the Muls): one pass over the tensor, the Erf's, where the
+#   five tasks cost five. AI Hub's ORT ConvNeXt-T job counts 198 layers, fewer than its 18 blocks take with five per
+#   GELU. Not on LiteRT (its GELU is one op already).
 QNN_FACT_BACKENDS = frozenset({"ort-qnn", "litert-qnn"})
 _QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
 _QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
@@ -52,6 +62,59 @@ def _channel_concat(nd: Node, compiled: Graph) -> bool:
     return (a + 4 if a < 0 else a) == axis
 
 
+def _const(compiled: Graph, name: str) -> float | None:
+    """The value of a scalar constant (its min and max agree), else None."""
+    v = compiled.values.get(name)
+    w = v.weight if v is not None else None
+    return w.min if w is not None and w.elements == 1 else None
+
+
+def _gelu_parts(compiled: Graph) -> set[int]:
+    """Indices of the nodes the QNN EP fuses with an Erf into one Gelu: x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (or x*0.5
+    first, then times the sum)."""
+    producer = {o: i for i, nd in enumerate(compiled.nodes) for o in nd.outputs}
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(compiled.nodes):
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(i)
+
+    def is_const(i: int, op: str, value: float) -> str | None:
+        """The other input of node i if it is `op` with a scalar constant `value` as one input (a Div's divisor),
+        else None."""
+        nd = compiled.nodes[i]
+        if nd.op_type != op or len(nd.inputs) != 2:
+            return None
+        for k in (0,) if op == "Div" else (0, 1):
+            c = _const(compiled, nd.inputs[1 - k])
+            if c is not None and abs(c - value) <= 1e-2:
+                return nd.inputs[k]
+        return None
+
+    def only_reader(out: str, op: str) -> int | None:
+        r = readers.get(out, [])
+        return r[0] if len(r) == 1 and compiled.nodes[r[0]].op_type == op and out not in compiled.outputs else None
+
+    parts: set[int] = set()
+    for e, nd in enumerate(compiled.nodes):
+        div = producer.get(nd.inputs[0]) if nd.op_type == "Erf" and nd.inputs else None
+        x = is_const(div, "Div", 2 ** 0.5) if div is not None else None
+        add = only_reader(nd.outputs[0], "Add") if x is not None else None
+        if add is None or is_const(add, "Add", 1.0) is None:
+            continue
+        mul = only_reader(compiled.nodes[add].outputs[0], "Mul")
+        if mul is None:
+            continue
+        other = [v for v in compiled.nodes[mul].inputs if v != compiled.nodes[add].outputs[0]]
+        half = producer.get(other[0]) if len(other) == 1 else None
+        if half is not None and is_const(half, "Mul", 0.5) == x:  # x*0.5, times (1 + erf)
+            parts |= {div, add, mul, half}
+        elif other == [x]:  # x times (1 + erf), then * 0.5
+            last = only_reader(compiled.nodes[mul].outputs[0], "Mul")
+            if last is not None and is_const(last, "Mul", 0.5) is not None:
+                parts |= {div, add, mul, last}
+    return parts
+
+
 def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
     if target.backend not in QNN_FACT_BACKENDS:
@@ -61,14 +124,15 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
             readers[v] = readers.get(v, 0) + 1
+    gelu = _gelu_parts(compiled) if target.backend == "ort-qnn" else set()
     out = []
-    for nd in compiled.nodes:
+    for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
         src = producer.get(x)
         facts = set()
         if nd.op_type in _QDQ_FOLDED_OPS and src is not None and src.op_type in _QDQ_PRODUCERS \
                 and readers.get(x, 0) == 1 and x not in compiled.outputs:
-            facts.add("qdq_folded")
+            facts.add("folded_activation")
         wv = compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
         if wv is not None and wv.weight is not None and (
                 nd.op_type == "Gemm" or (nd.op_type == "MatMul" and wv.shape is not None and len(wv.shape) == 2)):
@@ -77,6 +141,8 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("affine_norm")
         if _channel_concat(nd, compiled):
             facts.add("inplace_concat")
+        if i in gelu:
+            facts.add("gelu_part")
         out.append(frozenset(facts))
     return out
 
@@ -84,8 +150,13 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
 def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozenset[str]) -> Path:
     """The path `p` (planned as for any task) with the runtime's facts of this task applied, on the NPU only."""
     on_npu = p.unit != len(profile.units) - 1  # the profiles end with the catch-all CPU
-    if "qdq_folded" in facts and "int8" in (combo.input, combo.output):
+    if "folded_activation" in facts and "int8" in (combo.input, combo.output):
         p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
+    elif "folded_activation" in facts and on_npu:
+        p = dataclasses.replace(p, eliminated=True, note="; ".join(
+            [*([p.note] if p.note else []), "runs in its producer's output stage on the HTP"]))
+    if "gelu_part" in facts and on_npu:
+        p = dataclasses.replace(p, eliminated=True, note="part of one QNN Gelu with the Erf (the QNN EP's GELU fusion)")
     if "inplace_concat" in facts and on_npu:
         p = dataclasses.replace(p, eliminated=True, note="channel concat: its producers write into its buffer")
     if "fully_connected" in facts and on_npu:

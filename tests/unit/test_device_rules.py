@@ -8,7 +8,7 @@ import copy
 import pytest
 import yaml
 
-from compiler.graph import Graph, Node
+from compiler.graph import Graph, Node, Value, WeightStats
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
@@ -74,13 +74,16 @@ def _conv_relu(extra_reader: bool):
 
 
 @pytest.mark.parametrize("target", QNN)
-def test_qdq_folds_a_relu_into_its_conv_under_int8_only(target: str) -> None:
+def test_a_relu_after_its_conv_runs_in_the_conv_on_the_htp(target: str) -> None:
+    """Folded into the int8 output range under QDQ, and run in the conv's output stage on the HTP in float too (AI Hub's
+    QNN float jobs with the Relu a layer of its own take what the TFLite jobs with it fused take); not when another op
+    reads the conv's output."""
     t = get_target(target)
     hw = load_profile(t.profile, t.backend)
     relu = 1  # task index
-    for preset, gone in (("int8-static", True), ("fp32", False), ("int8-dynamic", False)):
-        assert bool(plan_latency(_conv_relu(False), t, hw, preset).gone[relu]) is gone, preset
-    assert not plan_latency(_conv_relu(True), t, hw, "int8-static").gone[relu]
+    for preset in ("int8-static", "fp32", "fp16", "int8-dynamic"):
+        assert plan_latency(_conv_relu(False), t, hw, preset).gone[relu], preset
+        assert not plan_latency(_conv_relu(True), t, hw, preset).gone[relu], preset
     # Not the QDQ rule on Core ML: there the Relu runs inside the conv's kernel on the ANE under every option
     # (simulator/coreml_rules.py), fp16 too, and not when another op reads the conv's output.
     a17 = load_profile("apple-a17", "coreml")
@@ -163,3 +166,40 @@ def test_a_channel_concat_costs_nothing_on_the_htp(target: str, preset: str) -> 
     cpu = get_target("ort-xnnpack/rpi5")
     assert not plan_latency(_concat("Concat", 1, [1, 8, 16, 16], [1, 16, 16, 16]), cpu,
                             load_profile(cpu.profile, cpu.backend), preset).gone[cat]
+
+
+def _gelu(half_first: bool, sqrt2: float = 2 ** 0.5) -> Graph:
+    """x (MatMul's output) -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), or x*0.5 times (1 + erf)."""
+    def const(name: str, v: float) -> Value:
+        return Value(name, [], "float32", weight=WeightStats(1, 4, v, v, 0.0))
+
+    shape = [1, 197, 768]
+    values = [act("a", [1, 197, 64]), weight("w", [64, 768]), act("x", shape), const("s2", sqrt2), const("one", 1.0),
+              const("half", 0.5), *(act(n, shape) for n in ("d", "e", "p", "h", "y"))]
+    nodes = [Node("mm", "mm", "MatMul", inputs=["a", "w"], outputs=["x"]),
+             Node("div", "div", "Div", inputs=["x", "s2"], outputs=["d"]),
+             Node("erf", "erf", "Erf", inputs=["d"], outputs=["e"]),
+             Node("add", "add", "Add", inputs=["e", "one"], outputs=["p"])]
+    if half_first:
+        nodes += [Node("half", "half", "Mul", inputs=["x", "half"], outputs=["h"]),
+                  Node("mul", "mul", "Mul", inputs=["h", "p"], outputs=["y"])]
+    else:
+        nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
+                  Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
+    return graph(nodes, values, ["a"], ["y"])
+
+
+@pytest.mark.parametrize("half_first", [False, True])
+@pytest.mark.parametrize("preset", ["fp32", "int8-static"])
+def test_the_qnn_ep_runs_an_erf_gelu_as_one_op(half_first: bool, preset: str) -> None:
+    """ORT's QNN EP fuses Div(sqrt 2), Erf, Add(1), Mul, Mul(0.5) into one QNN Gelu (gelu_fusion.cc): the Erf's task
+    stays, the other four go; not on LiteRT, nor when the divisor is not sqrt 2."""
+    t = get_target("ort-qnn/snapdragon-8g3")
+    hw = load_profile(t.profile, t.backend)
+    order = ["mm", "div", "erf", "add"] + (["half", "mul"] if half_first else ["mul", "half"])
+    gone = dict(zip(order, plan_latency(_gelu(half_first), t, hw, preset).gone))
+    assert not gone["mm"] and not gone["erf"]
+    assert gone["div"] and gone["add"] and gone["mul"] and gone["half"]
+    assert not any(plan_latency(_gelu(half_first, 2.0), t, hw, preset).gone[1:])
+    lt = get_target("litert-qnn/snapdragon-8g3")
+    assert not any(plan_latency(_gelu(half_first), lt, load_profile(lt.profile, lt.backend), preset).gone[1:])
