@@ -16,6 +16,7 @@ in a child process per model (a failing exporter fails that model only).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import os
 import pickle
@@ -118,8 +119,11 @@ def build_tflite(a: Architecture, cache: Path, timeout_s: float = 3600) -> Path:
     return _build(a, tflite_path(a, cache), timeout_s)
 
 
+@functools.lru_cache(maxsize=None)
 def code_version(*packages: str) -> str:
-    """A hash of the Python sources of `packages`: what a cached result was computed by."""
+    """A hash of the Python sources of `packages`: what a cached result was computed by. Read once per process: a
+    run keys every result by the code it imported, even if the sources change while it runs (read per call, a run
+    that outlives an edit would store plans of the code it imported under the edited code's key)."""
     h = hashlib.sha256()
     for pkg in packages:
         for f in sorted((ROOT / pkg).rglob("*.py")):
