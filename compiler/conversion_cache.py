@@ -28,8 +28,8 @@ from typing import Any
 
 _folder: Path | None = None
 _limit_bytes = 2 * 1024**3
-# The conversion code a child runs beyond its own module: vetting and loading the program.
-_SHARED_SOURCES = ("compiler.backends.pt2_onnx", "compiler.frontends.pt2")
+# The conversion code a child runs beyond its own module: vetting and loading the program, reading its modules.
+_SHARED_SOURCES = ("compiler.backends.pt2_onnx", "compiler.backends.pt2_modules", "compiler.frontends.pt2")
 
 
 def configure(folder: str | os.PathLike[str] | None, limit_bytes: int = 2 * 1024**3) -> None:

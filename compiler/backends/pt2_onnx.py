@@ -48,9 +48,17 @@ def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str |
 
 def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
             memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
-    convert_vetted("compiler.backends.pt2_onnx:_convert_child", pt2_path, out_path, "ONNX", timeout_s,
-                   memory_limit_bytes)
+    convert_to_onnx(pt2_path, out_path, timeout_s, memory_limit_bytes)
     return Path(out_path)
+
+
+def convert_to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
+                    memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> dict[str, Any]:
+    """Write the ONNX file; returns the child's result, with the converted program's module stacks
+    (`pt2_modules.program_modules`)."""
+    result = convert_vetted("compiler.backends.pt2_onnx:_convert_child", pt2_path, out_path, "ONNX", timeout_s,
+                            memory_limit_bytes)
+    return result if isinstance(result, dict) else {}
 
 
 def compile_for_ort(src: Path, workdir: Path, source: Graph, opt_level: str = "all") -> tuple[Graph, Path]:
@@ -58,9 +66,15 @@ def compile_for_ort(src: Path, workdir: Path, source: Graph, opt_level: str = "a
     pt2 graph (so compiled tasks point at FX node ids)."""
     from compiler.backends import ort
 
-    onnx_path = to_onnx(src, workdir / "source.onnx")
+    from compiler.backends.pt2_modules import name_unscoped_tasks, rename_onnx_values
+
+    onnx_path = workdir / "source.onnx"
+    modules = convert_to_onnx(src, onnx_path).get("modules") or {}
+    aliases = {str(k): str(v) for k, v in (modules.get("aliases") or {}).items()}
+    rename_onnx_values(onnx_path, aliases)  # decomposed names back to the .pt2's, so provenance finds its heads
     out = workdir / "ort-cpu.onnx"
     compiled = ort.compile(onnx_path, out, source, opt_level=opt_level)
+    name_unscoped_tasks(compiled, modules, aliases, ort.NAME_SUFFIXES)
     compiled.metadata["converted_from"] = "pt2 (torch.onnx.export, dynamo)"
     return compiled, out
 
@@ -122,11 +136,16 @@ def quiet_conversion(logger: str) -> Iterator[None]:
 def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
     import torch
 
+    from compiler.backends.pt2_modules import program_modules
+
     with quiet_conversion("torch.onnx"):
         ep = load_vetted_program(payload["src"])
+        names = {n.name for n in ep.graph.nodes}
         try:
             program = torch.onnx.export(ep, (), dynamo=True, verbose=False, optimize=True)
             program.save(payload["out"], external_data=False)
         except Exception as e:
             raise ModelRunError(f"the .pt2 model could not be converted to ONNX: {str(e).strip()[:800]}") from None
-    return {"torch": torch.__version__}
+        decomposed = getattr(program, "exported_program", None)
+        modules = program_modules(decomposed, names) if decomposed is not None else {}
+    return {"torch": torch.__version__, "modules": modules}

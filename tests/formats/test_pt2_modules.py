@@ -1,0 +1,82 @@
+""".pt2 on ort-cpu/host keeps its module groups: the tasks compiled from the converted file get the namespaces of the
+modules (`nn_module_stack`) the ONNX export of the same network gives its tasks, and the names the decomposition
+changed (`getitem` for `batch_norm`) are renamed back so tasks map to the .pt2's FX nodes."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from compiler import frontends
+from compiler.backends import compile_for_target
+from compiler.graph import Graph
+
+pytestmark = pytest.mark.slow
+
+
+def _mobilenet_v3_small():  # type: ignore[no-untyped-def]
+    import corpus  # noqa: F401  (torchvision importable beside CPU torch)
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    return torchvision.models.mobilenet_v3_small(weights=None).eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def _export_pt2(path: Path) -> Path:
+    import torch
+
+    module, args = _mobilenet_v3_small()
+    torch.export.save(torch.export.export(module, args), str(path))
+    return path
+
+
+def _export_onnx(path: Path) -> Path:
+    from testkit.modelzoo import torch_export
+
+    module, args = _mobilenet_v3_small()
+    return torch_export(module, args, path, input_names=["x"], output_names=["y"], dynamo=True)
+
+
+def _compiled(path: Path, workdir: Path) -> tuple[Graph, Graph]:
+    source = frontends.load(path)
+    compiled, _ = compile_for_target(path, "ort-cpu/host", workdir, source)
+    return source, compiled
+
+
+def _top2(namespace: str) -> str:
+    return "/".join(namespace.split("/")[:2])
+
+
+@pytest.fixture(scope="module")
+def both(models, tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Graph, Graph], tuple[Graph, Graph]]:  # type: ignore[no-untyped-def]
+    pt2 = models.get("mobilenet_v3_small.pt2", _export_pt2)
+    onnx = models.get("mobilenet_v3_small.onnx", _export_onnx)
+    return _compiled(pt2, tmp_path_factory.mktemp("pt2")), _compiled(onnx, tmp_path_factory.mktemp("onnx"))
+
+
+def test_conv_tasks_get_the_onnx_exports_module_paths(both) -> None:  # type: ignore[no-untyped-def]
+    (_, pt2), (_, onnx) = both
+    convs_pt2 = Counter(_top2(t.namespace) for t in pt2.nodes if t.op_type in ("Conv", "FusedConv"))
+    convs_onnx = Counter(_top2(t.namespace) for t in onnx.nodes if t.op_type in ("Conv", "FusedConv"))
+    assert sum(convs_pt2.values()) == sum(convs_onnx.values()) >= 50
+    same = sum((convs_pt2 & convs_onnx).values())
+    assert same >= 0.9 * sum(convs_onnx.values()), (convs_pt2, convs_onnx)
+    assert "" not in convs_pt2  # every conv task sits in a module group
+    assert {ns for ns in convs_pt2 if ns.startswith("features/")} >= {f"features/{i}" for i in range(12)}
+
+
+def test_tasks_map_to_pt2_nodes_through_decomposed_names(both) -> None:  # type: ignore[no-untyped-def]
+    (source, pt2), _ = both
+    fx = {n.id: n for n in source.nodes}
+    convs = [t for t in pt2.nodes if t.op_type in ("Conv", "FusedConv")]
+    # batch_norm became `getitem` of `_native_batch_norm_legit_no_training` in the converted file; renamed back,
+    # each conv task implements the .pt2's conv2d and the batch_norm folded into it
+    mapped = [t for t in convs if any(fx[s].op_type == "aten.conv2d" for s in t.source_nodes)]
+    assert len(mapped) == len(convs)
+    bn = {s for t in convs for s in t.source_nodes if fx[s].op_type == "aten.batch_norm"}
+    assert len(bn) == sum(1 for n in source.nodes if n.op_type == "aten.batch_norm")
+    unmapped = [t.id for t in pt2.nodes if not t.source_nodes and not t.namespace]
+    assert len(unmapped) <= 2, unmapped
