@@ -178,6 +178,30 @@ def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
     return lambda p: _chain("MatMul", [m, k], p, weight=_rng_w([k, k]))
 
 
+REUSE_CONVS = (2, 8, 24, 72)  # run lengths of the reuse cases: ~0.1 ms of arithmetic per conv at a nominal peak
+
+
+def _reuse(k: int, convs: int, path: Path) -> Path:
+    """R batch-1 k x k MatMuls (their weights read once per run), then `convs` 3x3 Convs of 64 channels on a 16x16
+    map sharing one weight (a 150 KB footprint that stays in L2): the convs set how long the run is before the
+    MatMuls read their weights again; k = 0 leaves the MatMuls out (the run without them)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = _rng_w([k, k])
+    inits = [numpy_helper.from_array(_rng_w([64, 64, 3, 3])(0), "cw")]
+    nodes, ins, outs = [], [helper.make_tensor_value_info("c0", TensorProto.FLOAT, [1, 64, 16, 16])], []
+    if k:
+        ins.append(helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, k]))
+        outs.append(helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, k]))
+        for i in range(R):
+            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
+            nodes.append(helper.make_node("MatMul", [f"v{i}", f"w{i}"], [f"v{i + 1}"], name=f"mm{i}"))
+    for i in range(convs):
+        nodes.append(helper.make_node("Conv", [f"c{i}", "cw"], [f"c{i + 1}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
+    outs.append(helper.make_tensor_value_info(f"c{convs}", TensorProto.FLOAT, [1, 64, 16, 16]))
+    return _save(nodes, ins, outs, inits, path)
+
+
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
 # Static int8 Convs off MLAS's symmetric kernels (grouped, stems: simulator/ort_int8.py) share one path, fitted on both.
@@ -300,6 +324,7 @@ class Bench:
     llc: float
     llc_all: float
     k_memory: int = 0  # k of the chain whose weights are 4x the whole last-level cache (0: not timed)
+    reuse: tuple[int, ...] = ()  # conv counts of the weight-reuse cases timed (keys reuse-<n>, reuse-<n>-base)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -329,8 +354,16 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
                                                  "mid": (mid, "disable", 20), "stream": (stream, "all", 20),
                                                  "memory": (memory, "all", 6)}
-    # 2. Efficiency per kind and path: every case and variant.
+    # Weights read again after a run of some length: the stream chain's weights (half this core's share of the
+    # last-level cache) before a chain of convs that sets the run's length, against the convs alone; the fit reads
+    # how much of the weights other tenants evicted meanwhile (roofline.evicted_share) from the difference.
     graphs: dict[str, Graph] = {}
+    for n in REUSE_CONVS:
+        src = _reuse(k, n, tmp / f"reuse-{n}.onnx")
+        graphs[f"reuse-{n}"] = compile_for_host(src, tmp / f"reuse-{n}.opt.onnx")
+        timings[f"reuse-{n}"] = (src, "all", 6)
+        timings[f"reuse-{n}-base"] = (_reuse(0, n, tmp / f"reuse-{n}-base.onnx"), "all", 6)
+    # 2. Efficiency per kind and path: every case and variant.
     variants: list[tuple[Case, str, str, str]] = []
     for case in CASES:
         src = case.build(tmp / f"{case.name}.onnx")
@@ -349,7 +382,8 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         timings[name] = (src, "all", 6)
         mixed.append(name)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
-    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem)
+    return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
+                 REUSE_CONVS)
 
 
 def llc_bytes(sysfs: Path = Path("/sys/devices/system/cpu/cpu0/cache")) -> tuple[int, int]:

@@ -23,9 +23,9 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 33  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 34  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
-# GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw)
+# GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -202,9 +202,67 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
     # This machine's fixed facts (description, nominal peaks, L2 and last-level cache) as Linux gives them.
     facts = machine_overrides()
     over["units"]["cpu"].update(facts.get("units", {}).get("cpu", {}))
+    if mem_bw and bench.reuse:
+        peak = over["units"]["cpu"].get("peak_ops_per_s", {}).get("fp32") or load_profile("host-cpu").units[0] \
+            .peak_ops_per_s["fp32"]
+        reuse = reuse_shares(bench, wall, dispatch_s, t_stream / bench.k_stream ** 2,
+                             t_mem / bench.k_memory ** 2, peak, cache_bw)
+        hold, evict = eviction_ramp(*([r[k] for r in reuse] for k in ("run_estimate_s", "evicted_share", "sigma")))
+        over["units"]["cpu"].update({"llc_hold_s": hold, "llc_evict_s": evict})
+        progress("weights evicted between runs: " + ", ".join(
+            f"{r['evicted_share']:.2f} after {r['run_estimate_s'] * 1e3:.2f} ms" for r in reuse)
+            + f": held up to {hold * 1e3:.2f} ms, " + (f"all gone after {evict * 1e3:.2f} ms" if evict else "none gone"))
     if "description" in facts:
         over["description"] = facts["description"]
     return over, run_s, prof_over
+
+
+def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_per_w: float,
+                 cold_s_per_w: float, peak_ops_per_s: float, cache_bw: float) -> list[dict[str, float]]:
+    """Per reuse case (calibration_bench._reuse): the run's length as the sweep estimates it (roofline.run_estimate_s,
+    the figure evicted_share reads) and the share of the MatMuls' weights read from memory: their time per weight
+    (the run with them less the run without) between the stream chain's (weights in the last-level cache, runs back to
+    back) and the memory chain's (weights beyond the whole cache), clipped to [0, 1]."""
+    from simulator.costs import FOLDED, fold_constants, work_of
+    from simulator.roofline import run_estimate_s
+
+    out = []
+    for n in bench.reuse:
+        g = bench.graphs[f"reuse-{n}"]
+        view, folded = fold_constants(g)
+        works = [work_of(nd, view) for nd in g.nodes if nd.id not in folded]
+        per_w = ((wall[f"reuse-{n}"] - wall[f"reuse-{n}-base"]) * 1e-3 / R - dispatch_s) / bench.k_stream ** 2
+        span = max(cold_s_per_w - hot_s_per_w, 1e-15) * R * bench.k_stream ** 2  # all evicted less none, s per run
+        out.append({"convs": n, "run_estimate_s": run_estimate_s([w for w in works if w is not FOLDED],
+                                                                 peak_ops_per_s, cache_bw),
+                    "ns_per_weight": per_w * 1e9,
+                    "evicted_share": float(np.clip((per_w - hot_s_per_w) * R * bench.k_stream ** 2 / span, 0.0, 1.0)),
+                    "sigma": REPEAT * wall[f"reuse-{n}"] * 1e-3 / span})
+    return out
+
+
+# How far a timing's low percentile repeats between rounds (calibration_timing.FAST_PERCENTILE: "within about 2%"):
+# the uncertainty of a reuse case's share, which in a long run is most of the share's range (its weights' time is a
+# few percent of the run).
+REPEAT = 0.02
+
+
+def eviction_ramp(run_s: list[float], shares: list[float], sigmas: list[float]) -> tuple[float, float]:
+    """(llc_hold_s, llc_evict_s) of roofline.evicted_share's ramp (none evicted up to hold, all after evict, linear
+    between) that fits the measured shares best in least squares weighted by their uncertainty (`sigmas`), where it
+    fits better than keeping every weight by more than its two figures explain (Akaike: chi-square down by more than
+    4); else (the longest run, 0): the rule evicts none."""
+    x, y = np.asarray(run_s, dtype=np.float64), np.asarray(shares, dtype=np.float64)
+    wt = 1 / np.maximum(np.asarray(sigmas, dtype=np.float64), 1e-3) ** 2
+    none = (float((wt * y ** 2).sum()), float(x.max()) if len(x) else 0.0, 0.0)
+    best = none
+    grid = np.geomspace(x.min() / 4, x.max() * 4, 64) if len(x) else np.array([])
+    for i, hold in enumerate(grid):
+        for evict in grid[i + 1:]:
+            err = float((wt * (np.clip((x - hold) / (evict - hold), 0.0, 1.0) - y) ** 2).sum())
+            if err < best[0]:
+                best = (err, float(hold), float(evict))
+    return (best[1], best[2]) if none[0] - best[0] > 4.0 else none[1:]
 
 
 def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile, run_s: float

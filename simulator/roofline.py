@@ -253,7 +253,8 @@ def run_estimate_s(works: Sequence[Work], peak_ops_per_s: float, cache_bw: float
 def evicted_share(r: Rates, run_s: float) -> Num:
     """Share of a model's weights (those beyond the unit's own cache) that other cores' and tenants' traffic
     evicts from the shared last-level cache before the next run reads them: none for runs up to `llc_hold_s`,
-    all beyond `llc_evict_s`, linear between. Measured on this host (host-cpu.yaml): eight 1 MB batch-1 MatMuls
+    all beyond `llc_evict_s`, linear between; calibration fits both on the machine (calibration_fit.eviction_ramp).
+    Measured on a Zen 3 VM (host-cpu.yaml's own figures): eight 1 MB batch-1 MatMuls
     read again after a run of 0.10-0.40 ms at 0.046-0.050 ns per weight (the cache's rate), 0.75 ms 0.077,
     1.5 ms 0.131, 2.8 ms 0.161, 5.3 ms 0.133 (a compute-only Conv chain beside them sets the run's length;
     its own footprint 150 KB). Real models are such runs: their classifiers and squeeze-excitation convs read
@@ -276,7 +277,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     moved = act + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
-    evicted = 0.0 if res.resident else evicted_share(r, res.run_s)
+    evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s), outgrown(r, res.weights_fp32_bytes))
     s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
     t_mem = act / bw + w_all * s_per_w_byte
@@ -317,6 +318,15 @@ def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
                       (footprint > r.llc).astype(np.float64))
     beyond = np.maximum(np.where(r.llc > 0, beyond, 0.0), evicted)
     return r.overlap + (1.0 - r.overlap) * beyond
+
+
+def outgrown(r: Rates, weights_fp32_bytes: float) -> Num:
+    """1 where a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) are more than the
+    whole last-level cache, else 0. Read in the same order every run, more than the cache holds misses it all (the
+    least recently used go first), so they come from memory whatever the run's length: AlexNet's 244 MB on a 32 MB
+    L3. Below it the cache may keep them all (BirdNET's 27 MB metadata model read its weights at 80 GB/s here)."""
+    footprint = weights_fp32_bytes * r.w_rt / 4
+    return np.where((r.llc_all > 0) & (footprint > r.llc_all), 1.0, 0.0)
 
 
 def dram_bytes(w: Counts, r: Rates, c: TaskCost, weights_resident: bool) -> Num:

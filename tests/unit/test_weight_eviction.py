@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,8 @@ from compiler.graph import Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
+from simulator.calibration_bench import R, Bench, _reuse, compile_for_host
+from simulator.calibration_fit import eviction_ramp, reuse_shares
 from simulator.costs import work_of
 from simulator.profiles import load_profile
 from simulator.roofline import Counts, Residency, evicted_share, rates, run_estimate_s, stack, task_cost
@@ -60,3 +63,54 @@ def test_the_run_estimate_is_arithmetic_at_peak_plus_activations_at_the_cache_ra
     est = run_estimate_s([w, w], 1e11, 1e10)
     assert est == pytest.approx(2 * (2 * w.macs / 1e11 + (w.in_elements + w.out_elements) * 4 / 1e10))
     assert run_estimate_s([], 1e11, 1e10) == 0.0
+
+
+# Calibration fits the ramp on the machine (calibration_fit.eviction_ramp, reuse_shares): shares of the weights read
+# from memory after runs of each length, with their uncertainty (the timing's 2% repeatability over the weights' time).
+def test_calibration_fits_the_ramp_where_the_shares_rise_beyond_their_noise() -> None:
+    # The Zen 3 VM's reuse measurements (host-cpu.yaml's llc_hold_s source) as shares between 0.046 ns per weight
+    # (kept) and 0.141 (evicted): a ramp from about 0.4 ms to 1.5 ms.
+    runs = [0.1e-3, 0.22e-3, 0.4e-3, 0.75e-3, 1.5e-3, 2.8e-3, 5.3e-3]
+    hold, evict = eviction_ramp(runs, [0.0, 0.02, 0.04, 0.33, 0.89, 1.0, 0.91], [0.05] * 7)
+    assert 0.2e-3 < hold < 0.5e-3 and 1.2e-3 < evict < 2.0e-3
+
+
+def test_calibration_evicts_none_where_the_shares_stay_within_their_noise() -> None:
+    # This Zen 5 VM (2026-12-03, load ~6): its 32 MB L3 kept 8 MB of weights through runs of 0.25-8 ms; the longest
+    # runs' shares are within their uncertainty (the weights' time is 2% of an 8 ms run).
+    runs = [0.25e-3, 0.91e-3, 2.68e-3, 7.99e-3]
+    hold, evict = eviction_ramp(runs, [0.04, 0.10, 0.17, 0.28], [0.05, 0.15, 0.41, 1.2])
+    assert (hold, evict) == (7.99e-3, 0.0)
+    _, r = _gemv()
+    assert evicted_share(dataclasses.replace(r, llc_hold_s=r.llc_hold_s * 0 + hold, llc_evict_s=r.llc_evict_s * 0),
+                         20e-3)[0] == 0.0
+
+
+def test_a_reuse_case_reads_its_share_between_the_cache_and_memory_rates(tmp_path: Path) -> None:
+    k, convs = 64, (2, 8)
+    graphs = {f"reuse-{n}": compile_for_host(_reuse(k, n, tmp_path / f"r{n}.onnx"), tmp_path / f"r{n}.opt.onnx")
+              for n in convs}
+    bench = Bench(tmp_path, 0.0, {}, graphs, [], [], 0, k, 16e6, 32e6, 256, convs)
+    hot, cold, dispatch = 0.01e-9, 0.03e-9, 1e-7  # s per weight kept / evicted; per kernel
+    per_run = {2: hot, 8: (hot + cold) / 2}  # weights kept after the short run, half gone after the long one
+    wall = {}
+    for n in convs:
+        wall[f"reuse-{n}-base"] = 0.1 * n
+        wall[f"reuse-{n}"] = 0.1 * n + (per_run[n] * k * k + dispatch) * R * 1e3
+    got = reuse_shares(bench, wall, dispatch, hot, cold, 1e11, 1e11)
+    assert [g["evicted_share"] for g in got] == pytest.approx([0.0, 0.5], abs=1e-6)
+    # The run's length is the sweep's estimate (arithmetic at the nominal peak): four times the convs, ~4x as long.
+    assert got[1]["run_estimate_s"] == pytest.approx(4 * got[0]["run_estimate_s"], rel=0.1)
+    assert got[0]["sigma"] > 0 and got[1]["sigma"] > got[0]["sigma"]  # a longer run: a noisier share
+
+
+def test_weights_beyond_the_whole_last_level_cache_come_from_memory_when_none_are_evicted() -> None:
+    # A machine whose L3 keeps weights between runs (calibration fitted no eviction: llc_evict_s 0) still reads a
+    # model's weights from memory once they outgrow the whole cache (AlexNet: 244 MB on a 32 MB L3).
+    w, r = _gemv()
+    keep = dataclasses.replace(r, llc_evict_s=r.llc_evict_s * 0)
+    c = Counts.of([w])
+    small = float(task_cost(c, keep, Residency(False, 8e6, run_s=1.0)).latency_s[0, 0])
+    large = float(task_cost(c, keep, Residency(False, 244e6, run_s=1.0)).latency_s[0, 0])
+    assert large - small == pytest.approx(w.kernel_elements * 4 * (1 / U.evicted_bandwidth_bytes_per_s
+                                                                   - 1 / HW.dram_bandwidth_bytes_per_s), rel=0.2)
