@@ -165,11 +165,14 @@ def map_to_fx(source: Graph, compiled: Graph) -> dict[str, int]:
 
 def _scope(tensor_name: str, namespaces: set[str]) -> str | None:
     """The .pt2 namespace of a tensor's module hierarchy (`pkg.Net/...Sequential_blocks/...Block_0;`
-    -> `blocks/0`): one segment per module below the root, each `<type>_<attribute name>`."""
+    -> `blocks/blocks.0 (Block)`): one segment per module below the root, each `<type>_<attribute name>`."""
+    from compiler.frontends.pt2 import module_path
+
     segs = [p for p in tensor_name.split(";")[0].split("/") if p and not p.startswith(FX_TAG)][1:]
     for ns in namespaces:
         parts = ns.split("/") if ns else []
-        if len(parts) == len(segs) and all(seg.endswith("_" + part.rsplit(".", 1)[-1]) for seg, part in zip(segs, parts)):
+        if len(parts) == len(segs) and all(seg.endswith("_" + module_path(part).rsplit(".", 1)[-1])
+                                           for seg, part in zip(segs, parts)):
             return ns
     return None
 

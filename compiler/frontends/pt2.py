@@ -14,7 +14,8 @@ Mapping: every `call_function` node becomes a Node (op_type = operator without `
 `aten.conv2d`, overload in `attributes["overload"]`; id = the FX node name, unique). Tensor
 arguments are inputs; other arguments are attributes. Parameters, buffers and constants are
 named by their state-dict key (`blocks.0.conv.weight`, as the ONNX exporter names them). The
-namespace comes from `nn_module_stack` (`blocks/0/conv`), the location from `stack_trace`:
+namespace comes from `nn_module_stack`, one part per module with its qualified name and class
+(`blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)`; graph groups are labelled by these parts), the location from `stack_trace`:
 the innermost frame outside torch, with its file relative to the exported sources when the
 archive carries them (`extra/edgescope_sources/`, see `compiler.sources`).
 """
@@ -31,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from compiler.frontends.archive import ZIP_MAGIC, SafeZip, check_member_name
-from compiler.frontends.onnx import relative_scopes
 from compiler.frontends.pickle_scan import MAX_PICKLE_BYTES, check_member
 from compiler.frontends.weight_stream import CHUNK_BYTES, skip, stream_stats
 from compiler.graph import Dim, Graph, ModelFormatError, Node, SourceLocation, Value, WeightStats
@@ -284,15 +284,28 @@ def _to_graph(arc: Pt2Archive, program: dict[str, Any], fallback: str) -> Graph:
                  metadata=metadata)
 
 
+# Container modules only hold others: their class says nothing a group label needs.
+_CONTAINERS = frozenset({"torch.nn.modules.container.Sequential", "torch.nn.modules.container.ModuleList",
+                         "torch.nn.modules.container.ModuleDict"})
+
+
 def namespace_from_stack(stack: str) -> str:
-    """`L__self__,,m.Net;L__self__blocks.0,blocks.0,m.Block;...conv,blocks.0.conv,Conv2d` -> `blocks/0/conv`.
-    Entries are `key,path,type`; the path is the qualified module name (no commas in it)."""
-    paths = []
+    """`L__self__,,m.Net;L__self__blocks,blocks,torch.nn.modules.container.Sequential;L__self__blocks.0,blocks.0,
+    m.Block;...conv,blocks.0.conv,torch.nn.modules.conv.Conv2d` -> `blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)`:
+    one part per module below the root, its qualified name and, but for containers, its class. Entries are
+    `key,path,class`; the path is the qualified module name (no commas in it)."""
+    parts = []
     for entry in stack.split(";") if stack else []:
-        parts = entry.split(",")
-        if len(parts) >= 3 and parts[1]:
-            paths.append(parts[1])
-    return "/".join(relative_scopes(paths))
+        fields = entry.split(",")
+        if len(fields) >= 3 and fields[1]:
+            cls = ",".join(fields[2:])
+            parts.append(fields[1] if cls in _CONTAINERS or not cls else f"{fields[1]} ({cls.rsplit('.', 1)[-1]})")
+    return "/".join(parts)
+
+
+def module_path(part: str) -> str:
+    """A namespace part's qualified module name (`blocks.0 (Block)` -> `blocks.0`)."""
+    return part.split(" (", 1)[0]
 
 
 def location_from_trace(trace: str, root: str = "") -> SourceLocation | None:

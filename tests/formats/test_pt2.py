@@ -48,9 +48,11 @@ def test_graph_hierarchy_and_weights(net_pt2: Path) -> None:
     assert [n.op_type for n in g.nodes] == ["aten.conv2d", "aten.conv2d", "aten.relu", "aten.add",
                                             "aten.conv2d", "aten.relu", "aten.add", "aten.mean", "aten.linear"]
     by_id = {n.id: n for n in g.nodes}
-    assert by_id["conv2d"].namespace == "stem"
-    assert by_id["conv2d_1"].namespace == "blocks/0/conv" and by_id["conv2d_2"].namespace == "blocks/1/conv"
-    assert by_id["add"].namespace == "blocks/0" and by_id["add"].attributes["overload"] == "Tensor"
+    assert by_id["conv2d"].namespace == "stem (Conv2d)"  # qualified module name and class, containers without
+    assert pt2.module_path("blocks.0 (Block)") == "blocks.0"
+    assert by_id["conv2d_1"].namespace == "blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)"
+    assert by_id["conv2d_2"].namespace == "blocks/blocks.1 (Block)/blocks.1.conv (Conv2d)"
+    assert by_id["add"].namespace == "blocks/blocks.0 (Block)" and by_id["add"].attributes["overload"] == "Tensor"
     assert by_id["conv2d"].attributes["padding"] == [1, 1]
     assert by_id["conv2d_1"].inputs == ["conv2d", "blocks.0.conv.weight", "blocks.0.conv.bias"]
     w = g.values["blocks.0.conv.weight"]
@@ -105,7 +107,7 @@ def test_onnx_conversion_maps_tasks_to_fx_nodes(converted) -> None:  # type: ign
     assert covered | set(compiled.eliminated) == ids
     assert all(set(n.source_nodes) <= ids for n in compiled.nodes)
     fused = next(n for n in compiled.nodes if "relu" in n.source_nodes)
-    assert "conv2d_1" in fused.source_nodes and fused.namespace.startswith("blocks/0")
+    assert "conv2d_1" in fused.source_nodes and fused.namespace.startswith("blocks/blocks.0 (Block)")
     prof = ort.profile(path, ProfileSettings(runs=5, warmup=1))
     assert prof.latency_ms > 0 and set(prof.tasks) <= {n.id for n in compiled.nodes} and prof.tasks
 

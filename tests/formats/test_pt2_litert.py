@@ -108,13 +108,13 @@ def test_cnn_measured_on_litert_with_fx_namespaces_and_lines(converter: Path, cn
     convs = [t for t in r.compiled.nodes if t.op_type == "CONV_2D"]
     assert len(convs) == 2
     first, second = convs
-    assert first.source_nodes == ["conv2d"] and first.namespace == "conv1"
+    assert first.source_nodes == ["conv2d"] and first.namespace == "conv1 (Conv2d)"
     assert first.location is not None and Path(first.location.file).resolve() == HERE
     assert first.location.line == _line("CONV1")
     assert second.source_nodes == ["conv2d_1", "relu"]  # ReLU fused into the Conv
     assert second.location is not None and second.location.line == _line("CONV2")
     by_op = {t.op_type: t for t in r.compiled.nodes}
-    assert by_op["MAX_POOL_2D"].namespace == "pool" and by_op["FULLY_CONNECTED"].namespace == "fc"
+    assert by_op["MAX_POOL_2D"].namespace == "pool (MaxPool2d)" and by_op["FULLY_CONNECTED"].namespace == "fc (Linear)"
     assert r.sweep is not None
 
 
@@ -129,16 +129,18 @@ def test_transformer_block_tasks_map_to_modules(converter: Path, tmp_path: Path)
     assert {s for t in tasks for s in t.source_nodes} == {n.id for n in source.nodes}
     fx = {n.id: n for n in source.nodes}
     ns = {t.namespace for t in tasks}
-    assert {"ln1", "attn/qkv", "attn", "ln2", "mlp/0", "mlp/1", "mlp/2"} <= ns
+    ln1, ln2, attn, qkv = "ln1 (LayerNorm)", "ln2 (LayerNorm)", "attn (Attention)", "attn (Attention)/attn.qkv (Linear)"
+    mlp0, mlp2 = "mlp/mlp.0 (Linear)", "mlp/mlp.2 (Linear)"
+    assert {ln1, qkv, attn, ln2, mlp0, "mlp/mlp.1 (GELU)", mlp2} <= ns
     rsqrt = [t for t in tasks if t.op_type == "RSQRT"]
-    assert [t.namespace for t in rsqrt] == ["ln1", "ln2"]
+    assert [t.namespace for t in rsqrt] == [ln1, ln2]
     assert all(fx[s].op_type == "aten.layer_norm" for t in rsqrt for s in t.source_nodes)
     fcs = [t for t in tasks if t.op_type == "FULLY_CONNECTED"]
     # Each Linear is one FULLY_CONNECTED; proj's task also holds the reshape before it, so its
     # namespace is their common one (attn), as for fused ORT tasks.
     assert [[fx[s].namespace for s in t.source_nodes if fx[s].op_type == "aten.linear"] for t in fcs] == \
-        [["attn/qkv"], ["attn/proj"], ["mlp/0"], ["mlp/2"]]
-    assert [t.namespace for t in fcs] == ["attn/qkv", "attn", "mlp/0", "mlp/2"]
+        [[qkv], ["attn (Attention)/attn.proj (Linear)"], [mlp0], [mlp2]]
+    assert [t.namespace for t in fcs] == [qkv, attn, mlp0, mlp2]
 
 
 def test_hostile_pt2_refused_before_conversion(converter: Path, cnn_pt2: Path, tmp_path: Path,

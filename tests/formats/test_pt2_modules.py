@@ -11,6 +11,7 @@ import pytest
 
 from compiler import frontends
 from compiler.backends import compile_for_target
+from compiler.frontends.pt2 import module_path
 from compiler.graph import Graph
 
 pytestmark = pytest.mark.slow
@@ -46,8 +47,15 @@ def _compiled(path: Path, workdir: Path) -> tuple[Graph, Graph]:
     return source, compiled
 
 
-def _top2(namespace: str) -> str:
-    return "/".join(namespace.split("/")[:2])
+def _top2_pt2(namespace: str) -> str:
+    """Qualified name of the second-level module: the .pt2's parts are qualified (`features/features.3 (...)`)."""
+    parts = namespace.split("/")[:2]
+    return module_path(parts[-1]) if namespace else ""
+
+
+def _top2_onnx(namespace: str) -> str:
+    """The dynamo ONNX export's parts are relative (`features/3`)."""
+    return ".".join(namespace.split("/")[:2]) if namespace else ""
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +67,17 @@ def both(models, tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Graph,
 
 def test_conv_tasks_get_the_onnx_exports_module_paths(both) -> None:  # type: ignore[no-untyped-def]
     (_, pt2), (_, onnx) = both
-    convs_pt2 = Counter(_top2(t.namespace) for t in pt2.nodes if t.op_type in ("Conv", "FusedConv"))
-    convs_onnx = Counter(_top2(t.namespace) for t in onnx.nodes if t.op_type in ("Conv", "FusedConv"))
+    convs_pt2 = Counter(_top2_pt2(t.namespace) for t in pt2.nodes if t.op_type in ("Conv", "FusedConv"))
+    convs_onnx = Counter(_top2_onnx(t.namespace) for t in onnx.nodes if t.op_type in ("Conv", "FusedConv"))
     assert sum(convs_pt2.values()) == sum(convs_onnx.values()) >= 50
     same = sum((convs_pt2 & convs_onnx).values())
     assert same >= 0.9 * sum(convs_onnx.values()), (convs_pt2, convs_onnx)
     assert "" not in convs_pt2  # every conv task sits in a module group
-    assert {ns for ns in convs_pt2 if ns.startswith("features/")} >= {f"features/{i}" for i in range(12)}
+    assert set(convs_pt2) >= {f"features.{i}" for i in range(12)}
+    # groups are labelled by module and class, as the graph shows them
+    spaces = {t.namespace for t in pt2.nodes}
+    assert "features/features.3 (InvertedResidual)/features.3.block" in {"/".join(ns.split("/")[:3]) for ns in spaces}
+    assert any(ns.startswith("features/features.0 (Conv2dNormActivation)") for ns in spaces)
 
 
 def test_tasks_map_to_pt2_nodes_through_decomposed_names(both) -> None:  # type: ignore[no-untyped-def]
