@@ -60,17 +60,18 @@ class Path:
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
 
-def efficiency(unit: Unit, kind: str, path: str) -> float:
-    """Share of peak for `kind` on `path`: the most specific figure the profile has."""
+def efficiency(unit: Unit, kind: str, path: str, op_type: str = "") -> float:
+    """Share of peak for `kind` on `path`: the most specific figure the profile has, down to one op's own
+    (`elementwise.fp32.QuickGelu`: an activation calibration timed, whose kernel differs from the kind's)."""
     e = unit.efficiency
     parent = PARENT_KIND.get(kind, kind)
-    for key in (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
+    for key in ((f"{kind}.{path}.{op_type}",) if op_type else ()) + (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
         if key in e:
             return e[key]
     if path == "cast16nchw":  # an fp16 Conv left in NCHW: the NCHWc path's figure until calibrated
-        return efficiency(unit, kind, "cast16")
+        return efficiency(unit, kind, "cast16", op_type)
     if path == "cast16":  # fp16 through casts computes in fp32
-        return efficiency(unit, kind, "fp32")
+        return efficiency(unit, kind, "fp32", op_type)
     return e.get("default", 0.1)
 
 
@@ -122,14 +123,14 @@ class Rates:
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv"})
 
 
-def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool) -> Rates:
-    """The figures of path `p` for a task of `kind` on its unit of `hw`. `epilogue_pass`: the backend runs a fused
-    activation as an element-wise pass over the output (MLAS, simulator.backends.EPILOGUE_PASS_BACKENDS)."""
+def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type: str = "") -> Rates:
+    """The figures of path `p` for a task of `kind` (op `op_type`) on its unit of `hw`. `epilogue_pass`: the backend
+    runs a fused activation as an element-wise pass over the output (MLAS, simulator.backends.EPILOGUE_PASS_BACKENDS)."""
     u = hw.units[p.unit]
     rate = p.rate_kind or kind  # the kind whose efficiency and setup the path runs at
     fp32_peak = u.peak_ops_per_s.get("fp32", 0.0)
     return Rates(
-        peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag),
+        peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag, op_type if rate == kind else ""),
         in_b=p.in_bytes, out_b=p.out_bytes, w_rt=p.w_runtime_bytes,
         rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0,
         rt_mask=1 / 8 if p.runtime_sparse else 0.0,

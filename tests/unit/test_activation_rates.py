@@ -1,0 +1,42 @@
+"""Activations with kernels of their own: an op's calibrated rate (`elementwise.fp32.<op>`) before the kind's."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.graph import Node
+from simulator.profiles import load_profile
+from simulator.roofline import efficiency
+from simulator.sweep import sweep
+from tests.simulator.helpers import act, graph
+
+N = 1 << 20  # elements: compute-bound at either rate, well past the dispatch cost
+
+
+def _two_activations():
+    g = graph([Node("sw", "sw", "QuickGelu", inputs=["x"], outputs=["a"]),
+               Node("sg", "sg", "Sigmoid", inputs=["a"], outputs=["y"])],
+              [act("x", [1, N]), act("a", [1, N]), act("y", [1, N])], ["x"], ["y"])
+    return g
+
+
+def _fp32_ms(g, hw) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
+    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+    return {op: float(r.bulk["metrics"]["latency_ms"][i][j]) for i, op in enumerate(r.bulk["ops"])}
+
+
+def test_an_ops_own_rate_comes_before_its_kinds() -> None:
+    base = load_profile("host-cpu")
+    hw = base.with_overrides({"units": {"cpu": {"efficiency": {"elementwise.fp32": 0.1,
+                                                               "elementwise.fp32.QuickGelu": 0.4}}}})
+    u = hw.units[0]
+    assert efficiency(u, "elementwise", "fp32", "QuickGelu") == 0.4
+    assert efficiency(u, "elementwise", "fp32", "Sigmoid") == efficiency(u, "elementwise", "fp32") == 0.1
+    assert efficiency(u, "elementwise", "cast16", "QuickGelu") == 0.4  # fp16 through casts: the fp32 kernel
+    g = _two_activations()
+    kind_only = _fp32_ms(g, base.with_overrides({"units": {"cpu": {"efficiency": {"elementwise.fp32": 0.1}}}}))
+    own = _fp32_ms(g, hw)
+    # The fused x * Sigmoid(x) at its own rate (4x the kind's here); Sigmoid keeps the kind's.
+    assert own["sg"] == pytest.approx(kind_only["sg"])
+    assert own["sw"] < 0.5 * kind_only["sw"]
