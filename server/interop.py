@@ -82,7 +82,11 @@ def _node_ids(source_ir: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     if fmt == "tflite":
         # Our TFLite ids are `<BUILTIN>_<operator index>` (compiler/frontends/tflite.py).
         return source_ir["name"], {n["id"]: n["id"].rsplit("_", 1)[1] for n in nodes}
-    raise NodeDataError(f"Model Explorer node data is written for ONNX and TFLite models; this one is {fmt}")
+    if fmt == "pt2":
+        # Model Explorer's ExportedProgram adapter names each node by its FX name, as our .pt2 ids are, in one graph
+        # `graph`; it groups them by their nn_module_stack itself.
+        return "graph", {n["id"]: n["id"] for n in nodes}
+    raise NodeDataError(f"Model Explorer node data is written for ONNX, TFLite and .pt2 models; this one is {fmt}")
 
 
 def model_explorer_node_data(ops_doc: Mapping[str, Any], source_ir: Mapping[str, Any], metric: str

@@ -15,7 +15,8 @@ Mapping: every `call_function` node becomes a Node (op_type = operator without `
 arguments are inputs; other arguments are attributes. Parameters, buffers and constants are
 named by their state-dict key (`blocks.0.conv.weight`, as the ONNX exporter names them). The
 namespace comes from `nn_module_stack`, one part per module with its qualified name and class
-(`blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)`; graph groups are labelled by these parts), the location from `stack_trace`:
+(`blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)`; graph groups are labelled by these parts), the
+location from `stack_trace`:
 the innermost frame outside torch, with its file relative to the exported sources when the
 archive carries them (`extra/edgescope_sources/`, see `compiler.sources`).
 """

@@ -11,6 +11,7 @@ import pytest
 from tests.browser.conftest import shot
 
 GRAPH = "[data-testid=graph]"
+NODES = "document.querySelector('[data-testid=graph]').dataset.nodes"
 ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 
@@ -39,7 +40,7 @@ def test_pt2_model_page_shows_collapsible_module_groups(ui_server: Any, page: An
     assert "features" in first and "classifier" in first, first
     shot(page, "pt2-module-groups")
     page.click("[data-testid=expand-all]")
-    page.wait_for_function("n => Number(document.querySelector('[data-testid=graph]').dataset.nodes) > n", arg=collapsed)
+    page.wait_for_function(f"n => Number({NODES}) > n", arg=collapsed)
     page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
     labels = page.evaluate("window.edgescopeGraph.groupLabels()")
     for label in ("features.0 (Conv2dNormActivation)", "features.3 (InvertedResidual)",
@@ -48,6 +49,6 @@ def test_pt2_model_page_shows_collapsible_module_groups(ui_server: Any, page: An
     shot(page, "pt2-module-groups-expanded")
     expanded = int(page.get_attribute(GRAPH, "data-nodes"))
     page.get_by_title("Collapse every group").click()
-    page.wait_for_function("n => Number(document.querySelector('[data-testid=graph]').dataset.nodes) < n", arg=expanded)
+    page.wait_for_function(f"n => Number({NODES}) < n", arg=expanded)
     page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
     assert "features" in page.evaluate("window.edgescopeGraph.groupLabels()")

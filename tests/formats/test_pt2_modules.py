@@ -59,7 +59,8 @@ def _top2_onnx(namespace: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def both(models, tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Graph, Graph], tuple[Graph, Graph]]:  # type: ignore[no-untyped-def]
+def both(models, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """((source, compiled) of the .pt2, (source, compiled) of its dynamo ONNX export) on ort-cpu/host."""
     pt2 = models.get("mobilenet_v3_small.pt2", _export_pt2)
     onnx = models.get("mobilenet_v3_small.onnx", _export_onnx)
     return _compiled(pt2, tmp_path_factory.mktemp("pt2")), _compiled(onnx, tmp_path_factory.mktemp("onnx"))

@@ -162,6 +162,11 @@ def _model_explorer_graph(path: Path) -> tuple[str, set[str], set[str]]:
         ids = {n.id for n in g.nodes}
         # "[value] x": inputs, weights, outputs. Constant nodes are values in our graph (no task runs them).
         return g.id, ids, {n.id for n in g.nodes if not n.id.startswith("[") and n.label != "Constant"}
+    if path.suffix == ".pt2":
+        from model_explorer.builtin_pytorch_exportedprogram_adapter import BuiltinPytorchExportedProgramAdapter
+
+        g = BuiltinPytorchExportedProgramAdapter().convert(str(path), {"const_element_count_limit": 16})["graphs"][0]
+        return g.id, {n.id for n in g.nodes}, {n.id for n in g.nodes if n.namespace != "inputs" and n.label != "output"}
     from model_explorer.builtin_tflite_flatbuffer_adapter import BuiltinTfliteFlatbufferAdapter
 
     g = BuiltinTfliteFlatbufferAdapter().convert(str(path), {})["graphCollections"][0].graphs[0]
@@ -213,3 +218,17 @@ def test_model_explorer_node_data_tflite(app: Any, client: Any, zoo: Any) -> Non
 
     assert _run_newest_job(app, mid) == "ready"
     _check_node_data(client, mid, path, "litert-cpu/host")
+
+
+def test_model_explorer_node_data_pt2(app: Any, client: Any, tmp_path: Path) -> None:
+    from testkit import modelzoo
+
+    path = modelzoo.pt2_net_with_sources(tmp_path / "net.pt2")
+    with open(path, "rb") as f:
+        r = client.post("/api/models", data={"file": (f, path.name), "targets": '["ort-cpu/host"]'},
+                        content_type="multipart/form-data")
+    mid = r.get_json()["id"]
+    from tests.server.test_web_api import _run_newest_job
+
+    assert _run_newest_job(app, mid) == "ready"
+    _check_node_data(client, mid, path, "ort-cpu/host")
