@@ -56,6 +56,25 @@ INPUT_OPTIONS = [
 ]
 
 
+def target_option(help: str = "Default: where the model's format runs on this machine (ort-cpu/host; "
+                  "litert-cpu/host for .tflite). See `edgescope options`.") -> Any:
+    return click.option("--target", default=None, help=help)
+
+
+def resolve_target(model: Path, target: str | None) -> str:
+    """The target given, or the first target the model's format runs on (a .tflite is not run on ort-cpu/host)."""
+    if target:
+        return target
+    from compiler.frontends import detect
+    from compiler.vocabulary.targets import default_targets
+
+    try:
+        return default_targets(detect(model))[0]
+    except user_errors() as e:
+        fail(str(e))
+        raise  # unreachable: fail raises
+
+
 def with_inputs(f: Any) -> Any:
     for opt in reversed(INPUT_OPTIONS):
         f = opt(f)

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from .common import calibration_path, fail, parse_inputs, parse_ops, user_errors, with_inputs
+from .common import (calibration_path, fail, parse_inputs, parse_ops, resolve_target, target_option, user_errors,
+                     with_inputs)
 
 
 def _print_totals(out: dict[str, Any]) -> None:
@@ -34,7 +35,7 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", default="ort-cpu/host", show_default=True, help="See `edgescope options`.")
+@target_option()
 @click.option("--model-wide", default="fp32", show_default=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
               help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
@@ -43,11 +44,12 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
               help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
 @click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label, inputs and every op.")
-def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inputs: tuple[str, ...],
+def predict(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], inputs: tuple[str, ...],
             values: tuple[str, ...], calibration: Path | None, top: int, as_json: bool) -> None:
     """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
     from simulator.predict import predict_model
 
+    target = resolve_target(model, target)
     shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
@@ -66,7 +68,7 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inp
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", default="ort-cpu/host", show_default=True)
+@target_option()
 @click.option("--model-wide", required=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
@@ -75,7 +77,7 @@ def predict(model: Path, target: str, model_wide: str, ops: tuple[str, ...], inp
 @click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
 @with_inputs
 @click.option("--json", "as_json", is_flag=True)
-def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], out_path: Path,
+def optimize(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], out_path: Path,
              calibration: Path | None, measure: bool, inputs: tuple[str, ...], values: tuple[str, ...],
              as_json: bool) -> None:
     """Write the optimized model for TARGET and print its predicted totals next to its real size.
@@ -84,6 +86,7 @@ def optimize(model: Path, target: str, model_wide: str, ops: tuple[str, ...], ou
     .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
     from simulator.predict import optimize_model
 
+    target = resolve_target(model, target)
     shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:

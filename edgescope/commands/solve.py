@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from .common import calibration_path, fail, parse_inputs, parse_ops, user_errors, with_inputs
+from .common import (calibration_path, fail, parse_inputs, parse_ops, resolve_target, target_option, user_errors,
+                     with_inputs)
 
 
 def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budget: Any, keep: tuple[str, ...],
@@ -55,7 +56,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--target", default="ort-cpu/host", show_default=True, help="See `edgescope options`.")
+@target_option()
 @click.option("--model-wide", default="fp32", show_default=True, help="The starting state's preset.")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="A starting override (as for predict).")
 @click.option("--latency-ms", type=float, default=None, help="Latency limit.")
@@ -68,7 +69,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 @with_inputs
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposals as one JSON object.")
-def solve(model: Path, target: str, model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
+def solve(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
           fps: float | None, peak_memory_mb: float | None, size_mb: float | None, memory_power_mw: float | None,
           keep: tuple[str, ...], inputs: tuple[str, ...], values: tuple[str, ...], calibration: Path | None,
           as_json: bool) -> None:
@@ -76,6 +77,7 @@ def solve(model: Path, target: str, model_wide: str, ops: tuple[str, ...], laten
     changes, most layers kept float, least size), from its option table and the totals rule."""
     from simulator.solver import Budget
 
+    target = resolve_target(model, target)
     shapes, vals = parse_inputs(inputs, values)
     try:
         budget = Budget.of(latency_ms=latency_ms, fps=fps,

@@ -73,6 +73,20 @@ def test_target_that_cannot_run_the_format(calibration_dir: Path, tmp_path: Path
                 "litert-cpu/host, litert-qnn/snapdragon-8g3, litert-qnn/snapdragon-8-elite, litert/pixel-8") in p.stderr
 
 
+def test_predict_and_optimize_default_to_a_target_that_runs_the_format(calibration_dir: Path, tmp_path: Path) -> None:
+    # A .tflite without --target is predicted and exported for LiteRT on this machine, not refused for ort-cpu/host.
+    from testkit import tflite_builder
+
+    model = tflite_builder.cnn(tmp_path / "cnn.tflite")
+    runs = [_start("predict", str(model), calibration_dir=calibration_dir, cwd=tmp_path / "predict"),
+            _start("optimize", str(model), "--model-wide", "fp16", "--out", str(tmp_path / "cnn16.tflite"),
+                   calibration_dir=calibration_dir, cwd=tmp_path / "optimize")]
+    for p in map(_finish, runs):
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith("litert-cpu/host  fp"), p.stdout
+    assert (tmp_path / "cnn16.tflite").stat().st_size > 0
+
+
 def test_analyze_bad_file(calibration_dir: Path, tmp_path: Path) -> None:
     f = tmp_path / "junk.onnx"
     f.write_bytes(os.urandom(3000))
