@@ -38,7 +38,7 @@ def test_pt2_converted_to_core_ml_program(converted) -> None:  # type: ignore[no
 def test_scopes_and_locations_kept_through_conversion(converted) -> None:  # type: ignore[no-untyped-def]
     _, compiled, _ = converted
     conv = next(n for n in compiled.nodes if n.source_nodes == ["conv2d_1"])
-    assert conv.op_type == "conv" and conv.namespace == "blocks/0/conv"
+    assert conv.op_type == "conv" and conv.namespace == "blocks/blocks.0 (Block)/blocks.0.conv (Conv2d)"
     assert conv.location is not None and (conv.location.file, conv.location.line) == ("layers.py", 14)
 
 
