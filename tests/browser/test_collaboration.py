@@ -250,6 +250,12 @@ def test_save_share_fork_lineage_and_link_sharing(ui_server: Any, people: People
     a.locator("[data-testid=link-sharing]").check()
     a.wait_for_selector("[data-testid=share-link]")
     shot(a, "collab-link-on")
+    # the link handed out is the open analysis's (B's fork), so C sees that saved state, not the bare model
+    link = a.input_value("[data-testid=share-link]")
+    assert link == f"{url}/m/{mid}/a/{fid}"
+    c.goto(link)
+    wait_analysis(c, fid)
+    assert totals(c) == forked_totals
     c.goto(f"{url}/m/{mid}/a/{aid}")
     wait_analysis(c, aid)
     assert totals(c) == saved_totals

@@ -14,6 +14,13 @@ export function parseRoute(path: string, search = ""): Route {
   return { page: "missing" };
 }
 
+/** The link the share dialog hands out: the open analysis's page when one is open (a link to the model alone
+ *  would show the recipient the unoptimized model, not the saved state being shared). */
+export function shareLink(origin: string, modelId: string, analysisId?: string | null): string {
+  const m = `${origin}/m/${encodeURIComponent(modelId)}`;
+  return analysisId ? `${m}/a/${encodeURIComponent(analysisId)}` : m;
+}
+
 export function navigate(path: string): void {
   history.pushState(null, "", path);
   window.dispatchEvent(new PopStateEvent("popstate"));

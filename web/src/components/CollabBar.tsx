@@ -175,7 +175,7 @@ export function CollabBar({ model, saved, canSave }: { model: Model; saved: Save
           }}
         />
       )}
-      {shareOpen && <ShareDialog modelId={model.id} modelName={model.name} onClose={() => setShareOpen(false)} onChanged={setShares} />}
+      {shareOpen && <ShareDialog modelId={model.id} modelName={model.name} analysisId={a?.id} onClose={() => setShareOpen(false)} onChanged={setShares} />}
     </>
   );
 }

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { collab } from "../api/client";
 import { Modal } from "./Dialogs";
+import { shareLink } from "../router";
 import type { Group, Share, SharesResponse } from "../api/types";
 
 type ShareRole = "viewer" | "editor";
@@ -8,7 +9,7 @@ type ShareRole = "viewer" | "editor";
 const whoText = (s: Share) => (s.with.kind === "user" ? `${s.with.name} <${s.with.email}>` : `group ${s.with.name}`);
 
 /** The owner shares a model with people (by e-mail) or groups, revokes shares, and turns link sharing on or off. */
-export function ShareDialog({ modelId, modelName, onClose, onChanged }: { modelId: string; modelName: string; onClose: () => void; onChanged?: (s: SharesResponse) => void }) {
+export function ShareDialog({ modelId, modelName, analysisId, onClose, onChanged }: { modelId: string; modelName: string; analysisId?: string | null; onClose: () => void; onChanged?: (s: SharesResponse) => void }) {
   const [data, setData] = useState<SharesResponse | null>(null);
   const [groups, setGroups] = useState<Group[]>([]);
   const [kind, setKind] = useState<"user" | "group">("user");
@@ -43,7 +44,7 @@ export function ShareDialog({ modelId, modelName, onClose, onChanged }: { modelI
     }
   };
 
-  const link = `${location.origin}/m/${encodeURIComponent(modelId)}`;
+  const link = shareLink(location.origin, modelId, analysisId);
   return (
     <Modal title={`Share ${modelName}`} onClose={onClose} testid="share-dialog" narrow>
       <form
@@ -126,7 +127,7 @@ export function ShareDialog({ modelId, modelName, onClose, onChanged }: { modelI
       </label>
       {data?.link_sharing && (
         <div className="share-link">
-          <input readOnly value={link} aria-label="Link to this model" onFocus={(e) => e.target.select()} data-testid="share-link" />
+          <input readOnly value={link} aria-label={analysisId ? "Link to this analysis" : "Link to this model"} onFocus={(e) => e.target.select()} data-testid="share-link" />
           <button type="button" onClick={() => navigator.clipboard?.writeText(link).then(() => setCopied(true), () => setCopied(false))}>
             {copied ? "Copied" : "Copy"}
           </button>
