@@ -200,7 +200,7 @@ def _record(obj: Node | Value, names: tuple[str, ...]) -> dict[str, JSON]:
     out: dict[str, JSON] = {}
     for k in names:
         v = getattr(obj, k)
-        if v in ("", None, [], {}):
+        if v is None or (v in ("", [], {}) and k != "shape"):  # shape [] is a scalar's; None is rank unknown
             continue
         # location, weight, quant: small, rare records. The type test first: is_dataclass on each of a 50,000-node
         # graph's 800,000 fields was a third of writing its documents.

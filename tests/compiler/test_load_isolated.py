@@ -26,6 +26,26 @@ def test_control_flow_bodies_survive_the_round_trip(tmp_path: Path) -> None:
     assert any(n.parent for n in g.nodes)
 
 
+def test_a_scalar_input_stays_a_scalar(tmp_path: Path) -> None:
+    # A rank-0 input (a sample rate) read back from the sandbox was "rank unknown", and planning the inputs then
+    # refused the model: "input 'sr' (int64) declares no shape".
+    import onnx
+    from onnx import TensorProto, helper
+
+    from compiler.input_plan import plan_inputs
+
+    graph = helper.make_graph(
+        [helper.make_node("Cast", ["sr"], ["srf"], to=TensorProto.FLOAT), helper.make_node("Mul", ["x", "srf"], ["y"])],
+        "scalar_in", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8]),
+                      helper.make_tensor_value_info("sr", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    path = tmp_path / "scalar.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    g = load_isolated(path)
+    assert g.values["sr"].shape == [] and g.values["x"].shape == [1, 8]
+    assert plan_inputs(g)["sr"].shape == []
+
+
 def test_format_errors_come_back_as_such(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07" + b"\xff" * 100)
