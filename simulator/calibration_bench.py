@@ -316,6 +316,12 @@ CASES: tuple[Case, ...] = (
         ("Gelu", lambda p: _activation_chain("gelu", 262144, p)),
         ("HardSigmoid", lambda p: _chain("HardSigmoid", [1, 262144], p)),
         ("Tanh", lambda p: _chain("Tanh", [1, 262144], p)))),
+    # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT's kernel computes a power per element, ~100x
+    # LayerNormalization's time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the
+    # norm rate): its own rate, `norm.fp32.LRN`.
+    Case("lrn-64x28", "norm", lambda p: _chain("LRN", [1, 64, 28, 28], p, attrs={"size": 5, "alpha": 1e-4,
+                                                                                 "beta": 0.75, "bias": 1.0}),
+         (("fp32", "norm.fp32.LRN"),)),
     Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
 )

@@ -1,10 +1,15 @@
-"""Activations with kernels of their own: an op's calibrated rate (`elementwise.fp32.<op>`) before the kind's."""
+"""Ops with kernels of their own (activations, LRN): an op's calibrated rate (`elementwise.fp32.<op>`) before the
+kind's."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from compiler.graph import Node
+from simulator.calibration_bench import CASES, compile_for_host
+from simulator.calibration_fit import _fit_eff, _predict_ms
 from simulator.profiles import load_profile
 from simulator.roofline import efficiency
 from simulator.sweep import sweep
@@ -40,3 +45,19 @@ def test_an_ops_own_rate_comes_before_its_kinds() -> None:
     # The fused x * Sigmoid(x) at its own rate (4x the kind's here); Sigmoid keeps the kind's.
     assert own["sg"] == pytest.approx(kind_only["sg"])
     assert own["sw"] < 0.5 * kind_only["sw"]
+
+
+@pytest.mark.parametrize("name", ["quickgelu-1x262144", "gelu-1x262144", "hardsigmoid-1x262144", "tanh-1x262144",
+                                  "lrn-64x28"])
+def test_each_own_rate_case_fits_a_figure_its_tasks_read(name: str, tmp_path: Path) -> None:
+    # A case whose key its compiled tasks do not read (an op ORT renamed, a kind other than the key's) would fit
+    # nothing: the bisection would run to a bound while the prediction stayed put.
+    case = next(c for c in CASES if c.name == name)
+    g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
+    key = case.variants[0][1]
+    assert {n.op_type for n in g.nodes} == {key.rsplit(".", 1)[1]}
+    hw = load_profile("host-cpu")
+    pred = _predict_ms(g, hw, "fp32")
+    eff = _fit_eff(g, hw, "fp32", key, 3 * pred)
+    assert _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: eff}}}}), "fp32") == \
+        pytest.approx(3 * pred, rel=0.02)
