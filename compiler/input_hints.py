@@ -108,8 +108,10 @@ def _reshape_fix(message: str, plan: InputPlan) -> str:
 
 def hint(message: str, graph: Graph, plans: Mapping[str, InputPlan]) -> str:
     """One or two sentences to append to a run failure: the input most likely at fault and how to set it."""
-    node = _NODE.search(message)
-    order = suspects(graph, node.group(1) if node else None, plans)
+    # ORT names the If/Loop first, then the node inside its body that failed: walk back from the innermost one
+    # (a body's node reads the parent's values, so the walk reaches the inputs the branch really uses).
+    names = _NODE.findall(message)
+    order = suspects(graph, _known(graph, names), plans)
     if not order or order[0] not in plans:
         return ""
     first = plans[order[0]]
@@ -120,6 +122,12 @@ def hint(message: str, graph: Graph, plans: Mapping[str, InputPlan]) -> str:
     if others:
         text += " Other inputs on that path with defaults: " + ", ".join(f"'{n}'" for n in others[:4]) + "."
     return text
+
+
+def _known(graph: Graph, names: list[str]) -> str | None:
+    """The innermost of the nodes named that the graph has (names from a nested run can be unknown here)."""
+    ids = {n.id for n in graph.nodes} | {n.name for n in graph.nodes if n.name}
+    return next((n for n in reversed(names) if n in ids), None)
 
 
 def inputs_used(plans: Mapping[str, InputPlan]) -> str:

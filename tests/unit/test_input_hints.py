@@ -35,6 +35,18 @@ def test_failing_node_walks_back_to_the_defaulted_input() -> None:
     assert "1x3x224x224" not in msg and "'sr'" not in msg.split("Most likely")[1]
 
 
+def test_a_failure_inside_a_branch_walks_back_from_the_branch_node() -> None:
+    # ORT names the If first and the failing node of its branch after it; sr (a default value here) only steers
+    # the If, the branch's conv reads the 128-sample default audio: the hint names 'audio', not 'sr' again.
+    g = _vad_like()
+    g.nodes[3].parent = "if"  # the conv runs inside the If's branch
+    plans = plan_inputs(g)
+    msg = explain("ONNX Runtime could not run the model with these inputs: Non-zero status code returned while "
+                  "running If node. Name:'if' Status Message: Non-zero status code returned while running Conv "
+                  "node. Name:'stft' Status Message: Invalid input shape: {128}", g, plans)
+    assert "Most likely input: 'audio'" in msg, msg
+
+
 def test_examples_fit_rank_and_dtype() -> None:
     g = _vad_like()
     plans = plan_inputs(g)
