@@ -121,12 +121,10 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
             (*_npu_params("htp"), _cpu_int8(2.765e11),
              Param("htp", "kind_bandwidth_bytes_per_s", "elementwise", 1e9, 1e13, 3e11))),
     # LiteRT with the QNN delegate: AI Hub's TFLite jobs on the same phones. Every published TFLite job runs all its
-    # layers on the NPU (aihub.csv), so the HTP's figures only. Not refitted yet: each architecture's TFLite file
-    # (litert-torch) took 6-19 minutes to convert on this shared 2-core host, and too few were built to fit and
-    # cross-validate by family; the profile's figures (the ORT QNN EP's fit on the same chip) are evaluated as they
-    # are, and the label shows their error on the validation models (never fitted on, on any runtime).
-    FitSpec("litert-qnn/snapdragon-8g3", "snapdragon-8g3", ("tflite",), _npu_params("htp"), refit=False),
-    FitSpec("litert-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("tflite",), _npu_params("htp"), refit=False),
+    # layers on the NPU (aihub.csv), so the HTP's figures only, fitted to the TFLite rows of every architecture whose
+    # TFLite file is built (litert-torch; 1-3 min each on the 2026-12-03 host, 6-19 on the one before).
+    FitSpec("litert-qnn/snapdragon-8g3", "snapdragon-8g3", ("tflite",), _npu_params("htp")),
+    FitSpec("litert-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("tflite",), _npu_params("htp")),
     # Public A17 Pro data besides the validation models: one family (MobileViTv2: fp16, w8, w8a8). The A16's
     # (iPhone 14 Pro) fp16 and weight-compressed rows of the same coremltools tables stand in for the A17 Pro's:
     # the same 16-core ANE at fp16 (the tables' fp16 / weight-only columns of MobileViTv2 agree within 1-4%:
