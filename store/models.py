@@ -253,6 +253,8 @@ class Export(Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     model_id: Mapped[str] = mapped_column(ForeignKey("models.id", ondelete="CASCADE"), index=True)
     requested_by: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    # the saved analysis it was exported from (listed on it); null for an unsaved state or a deleted analysis
+    analysis_id: Mapped[str | None] = mapped_column(ForeignKey("analyses.id", ondelete="SET NULL"), nullable=True)
     state: Mapped[dict[str, Any]] = mapped_column(default=dict)  # target, model_wide, overrides
     status: Mapped[str] = mapped_column(String(16), default="queued")  # queued|running|ready|failed
     error: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from store import keys
 from store.db import session_scope
-from store.models import Export
+from store.models import Analysis, Export
 from worker.celery_app import enqueue_export
 
 from ..access import model_for
@@ -26,7 +26,7 @@ bp = Blueprint("exports", __name__, url_prefix="/api/models/<model_id>/exports")
 
 
 def export_json(e: Export) -> dict[str, Any]:
-    return {"id": e.id, "model_id": e.model_id, "state": e.state, "status": e.status, "error": e.error,
+    return {"id": e.id, "model_id": e.model_id, "analysis_id": e.analysis_id, "state": e.state, "status": e.status, "error": e.error,
             "filename": e.filename, "size_bytes": e.size_bytes, "predicted": e.predicted, "measured": e.measured,
             "notes": e.notes, "created_at": iso(e.created_at), "finished_at": iso(e.finished_at),
             "download_url": f"/api/models/{e.model_id}/exports/{e.id}/download" if e.status == "ready" else None}
@@ -62,7 +62,12 @@ def create_export(model_id: str) -> ResponseReturnValue:
         why = _not_exportable(s, m.id, state)
         if why:
             raise ApiError(400, "no_export", why)
-        e = Export(model_id=m.id, requested_by=user.id, state=state)  # type: ignore[union-attr]
+        analysis_id = data.get("analysis_id")
+        if analysis_id is not None:  # the saved analysis it is exported from: one of this model's
+            a = s.get(Analysis, analysis_id) if isinstance(analysis_id, str) else None
+            if a is None or a.model_id != m.id:
+                raise ApiError(400, "bad_analysis", "analysis_id is not a saved analysis of this model.")
+        e = Export(model_id=m.id, requested_by=user.id, analysis_id=analysis_id, state=state)  # type: ignore[union-attr]
         s.add(e)
         s.flush()
         export_id = e.id

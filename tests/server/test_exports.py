@@ -196,3 +196,24 @@ def test_export_refuses_an_onnx_option_the_table_marks(live_server, tiny: dict) 
     assert r.status_code == 202, r.text
     e = _wait_export(live_server, m["id"], r.json()["id"])
     assert e["status"] == "ready", e["error"]
+
+
+def test_export_is_stored_with_the_analysis_it_was_made_from(live_server, tiny: dict) -> None:  # type: ignore[no-untyped-def]
+    # The UI sends the open analysis's id; the export was listed as "unsaved state" because the id was dropped.
+    mid = tiny["id"]
+    state = {"target": "ort-cpu/host", "model_wide": "fp16", "overrides": {}}
+    r = live_server.http.post(f"{live_server.url}/api/models/{mid}/analyses", json={"name": "fp16 all", "state": state},
+                              timeout=30)
+    assert r.status_code == 201, r.text
+    aid = r.json()["id"]
+    bad = live_server.http.post(f"{live_server.url}/api/models/{mid}/exports",
+                                json={"state": state, "analysis_id": "nosuchanalysis"}, timeout=30)
+    assert bad.status_code == 400 and bad.json()["error"] == "analysis_id is not a saved analysis of this model."
+    r = live_server.http.post(f"{live_server.url}/api/models/{mid}/exports", json={"state": state, "analysis_id": aid},
+                              timeout=30)
+    assert r.status_code == 202, r.text
+    assert r.json()["analysis_id"] == aid
+    e = _wait_export(live_server, mid, r.json()["id"])
+    assert e["status"] == "ready", e["error"]
+    listed = {x["id"]: x for x in live_server.get(f"/api/models/{mid}/exports").json()["exports"]}
+    assert listed[e["id"]]["analysis_id"] == aid
