@@ -36,5 +36,7 @@ def label_text(label: Mapping[str, Any]) -> str:
         tail = ", error unknown (no published measurements of this target to check it against)"
     if scaled:
         tail += f", per-op figures scaled to the measured total ({label.get('measured_runtime') or 'measured here'})"
+    if label.get("baseline_cpu_time"):
+        tail += ", fp32 baseline from the measured CPU time (the machine was busy: its wall time waited for the CPU)"
     cal = "calibrated" if label.get("calibrated") else "uncalibrated"
     return f"predicted: profile {label['profile']} ({cal}){tail}"

@@ -32,7 +32,7 @@ from simulator.file_bytes import (
 )
 from simulator.onnx_file import ExportRecords
 from simulator.shapes import fill_shapes
-from simulator.measured import measured_ms, total_scale, unexplained_ms
+from simulator.measured import measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.labels import label_text
 from simulator.published import heldout
@@ -414,6 +414,8 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
     }
     if scale is not None:
         label["scale"] = scale
+    if measured.any() and profile is not None and own_whole_ms(profile) != profile.latency_ms:
+        label["baseline_cpu_time"] = True
     label["text"] = label_text(label)
     return label
 

@@ -262,3 +262,23 @@ def test_weights_beyond_the_cache_share_do_not_overlap() -> None:
                                    - 1 / (hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency)) * 1e3
     assert lat(fp32_bytes / 4, "fp32", fp32_bytes / 2) == pytest.approx(beyond + from_memory_ms, rel=1e-3)
     assert lat(fp32_bytes, "fp32", 2 * fp32_bytes) == pytest.approx(fits, rel=1e-3)  # weights + bias ~ the share
+
+
+def test_a_busy_round_sets_the_tasks_against_the_models_cpu_time() -> None:
+    """When the process had the CPU for too little of the timed round (other load), the whole model's own time is
+    its CPU time: the wall time's wait for the CPU becomes no per-inference term that every option would carry."""
+    g = conv_chain()
+    tasks = {nd.id: TaskTiming(0.1, 0.09, 0.11, 10) for nd in g.nodes}
+
+    def run(noise: dict) -> object:
+        prof = Profile(target=HOST, runtime="onnxruntime test", device="cpu", threads=1, runs=10, warmup=1,
+                       latency_ms=2.0, latency_p90_ms=2.2, peak_memory_bytes=0, input_shapes={}, tasks=tasks,
+                       noise=noise)
+        return sweep(g, HOST, prof)
+
+    quiet = run({"cpu_share": 0.97, "cpu_latency_ms": 1.9})
+    busy = run({"cpu_share": 0.5, "cpu_latency_ms": 1.0})
+    assert quiet.bulk["base"]["latency_ms"] == pytest.approx(2.0, rel=1e-9)  # wall time: the quiet round's
+    assert busy.bulk["base"]["latency_ms"] == pytest.approx(1.0, rel=1e-9)
+    assert busy.bulk["constants"]["per_inference_ms"] < quiet.bulk["constants"]["per_inference_ms"] - 0.8
+    assert "CPU time" in busy.bulk["label"]["text"] and "CPU time" not in quiet.bulk["label"]["text"]
