@@ -8,6 +8,7 @@ Real exports break those tools in ways our own test models do not (issue 14): re
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import onnx
@@ -65,8 +66,31 @@ def quant_ready(src: Path, out: Path) -> Path:
     the file goes on without it: the quantizers infer what they need themselves."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
+    started = time.time()
     try:
         quant_pre_process(os.fspath(src), os.fspath(out), skip_optimization=True)
     except Exception:  # noqa: BLE001 - optional help, see docstring
+        _remove_partial_model(started)
         return src
     return out
+
+
+# Where ORT's symbolic shape inference saves the model it could not finish (weights as external data) before it
+# raises: the working directory, which for `edgescope serve` and `edgescope optimize` is the user's.
+_PARTIAL = "sym_shape_infer_temp.onnx"
+
+
+def _remove_partial_model(since: float) -> None:
+    """Remove the copy ORT left in the working directory (written after `since`: never a file of the user's)."""
+    p = Path(_PARTIAL)
+    try:
+        if p.stat().st_mtime < since - 1:
+            return
+        m = onnx.load(os.fspath(p), load_external_data=False)
+        for t in m.graph.initializer:
+            for e in t.external_data:
+                if e.key == "location" and Path(e.value).name == e.value:  # beside it, by ORT's uuid name
+                    (p.parent / e.value).unlink(missing_ok=True)
+        p.unlink(missing_ok=True)
+    except Exception:  # noqa: BLE001 - gone already (another export's cleanup), or not ORT's: leave it
+        pass

@@ -105,3 +105,28 @@ def test_calibration_inputs_take_each_inputs_dtype_and_value(tmp_path: Path) -> 
     onnx.save(m, str(p))
     res = export_onnx(p, tmp_path / "s.onnx", "int8-static", input_values={"sr": 16000})
     assert "DequantizeLinear" in {n.op_type for n in onnx.load(str(res.path)).graph.node}
+
+
+def test_quant_ready_leaves_no_partial_model_in_the_working_directory(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # ORT's symbolic shape inference cannot finish on an op it does not know: it saved the model and its weights
+    # (sym_shape_infer_temp.onnx + <uuid>.data) into the server's or the user's working directory, once per export.
+    import numpy as np
+    from onnx import numpy_helper
+
+    from compiler.optimize.onnx_prepare import quant_ready
+
+    w = numpy_helper.from_array(np.ones((32, 32), np.float32), "w")  # 4 KB: saved as external data
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["h"]),
+                           helper.make_node("Foo", ["h"], ["y"], domain="my.domain")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+    src = tmp_path / "models" / "custom.onnx"
+    src.parent.mkdir()
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("my.domain", 1)]),
+              str(src))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "mine.txt").write_text("the user's")
+    monkeypatch.chdir(cwd)
+    assert quant_ready(src, tmp_path / "ready.onnx") == src  # the inference failed: the file goes on as it was
+    assert sorted(p.name for p in cwd.iterdir()) == ["mine.txt"]
