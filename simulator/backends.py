@@ -564,10 +564,13 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
         if p is not None:
             return p
     for alt in _fallbacks(combo, target.float_format):
-        for ui, unit in units:
-            p = _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)
-            if p is not None:
-                p = dataclasses.replace(p, supported=False, note=f"{combo.name} not supported here; runs as {alt.name}"
-                                        + (f"; {p.note}" if p.note else ""))
-                return _int8_lost_fusion(target, op_type, kind, combo, p)
+        # the fallback runs as its combo chosen itself would (fp16 on ORT CPU: behind its Casts)
+        p = _ort_fp16(target, profile, op_type, kind, alt, has_kernel, fused, shared_cast, plain_norm)
+        if p is None:
+            p = next((q for ui, unit in units
+                      if (q := _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)) is not None), None)
+        if p is not None:
+            p = dataclasses.replace(p, supported=False, note=f"{combo.name} not supported here; runs as {alt.name}"
+                                    + (f"; {p.note}" if p.note else ""))
+            return _int8_lost_fusion(target, op_type, kind, combo, p)
     raise AssertionError(f"no unit of {profile.name} runs {op_type}")  # profiles end with a catch-all CPU

@@ -357,3 +357,14 @@ def test_dynamic_int8_convs_pay_their_im2col_per_row() -> None:
     lo, hi = lat(0.0), lat(1e-8)
     assert hi[0] - lo[0] == pytest.approx(1e-8 * dw.im2col_rows * 1e3)  # int8-dynamic depthwise: per row
     assert hi[1] == lo[1] and hi[2] == lo[2] and hi[3] == lo[3]  # fp32, and the 1x1 conv: no expansion
+
+
+@pytest.mark.parametrize("shared_cast", [False, True])
+def test_a_fallback_runs_as_its_combo_chosen_itself(shared_cast: bool) -> None:
+    """An fp16 combo with int4 weights, which no ORT CPU conv kernel runs, falls back to fp16/fp16/fp32/0 and costs
+    what that combo costs when chosen: fp32 between its Casts (it was an fp16 kernel at the fp32 rate, so the per-op
+    dialog's "runs as" showed another time than its target combo)."""
+    asked = plan(HOST, HW, "Conv", "conv", Combo("fp16", "fp16", "int4", 0), True, False, shared_cast=shared_cast)
+    itself = plan(HOST, HW, "Conv", "conv", Combo("fp16", "fp16", "fp32", 0), True, False, shared_cast=shared_cast)
+    assert not asked.supported and "runs as fp16/fp16/fp32/0" in asked.note
+    assert dataclasses.replace(asked, supported=True, note=itself.note) == itself
