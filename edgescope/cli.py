@@ -41,6 +41,12 @@ def _ensure_schema(settings: Settings) -> None:
 @click.group()
 def main() -> None:
     """Edgescope: profile ML models op by op and predict what compression does on device."""
+    import logging
+
+    # One-shot commands print their own results: the libraries' advice (ORT's quantizers log a warning per
+    # LayerNorm weight, coremltools one per missing macOS framework) is noise there. `serve` and `worker`
+    # configure logging for themselves, which sets the root level again.
+    logging.getLogger().setLevel(logging.ERROR)
 
 
 def _keep_conversions(settings: Settings) -> None:

@@ -151,3 +151,25 @@ def test_optimize_litert_with_ai_edge_quantizer(calibration_dir: Path, tmp_path:
     bad = _cli("optimize", "block.tflite", "--target", "litert-cpu/host", "--model-wide", "prune-50",
                "--out", "x.tflite", calibration_dir=calibration_dir, cwd=tmp_path)
     assert bad.returncode == 1 and "Supported: fp32, fp16, int8-dynamic" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_one_shot_commands_do_not_print_the_libraries_warnings(monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    # `edgescope optimize` of a transformer printed one "WARNING:root:Axis 1 is out-of-range for weight ..." per
+    # LayerNorm weight (ORT's quantizer), `analyze` of a .pt2 six "Failed to load _MLModelProxy" (coremltools).
+    import logging
+
+    from click.testing import CliRunner
+
+    from edgescope.cli import main
+
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", root.level)  # restored after the test
+    monkeypatch.setattr(root, "handlers", [])  # as in a fresh `edgescope` process: logging's last resort prints
+    r = CliRunner().invoke(main, ["options", "--json"])
+    assert r.exit_code == 0, r.output
+    logging.warning("Axis 1 is out-of-range for weight 'norm.weight' with rank 1")  # as ORT's quantizer logs it
+    logging.getLogger("coremltools").warning("Failed to load _MLModelProxy")
+    logging.getLogger("edgescope.test").error("an error still shows")
+    err = capsys.readouterr().err
+    assert "out-of-range" not in err and "_MLModelProxy" not in err
+    assert "an error still shows" in err
