@@ -53,3 +53,19 @@ def test_option_table_marks_what_the_litert_exporter_refuses() -> None:
     assert conv["int8/int8/int8/0"] and conv["fp32/fp32/int4/0"] and not conv["fp32/fp32/lut4/0"]
     assert not conv["fp32/fp32/int8/50"] and not conv["fp32/int8/int8/0"]
     assert per_task[1].tolist().count(True) == 9 - 4
+
+
+def test_call_once_is_no_work_per_inference() -> None:
+    # TFLite's CALL_ONCE runs its init subgraph on the first invoke only (microWakeWord's state): it was a task of no
+    # work that the corpus counted as silently zero once its share of the run passed 5 us.
+    from compiler.graph import Node
+    from simulator.costs import FOLDED
+    from simulator.tflite_ops import tflite_works
+    from tests.simulator.helpers import act, graph
+
+    g = graph([Node("init", "init", "CALL_ONCE", inputs=[], outputs=[]),
+               Node("relu", "relu", "RELU", inputs=["x"], outputs=["y"])],
+              [act("x", [1, 16]), act("y", [1, 16])], ["x"], ["y"])
+    works, folded, _ = tflite_works(g)
+    assert works[0] is FOLDED and "init" in folded
+    assert works[1] is not FOLDED and works[1].out_elements == 16
