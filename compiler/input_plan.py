@@ -7,8 +7,9 @@ from the graph itself, and the same dim name gets the same size in every input:
   (single-inference latency);
 - image: a 4-D float input with a fixed channel axis of 1 to 4 (NCHW or NHWC): height and width 224, or the size
   the model's metadata gives (`image_size`, `input_size`, `img_size`, `resolution`: `640` or `640x480`);
-- audio: a waveform input (named audio, wav, waveform, pcm, speech, samples, input_values): 16000 samples (1 s at
-  16 kHz);
+- audio: a waveform input (named audio, wav, waveform, pcm, speech, samples, input_values, or any float
+  [samples], [batch, samples] or [batch, 1, samples] input beside one named like a sample rate): 16000 samples
+  (1 s at 16 kHz);
 - sequence: any other symbolic dim of token ids or features: 128 (a common sequence length);
 - anything else: 16.
 
@@ -171,11 +172,21 @@ def _role(name: str, g: Graph) -> str:
         return "image"
     if dtype in _FLOAT and _AUDIO.search(name) and shape is not None and len(shape) <= 3:
         return "audio"
+    if dtype in _FLOAT and _waveform_shape(shape) and any(_RATE.match(i) for i in g.inputs):
+        return "audio"  # beside a sample-rate input, a float signal of samples is the waveform, whatever its name
     if integer and _gather_tables(name, g):
         return "ids"
     if shape is not None and any(isinstance(d, str) for d in shape[1:]):
         return "sequence"
     return "tensor"
+
+
+def _waveform_shape(shape: list[Dim] | None) -> bool:
+    """[samples], [batch, samples] or [batch, 1, samples] with the samples axis symbolic (not [batch, T, 80] frames
+    of features)."""
+    if shape is None or not 1 <= len(shape) <= 3 or not isinstance(shape[-1], str):
+        return False
+    return len(shape) < 3 or shape[1] == 1
 
 
 def _channels(d: Dim) -> bool:

@@ -81,6 +81,20 @@ def test_parameters_audio_and_sequences() -> None:
     assert plans["feats"].shape == [1, SEQ_DEFAULT, 80] and plans["feats"].role == "sequence"
 
 
+def test_a_signal_beside_a_sample_rate_is_audio_whatever_its_name() -> None:
+    """A voice-activity model's `input` [batch, samples] beside `sr`: one second of samples, not a 128-long sequence
+    (shorter than its first convolution's window); frames of features and fixed-size state stay what they were."""
+    g = graph({"input": (["batch", "N"], "float32"), "sr": ([], "int64"), "state": ([2, "batch", 128], "float32"),
+               "frames": (["batch", "T", 80], "float32")},
+              [Node("r", "r", "Relu", inputs=["input"], outputs=["y"])])
+    plans = plan_inputs(g)
+    assert plans["input"].shape == [1, AUDIO_DEFAULT] and plans["input"].role == "audio"
+    assert plans["state"].shape == [2, 1, 128] and plans["frames"].shape == [1, SEQ_DEFAULT, 80]
+    without_rate = graph({"input": (["batch", "N"], "float32")}, [Node("r", "r", "Relu", inputs=["input"],
+                                                                        outputs=["y"])])
+    assert plan_inputs(without_rate)["input"].shape == [1, SEQ_DEFAULT]
+
+
 def test_user_shapes_pin_shared_dims_and_are_checked() -> None:
     g = graph({"input_ids": (["batch", "seq"], "int64"), "mask": (["batch", "seq"], "bool")})
     assert concrete_shapes(plan_inputs(g, {"input_ids": [2, 7]})) == {"input_ids": [2, 7], "mask": [2, 7]}
