@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.graph import Graph
 from compiler.vocabulary.options import OptionError
-from compiler.vocabulary.targets import get_target
+from compiler.vocabulary.targets import get_target, targets_for_format
 
 if TYPE_CHECKING:
     from compiler.optimize.onnx_export import ExportResult
@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 EXTENSIONS = {"onnx": ".onnx", "coreml": ".mlpackage.zip", "tflite": ".tflite"}
 # Upload formats each exporter starts from (Core ML: coremltools converts from torch, not from ONNX).
 SOURCES = {"onnx": ("onnx", "pt2"), "coreml": ("coreml", "pt2"), "tflite": ("tflite", "pt2")}
+_FORMAT_NAMES = {"onnx": "an ONNX model", "pt2": "a PyTorch .pt2", "coreml": "a Core ML model",
+                 "tflite": "a .tflite model"}
 # What runs the file, for "does not run on this server" labels.
 RUNTIMES = {"onnx": "this ONNX Runtime execution provider", "coreml": "Core ML", "tflite": "LiteRT on this device"}
 
@@ -38,9 +40,12 @@ def exporter(target: str, model_format: str) -> str:
     if kind not in EXTENSIONS:
         raise OptionError(f"no exporter for {target}; exports are built for ONNX Runtime, Core ML and LiteRT targets")
     if model_format not in SOURCES[kind]:
-        raise OptionError(f"{target} exports start from a {' or '.join(SOURCES[kind])} model; this one is "
-                          f"{model_format}" + (" (coremltools converts from PyTorch, not from ONNX)"
-                                               if kind == "coreml" else ""))
+        can = [t for t in targets_for_format(model_format)
+               if get_target(t).export in SOURCES and model_format in SOURCES[get_target(t).export]]
+        raise OptionError(f"{target} exports start from {' or '.join(_FORMAT_NAMES[f] for f in SOURCES[kind])}; "
+                          f"this one is {_FORMAT_NAMES.get(model_format, model_format)}"
+                          + (" (coremltools converts from PyTorch, not from ONNX)" if kind == "coreml" else "")
+                          + f"; its targets with exports: {', '.join(can) or 'none'}")
     return kind
 
 

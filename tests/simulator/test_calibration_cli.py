@@ -185,7 +185,8 @@ def test_optimize_model_as_the_worker_calls_it(cli: tuple[CliRunner, Path, Path]
     assert res["predicted"]["label"].startswith("predicted: profile host-cpu") and res["predicted"]["latency_ms"] > 0
     assert isinstance(res["notes"], list)
     # Refused before predicting; Core ML exports start from an ML Program or a .pt2: the message names both.
-    with pytest.raises(OptionError, match=r"start from a coreml or pt2 model; this one is onnx"):
+    with pytest.raises(OptionError, match=r"start from a Core ML model or a PyTorch \.pt2; this one is an ONNX "
+                                          r"model.*its targets with exports: ort-cpu/host"):
         optimize_model(model, tmp_path / "c.onnx", "coreml/apple-a17", "fp16", {}, tmp_path, None)
 
 
