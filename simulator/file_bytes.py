@@ -17,7 +17,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.costs import WEIGHTED_KINDS, Work, base_kind
+from simulator.costs import WEIGHTED_KINDS, Work, base_kind, fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
 from simulator.roofline import Path
 
@@ -43,7 +43,7 @@ class Stored:
 def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], folded: frozenset[str],
            records: ExportRecords | None) -> Stored:
     """What each task of `compiled` stores in `t`'s file (`records`: the ONNX exporter's, see export_records_for)."""
-    k_store, aux_store = _stored_elements(works)
+    k_store, aux_store = _stored_elements(works, _computed_at_run_time(source) if records is not None else frozenset())
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
     if records is not None:
@@ -185,9 +185,21 @@ def _conv_biases(compiled: Graph, source: Graph | None) -> np.ndarray:
 
 
 
-def _stored_elements(works: list[Work]) -> tuple[np.ndarray, np.ndarray]:
-    """(kernel, aux) elements each task stores: a weight read by several tasks is stored once, by the first."""
-    seen: set[str] = set()
+def _computed_at_run_time(source: Graph | None) -> frozenset[str]:
+    """Values the source computes from its inputs' shapes at run time (Shape -> Range -> ... a detector's anchor
+    grid): the compiled graph, optimized at fixed input shapes, holds them as constants, but the ONNX exporter
+    writes the source's graph, which stores none of them (nudenet 320n at 640x640: 2 x 8400 anchors + 8400 strides,
+    0.1 MB of a 3.2 MB int8-dynamic file)."""
+    if source is None:
+        return frozenset()
+    view, _ = fold_constants(source)
+    return frozenset(n for n, v in view.values.items() if v.weight is None)
+
+
+def _stored_elements(works: list[Work], not_stored: frozenset[str] = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """(kernel, aux) elements each task stores: a weight read by several tasks is stored once, by the first;
+    none of the aux values in `not_stored`."""
+    seen: set[str] = set(not_stored)
     k_store = np.empty(len(works))
     aux_store = np.empty(len(works))
     for i, w in enumerate(works):
