@@ -198,16 +198,14 @@ def _activation_chain(form: str, n: int, path: Path) -> Path:
                  [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, n])], inits, path)
 
 
-def _reduce_l2(shape: list[int], path: Path) -> Path:
-    """R ReduceL2 over the spatial axes of one NCHW input, side by side (a reduction does not chain): ConvNeXt-V2's
-    global response norm."""
+def _side_by_side(op: str, shape: list[int], out: list[int], path: Path, **attrs: Any) -> Path:
+    """R `op`s of one input side by side: a reduction does not chain, and ORT's transpose optimizer cancels a chain
+    of transposes."""
     from onnx import TensorProto, helper
 
-    nodes = [helper.make_node("ReduceL2", ["v0"], [f"y{i}"], name=f"rl2_{i}", axes=[2, 3], keepdims=1)
-             for i in range(R)]
+    nodes = [helper.make_node(op, ["v0"], [f"y{i}"], name=f"{op}_{i}", **attrs) for i in range(R)]
     return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [*shape[:2], 1, 1]) for i in range(R)],
-                 [], path)
+                 [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, out) for i in range(R)], [], path)
 
 
 REUSE_CONVS = (2, 8, 24, 72)  # run lengths of the reuse cases: ~0.1 ms of arithmetic per conv at a nominal peak
@@ -336,9 +334,14 @@ CASES: tuple[Case, ...] = (
          (("fp32", "norm.fp32.LRN"),)),
     # ReduceL2 (ConvNeXt-V2's global response norm): ORT's kernel takes 1.9 ns per element over a 56x56 map's two
     # innermost axes, 7x the reduce rate's prediction (ConvNeXt-V2-Atto's 24 ReduceL2 profiled 1.05 ms, predicted 0.16).
-    Case("reducel2-40x56", "reduce", lambda p: _reduce_l2([1, 40, 56, 56], p), (("fp32", "reduce.fp32.ReduceL2"),)),
+    Case("reducel2-40x56", "reduce", lambda p: _side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
+                                                              keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
     Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
+    # A Transpose ORT walks element by element (costs._walks): XCiT's q/k/v split, 2.25 ns per element against 0.15 for
+    # the blocked kernels the layout rate is fitted on (XCiT-Nano's 36 profiled 2.1 ms, predicted 0.07).
+    Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
+                                                                   p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),
 )
 
 

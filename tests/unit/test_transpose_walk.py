@@ -1,0 +1,74 @@
+"""Transposes ORT walks element by element (kind `walk`, its own calibrated rate) against the blocked ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.graph import Node
+from simulator.calibration_bench import CASES, compile_for_host
+from simulator.calibration_fit import _fit_eff, _predict_ms
+from simulator.costs import kind_of
+from simulator.profiles import load_profile
+from simulator.sweep import sweep
+from tests.simulator.helpers import act, graph
+
+
+def _transpose(shape: list[int], perm: list[int]):  # type: ignore[no-untyped-def]
+    out = [shape[p] for p in perm]
+    return graph([Node("t", "t", "Transpose", inputs=["x"], outputs=["y"], attributes={"perm": perm})],
+                 [act("x", shape), act("y", out)], ["x"], ["y"])
+
+
+# (shape, perm, walked): each timed as a single-op model on this host (ORT 1.32, CPU time per element walked 2.2-2.6 ns,
+# blocked 0.10-0.22 ns): size-1 axes are not dropped, axes that stay side by side merge.
+PERMS = [
+    ([1, 196, 1, 4, 32], [2, 0, 3, 4, 1], True),  # XCiT's q/k/v: 2.25 ns
+    ([1, 196, 1, 4, 32], [0, 2, 3, 4, 1], False),  # one axis moved inwards after merging: 0.15
+    ([1, 196, 4, 32], [0, 2, 3, 1], False),
+    ([1, 196, 1, 128], [0, 3, 2, 1], True),  # the same data movement as [2, 3, 0, 1], which merges to a 2-D transpose
+    ([1, 196, 1, 128], [2, 3, 0, 1], False),
+    ([4, 8, 16, 32], [1, 0, 3, 2], True),
+    ([8, 32, 64], [2, 1, 0], True),
+    ([1, 196, 3, 4, 32], [2, 0, 3, 1, 4], False),  # innermost axis in place: blocks copied
+    ([8, 16, 32, 4], [0, 3, 1, 2], False),
+    ([8, 16, 32, 4], [1, 3, 0, 2], True),
+    ([196, 128], [1, 0], False),
+]
+
+
+@pytest.mark.parametrize(("shape", "perm", "walked"), PERMS)
+def test_which_transposes_ort_walks(shape: list[int], perm: list[int], walked: bool) -> None:
+    g = _transpose(shape, perm)
+    assert kind_of(g.nodes[0], g) == ("walk" if walked else "layout")
+
+
+def _ms(g, hw) -> float:  # type: ignore[no-untyped-def]
+    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
+    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+    return float(r.bulk["metrics"]["latency_ms"][0][j])
+
+
+def test_a_walked_transpose_takes_its_own_rate_and_falls_back_to_layouts() -> None:
+    base = load_profile("host-cpu")
+    lay = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
+    own = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2, "walk.fp32": 0.02}}}})
+    walked, blocked = _transpose([16, 196, 1, 4, 32], [2, 0, 3, 4, 1]), _transpose([16, 196, 1, 4, 32], [0, 2, 3, 4, 1])
+    # Uncalibrated, a walked transpose costs as any other layout task; with its figure (10x slower per element moved;
+    # the bytes it reads and writes are the same), several times slower.
+    assert _ms(walked, lay) == pytest.approx(_ms(blocked, lay))
+    assert _ms(blocked, own) == pytest.approx(_ms(blocked, lay))
+    assert _ms(walked, own) > 3 * _ms(walked, lay)
+
+
+def test_the_walk_case_fits_a_figure_its_tasks_read(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "transpose-walk-196x128")
+    g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
+    assert {kind_of(n, g) for n in g.nodes} == {"walk"} and len(g.nodes) == 8
+    hw = load_profile("host-cpu")
+    key = case.variants[0][1]
+    pred = _predict_ms(g, hw, "fp32")
+    eff = _fit_eff(g, hw, "fp32", key, 3 * pred)
+    assert _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: eff}}}}), "fp32") == \
+        pytest.approx(3 * pred, rel=0.02)
