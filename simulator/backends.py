@@ -555,8 +555,9 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
             return apply_facts(p, profile, combo, facts)
         return litert_fact_path(p, facts, profile.units[p.unit])
     place_op = PLACEMENT_OP.get(op_type, op_type)
-    # A quantized weighted op a unit refuses (`quantized_ops_except`) goes to the next unit under every combo.
-    quantized = has_kernel and ("int8" in (combo.input, combo.output) or combo.kernel in ("int8", "int4"))
+    # An op with quantized weights a unit refuses (`quantized_ops_except`) goes to the next unit under every combo
+    # (the EP hands its QDQ node to the CPU EP); a float-weight op between int8 activations is a float op there.
+    quantized = has_kernel and combo.kernel in ("int8", "int4")
     units = [(ui, u) for ui, u in enumerate(profile.units)
              if u.runs(place_op) and not (quantized and place_op in u.quantized_ops_except)]
     for ui, unit in units:

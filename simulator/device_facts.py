@@ -47,6 +47,16 @@ from simulator.roofline import Path
 #   qnn_node_group/gelu_fusion.cc @0bd81b3, both orders of the Muls): one pass over the tensor, the Erf's, where the
 #   five tasks cost five. AI Hub's ORT ConvNeXt-T job counts 198 layers, fewer than its 18 blocks take with five per
 #   GELU. Not on LiteRT (its GELU is one op already).
+# What the QNN EP refuses (`quantized_ops_except`) is a MatMul with quantized weights: AI Hub's w8a8 ViT / BEiT jobs
+# put their Linear layers on the CPU (constant int8 weights) and their attention MatMuls (int8 activations on both
+# inputs, no weight) on the HTP (simulator/published/aihub.csv layer counts). So an op with float weights between
+# int8 activations is a float node between DequantizeLinear and QuantizeLinear, not a QDQ node unit, and where the
+# HTP has no int8 path for that combo it runs there as a float op at fp16: the EP takes float nodes on the HTP at
+# fp16 by default, a QDQ model's too (repo microsoft/onnxruntime, pull request #19863 "Enable float32 model with FP16
+# precision for QNN HTP backend", merged 2024-03, which "slows down the perf for quantized model"; before it,
+# "Non-QDQ Conv operators are not supported on HTP or DSP backends", issue #18351). Refused as quantized before, such
+# a MatMul fell back to fp16 on the CPU at 10x the HTP's time (simulator.backends.plan). A refused op with quantized
+# weights stays on the CPU EP in any form: the whole QDQ node unit is the EP's unit of assignment.
 QNN_FACT_BACKENDS = frozenset({"ort-qnn", "litert-qnn"})
 _QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
 _QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})

@@ -52,6 +52,19 @@ def test_the_refused_unit_takes_no_fallback_either() -> None:
     assert hw.units[plan(t, hw, "MatMul", "matmul", Combo("int8", "int8", "-", 0), False, False).unit].name == "htp"
 
 
+@pytest.mark.parametrize("target", QNN)
+def test_a_float_weight_op_between_int8_activations_falls_back_on_the_htp(target: str) -> None:
+    """The EP refuses MatMuls with quantized weights; with float weights the op is a float node between the QDQ
+    activations, which it runs on the HTP at fp16: the fallback costs what fp16/fp16/fp32 chosen itself does."""
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    fb = plan(t, hw, "MatMul", "matmul", Combo("int8", "int8", "fp32", 0), True, False)
+    own = plan(t, hw, "MatMul", "matmul", Combo("fp16", "fp16", "fp32", 0), True, False)
+    assert not fb.supported and fb.resolved == own.resolved and hw.units[fb.unit].name == "htp" == hw.units[own.unit].name
+    int4 = plan(t, hw, "MatMul", "matmul", Combo("int8", "int8", "int4", 0), True, False)
+    assert hw.units[int4.unit].name == "cpu"  # quantized weights: the whole QDQ node stays with the CPU EP
+
+
 def test_quantized_ops_except_needs_its_source() -> None:
     data = yaml.safe_load((HARDWARE_DIR / "snapdragon-8g3.yaml").read_text())
     assert parse_profile(copy.deepcopy(data)).units[0].quantized_ops_except == frozenset({"MatMul"})
