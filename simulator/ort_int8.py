@@ -55,6 +55,59 @@ ORT_INT8_QGEMM = "ort_int8_qgemm"
 QGEMM_RATE_KIND = "convgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
 
+# A Concat between Q/DQ pairs runs as QLinearConcat (ORT 1.32 contrib_ops/cpu/quantization/qlinear_concat.cc): every
+# input whose scale or zero point differs from the output's (the usual case: each input has its own range) goes
+# through a 256-entry requantization table, one lookup per element, not a block copy. Profiled in this host's int8
+# files (wall, load 7, 2026-12-03): ShuffleNet v2's 16 QLinearConcats 0.19 ms (0.15 ns per element), GhostNet's 32
+# 0.58 ms (0.17-0.26), predicted 0.022 and 0.071 at the layout rate. Priced per element at the int8 element-wise
+# rate (`elementwise.int8`, calibrated on QLinearAdd chains: 0.11 ns per element here, the same requantization).
+ORT_INT8_CONCAT = "ort_int8_concat"
+# An NCHWc reorder of the fp32 graph: under static int8 ORT's NHWC layout pass puts a Transpose at the same boundary
+# and its transpose optimizer pushes it through the plain-layout ops beyond (Concat, Slice, Add, Mul, pools: GhostNet's
+# 109 reorders leave no Transpose in its int8 file), but not through a reshape: where the plain-layout region beyond
+# the reorder holds a Reshape, Flatten or Transpose the uint8 Transpose stays (ShuffleNet v2's channel shuffles: 31
+# layout Transposes, ~3-4 us each at 28x28-7x7, plus the input's).
+ORT_INT8_REORDER = "ort_int8_reorder"
+_RESHAPES = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"})
+_REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
+
+
+def _kept_reorders(g: Graph) -> set[str]:
+    """Ids of the reorders whose plain-layout region (the tasks reached from it without crossing a reorder or an
+    NCHWc Conv) holds a reshape: static int8 keeps a uint8 Transpose there."""
+    producer = {o: nd for nd in g.nodes for o in nd.outputs if o}
+    consumers: dict[str, list[Node]] = {}
+    for nd in g.nodes:
+        for i in nd.inputs:
+            if i:
+                consumers.setdefault(i, []).append(nd)
+    def nchwc(m: Node) -> bool:
+        return m.op_type in _REORDERS or m.domain == "com.microsoft.nchwc"
+
+    def near(m: Node) -> list[Node]:
+        return [producer[i] for i in m.inputs if i in producer] + [c for o in m.outputs for c in consumers.get(o, [])]
+
+    kept: set[str] = set()
+    for start in g.nodes:
+        if start.op_type not in _REORDERS:
+            continue
+        # Only its plain-layout side: a ReorderInput's producer, a ReorderOutput's consumers.
+        todo = [producer[start.inputs[0]]] if start.op_type == "ReorderInput" and start.inputs and \
+            start.inputs[0] in producer else [c for o in start.outputs for c in consumers.get(o, [])] \
+            if start.op_type == "ReorderOutput" else []
+        todo = [m for m in todo if not nchwc(m)]
+        seen = {start.id, *(m.id for m in todo)}
+        while todo:
+            m = todo.pop()
+            if m.op_type in _RESHAPES:
+                kept.add(start.id)
+                break
+            for n in near(m):
+                if n.id not in seen and not nchwc(n):
+                    seen.add(n.id)
+                    todo.append(n)
+    return kept
+
 
 def _depthwise_channels(nd: Node, g: Graph) -> int | None:
     """Channels of a depthwise Conv as its model has them (its kernel's rows), else None."""
@@ -82,6 +135,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     channels: MobileNetV3's 72 become 80); without it, on the compiled graph, where only the Convs ORT left in NCHW
     (channels not a multiple of 4) keep their own count."""
     src = {nd.id: nd for nd in source.nodes} if source is not None else {}
+    kept = _kept_reorders(compiled)
     out = []
     for nd in compiled.nodes:
         facts = set()
@@ -89,6 +143,10 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
         kind = kind_of(nd, compiled)
+        if nd.op_type == "Concat":
+            facts.add(ORT_INT8_CONCAT)
+        elif nd.id in kept:
+            facts.add(ORT_INT8_REORDER)
         origin = [src[s] for s in nd.source_nodes if s in src and src[s].op_type == "Conv"]
         if kind in ("dwconv", "dwconvnchw"):
             ch = _depthwise_channels(origin[0], source) if origin and source is not None else None
@@ -109,8 +167,15 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     """`p` under its task's facts where the task runs int8 activations (static int8): an unfolded activation's
     kernels; a depthwise Conv on the generic kernel at its own figures (`dwconv.int8gen`, fitted by calibration on
     depthwise chains of such channel counts)."""
+    if ORT_INT8_REORDER in facts and p.eliminated and p.resolved.output == "int8":
+        return dataclasses.replace(p, eliminated=False, note="; ".join(
+            [*([p.note] if p.note else []), "a uint8 Transpose where the fp32 graph reorders to NCHWc (ORT's NHWC "
+             "layout pass)"]))
     if p.resolved.output != "int8" or p.eliminated:
         return p
+    if ORT_INT8_CONCAT in facts and p.tag == "int8":
+        p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
+            [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
     if ORT_INT8_DW_GENERIC in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, note="; ".join(
             [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "

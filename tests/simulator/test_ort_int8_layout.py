@@ -1,0 +1,80 @@
+"""Static int8 on ONNX Runtime's CPU: what becomes of the fp32 graph's layout work (simulator/ort_int8.py). An NCHWc
+reorder next to a reshape stays as a uint8 Transpose (ShuffleNet's channel shuffles), one next to plain-layout ops
+only does not (GhostNet's Concats and Slices); a Concat runs QLinearConcat, a table lookup per element. Integration
+tier: the graphs are compiled by ONNX Runtime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from compiler.vocabulary.options import Combo
+from compiler.vocabulary.targets import get_target
+from simulator.backends import plan
+from simulator.ort_int8 import ORT_INT8_CONCAT, ORT_INT8_REORDER, ort_task_facts
+from simulator.profiles import load_profile
+
+HOST = get_target("ort-cpu/host")
+STATIC, FP32 = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "fp32", 0)
+
+
+def _blocks(path: Path, shuffle: bool) -> Path:
+    """Two 24-channel Convs concatenated (channels off NCHWc's 16-wide blocks, so ORT reorders around the Concat),
+    then a channel shuffle (Reshape -> Transpose -> Reshape) or nothing, then a Conv."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((24, 32, 1, 1)).astype(np.float32), f"w{i}") for i in "ab"]
+    inits += [numpy_helper.from_array(rng.standard_normal((32, 48, 1, 1)).astype(np.float32), "wc"),
+              numpy_helper.from_array(np.array([1, 2, 24, 14, 14], np.int64), "s5"),
+              numpy_helper.from_array(np.array([1, 48, 14, 14], np.int64), "s4")]
+    nodes = [helper.make_node("Conv", ["x", "wa"], ["a"], name="ca"), helper.make_node("Conv", ["x", "wb"], ["b"],
+                                                                                         name="cb"),
+             helper.make_node("Concat", ["a", "b"], ["cat"], name="cat", axis=1)]
+    last = "cat"
+    if shuffle:
+        nodes += [helper.make_node("Reshape", ["cat", "s5"], ["r5"], name="r5"),
+                  helper.make_node("Transpose", ["r5"], ["t5"], name="t5", perm=[0, 2, 1, 3, 4]),
+                  helper.make_node("Reshape", ["t5", "s4"], ["r4"], name="r4")]
+        last = "r4"
+    nodes.append(helper.make_node("Conv", [last, "wc"], ["y"], name="cc"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 14, 14])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 32, 14, 14])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_reorders_stay_as_transposes_next_to_a_reshape_only(tmp_path: Path) -> None:
+    from simulator.model import compile_for
+
+    kept = {}
+    for shuffle in (True, False):
+        source, g, _ = compile_for(_blocks(tmp_path / f"b{shuffle}.onnx", shuffle), HOST.name, tmp_path / f"w{shuffle}")
+        facts = ort_task_facts(g, source)
+        reorders = [f for nd, f in zip(g.nodes, facts) if nd.op_type in ("ReorderInput", "ReorderOutput")]
+        assert len(reorders) >= 3, [nd.op_type for nd in g.nodes]  # both Convs' outputs, the last Conv's input
+        kept[shuffle] = sum(ORT_INT8_REORDER in f for f in reorders)
+        assert [ORT_INT8_CONCAT in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Concat"] == [True]
+    assert kept[True] >= 3 and kept[False] == 0, kept
+
+
+def test_a_kept_reorder_costs_a_uint8_transpose_under_static_int8_only() -> None:
+    hw = load_profile("host-cpu")
+    fact = frozenset({ORT_INT8_REORDER})
+    assert plan(HOST, hw, "ReorderOutput", "layout", STATIC, False, False).eliminated  # no fact: pushed away
+    p = plan(HOST, hw, "ReorderOutput", "layout", STATIC, False, False, facts=fact)
+    assert not p.eliminated and p.in_bytes == p.out_bytes == 1.0 and "Transpose" in p.note
+    assert plan(HOST, hw, "ReorderOutput", "layout", FP32, False, False, facts=fact) == \
+        plan(HOST, hw, "ReorderOutput", "layout", FP32, False, False)
+
+
+def test_qlinearconcat_runs_at_the_int8_elementwise_rate() -> None:
+    hw = load_profile("host-cpu")
+    fact = frozenset({ORT_INT8_CONCAT})
+    p = plan(HOST, hw, "Concat", "layout", STATIC, False, False, facts=fact)
+    assert p.rate_kind == "elementwise" and "QLinearConcat" in p.note
+    assert plan(HOST, hw, "Concat", "layout", STATIC, False, False).rate_kind == ""
+    assert plan(HOST, hw, "Concat", "layout", FP32, False, False, facts=fact) == \
+        plan(HOST, hw, "Concat", "layout", FP32, False, False)
