@@ -69,6 +69,14 @@ ORT_INT8_CONCAT = "ort_int8_concat"
 # layout Transposes, ~3-4 us each at 28x28-7x7, plus the input's).
 ORT_INT8_REORDER = "ort_int8_reorder"
 _RESHAPES = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"})
+# A Transpose behind a Reshape of an op whose inputs all leave Convs (ShuffleNet v2's stage-entry shuffle:
+# Concat of two conv branches -> Reshape -> Transpose): under static int8 ORT pushes both inputs' NHWC -> NCHW
+# Transposes through the Concat and the Reshape into it, and the merged permutation ([0, 4, 3, 1, 2] there) moves the
+# innermost axis: ORT walks it element by element (costs.kind_of's `walk`). Profiled in ShuffleNet v2's int8 file
+# (wall, load 7): 204, 105 and 60 us at 28x28x116, 14x14x232, 7x7x464, 2.2-2.6 ns per element, against 3-4 us for
+# each of the same shuffles further into a stage (data in NCHW there); predicted 1-2 us. Costed at walk.fp32's rate
+# per element (the walk copies one element per step whatever its type).
+ORT_INT8_WALK = "ort_int8_walk"
 _REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
 
 
@@ -128,6 +136,23 @@ def _off_symmetric_conv(nd: Node, g: Graph) -> bool:
     return group > 1 or c_in % _SYM_IN_ALIGN != 0 or c_out % _SYM_OUT_ALIGN != 0 or c_out < _SYM_OUT_MIN
 
 
+def _walked_shuffles(g: Graph) -> set[str]:
+    """Ids of the Transposes (rank 4 or more) read through a Reshape from an op whose every input leaves a Conv, NCHWc
+    (through a ReorderOutput) or plain (ShuffleNet's 58-channel branch): every QLinearConv writes NHWC
+    (ORT_INT8_WALK)."""
+    producer = {o: nd for nd in g.nodes for o in nd.outputs if o}
+    out = set()
+    for nd in g.nodes:
+        if nd.op_type != "Transpose" or len(nd.attributes.get("perm") or ()) < 4 or not nd.inputs:
+            continue
+        r = producer.get(nd.inputs[0])
+        src = producer.get(r.inputs[0]) if r is not None and r.op_type == "Reshape" and r.inputs else None
+        ins = [producer.get(i) for i in src.inputs if i] if src is not None else []
+        if ins and all(m is not None and m.op_type in ("ReorderOutput", "Conv", "FusedConv") for m in ins):
+            out.add(nd.id)
+    return out
+
+
 def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
     whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
@@ -136,6 +161,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     (channels not a multiple of 4) keep their own count."""
     src = {nd.id: nd for nd in source.nodes} if source is not None else {}
     kept = _kept_reorders(compiled)
+    walks = _walked_shuffles(compiled)
     out = []
     for nd in compiled.nodes:
         facts = set()
@@ -147,6 +173,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(ORT_INT8_CONCAT)
         elif nd.id in kept:
             facts.add(ORT_INT8_REORDER)
+        elif nd.id in walks:
+            facts.add(ORT_INT8_WALK)
         origin = [src[s] for s in nd.source_nodes if s in src and src[s].op_type == "Conv"]
         if kind in ("dwconv", "dwconvnchw"):
             ch = _depthwise_channels(origin[0], source) if origin and source is not None else None
@@ -173,6 +201,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
              "layout pass)"]))
     if p.resolved.output != "int8" or p.eliminated:
         return p
+    if ORT_INT8_WALK in facts and p.tag == "int8":
+        return dataclasses.replace(p, rate_kind="walk", compute="fp32", tag="fp32", note="; ".join(
+            [*([p.note] if p.note else []), "merged with the NHWC pass's Transposes: walked element by element"]))
     if ORT_INT8_CONCAT in facts and p.tag == "int8":
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))

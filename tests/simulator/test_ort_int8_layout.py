@@ -12,7 +12,7 @@ import numpy as np
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.ort_int8 import ORT_INT8_CONCAT, ORT_INT8_REORDER, ort_task_facts
+from simulator.ort_int8 import ORT_INT8_CONCAT, ORT_INT8_REORDER, ORT_INT8_WALK, ort_task_facts
 from simulator.profiles import load_profile
 
 HOST = get_target("ort-cpu/host")
@@ -57,6 +57,9 @@ def test_reorders_stay_as_transposes_next_to_a_reshape_only(tmp_path: Path) -> N
         assert len(reorders) >= 3, [nd.op_type for nd in g.nodes]  # both Convs' outputs, the last Conv's input
         kept[shuffle] = sum(ORT_INT8_REORDER in f for f in reorders)
         assert [ORT_INT8_CONCAT in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Concat"] == [True]
+        # The shuffle of two Convs' outputs: ORT merges the NHWC pass's Transposes into it (walked).
+        assert [ORT_INT8_WALK in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Transpose"] == \
+            ([True] if shuffle else [])
     assert kept[True] >= 3 and kept[False] == 0, kept
 
 
@@ -78,3 +81,12 @@ def test_qlinearconcat_runs_at_the_int8_elementwise_rate() -> None:
     assert plan(HOST, hw, "Concat", "layout", STATIC, False, False).rate_kind == ""
     assert plan(HOST, hw, "Concat", "layout", FP32, False, False, facts=fact) == \
         plan(HOST, hw, "Concat", "layout", FP32, False, False)
+
+
+def test_a_merged_shuffle_is_walked_at_the_walk_rate_under_static_int8_only() -> None:
+    hw = load_profile("host-cpu")
+    fact = frozenset({ORT_INT8_WALK})
+    p = plan(HOST, hw, "Transpose", "layout", STATIC, False, False, facts=fact)
+    assert p.rate_kind == "walk" and (p.compute, p.tag) == ("fp32", "fp32") and "walked" in p.note
+    assert plan(HOST, hw, "Transpose", "layout", FP32, False, False, facts=fact) == \
+        plan(HOST, hw, "Transpose", "layout", FP32, False, False)
