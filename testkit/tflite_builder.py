@@ -10,7 +10,7 @@ import numpy as np
 
 from compiler.frontends.tflite_writer import TfliteWriter
 
-__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op"]
+__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic"]
 
 
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> np.ndarray:
@@ -218,3 +218,27 @@ def with_custom_op(path: str | os.PathLike[str], code: str = "EdgescopeTestOp") 
     s = w.tensor("side", [1, 8, 8, 3])
     w.op("LOGISTIC", [x], [s])
     return w.save(path, [x], [y, s])
+
+
+def shape_arithmetic(path: str | os.PathLike[str]) -> Path:
+    """A dynamic batch (x: signature [-1, 16]) reshaped to a shape computed from it, as TensorFlow's converter writes
+    `tf.reshape(x, [tf.shape(x)[0], 4, 4])`: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, then FULLY_CONNECTED (rows of
+    4 -> 8) and LOGISTIC. LiteRT's Prepare cannot size the RESHAPE (its shape is data) until an invoke."""
+    w = TfliteWriter()
+    x = w.tensor("x", [1, 16], signature=[-1, 16])
+    shape = w.tensor("shape", [2], "int32")
+    w.op("SHAPE", [x], [shape], w.options("ShapeOptions", outType=2))
+    b = w.tensor("batch", [], "int32")
+    ends = [w.const(f"slice/{k}", np.array([v], np.int32)) for k, v in (("begin", 0), ("end", 1), ("strides", 1))]
+    w.op("STRIDED_SLICE", [shape, *ends], [b], w.options("StridedSliceOptions", shrinkAxisMask=1))
+    target = w.tensor("target", [3], "int32")
+    four = w.const("four", np.array(4, np.int32))
+    w.op("PACK", [b, four, four], [target], w.options("PackOptions", valuesCount=3, axis=0))
+    r = w.tensor("r", [1, 4, 4], signature=[-1, 4, 4])
+    w.op("RESHAPE", [x, target], [r], w.options("ReshapeOptions"))
+    h = w.tensor("h", [4, 8], signature=[-1, 8])
+    w.op("FULLY_CONNECTED", [r, w.const("fc/w", np.ones((8, 4), np.float32)), -1], [h],
+         w.options("FullyConnectedOptions"))
+    y = w.tensor("y", [4, 8], signature=[-1, 8])
+    w.op("LOGISTIC", [h], [y])
+    return w.save(path, [x], [y])

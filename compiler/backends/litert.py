@@ -36,20 +36,34 @@ PER_OP_MEASURED = "per-op times from LiteRT's profiler (C API), XNNPACK operator
 
 
 def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], source: Graph,
-            timeout_s: float = 300.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Graph:
+            timeout_s: float = 300.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
+            shapes_out: dict[str, tuple[list[int], str]] | None = None) -> Graph:
     """Check LiteRT loads the model, write what it runs to `out_path`, return the task graph (one task per op).
 
     Custom operators this LiteRT build cannot resolve are stood in for (`litert_standin`): the file written then
     differs from the upload, `metadata["unmeasured_ops"]` lists them and `<out_path>.standins.json` tells the
     profile. If not even that makes the model runnable, `metadata["litert_runnable"]` is "false" and the note says
-    why: the target is predicted."""
+    why: the target is predicted.
+
+    Every tensor's shape at the source's input shapes (the input plan's) is resolved by LiteRT's own Prepare, no
+    invoke (`litert_shapes`), and fills the source's symbolic dims (a -1 in a file's shape signature), so the work
+    counts of a prediction know them without a run; `shapes_out` gets them by the TFLite frontend's value names."""
     import json
 
     from compiler.backends.base import as_tasks
+    from compiler.concrete import fill_by_name
 
     src, out = Path(src_model_path).resolve(), Path(out_path).resolve()  # absolute: the child runs elsewhere
-    info = run("compiler.backends.litert:_compile_child", {"src": os.fspath(src), "out": os.fspath(out)},
+    inputs = [source.values[n].shape if n in source.values and source.values[n].is_static else None
+              for n in source.inputs]
+    info = run("compiler.backends.litert:_compile_child",
+               {"src": os.fspath(src), "out": os.fspath(out), "input_shapes": inputs},
                Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
+    shapes = {k: (list(v[0]), str(v[1])) for k, v in info.get("shapes", {}).items()}
+    if shapes_out is not None:
+        shapes_out.update(shapes)
+    if source.format == "tflite":
+        fill_by_name(source, shapes)
     compiled = as_tasks(source)
     note = "one task per TFLite operator; the XNNPACK delegate runs supported ops as fused partitions"
     standins, codes = info.get("standins", []), info.get("codes", [])
@@ -115,7 +129,19 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
         standins += ids
         codes.append(code)
     Path(payload["out"]).write_bytes(buf)  # LiteRT executes the file as is (or with stand-ins): what we profile
-    return {"version": _version(), "standins": standins, "codes": codes}
+    return {"version": _version(), "standins": standins, "codes": codes,
+            "shapes": _tensor_shapes(buf, payload.get("input_shapes") or [])}
+
+
+def _tensor_shapes(buf: bytes, input_shapes: list[list[int] | None]) -> dict[str, tuple[list[int], str]]:
+    """{frontend value name: (shape, dtype)} of subgraph 0's tensors at `input_shapes`, as LiteRT prepares them."""
+    from compiler.backends import litert_shapes
+    from compiler.frontends.tflite import tensor_names
+
+    if not input_shapes or any(s is None for s in input_shapes):  # no plan: the file's placeholders are no shapes
+        return {}
+    names = tensor_names(buf)
+    return {names[i]: v for i, v in litert_shapes.resolve(buf, input_shapes).items() if i < len(names)}
 
 
 def _prepare(buf: bytes) -> None:

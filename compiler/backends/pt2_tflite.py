@@ -62,6 +62,7 @@ def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, 
     its operators to the FX nodes. Returns no file when the model was not converted."""
     from compiler.backends import litert
     from compiler.backends.base import as_tasks
+    from compiler.concrete import fill_by_name
     from compiler.errors import ModelRunError, SandboxError
     from compiler.frontends import tflite
 
@@ -71,12 +72,14 @@ def compile_for_litert(src: Path, workdir: Path, source: Graph) -> tuple[Graph, 
     out = workdir / "litert-cpu.tflite"
     try:
         info = to_tflite(src, out, python)
-        checked = litert.compile(out, out, as_tasks(source))  # LiteRT itself must load what the converter wrote
+        shapes: dict[str, tuple[list[int], str]] = {}  # a dynamic batch's tensors, as LiteRT prepares them
+        checked = litert.compile(out, out, as_tasks(source), shapes_out=shapes)  # LiteRT must load what it wrote
     except (ModelRunError, SandboxError) as e:
         return _predicted(source, f"not converted to TFLite ({e})")
     if checked.metadata.get("litert_runnable") == "false":
         return _predicted(source, f"LiteRT cannot run the converted file ({checked.metadata['note']})")
     compiled = tflite.load(out)
+    fill_by_name(compiled, shapes)
     compiled.name = source.name
     mapped = map_to_fx(source, compiled)
     compiled.metadata.update({

@@ -269,6 +269,12 @@ class _Reader:
         return [] if isinstance(arr, int) else [float(x) for x in arr]
 
 
+def tensor_names(buf: bytes) -> list[str]:
+    """The value name `load` gives each tensor of subgraph 0, by tensor index."""
+    sg = _schema().Model.GetRootAs(buf, 0).Subgraphs(0)
+    return _value_names([(sg.Tensors(i).Name() or b"").decode("utf-8", "replace") for i in range(sg.TensorsLength())])
+
+
 def _value_names(names: list[str]) -> list[str]:
     """Tensor names are usually unique; empty or repeated ones get `name:index` so values stay distinct."""
     counts = Counter(names)
