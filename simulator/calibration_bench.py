@@ -147,11 +147,10 @@ def _stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Pat
 
 
 def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
-    """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the
-    quantizers and the fp16 converter rewrite, so the fitted paths include the kernels they add (Casts,
-    DynamicQuantizeLinear, scale Mul / bias Add) and the fusions they lose. `shared_bias`: every Conv
-    reads one bias tensor (as deduplicated BatchNorm-folded biases are), which fp16 keeps behind a run-time
-    Cast, so ORT leaves the Convs in NCHW (simulator.backends.fp16_shared_casts)."""
+    """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the quantizers and the
+    fp16 converter rewrite, so the fitted paths include the kernels they add (Casts, DynamicQuantizeLinear, scale Mul /
+    bias Add) and the fusions they lose. `shared_bias`: every Conv reads one bias tensor (as deduplicated BatchNorm-
+    folded biases are), which fp16 keeps behind a run-time Cast, so ORT leaves the Convs in NCHW (fp16_shared_casts)."""
     def build(path: Path) -> Path:
         from onnx import TensorProto, helper, numpy_helper
 
@@ -198,14 +197,16 @@ def _activation_chain(form: str, n: int, path: Path) -> Path:
                  [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, n])], inits, path)
 
 
-def _side_by_side(op: str, shape: list[int], out: list[int], path: Path, **attrs: Any) -> Path:
-    """R `op`s of one input side by side: a reduction does not chain, and ORT's transpose optimizer cancels a chain
-    of transposes."""
-    from onnx import TensorProto, helper
+def _side_by_side(op: str, shape: list[int], out: list[int], path: Path, consts: tuple[Any, ...] = (), **attrs: Any
+                  ) -> Path:
+    """R `op`s of one input side by side (ORT cancels a chain of transposes); `consts`: other inputs (None: empty)."""
+    from onnx import TensorProto, helper, numpy_helper
 
-    nodes = [helper.make_node(op, ["v0"], [f"y{i}"], name=f"{op}_{i}", **attrs) for i in range(R)]
+    names = ["v0"] + [f"c{j}" if c is not None else "" for j, c in enumerate(consts)]
+    nodes = [helper.make_node(op, names, [f"y{i}"], name=f"{op}_{i}", **attrs) for i in range(R)]
     return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, out) for i in range(R)], [], path)
+                 [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, out) for i in range(R)],
+                 [numpy_helper.from_array(c, f"c{j}") for j, c in enumerate(consts) if c is not None], path)
 
 
 REUSE_CONVS = (2, 8, 24, 72)  # run lengths of the reuse cases: ~0.1 ms of arithmetic per conv at a nominal peak
@@ -283,10 +284,9 @@ CASES: tuple[Case, ...] = (
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
-    # With several rows MatMulNBits dequantizes B to fp32 and runs SGEMM: the dequantization costs about the
-    # same per weight whatever M is (measured M = 4..128 at K = N = 1024: +0.13..0.21 ns per weight over
-    # fp32), so it is fitted where it is a large share of the time (K >= 768), the compute taking the fp32
-    # GEMM efficiency these cases also fit.
+    # With several rows MatMulNBits dequantizes B to fp32 and runs SGEMM: the dequantization costs about the same per
+    # weight whatever M is (measured M = 4..128 at K = N = 1024: +0.13..0.21 ns per weight over fp32), so it is fitted
+    # where it is a large share of the time (K >= 768), the compute taking the fp32 GEMM efficiency these cases fit.
     Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q)),
     Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q)),
     Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
@@ -326,22 +326,22 @@ CASES: tuple[Case, ...] = (
         ("Gelu", lambda p: _activation_chain("gelu", 262144, p)),
         ("HardSigmoid", lambda p: _chain("HardSigmoid", [1, 262144], p)),
         ("Tanh", lambda p: _chain("Tanh", [1, 262144], p)))),
-    # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT's kernel computes a power per element, ~100x
-    # LayerNormalization's time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the
-    # norm rate): its own rate, `norm.fp32.LRN`.
-    Case("lrn-64x28", "norm", lambda p: _chain("LRN", [1, 64, 28, 28], p, attrs={"size": 5, "alpha": 1e-4,
-                                                                                 "beta": 0.75, "bias": 1.0}),
-         (("fp32", "norm.fp32.LRN"),)),
-    # ReduceL2 (ConvNeXt-V2's global response norm): ORT's kernel takes 1.9 ns per element over a 56x56 map's two
-    # innermost axes, 7x the reduce rate's prediction (ConvNeXt-V2-Atto's 24 ReduceL2 profiled 1.05 ms, predicted 0.16).
+    # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT computes a power per element, ~100x LayerNorm's
+    # time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the norm rate).
+    Case("lrn-64x28", "norm", lambda p: _chain("LRN", [1, 64, 28, 28], p, attrs={
+        "size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}), (("fp32", "norm.fp32.LRN"),)),
+    # ReduceL2 (ConvNeXt-V2's global response norm): 1.9 ns per element over a 56x56 map, 7x the reduce rate's figure.
     Case("reducel2-40x56", "reduce", lambda p: _side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
                                                               keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
     Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
-    # A Transpose ORT walks element by element (costs._walks): XCiT's q/k/v split, 2.25 ns per element against 0.15 for
-    # the blocked kernels the layout rate is fitted on (XCiT-Nano's 36 profiled 2.1 ms, predicted 0.07).
+    # A Transpose ORT walks element by element (costs._walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
     Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),
+    # A linear Resize (EfficientFormerV2's upsampling): 1.15-1.3 ns per output element here, 25x the layout rate's.
+    Case("resize-linear-1024x7", "resize", lambda p: _side_by_side(
+        "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
+         (("fp32", "resize.fp32"),)),
 )
 
 

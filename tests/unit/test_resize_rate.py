@@ -1,0 +1,49 @@
+"""Interpolating Resizes (kind `resize`, their own calibrated rate) against nearest ones (layout moves)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.graph import Node
+from simulator.calibration_bench import CASES, compile_for_host
+from simulator.calibration_fit import _fit_eff, _predict_ms
+from simulator.costs import kind_of
+from simulator.profiles import load_profile
+from simulator.sweep import sweep
+from tests.simulator.helpers import act, graph
+
+
+def _resize(mode: str):  # type: ignore[no-untyped-def]
+    return graph([Node("r", "r", "Resize", inputs=["x", "", "s"], outputs=["y"], attributes={"mode": mode})],
+                 [act("x", [1, 256, 28, 28]), act("y", [1, 256, 56, 56])], ["x"], ["y"])
+
+
+def _ms(g, hw) -> float:  # type: ignore[no-untyped-def]
+    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
+    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+    return float(r.bulk["metrics"]["latency_ms"][0][j])
+
+
+def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
+    linear, nearest = _resize("linear"), _resize("nearest")
+    assert kind_of(linear.nodes[0], linear) == "resize" and kind_of(nearest.nodes[0], nearest) == "layout"
+    base = load_profile("host-cpu")
+    lay = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
+    own = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2, "resize.fp32": 0.01}}}})
+    assert _ms(linear, lay) == pytest.approx(_ms(nearest, lay))  # uncalibrated: a layout move, as before
+    assert _ms(nearest, own) == pytest.approx(_ms(nearest, lay))
+    assert _ms(linear, own) > 3 * _ms(linear, lay)
+
+
+def test_the_resize_case_fits_a_figure_its_tasks_read(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.name == "resize-linear-1024x7")
+    g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
+    assert [kind_of(n, g) for n in g.nodes] == ["resize"] * 8
+    hw = load_profile("host-cpu")
+    key = case.variants[0][1]
+    pred = _predict_ms(g, hw, "fp32")
+    eff = _fit_eff(g, hw, "fp32", key, 3 * pred)
+    assert _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: eff}}}}), "fp32") == \
+        pytest.approx(3 * pred, rel=0.02)
