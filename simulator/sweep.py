@@ -475,7 +475,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_in[:, None] > 0) * (in_conv > 0) * conversion_ms(conv["fixed_ms"], in_conv, io_in[:, None])
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * conversion_ms(conv["fixed_ms"], out_conv,
                                                                              io_out[:, None])
-    dram = dram_bytes(w, r, cost, res.resident) + io_bytes(io_in, io_out)[:, None]
+    dram = dram_bytes(w, r, cost, res) + io_bytes(io_in, io_out)[:, None]
     return {"latency_ms": lat_ms,
             "weight_bytes": weight_bytes(t, kind, st, w.other_const_bytes, co.combos, co.kernel, co.sparsity,
                                          co.aux_file_b, co.export_events),

@@ -10,7 +10,7 @@ import numpy as np
 
 from compiler.frontends.tflite_writer import TfliteWriter
 
-__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic"]
+__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic", "fp16_mlp"]
 
 
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> np.ndarray:
@@ -242,3 +242,18 @@ def shape_arithmetic(path: str | os.PathLike[str]) -> Path:
     y = w.tensor("y", [4, 8], signature=[-1, 8])
     w.op("LOGISTIC", [h], [y])
     return w.save(path, [x], [y])
+
+
+def fp16_mlp(path: str | os.PathLike[str], sizes: tuple[int, ...] = (64, 1024, 2048, 512)) -> Path:
+    """FULLY_CONNECTED layers of batch 1 with fp16 weights behind DEQUANTIZE, as BirdNET's metadata model (a 27 MB
+    fp32 MLP stored fp16): bound by its weights, small enough for a server's last-level cache."""
+    rng = np.random.default_rng(5)
+    w = TfliteWriter()
+    x = prev = w.tensor("x", [1, sizes[0]])
+    for k, (a, b) in enumerate(zip(sizes, sizes[1:])):
+        fw = w.tensor(f"fc{k}/weights", [b, a])
+        w.op("DEQUANTIZE", [w.const(f"fc{k}/weights_fp16", _w(rng, b, a).astype(np.float16))], [fw])
+        out = w.tensor(f"fc{k}/out", [1, b])
+        w.op("FULLY_CONNECTED", [prev, fw, -1], [out], w.options("FullyConnectedOptions", fusedActivationFunction=1))
+        prev = out
+    return w.save(path, [x], [prev])
