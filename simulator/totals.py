@@ -180,7 +180,8 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
     dram_total = _in_order(dram, np.array([conv_bytes]))
-    peak = size + (float(act.max()) if n else 0.0)
+    # The runtime's own copies of the weights (XNNPACK's packed buffers) live beside the file's.
+    peak = size + float(wb.sum()) * float(const.get("weight_copies", 0.0)) + (float(act.max()) if n else 0.0)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     tot = {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
            "fps": 1000.0 / latency if latency > 0 else 0.0}

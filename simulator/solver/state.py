@@ -75,6 +75,7 @@ class Pricing:
         c = bulk["constants"]
         self.pj = float(c["dram_pj_per_byte"])
         self.overhead = float(c["size_overhead_bytes"])
+        self.copies = float(c.get("weight_copies", 0.0))  # the runtime's own copies of the weights (peak memory)
         self.fixed = np.array([per_inference_ms(bulk)])  # the totals rule's per-inference term (no op's choice)
         # Starting choice of each op: its override's row, else the preset's bulk row.
         self.init_m: list[tuple[float, float, float, float]] = []
@@ -340,7 +341,7 @@ class Pricing:
         if k == "size_bytes":
             return size + self.overhead
         if k == "peak_memory_bytes":
-            return size + self.overhead + amax
+            return size * (1.0 + self.copies) + self.overhead + amax
         if isinstance(lat, np.ndarray):  # memory_power_mw
             return np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)
         return dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0

@@ -161,7 +161,10 @@ export function evaluate(
   // 3. peak memory
   let maxAct = 0;
   for (let i = 0; i < n; i++) if (i === 0 || act[i] > maxAct) maxAct = act[i];
-  const peak = size + maxAct;
+  // the runtime's own copies of the weights (XNNPACK's packed buffers) beside the file's (simulator/totals.py)
+  let weights = 0;
+  for (let i = 0; i < n; i++) weights += wgt[i];
+  const peak = size + weights * (table.constants.weight_copies ?? 0) + maxAct;
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
   const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps

@@ -262,6 +262,8 @@ export interface OptionTable {
     /** the totals rule's per-inference term: the runtime's fixed cost per inference and, measured, the whole
      * model's time outside its tasks; in no op's latency (schema 2; the server upgrades tables stored before) */
     per_inference_ms?: number;
+    /** copies of the weights the runtime holds beside the file's (LiteRT: XNNPACK's packed buffers); absent: 0 */
+    weight_copies?: number;
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
