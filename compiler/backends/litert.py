@@ -56,6 +56,8 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     src, out = Path(src_model_path).resolve(), Path(out_path).resolve()  # absolute: the child runs elsewhere
     inputs = [source.values[n].shape if n in source.values and source.values[n].is_static else None
               for n in source.inputs]
+    if all(v.is_static for v in source.values.values()):
+        inputs = []  # the file's shapes are all known: no Prepare needed for them
     info = run("compiler.backends.litert:_compile_child",
                {"src": os.fspath(src), "out": os.fspath(out), "input_shapes": inputs},
                Limits(timeout_s, memory_limit_bytes, what=f"compiling for {TARGET}"))
