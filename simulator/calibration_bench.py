@@ -291,8 +291,7 @@ CASES: tuple[Case, ...] = (
     Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q)),
     Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-64x896", "gemm", _matmul_w(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
-    # Small GEMMs (transformer projections with few tokens) pin the fixed cost of the int8 paths.
-    Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),
+    Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
     Case("matmul-4x32x32", "matmul", lambda p: _chain("MatMul", [4, 32, 32], p, binary_self=True),
          (("int8-static", "int8"),)),
     Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
@@ -302,7 +301,8 @@ CASES: tuple[Case, ...] = (
     Case("maxpool-64x56", "pool", lambda p: _chain("MaxPool", [1, 64, 56, 56], p,
                                                    attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
          (("fp32", "fp32"), ("int8-static", "int8"))),
-    Case("layernorm-128x768", "norm", lambda p: _layernorm_chain([128, 768], p), (("fp32", "fp32"),)),
+    *(Case(f"layernorm-{r}x{c}", "norm", lambda p, s=[r, c]: _layernorm_chain(s, p), (("fp32", "fp32"),))
+      for r, c in ((128, 768), (4096, 32))),  # wide rows and many narrow ones (costs.LAYERNORM_ROW_FLOPS)
     Case("skipnorm-32x128", "skipnorm", lambda p: _skip_layernorm_chain([1, 32, 128], p), (("fp32", "fp32"),)),
     Case("skipnorm-64x256", "skipnorm", lambda p: _skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
     Case("softmax-12x128x128", "softmax", lambda p: _chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
