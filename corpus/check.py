@@ -97,7 +97,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             return {**row, "status": "error", "error": _one_line(e)}
         r = res.targets[0]
         pred = sweep(r.compiled, r.target, None, hardware=hardware_for(r.target, calibration), source=res.source)
-        tot = totals(pred.bulk, pred.per_op, "fp32", {})
+        tot = totals(pred.bulk, pred.per_op, pred.bulk["base"]["preset"], {})  # the file as uploaded
         ids = [n.id for n in r.compiled.nodes]
         if r.profile is not None and r.profile.tasks:
             task_ms = {k: t.median_ms for k, t in r.profile.tasks.items()}

@@ -246,7 +246,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         exportable = mark_tflite(works, presets, bulk)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     per_op = PerOpTable(bulk["ops"], where, notes, exportable)
-    bulk["base"] = {"preset": "fp32", **totals(bulk, per_op, "fp32", {})}
+    base = native_preset(t, source or compiled, names)
+    bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
 
 
@@ -427,6 +428,19 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
         label["baseline_cpu_time"] = True
     label["text"] = label_text(label)
     return label
+
+
+def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> str:
+    """The preset that describes the uploaded file as it is (its unoptimized state): fp16 for a .tflite whose weights
+    are mostly stored fp16 behind DEQUANTIZE (TFLite's float16 quantization: LiteRT's fp16 export keeps them so, its
+    fp32 export restores them to fp32 and writes a file twice the size), else fp32."""
+    if t.export != "tflite" or "fp16" not in names:
+        return "fp32"
+    by_dtype = {"float16": 0, "float32": 0}
+    for v in g.values.values():
+        if v.weight is not None and v.dtype in by_dtype:
+            by_dtype[v.dtype] += v.weight.bytes
+    return "fp16" if by_dtype["float16"] > by_dtype["float32"] else "fp32"
 
 
 def _preset_json(p: Any, t: Target) -> dict[str, Any]:
