@@ -32,13 +32,13 @@ def own_whole_ms(profile: Profile) -> float:
 
 
 def total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,
-                 presets: list[Any], per_inference_ms: float = 0.0) -> float | None:
-    """measured / predicted whole-model fp32 latency, when the profile measured only the whole model
-    (`per_inference_ms`: the time per inference besides the tasks')."""
+                 presets: list[Any], per_inference_ms: float = 0.0, base: str = "fp32") -> float | None:
+    """measured / predicted whole-model latency of the file as uploaded (preset `base`), when the profile measured
+    only the whole model (`per_inference_ms`: the time per inference besides the tasks')."""
     if profile is None or profile.target != t.name or not profile.measured or profile.tasks or measured.any():
         return None
-    p = [x.name for x in presets].index("fp32")
-    pred = float(lat[:, p].sum()) + per_inference_ms  # fp32 everywhere: no edge converts, so the fp32 total
+    p = [x.name for x in presets].index(base)
+    pred = float(lat[:, p].sum()) + per_inference_ms  # one preset everywhere: no edge converts, so its total
     if pred <= 0 or not profile.latency_ms or profile.latency_ms <= 0:
         return None
     return float(profile.latency_ms) / pred

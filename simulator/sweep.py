@@ -215,7 +215,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
     # scaled by measured / predicted fp32 total, so the fp32 ops sum to the measurement and options keep
     # their predicted ratios to it.
-    scale = total_scale(t, profile, measured, cols.metrics["latency_ms"], presets, run_ms + gap_ms)
+    base = native_preset(t, source or compiled, names)
+    scale = total_scale(t, profile, measured, cols.metrics["latency_ms"], presets, run_ms + gap_ms, base)
     if scale is not None:
         conv, cross_c = _scaled(scale, cols, where, conv, cross_c)
     unit_names = [u.name for u in hw.units]
@@ -246,7 +247,6 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         exportable = mark_tflite(works, presets, bulk)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     per_op = PerOpTable(bulk["ops"], where, notes, exportable)
-    base = native_preset(t, source or compiled, names)
     bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
 
