@@ -431,16 +431,20 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
 
 
 def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> str:
-    """The preset that describes the uploaded file as it is (its unoptimized state): fp16 for a .tflite whose weights
-    are mostly stored fp16 behind DEQUANTIZE (TFLite's float16 quantization: LiteRT's fp16 export keeps them so, its
-    fp32 export restores them to fp32 and writes a file twice the size), else fp32."""
-    if t.export != "tflite" or "fp16" not in names:
+    """The preset nearest the uploaded file as it is (its unoptimized state), for a .tflite by how most of its weight
+    bytes are stored: fp16 behind DEQUANTIZE (TFLite's float16 quantization: LiteRT's fp16 export keeps them so, its
+    fp32 export restores them to fp32 and writes a file twice the size) -> fp16; int8 with int8 activations (a fully
+    quantized model) -> int8-static; else fp32."""
+    if t.export != "tflite":
         return "fp32"
-    by_dtype = {"float16": 0, "float32": 0}
+    by_dtype = {"float16": 0, "float32": 0, "int8": 0}
     for v in g.values.values():
         if v.weight is not None and v.dtype in by_dtype:
             by_dtype[v.dtype] += v.weight.bytes
-    return "fp16" if by_dtype["float16"] > by_dtype["float32"] else "fp32"
+    stored = max(by_dtype, key=by_dtype.__getitem__)
+    int8_activations = any(v.weight is None and v.dtype == "int8" for v in g.values.values())
+    native = {"float16": "fp16", "int8": "int8-static" if int8_activations else "fp32"}.get(stored, "fp32")
+    return native if native in names else "fp32"
 
 
 def _preset_json(p: Any, t: Target) -> dict[str, Any]:

@@ -209,6 +209,8 @@ def test_a_tflite_stored_fp16_starts_from_its_fp16_state(tmp_path: Path) -> None
 
     assert totals(r.bulk, r.per_op, "fp32", {})["size_bytes"] > 1.8 * path.stat().st_size
     assert sweep(tflite.load(tb.cnn(tmp_path / "f32.tflite")), "litert-cpu/host").bulk["base"]["preset"] == "fp32"
+    assert sweep(tflite.load(tb.int8_add(tmp_path / "i8.tflite")), "litert-cpu/host").bulk["base"]["preset"] == \
+        "int8-static"  # fully quantized: int8 weights and activations
     # LiteRT measures the uploaded file whole: the table is scaled so that it, the fp16 state, sums to the measurement
     from compiler.profile import Profile
 
