@@ -155,7 +155,8 @@ def _died(code: int, stderr: str, limits: Limits) -> str:
             return f"{limits.what} was killed by the system (signal {sig}: {signal.Signals(sig).name}); " \
                    "it ran out of CPU time or memory"
         name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
-        return f"ONNX Runtime crashed while running the model (signal {sig}: {name})"
+        # the runtime of whatever child this was (ONNX Runtime, LiteRT, coremltools, torch): named by the stage
+        return f"the runtime crashed while running the model ({limits.what}; signal {sig}: {name})"
     tail = stderr.strip().splitlines()[-1:] or ["no output"]
     if "MemoryError" in stderr or "bad_alloc" in stderr:
         return _oom(limits)
