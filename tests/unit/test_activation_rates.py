@@ -1,5 +1,5 @@
 """Ops with kernels of their own (activations, LRN): an op's calibrated rate (`elementwise.fp32.<op>`) before the
-kind's."""
+kind's; and every calibration case of such a rate (an op's or a kind's: resize, walk) fits a figure its tasks read."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from compiler.graph import Node
 from simulator.calibration_bench import CASES, compile_for_host
 from simulator.calibration_fit import _fit_eff, _predict_ms
+from simulator.costs import kind_of
 from simulator.profiles import load_profile
 from simulator.roofline import efficiency
 from simulator.sweep import sweep
@@ -48,14 +49,17 @@ def test_an_ops_own_rate_comes_before_its_kinds() -> None:
 
 
 @pytest.mark.parametrize("name", ["quickgelu-1x262144", "gelu-1x262144", "hardsigmoid-1x262144", "tanh-1x262144",
-                                  "lrn-64x28", "reducel2-40x56"])
+                                  "lrn-64x28", "reducel2-40x56", "resize-linear-1024x7", "transpose-walk-196x128"])
 def test_each_own_rate_case_fits_a_figure_its_tasks_read(name: str, tmp_path: Path) -> None:
     # A case whose key its compiled tasks do not read (an op ORT renamed, a kind other than the key's) would fit
     # nothing: the bisection would run to a bound while the prediction stayed put.
     case = next(c for c in CASES if c.name == name)
     g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
     key = case.variants[0][1]
-    assert {n.op_type for n in g.nodes} == {key.rsplit(".", 1)[1]}
+    kind, _, op = (key.split(".", 2) + [""])[:3]  # kind.fp32 (a kind's own rate) or kind.fp32.Op (an op's)
+    assert {kind_of(n, g) for n in g.nodes} == {kind}
+    if op:
+        assert {n.op_type for n in g.nodes} == {op}
     hw = load_profile("host-cpu")
     pred = _predict_ms(g, hw, "fp32")
     eff = _fit_eff(g, hw, "fp32", key, 3 * pred)

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from compiler.graph import Node
-from simulator.calibration_bench import CASES, compile_for_host
-from simulator.calibration_fit import _fit_eff, _predict_ms
 from simulator.costs import kind_of
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
@@ -35,15 +31,3 @@ def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
     assert _ms(linear, lay) == pytest.approx(_ms(nearest, lay))  # uncalibrated: a layout move, as before
     assert _ms(nearest, own) == pytest.approx(_ms(nearest, lay))
     assert _ms(linear, own) > 3 * _ms(linear, lay)
-
-
-def test_the_resize_case_fits_a_figure_its_tasks_read(tmp_path: Path) -> None:
-    case = next(c for c in CASES if c.name == "resize-linear-1024x7")
-    g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
-    assert [kind_of(n, g) for n in g.nodes] == ["resize"] * 8
-    hw = load_profile("host-cpu")
-    key = case.variants[0][1]
-    pred = _predict_ms(g, hw, "fp32")
-    eff = _fit_eff(g, hw, "fp32", key, 3 * pred)
-    assert _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: eff}}}}), "fp32") == \
-        pytest.approx(3 * pred, rel=0.02)

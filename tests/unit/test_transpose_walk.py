@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from compiler.graph import Node
-from simulator.calibration_bench import CASES, compile_for_host
-from simulator.calibration_fit import _fit_eff, _predict_ms
 from simulator.costs import kind_of
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
@@ -60,15 +56,3 @@ def test_a_walked_transpose_takes_its_own_rate_and_falls_back_to_layouts() -> No
     assert _ms(walked, lay) == pytest.approx(_ms(blocked, lay))
     assert _ms(blocked, own) == pytest.approx(_ms(blocked, lay))
     assert _ms(walked, own) > 3 * _ms(walked, lay)
-
-
-def test_the_walk_case_fits_a_figure_its_tasks_read(tmp_path: Path) -> None:
-    case = next(c for c in CASES if c.name == "transpose-walk-196x128")
-    g = compile_for_host(case.build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
-    assert {kind_of(n, g) for n in g.nodes} == {"walk"} and len(g.nodes) == 8
-    hw = load_profile("host-cpu")
-    key = case.variants[0][1]
-    pred = _predict_ms(g, hw, "fp32")
-    eff = _fit_eff(g, hw, "fp32", key, 3 * pred)
-    assert _predict_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {key: eff}}}}), "fp32") == \
-        pytest.approx(3 * pred, rel=0.02)
