@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_bench import R, Bench, machine_overrides
+from simulator.calibration_bench import R, Bench
+from simulator.host_machine import machine_overrides
 from simulator.calibration_timing import machine, profiler_overhead
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.sweep import sweep
@@ -36,7 +37,7 @@ CACHE_VERSION = 40  # 29: the machine's own facts (peaks, L2, description); 30: 
 # profile's measured figure (ConvInteger's) or 0.
 _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw"})
 
-# Efficiencies are relative to the nominal peak at the base clock (the machine's, calibration_bench.peak_per_cycle);
+# Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
 EFF_MAX = 6.0
 

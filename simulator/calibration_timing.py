@@ -143,7 +143,7 @@ def machine() -> str:
         name = cpu_name()
     except Exception:  # pragma: no cover - the compiler backend is optional here
         name = platform.processor() or platform.machine()
-    from simulator.calibration_bench import cpu_facts
+    from simulator.host_machine import cpu_facts
 
     f = cpu_facts()
     if not f["family"] and not f["caches"]:

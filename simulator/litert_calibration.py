@@ -234,7 +234,7 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0
         ) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2}}}
-    from `measure`; `l2`: one core's share of its L2 (calibration_bench.l2_bytes; 0: no spill cost fitted)."""
+    from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no spill cost fitted)."""
     hw = hw.with_overrides({"units": {"cpu": {"l2_share_bytes": float(l2)}}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
@@ -279,7 +279,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
-    from simulator.calibration_bench import l2_bytes
+    from simulator.host_machine import l2_bytes
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from simulator import calibration, calibration_bench, calibration_fit, calibration_timing
+from simulator import calibration, calibration_bench, calibration_fit, calibration_timing, host_machine
 from simulator.roofline import efficiency
 from testkit import modelzoo
 
@@ -82,7 +82,7 @@ def test_one_kernel_fit_reproduces_its_measurement(tmp_path: Path) -> None:
     src = case.build(tmp_path / "c.onnx")
     g = calibration_bench.compile_for_host(src, tmp_path / "c.opt.onnx")
     # Against this machine's nominal peaks, as the calibration fits them (host-cpu.yaml's are another machine's).
-    hw = load_profile("host-cpu").with_overrides(calibration_bench.machine_overrides())
+    hw = load_profile("host-cpu").with_overrides(host_machine.machine_overrides())
     meas = calibration_timing.wall_ms(src) - hw.units[0].run_overhead_s * 1e3
     eff = calibration_fit._fit_eff(g, hw, "fp32", "conv.fp32", meas)
     assert 0.01 < eff < 3.0
@@ -222,10 +222,10 @@ def test_cache_share_read_from_sysfs(tmp_path: Path) -> None:
     index(1, 1, "Instruction", "32K", "0")
     index(2, 2, "Unified", "512K", "0")
     index(3, 3, "Unified", "32768K", "0-1")
-    assert calibration_bench.llc_bytes(tmp_path) == (16 * 1024 * 1024, 32 * 1024 * 1024)
+    assert host_machine.llc_bytes(tmp_path) == (16 * 1024 * 1024, 32 * 1024 * 1024)
     (tmp_path / "index3" / "shared_cpu_list").write_text("0-3,8-11\n")
-    assert calibration_bench.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
-    assert calibration_bench.llc_bytes(tmp_path / "missing") == (0, 0)
+    assert host_machine.llc_bytes(tmp_path) == (4 * 1024 * 1024, 32 * 1024 * 1024)
+    assert host_machine.llc_bytes(tmp_path / "missing") == (0, 0)
 
 
 def _fake_machine(root: Path, vendor: str, family: int, model: int, flags: str, mhz: str, l2: str,
@@ -250,10 +250,10 @@ def test_machine_facts_read_from_linux(tmp_path: Path) -> None:
     """The host profile's fixed facts come from the machine: a Zen 4 VM with AVX-512 has two 256-bit FMA pipes (32
     fp32 FLOPs per cycle at its clock), its L2 is the unit's own memory, and the description says what it is; an
     Intel AVX-512 server core has two 512-bit FMA ports (64); a machine that tells nothing changes nothing."""
-    zen4 = calibration_bench.cpu_facts(*_fake_machine(
+    zen4 = host_machine.cpu_facts(*_fake_machine(
         tmp_path / "zen4", "AuthenticAMD", 25, 17, "fpu sse2 avx fma avx2 avx512f avx512_vnni avx512_bf16 hypervisor",
         "2596.134", "1024K", "32768K", "0-1"))
-    over = calibration_bench.machine_overrides(zen4)
+    over = host_machine.machine_overrides(zen4)
     cpu = over["units"]["cpu"]
     assert cpu["peak_ops_per_s"]["fp32"] == pytest.approx(32 * 2596.134e6)
     assert cpu["peak_ops_per_s"]["int8"] == pytest.approx(128 * 2596.134e6)
@@ -261,24 +261,24 @@ def test_machine_facts_read_from_linux(tmp_path: Path) -> None:
     assert (cpu["llc_share_bytes"], cpu["llc_bytes"]) == (16 << 20, 32 << 20)
     assert over["description"] == ("Test CPU (family 25 model 17, Zen 4, virtual machine, 2.60 GHz), 1 of 2 CPUs "
                                    "used, AVX-512 (VNNI, BF16), L2 1 MiB per core, L3 32 MiB shared by 2 CPUs")
-    zen3 = calibration_bench.cpu_facts(*_fake_machine(
+    zen3 = host_machine.cpu_facts(*_fake_machine(
         tmp_path / "zen3", "AuthenticAMD", 25, 1, "fpu sse2 avx fma avx2", "2450.000", "512K", "32768K", "0-7", 8))
-    assert "Zen 3" in calibration_bench.machine_overrides(zen3)["description"]
-    assert calibration_bench.machine_overrides(zen3)["units"]["cpu"]["onchip_memory_bytes"] == 512 << 10
-    zen5 = calibration_bench.machine_overrides(calibration_bench.cpu_facts(*_fake_machine(
+    assert "Zen 3" in host_machine.machine_overrides(zen3)["description"]
+    assert host_machine.machine_overrides(zen3)["units"]["cpu"]["onchip_memory_bytes"] == 512 << 10
+    zen5 = host_machine.machine_overrides(host_machine.cpu_facts(*_fake_machine(
         tmp_path / "zen5", "AuthenticAMD", 26, 2, "fpu sse2 avx fma avx2 avx512f avx512_vnni hypervisor", "2695.946",
         "1024K", "32768K", "0-1")))
     assert "Zen 5" in zen5["description"]  # full 512-bit datapath: twice Zen 4's FLOPs per cycle
     assert zen5["units"]["cpu"]["peak_ops_per_s"]["fp32"] == pytest.approx(64 * 2695.946e6)
-    xeon = calibration_bench.cpu_facts(*_fake_machine(
+    xeon = host_machine.cpu_facts(*_fake_machine(
         tmp_path / "xeon", "GenuineIntel", 6, 207, "fpu sse2 avx fma avx2 avx512f avx512_vnni", "2300.000", "4096K",
         "266240K", "0-1"))
-    assert calibration_bench.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["fp32"] == pytest.approx(
+    assert host_machine.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["fp32"] == pytest.approx(
         64 * 2300e6)
-    assert calibration_bench.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["int8"] == pytest.approx(
+    assert host_machine.machine_overrides(xeon)["units"]["cpu"]["peak_ops_per_s"]["int8"] == pytest.approx(
         256 * 2300e6)
-    nothing = calibration_bench.cpu_facts(tmp_path / "missing", tmp_path / "missing")
-    assert calibration_bench.machine_overrides(nothing) == {}
+    nothing = host_machine.cpu_facts(tmp_path / "missing", tmp_path / "missing")
+    assert host_machine.machine_overrides(nothing) == {}
     # Applied as overrides, the facts replace the YAML's, and the description is the machine's.
     hw = calibration_bench.load_profile("host-cpu").with_overrides(over)
     assert hw.description == over["description"] and hw.units[0].onchip_memory_bytes == 1 << 20
@@ -288,11 +288,11 @@ def test_machine_key_tells_machines_with_one_model_name_apart(tmp_path: Path, mo
                                                               ) -> None:
     """Two VMs both named "AMD EPYC" (a Zen 3 and a Zen 4) do not share a calibration cache."""
     keys = []
-    read = calibration_bench.cpu_facts
+    read = host_machine.cpu_facts
     for sub, model, l2 in (("a", 1, "512K"), ("b", 17, "1024K")):
         facts = read(*_fake_machine(tmp_path / sub, "AuthenticAMD", 25, model, "avx2 fma",
                                                            "2600.0", l2, "32768K", "0-1"))
-        monkeypatch.setattr(calibration_bench, "cpu_facts", lambda f=facts: f)
+        monkeypatch.setattr(host_machine, "cpu_facts", lambda f=facts: f)
         keys.append(calibration_timing.machine())
     assert keys[0] != keys[1] and "family 25 model 17" in keys[1]
 

@@ -71,7 +71,7 @@ def test_fit_recovers_the_hybrid_depthwise_cost_beyond_the_l2(tmp_path: Path) ->
 
 def test_l2_share_read_from_sysfs(tmp_path: Path) -> None:
     """One core's share of its level-2 data or unified cache; instruction caches and other levels do not count."""
-    from simulator.calibration_bench import l2_bytes, llc_bytes
+    from simulator.host_machine import l2_bytes, llc_bytes
 
     def index(n: int, level: int, kind: str, size: str, cpus: str) -> None:
         d = tmp_path / f"index{n}"
