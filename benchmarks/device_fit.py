@@ -1,7 +1,7 @@
 """Fit device profiles to published on-device measurements, with leave-one-family-out cross-validation.
 
     python benchmarks/device_fit.py [--target T ...] [--write] [--cache DIR] [--max-nfev N] [--cv-nfev N] [--json F]
-                                    [--built-only] [--refit] [--float-run-cost]
+                                    [--built-only] [--refit]
     python benchmarks/device_fit.py --from-json F [--from-json G ...] [--write]   # print / write earlier runs
 
 For each target with public data (TARGETS below), the dataset rows of its chip and runtime
@@ -109,6 +109,8 @@ def _cpu_int8(start: float) -> Param:
     return Param("cpu", "peak_ops_per_s", "int8", 1e10, 1e13, start)
 
 
+_FLOAT_GRAPH = Param("htp", "float_graph_run_s", "", 1e-6, 2e-3, 1e-4)
+
 # The A16 rows that stand in for the A17 Pro's (coreml/apple-a17 below): fp16 and compressed weights, fp16 compute.
 _A16_AS_A17 = {"apple-a16": frozenset({"fp16", "w8", "lut2", "lut4", "lut6", "lut8", "sparse50", "sparse75"})}
 
@@ -123,8 +125,11 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     # LiteRT with the QNN delegate: AI Hub's TFLite jobs on the same phones. Every published TFLite job runs all its
     # layers on the NPU (aihub.csv), so the HTP's figures only, fitted to the TFLite rows of every architecture whose
     # TFLite file is built (litert-torch; 1-3 min each on the 2026-12-03 host, 6-19 on the one before).
-    FitSpec("litert-qnn/snapdragon-8g3", "snapdragon-8g3", ("tflite",), _npu_params("htp")),
-    FitSpec("litert-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("tflite",), _npu_params("htp")),
+    # AI Hub's float TFLite jobs run ~0.2-0.3 ms slower per run than the w8a8 ones (SqueezeNet 0.45 -> 0.15 ms on
+    # the S24), whatever their work: the HTP's fixed cost per run of a float graph (`float_graph_run_s`, the totals
+    # rule's float-graph term; README "Why float jobs cost more per run"). Start: 0.1 ms.
+    FitSpec("litert-qnn/snapdragon-8g3", "snapdragon-8g3", ("tflite",), (*_npu_params("htp"), _FLOAT_GRAPH)),
+    FitSpec("litert-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("tflite",), (*_npu_params("htp"), _FLOAT_GRAPH)),
     # Public A17 Pro data besides the validation models: one family (MobileViTv2: fp16, w8, w8a8). The A16's
     # (iPhone 14 Pro) fp16 and weight-compressed rows of the same coremltools tables stand in for the A17 Pro's:
     # the same 16-core ANE at fp16 (the tables' fp16 / weight-only columns of MobileViTv2 agree within 1-4%:
@@ -162,16 +167,6 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
 
 Graphs = Mapping[str, tuple[Any, Any]]  # model id -> (source graph, compiled graph)
 
-# --float-run-cost: a fixed cost per run of a float (fp16) HTP graph, fitted with the profile's figures and added to
-# the float rows only. Not a profile figure (the totals rule has one per-inference term per option table): it tries
-# the README's LiteRT QNN finding (float jobs' floor ~0.2-0.3 ms above the w8a8 jobs'); --write refuses it.
-FLOAT_RUN = Param("run", "float_graph_s", "", 1e-6, 2e-3, 1e-4)
-
-
-def _float_s(params: Sequence[Param], x: Sequence[float]) -> float:
-    return float(x[list(params).index(FLOAT_RUN)]) if FLOAT_RUN in params else 0.0
-
-
 def rows_for(spec: FitSpec, rows: Sequence[Measurement] | None = None) -> list[Measurement]:
     """The target's rows: its chip's, and its stand-in chips' in the precisions they stand in for (fitted rows
     only: a validation model is validated on the target's own chip)."""
@@ -189,8 +184,6 @@ _SHARED_KEYS = ("efficiency", "kind_overhead_s")
 
 
 def _value(hw: HardwareProfile, p: Param) -> float:
-    if p == FLOAT_RUN:
-        return p.start or 0.0
     u = next(u for u in hw.units if u.name == p.unit)
     if p.field in _MAPS and p.key == "*":
         return 1.0  # a scale on every figure of the map
@@ -211,8 +204,6 @@ def overrides(params: Sequence[Param], x: Sequence[float], base: HardwareProfile
     every figure of the unit's map (as `base` has them; efficiency keys fitted on their own are set after it)."""
     units: dict[str, dict[str, Any]] = {}
     for p, v in sorted(zip(params, x), key=lambda pv: pv[0].key != "*"):
-        if p == FLOAT_RUN:
-            continue
         u = units.setdefault(p.unit, {})
         if p.field in _MAPS and p.key == "*":
             assert base is not None, "a '*' scale needs the base profile"
@@ -253,16 +244,13 @@ def make_plans(spec: FitSpec, rows: Sequence[Measurement], graphs: Graphs, base:
             for m, p in sorted({(r.model, PRESETS[r.precision]) for r in rows})}
 
 
-def predict(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, hw: HardwareProfile,
-            float_s: float = 0.0) -> list[Prediction]:
-    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency);
-    `float_s`: --float-run-cost's term on the float rows."""
+def predict(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, hw: HardwareProfile) -> list[Prediction]:
+    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency)."""
     cpu = len(hw.units) - 1
     out = []
     for r in rows:
         lp = plans[r.model, PRESETS[r.precision]]
-        extra = float_s * 1e3 if r.precision == "float" else 0.0
-        out.append(Prediction(r, latency_ms(lp, hw) + extra, lp.tasks_on(cpu), int(lp.live.sum())))
+        out.append(Prediction(r, latency_ms(lp, hw), lp.tasks_on(cpu), int(lp.live.sum())))
     return out
 
 
@@ -288,7 +276,7 @@ def fit(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, base: Hardware
 
     def resid(z: np.ndarray) -> np.ndarray:
         hw = base.with_overrides(overrides(params, np.exp(z), base))
-        pred = np.array([p.latency_ms for p in predict(spec, rows, plans, hw, _float_s(params, np.exp(z)))])
+        pred = np.array([p.latency_ms for p in predict(spec, rows, plans, hw)])
         return np.concatenate([np.log(np.maximum(pred, 1e-9)) - pub, prior * (z - x0)])
 
     r = least_squares(resid, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.15, diff_step=0.02,
@@ -328,7 +316,7 @@ def run(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, max_nfev: int 
             fit_rows = [r for r in train if archs[r.model].family != fam]
             x = fit(spec, fit_rows, plans, base, cv_nfev or max_nfev, prior)
             hw = base.with_overrides(overrides(spec.params, x, base))
-            got = predict(spec, [r for r in train if archs[r.model].family == fam], plans, hw, _float_s(spec.params, x))
+            got = predict(spec, [r for r in train if archs[r.model].family == fam], plans, hw)
             held += got
             log(f"  fold {fam}: {summary(got)}", flush=True)
     x = fit(spec, train, plans, base, max_nfev, prior) if train and spec.refit else np.array([_value(base, p)
@@ -336,8 +324,8 @@ def run(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, max_nfev: int 
     # Not refitted: the profile as the YAML has it (overrides at the parameters' current values are not the identity:
     # a kind_bandwidth_bytes_per_s figure the unit lacks would be set to its small tasks' rate).
     hw = base.with_overrides(overrides(spec.params, x, base)) if spec.refit else base
-    val_preds = predict(spec, val, plans, hw, _float_s(spec.params, x))
-    train_preds = predict(spec, train, plans, hw, _float_s(spec.params, x))
+    val_preds = predict(spec, val, plans, hw)
+    train_preds = predict(spec, train, plans, hw)
     before = predict(spec, val, plans, base)
     return {
         "target": spec.target, "chip": spec.chip, "runtimes": list(spec.runtimes), "refit": spec.refit,
@@ -392,7 +380,11 @@ def write_yaml(profile: str, params: Mapping[str, float], source: str) -> None:
             else:
                 lines.insert(eff + 1, new)
         else:
-            i = next(i for i in range(start, end) if lines[i].strip().startswith(f"{field}:"))
+            i = next((i for i in range(start, end) if lines[i].strip().startswith(f"{field}:")), None)
+            if i is None:  # a figure the unit lacks (float_graph_run_s): after its run_overhead_s
+                i = next(i for i in range(start, end) if lines[i].strip().startswith("run_overhead_s:")) + 1
+                lines.insert(i, lines[i - 1][: len(lines[i - 1]) - len(lines[i - 1].lstrip())])
+                end += 1
             indent = lines[i][: len(lines[i]) - len(lines[i].lstrip())]
             lines[i] = f"{indent}{field}: {figure}"
     path.write_text("\n".join(lines) + "\n")
@@ -494,22 +486,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="write fitted figures to the YAML and heldout.json")
     ap.add_argument("--refit", action="store_true",
                     help="fit and cross-validate targets marked not to be refitted (FitSpec.refit) too; not --write")
-    ap.add_argument("--float-run-cost", action="store_true",
-                    help="fit a fixed cost per run of float graphs too (FLOAT_RUN; not a profile figure, not --write)")
     ap.add_argument("--from-json", type=Path, action="append",
                     help="reports of earlier runs (--json) to print and --write instead of fitting again")
     a = ap.parse_args(argv)
     if a.refit and a.write:
         ap.error("--refit is for reading the cross-validation of targets not refitted; it does not --write")
-    if a.float_run_cost and a.write:
-        ap.error("--float-run-cost tries a term the profiles do not have; it does not --write")
     reports = [rep for path in a.from_json or [] for rep in json.loads(path.read_text())]
     for rep in reports:
         print_report(rep)
     for name in [] if a.from_json else a.target or list(TARGETS):
         spec = dataclasses.replace(TARGETS[name], refit=True) if a.refit else TARGETS[name]
-        if a.float_run_cost:
-            spec = dataclasses.replace(spec, params=(*spec.params, FLOAT_RUN))
         rows = rows_for(spec)
         t0 = time.time()
         plans = load_plans(spec, rows, a.cache, a.built_only)
@@ -524,8 +510,6 @@ def main(argv: list[str] | None = None) -> int:
     if a.write:
         held = published.heldout_all()
         for rep in reports:
-            if FLOAT_RUN.name in rep["params"]:
-                ap.error(f"{rep['target']}: a --float-run-cost report fits a term the profiles do not have")
             n, m = rep["train_rows"], len(rep["families"])
             src = (f"fitted by benchmarks/device_fit.py to simulator/published ({n} {rep['chip']} "
                    f"{'/'.join(rep['runtimes'])} rows, {m} families; MobileNetV2/ResNet-50 not fitted)")

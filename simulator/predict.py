@@ -51,7 +51,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.table_schema import per_inference_ms
-    from simulator.totals import totals
+    from simulator.totals import float_graph_terms, totals
 
     t = get_target(target)
     preset = parse_preset(model_wide).name
@@ -81,11 +81,14 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
         w = r.works[i]
         rows.append({"id": n.id, "name": n.name, "type": n.op_type, "combo": combo, "supported": sup,
                      "unit": unit, "macs": w.macs, "work_unknown": not (w.shapes_known or w.kind == "folded"), **vals})
+    # the time per inference outside the tasks in this state: the per-inference term and any float-graph term
+    fixed = per_inference_ms(r.bulk) + sum(float_graph_terms(r.bulk, [x["combo"] for x in rows],
+                                                             [x["unit"] for x in rows]))
     unknown = [row for row in rows if row["work_unknown"]]
     unknown_ms = sum(row["latency_ms"] for row in unknown)
     result = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],
               "label_text": label_text(r.bulk["label"]), "inputs": [p.to_json() for p in plans.values()],
-              "totals": tot, "per_inference_ms": per_inference_ms(r.bulk), "work_unknown": {"tasks": len(unknown), "latency_ms": unknown_ms,
+              "totals": tot, "per_inference_ms": fixed, "work_unknown": {"tasks": len(unknown), "latency_ms": unknown_ms,
                                               "share": unknown_ms / tot["latency_ms"] if tot["latency_ms"] > 0 else 0.0},
               "ops": rows}
     return result, source, compiled

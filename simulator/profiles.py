@@ -70,6 +70,10 @@ class Unit:
     # Op types that, with a constant weight in a quantized model (int8 weights or activations), the runtime leaves
     # to the fallback unit whatever their formats (QNN EP: a MatMul with per-channel int8 weights).
     quantized_ops_except: frozenset[str] = frozenset()
+    # A fixed cost per run of a graph that computes in a float format on this unit (the totals rule's float-graph
+    # term, `constants.float_graph_ms`): paid once per inference when any task on the unit reads and writes float
+    # activations (AI Hub's float TFLite jobs on the HTP run ~0.2-0.3 ms slower per run than w8a8 ones).
+    float_graph_run_s: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -212,7 +216,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s",
-                                                     "weights_exposed_share") if k in d},
+                                                     "weights_exposed_share", "float_graph_run_s") if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )
 

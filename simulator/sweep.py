@@ -236,6 +236,11 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
                       # the totals rule's per-inference term, scaled with the table's latencies
                       "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
     }
+    # Units with a fixed cost per run of a float graph on them: the totals rule pays it in a state where one of their
+    # ops runs float (simulator.totals.float_graph_terms); absent where no unit has one (the tables stay as they were).
+    fg = {u.name: u.float_graph_run_s * 1e3 * (scale or 1.0) for u in hw.units if u.float_graph_run_s > 0}
+    if fg and n:
+        bulk["constants"]["float_graph_ms"] = fg
     exportable = None
     if t.export == "onnx":
         from simulator.exportable import mark_onnx

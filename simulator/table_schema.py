@@ -24,6 +24,13 @@ def per_inference_ms(bulk: Mapping[str, Any]) -> float:
     return float(v) if v else 0.0
 
 
+def float_graph_ms(bulk: Mapping[str, Any]) -> dict[str, float]:
+    """The totals rule's float-graph terms, {unit: ms} ({} for a table without them): a unit's fixed cost per run
+    of a graph that computes float on it, paid when any op of the state runs there with float activations in and
+    out (simulator/totals.py `float_graph_terms`). Optional in schema 2: a table without it has no such term."""
+    return {str(k): float(v) for k, v in (bulk.get("constants", {}).get("float_graph_ms") or {}).items()}
+
+
 def old_charge(bulk: Mapping[str, Any]) -> float | None:
     """What a schema-1 table charged to op 0 in every column (0.0 where it did not record it: tables from before
     `first_task_ms` keep their charge in op 0, as their totals always had it); None for a table of schema 2."""

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.formats import BITS, FLOAT_FORMATS
 from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.roofline import conversion_bytes, conversion_ms, crossing_bytes, crossing_ms, memory_power_mw
-from simulator.table_schema import per_inference_ms
+from simulator.table_schema import float_graph_ms, per_inference_ms
 
 
 def _per_op_entry(per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]], ops: list[str],
@@ -45,6 +45,24 @@ def edge_terms(bulk: Mapping[str, Any], p: int, s: int, d: int, elements: float,
         cross_ms = (crossing_ms(crossing, now_b) if now else 0.0) - (crossing_ms(crossing, was_b) if was else 0.0)
         cross_b = now_b - was_b
     return conv_ms, conv_b, cross_ms, cross_b
+
+
+def runs_float(combo: str) -> bool:
+    """An op that reads and writes float activations (the input and output formats of its combo): on a unit with a
+    float-graph term, one such op makes the unit's graph a float one."""
+    inp, out = combo.split("/")[:2]
+    return inp in FLOAT_FORMATS and out in FLOAT_FORMATS
+
+
+def float_graph_terms(bulk: Mapping[str, Any], combos: Sequence[str], units: Sequence[str]) -> list[float]:
+    """The totals rule's float-graph terms of a state, one per unit of `constants.float_graph_ms` in its order: the
+    unit's ms if an op of the state runs on it (`units`, per op) with float activations in and out (`combos`),
+    else 0.0. [] for a table without the constant. web/src/totals.ts floatGraphTerms is the same rule."""
+    fg = float_graph_ms(bulk)
+    if not fg:
+        return []
+    on = {u for c, u in zip(combos, units) if u in fg and runs_float(c)}
+    return [ms if u in on else 0.0 for u, ms in fg.items()]
 
 
 FORMATS: tuple[str, ...] = tuple(BITS)  # EdgeRule's format codes: indices into this
@@ -137,7 +155,8 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     over = np.zeros(n, dtype=bool)
     # Crossings need units: the preset's from the bulk table, an override's from its per-op row.
     crossing = bulk.get("crossing")  # None: one unit, or a table from before per-op units
-    unit: list[str] = [row[p] for row in bulk["units"]] if crossing else []
+    by_unit = bool(crossing) or bool(float_graph_ms(bulk))  # the rule reads each op's unit
+    unit: list[str] = [row[p] for row in bulk["units"]] if by_unit else []
     for i in sorted(op_index[o] for o in overrides):  # in op order, as the first error is reported
         op = ops[i]
         combo = overrides[op]
@@ -152,7 +171,7 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
         act[i], dram[i] = entry["activation_bytes"][j], entry["dram_bytes"][j]
         names[i] = combo  # the rule takes formats from the chosen combo as written (as web/src/totals.ts)
         over[i] = True
-        if crossing:
+        if by_unit:
             if "unit" not in entry:
                 raise OptionError(f"per-op options of {op!r} carry no units; re-run the sweep")
             unit[i] = bulk["unit_names"][entry["unit"][j]]
@@ -174,8 +193,9 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
         e = int(np.flatnonzero(np.isnan(conv_ms))[0])
         raise KeyError(f"{FORMATS[fout[s[e]]]}>{FORMATS[fin[d[e]]]}")
     const = bulk["constants"]
-    # The time per inference no task explains (runtime's fixed cost, measured time outside the tasks) comes first.
-    fixed = np.array([per_inference_ms(bulk)], dtype=np.float64)
+    # The time per inference no task explains (runtime's fixed cost, measured time outside the tasks) comes first,
+    # then each unit's float-graph term as the state has it.
+    fixed = np.array([per_inference_ms(bulk), *float_graph_terms(bulk, names, unit)], dtype=np.float64)
     latency = _in_order(fixed, lat, np.column_stack((conv_ms, cross_ms)).ravel())
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))

@@ -14,10 +14,11 @@ KERNELS = ("fp32", "fp16", "int8", "int4")
 PRESETS = (("fp32", "fp32", "fp32"), ("fp16", "fp16", "fp16"), ("int8-static", "int8", "int8"))
 
 
-def random_table(seed: int, n: int = 5, combos_per_op: int = 5, units: bool = True
+def random_table(seed: int, n: int = 5, combos_per_op: int = 5, units: bool = True, float_graph_ms: float = 0.0
                  ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A DAG of n ops (a chain plus skip edges), each with a few combos whose figures follow the formats
-    loosely (int8 faster and smaller, not always); two units with crossings when `units`."""
+    loosely (int8 faster and smaller, not always); two units with crossings when `units`. `float_graph_ms`: the
+    totals rule's float-graph term on the last unit (the one float ops run on here), paid while one runs float."""
     rng = np.random.default_rng(seed)
     ops = [f"op{i}" for i in range(n)]
     unit_names = ["npu", "cpu"] if units else ["cpu"]
@@ -64,6 +65,8 @@ def random_table(seed: int, n: int = 5, combos_per_op: int = 5, units: bool = Tr
             "crossing": {"fixed_s": 5e-5, "bytes_per_s": 1e9} if units else None,
             "constants": {"dram_pj_per_byte": 20.0, "size_overhead_bytes": 4096,
                           "per_inference_ms": float(rng.uniform(0.0, 0.2))}}
+    if float_graph_ms:
+        bulk["constants"]["float_graph_ms"] = {unit_names[-1]: float_graph_ms}
     return bulk, per_op
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from compiler.graph import Graph
-from compiler.vocabulary.formats import BITS
+from compiler.vocabulary.formats import BITS, FLOAT_FORMATS
 from compiler.vocabulary.options import Combo, parse_preset
 from compiler.vocabulary.targets import Target, get_target
 from simulator.backends import (
@@ -67,6 +67,9 @@ class LatencyPlan:
     works: tuple[Work, ...]  # the run's length (roofline.run_estimate_s) depends on the figures too
     units: np.ndarray  # [n] unit index of each task
     epilogue_pass: bool
+    # Units with a task that reads and writes float activations (the totals rule's float-graph terms, each paid
+    # where its unit's `float_graph_run_s` is set).
+    float_units: tuple[int, ...] = ()
 
     @property
     def live(self) -> np.ndarray:
@@ -103,12 +106,16 @@ def plan_latency(compiled: Graph, target: str | Target, hw: HardwareProfile, pre
     paths = tuple(distinct)
     st = stored(t, g, source, works, folded, records)
     resolved = [paths[k][0].resolved for k in index]
+    # As the totals rule reads the table: every task's row (a folded one's too) with its combo and unit.
+    float_units = tuple(sorted({u for u, r in zip(units, resolved)
+                                if r.input in FLOAT_FORMATS and r.output in FLOAT_FORMATS}))
     return LatencyPlan(
         target=t.name, preset=preset, paths=paths, index=np.array(index, dtype=np.int64),
         counts=Counts.of(works), gone=np.array(gone, dtype=bool),
         conversions=_conversions(g, folded, execs, resolved), crossings=_crossings(g, folded, execs, resolved, units),
         weights_fp32_bytes=float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works),
-        works=tuple(works), units=np.array(units, dtype=np.int64), epilogue_pass=t.backend in EPILOGUE_PASS_BACKENDS)
+        works=tuple(works), units=np.array(units, dtype=np.int64), epilogue_pass=t.backend in EPILOGUE_PASS_BACKENDS,
+        float_units=float_units)
 
 
 def _conversions(g: Graph, folded: frozenset[str], execs: np.ndarray, resolved: list[Combo]
@@ -166,7 +173,9 @@ def latency_ms(lp: LatencyPlan, hw: HardwareProfile) -> float:
                                    u0.cache_bandwidth_bytes_per_s))
     cost = task_cost(lp.counts, r, res)
     tasks = float(np.where(lp.gone[:, None], 0.0, cost.latency_s * 1e3).sum())
-    return tasks + hw.units[0].run_overhead_s * 1e3 + _conversions_ms(lp, hw) + _crossings_ms(lp, hw)
+    float_graph = sum(hw.units[u].float_graph_run_s for u in lp.float_units) * 1e3
+    return (tasks + hw.units[0].run_overhead_s * 1e3 + float_graph + _conversions_ms(lp, hw)
+            + _crossings_ms(lp, hw))
 
 
 def check_against_sweep(lp: LatencyPlan, compiled: Graph, hw: HardwareProfile, source: Graph | None = None

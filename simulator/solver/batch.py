@@ -101,6 +101,8 @@ class Batch(Candidates):
             edges[:, len(c.groups)] = row.e_init  # the starting choice: its own edges (bulk row, not an override)
             oc, en = o0[mem], row.e_now
             lat = st.lat + (own[:, :, 0] - oc[:, None, 0]) + (edges[:, :, 0] - en[:, None, 0])
+            if self.fg_ms:  # the float-graph switch of each change
+                lat = lat + np.array([self.switches(st, i, kr) for i, kr in zip(mem, ks)]).reshape(lat.shape)
             size = st.size + (own[:, :, 1] - oc[:, None, 1])
             dram = st.dram + (own[:, :, 3] - oc[:, None, 3]) + (edges[:, :, 1] - en[:, None, 1])
             amax = np.maximum(np.where(mem == self.amax_i, self.a2, self.a1)[:, None], own[:, :, 2])
@@ -171,7 +173,8 @@ class Batch(Candidates):
                 else:
                     # No neighbour of i has changed this round: its prices from the round's start are exact,
                     # and `move`'s sums (lat + own change + edge change) are these, to the bit.
-                    lat, size, dram = st.lat + d_lo[i] + d_le[i], st.size + d_s[i], st.dram + d_do[i] + d_de[i]
+                    lat = st.lat + d_lo[i] + d_le[i] + self.switch(st, i, k)
+                    size, dram = st.size + d_s[i], st.dram + d_do[i] + d_de[i]
                     amax = max(self.a2 if i == self.amax_i else self.a1, act1[i])
                     if e - self.excess4(lat, size, dram, amax) <= 1e-12:
                         continue

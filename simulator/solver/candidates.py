@@ -109,6 +109,8 @@ class Candidates(Pricing):
         init_ok = self.init_ok
         best_all = np.where(init_ok, np.minimum(best_all, own_init), best_all)
         edge = np.array([self.edges_of(st, i, st.cur[i])[0] for i in range(n)]) - self.edge_lb
+        if self.fg_ms:
+            edge = edge + np.array([self.fg_credit(st, i) for i in range(n)])
         self.own_bound = np.maximum(own_cur - best_all, 0.0)
         if objective == "most_float":
             self.own_bound = np.maximum(self.own_bound, (own_cur - best_flt) / EPS_COST)
@@ -199,7 +201,7 @@ class Candidates(Pricing):
             edges = e_in[g_in] + e_out[g_out]
             if at_init >= 0:
                 edges[at_init] = self.edges_of(st, i, init, memo, ctx)
-        lat = st.lat + (own[:, 0] - o0[0]) + (edges[:, 0] - e_now[0])
+        lat = st.lat + (own[:, 0] - o0[0]) + (edges[:, 0] - e_now[0]) + self.switches(st, i, ks)
         size = st.size + (own[:, 1] - o0[1])
         dram = st.dram + (own[:, 3] - o0[3]) + (edges[:, 1] - e_now[1])
         amax = np.maximum(self.a2 if i == self.amax_i else self.a1, own[:, 2])

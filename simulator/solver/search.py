@@ -80,7 +80,7 @@ class Search(Batch):
                 if not np.isfinite(self.own_bound[j]):
                     heapq.heappush(heap, (-np.inf, j, -1, ver[j], False))
                     continue
-                edge = self.edges_of(st, j, st.cur[j])[0] - self.edge_lb[j]
+                edge = self.edges_of(st, j, st.cur[j])[0] - self.edge_lb[j] + self.fg_credit(st, j)
                 changed = st.cur[j] != len(self.t.rows[j].combos)
                 b = (self.own_bound[j] + max(w[0], 0.0) * edge) / (EPS_COST if changed or
                                                                    objective == "most_float" else 1.0)
@@ -106,7 +106,7 @@ class Search(Batch):
             at = np.full(len(ops), -1, dtype=np.int64)
             at[vec] = np.arange(int(vec.sum()))
             lat, size, dram, amax = (np.array(x) for x in zip(*[
-                self.priced_move(st, pre, x, i) if x >= 0 else self.move(st, i, int(n_combos[i]))
+                self.priced_move(st, pre, x, i, int(n_combos[i])) if x >= 0 else self.move(st, i, int(n_combos[i]))
                 for x, i in zip(at.tolist(), ops.tolist())]))
             f = self.figures(lat, size, dram, amax)
             harm = np.zeros(len(ops))
@@ -128,7 +128,7 @@ class Search(Batch):
                         stale |= self.neighbours(i)
                         reverted = True
                     continue
-                m = self.priced_move(st, pre, x, i)
+                m = self.priced_move(st, pre, x, i, k)
                 if self.excess4(*m) <= 0:
                     self.apply_priced(st, i, k, m[:3], pre[5][x], (pre[6][x], pre[7][x]))
                     stale |= self.neighbours(i)
@@ -146,7 +146,7 @@ class Search(Batch):
             return True
         o0, o1 = self.own(i, st.cur[i]), self.own(i, k)
         e0, e1 = self.edges_direct(st, i, st.cur[i]), self.edges_direct(st, i, k)
-        m = (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
+        m = (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]) + self.switch(st, i, k), st.size + (o1[1] - o0[1]),
              st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), max(self.a2 if i == self.amax_i else self.a1, o1[2]))
         if self.excess4(*m) > 0:
             return False
@@ -185,6 +185,7 @@ class Search(Batch):
                 self.prune(trial, objective)
                 if key(trial.cur) < key(st.cur):
                     st.cur, st.lat, st.size, st.dram, st.act = trial.cur, trial.lat, trial.size, trial.dram, trial.act
+                    st.fgn = trial.fgn
                     st.edges = trial.edges
                     self.top2(st)
                     improved = True
@@ -216,7 +217,7 @@ class Search(Batch):
                         stale |= self.neighbours(i)
                         break
                     continue
-                m = self.priced_move(st, pre, x, i)
+                m = self.priced_move(st, pre, x, i, k)
                 if self.excess4(*m) <= 0:
                     self.apply_priced(st, i, k, m[:3], pre[5][x], (pre[6][x], pre[7][x]))
                     stale |= self.neighbours(i)

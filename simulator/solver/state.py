@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from compiler.vocabulary.options import OptionError
-from simulator.table_schema import per_inference_ms
-from simulator.totals import edge_terms
+from simulator.table_schema import float_graph_ms, per_inference_ms
+from simulator.totals import edge_terms, runs_float
 
 from .budget import LIMITS, TOL, Budget, excess
 from .edges import EdgeArrays
@@ -36,6 +36,8 @@ class State:
     # and are dropped when a neighbour changes. A search prices the same op many times between changes.
     ctx: dict[int, Any] = field(default_factory=dict)
     memo: dict[int, dict[Any, tuple[float, float]]] = field(default_factory=dict)
+    # Per float-graph term of the table (constants.float_graph_ms, in its order): ops that run float on its unit.
+    fgn: list[int] = field(default_factory=list)
 
 
 def _column(rows: Any, p: int) -> list[float]:
@@ -77,6 +79,7 @@ class Pricing:
         self.overhead = float(c["size_overhead_bytes"])
         self.copies = float(c.get("weight_copies", 0.0))  # the runtime's own copies of the weights (peak memory)
         self.fixed = np.array([per_inference_ms(bulk)])  # the totals rule's per-inference term (no op's choice)
+        self._float_graph(bulk)
         # Starting choice of each op: its override's row, else the preset's bulk row.
         self.init_m: list[tuple[float, float, float, float]] = []
         self.init_fmt: list[tuple[str, str, str, bool, str]] = []  # in, out, unit, overridden, combo
@@ -134,6 +137,14 @@ class Pricing:
                     self.edge_lb[s] -= credit
                     self.edge_lb[d] -= credit
 
+    def _float_graph(self, bulk: Mapping[str, Any]) -> None:
+        """The table's float-graph terms: a unit's ms, paid while an op runs float on it (simulator.totals
+        float_graph_terms); `fg_unit` indexes `fg_ms` by unit name."""
+        fg = float_graph_ms(bulk)
+        self.fg_unit = {u: j for j, u in enumerate(fg)}
+        self.fg_ms = list(fg.values())
+        self._fg_memo: dict[tuple[int, int], int] = {}
+
     # --- one op's choice ------------------------------------------------------------------------------------
     def attrs(self, i: int, k: int) -> tuple[str, str, str, bool]:
         c = self.t.rows[i].cls
@@ -158,6 +169,49 @@ class Pricing:
     def non_float(self, i: int, k: int) -> bool:
         c = self.t.rows[i].cls
         return self.init_non_float[i] if k == len(c.combos) else c.non_float[k]
+
+    def fg_at(self, i: int, k: int) -> int:
+        """The float-graph term op i's choice k pays for (its index in `fg_ms`), -1 for none."""
+        hit = self._fg_memo.get((i, k))
+        if hit is None:
+            c = self.t.rows[i].cls
+            a = self.init_attrs[i] if k == len(c.combos) else c.attrs[k]
+            hit = self.fg_unit.get(a[2], -1) if runs_float(f"{a[0]}/{a[1]}") else -1
+            self._fg_memo[(i, k)] = hit
+        return hit
+
+    def switch(self, st: State, i: int, k: int) -> float:
+        """The change of the float-graph terms if op i moves to choice k (0.0 unless it starts or ends a term)."""
+        if not self.fg_ms:
+            return 0.0
+        a, b = self.fg_at(i, st.cur[i]), self.fg_at(i, k)
+        if a == b:
+            return 0.0
+        d = 0.0
+        if a >= 0 and st.fgn[a] == 1:
+            d -= self.fg_ms[a]
+        if b >= 0 and st.fgn[b] == 0:
+            d += self.fg_ms[b]
+        return d
+
+    def fg_credit(self, st: State, i: int) -> float:
+        """What op i's move can take off the float-graph terms: its term if it is the last op that runs float on
+        that unit (a bound's part, as edges' costs are)."""
+        f = self.fg_at(i, st.cur[i]) if self.fg_ms else -1
+        return self.fg_ms[f] if f >= 0 and st.fgn[f] == 1 else 0.0
+
+    def switches(self, st: State, i: int, ks: Any) -> np.ndarray:
+        """`switch` of op i to each of choices ks."""
+        return np.array([self.switch(st, i, int(k)) for k in ks]) if self.fg_ms else np.zeros(len(ks))
+
+    def _recount(self, st: State, i: int, k: int) -> None:
+        """Op i moves to choice k: the float-graph counts follow (before st.cur[i] changes)."""
+        if self.fg_ms:
+            a, b = self.fg_at(i, st.cur[i]), self.fg_at(i, k)
+            if a >= 0:
+                st.fgn[a] -= 1
+            if b >= 0:
+                st.fgn[b] += 1
 
     def context(self, st: State, i: int) -> tuple[list[tuple[int, int, str, str, bool]],
                                                       list[tuple[int, int, str, str, bool]]]:
@@ -289,7 +343,15 @@ class Pricing:
         e_ms, e_by = a + c, b + d
         # The sums in the scalar order (each op's own row in op order, then each edge's terms in edge order):
         # cumsum adds one term after the other, as a Python loop does.
-        lat = _seq_sum(self.fixed, own[:, 0], e_ms)  # the per-inference term first, as the totals rule
+        fixed = self.fixed
+        if self.fg_ms:
+            st.fgn = [0] * len(self.fg_ms)
+            for i, k in enumerate(cur):
+                f = self.fg_at(i, k)
+                if f >= 0:
+                    st.fgn[f] += 1
+            fixed = np.array([*self.fixed, *(ms if c else 0.0 for ms, c in zip(self.fg_ms, st.fgn))])
+        lat = _seq_sum(fixed, own[:, 0], e_ms)  # the per-inference terms first, as the totals rule
         size = _seq_sum(own[:, 1])
         dram = _seq_sum(own[:, 3], e_by)
         # Each op's in- and out-edge sums as _price_edges adds them (same order): its memo and current edges
@@ -374,7 +436,7 @@ class Pricing:
         o1 = self.own(i, k)
         e1 = self.edges_of(st, i, k, memo, ctx)
         amax = max(self.a2 if i == self.amax_i else self.a1, o1[2])
-        return (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]), st.size + (o1[1] - o0[1]),
+        return (st.lat + (o1[0] - o0[0]) + (e1[0] - e0[0]) + self.switch(st, i, k), st.size + (o1[1] - o0[1]),
                 st.dram + (o1[3] - o0[3]) + (e1[1] - e0[1]), amax)
 
     def counts(self, cur: list[int]) -> tuple[int, int]:
@@ -411,13 +473,17 @@ class Pricing:
         return [(o1[:, 0] - o0[:, 0]).tolist(), (e1m - e0m).tolist(), (o1[:, 1] - o0[:, 1]).tolist(),
                 (o1[:, 3] - o0[:, 3]).tolist(), (e1b - e0b).tolist(), o1[:, 2].tolist(), e1m.tolist(), e1b.tolist()]
 
-    def priced_move(self, st: State, pre: list[list[float]], x: int, i: int) -> tuple[float, float, float, float]:
-        """`move` of op i from row x of `moves_of`, the state's sums having moved since but not i's neighbours."""
+    def priced_move(self, st: State, pre: list[list[float]], x: int, i: int, k: int
+                    ) -> tuple[float, float, float, float]:
+        """`move` of op i to choice k from row x of `moves_of`, the state's sums having moved since but not i's
+        neighbours (the float-graph switch priced as the state is now)."""
         amax = max(self.a2 if i == self.amax_i else self.a1, pre[5][x])
-        return st.lat + pre[0][x] + pre[1][x], st.size + pre[2][x], st.dram + pre[3][x] + pre[4][x], amax
+        return (st.lat + pre[0][x] + pre[1][x] + self.switch(st, i, k), st.size + pre[2][x],
+                st.dram + pre[3][x] + pre[4][x], amax)
 
     def apply(self, st: State, i: int, k: int) -> None:
         st.lat, st.size, st.dram, _ = self.move(st, i, k)
+        self._recount(st, i, k)
         st.cur[i] = k
         st.edges.pop(i, None)
         for j in self.neighbours(i):  # i itself only through a self-edge: its context and memo stay valid
@@ -428,8 +494,10 @@ class Pricing:
 
     def apply_priced(self, st: State, i: int, k: int, sums: tuple[float, float, float], act: float,
                      edges: tuple[float, float]) -> None:
-        """`apply` of a move the caller has priced: the state's sums after it, the choice's working set and edges."""
+        """`apply` of a move the caller has priced (with its float-graph `switch`): the state's sums after it, the
+        choice's working set and edges."""
         st.lat, st.size, st.dram = sums
+        self._recount(st, i, k)
         st.cur[i] = k
         st.edges[i] = edges
         for j in self.neighbours(i):

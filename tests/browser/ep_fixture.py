@@ -1,6 +1,8 @@
 """Writes web/tests/fixtures/option_table_ep.json: a real sweep on an execution-provider target, where overrides
-move ops between the HTP and the CPU EP (partition crossings). Run: `python -m tests.browser.ep_fixture`,
-then `cd web && UPDATE_FIXTURES=1 npm test` to recompute the expected totals with the TypeScript rule."""
+move ops between the HTP and the CPU EP (partition crossings), and option_table_fg.json: the same sweep with a
+float-graph run cost on the HTP (`float_graph_run_s`, at the 0.25 ms the LiteRT QNN profiles fit), whose term
+overrides switch on and off. Run: `python -m tests.browser.ep_fixture`, then `cd web && UPDATE_FIXTURES=1 npm test`
+to recompute the expected totals with the TypeScript rule."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from tests.simulator.helpers import act, graph, weight
 TARGET = "ort-qnn/snapdragon-8g3"
 OVERRIDABLE = ("relu1", "nms", "relu2")
 OUT = Path(__file__).resolve().parents[2] / "web" / "tests" / "fixtures" / "option_table_ep.json"
+OUT_FG = OUT.with_name("option_table_fg.json")
+FLOAT_GRAPH_S = 2.5e-4
 
 
 def model() -> Graph:
@@ -28,11 +32,16 @@ def model() -> Graph:
 
 
 def main() -> None:
-    r = sweep(model(), TARGET)
-    # The per-op rows of the ops the agreement states override (the convs' 405 combos would triple the file).
-    per_op = {row["op"]: row for row in r.per_op if row["op"] in OVERRIDABLE}
-    OUT.write_text(json.dumps({"table": r.bulk, "per_op": per_op}, separators=(",", ":")) + "\n")
-    print(f"wrote {OUT} ({OUT.stat().st_size} bytes)")
+    from compiler.vocabulary.targets import get_target
+    from simulator.profiles import load_profile
+
+    t = get_target(TARGET)
+    fg = load_profile(t.profile, t.backend).with_overrides({"units": {"htp": {"float_graph_run_s": FLOAT_GRAPH_S}}})
+    for out, r in ((OUT, sweep(model(), TARGET)), (OUT_FG, sweep(model(), TARGET, hardware=fg))):
+        # The per-op rows of the ops the agreement states override (the convs' 405 combos would triple the file).
+        per_op = {row["op"]: row for row in r.per_op if row["op"] in OVERRIDABLE}
+        out.write_text(json.dumps({"table": r.bulk, "per_op": per_op}, separators=(",", ":")) + "\n")
+        print(f"wrote {out} ({out.stat().st_size} bytes)")
 
 
 if __name__ == "__main__":

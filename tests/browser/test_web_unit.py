@@ -33,6 +33,21 @@ def test_python_totals_equal_typescript_totals_to_the_last_digit() -> None:
             assert got[key] == want, f"{s['name']}: {key} {got[key]!r} != {want!r}"
 
 
+def test_the_float_graph_term_comes_and_goes_in_the_agreement_states() -> None:
+    """option_table_fg.json (a real sweep with a float-graph run cost on the HTP): among the states both rules total,
+    some pay the term (an op runs float on the HTP) and some do not, so the agreement covers the term's switch."""
+    from simulator.totals import evaluate, float_graph_terms
+
+    fx = json.loads((FIXTURES / "option_table_fg.json").read_text())
+    assert fx["table"]["constants"]["float_graph_ms"] == {"htp": 0.25}
+    terms = []
+    for s in json.loads((FIXTURES / "totals_expected.json").read_text())["states"]:
+        if s.get("fixture") == "option_table_fg.json":
+            e = evaluate(fx["table"], fx["per_op"], s["state"]["model_wide"], s["state"]["overrides"])
+            terms.append(float_graph_terms(fx["table"], e.combo, e.unit or [])[0])
+    assert 0.25 in terms and 0.0 in terms and len(terms) >= 5
+
+
 def test_npm_unit_tests_pass() -> None:
     assert shutil.which("npm") and (WEB / "node_modules").exists(), "web/node_modules not installed: run `make web`"
     r = subprocess.run(["npm", "test", "--silent"], cwd=WEB, capture_output=True, text=True, timeout=300)

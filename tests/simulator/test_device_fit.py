@@ -169,22 +169,24 @@ def test_a_target_not_refitted_is_evaluated_as_its_yaml_has_it() -> None:
     assert rep["validation_rows"][0]["predicted_ms"] == round(want, 3) == rep["validation_rows"][0]["before_ms"]
 
 
-def test_a_float_run_cost_is_fitted_on_the_float_rows_only() -> None:
-    """--float-run-cost: one more figure, a fixed cost added to the float rows (not the w8a8 ones), fitted with the
-    profile's; data made with 0.25 ms of it and the run overhead known gives both back. It is not an override."""
-    spec = dataclasses.replace(SPEC, params=(*SPEC.params, df.FLOAT_RUN))
+def test_a_float_graph_run_cost_is_fitted_as_a_profile_figure() -> None:
+    """`float_graph_run_s` (the totals rule's float-graph term): paid by the float rows, whose HTP tasks run fp16,
+    not by the w8a8 ones; data made with 0.25 ms of it gives it back with the run overhead, and --write's overrides
+    carry it like any figure."""
+    spec = dataclasses.replace(SPEC, params=(*SPEC.params, df.Param("htp", "float_graph_run_s", "", 1e-6, 2e-3, 1e-4)))
     true = (*TRUE, 2.5e-4)
     base = load_profile("snapdragon-8g3", "ort-qnn")
-    assert df.overrides(spec.params, true, base) == df.overrides(SPEC.params, TRUE, base)
+    assert df.overrides(spec.params, true, base)["units"]["htp"]["float_graph_run_s"] == 2.5e-4
     graphs = {m: (None, _net(*cs)) for m, cs in MODELS.items() if m != "mobilenet_v2"}
     stub = [Measurement(m, (1, 3, MODELS[m][1], MODELS[m][1]), "Samsung Galaxy S24", "snapdragon-8g3", "onnx",
                         prec, 1.0, None, None, "test") for m in graphs for prec in ("float", "w8a8")]
     plans = df.make_plans(spec, stub, graphs, base)
+    assert [plans[r.model, df.PRESETS[r.precision]].float_units for r in stub] == [(0,), ()] * len(graphs)
     truth = base.with_overrides(df.overrides(spec.params, true, base))
-    made = df.predict(spec, stub, plans, truth, true[2])
-    plain = df.predict(spec, stub, plans, truth)
+    made = df.predict(spec, stub, plans, truth)
+    plain = df.predict(spec, stub, plans, base.with_overrides(df.overrides(SPEC.params, TRUE, base)))
     assert [round(a.latency_ms - b.latency_ms, 9) for a, b in zip(made, plain)] == [0.25, 0.0] * len(graphs)
     rows = [dataclasses.replace(p.row, latency_ms=p.latency_ms) for p in made]
     rep = df.run(spec, rows, plans, max_nfev=60, log=lambda *_, **__: None, prior=0.0)
-    assert rep["params"]["run.float_graph_s"] == pytest.approx(2.5e-4, rel=0.05)
+    assert rep["params"]["htp.float_graph_run_s"] == pytest.approx(2.5e-4, rel=0.05)
     assert rep["params"]["htp.run_overhead_s"] == pytest.approx(TRUE[1], rel=0.05)

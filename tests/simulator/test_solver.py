@@ -35,7 +35,8 @@ def _random_budget(seed: int, states: list[tuple[dict[str, str], dict[str, float
 def test_agrees_with_exhaustive_search_on_random_tables() -> None:
     feasible = optimal = 0
     for seed in range(40):
-        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0)
+        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0,
+                                    float_graph_ms=0.5 if seed % 4 == 3 else 0.0)  # a float-graph term: 10 of 40
         rng = np.random.default_rng(seed)
         keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
         mw = ["fp32", "fp16", "int8-static"][seed % 3]
@@ -218,7 +219,8 @@ def test_repair_rounds_agree_with_exhaustive_search(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(proposals, "SMALL_MODEL_OPS", 0)
     agree = 0
     for seed in range(40):
-        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0)
+        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0,
+                                    float_graph_ms=0.5 if seed % 4 == 3 else 0.0)  # a float-graph term: 10 of 40
         rng = np.random.default_rng(seed)
         keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
         mw = ["fp32", "fp16", "int8-static"][seed % 3]

@@ -10,7 +10,7 @@ import pytest
 from simulator.solver import Budget, prepare, solve
 from simulator.solver.search import Search
 from simulator.solver.state import State
-from simulator.totals import FORMATS, EdgeRule, edge_terms, totals
+from simulator.totals import FORMATS, EdgeRule, edge_terms, runs_float, totals
 from testkit.solver_tables import every_state, random_table
 
 
@@ -27,7 +27,9 @@ def _with_self_edge(bulk: dict, op: int) -> dict:
 def _cases() -> list[tuple[dict, list, str]]:
     out = []
     for seed in range(12):
-        bulk, per_op = random_table(seed, n=7, combos_per_op=5, units=seed % 2 == 0)
+        # seeds 1, 2 mod 4: a float-graph term (one unit; two units), paid while an op runs float on its unit
+        bulk, per_op = random_table(seed, n=7, combos_per_op=5, units=seed % 2 == 0,
+                                    float_graph_ms=0.4 if seed % 4 in (1, 2) else 0.0)
         if seed % 3 == 2:
             bulk = _with_self_edge(bulk, 3)
         out.append((bulk, per_op, ["fp32", "fp16", "int8-static"][seed % 3]))
@@ -70,8 +72,11 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
     for _ in range(5):
         cur = _random_state(s, rng)
         st = s.evaluate(cur)
-        # The scalar order: the per-inference term, own rows op by op, then each edge's terms.
+        # The scalar order: the per-inference term, the float-graph terms, own rows op by op, then each edge's terms.
         lat, size, dram = bulk["constants"]["per_inference_ms"], 0.0, 0.0
+        for u, ms in bulk["constants"].get("float_graph_ms", {}).items():
+            a = [s.attrs(i, k) for i, k in enumerate(cur)]
+            lat += ms if any(x[2] == u and runs_float(f"{x[0]}/{x[1]}") for x in a) else 0.0
         for i, k in enumerate(cur):
             o = s.own(i, k)
             lat += o[0]
@@ -84,7 +89,7 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
             dram += cb + xb
         assert (st.lat, st.size, st.dram) == (lat, size, dram)
         assert st.act.tolist() == [s.own(i, k)[2] for i, k in enumerate(cur)]
-        fresh = State(list(cur), st.lat, st.size, st.dram, st.act)  # nothing memoised: the scalar pricing
+        fresh = State(list(cur), st.lat, st.size, st.dram, st.act, fgn=list(st.fgn))  # nothing memoised: the scalar pricing
         for i in range(len(ops)):
             assert st.edges[i] == s._price_edges(fresh, i, cur[i], None, None)
         # Moves priced at once (ops without a self-edge), as `move` prices each alone.
@@ -92,7 +97,9 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
                  if k != cur[i]]
         pre = s.moves_of(st, np.array([i for i, _ in pairs]), np.array([k for _, k in pairs]))
         for x, (i, k) in enumerate(pairs):
-            assert s.priced_move(st, pre, x, i) == s.move(fresh, i, k)
+            assert s.priced_move(st, pre, x, i, k) == s.move(fresh, i, k)
+            moved = s.evaluate([k if j == i else c for j, c in enumerate(cur)])  # the float-graph switch, exact
+            assert s.move(fresh, i, k)[0] == pytest.approx(moved.lat, rel=1e-12, abs=1e-12)
             assert (pre[6][x], pre[7][x]) == s._price_edges(fresh, i, k, {}, None) == s.edges_direct(fresh, i, k)
 
 
@@ -128,12 +135,14 @@ def _scalar_totals(bulk: dict, per_op: dict, model_wide: str, overrides: dict[st
             j = e["combos"].index(overrides[op])
             rows.append([e[k][j] for k in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")])
             names.append(overrides[op])
-            units.append(bulk["unit_names"][e["unit"][j]] if bulk["crossing"] else "")
+            units.append(bulk["unit_names"][e["unit"][j]])
         else:
             rows.append([m[k][i][p] for k in ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")])
             names.append(bulk["combos"][i][p])
-            units.append(bulk["units"][i][p] if bulk["crossing"] else "")
+            units.append(bulk["units"][i][p])
     lat = bulk["constants"]["per_inference_ms"]  # the per-inference term, first
+    for u, ms in bulk["constants"].get("float_graph_ms", {}).items():  # then each unit's float-graph term
+        lat += ms if any(x == u and runs_float(c) for c, x in zip(names, units)) else 0.0
     for r in rows:
         lat += r[0]
     moved = 0.0

@@ -31,7 +31,9 @@ def test_planned_latency_is_the_sweeps_total_under_other_figures(target: str, pr
     npu = base.units[0].name
     # Other figures than the plan's profile, as the fit tries them (paths stay: plan_base is kept).
     moved = base.with_overrides({"units": {npu: {"efficiency": {"default": 0.01, "conv.fp16": 0.7},
-                                                 "run_overhead_s": 1e-3, "onchip_memory_bytes": 1024.0}}})
+                                                 "run_overhead_s": 1e-3, "onchip_memory_bytes": 1024.0,
+                                                 # the totals rule's float-graph term, paid where a task runs float
+                                                 "float_graph_run_s": 2e-4}}})
     assert moved.plan_base is not None
     for g in (conv_chain(), _with_fallback()):
         lp = plan_latency(g, target, base, preset)

@@ -106,7 +106,7 @@ export function evaluate(
       combo[i] = o;
       overridden[i] = 1;
       if (t.unit !== undefined && table.unit_names) unit[i] = table.unit_names[t.unit[k]] ?? null;
-      else if (crossing) throw new Error(`per-op options of ${id} carry no units`);
+      else if (crossing || table.constants.float_graph_ms) throw new Error(`per-op options of ${id} carry no units`);
       else unit[i] = null;
     } else {
       lat[i] = m.latency_ms[i][p];
@@ -121,8 +121,9 @@ export function evaluate(
     outFmt[i] = c.output;
   }
 
-  // 1. latency: the per-inference term, ops in order, then conversions in edge order.
+  // 1. latency: the per-inference term, each unit's float-graph term, ops in order, then conversions in edge order.
   let latency = perInferenceMs(table);
+  for (const g of floatGraphTerms(table, combo, unit)) latency += g;
   for (let i = 0; i < n; i++) latency += lat[i];
   const es = table.edges.src;
   const ed = table.edges.dst;
@@ -194,6 +195,36 @@ export function computeTotals(
  * measured, the whole model's time outside its tasks). No op's latency includes it. */
 export function perInferenceMs(table: OptionTable): number {
   return table.constants.per_inference_ms ?? 0; // as simulator/table_schema.py per_inference_ms
+}
+
+/** Float formats (compiler/vocabulary/formats.py FLOAT_FORMATS). */
+const FLOAT_FORMATS: ReadonlySet<string> = new Set(["fp32", "fp16"]);
+
+/** An op that reads and writes float activations (simulator/totals.py runs_float). */
+export function runsFloat(combo: string): boolean {
+  const c = parseCombo(combo);
+  return FLOAT_FORMATS.has(c.input) && FLOAT_FORMATS.has(c.output);
+}
+
+/** The totals rule's float-graph terms of a state (simulator/totals.py float_graph_terms), one per unit of
+ * `constants.float_graph_ms` in its order: the unit's fixed cost per run of a float graph if an op of the state runs
+ * on it with float activations in and out, else 0. */
+export function floatGraphTerms(table: OptionTable, combo: readonly string[], unit: readonly (string | null)[]): number[] {
+  const fg = table.constants.float_graph_ms;
+  if (!fg) return [];
+  const on = new Set<string>();
+  for (let i = 0; i < combo.length; i++) {
+    const u = unit[i];
+    if (u !== null && u in fg && runsFloat(combo[i])) on.add(u);
+  }
+  return Object.entries(fg).map(([u, ms]) => (on.has(u) ? ms : 0));
+}
+
+/** The time per inference outside the tasks in a state: the per-inference term and the float-graph terms. */
+export function perInferenceStateMs(table: OptionTable, e: Pick<Evaluation, "combo" | "unit">): number {
+  let ms = perInferenceMs(table);
+  for (const g of floatGraphTerms(table, e.combo, e.unit)) ms += g;
+  return ms;
 }
 
 /** Totals of the unoptimized model (the table's base preset, no overrides). */

@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { OpOptions, OptionTable } from "../src/api/types";
-import { baseTotals, computeTotals, evaluate, parseCombo, perInferenceMs } from "../src/totals";
+import { baseTotals, computeTotals, evaluate, floatGraphTerms, parseCombo, perInferenceMs, perInferenceStateMs } from "../src/totals";
 
 type Fixture = { table: OptionTable; per_op: Record<string, OpOptions> };
 const load = (name: string) => JSON.parse(readFileSync(new URL(`./fixtures/${name}`, import.meta.url), "utf8")) as Fixture;
@@ -9,7 +9,9 @@ const expectedUrl = new URL("./fixtures/totals_expected.json", import.meta.url);
 const fixture = load("option_table_small.json");
 // ort-qnn/snapdragon-8g3 (tests/browser/ep_fixture.py): conv1 -> relu1 -> nms (CPU EP only) -> conv2 -> relu2
 const EP = "option_table_ep.json";
-const FIXTURES: Record<string, Fixture> = { "option_table_small.json": fixture, [EP]: load(EP) };
+// the same sweep with a float-graph run cost on the HTP (constants.float_graph_ms): overrides switch its term
+const FG = "option_table_fg.json";
+const FIXTURES: Record<string, Fixture> = { "option_table_small.json": fixture, [EP]: load(EP), [FG]: load(FG) };
 
 interface ExpectedState {
   name: string;
@@ -32,6 +34,11 @@ const STATES: Omit<ExpectedState, "totals">[] = [
   { name: "ep fp16 + nms as the preset (its row pays no crossing; the rule does)", fixture: EP, state: { model_wide: "fp16", overrides: { nms: "fp16/fp16/-/0" } } },
   { name: "ep fp32 + relu1 fp16 (onto the HTP: two crossings)", fixture: EP, state: { model_wide: "fp32", overrides: { relu1: "fp16/fp16/-/0" } } },
   { name: "ep int8-static + relu1 int8/fp32 on the CPU, relu2 fp16", fixture: EP, state: { model_wide: "int8-static", overrides: { relu1: "int8/fp32/-/0", relu2: "fp16/fp16/-/0" } } },
+  // the float-graph term: paid while an op runs float on the HTP
+  ...["fp32", "fp16", "int8-static"].map((p) => ({ name: `fg preset ${p}`, fixture: FG, state: { model_wide: p, overrides: {} } })),
+  { name: "fg int8-static + relu2 fp16 on the HTP (the term comes on)", fixture: FG, state: { model_wide: "int8-static", overrides: { relu2: "fp16/fp16/-/0" } } },
+  { name: "fg int8-static + nms fp32 (float on the CPU: no term)", fixture: FG, state: { model_wide: "int8-static", overrides: { nms: "fp32/fp32/-/0" } } },
+  { name: "fg int8-static + relu1 int8/fp16 (float out only: no term)", fixture: FG, state: { model_wide: "int8-static", overrides: { relu1: "int8/fp16/-/0" } } },
 ];
 
 function tiny(): OptionTable {
@@ -142,6 +149,46 @@ describe("totals rule on tests/fixtures/option_table_small.json", () => {
     expect(b.conversion_in_ms[2]).toBeGreaterThan(0);
     expect(b.conversion_in_ms[3]).toBeGreaterThan(0);
     expect(b.totals.latency_ms).not.toBe(a.latency_ms);
+  });
+});
+
+describe("the float-graph term", () => {
+  it("is paid once while any op runs float on its unit, and only there", () => {
+    const t: OptionTable = { ...tiny(), units: [["npu", "npu"], ["npu", "npu"]], unit_names: ["npu", "cpu"],
+      constants: { ...tiny().constants, float_graph_ms: { npu: 0.3 } },
+      conversion: { fixed_ms: 0.5, ms_per_element: { ...tiny().conversion.ms_per_element, "int8>fp16": 0.001, "fp16>fp32": 0.001 } } };
+    const perOp: Record<string, OpOptions> = {
+      b: { op: "b", combos: ["fp32/fp32/-/0", "int8/int8/-/0", "fp16/fp16/-/0"], supported: [true, true, true], latency_ms: [2, 1, 1.5], weight_bytes: [0, 0, 0], activation_bytes: [80, 20, 40], dram_bytes: [500, 100, 250], unit: [0, 0, 1], notes: [] },
+    };
+    const f = evaluate(t, perOp, { model_wide: "fp32", overrides: {} });
+    expect(floatGraphTerms(t, f.combo, f.unit)).toEqual([0.3]);
+    expect(f.totals.latency_ms).toBe(0.3 + 1 + 2);
+    expect(perInferenceStateMs(t, f)).toBe(0.3);
+    // int8-static: b's bulk row is fp32 on the npu: still a float graph; b int8 too: none
+    const mixed = evaluate(t, perOp, { model_wide: "int8-static", overrides: {} });
+    expect(floatGraphTerms(t, mixed.combo, mixed.unit)).toEqual([0.3]);
+    const q = evaluate(t, perOp, { model_wide: "int8-static", overrides: { b: "int8/int8/-/0" } });
+    expect(floatGraphTerms(t, q.combo, q.unit)).toEqual([0]);
+    expect(q.totals.latency_ms).toBe(0.5 + 1);
+    // b float on the CPU: the npu's graph is int8
+    const cpu = evaluate(t, perOp, { model_wide: "int8-static", overrides: { b: "fp16/fp16/-/0" } });
+    expect(floatGraphTerms(t, cpu.combo, cpu.unit)).toEqual([0]);
+    // a table without the constant: no term
+    expect(floatGraphTerms(tiny(), f.combo, f.unit)).toEqual([]);
+  });
+  it("comes and goes with overrides on the real sweep", () => {
+    const fg = FIXTURES[FG];
+    const term = (s: { model_wide: string; overrides: Record<string, string> }) => {
+      const e = evaluate(fg.table, fg.per_op, s);
+      return floatGraphTerms(fg.table, e.combo, e.unit)[0];
+    };
+    expect(fg.table.constants.float_graph_ms).toEqual({ htp: 0.25 });
+    expect(term({ model_wide: "fp16", overrides: {} })).toBe(0.25);
+    expect(term({ model_wide: "int8-static", overrides: {} })).toBe(0);
+    expect(term({ model_wide: "int8-static", overrides: { relu2: "fp16/fp16/-/0" } })).toBe(0.25);
+    const a = computeTotals(fg.table, fg.per_op, { model_wide: "int8-static", overrides: {} });
+    const b = computeTotals(FIXTURES[EP].table, FIXTURES[EP].per_op, { model_wide: "int8-static", overrides: {} });
+    expect(a.latency_ms).toBe(b.latency_ms); // off: the table without the term's figures
   });
 });
 

@@ -262,6 +262,9 @@ export interface OptionTable {
     /** the totals rule's per-inference term: the runtime's fixed cost per inference and, measured, the whole
      * model's time outside its tasks; in no op's latency (schema 2; the server upgrades tables stored before) */
     per_inference_ms?: number;
+    /** the totals rule's float-graph terms, {unit: ms}: a unit's fixed cost per run of a graph that computes float
+     * on it, paid in a state where an op runs there with float activations in and out; absent: none */
+    float_graph_ms?: Record<string, number>;
     /** copies of the weights the runtime holds beside the file's (LiteRT: XNNPACK's packed buffers); absent: 0 */
     weight_copies?: number;
   };

@@ -15,7 +15,7 @@ import { useModel } from "./useModel";
 import { displayName, OpTable, type Row } from "../components/OpTable";
 import { Timeline } from "../components/Timeline";
 import { labelText } from "../format";
-import { evaluate, perInferenceMs } from "../totals";
+import { evaluate, perInferenceMs, perInferenceStateMs } from "../totals";
 import { unitLabel, unitsNow } from "../units";
 import { StageList } from "./ModelList";
 import { CollabBar } from "../components/CollabBar";
@@ -152,8 +152,9 @@ export function ModelPage({ id, analysisId = null }: { id: string; analysisId?: 
 
   const evaluation = useMemo(() => (table && analysis ? evaluate(table, perOp, analysis) : null), [table, perOp, analysis]);
   const baseEval = useMemo(() => (table ? evaluate(table, {}, { model_wide: table.base.preset, overrides: {} }) : null), [table]);
-  // The totals' per-inference term (runtime fixed cost, measured time outside the tasks): no task's, shown apart.
-  const fixedMs = useMemo(() => (table ? perInferenceMs(table) : 0), [table]);
+  // The totals' per-inference terms (runtime fixed cost, measured time outside the tasks, a unit's float-graph run
+  // cost in this state): no task's, shown apart.
+  const fixedMs = useMemo(() => (table ? (evaluation ? perInferenceStateMs(table, evaluation) : perInferenceMs(table)) : 0), [table, evaluation]);
   const units = useMemo(() => (table && evaluation && analysis ? unitsNow(table, evaluation, analysis.model_wide) : null), [table, evaluation, analysis]);
 
   const rows: Row[] = useMemo(() => {
