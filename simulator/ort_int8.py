@@ -15,7 +15,7 @@ import dataclasses
 
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
-from simulator.costs import kernel_value, kind_of
+from simulator.costs import STRIDED_REDUCE_FLOPS, _reduce_axes, kernel_value, kind_of
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate)}. Relu and
@@ -78,6 +78,21 @@ _RESHAPES = frozenset({"Reshape", "Flatten", "Transpose", "Squeeze", "Unsqueeze"
 # per element (the walk copies one element per step whatever its type).
 ORT_INT8_WALK = "ort_int8_walk"
 _REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
+# A spatial reduction (ReduceMean over H and W: timm's squeeze-excite `x.mean((2, 3), keepdim=True)`) of data that
+# leaves Convs. ReduceMean has no QDQ entry in ORT 1.32's quantizer (onnxruntime/python/tools/quantization/
+# registry.py), so it runs fp32 between DequantizeLinear and QuantizeLinear, and ORT's transpose optimizer pushes the
+# NHWC pass's Transposes through it by rewriting its axes (onnxruntime/core/optimizer/transpose_optimization/
+# onnx_transpose_optimization.cc, HandleReduceOps): GhostNet's int8 file reduces axes [1, 2] of NHWC data. Those are
+# not the innermost axes, so ORT's reduction kernel (core/providers/cpu/reduction/reduction_ops.cc) reads with
+# strides: the fp32 rule's strided case (costs.STRIDED_REDUCE_FLOPS per element). Profiled in GhostNet's int8 file on
+# this host (Zen 4, wall, load 10, 2026-12-03): its 7 ReduceMeans (72x28x28 .. 960x7x7) 0.86-1.1 ns per element,
+# 0.43 ms per run, predicted 0.058 ms at the contiguous rate (fp32: the same 7 profiled 0.08-0.09 ms). The fact
+# carries the elements reduced into each output (H x W): the extra FLOPs are per output element.
+ORT_INT8_NHWC_REDUCE = "ort_int8_nhwc_reduce="
+# Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
+# rewrites) on the way up from a reduction to the Conv that wrote NHWC.
+_NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
+                           "HardSigmoid", "HardSwish", "LeakyRelu", "Pad", "MaxPool", "AveragePool", "ReorderOutput"})
 
 
 def _kept_reorders(g: Graph) -> set[str]:
@@ -153,6 +168,28 @@ def _walked_shuffles(g: Graph) -> set[str]:
     return out
 
 
+def _nhwc_reduces(g: Graph) -> dict[str, int]:
+    """{id: H x W} of the rank-4 reductions over axes [2, 3] whose input leaves a Conv through ops the transpose
+    optimizer pushes NHWC through (ORT_INT8_NHWC_REDUCE)."""
+    producer = {o: nd for nd in g.nodes for o in nd.outputs if o}
+    out: dict[str, int] = {}
+    for nd in g.nodes:
+        if kind_of(nd, g) != "reduce" or not nd.inputs or nd.op_type in ("TopK", "CumSum", "ArgMax", "ArgMin"):
+            continue
+        x = g.values.get(nd.inputs[0])
+        if x is None or not x.is_static or len(x.shape or ()) != 4 or int(x.shape[1]) <= 1:  # type: ignore[index]
+            continue
+        if _reduce_axes(nd, 4, g) != [2, 3]:
+            continue
+        m, seen = producer.get(nd.inputs[0]), set()
+        while m is not None and m.id not in seen and m.op_type in _NHWC_THROUGH and m.inputs:
+            seen.add(m.id)
+            m = producer.get(m.inputs[0])
+        if m is not None and (m.op_type in ("Conv", "FusedConv") or m.domain == "com.microsoft.nchwc"):
+            out[nd.id] = int(x.shape[2]) * int(x.shape[3])  # type: ignore[index]
+    return out
+
+
 def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
     whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
@@ -162,9 +199,12 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     src = {nd.id: nd for nd in source.nodes} if source is not None else {}
     kept = _kept_reorders(compiled)
     walks = _walked_shuffles(compiled)
+    reduces = _nhwc_reduces(compiled)
     out = []
     for nd in compiled.nodes:
         facts = set()
+        if nd.id in reduces:
+            facts.add(f"{ORT_INT8_NHWC_REDUCE}{reduces[nd.id]}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
@@ -199,6 +239,12 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         return dataclasses.replace(p, eliminated=False, note="; ".join(
             [*([p.note] if p.note else []), "a uint8 Transpose where the fp32 graph reorders to NCHWc (ORT's NHWC "
              "layout pass)"]))
+    hw = [int(f[len(ORT_INT8_NHWC_REDUCE):]) for f in facts if f.startswith(ORT_INT8_NHWC_REDUCE)]
+    if hw and "int8" in (combo.input, combo.output) and not p.eliminated:
+        return dataclasses.replace(p, extra_ops_per_out=p.extra_ops_per_out + (STRIDED_REDUCE_FLOPS - 1) * hw[0],
+                                   fp32_equivalent=False, note="; ".join(
+                                       [*([p.note] if p.note else []), "reduces H and W of NHWC data (the int8 "
+                                        "graph's layout): strided reads"]))
     if p.resolved.output != "int8" or p.eliminated:
         return p
     if ORT_INT8_WALK in facts and p.tag == "int8":
