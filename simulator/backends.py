@@ -230,7 +230,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         d.notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
     return Path(ui, c, True, k.compute, k.tag, d.in_b, d.out_b, k.w_rt, runtime_sparse, k.aux_b, d.extra_in,
                 d.extra_out, d.dispatches, k.decode, eliminated, k.fp32_equiv, "; ".join(d.notes), k.per_channel,
-                k.extra_ops, k.per_pixel, k.im2col, k.repack)
+                k.extra_ops, k.per_pixel, k.im2col, k.repack, extra_ops_per_in=k.extra_in_ops,
+                extra_ops_format=k.extra_format)
 
 
 @dataclass
@@ -303,6 +304,8 @@ class _Kernel:
     im2col: bool = False
     repack: bool = False
     extra_ops: float = 0.0
+    extra_in_ops: float = 0.0  # ops per input element of extra element-wise kernels
+    extra_format: str = ""  # their compute format where not the kernel's
 
 
 def _kernel(target: Target, unit: Unit, op_type: str, kind: str, c: Combo, fused: bool, d: _Draft
@@ -390,8 +393,15 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
     # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
     # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
     # (fitted there, it came out at 15 ns per weight, a setup in disguise).
-    return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv",
-                   im2col=kind in ("conv", "convsmall", "dwconv"), repack=kind == "conv")
+    # Each of those passes is an fp32 element-wise kernel: its bytes above and its arithmetic at the calibrated fp32
+    # element-wise rate (ORT 1.32 dynamicquantizelinear.cc: MlasFindMinMaxElement, then MlasQuantizeLinear: 2 ops per
+    # input element; Cast, Mul, Add and an unfused activation: 1 per output element each), where the bytes alone at
+    # the cache's rate priced them at half of their time: MobileNetV2's int8-dynamic file (this Zen 4, profiled wall,
+    # load 10, 2026-12-03): Cast 0.11, Clip 0.13, Add 0.19, Mul 0.26 ns per output element, DynamicQuantizeLinear
+    # 0.21 per input element, 5.7 ms of an 18 ms run, predicted 3.7 (calibration fitted the rest into the convs).
+    conv = kind in ("conv", "convsmall", "dwconv")
+    return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv", im2col=conv, repack=kind == "conv",
+                   extra_ops=(3.0 + fused) if conv else 0.0, extra_in_ops=2.0, extra_format="fp32")
 
 
 # Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW

@@ -56,6 +56,8 @@ class Path:
     rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
     spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
     qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
+    extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
+    extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -102,6 +104,7 @@ class Rates:
     tap_s: Num  # seconds per copy of its NHWC im2col
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
+    extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
     epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     decode_s: Num  # seconds per kernel element of per-run weight unpacking (one activation row)
     decode_rows_s: Num  # the same when the task has several rows (M > 1): a different kernel
@@ -149,8 +152,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         l2=u.l2_share_bytes,
         row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
-        extra_ops_s=p.extra_ops_per_out / (u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, "elementwise", p.tag))
-        if p.extra_ops_per_out and u.peak_ops_per_s.get(p.compute) else 0.0,
+        extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
         # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
         epilogue_s=1 / (fp32_peak * efficiency(u, "elementwise", "fp32"))
@@ -165,6 +167,14 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         w_exposed=u.weights_exposed_share,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
     )
+
+
+def _extra_op_s(u: Unit, p: Path) -> float:
+    """Seconds per op of the path's extra element-wise kernels: the element-wise rate of their format
+    (`extra_ops_format`: dynamic int8's Cast / Mul / Add run fp32 beside an int8 kernel), else of the path's."""
+    fmt = p.extra_ops_format or p.compute
+    peak = u.peak_ops_per_s.get(fmt, 0.0)
+    return 1 / (peak * efficiency(u, "elementwise", p.extra_ops_format or p.tag)) if peak else 0.0
 
 
 def _decode_s(u: Unit, p: Path, tag: str) -> float:
@@ -287,7 +297,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
-             + w.out_elements * r.extra_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
+             + w.out_elements * r.extra_ops_s + w.in_elements * r.extra_in_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 
