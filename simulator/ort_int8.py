@@ -89,6 +89,14 @@ _REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
 # 0.43 ms per run, predicted 0.058 ms at the contiguous rate (fp32: the same 7 profiled 0.08-0.09 ms). The fact
 # carries the elements reduced into each output (H x W): the extra FLOPs are per output element.
 ORT_INT8_NHWC_REDUCE = "ort_int8_nhwc_reduce="
+# A Conv with a residual Add fused in (ORT's NCHWc Conv / FusedConv reading the Add's other input as `Sum` / `Z`, the
+# inverted residual blocks of MobileNetV2, ResNet's BasicBlocks). QLinearConv has no such input (ORT 1.32
+# core/providers/cpu/quantization/qlinearconv.cc: X, W, B and the scales only), so the static int8 file's Add stays a
+# kernel of its own, QLinearAdd (contrib_ops/cpu/quantization/qlinear_binary_op.cc: dequantize both uint8 inputs,
+# add, requantize), priced as the QDQ Gemm's bias QLinearAdd is (simulator.backends._int8_kernel: 3 ops per element
+# at the calibrated int8 element-wise rate, QLinearAdd chains; one more byte read and one written). MobileNetV2's
+# int8 file on this Zen 4 (wall, load 10, 2026-12-03): 11 QLinearAdds, 0.116 ms of 4.2 ms of kernels, predicted 0.
+ORT_INT8_SUM = "ort_int8_sum"
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
@@ -203,6 +211,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     out = []
     for nd in compiled.nodes:
         facts = set()
+        if nd.op_type in ("Conv", "FusedConv") and len(nd.inputs) > 3 and nd.inputs[3]:
+            facts.add(ORT_INT8_SUM)
         if nd.id in reduces:
             facts.add(f"{ORT_INT8_NHWC_REDUCE}{reduces[nd.id]}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
@@ -250,6 +260,11 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     if ORT_INT8_WALK in facts and p.tag == "int8":
         return dataclasses.replace(p, rate_kind="walk", compute="fp32", tag="fp32", note="; ".join(
             [*([p.note] if p.note else []), "merged with the NHWC pass's Transposes: walked element by element"]))
+    if ORT_INT8_SUM in facts and p.tag in ("int8", INT8_GENERIC_TAG):
+        p = dataclasses.replace(p, extra_out_bytes=p.extra_out_bytes + 2.0, extra_ops_per_out=p.extra_ops_per_out + 3.0,
+                                extra_dispatches=p.extra_dispatches + 1, extra_ops_format="int8", note="; ".join(
+                                    [*([p.note] if p.note else []), "residual Add not fused into QLinearConv: a "
+                                     "QLinearAdd of its own"]))
     if ORT_INT8_CONCAT in facts and p.tag == "int8":
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
