@@ -442,13 +442,15 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     quantized model) -> int8-static; else fp32."""
     if t.export != "tflite":
         return "fp32"
+    from compiler.frontends.tflite import fully_int8
+
     by_dtype = {"float16": 0, "float32": 0, "int8": 0}
     for v in g.values.values():
         if v.weight is not None and v.dtype in by_dtype:
             by_dtype[v.dtype] += v.weight.bytes
-    stored = max(by_dtype, key=by_dtype.__getitem__)
-    int8_activations = any(v.weight is None and v.dtype == "int8" for v in g.values.values())
-    native = {"float16": "fp16", "int8": "int8-static" if int8_activations else "fp32"}.get(stored, "fp32")
+    # A fully int8 file is written as stored under int8-static (compiler/optimize/litert_export.py).
+    native = "int8-static" if fully_int8(g) else "fp16" if max(by_dtype, key=by_dtype.__getitem__) == "float16" \
+        else "fp32"
     return native if native in names else "fp32"
 
 

@@ -269,6 +269,16 @@ class _Reader:
         return [] if isinstance(arr, int) else [float(x) for x in arr]
 
 
+def fully_int8(g: Graph) -> bool:
+    """Most weight bytes stored int8 and int8 activations: a fully quantized model (int8-static as it is)."""
+    by_dtype = {"float16": 0, "float32": 0, "int8": 0}
+    for v in g.values.values():
+        if v.weight is not None and v.dtype in by_dtype:
+            by_dtype[v.dtype] += v.weight.bytes
+    return (max(by_dtype, key=by_dtype.__getitem__) == "int8" and by_dtype["int8"] > 0
+            and any(v.weight is None and v.dtype == "int8" for v in g.values.values()))
+
+
 def tensor_names(buf: bytes) -> list[str]:
     """The value name `load` gives each tensor of subgraph 0, by tensor index."""
     sg = _schema().Model.GetRootAs(buf, 0).Subgraphs(0)
