@@ -1,0 +1,97 @@
+"""Calibrate TFLite's own signal kernels on this machine, for `litert-cpu/host`: RFFT2D's rate.
+
+An audio model's front end computes its spectrogram in the graph (TF's `tf.signal.stft` becomes RFFT2D with
+fft_length [1, n] over frames of n samples): BirdNET's two STFTs (511 frames of 2048 samples, 1024 of 1024) are
+most of its time. XNNPACK does not take RFFT2D; TFLite's builtin kernel (kernels/rfft2d.cc) copies each frame to
+doubles, runs Ooura's rdft2d and copies the result back, far below the element-wise rate its FLOPs were costed at
+(BirdNET fp32, 2026-12-03: predicted -55% of measured). Its work is counted as real FFTs (simulator.tflite_ops,
+5/2 n log2 n FLOPs per frame); this fits the rate TFLite's kernel runs that count at: `other.fp32.RFFT2D`, the
+op's own efficiency (simulator.roofline.efficiency reads it for RFFT2D tasks only).
+
+Each case is a file of R RFFT2D operators reading the same input [1, frames, 1, n] (an RFFT2D's complex output
+cannot feed another), timed per operator by LiteRT's profiler in a sandboxed child, the first dropped from the
+fit (it reads the model's input cold). Profiled here (LiteRT 2.3.0, 1 thread, load ~9): 0.41-0.59 ns per FLOP of
+that count from 64x256 to 511x2048 (10-13 ns per input sample), so one efficiency holds across the shapes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.profiles import HardwareProfile
+
+R = 4  # operators per case (the first dropped)
+KEY = "other.fp32.RFFT2D"  # the efficiency fitted (kind other, fp32 path, the op's own)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    frames: int
+    n: int  # FFT length (samples per frame)
+
+
+# BirdNET's lengths (1024, 2048) and shorter ones, with few and many frames.
+CASES: tuple[Case, ...] = tuple(Case(f"rfft-{f}x{n}", f, n) for f, n in
+                                ((64, 256), (256, 256), (64, 1024), (256, 1024), (128, 2048)))
+
+
+def build(case: Case, path: Path) -> Path:
+    """R RFFT2D operators over the same [1, frames, 1, n] input, written to `path`."""
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    w = TfliteWriter(description="edgescope calibration")
+    x = w.tensor("x", [1, case.frames, 1, case.n])
+    length = w.const("fft_length", np.array([1, case.n], np.int32))
+    outs = []
+    for i in range(R):
+        y = w.tensor(f"op{i}/out", [1, case.frames, 1, case.n // 2 + 1], "complex64")
+        w.op("RFFT2D", [x, length], [y])
+        outs.append(y)
+    return w.save(path, [x], outs)
+
+
+def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20
+            ) -> dict[str, tuple[Graph, list[float]]]:
+    """{case: (its graph, measured ms of each operator but the first)}."""
+    from compiler.frontends import tflite
+    from compiler.sandbox import Limits, run
+
+    paths = [build(c, tmp / f"{c.name}.tflite") for c in CASES]
+    progress(f"timing {len(paths)} LiteRT RFFT2D cases")
+    results = run("compiler.backends.litert_profiler:per_op_many_child",
+                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 3, "runs": runs},
+                  Limits(600.0, what="calibrating LiteRT's RFFT2D"))
+    out: dict[str, tuple[Graph, list[float]]] = {}
+    for case, path, res in zip(CASES, paths, results):
+        g = tflite.load(path)
+        out[case.name] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
+    return out
+
+
+def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
+    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e}}}}: the efficiency whose predictions are closest
+    to each case's median operator, in absolute log ratio (a median fit: on a loaded host one operator of a case
+    read 0.28 ms and another 2.9, and relative least squares followed such outliers)."""
+    from simulator.calibration_fit import best_log_efficiency
+    from simulator.litert_calibration import _predicted_ms
+
+    meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
+
+    def err(log_eff: float) -> float:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {KEY: float(np.exp(log_eff))}}}})
+        pred = np.array([float(np.median(_predicted_ms(g, h, "fp32"))) for g, _ in measured.values()])
+        return float(np.abs(np.log(pred / meas)).sum())
+
+    return {"units": {"cpu": {"efficiency": {KEY: float(np.exp(best_log_efficiency(err)))}}}}
+
+
+def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    return fit(measure(tmp, progress), hw)
