@@ -25,6 +25,9 @@ from simulator.costs import Work
 from simulator.static_values import StaticValues
 
 DEFAULT_TRIPS = 1
+# TFLite's control-flow operators as their ONNX kin (compiler/frontends/tflite.py reads IF's `then_branch` /
+# `else_branch` and WHILE's `cond` / `body`): IF takes its condition first, as If; WHILE's trip count is the data's.
+_KIN = {"IF": "If", "WHILE": "Loop"}
 # A Loop's M at or above this is the "no limit" of a while loop (torch exports INT64_MAX), not a count.
 _NO_LIMIT = 2**31 - 1
 
@@ -62,7 +65,7 @@ def executions(graph: Graph, works: Sequence[Work], profile: Profile | None = No
             per, why = trips[key]
             count[i] = count[p] * per
             notes[i] = f"runs {count[i]:g}x per inference: {why}"
-        if count[i] > 0 and graph.nodes[p].op_type == "If":
+        if count[i] > 0 and _KIN.get(graph.nodes[p].op_type, graph.nodes[p].op_type) == "If":
             taken.setdefault(nd.parent, nd.branch)
     return count, notes
 
@@ -76,8 +79,11 @@ def _observed_note(calls: float, where: str) -> str:
 def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequence[Work],
                   index: Mapping[str, int]) -> tuple[float, str]:
     """(runs of `branch` per run of `parent`, why) from the model alone, else the default."""
-    op, graph = parent.op_type, values.graph
+    op, graph = _KIN.get(parent.op_type, parent.op_type), values.graph
     first = values.scalar(parent.inputs[0]) if parent.inputs else None
+    if parent.op_type == "WHILE":
+        return float(DEFAULT_TRIPS), (f"the WHILE's trip count depends on the data and was not observed: "
+                                      f"{DEFAULT_TRIPS} trip costed (default)")
     if op == "If":
         if first is not None:
             taken = "then_branch" if first else "else_branch"
@@ -190,7 +196,8 @@ def control_dispatches(graph: Graph, execs: np.ndarray) -> np.ndarray:
             trips[p] = max(trips[p], execs[i])
     out = np.zeros(len(graph.nodes))
     for i, nd in enumerate(graph.nodes):
-        if nd.op_type in _FIXED_DISPATCHES and any(b.get("graph") is not None for b in nd.attributes.values()
+        if _KIN.get(nd.op_type, nd.op_type) in _FIXED_DISPATCHES and any(b.get("graph") is not None for b in nd.attributes.values()
                                                    if isinstance(b, dict)):
-            out[i] = _FIXED_DISPATCHES[nd.op_type] * execs[i] + _TRIP_DISPATCHES.get(nd.op_type, 0.0) * trips[i]
+            op = _KIN.get(nd.op_type, nd.op_type)
+            out[i] = _FIXED_DISPATCHES[op] * execs[i] + _TRIP_DISPATCHES.get(op, 0.0) * trips[i]
     return out

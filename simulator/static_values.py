@@ -54,7 +54,7 @@ class StaticValues:
         if v is not None and v.is_static:
             return [int(d) for d in v.shape]  # type: ignore[union-attr]
         node = self.producer.get(name)
-        if node is not None and node.op_type == "If":
+        if node is not None and node.op_type in ("If", "IF"):
             branch = self.branch_of(node)
             outs = (node.attributes.get(branch) or {}).get("outputs", []) if branch else []
             k = node.outputs.index(name)

@@ -274,10 +274,13 @@ def operator_shapes(path: str, graph: Graph, feeds: dict[str, Any]) -> dict[str,
         ops = it._get_ops_details()  # subgraph 0's operators in file order: the graph's nodes
     except Exception:  # noqa: BLE001  (a custom op, a kernel that needs the delegate: no shapes, no failure)
         return {}
-    if len(ops) != len(graph.nodes):
+    from compiler.frontends.tflite import top_nodes
+
+    top = top_nodes(graph)  # IF / WHILE bodies' operators are not subgraph 0's
+    if len(ops) != len(top):
         return {}
     out: dict[str, list[Any]] = {}
-    for node, op in zip(graph.nodes, ops):
+    for node, op in zip(top, ops):
         outs = [tensors.get(int(t)) for t in op["outputs"] if int(t) >= 0]
         out[node.id] = [[[int(x) for x in t["shape"]], np.dtype(t["dtype"]).name] if t is not None else None
                         for t in outs]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from compiler.errors import ModelRunError
-from compiler.graph import Graph
+from compiler.graph import Graph, Node
 
 EVENT_BYTES = 104  # sizeof(ProfiledEventData), LiteRT 2.3.0, x86-64 (checked per event by _read_events)
 OPERATOR = 2  # LiteRtProfilerEventType OPERATOR_INVOKE_EVENT: a TFLite kernel, metadata1 = node index
@@ -222,12 +222,15 @@ def _read_events(api: _Api, prof: Any) -> list[Event]:
 
 
 def split_runs(events: Sequence[Event]) -> list[list[Event]]:
-    """Operator events grouped by run: each run opens with the interpreter's `Invoke` event (type DEFAULT)."""
+    """Operator events grouped by run: each run opens with the interpreter's `Invoke` event (type DEFAULT) of
+    subgraph 0. An IF or WHILE invokes its body subgraphs inside the run: their `Invoke` events (metadata2 = the
+    subgraph) stay in it, one per execution of that body (they used to open runs of their own, so hey_jarvis's
+    runs alternated with empty ones and every operator read about half its time)."""
     runs: list[list[Event]] = []
     for e in events:
-        if e.kind == 1 and e.tag == "Invoke":
+        if e.kind == 1 and e.tag == "Invoke" and e.meta2 == 0:
             runs.append([])
-        elif runs and (e.kind == OPERATOR or e.kind in DELEGATE_OPS):
+        elif runs and (e.kind == OPERATOR or e.kind in DELEGATE_OPS or (e.kind == 1 and e.tag == "Invoke")):
             runs[-1].append(e)
     return runs
 
@@ -271,6 +274,11 @@ def execution_subsets(graph: Graph, builtin: set[int]) -> list[tuple[bool, list[
     execution order. TFLite's partitioner (lite/graph_info.cc, PartitionGraphIntoIndependentNodeSubsets, greedy)
     grows each subset with every ready node of the subset's kind, scanning in node order until nothing more is
     ready, so a delegate partition can take later independent nodes ahead of a TFLite-run node before them."""
+    return _subsets(graph.nodes, builtin)
+
+
+def _subsets(nodes: Sequence[Node], builtin: set[int]) -> list[tuple[bool, list[int]]]:
+    graph = Graph("", "tflite", list(nodes), {}, [], [])
     produced = {v for n in graph.nodes for v in n.outputs if v}
     ready = {v for n in graph.nodes for v in n.inputs if v and v not in produced}
     left = list(range(len(graph.nodes)))
@@ -297,16 +305,54 @@ def execution_subsets(graph: Graph, builtin: set[int]) -> list[tuple[bool, list[
 
 
 def attribute(graph: Graph, run: Sequence[Event], skip: frozenset[str] = frozenset(),
-              kernels: dict[str, list[str]] | None = None) -> dict[str, float]:
-    """{TFLite operator id: µs} of one run; `kernels` (if given) collects the kernel names each operator ran. Operators TFLite ran itself come by node index (with the time of the
-    subgraphs a WHILE or IF among them ran). The XNNPACK operators of each delegate partition (`execution_subsets`)
+              kernels: dict[str, list[str]] | None = None, calls: dict[str, float] | None = None) -> dict[str, float]:
+    """{TFLite operator id: µs} of one run (`_attribute` for subgraph 0). The operators of an IF / WHILE body
+    (compiler.frontends.tflite reads them as nodes with a parent) are attributed from their subgraph's events, one
+    execution of the body at a time (each opens with the body's `Invoke`); `calls` (if given) gets each body
+    operator's executions in the run. The parent's event spans its bodies' events: their time is taken from it,
+    so the parent keeps its own (choosing the branch, copying operands, allocating the body's tensors)."""
+    from compiler.frontends.tflite import body_subgraphs, top_nodes
+
+    events = [e for e in run if e.kind != 1]
+    out = _attribute(top_nodes(graph), [e for e in events if e.meta2 == 0], skip, kernels, 0)
+    bodies = body_subgraphs(graph)
+    if not bodies:
+        return out
+    by_id = {n.id: n for n in graph.nodes}
+    by_sg: dict[int, list[Node]] = {}
+    for (sg, _), nid in sorted(bodies.items()):
+        by_sg.setdefault(sg, []).append(by_id[nid])
+    for sg, nodes in by_sg.items():
+        executions: list[list[Event]] = []
+        for e in run:
+            if e.meta2 != sg:
+                continue
+            if e.kind == 1:
+                executions.append([])
+            elif executions:
+                executions[-1].append(e)
+        for nd in nodes:
+            out.setdefault(nd.id, 0.0)
+            if calls is not None:
+                calls[nd.id] = float(len(executions))
+        for ex in executions:
+            for nid, us in _attribute(nodes, ex, skip, kernels, sg).items():
+                out[nid] = out.get(nid, 0.0) + us
+                parent = by_id[nid].parent
+                out[parent] = max(0.0, out.get(parent, 0.0) - us)
+    return out
+
+
+def _attribute(nodes: Sequence[Node], run: Sequence[Event], skip: frozenset[str],
+               kernels: dict[str, list[str]] | None, subgraph: int) -> dict[str, float]:
+    """{TFLite operator id: µs} of one run; `kernels` (if given) collects the kernel names each operator ran. Operators TFLite ran itself come by node index (an IF's or WHILE's
+    event spans the subgraphs it ran: `attribute` takes out those it reads as nodes). The XNNPACK operators of each delegate partition (`execution_subsets`)
     are matched in order to the partition's TFLite operators (less `skip`, those folded at prepare): each takes
     the next operator, within a few, that it can implement; operators passed over were folded into a neighbour
     by XNNPACK (time 0); an XNNPACK operator that matches none is charged to the next matched one of its
     partition (at its end, the previous)."""
-    nodes = graph.nodes
-    builtin = {e.meta1 for e in run if e.kind == OPERATOR and e.meta2 == 0 and e.meta1 < len(nodes)}
-    subsets = execution_subsets(graph, builtin)
+    builtin = {e.meta1 for e in run if e.kind == OPERATOR and e.meta2 == subgraph and e.meta1 < len(nodes)}
+    subsets = _subsets(nodes, builtin)
     where = {i: k for k, (_, idx) in enumerate(subsets) for i in idx}
     lists = [[i for i in idx if nodes[i].id not in skip] if deleg else [] for deleg, idx in subsets]
     out = {nodes[i].id: 0.0 for lst in lists for i in lst}
@@ -314,7 +360,7 @@ def attribute(graph: Graph, run: Sequence[Event], skip: frozenset[str] = frozens
     waiting: list[str] = []  # kernels of `pending`
     for e in run:
         if e.kind == OPERATOR:
-            if e.meta2 == 0 and e.meta1 < len(nodes):
+            if e.meta2 == subgraph and e.meta1 < len(nodes):
                 pending, last, waiting = _flush(out, pending, waiting, last, lists[cur] if cur >= 0 else [], pos,
                                                 nodes, kernels)
                 caller, cur = nodes[e.meta1].id, where[e.meta1]
@@ -409,7 +455,9 @@ def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
         raise ModelRunError("LiteRT's profiler recorded no operator events")
     skip = folded_at_prepare(graph)
     kernels: dict[str, list[str]] = {}
-    tasks = timings([attribute(graph, r, skip, kernels if i == 0 else None) for i, r in enumerate(runs)])
+    calls: list[dict[str, float]] = [{} for _ in runs]
+    tasks = timings([attribute(graph, r, skip, kernels if i == 0 else None, calls[i]) for i, r in enumerate(runs)])
+    body_calls = {k: float(np.median([c.get(k, 0.0) for c in calls])) for k in set().union(*calls)}
     # XNNPACK's timers are wall clock: time other processes take the CPU away lands in whichever operator was
     # running. Preemption comes in bursts, so an operator's mean between the quartiles is its unpreempted time,
     # unless it is long enough to be preempted in most runs (an 8 ms conv on a machine loaded 7 deep read 4x its
@@ -418,7 +466,8 @@ def per_op_child(payload: dict[str, Any]) -> dict[str, Any]:
     cpu_ms = float(np.median(cpu_s)) * 1e3 if cpu_s else 0.0
     total = sum(v[0] for v in tasks.values())
     scale = cpu_ms / total if int(payload["threads"]) == 1 and cpu_ms and total > cpu_ms else 1.0
-    return {"tasks": {k: [v[0] * scale, v[1] * scale, v[2] * scale, v[3]] for k, v in tasks.items()},
+    return {"tasks": {k: [v[0] * scale, v[1] * scale, v[2] * scale, v[3], body_calls.get(k, 1.0)]
+                      for k, v in tasks.items()},
             "kernels": kernels, "whole_ms": float(np.median([sum(e.us for e in r) for r in runs])) / 1e3,
             "cpu_ms": cpu_ms, "scaled_to_cpu": scale}
 

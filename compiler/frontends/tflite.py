@@ -6,9 +6,14 @@ accessors read lazily from the bytes. Flatbuffers do no bounds checking of their
 index the file names (buffer, tensor, operator code) and every vector length is checked against
 the file before use; anything else that goes wrong while reading is a truncated or corrupt file.
 
-Mapping: operators of subgraph 0 (the model's entry; further subgraphs are While/If bodies,
-counted in metadata) become Nodes with `op_type` = builtin operator name (`CONV_2D`) or the custom
-code; node id = `<op_type>_<operator index>`, so the runtime's node index maps straight to it.
+Mapping: operators of subgraph 0 (the model's entry) become Nodes with `op_type` = builtin operator name
+(`CONV_2D`) or the custom code; node id = `<op_type>_<operator index>`, so the runtime's node index maps
+straight to it. The subgraphs an IF (`then_branch`, `else_branch`) or a WHILE (`cond`, `body`) runs are
+read too, nested ones included, as ONNX bodies are (compiler/frontends/onnx_scopes.py): their operators
+follow their parent in `Graph.nodes` with `parent` and `branch` set, id `<parent id>/<branch>/<op>_<index>`,
+namespace under the parent's; a body's inputs are its parent's inputs (IF: after the condition), so edges
+come from their outer producers; its other tensors are values `<parent id>/<branch>/<name>`, and its
+constants count in the model's weights. `top_nodes` gives subgraph 0's operators in runtime order.
 Tensors become Values (constant ones with WeightStats from their buffer), quantization
 parameters become `Quantization`, the namespace comes from the output tensor's name
 (`model/block1/conv/Conv2D` -> `model/block1/conv`).
@@ -27,6 +32,12 @@ import numpy as np
 from compiler.graph import Dim, Graph, ModelFormatError, Node, Quantization, Value, WeightStats, namespace_from_name
 
 MAGIC = b"TFL3"  # flatbuffer file identifier, bytes 4..8
+# The subgraphs a control-flow operator runs: (branch, its option naming the subgraph), as `_options` names them.
+_BODIES: dict[str, tuple[tuple[str, str], ...]] = {
+    "IF": (("then_branch", "then_subgraph_index"), ("else_branch", "else_subgraph_index")),
+    "WHILE": (("cond", "cond_subgraph_index"), ("body", "body_subgraph_index")),
+}
+_MAX_DEPTH = 8
 
 # TensorType enum value -> (normalised dtype name, numpy dtype or None when not a plain array).
 _DTYPES: dict[int, tuple[str, str | None]] = {
@@ -129,23 +140,7 @@ class _Reader:
                                        f"but subgraph 0 has {n_tensors} tensors")
             return vnames[idx]
 
-        nodes: list[Node] = []
-        for k in range(self._count(sg.OperatorsLength(), "operators")):
-            op = sg.Operators(k)
-            code = op.OpcodeIndex()
-            if not 0 <= code < len(codes):
-                raise ModelFormatError(f"the TFLite file is corrupt: operator {k} uses operator code {code}, "
-                                       f"but the model defines {len(codes)}")
-            op_type = codes[code]
-            where = f"operator {k} ({op_type})"
-            ins = [tensor(int(t), where) for t in self._ints(op.InputsAsNumpy(), op.InputsLength())]
-            outs = [tensor(int(t), where) for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength())]
-            raw_name = next((names[int(t)] for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength()) if t >= 0), "")
-            nodes.append(Node(
-                id=f"{op_type}_{k}", name="", op_type=op_type,
-                namespace=namespace_from_name(raw_name.split(";")[0]),
-                inputs=ins, outputs=outs, attributes=self._options(op),
-            ))
+        nodes = self._operators(sg, codes, names, tensor, n_sub, values, n_buffers, prefix="", depth=0)
 
         inputs = [tensor(int(t), "the graph inputs") for t in self._ints(sg.InputsAsNumpy(), sg.InputsLength())]
         outputs = [tensor(int(t), "the graph outputs") for t in self._ints(sg.OutputsAsNumpy(), sg.OutputsLength())]
@@ -160,6 +155,68 @@ class _Reader:
         name = self._str(sg.Name()) or fallback_name
         return Graph(name=name, format="tflite", nodes=nodes, values=values,
                      inputs=[i for i in inputs if i], outputs=[o for o in outputs if o], metadata=metadata)
+
+    def _operators(self, sg: Any, codes: list[str], names: list[str], tensor: Any, n_sub: int,
+                   values: dict[str, Value], n_buffers: int, prefix: str, depth: int,
+                   parent: str = "", branch: str = "", namespace: str = "") -> list[Node]:
+        """The Nodes of one subgraph's operators, each IF / WHILE followed by the nodes of the subgraphs it runs."""
+        nodes: list[Node] = []
+        for k in range(self._count(sg.OperatorsLength(), "operators")):
+            op = sg.Operators(k)
+            code = op.OpcodeIndex()
+            if not 0 <= code < len(codes):
+                raise ModelFormatError(f"the TFLite file is corrupt: operator {k} uses operator code {code}, "
+                                       f"but the model defines {len(codes)}")
+            op_type = codes[code]
+            where = f"operator {k} ({op_type})"
+            ins = [tensor(int(t), where) for t in self._ints(op.InputsAsNumpy(), op.InputsLength())]
+            outs = [tensor(int(t), where) for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength())]
+            raw_name = next((names[int(t)] for t in self._ints(op.OutputsAsNumpy(), op.OutputsLength()) if t >= 0), "")
+            own = namespace_from_name(raw_name.split(";")[0])
+            node = Node(id=f"{prefix}{op_type}_{k}", name="", op_type=op_type,
+                        namespace="/".join(p for p in (namespace, own) if p) if parent else own,
+                        inputs=ins, outputs=outs, attributes=self._options(op), parent=parent, branch=branch)
+            nodes.append(node)
+            for b, key in _BODIES.get(op_type, ()):
+                idx = node.attributes.get(key)
+                if not isinstance(idx, int):
+                    continue
+                if not 0 < idx < n_sub or depth >= _MAX_DEPTH:
+                    raise ModelFormatError(f"the TFLite file is corrupt: {where} runs subgraph {idx}, but the model "
+                                           f"has {n_sub} (or bodies nest deeper than {_MAX_DEPTH})")
+                node.attributes[b] = self._body(idx, node, b, codes, n_sub, values, n_buffers, depth + 1, nodes)
+        return nodes
+
+    def _body(self, idx: int, parent: Node, branch: str, codes: list[str], n_sub: int, values: dict[str, Value],
+              n_buffers: int, depth: int, nodes: list[Node]) -> dict[str, Any]:
+        """Read subgraph `idx` as `parent`'s `branch`: its nodes appended to `nodes`; returns the parent's
+        attribute for it ({"graph": subgraph name, "subgraph": idx, "outputs": the body's result values})."""
+        sg = self.model.Subgraphs(idx)
+        n_tensors = self._count(sg.TensorsLength(), "tensors")
+        prefix = f"{parent.id}/{branch}/"
+        raw = [self._str(sg.Tensors(i).Name()) for i in range(n_tensors)]
+        vnames = [prefix + n for n in _value_names(raw)]
+        # A body's inputs are its parent's operands (an IF's after its condition; a WHILE's all of them).
+        outer = parent.inputs[1:] if parent.op_type == "IF" else parent.inputs
+        for j, t in enumerate(self._ints(sg.InputsAsNumpy(), sg.InputsLength())):
+            if 0 <= t < n_tensors and j < len(outer) and outer[j]:
+                vnames[t] = outer[j]
+        for i in range(n_tensors):
+            if vnames[i] not in values:
+                values[vnames[i]] = self._value(sg.Tensors(i), vnames[i], i, n_buffers)
+
+        def tensor(t: int, op: str) -> str:
+            if t == -1:
+                return ""
+            if not 0 <= t < n_tensors:
+                raise ModelFormatError(f"the TFLite file is corrupt: {op} of subgraph {idx} refers to tensor {t}, "
+                                       f"but that subgraph has {n_tensors} tensors")
+            return vnames[t]
+
+        ns = "/".join(p for p in (parent.namespace, parent.id, branch) if p)
+        nodes += self._operators(sg, codes, raw, tensor, n_sub, values, n_buffers, prefix, depth, parent.id, branch, ns)
+        outs = [tensor(int(t), "the body outputs") for t in self._ints(sg.OutputsAsNumpy(), sg.OutputsLength())]
+        return {"graph": self._str(sg.Name()) or f"subgraph {idx}", "subgraph": idx, "outputs": [o for o in outs if o]}
 
     # -- pieces -------------------------------------------------------------------------------
     def _str(self, raw: bytes | None) -> str:
@@ -267,6 +324,28 @@ class _Reader:
     def _floats(self, arr: Any, n: int) -> list[float]:
         self._count(n, "quantization scales")
         return [] if isinstance(arr, int) else [float(x) for x in arr]
+
+
+def top_nodes(g: Graph) -> list[Node]:
+    """Subgraph 0's operators, in file order: the runtime's node indices (body operators left out)."""
+    return [n for n in g.nodes if not n.parent]
+
+
+def body_subgraphs(g: Graph) -> dict[tuple[int, int], str]:
+    """{(subgraph index, operator index): node id} of the operators of the IF / WHILE bodies `load` read (LiteRT's
+    profiler names a body operator's event by the two). A subgraph two parents run keeps its first reader."""
+    by_parent: dict[tuple[str, str], list[str]] = {}
+    for n in g.nodes:
+        if n.parent:
+            by_parent.setdefault((n.parent, n.branch), []).append(n.id)
+    out: dict[tuple[int, int], str] = {}
+    for n in g.nodes:
+        for b, _ in _BODIES.get(n.op_type, ()):
+            body = n.attributes.get(b)
+            if isinstance(body, dict) and isinstance(body.get("subgraph"), int):
+                for k, nid in enumerate(by_parent.get((n.id, b), [])):
+                    out.setdefault((int(body["subgraph"]), k), nid)
+    return out
 
 
 def fully_int8(g: Graph) -> bool:

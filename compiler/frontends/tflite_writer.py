@@ -10,6 +10,7 @@ tests write runs in `ai_edge_litert.interpreter.Interpreter` (they check that).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 _NP_TYPE = {np.dtype("float32"): 0, np.dtype("float16"): 1, np.dtype("int32"): 2, np.dtype("int8"): 9,
-            np.dtype("int64"): 4, np.dtype("complex64"): 8}
+            np.dtype("int64"): 4, np.dtype("complex64"): 8, np.dtype("bool"): 6}
 
 
 def _schema() -> Any:
@@ -35,6 +36,7 @@ class TfliteWriter:
     buffers: list[Any] = field(default_factory=list)
     operators: list[Any] = field(default_factory=list)
     codes: dict[int | str, int] = field(default_factory=dict)  # builtin code or custom name -> operator code index
+    bodies: list[Any] = field(default_factory=list)  # further subgraphs (an IF's branches, a WHILE's cond and body)
 
     def __post_init__(self) -> None:
         s = _schema()
@@ -112,6 +114,18 @@ class TfliteWriter:
             setattr(obj, k, v)
         return obj
 
+    def subgraph(self, name: str, build: Callable[[TfliteWriter], tuple[list[int], list[int]]]) -> int:
+        """A further subgraph (an IF's branch, a WHILE's body): `build` fills a writer that shares this one's
+        buffers and operator codes and returns its (inputs, outputs). Returns the subgraph's index."""
+        sub = TfliteWriter(self.description)
+        sub.buffers, sub.codes = self.buffers, self.codes
+        ins, outs = build(sub)
+        sg = self.s.SubGraphT()
+        sg.tensors, sg.operators, sg.name = sub.tensors, sub.operators, name.encode()
+        sg.inputs, sg.outputs = np.array(ins, dtype=np.int32), np.array(outs, dtype=np.int32)
+        self.bodies.append(sg)
+        return len(self.bodies)
+
     def save(self, path: str | os.PathLike[str], inputs: list[int], outputs: list[int]) -> Path:
         import flatbuffers
 
@@ -122,7 +136,7 @@ class TfliteWriter:
         m = s.ModelT()
         m.version = 3
         m.description = self.description.encode()
-        m.subgraphs, m.buffers = [sg], self.buffers
+        m.subgraphs, m.buffers = [sg, *self.bodies], self.buffers
         m.operatorCodes = []
         for code in sorted(self.codes, key=self.codes.__getitem__):
             oc = s.OperatorCodeT()

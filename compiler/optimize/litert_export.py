@@ -77,6 +77,9 @@ def check_options(model_wide: str, overrides: Mapping[str, str]) -> dict[str, st
 
 def op_index(task_id: str) -> int:
     """`CONV_2D_3` -> 3: the TFLite frontend names each operator `<OPCODE>_<index in subgraph 0>`."""
+    if "/" in task_id:  # `IF_25/then_branch/ADD_2`: an operator of an IF / WHILE body
+        raise OptionError(f"{task_id!r} is inside an IF or WHILE body: per-operator options apply to the model's "
+                          f"main graph only (the model-wide option covers the bodies)")
     try:
         return int(task_id.rsplit("_", 1)[1])
     except (IndexError, ValueError):
