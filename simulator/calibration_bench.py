@@ -268,6 +268,11 @@ CASES: tuple[Case, ...] = (
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
+    # 5x5 depthwise ConvIntegers (EfficientNet's, MobileNetV3's): im2col copies 25 taps per output pixel, which the
+    # 3x3 cases above cannot tell from the per-channel and per-pixel costs. Fitted on 3x3 only, EfficientNet-B0's 5x5
+    # ones (144x56 .. 1152x7) profiled 1.1-1.3x their prediction on this Zen 4 (int8-dynamic file, wall, load 10,
+    # 2026-12-03), its 3x3 ones 0.7-1.0x.
+    *(Case(f"dwconvact-{c}x{s}-5x5", "dwconv", _conv_act(c, s, 5, group=c), (Q[1],)) for c, s in ((240, 28), (672, 7))),
     # Depthwise channels not a multiple of 16: static int8 runs MLAS's generic depthwise kernel, not the symmetric one
     # (simulator/ort_int8.py), its own path. Counts not a multiple of 4 either, so ORT leaves the fp32 Convs in NCHW
     # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.

@@ -57,3 +57,17 @@ def test_the_dynamic_file_runs_those_kernels(tmp_path: Path) -> None:
     for op in ("DynamicQuantizeLinear", "ConvInteger", "Cast", "Add", "Relu"):
         assert op in ops, ops
     assert ops.count("Mul") >= 1, ops
+
+
+def test_5x5_depthwise_cases_fit_the_dynamic_depthwise_path(tmp_path: Path) -> None:
+    """Calibration times 5x5 depthwise chains under int8-dynamic (their im2col has 25 taps a pixel, which the 3x3
+    cases cannot tell from the per-pixel costs): the compiled chain's tasks are depthwise Convs with 5x5 kernels."""
+    from simulator.calibration_bench import CASES, compile_for_host
+    from simulator.costs import kernel_value, kind_of
+
+    cases = [c for c in CASES if c.kind == "dwconv" and c.name.endswith("-5x5") and "shared" not in c.name]
+    assert len(cases) >= 2 and all(c.variants == (("int8-dynamic", "int8dyn"),) for c in cases)
+    g = compile_for_host(cases[0].build(tmp_path / "c.onnx"), tmp_path / "c.opt.onnx")
+    convs = [n for n in g.nodes if n.op_type in ("Conv", "FusedConv")]
+    assert len(convs) == 8 and all(kind_of(n, g) == "dwconv" for n in convs)
+    assert all((k := kernel_value(n, g)) is not None and list(k.shape)[2:] == [5, 5] for n in convs)
