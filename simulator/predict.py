@@ -83,7 +83,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
                      "unit": unit, "macs": w.macs, "work_unknown": not (w.shapes_known or w.kind == "folded"), **vals})
     # the time per inference outside the tasks in this state: the per-inference term and any float-graph term
     fixed = per_inference_ms(r.bulk) + sum(float_graph_terms(r.bulk, [x["combo"] for x in rows],
-                                                             [x["unit"] for x in rows]))
+                                                             [x["unit"] for x in rows], [x["latency_ms"] for x in rows]))
     unknown = [row for row in rows if row["work_unknown"]]
     unknown_ms = sum(row["latency_ms"] for row in unknown)
     result = {"target": target, "model_wide": preset, "overrides": overrides, "label": r.bulk["label"],

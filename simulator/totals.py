@@ -54,14 +54,16 @@ def runs_float(combo: str) -> bool:
     return inp in FLOAT_FORMATS and out in FLOAT_FORMATS
 
 
-def float_graph_terms(bulk: Mapping[str, Any], combos: Sequence[str], units: Sequence[str]) -> list[float]:
+def float_graph_terms(bulk: Mapping[str, Any], combos: Sequence[str], units: Sequence[str],
+                      latency: Sequence[float]) -> list[float]:
     """The totals rule's float-graph terms of a state, one per unit of `constants.float_graph_ms` in its order: the
-    unit's ms if an op of the state runs on it (`units`, per op) with float activations in and out (`combos`),
-    else 0.0. [] for a table without the constant. web/src/totals.ts floatGraphTerms is the same rule."""
+    unit's ms if an op of the state runs on it (`units`, per op) with float activations in and out (`combos`) and
+    takes time there (`latency`, its chosen row's: a constant folded at load, 0.0, runs nowhere), else 0.0. [] for
+    a table without the constant. web/src/totals.ts floatGraphTerms is the same rule."""
     fg = float_graph_ms(bulk)
     if not fg:
         return []
-    on = {u for c, u in zip(combos, units) if u in fg and runs_float(c)}
+    on = {u for c, u, t in zip(combos, units, latency) if u in fg and t > 0 and runs_float(c)}
     return [ms if u in on else 0.0 for u, ms in fg.items()]
 
 
@@ -195,7 +197,7 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     const = bulk["constants"]
     # The time per inference no task explains (runtime's fixed cost, measured time outside the tasks) comes first,
     # then each unit's float-graph term as the state has it.
-    fixed = np.array([per_inference_ms(bulk), *float_graph_terms(bulk, names, unit)], dtype=np.float64)
+    fixed = np.array([per_inference_ms(bulk), *float_graph_terms(bulk, names, unit, lat)], dtype=np.float64)
     latency = _in_order(fixed, lat, np.column_stack((conv_ms, cross_ms)).ravel())
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))

@@ -67,9 +67,9 @@ class LatencyPlan:
     works: tuple[Work, ...]  # the run's length (roofline.run_estimate_s) depends on the figures too
     units: np.ndarray  # [n] unit index of each task
     epilogue_pass: bool
-    # Units with a task that reads and writes float activations (the totals rule's float-graph terms, each paid
-    # where its unit's `float_graph_run_s` is set).
-    float_units: tuple[int, ...] = ()
+    # [n] tasks that read and write float activations: the totals rule's float-graph term of a unit is paid where one
+    # of them runs on it and takes time (its unit's `float_graph_run_s`, if set).
+    float_tasks: np.ndarray | None = None
 
     @property
     def live(self) -> np.ndarray:
@@ -106,16 +106,15 @@ def plan_latency(compiled: Graph, target: str | Target, hw: HardwareProfile, pre
     paths = tuple(distinct)
     st = stored(t, g, source, works, folded, records)
     resolved = [paths[k][0].resolved for k in index]
-    # As the totals rule reads the table: every task's row (a folded one's too) with its combo and unit.
-    float_units = tuple(sorted({u for u, r in zip(units, resolved)
-                                if r.input in FLOAT_FORMATS and r.output in FLOAT_FORMATS}))
+    # As the totals rule reads the table: each task's combo and unit (and, in latency_ms, its time).
+    float_tasks = np.array([r.input in FLOAT_FORMATS and r.output in FLOAT_FORMATS for r in resolved], dtype=bool)
     return LatencyPlan(
         target=t.name, preset=preset, paths=paths, index=np.array(index, dtype=np.int64),
         counts=Counts.of(works), gone=np.array(gone, dtype=bool),
         conversions=_conversions(g, folded, execs, resolved), crossings=_crossings(g, folded, execs, resolved, units),
         weights_fp32_bytes=float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works),
         works=tuple(works), units=np.array(units, dtype=np.int64), epilogue_pass=t.backend in EPILOGUE_PASS_BACKENDS,
-        float_units=float_units)
+        float_tasks=float_tasks)
 
 
 def _conversions(g: Graph, folded: frozenset[str], execs: np.ndarray, resolved: list[Combo]
@@ -172,8 +171,10 @@ def latency_ms(lp: LatencyPlan, hw: HardwareProfile) -> float:
                     run_estimate_s(lp.works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
                                    u0.cache_bandwidth_bytes_per_s))
     cost = task_cost(lp.counts, r, res)
-    tasks = float(np.where(lp.gone[:, None], 0.0, cost.latency_s * 1e3).sum())
-    float_graph = sum(hw.units[u].float_graph_run_s for u in lp.float_units) * 1e3
+    each = np.where(lp.gone[:, None], 0.0, cost.latency_s * 1e3)
+    tasks = float(each.sum())
+    float_graph = sum(u.float_graph_run_s for j, u in enumerate(hw.units) if u.float_graph_run_s > 0
+                      and lp.float_tasks is not None and (lp.float_tasks & (lp.units == j) & (each[:, 0] > 0)).any()) * 1e3
     return (tasks + hw.units[0].run_overhead_s * 1e3 + float_graph + _conversions_ms(lp, hw)
             + _crossings_ms(lp, hw))
 

@@ -176,7 +176,7 @@ class Pricing:
         if hit is None:
             c = self.t.rows[i].cls
             a = self.init_attrs[i] if k == len(c.combos) else c.attrs[k]
-            hit = self.fg_unit.get(a[2], -1) if runs_float(f"{a[0]}/{a[1]}") else -1
+            hit = self.fg_unit.get(a[2], -1) if runs_float(f"{a[0]}/{a[1]}") and self.own(i, k)[0] > 0 else -1
             self._fg_memo[(i, k)] = hit
         return hit
 

@@ -44,7 +44,7 @@ def test_the_float_graph_term_comes_and_goes_in_the_agreement_states() -> None:
     for s in json.loads((FIXTURES / "totals_expected.json").read_text())["states"]:
         if s.get("fixture") == "option_table_fg.json":
             e = evaluate(fx["table"], fx["per_op"], s["state"]["model_wide"], s["state"]["overrides"])
-            terms.append(float_graph_terms(fx["table"], e.combo, e.unit or [])[0])
+            terms.append(float_graph_terms(fx["table"], e.combo, e.unit or [], e.latency_ms)[0])
     assert 0.25 in terms and 0.0 in terms and len(terms) >= 5
 
 

@@ -181,7 +181,7 @@ def test_a_float_graph_run_cost_is_fitted_as_a_profile_figure() -> None:
     stub = [Measurement(m, (1, 3, MODELS[m][1], MODELS[m][1]), "Samsung Galaxy S24", "snapdragon-8g3", "onnx",
                         prec, 1.0, None, None, "test") for m in graphs for prec in ("float", "w8a8")]
     plans = df.make_plans(spec, stub, graphs, base)
-    assert [plans[r.model, df.PRESETS[r.precision]].float_units for r in stub] == [(0,), ()] * len(graphs)
+    assert [bool(plans[r.model, df.PRESETS[r.precision]].float_tasks.any()) for r in stub] == [True, False] * len(graphs)
     truth = base.with_overrides(df.overrides(spec.params, true, base))
     made = df.predict(spec, stub, plans, truth)
     plain = df.predict(spec, stub, plans, base.with_overrides(df.overrides(SPEC.params, TRUE, base)))
@@ -190,3 +190,18 @@ def test_a_float_graph_run_cost_is_fitted_as_a_profile_figure() -> None:
     rep = df.run(spec, rows, plans, max_nfev=60, log=lambda *_, **__: None, prior=0.0)
     assert rep["params"]["htp.float_graph_run_s"] == pytest.approx(2.5e-4, rel=0.05)
     assert rep["params"]["htp.run_overhead_s"] == pytest.approx(TRUE[1], rel=0.05)
+
+
+def test_a_conversion_that_lost_part_of_the_model_is_left_out() -> None:
+    """A built graph with fewer tasks than half the layers of the model's published float job stands for another
+    network (litert-torch's LeViT-128S: 74 operators against AI Hub's 280 layers): the fit leaves it out."""
+    graphs = {"squeezenet1_1": (None, _net(32, 56))}  # 6 tasks
+    row = lambda layers: Measurement("squeezenet1_1", (1, 3, 56, 56), "Samsung Galaxy S24", "snapdragon-8g3",  # noqa: E731
+                                     "onnx", "float", 1.0, None, {"total": layers, "npu": layers, "gpu": 0, "cpu": 0},
+                                     "test")
+    base = load_profile("snapdragon-8g3", "ort-qnn")
+    plans = {p: lp for (_, p), lp in df.make_plans(SPEC, [row(6)], graphs, base).items()}
+    assert df.lost_layers("squeezenet1_1", [row(17)], plans) is None  # 6 of 17: kept
+    assert "6 tasks where the published float job counts 18 layers" in (df.lost_layers("squeezenet1_1", [row(18)], plans)
+                                                                       or "")
+    assert df.lost_layers("squeezenet1_1", [dataclasses.replace(row(40), precision="w8a8")], plans) is None

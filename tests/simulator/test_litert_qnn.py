@@ -91,3 +91,27 @@ def test_a_tflite_channel_concat_costs_nothing_on_the_htp(target: str) -> None:
         g = graph(nodes, values, ["a", "b"], ["y"])
         g.format = "tflite"
         assert bool(plan_latency(g, t, hw, "fp32").gone[0]) is gone, axis
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_float_graph_pays_the_htps_float_run_cost_and_a_w8a8_one_does_not(cnn: Graph, target: str) -> None:
+    """The fitted `float_graph_run_s` reaches the table as the totals rule's float-graph term: an fp16 / fp32 model
+    pays it once, an int8-static one does not, and one op of the int8 model put back in fp16 on the HTP brings it
+    back (the term alone: its own row and conversions aside)."""
+    from simulator.totals import evaluate, float_graph_terms
+
+    hw = load_profile(get_target(target).profile, "litert-qnn")
+    ms = hw.units[0].float_graph_run_s * 1e3
+    assert 0.1 < ms < 0.4  # fitted: AI Hub's float TFLite jobs ~0.2-0.3 ms slower per run than their w8a8 ones
+    r = sweep(cnn, target)
+    b = r.bulk
+    assert b["constants"]["float_graph_ms"] == {"htp": ms}
+    term = {}
+    for preset, ov in (("fp32", {}), ("fp16", {}), ("int8-static", {})):
+        e = evaluate(b, r.per_op, preset, ov)
+        term[preset] = float_graph_terms(b, e.combo, e.unit or [], e.latency_ms)
+    assert term == {"fp32": [ms], "fp16": [ms], "int8-static": [0.0]}
+    p = [x["name"] for x in b["presets"]].index("int8-static")
+    op = next(i for i, row in enumerate(b["units"]) if row[p] == "htp" and "fp16/fp16/-/0" in r.per_op[i]["combos"])
+    one = evaluate(b, r.per_op, "int8-static", {b["ops"][op]: "fp16/fp16/-/0"})
+    assert one.latency_ms[op] > 0 and float_graph_terms(b, one.combo, one.unit or [], one.latency_ms) == [ms]

@@ -75,8 +75,8 @@ def test_state_sums_and_moves_as_the_scalar_loop(case: int) -> None:
         # The scalar order: the per-inference term, the float-graph terms, own rows op by op, then each edge's terms.
         lat, size, dram = bulk["constants"]["per_inference_ms"], 0.0, 0.0
         for u, ms in bulk["constants"].get("float_graph_ms", {}).items():
-            a = [s.attrs(i, k) for i, k in enumerate(cur)]
-            lat += ms if any(x[2] == u and runs_float(f"{x[0]}/{x[1]}") for x in a) else 0.0
+            a = [(*s.attrs(i, k), s.own(i, k)[0]) for i, k in enumerate(cur)]
+            lat += ms if any(x[2] == u and runs_float(f"{x[0]}/{x[1]}") and x[4] > 0 for x in a) else 0.0
         for i, k in enumerate(cur):
             o = s.own(i, k)
             lat += o[0]
@@ -142,7 +142,7 @@ def _scalar_totals(bulk: dict, per_op: dict, model_wide: str, overrides: dict[st
             units.append(bulk["units"][i][p])
     lat = bulk["constants"]["per_inference_ms"]  # the per-inference term, first
     for u, ms in bulk["constants"].get("float_graph_ms", {}).items():  # then each unit's float-graph term
-        lat += ms if any(x == u and runs_float(c) for c, x in zip(names, units)) else 0.0
+        lat += ms if any(x == u and runs_float(c) and r[0] > 0 for c, x, r in zip(names, units, rows)) else 0.0
     for r in rows:
         lat += r[0]
     moved = 0.0

@@ -123,7 +123,7 @@ export function evaluate(
 
   // 1. latency: the per-inference term, each unit's float-graph term, ops in order, then conversions in edge order.
   let latency = perInferenceMs(table);
-  for (const g of floatGraphTerms(table, combo, unit)) latency += g;
+  for (const g of floatGraphTerms(table, combo, unit, lat)) latency += g;
   for (let i = 0; i < n; i++) latency += lat[i];
   const es = table.edges.src;
   const ed = table.edges.dst;
@@ -208,22 +208,24 @@ export function runsFloat(combo: string): boolean {
 
 /** The totals rule's float-graph terms of a state (simulator/totals.py float_graph_terms), one per unit of
  * `constants.float_graph_ms` in its order: the unit's fixed cost per run of a float graph if an op of the state runs
- * on it with float activations in and out, else 0. */
-export function floatGraphTerms(table: OptionTable, combo: readonly string[], unit: readonly (string | null)[]): number[] {
+ * on it with float activations in and out and takes time there (latency > 0: a constant folded at load runs nowhere),
+ * else 0. */
+export function floatGraphTerms(table: OptionTable, combo: readonly string[], unit: readonly (string | null)[],
+  latency: ArrayLike<number>): number[] {
   const fg = table.constants.float_graph_ms;
   if (!fg) return [];
   const on = new Set<string>();
   for (let i = 0; i < combo.length; i++) {
     const u = unit[i];
-    if (u !== null && u in fg && runsFloat(combo[i])) on.add(u);
+    if (u !== null && u in fg && latency[i] > 0 && runsFloat(combo[i])) on.add(u);
   }
   return Object.entries(fg).map(([u, ms]) => (on.has(u) ? ms : 0));
 }
 
 /** The time per inference outside the tasks in a state: the per-inference term and the float-graph terms. */
-export function perInferenceStateMs(table: OptionTable, e: Pick<Evaluation, "combo" | "unit">): number {
+export function perInferenceStateMs(table: OptionTable, e: Pick<Evaluation, "combo" | "unit" | "latency_ms">): number {
   let ms = perInferenceMs(table);
-  for (const g of floatGraphTerms(table, e.combo, e.unit)) ms += g;
+  for (const g of floatGraphTerms(table, e.combo, e.unit, e.latency_ms)) ms += g;
   return ms;
 }
 

@@ -158,29 +158,33 @@ describe("the float-graph term", () => {
       constants: { ...tiny().constants, float_graph_ms: { npu: 0.3 } },
       conversion: { fixed_ms: 0.5, ms_per_element: { ...tiny().conversion.ms_per_element, "int8>fp16": 0.001, "fp16>fp32": 0.001 } } };
     const perOp: Record<string, OpOptions> = {
-      b: { op: "b", combos: ["fp32/fp32/-/0", "int8/int8/-/0", "fp16/fp16/-/0"], supported: [true, true, true], latency_ms: [2, 1, 1.5], weight_bytes: [0, 0, 0], activation_bytes: [80, 20, 40], dram_bytes: [500, 100, 250], unit: [0, 0, 1], notes: [] },
+      b: { op: "b", combos: ["fp32/fp32/-/0", "int8/int8/-/0", "fp16/fp16/-/0", "int8/fp32/-/0"], supported: [true, true, true, true], latency_ms: [2, 1, 1.5, 0], weight_bytes: [0, 0, 0, 0], activation_bytes: [80, 20, 40, 0], dram_bytes: [500, 100, 250, 0], unit: [0, 0, 1, 0], notes: [] },
     };
     const f = evaluate(t, perOp, { model_wide: "fp32", overrides: {} });
-    expect(floatGraphTerms(t, f.combo, f.unit)).toEqual([0.3]);
+    expect(floatGraphTerms(t, f.combo, f.unit, f.latency_ms)).toEqual([0.3]);
     expect(f.totals.latency_ms).toBe(0.3 + 1 + 2);
     expect(perInferenceStateMs(t, f)).toBe(0.3);
     // int8-static: b's bulk row is fp32 on the npu: still a float graph; b int8 too: none
     const mixed = evaluate(t, perOp, { model_wide: "int8-static", overrides: {} });
-    expect(floatGraphTerms(t, mixed.combo, mixed.unit)).toEqual([0.3]);
+    expect(floatGraphTerms(t, mixed.combo, mixed.unit, mixed.latency_ms)).toEqual([0.3]);
     const q = evaluate(t, perOp, { model_wide: "int8-static", overrides: { b: "int8/int8/-/0" } });
-    expect(floatGraphTerms(t, q.combo, q.unit)).toEqual([0]);
+    expect(floatGraphTerms(t, q.combo, q.unit, q.latency_ms)).toEqual([0]);
     expect(q.totals.latency_ms).toBe(0.5 + 1);
     // b float on the CPU: the npu's graph is int8
     const cpu = evaluate(t, perOp, { model_wide: "int8-static", overrides: { b: "fp16/fp16/-/0" } });
-    expect(floatGraphTerms(t, cpu.combo, cpu.unit)).toEqual([0]);
+    expect(floatGraphTerms(t, cpu.combo, cpu.unit, cpu.latency_ms)).toEqual([0]);
+    // an op that takes no time there (a constant folded at load: latency 0) runs nowhere: no term
+    const folded = evaluate(t, { b: { ...perOp.b, combos: ["fp32/fp32/-/0", "int8/int8/-/0", "fp16/fp16/-/0", "fp32/fp16/-/0"] } },
+      { model_wide: "int8-static", overrides: { b: "fp32/fp16/-/0" } });
+    expect(floatGraphTerms(t, folded.combo, folded.unit, folded.latency_ms)).toEqual([0]);
     // a table without the constant: no term
-    expect(floatGraphTerms(tiny(), f.combo, f.unit)).toEqual([]);
+    expect(floatGraphTerms(tiny(), f.combo, f.unit, f.latency_ms)).toEqual([]);
   });
   it("comes and goes with overrides on the real sweep", () => {
     const fg = FIXTURES[FG];
     const term = (s: { model_wide: string; overrides: Record<string, string> }) => {
       const e = evaluate(fg.table, fg.per_op, s);
-      return floatGraphTerms(fg.table, e.combo, e.unit)[0];
+      return floatGraphTerms(fg.table, e.combo, e.unit, e.latency_ms)[0];
     };
     expect(fg.table.constants.float_graph_ms).toEqual({ htp: 0.25 });
     expect(term({ model_wide: "fp16", overrides: {} })).toBe(0.25);
