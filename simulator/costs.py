@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
+from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "matmul",
@@ -326,70 +327,10 @@ def work_of(node: Node, graph: Graph) -> Work:
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
                 kernel_name=k_name, aux_weights=tuple(aux_names),
-                epilogue_flops=epilogue, im2col_elements=_grouped_im2col(node, kind, macs, k_rows),
+                epilogue_flops=epilogue, im2col_elements=grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
-                im2col_rows=_im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
-                **_qgemm_counts(node, kernel, out0 or 0.0, k_rows))
-
-
-def _qgemm_counts(node: Node, kernel: Value | None, out_elements: float, k_rows: int) -> dict[str, float]:
-    """Work.qgemm_rows and qgemm_taps of a Conv (empty for other ops): pixels = output elements / output channels."""
-    if node.op_type not in _CONV or kernel is None or not kernel.shape or len(kernel.shape) < 3 or k_rows <= 0:
-        return {}
-    group = int(node.attributes.get("group", 1) or 1)
-    dims = [d if isinstance(d, int) else 1 for d in kernel.shape[2:]]
-    rows = out_elements / k_rows * group
-    in_place = (math.prod(dims) == 1 and all(int(x) == 1 for x in node.attributes.get("strides") or [1])
-                and not any(int(x) for x in node.attributes.get("pads") or [0]))
-    # ORT's Im2col<uint8_t, NHWC> copies a kernel row's taps in one memcpy when the group holds every input channel
-    # (they are adjacent in NHWC), else tap by tap (onnxruntime core/util/math_cpu.cc).
-    dilated = any(int(x) != 1 for x in node.attributes.get("dilations") or [1])
-    copies = math.prod(dims) if group > 1 or dilated else math.prod(dims[:-1])
-    return {"qgemm_rows": rows, "qgemm_taps": 0.0 if in_place else rows * copies}
-
-
-def _grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
-    """im2col elements of a grouped Conv that runs group by group in NCHW (MLAS's plain Conv; ConvInteger): each
-    group expands its own input channels, so the buffer over all groups is every input channel's kh x kw taps per
-    output pixel, MACs x groups / output channels, where the default rule (MACs / output channels) counts one
-    group's. 0 for a dense conv (the default rule holds).
-    - Depthwise (`dwconvnchw`, and `dwconv`, whose NCHWc form only the paths that leave it in NCHW read: fp16
-      behind a shared Cast, simulator.backends._ort_fp16): = its MACs, read along W with the conv's stride (a
-      stride-2 expansion gathers every other element: on this host about twice the time per element of a
-      stride-1 one, single-op models in thread CPU time).
-    - Other grouped convs (RegNet's group width 8, ResNeXt's 32 groups): read by the im2col paths, dynamic int8's
-      ConvInteger and fp16's NCHW Conv (RegNetX-002's 14 grouped convs under int8-dynamic measured 2.9x their
-      fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py), and by fp32's own where ORT
-      left the conv in NCHW (`gconvnchw`), read with the conv's stride as the depthwise expansion is (23 grouped
-      3x3 and 1x1 convs on this host fit within a median 12% with the stride, 17% without)."""
-    group = int(node.attributes.get("group", 1) or 1)
-    stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
-    if kind in ("dwconv", "dwconvnchw"):
-        return macs * stride
-    if kind == "gconvnchw" and k_rows > 0:
-        return macs * group / k_rows * stride
-    if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
-        return macs * group / k_rows
-    return 0.0
-
-
-_IM2COL_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw"})
-
-
-def _im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | None) -> float:
-    """Rows of a conv's NCHW im2col buffer: (input channels per group x kernel taps x output rows) per group, over
-    every group = MACs x groups / (output channels x output width). ORT's Im2col copies the buffer row by row
-    (math::Im2col<uint8_t, NCHW>, ConvInteger), so each row costs a fixed time besides its elements: 24 single-op
-    depthwise ConvIntegers (3x3 and 5x5, stride 1 and 2, 4 to 112 output pixels wide) fit within 13% with a cost
-    per channel, per row and per element, 54% without the row term (h14-exports note, 2026-12-02)."""
-    shape = out.shape if out is not None else None
-    if kind not in _IM2COL_KINDS or not shape or len(shape) < 3 or k_rows <= 0:
-        return 0.0
-    width = shape[-1]
-    if not isinstance(width, int) or width <= 0:
-        return 0.0
-    group = int(node.attributes.get("group", 1) or 1)
-    return macs * group / (k_rows * width)
+                im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
+                **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
 
 
 def _epilogue_flops(node: Node, out_elements: float) -> float:

@@ -1,0 +1,69 @@
+"""Work counts particular to convolutions as ORT's CPU kernels run them: the im2col buffer of a grouped Conv left in
+NCHW, the rows ORT's im2col copies, and the per-group GEMM rows and NHWC im2col copies of QLinearConv's grouped path.
+simulator.costs.work_of fills Work's conv fields from these."""
+
+from __future__ import annotations
+
+import math
+
+from compiler.graph import Node, Value
+
+
+def qgemm_counts(node: Node, kernel: Value | None, out_elements: float, k_rows: int) -> dict[str, float]:
+    """Work.qgemm_rows and qgemm_taps of a Conv (empty for other ops: the caller passes Convs only): pixels = output elements / output channels."""
+    if kernel is None or not kernel.shape or len(kernel.shape) < 3 or k_rows <= 0:
+        return {}
+    group = int(node.attributes.get("group", 1) or 1)
+    dims = [d if isinstance(d, int) else 1 for d in kernel.shape[2:]]
+    rows = out_elements / k_rows * group
+    in_place = (math.prod(dims) == 1 and all(int(x) == 1 for x in node.attributes.get("strides") or [1])
+                and not any(int(x) for x in node.attributes.get("pads") or [0]))
+    # ORT's Im2col<uint8_t, NHWC> copies a kernel row's taps in one memcpy when the group holds every input channel
+    # (they are adjacent in NHWC), else tap by tap (onnxruntime core/util/math_cpu.cc).
+    dilated = any(int(x) != 1 for x in node.attributes.get("dilations") or [1])
+    copies = math.prod(dims) if group > 1 or dilated else math.prod(dims[:-1])
+    return {"qgemm_rows": rows, "qgemm_taps": 0.0 if in_place else rows * copies}
+
+
+def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
+    """im2col elements of a grouped Conv that runs group by group in NCHW (MLAS's plain Conv; ConvInteger): each
+    group expands its own input channels, so the buffer over all groups is every input channel's kh x kw taps per
+    output pixel, MACs x groups / output channels, where the default rule (MACs / output channels) counts one
+    group's. 0 for a dense conv (the default rule holds).
+    - Depthwise (`dwconvnchw`, and `dwconv`, whose NCHWc form only the paths that leave it in NCHW read: fp16
+      behind a shared Cast, simulator.backends._ort_fp16): = its MACs, read along W with the conv's stride (a
+      stride-2 expansion gathers every other element: on this host about twice the time per element of a
+      stride-1 one, single-op models in thread CPU time).
+    - Other grouped convs (RegNet's group width 8, ResNeXt's 32 groups): read by the im2col paths, dynamic int8's
+      ConvInteger and fp16's NCHW Conv (RegNetX-002's 14 grouped convs under int8-dynamic measured 2.9x their
+      fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py), and by fp32's own where ORT
+      left the conv in NCHW (`gconvnchw`), read with the conv's stride as the depthwise expansion is (23 grouped
+      3x3 and 1x1 convs on this host fit within a median 12% with the stride, 17% without)."""
+    group = int(node.attributes.get("group", 1) or 1)
+    stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
+    if kind in ("dwconv", "dwconvnchw"):
+        return macs * stride
+    if kind == "gconvnchw" and k_rows > 0:
+        return macs * group / k_rows * stride
+    if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
+        return macs * group / k_rows
+    return 0.0
+
+
+_IM2COL_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"})
+
+
+def im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | None) -> float:
+    """Rows of a conv's NCHW im2col buffer: (input channels per group x kernel taps x output rows) per group, over
+    every group = MACs x groups / (output channels x output width). ORT's Im2col copies the buffer row by row
+    (math::Im2col<uint8_t, NCHW>, ConvInteger), so each row costs a fixed time besides its elements: 24 single-op
+    depthwise ConvIntegers (3x3 and 5x5, stride 1 and 2, 4 to 112 output pixels wide) fit within 13% with a cost
+    per channel, per row and per element, 54% without the row term (h14-exports note, 2026-12-02)."""
+    shape = out.shape if out is not None else None
+    if kind not in _IM2COL_KINDS or not shape or len(shape) < 3 or k_rows <= 0:
+        return 0.0
+    width = shape[-1]
+    if not isinstance(width, int) or width <= 0:
+        return 0.0
+    group = int(node.attributes.get("group", 1) or 1)
+    return macs * group / (k_rows * width)
