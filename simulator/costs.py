@@ -428,7 +428,7 @@ _AXES_INPUT = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "R
                          "ReduceLogSumExp", "ReduceSumSquare"})  # axes as input 1 from opset 13 (ReduceSum) / 18
 
 
-def _reduce_axes(node: Node, rank: int, graph: Graph) -> list[int] | None:
+def reduce_axes(node: Node, rank: int, graph: Graph) -> list[int] | None:
     """Axes a Reduce* op reduces (non-negative), from its attribute or its constant `axes` input (whose values the
     graph keeps only as min / max: enough for one axis or a run of consecutive ones); None if unknown."""
     axes = node.attributes.get("axes")
@@ -454,7 +454,7 @@ def _strided_reduce(node: Node, act_in: list[Value], graph: Graph) -> bool:
     if x is None or not x.is_static or node.op_type in ("TopK", "CumSum"):
         return False
     shape = [int(d) for d in x.shape]  # type: ignore[union-attr]
-    axes = _reduce_axes(node, len(shape), graph)
+    axes = reduce_axes(node, len(shape), graph)
     if not axes:
         return False
     return any(shape[k] > 1 for k in range(min(axes), len(shape)) if k not in axes)

@@ -15,7 +15,7 @@ import dataclasses
 
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
-from simulator.costs import STRIDED_REDUCE_FLOPS, _reduce_axes, kernel_value, kind_of
+from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate)}. Relu and
@@ -187,7 +187,7 @@ def _nhwc_reduces(g: Graph) -> dict[str, int]:
         x = g.values.get(nd.inputs[0])
         if x is None or not x.is_static or len(x.shape or ()) != 4 or int(x.shape[1]) <= 1:  # type: ignore[index]
             continue
-        if _reduce_axes(nd, 4, g) != [2, 3]:
+        if reduce_axes(nd, 4, g) != [2, 3]:
             continue
         m, seen = producer.get(nd.inputs[0]), set()
         while m is not None and m.id not in seen and m.op_type in _NHWC_THROUGH and m.inputs:
