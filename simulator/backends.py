@@ -406,7 +406,7 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
 
 # Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW
 # figures do not apply (other options, other backends, a profile without them).
-_NCHW_AS = {"dwconvnchw": "dwconv", "gconvnchw": "convsmall"}
+_NCHW_AS = {"dwconvnchw": "dwconv", "gconvnchw": "convsmall", "convnchw": "conv"}
 
 
 def _nchw_grouped(target: Target, ui: int, unit: Unit, kind: str, c: Combo, has_kernel: bool) -> Path | None:
@@ -419,13 +419,15 @@ def _nchw_grouped(target: Target, ui: int, unit: Unit, kind: str, c: Combo, has_
     group width 8 at 0.13-0.5x of measured at the NCHWc rate. Only where the profile has that figure; elsewhere the
     NCHWc figures stand."""
     # fp16 weights are decoded to fp32 at load (fp16 activations reach here as fp32 from _ort_fp16).
+    # A dense Conv left in NCHW (`convnchw`) is the same MLAS Conv with one group: the grouped figures, one setup.
+    rate = "gconvnchw" if kind == "convnchw" else kind
     if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "fp16", "-")
-            or not has_kernel or f"{kind}.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
+            or not has_kernel or f"{rate}.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
         return None
-    what = "depthwise" if kind == "dwconvnchw" else "grouped"
+    what = {"dwconvnchw": "depthwise", "convnchw": "dense"}.get(kind, "grouped")
     return Path(ui, c, True, "fp32", "nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
-                f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=True,
-                im2col=True, rate_kind=kind)
+                f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=kind != "convnchw",
+                im2col=True, rate_kind=rate)
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
@@ -460,6 +462,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     from simulator.costs import base_kind
 
     f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
+    kind = "conv" if kind == "convnchw" else kind  # a dense NCHW Conv keeps the fp16 Conv paths' own figures
     # A depthwise Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, channel by channel, as a
     # depthwise Conv ORT already leaves in NCHW runs (_nchw_grouped). At the NCHWc kernel's rate it was 10x too
     # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at

@@ -14,15 +14,16 @@ from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
-KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "matmul",
-                          "attention", "pool", "elementwise", "norm", "skipnorm", "softmax", "reduce", "layout", "walk",
-                          "resize", "view", "quant", "other")
+KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
+                          "matmul", "attention", "pool", "elementwise", "norm", "skipnorm", "softmax", "reduce",
+                          "layout", "walk", "resize", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
-WEIGHTED_KINDS = frozenset({"conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "attention"})
+WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
+                               "convnchw": "conv",
                                "walk": "layout", "resize": "layout"}
 
 
@@ -183,6 +184,12 @@ def kind_of(node: Node, graph: Graph) -> str:
         # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
             and w.shape[1] < 16
+        if nchw and not small:
+            # A dense Conv left in NCHW (channels ORT did not block: 27, 38, 61, 117 in ReXNet; 1-D convs): MLAS's plain
+            # Conv, one SGEMM on the input for a 1x1 unit-stride kernel, im2col + SGEMM otherwise (MlasConv,
+            # onnxruntime/core/mlas/lib/convolve.cpp), the path of the grouped ones with one group. Single-op chains
+            # on a Zen 4 (CPU time): 1.17-1.36x the NCHWc rate's prediction at 1x1 (27-117 channels), 1.84x at 3x3.
+            return "convnchw"
         return "convsmall" if small else "conv"
     if op in _GEMM:
         return "gemm" if kernel_value(node, graph) is not None else "matmul"
@@ -360,7 +367,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     op = node.op_type
     out0 = outs[0] if outs else None
     out_e = _elements(out0) or 0.0
-    if kind in ("conv", "convsmall", "dwconv", "dwconvnchw", "gconvnchw"):
+    if kind in ("conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"):
         if kernel is None or kernel.shape is None:
             return 0.0, 0.0
         per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw

@@ -24,7 +24,10 @@ def test_wide_conv_is_plain_conv() -> None:
     g = graph([Node("c", "c", "Conv", inputs=["x", "w"], outputs=["y"])],
               [act("x", [1, 32, 4, 4]), weight("w", [8, 32, 1, 1]), act("y", [1, 8, 4, 4])], ["x"], ["y"])
     w = work_of(g.nodes[0], g)
-    assert (w.kind, w.macs) == ("conv", 8 * 4 * 4 * 32)
+    # A plain ONNX Conv: in an ORT-compiled graph, one ORT left in NCHW (MLAS's SGEMM path); its NCHWc form is conv.
+    assert (w.kind, w.macs) == ("convnchw", 8 * 4 * 4 * 32)
+    g.nodes[0].domain = "com.microsoft.nchwc"
+    assert (work_of(g.nodes[0], g).kind, work_of(g.nodes[0], g).macs) == ("conv", w.macs)
 
 
 def test_depthwise_conv() -> None:

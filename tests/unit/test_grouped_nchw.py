@@ -67,3 +67,35 @@ def test_grouped_nchw_path_pays_its_im2col_and_a_setup_per_group() -> None:
     ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
     assert ms[1] - ms[0] == pytest.approx(1e-10 * w.im2col_elements * 1e3)
     assert ms[2] - ms[0] == pytest.approx(1e-6 * w.groups * 1e3)  # per group (7), not per output channel (56)
+
+
+def _dense(domain: str, c: int = 38, size: int = 56, k: int = 1):
+    op = "FusedConv" if domain == "com.microsoft" else "Conv"
+    return graph([Node("d", "d", op, inputs=["x", "w"], outputs=["y"], domain=domain,
+                       attributes={"kernel_shape": [k, k], "pads": [k // 2] * 4,
+                                   **({"activation": "Relu"} if op == "FusedConv" else {})})],
+                 [act("x", [1, c, size, size]), weight("w", [6 * c, c, k, k]), act("y", [1, 6 * c, size, size])],
+                 ["x"], ["y"])
+
+
+def test_dense_conv_left_in_nchw_runs_the_nchw_gemm_path_with_one_setup() -> None:
+    """ReXNet's 1x1 Convs of 27-117 input channels stay NCHW in ORT: MLAS's SGEMM path (the grouped one, one group),
+    at its figures; the NCHWc rate priced them 1.17-1.84x too fast (single-op chains on a Zen 4)."""
+    g = _dense("com.microsoft")
+    assert work_of(g.nodes[0], g).kind == "convnchw"
+    assert work_of(*(lambda h: (h.nodes[0], h))(_dense("com.microsoft.nchwc"))).kind == "conv"
+    few = _dense("", c=8)  # fewer input channels than a block keep the few-channel kind, on every target
+    assert work_of(few.nodes[0], few).kind == "convsmall"
+    p = plan(HOST, HW, "FusedConv", "convnchw", FP32, True, True)
+    assert (p.tag, p.rate_kind, p.im2col, p.setup_per_channel) == ("nchw", "gconvnchw", True, False)
+    # Other options run the NCHWc Conv's paths, as before.
+    int8dyn = Combo("fp32", "fp32", "int8", 0)
+    assert plan(HOST, HW, "FusedConv", "convnchw", int8dyn, True, True) == \
+        dataclasses.replace(plan(HOST, HW, "FusedConv", "conv", int8dyn, True, True), rate_kind="conv")
+    figures = [{"efficiency": {"gconvnchw.nchw": eff}, "kind_overhead_s": {"gconvnchw.nchw": s}}
+               for eff, s in ((1.0, 0.0), (0.5, 0.0), (1.0, 1e-6))]
+    lat = [sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": f}})).bulk for f in figures]
+    j = [q["name"] for q in lat[0]["presets"]].index("fp32")
+    ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
+    assert ms[1] > 1.8 * ms[0]  # the grouped path's MAC rate prices it
+    assert ms[2] - ms[0] == pytest.approx(1e-6 * 1e3)  # one setup for the one GEMM, not one per output channel
