@@ -1,12 +1,15 @@
-"""Calibrate TFLite's own signal kernels on this machine, for `litert-cpu/host`: RFFT2D's rate.
+"""Calibrate TFLite's own signal kernels on this machine, for `litert-cpu/host`: RFFT2D's rate, GATHER's.
 
 An audio model's front end computes its spectrogram in the graph (TF's `tf.signal.stft` becomes RFFT2D with
-fft_length [1, n] over frames of n samples): BirdNET's two STFTs (511 frames of 2048 samples, 1024 of 1024) are
+fft_length [1, n] over frames of n samples): BirdNET's two STFTs (511 frames of 2048 samples, 511 of 1024) are
 most of its time. XNNPACK does not take RFFT2D; TFLite's builtin kernel (kernels/rfft2d.cc) copies each frame to
 doubles, runs Ooura's rdft2d and copies the result back, far below the element-wise rate its FLOPs were costed at
 (BirdNET fp32, 2026-12-03: predicted -55% of measured). Its work is counted as real FFTs (simulator.tflite_ops,
 5/2 n log2 n FLOPs per frame); this fits the rate TFLite's kernel runs that count at: `other.fp32.RFFT2D`, the
-op's own efficiency (simulator.roofline.efficiency reads it for RFFT2D tasks only).
+op's own efficiency (simulator.roofline.efficiency reads it for RFFT2D tasks only). The frames themselves are cut
+by a GATHER of 1-2 float slices per index (BirdNET: 511 x 1024 indices), which TFLite's own kernel copies one
+memcpy per index: its work is a call per index (simulator.tflite_ops), its rate `layout.fp32.GATHER`
+(GATHER_CASES; profiled 2.7-3.4 ns per index for 1-2 float slices, 7.7 for 64), its slices bytes.
 
 Each case is a file of R RFFT2D operators reading the same input [1, frames, 1, n] (an RFFT2D's complex output
 cannot feed another), timed per operator by LiteRT's profiler in a sandboxed child, the first dropped from the
@@ -29,6 +32,7 @@ from simulator.profiles import HardwareProfile
 
 R = 4  # operators per case (the first dropped)
 KEY = "other.fp32.RFFT2D"  # the efficiency fitted (kind other, fp32 path, the op's own)
+GATHER_KEY = "layout.fp32.GATHER"
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,35 @@ class Case:
 # BirdNET's lengths (1024, 2048) and shorter ones, with few and many frames.
 CASES: tuple[Case, ...] = tuple(Case(f"rfft-{f}x{n}", f, n) for f, n in
                                 ((64, 256), (256, 256), (64, 1024), (256, 1024), (128, 2048)))
+
+
+@dataclass(frozen=True)
+class GatherCase:
+    name: str
+    rows: int  # the table's rows
+    slice: int  # floats per row (per index)
+    indices: tuple[int, int]
+
+
+# Frames of 1-2 samples per index (BirdNET's framing), and wider slices where the copy's bytes start to count.
+GATHER_CASES: tuple[GatherCase, ...] = (GatherCase("gather-72000x2-128x1024", 72000, 2, (128, 1024)),
+                                        GatherCase("gather-144000x1-256x1024", 144000, 1, (256, 1024)),
+                                        GatherCase("gather-8000x64-128x64", 8000, 64, (128, 64)))
+
+
+def build_gather(case: GatherCase, path: Path) -> Path:
+    """R GATHERs of the same constant indices from one [rows, slice] input, written to `path`."""
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    w = TfliteWriter(description="edgescope calibration")
+    x = w.tensor("x", [case.rows, case.slice])
+    idx = w.const("idx", np.random.default_rng(0).integers(0, case.rows, case.indices).astype(np.int32))
+    outs = []
+    for i in range(R):
+        y = w.tensor(f"op{i}/out", [*case.indices, case.slice])
+        w.op("GATHER", [x, idx], [y], w.options("GatherOptions", axis=0))
+        outs.append(y)
+    return w.save(path, [x], outs)
 
 
 def build(case: Case, path: Path) -> Path:
@@ -60,37 +93,45 @@ def build(case: Case, path: Path) -> Path:
 
 def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20
             ) -> dict[str, tuple[Graph, list[float]]]:
-    """{case: (its graph, measured ms of each operator but the first)}."""
+    """{case: (its graph, measured ms of each operator but the first)}, RFFT2D's and GATHER's cases."""
     from compiler.frontends import tflite
     from compiler.sandbox import Limits, run
 
-    paths = [build(c, tmp / f"{c.name}.tflite") for c in CASES]
-    progress(f"timing {len(paths)} LiteRT RFFT2D cases")
+    cases: list[Case | GatherCase] = [*CASES, *GATHER_CASES]
+    paths = [build(c, tmp / f"{c.name}.tflite") if isinstance(c, Case) else build_gather(c, tmp / f"{c.name}.tflite")
+             for c in cases]
+    progress(f"timing {len(paths)} LiteRT RFFT2D and GATHER cases")
     results = run("compiler.backends.litert_profiler:per_op_many_child",
                   {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 3, "runs": runs},
                   Limits(600.0, what="calibrating LiteRT's RFFT2D"))
     out: dict[str, tuple[Graph, list[float]]] = {}
-    for case, path, res in zip(CASES, paths, results):
+    for case, path, res in zip(cases, paths, results):
         g = tflite.load(path)
         out[case.name] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
     return out
 
 
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e}}}}: the efficiency whose predictions are closest
-    to each case's median operator, in absolute log ratio (a median fit: on a loaded host one operator of a case
-    read 0.28 ms and another 2.9, and relative least squares followed such outliers)."""
+    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e}}}}: per op, the efficiency whose
+    predictions are closest to each of its cases' median operator, in absolute log ratio (a median fit: on a loaded
+    host one operator of a case read 0.28 ms and another 2.9, and relative least squares followed such outliers)."""
     from simulator.calibration_fit import best_log_efficiency
+
+    out: dict[str, float] = {}
+    for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES})):
+        cases = [gm for name, gm in measured.items() if name in names]
+        if cases:
+            out[key] = float(np.exp(best_log_efficiency(lambda v, k=key, c=cases: _log_error(c, hw, k, v))))
+    return {"units": {"cpu": {"efficiency": out}}}
+
+
+def _log_error(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, log_eff: float) -> float:
     from simulator.litert_calibration import _predicted_ms
 
-    meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
-
-    def err(log_eff: float) -> float:
-        h = hw.with_overrides({"units": {"cpu": {"efficiency": {KEY: float(np.exp(log_eff))}}}})
-        pred = np.array([float(np.median(_predicted_ms(g, h, "fp32"))) for g, _ in measured.values()])
-        return float(np.abs(np.log(pred / meas)).sum())
-
-    return {"units": {"cpu": {"efficiency": {KEY: float(np.exp(best_log_efficiency(err)))}}}}
+    h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))}}}})
+    pred = np.array([float(np.median(_predicted_ms(g, h, "fp32"))) for g, _ in cases])
+    meas = np.array([float(np.median(ms)) for _, ms in cases])
+    return float(np.abs(np.log(pred / meas)).sum())
 
 
 def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:

@@ -12,13 +12,14 @@ import pytest
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
 from simulator.litert_calibration import _predicted_ms
-from simulator.litert_signal import CASES, KEY, R, fit, measure
+from simulator.litert_signal import CASES, GATHER_CASES, GATHER_KEY, KEY, R, fit, measure
 from simulator.profiles import load_profile
 
 
 def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
-    measured = measure(tmp_path, runs=10)
-    assert set(measured) == {c.name for c in CASES}
+    everything = measure(tmp_path, runs=10)
+    assert set(everything) == {c.name for c in CASES} | {c.name for c in GATHER_CASES}
+    measured = {k: v for k, v in everything.items() if k.startswith("rfft")}
     hw = load_profile("host-cpu", "litert-cpu")
     for g, ms in measured.values():
         assert {n.op_type for n in g.nodes} == {"RFFT2D"} and len(ms) == R - 1 and min(ms) > 0
@@ -28,12 +29,19 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     before = each(hw)
     meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
     assert np.median(before / meas) < 0.3  # the element-wise rate: far too fast for TFLite's kernel
-    o = fit(measured, hw)
+    o = fit(everything, hw)
     eff = o["units"]["cpu"]["efficiency"][KEY]
     after = each(hw.with_overrides(o))
     assert 0.0 < eff < 1.0
     # one rate across 64x256 .. 128x2048: its cases' median within 30% (a loaded host makes single ones noisy)
     assert np.median(np.abs(after / meas - 1)) < 0.3
+    # GATHER: a call per index (TFLite's kernel copies one slice each), at its own rate; costed per element moved
+    # before, its 1-2 float slices read 10-20x faster than they ran.
+    gathers = {k: v for k, v in everything.items() if k.startswith("gather")}
+    g_meas = np.array([float(np.median(ms)) for _, ms in gathers.values()])
+    g_after = np.array([float(np.median(_predicted_ms(g, hw.with_overrides(o), "fp32"))) for g, _ in gathers.values()])
+    assert 0.0 < o["units"]["cpu"]["efficiency"][GATHER_KEY] < 1.0
+    assert np.median(np.abs(g_after / g_meas - 1)) < 0.3
 
 
 def test_the_rate_is_rfft2ds_only(tmp_path: Path) -> None:
