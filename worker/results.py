@@ -9,7 +9,7 @@ from typing import Any
 
 from compiler.graph import Graph, Node, Value
 from compiler.profile import Profile
-from simulator.table_schema import per_inference_ms
+from simulator.table_schema import float_graph_ms, per_inference_ms
 
 from .pipeline import AnalysisResult, TargetResult
 
@@ -107,12 +107,24 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
         latency, measured, label = r.profile.latency_ms, True, profile_label(r.profile)
     else:
         latency, measured, label = r.sweep.bulk["base"]["latency_ms"], False, predicted_label(r.sweep.bulk)
-    # Time per inference that is no task's (the runtime's fixed cost, measured time outside the tasks): in the
-    # predicted latency, in no row.
+    # Time per inference that is no task's (the runtime's fixed cost, measured time outside the tasks, a unit's
+    # float-graph term in the base state): in the predicted latency, in no row.
     return {"target": r.target, "measured": measured, "label": label, "latency_ms": latency,
-            "per_inference_ms": per_inference_ms(r.sweep.bulk),
+            "per_inference_ms": base_per_inference_ms(r.sweep.bulk),
             "noise": r.profile.noise or None if r.profile else None, "work_unknown": work_unknown(rows),
             "ops": rows}
+
+
+def base_per_inference_ms(bulk: dict[str, Any]) -> float:
+    """The totals rule's per-inference terms in the table's base state: `per_inference_ms` and, where the table has
+    them, the float-graph terms the base preset pays (simulator.totals.float_graph_terms)."""
+    fixed = per_inference_ms(bulk)
+    if float_graph_ms(bulk):
+        from simulator.totals import evaluate, float_graph_terms
+
+        e = evaluate(bulk, {}, bulk["base"]["preset"], {})
+        fixed += sum(float_graph_terms(bulk, e.combo, e.unit or [], e.latency_ms))
+    return fixed
 
 
 def target_summary(r: TargetResult, table: dict[str, Any] | None = None) -> dict[str, Any]:

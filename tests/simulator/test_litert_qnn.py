@@ -115,3 +115,8 @@ def test_a_float_graph_pays_the_htps_float_run_cost_and_a_w8a8_one_does_not(cnn:
     op = next(i for i, row in enumerate(b["units"]) if row[p] == "htp" and "fp16/fp16/-/0" in r.per_op[i]["combos"])
     one = evaluate(b, r.per_op, "int8-static", {b["ops"][op]: "fp16/fp16/-/0"})
     assert one.latency_ms[op] > 0 and float_graph_terms(b, one.combo, one.unit or [], one.latency_ms) == [ms]
+    # The ops table's time outside the tasks (GET /ops) is the base state's: the fp32 base pays the term.
+    from simulator.table_schema import per_inference_ms
+    from worker.results import base_per_inference_ms
+
+    assert b["base"]["preset"] == "fp32" and base_per_inference_ms(b) == per_inference_ms(b) + ms
