@@ -293,7 +293,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
 
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
                     measured = measure(Path(tmp), progress)
-                    signal = litert_signal.calibrate(Path(tmp), hw, progress)
+                    signal = litert_signal.calibrate(Path(tmp), hw, _predicted_ms, progress)
                 overrides = fit(measured, hw, l2_bytes())
                 overrides["units"]["cpu"]["efficiency"].update(signal["units"]["cpu"]["efficiency"])
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),

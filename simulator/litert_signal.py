@@ -111,7 +111,11 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     return out
 
 
-def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
+# (graph, profile, preset) -> the sweep's per-operator milliseconds: litert_calibration's, passed in (it imports us)
+Predictor = Callable[[Graph, HardwareProfile, str], list[float]]
+
+
+def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile, predicted_ms: Predictor) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e}}}}: per op, the efficiency whose
     predictions are closest to each of its cases' median operator, in absolute log ratio (a median fit: on a loaded
     host one operator of a case read 0.28 ms and another 2.9, and relative least squares followed such outliers)."""
@@ -121,18 +125,19 @@ def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> 
     for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES})):
         cases = [gm for name, gm in measured.items() if name in names]
         if cases:
-            out[key] = float(np.exp(best_log_efficiency(lambda v, k=key, c=cases: _log_error(c, hw, k, v))))
+            out[key] = float(np.exp(best_log_efficiency(
+                lambda v, k=key, c=cases: _log_error(c, hw, k, v, predicted_ms))))
     return {"units": {"cpu": {"efficiency": out}}}
 
 
-def _log_error(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, log_eff: float) -> float:
-    from simulator.litert_calibration import _predicted_ms
-
+def _log_error(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, log_eff: float,
+               predicted_ms: Predictor) -> float:
     h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))}}}})
-    pred = np.array([float(np.median(_predicted_ms(g, h, "fp32"))) for g, _ in cases])
+    pred = np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in cases])
     meas = np.array([float(np.median(ms)) for _, ms in cases])
     return float(np.abs(np.log(pred / meas)).sum())
 
 
-def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    return fit(measure(tmp, progress), hw)
+def calibrate(tmp: Path, hw: HardwareProfile, predicted_ms: Predictor,
+              progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    return fit(measure(tmp, progress), hw, predicted_ms)

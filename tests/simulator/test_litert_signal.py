@@ -29,7 +29,7 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     before = each(hw)
     meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
     assert np.median(before / meas) < 0.3  # the element-wise rate: far too fast for TFLite's kernel
-    o = fit(everything, hw)
+    o = fit(everything, hw, _predicted_ms)
     eff = o["units"]["cpu"]["efficiency"][KEY]
     after = each(hw.with_overrides(o))
     assert 0.0 < eff < 1.0
