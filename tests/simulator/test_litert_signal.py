@@ -39,9 +39,13 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     # before, its 1-2 float slices read 10-20x faster than they ran.
     gathers = {k: v for k, v in everything.items() if k.startswith("gather")}
     g_meas = np.array([float(np.median(ms)) for _, ms in gathers.values()])
+    g_before = np.array([float(np.median(_predicted_ms(g, hw, "fp32"))) for g, _ in gathers.values()])
     g_after = np.array([float(np.median(_predicted_ms(g, hw.with_overrides(o), "fp32"))) for g, _ in gathers.values()])
     assert 0.0 < o["units"]["cpu"]["efficiency"][GATHER_KEY] < 1.0
-    assert np.median(np.abs(g_after / g_meas - 1)) < 0.3
+    # its cases' median within 2x after, where before they were 10-20x under: these ops run 0.1-0.7 ms, and at load
+    # 12-16 one case's median moved 0.41 -> 0.72 ms between two runs of this test, so a 30% bound was a coin toss
+    log_err = lambda pred: float(np.median(np.abs(np.log(pred / g_meas))))  # noqa: E731
+    assert log_err(g_after) < np.log(2.0) < log_err(g_before)
 
 
 def test_the_rate_is_rfft2ds_only(tmp_path: Path) -> None:
