@@ -184,20 +184,28 @@ def discount_parents(graph: Graph, per_run_ms: np.ndarray, calls: np.ndarray, wh
 # per trip beyond the body's kernels 0-0.6 dispatches for Loop, 1.1-1.9 for Scan.
 _FIXED_DISPATCHES = {"If": 6.0, "Loop": 6.0, "Scan": 12.0}
 _TRIP_DISPATCHES = {"Loop": 0.5, "Scan": 1.5}
+# A TFLite IF / WHILE's own cost per execution where the runtime's was calibrated (a CPU unit's kind_overhead_s):
+# LiteRT's, 0.5 us here (simulator.litert_control), not six of its 0.22 us dispatches.
+TFLITE_CONTROL_KEY = "control.tflite"
 
 
-def control_dispatches(graph: Graph, execs: np.ndarray) -> np.ndarray:
-    """Dispatches per inference each If / Loop / Scan task costs beyond its own kernel (0 for other tasks)."""
+def control_dispatches(graph: Graph, execs: np.ndarray, tflite_s: float | None = None
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """(dispatches, seconds) per inference each If / Loop / Scan task costs beyond its own kernel (0 for other
+    tasks). `tflite_s`: the runtime's calibrated cost of one execution of a TFLite IF / WHILE (LiteRT's CPU:
+    simulator.litert_control), charged per execution in place of the fixed dispatches, where known."""
     index = {nd.id: i for i, nd in enumerate(graph.nodes)}
     trips = np.zeros(len(graph.nodes))
     for i, nd in enumerate(graph.nodes):
         p = index.get(nd.parent, -1) if nd.parent else -1
         if p >= 0:
             trips[p] = max(trips[p], execs[i])
-    out = np.zeros(len(graph.nodes))
+    out, secs = np.zeros(len(graph.nodes)), np.zeros(len(graph.nodes))
     for i, nd in enumerate(graph.nodes):
         if _KIN.get(nd.op_type, nd.op_type) in _FIXED_DISPATCHES and any(b.get("graph") is not None for b in nd.attributes.values()
                                                    if isinstance(b, dict)):
             op = _KIN.get(nd.op_type, nd.op_type)
-            out[i] = _FIXED_DISPATCHES[op] * execs[i] + _TRIP_DISPATCHES.get(op, 0.0) * trips[i]
-    return out
+            own = tflite_s is not None and nd.op_type in _KIN
+            secs[i] = (tflite_s or 0.0) * execs[i] if own else 0.0
+            out[i] = (0.0 if own else _FIXED_DISPATCHES[op] * execs[i]) + _TRIP_DISPATCHES.get(op, 0.0) * trips[i]
+    return out, secs

@@ -19,7 +19,7 @@ from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan, task_facts
-from simulator.control_flow import control_dispatches, executions, scale_by_executions
+from simulator.control_flow import TFLITE_CONTROL_KEY, control_dispatches, executions, scale_by_executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.file_bytes import (
     Stored,
@@ -322,7 +322,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
             cols: _Columns) -> list[tuple[_Group, int]]:
     """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task."""
     io_in, io_out = _io_elements(compiled)
-    control = control_dispatches(compiled, execs)
+    control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
     total_w = float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works)
     u0 = hw.units[0]
@@ -340,7 +340,8 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
-        g.metrics["latency_ms"] += control[rows][:, None] * co.rates.dispatch_s[None, :] * 1e3 * predicted
+        g.metrics["latency_ms"] += (control[rows][:, None] * co.rates.dispatch_s[None, :]
+                                    + control_s[rows][:, None]) * 1e3 * predicted
         for r, i in enumerate(rows):
             where[i] = (g, r)
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
