@@ -427,7 +427,7 @@ def _nchw_grouped(target: Target, ui: int, unit: Unit, kind: str, c: Combo, has_
     what = {"dwconvnchw": "depthwise", "convnchw": "dense"}.get(kind, "grouped")
     return Path(ui, c, True, "fp32", "nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
                 f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=kind != "convnchw",
-                im2col=True, rate_kind=rate)
+                im2col=True, rate_kind=rate, padded_sgemm=kind == "gconvnchw")
 
 
 def _fallbacks(c: Combo, float_format: str) -> list[Combo]:

@@ -58,6 +58,7 @@ class Path:
     qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
+    padded_sgemm: bool = False  # MLAS's SGEMM pads the GEMM's columns: compute counts Work.sgemm_macs where set
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -121,9 +122,10 @@ class Rates:
     w_exposed: Num  # share of the weights' time from memory on the task's critical path (the rest streams in ahead)
     eliminated: Num  # bool: the task disappears on this path
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
+    padded_sgemm: Num  # bool: compute counts Counts.sgemm_macs where > 0 (Path.padded_sgemm)
 
 
-_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv"})
+_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
 
 
 def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type: str = "") -> Rates:
@@ -165,7 +167,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         w_exposed=u.weights_exposed_share,
-        eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
+        eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
     )
 
 
@@ -217,6 +219,7 @@ class Counts:
     im2col_rows: Num
     qgemm_rows: Num = 0.0
     qgemm_taps: Num = 0.0
+    sgemm_macs: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -231,7 +234,7 @@ class Counts:
             im2col_elements=col([w.im2col_elements for w in works]),
             groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
             im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
-            qgemm_taps=col([w.qgemm_taps for w in works]))
+            qgemm_taps=col([w.qgemm_taps for w in works]), sgemm_macs=col([w.sgemm_macs for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,7 +284,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
-    t_comp = (2 * w.macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
+    macs = np.where(r.padded_sgemm & (w.sgemm_macs > 0), w.sgemm_macs, w.macs)
+    t_comp = (2 * macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
     w_rt = w.kernel_elements * (r.w_rt * r.rt_keep + r.rt_mask)
     w_all = w_rt + w.aux_elements * 4 + w.other_const_bytes

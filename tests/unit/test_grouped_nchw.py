@@ -99,3 +99,34 @@ def test_dense_conv_left_in_nchw_runs_the_nchw_gemm_path_with_one_setup() -> Non
     ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
     assert ms[1] > 1.8 * ms[0]  # the grouped path's MAC rate prices it
     assert ms[2] - ms[0] == pytest.approx(1e-6 * 1e3)  # one setup for the one GEMM, not one per output channel
+
+
+def _pointwise(c: int, size: int, group: int = 4, stride: int = 1):
+    out = (size + stride - 1) // stride
+    return graph([Node("p", "p", "Conv", inputs=["x", "w"], outputs=["y"], attributes={
+        "group": group, "kernel_shape": [1, 1], "strides": [stride, stride]})],
+        [act("x", [1, c, size, size]), weight("w", [c, c // group, 1, 1]), act("y", [1, c, out, out])], ["x"], ["y"])
+
+
+def test_grouped_1x1_conv_pays_sgemm_columns_padded_to_16_where_a_group_is_not_16_wide() -> None:
+    """MLAS's SGEMM packs B in 16-column panels (onnxruntime mlas/lib/sgemm.cpp): ShuffleNet v1's 544-channel,
+    4-group 1x1 convs on 7x7 maps run 49 pixel columns as 64 (single-op chains on a Zen 4: 49 px 1.18-1.26x the
+    time per MAC of 48 where a group is 58-136 channels, not a multiple of 16; 0.98-1.04x where it is)."""
+    for c, size, cols in ((544, 7, 64), (272, 14, 208), (136, 28, 784)):
+        g = _pointwise(c, size)
+        w = work_of(g.nodes[0], g)
+        assert w.kind == "gconvnchw" and w.sgemm_macs == pytest.approx(w.macs * cols / size ** 2)
+    for g in (_pointwise(512, 7), _pointwise(544, 14, stride=2), _pointwise(544, 7, group=1)):
+        assert work_of(g.nodes[0], g).sgemm_macs == 0.0  # 128-wide groups, strided (im2col), dense: the MACs stand
+    assert plan(HOST, HW, "Conv", "gconvnchw", FP32, True, False).padded_sgemm
+    assert not plan(HOST, HW, "Conv", "convnchw", FP32, True, False).padded_sgemm
+    assert not plan(HOST, HW, "Conv", "gconvnchw", Combo("fp32", "fp32", "int8", 0), True, False).padded_sgemm
+    # The fp32 path's compute time reads the padded MACs: halving the MAC rate adds their time, not the MACs'.
+    g = _pointwise(544, 7)
+    w = work_of(g.nodes[0], g)
+    cpu = next(u for u in HW.units if "fp32" in u.peak_ops_per_s)
+    lat = [sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"efficiency": {"gconvnchw.nchw": eff}}}})).bulk
+           for eff in (1e-3, 5e-4)]
+    j = [q["name"] for q in lat[0]["presets"]].index("fp32")
+    ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
+    assert ms[1] - ms[0] == pytest.approx(2 * w.sgemm_macs / (cpu.peak_ops_per_s["fp32"] * 1e-3) * 1e3, rel=0.02)
