@@ -13,7 +13,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.ort_int8 import ORT_INT8_CONCAT, ORT_INT8_REORDER, ORT_INT8_WALK, ort_task_facts
-from simulator.profiles import load_profile
+from simulator.profiles import HardwareProfile, load_profile
 
 HOST = get_target("ort-cpu/host")
 STATIC, FP32 = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "fp32", 0)
@@ -63,14 +63,18 @@ def test_reorders_stay_as_transposes_next_to_a_reshape_only(tmp_path: Path) -> N
     assert kept[True] >= 3 and kept[False] == 0, kept
 
 
+def _fp32_ignores(hw: HardwareProfile, op: str, fact: frozenset[str]) -> None:
+    """The int8 layout facts are static int8's: an fp32 plan is the same with or without them."""
+    assert plan(HOST, hw, op, "layout", FP32, False, False, facts=fact) == plan(HOST, hw, op, "layout", FP32, False, False)
+
+
 def test_a_kept_reorder_costs_a_uint8_transpose_under_static_int8_only() -> None:
     hw = load_profile("host-cpu")
     fact = frozenset({ORT_INT8_REORDER})
     assert plan(HOST, hw, "ReorderOutput", "layout", STATIC, False, False).eliminated  # no fact: pushed away
     p = plan(HOST, hw, "ReorderOutput", "layout", STATIC, False, False, facts=fact)
     assert not p.eliminated and p.in_bytes == p.out_bytes == 1.0 and "Transpose" in p.note
-    assert plan(HOST, hw, "ReorderOutput", "layout", FP32, False, False, facts=fact) == \
-        plan(HOST, hw, "ReorderOutput", "layout", FP32, False, False)
+    _fp32_ignores(hw, "ReorderOutput", fact)
 
 
 def test_qlinearconcat_runs_at_the_int8_elementwise_rate() -> None:
@@ -79,8 +83,7 @@ def test_qlinearconcat_runs_at_the_int8_elementwise_rate() -> None:
     p = plan(HOST, hw, "Concat", "layout", STATIC, False, False, facts=fact)
     assert p.rate_kind == "elementwise" and "QLinearConcat" in p.note
     assert plan(HOST, hw, "Concat", "layout", STATIC, False, False).rate_kind == ""
-    assert plan(HOST, hw, "Concat", "layout", FP32, False, False, facts=fact) == \
-        plan(HOST, hw, "Concat", "layout", FP32, False, False)
+    _fp32_ignores(hw, "Concat", fact)
 
 
 def test_a_merged_shuffle_is_walked_at_the_walk_rate_under_static_int8_only() -> None:
@@ -88,5 +91,4 @@ def test_a_merged_shuffle_is_walked_at_the_walk_rate_under_static_int8_only() ->
     fact = frozenset({ORT_INT8_WALK})
     p = plan(HOST, hw, "Transpose", "layout", STATIC, False, False, facts=fact)
     assert p.rate_kind == "walk" and (p.compute, p.tag) == ("fp32", "fp32") and "walked" in p.note
-    assert plan(HOST, hw, "Transpose", "layout", FP32, False, False, facts=fact) == \
-        plan(HOST, hw, "Transpose", "layout", FP32, False, False)
+    _fp32_ignores(hw, "Transpose", fact)
