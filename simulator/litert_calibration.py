@@ -34,8 +34,8 @@ from simulator.profiles import HardwareProfile
 # 5: convs with many channels (the GEMM rates), int8 HARD_SWISH (`elementwise.hswish8`); 6: int4 weights (`<kind>.builtin`).
 # 7: host-cpu.yaml's peaks are this machine's (the efficiencies are shares of them). 8: RFFT2D's own rate
 # (`other.fp32.RFFT2D`, simulator.litert_signal). 9: a TFLite IF's own cost per execution (`control.tflite`,
-# simulator.litert_control).
-CACHE_VERSION = 9
+# simulator.litert_control). 10: TFLite's builtin STRIDED_SLICE (`layout.builtin.STRIDED_SLICE`, simulator.litert_signal).
+CACHE_VERSION = 10
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
 FORMS = ("fp32", "dyn8", "static8", "int4")

@@ -39,7 +39,7 @@ from compiler.vocabulary.options import Combo
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
-    from compiler.graph import Graph, Value
+    from compiler.graph import Graph, Node, Value
     from compiler.vocabulary.targets import Target
     from simulator.profiles import Unit
 
@@ -65,6 +65,16 @@ _PAD_PASS_BYTES = 16.0
 _PAD_PIXEL_BYTES = 1000.0
 # Task fact of the conv after such a PAD: the padded tensor's channels (`pad_channels=3`).
 PAD_CHANNELS = "pad_channels="
+# Task fact of a STRIDED_SLICE the XNNPACK delegate leaves to TFLite (`_xnnpack_slice`): TFLite's builtin kernel
+# (kernels/strided_slice.cc registers only its reference kernel) writes one element per call of a recursive
+# std::function (reference_ops::StridedSlice), ~4 ns per element, against XNNPACK's copy of whole rows. It runs at
+# its own calibrated rate, `layout.builtin.STRIDED_SLICE` (simulator.litert_signal). BirdNET fp32's two slices of its
+# 144,000 samples, whose `end` a CONCATENATION computes: ~640 us each profiled, ~14 us as XNNPACK's.
+BUILTIN_SLICE = "builtin_slice"
+SLICE_TAG = "builtin"
+# Element types XNNPACK's STRIDED_SLICE takes (CheckTensorFloatOrQUInt8Type: fp32, fp16, per-tensor int8 / uint8).
+_XNN_SLICE_DTYPES = frozenset({"float32", "float16", "int8", "uint8"})
+_SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -73,9 +83,30 @@ def _spatial_pad(v: Value | None) -> bool:
     return ints is not None and len(ints) == 8 and min(ints) >= 0 and not any(ints[i] for i in (0, 1, 6, 7))
 
 
+def _xnnpack_slice(nd: Node, g: Graph, computed: set[str]) -> bool:
+    """Whether the XNNPACK delegate takes this STRIDED_SLICE: VisitStridedSliceNode (tflite/delegates/xnnpack/
+    xnnpack_delegate.cc, google-ai-edge/LiteRT) wants no ellipsis, new-axis or shrink-axis mask; begin, end and
+    strides int32 constants of the file (CheckTensorStaticAllocation: kTfLiteMmapRo, so not a tensor an operator
+    computes, even one TFLite computes at prepare), one entry per input dim; every stride 1; fp32 / fp16 / int8
+    data. Anything else stays with TFLite's builtin kernel. `computed`: the tensors an operator writes (a view may
+    hold them as constants where it folded their operator)."""
+    if len(nd.inputs) < 4 or any(nd.attributes.get(m) for m in _SLICE_MASKS):
+        return False
+    x = g.values.get(nd.inputs[0])
+    params = [g.values.get(t) for t in nd.inputs[1:4]]
+    if x is None or x.dtype not in _XNN_SLICE_DTYPES or x.shape is None:
+        return False
+    for v in params:
+        if v is None or v.weight is None or v.name in computed or v.dtype != "int32" or v.shape != [len(x.shape)]:
+            return False
+    strides = params[2].weight.ints if params[2] is not None and params[2].weight is not None else None
+    return strides is not None and all(s == 1 for s in strides)
+
+
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
-    for that conv, with the padded tensor's channels (`pad_channels=C`, where known)."""
+    for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
+    STRIDED_SLICE XNNPACK does not take."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -94,6 +125,10 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             shape = v.shape if v is not None else None
             if shape and isinstance(shape[-1], int) and shape[-1] > 0:
                 facts[r.id].add(f"{PAD_CHANNELS}{shape[-1]}")
+    computed = {o for nd in compiled.nodes for o in nd.outputs}
+    for nd in compiled.nodes:
+        if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
+            facts.setdefault(nd.id, set()).add(BUILTIN_SLICE)
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
@@ -101,6 +136,10 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     """`p` with the PAD facts of LiteRT's CPU applied (XNNPACK's unit only)."""
     if unit.name != "cpu":
         return p
+    if BUILTIN_SLICE in facts:
+        return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
+            "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
     if PAD_FOLDED in facts:
         return dataclasses.replace(p, eliminated=True, note="XNNPACK folds this PAD into the conv that reads it "
                                    "(where that conv is not XNNPACK's fp32 or int8 kernel, the conv carries its time)")

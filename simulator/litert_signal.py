@@ -1,4 +1,5 @@
-"""Calibrate TFLite's own signal kernels on this machine, for `litert-cpu/host`: RFFT2D's rate, GATHER's.
+"""Calibrate TFLite's own signal kernels on this machine, for `litert-cpu/host`: RFFT2D's rate, GATHER's, and
+STRIDED_SLICE's where XNNPACK leaves it to TFLite (`SLICE_CASES`).
 
 An audio model's front end computes its spectrogram in the graph (TF's `tf.signal.stft` becomes RFFT2D with
 fft_length [1, n] over frames of n samples): BirdNET's two STFTs (511 frames of 2048 samples, 511 of 1024) are
@@ -33,6 +34,8 @@ from simulator.profiles import HardwareProfile
 R = 4  # operators per case (the first dropped)
 KEY = "other.fp32.RFFT2D"  # the efficiency fitted (kind other, fp32 path, the op's own)
 GATHER_KEY = "layout.fp32.GATHER"
+# TFLite's builtin STRIDED_SLICE (simulator.litert_paths.BUILTIN_SLICE: one the XNNPACK delegate does not take).
+SLICE_KEY = "layout.builtin.STRIDED_SLICE"
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,45 @@ class GatherCase:
 GATHER_CASES: tuple[GatherCase, ...] = (GatherCase("gather-72000x2-128x1024", 72000, 2, (128, 1024)),
                                         GatherCase("gather-144000x1-256x1024", 144000, 1, (256, 1024)),
                                         GatherCase("gather-8000x64-128x64", 8000, 64, (128, 64)))
+
+
+@dataclass(frozen=True)
+class SliceCase:
+    name: str
+    shape: tuple[int, ...]  # the input's
+    begin: tuple[int, ...]
+    end: tuple[int, ...]
+
+
+# BirdNET's slices of its 144,000 samples (begin 0, `end` computed), a shorter signal, and NHWC maps cut on the
+# channels (short rows) and on H and W: the reference kernel's cost is per element, whatever the row length.
+SLICE_CASES: tuple[SliceCase, ...] = (SliceCase("slice-144000", (1, 144000), (0, 0), (1, 143360)),
+                                      SliceCase("slice-16000", (1, 16000), (0, 160), (1, 16000)),
+                                      SliceCase("slice-28x28x128-c", (1, 28, 28, 128), (0, 0, 0, 0), (1, 28, 28, 64)),
+                                      SliceCase("slice-56x56x32-hw", (1, 56, 56, 32), (0, 1, 1, 0), (1, 55, 55, 32)))
+
+
+def build_slice(case: SliceCase, path: Path) -> Path:
+    """R STRIDED_SLICEs of one input whose `end` a CONCATENATION of two constants computes (as BirdNET's is
+    computed), so that XNNPACK leaves them to TFLite's builtin kernel, written to `path`. Operator 0 is that
+    CONCATENATION; the slices follow."""
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    w = TfliteWriter(description="edgescope calibration")
+    x = w.tensor("x", list(case.shape))
+    rank = len(case.shape)
+    begin = w.const("begin", np.array(case.begin, np.int32))
+    strides = w.const("strides", np.ones(rank, np.int32))
+    head, tail = w.const("end_head", np.array(case.end[:1], np.int32)), w.const("end_tail", np.array(case.end[1:], np.int32))
+    end = w.tensor("end", [rank], "int32")
+    w.op("CONCATENATION", [head, tail], [end], w.options("ConcatenationOptions", axis=0))
+    out_shape = [e - b for b, e in zip(case.begin, case.end)]
+    outs = []
+    for i in range(R):
+        y = w.tensor(f"op{i}/out", out_shape)
+        w.op("STRIDED_SLICE", [x, begin, end, strides], [y], w.options("StridedSliceOptions"))
+        outs.append(y)
+    return w.save(path, [x], outs)
 
 
 def build_gather(case: GatherCase, path: Path) -> Path:
@@ -97,17 +139,18 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     from compiler.frontends import tflite
     from compiler.sandbox import Limits, run
 
-    cases: list[Case | GatherCase] = [*CASES, *GATHER_CASES]
-    paths = [build(c, tmp / f"{c.name}.tflite") if isinstance(c, Case) else build_gather(c, tmp / f"{c.name}.tflite")
-             for c in cases]
-    progress(f"timing {len(paths)} LiteRT RFFT2D and GATHER cases")
+    cases: list[Case | GatherCase | SliceCase] = [*CASES, *GATHER_CASES, *SLICE_CASES]
+    builders = {Case: build, GatherCase: build_gather, SliceCase: build_slice}
+    paths = [builders[type(c)](c, tmp / f"{c.name}.tflite") for c in cases]  # type: ignore[operator]
+    progress(f"timing {len(paths)} LiteRT RFFT2D, GATHER and STRIDED_SLICE cases")
     results = run("compiler.backends.litert_profiler:per_op_many_child",
                   {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 3, "runs": runs},
                   Limits(600.0, what="calibrating LiteRT's RFFT2D"))
     out: dict[str, tuple[Graph, list[float]]] = {}
     for case, path, res in zip(cases, paths, results):
         g = tflite.load(path)
-        out[case.name] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
+        timed = [n for n in g.nodes if n.op_type != "CONCATENATION"][1:]  # a slice case's `end` is not timed
+        out[case.name] = (g, [res["tasks"][n.id][0] for n in timed])
     return out
 
 
@@ -122,7 +165,8 @@ def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile, pre
     from simulator.calibration_fit import best_log_efficiency
 
     out: dict[str, float] = {}
-    for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES})):
+    for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES}),
+                       (SLICE_KEY, {c.name for c in SLICE_CASES})):
         cases = [gm for name, gm in measured.items() if name in names]
         if cases:
             out[key] = float(np.exp(best_log_efficiency(
@@ -133,6 +177,7 @@ def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile, pre
 def _log_error(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, log_eff: float,
                predicted_ms: Predictor) -> float:
     h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))}}}})
+    # (the median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)
     pred = np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in cases])
     meas = np.array([float(np.median(ms)) for _, ms in cases])
     return float(np.abs(np.log(pred / meas)).sum())

@@ -204,3 +204,50 @@ def test_the_hybrid_depthwise_kernel_pays_for_its_output_beyond_the_l2() -> None
     assert latency(hw, f32, big) == latency(no_spill, f32, big)
     unknown = hw.with_overrides({"units": {"cpu": {"l2_share_bytes": 0.0}}})
     assert rates(unknown, hybrid, "dwconv", False).spill_s == 0.0
+
+
+def test_only_the_slices_xnnpack_takes_stay_off_tflites_reference_kernel(tmp_path: Path) -> None:
+    """XNNPACK's STRIDED_SLICE wants begin / end / strides as int32 constants of the file, strides 1, no ellipsis,
+    new-axis or shrink-axis mask and float data (VisitStridedSliceNode); the rest run TFLite's reference kernel at
+    its own rate, `layout.builtin.STRIDED_SLICE` (BirdNET's slices, whose `end` a CONCATENATION computes)."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import BUILTIN_SLICE, litert_task_facts
+    from simulator.sweep import sweep
+
+    w = TfliteWriter(description="slices")
+    x = w.tensor("x", [1, 4000])
+    i32 = lambda name, v: w.const(name, np.array(v, np.int32))  # noqa: E731
+    end = w.tensor("end", [2], "int32")
+    w.op("CONCATENATION", [i32("h", [1]), i32("t", [3000])], [end], w.options("ConcatenationOptions", axis=0))
+
+    def sl(name: str, src: int, ins: list[int], shape: list[int], dtype: str = "float32", **masks: int) -> int:
+        y = w.tensor(name, shape, dtype)
+        w.op("STRIDED_SLICE", [src, *ins], [y], w.options("StridedSliceOptions", **masks))
+        return y
+
+    begin, ones = i32("begin", [0, 0]), i32("ones", [1, 1])
+    outs = [sl("const", x, [begin, i32("e", [1, 3000]), ones], [1, 3000]),
+            sl("computed_end", x, [begin, end, ones], [1, 3000]),
+            sl("stride2", x, [begin, i32("e2", [1, 3000]), i32("two", [1, 2])], [1, 1500]),
+            sl("shrink", x, [begin, i32("e3", [1, 3000]), ones], [3000], shrinkAxisMask=1)]
+    shape = w.tensor("shape", [2], "int32")
+    w.op("SHAPE", [x], [shape], w.options("ShapeOptions"))
+    outs.append(sl("ints", shape, [i32("b1", [1]), i32("e1", [2]), i32("s1", [1])], [1]))
+    g = tflite.load(w.save(tmp_path / "slices.tflite", [x], outs))
+    facts = {n.outputs[0]: f for n, f in zip(g.nodes, litert_task_facts(g)) if n.op_type == "STRIDED_SLICE"}
+    assert facts == {"const": set(), "computed_end": {BUILTIN_SLICE}, "stride2": {BUILTIN_SLICE},
+                     "shrink": {BUILTIN_SLICE}, "ints": {BUILTIN_SLICE}}
+
+    def ms(eff: float) -> dict[str, float]:
+        hw = load_profile("host-cpu", "litert-cpu").with_overrides(
+            {"units": {"cpu": {"efficiency": {"layout.builtin.STRIDED_SLICE": eff}}}})
+        r = sweep(g, HOST, hardware=hw, presets_only=("fp32",))
+        j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+        return {n.outputs[0]: row[j] for n, row in zip(g.nodes, r.bulk["metrics"]["latency_ms"])}
+
+    fast, slow = ms(1.0), ms(1e-3)
+    assert slow["const"] == pytest.approx(fast["const"])  # XNNPACK's copy: the kind's rate, not the builtin's
+    assert slow["computed_end"] > 5 * fast["computed_end"] and slow["computed_end"] > 3 * slow["const"]
