@@ -35,7 +35,8 @@ from simulator.profiles import HardwareProfile
 # 7: host-cpu.yaml's peaks are this machine's (the efficiencies are shares of them). 8: RFFT2D's own rate
 # (`other.fp32.RFFT2D`, simulator.litert_signal). 9: a TFLite IF's own cost per execution (`control.tflite`,
 # simulator.litert_control). 10: TFLite's builtin STRIDED_SLICE (`layout.builtin.STRIDED_SLICE`, simulator.litert_signal).
-CACHE_VERSION = 10
+# 11: an int8 SiLU's table lookup (`elementwise.lut`, simulator.litert_lut).
+CACHE_VERSION = 11
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 TARGET = "litert-cpu/host"
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -290,14 +291,16 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
         with open(p.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (cache := _current(p)) is None:
-                from simulator import litert_control, litert_signal
+                from simulator import litert_control, litert_lut, litert_signal
 
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
                     measured = measure(Path(tmp), progress)
                     signal = litert_signal.calibrate(Path(tmp), hw, _predicted_ms, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
+                    lut = litert_lut.calibrate(Path(tmp), hw, _predicted_ms, progress)
                 overrides = fit(measured, hw, l2_bytes())
-                overrides["units"]["cpu"]["efficiency"].update(signal["units"]["cpu"]["efficiency"])
+                for extra in (signal, lut):
+                    overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 overrides["units"]["cpu"]["kind_overhead_s"].update(control["units"]["cpu"]["kind_overhead_s"])
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),
                          "platform": platform.platform(), "overrides": overrides}

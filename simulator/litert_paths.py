@@ -75,6 +75,16 @@ SLICE_TAG = "builtin"
 # Element types XNNPACK's STRIDED_SLICE takes (CheckTensorFloatOrQUInt8Type: fp32, fp16, per-tensor int8 / uint8).
 _XNN_SLICE_DTYPES = frozenset({"float32", "float16", "int8", "uint8"})
 _SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+# Task facts of a SiLU (LOGISTIC whose one reader is a MUL by its own input) on int8 data: XNNPACK evaluates such a
+# chain, whose one variable input is an 8-bit tensor, once per possible input value and runs it as a single
+# 256-entry table lookup (google/XNNPACK ynnpack/subgraph/fusion_lut.cc, rewrite_subgraph_for_unary_lut: a chain
+# of element-wise nodes with one int8 / uint8 variable input and a 1-byte output becomes a gather from a LUT).
+# Profiled (LiteRT 2.3.0, EfficientNet-B0's int8-static file): 49 `Invalid Unary Op` events, one per SiLU, no
+# Multiply for them (its 16 squeeze-excite MULs, which read two tensors, stay `Multiply (ND)`): 0.66 ms for the 49,
+# predicted 3.4 + 1.2 ms as a QS8 sigmoid and a QS8 multiply. The LOGISTIC carries the lookup (the profiler charges
+# it the event), at its own calibrated rate `elementwise.lut` (simulator.litert_lut); the MUL is gone.
+SILU_LUT, SILU_FOLDED = "silu_lut", "silu_folded"
+LUT_TAG = "lut"
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -106,7 +116,8 @@ def _xnnpack_slice(nd: Node, g: Graph, computed: set[str]) -> bool:
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
-    STRIDED_SLICE XNNPACK does not take."""
+    STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
+    data only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -125,6 +136,13 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             shape = v.shape if v is not None else None
             if shape and isinstance(shape[-1], int) and shape[-1] > 0:
                 facts[r.id].add(f"{PAD_CHANNELS}{shape[-1]}")
+    for nd in compiled.nodes:
+        rs = readers.get(nd.outputs[0], []) if nd.op_type == "LOGISTIC" and nd.outputs else []
+        r = by_id[rs[0]] if len(rs) == 1 else None
+        if r is not None and r.op_type == "MUL" and nd.outputs[0] not in compiled.outputs \
+                and sorted(r.inputs) == sorted([nd.inputs[0], nd.outputs[0]]):
+            facts.setdefault(nd.id, set()).add(SILU_LUT)
+            facts.setdefault(r.id, set()).add(SILU_FOLDED)
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -136,6 +154,13 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     """`p` with the PAD facts of LiteRT's CPU applied (XNNPACK's unit only)."""
     if unit.name != "cpu":
         return p
+    if p.resolved.input == "int8" and p.compute == "int8":
+        if SILU_FOLDED in facts:
+            return dataclasses.replace(p, eliminated=True, note="XNNPACK folds this MUL of the SiLU into one table "
+                                       "lookup with the LOGISTIC before it (int8 data)")
+        if SILU_LUT in facts:
+            return dataclasses.replace(p, tag=LUT_TAG, note="SiLU on int8 data: XNNPACK runs LOGISTIC and the MUL "
+                                       "after it as one 256-entry table lookup")
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "

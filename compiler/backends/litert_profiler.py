@@ -237,14 +237,18 @@ def split_runs(events: Sequence[Event]) -> list[list[Event]]:
 
 # XNNPACK operator names (the tag up to " (") each TFLite builtin may run as. Anything else XNNPACK runs
 # (a Convert that quantizes activations, a reshape or copy it inserts) goes to the TFLite operator it serves.
+# XNNPACK runs a quantized (QS8) sigmoid or tanh as a 256-entry lookup table, whose operator this build names
+# `Invalid Unary Op` (EfficientNet-B0's int8-static file: 49 such events, one per LOGISTIC; they were charged to
+# the operators after them, and the 49 LOGISTICs read 0).
+_LUT = "Invalid Unary Op"
 _XNN_NAMES: dict[str, tuple[str, ...]] = {
     "CONV_2D": ("Convolution", "Fully Connected"), "DEPTHWISE_CONV_2D": ("Convolution",),
     "TRANSPOSE_CONV": ("Deconvolution",), "FULLY_CONNECTED": ("Fully Connected", "Batch Matrix Multiply"),
     "BATCH_MATMUL": ("Batch Matrix Multiply", "Fully Connected"), "ADD": ("Add",), "SUB": ("Subtract",),
     "MUL": ("Multiply",), "DIV": ("Divide",), "MAXIMUM": ("Maximum",), "MINIMUM": ("Minimum",),
     "SQUARED_DIFFERENCE": ("Squared Difference",), "PRELU": ("PReLU",), "MEAN": ("Mean",), "SUM": ("Sum",),
-    "REDUCE_MAX": ("Max",), "REDUCE_MIN": ("Min",), "SOFTMAX": ("Softmax",), "LOGISTIC": ("Sigmoid",),
-    "TANH": ("Tanh",), "HARD_SWISH": ("HardSwish",), "GELU": ("GELU",), "ELU": ("ELU",),
+    "REDUCE_MAX": ("Max",), "REDUCE_MIN": ("Min",), "SOFTMAX": ("Softmax",), "LOGISTIC": ("Sigmoid", _LUT),
+    "TANH": ("Tanh", _LUT), "HARD_SWISH": ("HardSwish",), "GELU": ("GELU",), "ELU": ("ELU",),
     "LEAKY_RELU": ("Leaky ReLU",), "RELU": ("Clamp",), "RELU6": ("Clamp",), "RELU_N1_TO_1": ("Clamp",),
     "EXP": ("Exp",), "LOG": ("Log",), "SQRT": ("Square Root",), "RSQRT": ("Reciprocal Square Root",),
     "NEG": ("Negate",), "ABS": ("Abs",), "SQUARE": ("Square",), "FLOOR": ("Floor",), "CEIL": ("Ceiling",),

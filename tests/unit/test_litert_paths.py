@@ -251,3 +251,43 @@ def test_only_the_slices_xnnpack_takes_stay_off_tflites_reference_kernel(tmp_pat
     fast, slow = ms(1.0), ms(1e-3)
     assert slow["const"] == pytest.approx(fast["const"])  # XNNPACK's copy: the kind's rate, not the builtin's
     assert slow["computed_end"] > 5 * fast["computed_end"] and slow["computed_end"] > 3 * slow["const"]
+
+
+def test_an_int8_silu_is_one_table_lookup(tmp_path: Path) -> None:
+    """LOGISTIC then MUL by its own input (a SiLU): on int8 data XNNPACK runs the pair as one 256-entry lookup, at
+    `elementwise.lut`, charged to the LOGISTIC (the profiler's event); the MUL is gone. A squeeze-excite MUL (two
+    tensors) and a LOGISTIC read twice stay what they were; fp32 is untouched."""
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import SILU_FOLDED, SILU_LUT, litert_task_facts
+    from simulator.sweep import sweep
+
+    w = TfliteWriter(description="silu")
+    shape = [1, 28, 28, 64]
+    x = w.tensor("x", shape)
+
+    def op(name: str, code: str, ins: list[int], opts: object = None) -> int:
+        y = w.tensor(name, shape)
+        w.op(code, ins, [y], opts)
+        return y
+
+    silu = op("silu", "MUL", [x, op("sig", "LOGISTIC", [x])], w.options("MulOptions"))
+    se = op("se", "MUL", [silu, op("gate", "LOGISTIC", [x])], w.options("MulOptions"))  # gates another tensor
+    twice = op("twice", "LOGISTIC", [se])
+    out = op("out", "ADD", [op("m", "MUL", [se, twice], w.options("MulOptions")), twice], w.options("AddOptions"))
+    g = tflite.load(w.save(tmp_path / "silu.tflite", [x], [out]))
+    facts = {n.outputs[0]: f for n, f in zip(g.nodes, litert_task_facts(g))}
+    assert facts == {"sig": {SILU_LUT}, "silu": {SILU_FOLDED}, "gate": set(), "se": set(), "twice": set(),
+                     "m": set(), "out": set()}
+
+    def ms(preset: str, eff: float) -> dict[str, float]:
+        hw = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"efficiency": {"elementwise.lut": eff}}}})
+        r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return {n.outputs[0]: row[j] for n, row in zip(g.nodes, r.bulk["metrics"]["latency_ms"])}
+
+    fast, slow = ms("int8-static", 1.0), ms("int8-static", 1e-3)
+    assert fast["silu"] == slow["silu"] == 0.0 and fast["se"] > 0.0  # the SiLU's MUL folded, the gate's kept
+    assert slow["sig"] > 10 * fast["sig"] and slow["gate"] == pytest.approx(fast["gate"])  # only the lookup's rate
+    f32 = ms("fp32", 1e-3)
+    assert f32["silu"] > 0.0 and f32["sig"] == pytest.approx(ms("fp32", 1.0)["sig"])
