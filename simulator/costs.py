@@ -117,7 +117,8 @@ class Work:
     qgemm_rows: float = 0.0
     qgemm_taps: float = 0.0
     # MACs MLAS's SGEMM runs with the pixel columns padded to 16, where it pays them (a grouped 1x1 Conv in NCHW:
-    # simulator.conv_work.padded_sgemm_macs; 0 = `macs`): read by that path only (Path.padded_sgemm).
+    # simulator.conv_work.padded_sgemm_macs; 0 = `macs`): read by that path only (Path.padded_sgemm). On a TFLite
+    # CONV_2D: its MACs with each tap's input channels rounded up to XNNPACK's QS8 block (simulator.tflite_ops).
     sgemm_macs: float = 0.0
 
 

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
 from simulator.roofline import Path
+from simulator.tflite_ops import QS8_K_BLOCK
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Node, Value
@@ -84,6 +85,9 @@ _SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 # predicted 3.4 + 1.2 ms as a QS8 sigmoid and a QS8 multiply. The LOGISTIC carries the lookup (the profiler charges
 # it the event), at its own calibrated rate `elementwise.lut` (simulator.litert_lut); the MUL is gone.
 SILU_LUT, SILU_FOLDED = "silu_lut", "silu_folded"
+# Task fact of a CONV_2D whose input channels per tap are not a multiple of XNNPACK's QS8 reduction block
+# (simulator.tflite_ops.QS8_K_BLOCK): under static int8 it multiplies the padded channels too (Work.sgemm_macs).
+K_PADDED = "qs8_k_padded"
 LUT_TAG = "lut"
 
 
@@ -117,7 +121,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
-    data only)."""
+    data only); K_PADDED for a CONV_2D whose input channels are not a multiple of QS8_K_BLOCK."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -143,6 +147,11 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
                 and sorted(r.inputs) == sorted([nd.inputs[0], nd.outputs[0]]):
             facts.setdefault(nd.id, set()).add(SILU_LUT)
             facts.setdefault(r.id, set()).add(SILU_FOLDED)
+    for nd in compiled.nodes:
+        k = compiled.values.get(nd.inputs[1]) if nd.op_type == "CONV_2D" and len(nd.inputs) > 1 else None
+        c_in = k.shape[-1] if k is not None and k.weight is not None and k.shape else None
+        if isinstance(c_in, int) and c_in % QS8_K_BLOCK:
+            facts.setdefault(nd.id, set()).add(K_PADDED)
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -161,6 +170,12 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         if SILU_LUT in facts:
             return dataclasses.replace(p, tag=LUT_TAG, note="SiLU on int8 data: XNNPACK runs LOGISTIC and the MUL "
                                        "after it as one 256-entry table lookup")
+    if K_PADDED in facts and p.tag == "int8" and p.compute == "int8":
+        # XNNPACK's QS8 convs multiply each tap's input channels rounded up to 8 (tflite_ops.QS8_K_BLOCK; Work.sgemm_macs
+        # holds those MACs where they differ): a 3-channel stem does 8/3 of its MACs. Profiled (LiteRT 2.3.0, 1 thread,
+        # load 12): MobileNetV2's int8 stem 1.12 ms against 0.25 predicted, MobileNetV3-Small's 0.60 against 0.14;
+        # their fp32 stems (F32 IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
+        p = dataclasses.replace(p, padded_sgemm=True)
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "

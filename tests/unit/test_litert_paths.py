@@ -143,7 +143,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, litert_task_facts
+    from simulator.litert_paths import AFTER_PAD, K_PADDED, PAD_FOLDED, litert_task_facts
 
     w = TfliteWriter(description="pads")
     x = w.tensor("x", [1, 8, 8, 4])
@@ -172,7 +172,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
     assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD, "pad_channels=4"}, "PAD:pad_b": set(),
-                     "CONV_2D:conv_b": set(), "PAD:pad_c": set(), "CONV_2D:conv_c": set(), "ADD:add": set()}
+                     "CONV_2D:conv_b": set(), "PAD:pad_c": set(), "CONV_2D:conv_c": {K_PADDED}, "ADD:add": set()}
 
 
 def test_the_hybrid_depthwise_kernel_pays_for_its_output_beyond_the_l2() -> None:
@@ -291,3 +291,39 @@ def test_an_int8_silu_is_one_table_lookup(tmp_path: Path) -> None:
     assert slow["sig"] > 10 * fast["sig"] and slow["gate"] == pytest.approx(fast["gate"])  # only the lookup's rate
     f32 = ms("fp32", 1e-3)
     assert f32["silu"] > 0.0 and f32["sig"] == pytest.approx(ms("fp32", 1.0)["sig"])
+
+
+def test_a_static_int8_conv_multiplies_its_input_channels_rounded_up_to_8(tmp_path: Path) -> None:
+    """XNNPACK's QS8 kernels (AVX2: kr = 8) pack each tap's input channels rounded up to 8: a 3-channel stem does
+    8/3 of its MACs under static int8; fp32 (F32 IGEMM) and 8-channel convs are as counted."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import K_PADDED, litert_task_facts
+    from simulator.sweep import sweep
+    from simulator.tflite_ops import tflite_works
+
+    w = TfliteWriter(description="stems")
+    outs = []
+    for c in (3, 8):
+        x = w.tensor(f"x{c}", [1, 112, 112, c])
+        y = w.tensor(f"y{c}", [1, 112, 112, 32])
+        w.op("CONV_2D", [x, w.const(f"w{c}", np.full([32, 3, 3, c], 0.01, np.float32)),
+                         w.const(f"b{c}", np.zeros(32, np.float32))], [y],
+             w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+        outs.append(x)
+    g = tflite.load(w.save(tmp_path / "stems.tflite", outs, [n for n in range(len(w.tensors)) if w.tensors[n].name in (b"y3", b"y8")]))
+    works = tflite_works(g)[0]
+    assert works[0].sgemm_macs == pytest.approx(works[0].macs * 8 / 3) and works[1].sgemm_macs == 0.0
+    assert [set(f) for f in litert_task_facts(g)] == [{K_PADDED}, set()]
+    hw = load_profile("host-cpu", "litert-cpu")
+
+    def ms(preset: str) -> list[float]:
+        r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+    s8, f32 = ms("int8-static"), ms("fp32")
+    assert s8[0] > 0.9 * s8[1]  # 3 channels padded to 8: the 8-channel conv's compute (8/3 of its own)
+    assert f32[0] < 0.6 * f32[1]  # fp32: 3 channels cost 3/8 of 8
