@@ -11,6 +11,11 @@ Optimize dialog shows). Options marked not exportable are counted with their rea
 Options: by default one per distinct way of writing the file plus pruning (`PRESETS`); `--all` takes the 33 the
 table lists. Run: `nice -n 10 .venv/bin/python benchmarks/exports.py [--slice test] [--family F ...]
 [--only ID ...] [--exporter X ...] [--json rows.json] [--report rows.json]`. Prints figures; asserts nothing.
+
+`--repredict rows.json --calibration C --json new.json` predicts the rows' exports again with this checkout's code
+and the calibration cache as written (never refitted), without measuring anything: the rules alone
+(`predicted_unmeasured_ms`, `predicted_change`) are replaced, the measurements kept (the earlier figures move to
+`before_*`), so a rule's before / after is read on the same measured exports (`--report new.json`).
 """
 
 from __future__ import annotations
@@ -96,7 +101,9 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
                                    "baseline_load": r.profile.noise.get("load_per_cpu") if r.profile else None,
                                    "baseline_cpu_time": bool(bulk["label"].get("baseline_cpu_time")),
                                    "predicted_change": pure_ms / pure_fp32, "predicted_unmeasured_ms": pure_ms,
-                                   "analysis_s": round(analysis_s, 1)}
+                                   "analysis_s": round(analysis_s, 1),
+                                   # the analysis' measured profile: --repredict makes the dialog's prediction again
+                                   "baseline_profile": r.profile.to_json() if r.profile else None}
             if not bulk.get("exportable", [True] * len(names))[i]:
                 rows.append({**row, "status": "marked", "error": bulk["export_reasons"][i]})
                 continue
@@ -143,8 +150,64 @@ def run_one(item: dict[str, Any], spec: dict[str, Any], timeout_s: float) -> lis
         except subprocess.TimeoutExpired:
             rows = [{"option": "*", "status": "crashed", "error": f"timed out after {timeout_s:.0f} s"}]
     wall = round(time.perf_counter() - t0, 1)
-    return [{"id": item["id"], "exporter": item["exporter"], "family": item["family"], "wall_s": wall, **r}
-            for r in rows]
+    return [{"id": item["id"], "exporter": item["exporter"], "family": item["family"], "path": item["path"],
+             "inputs": item["inputs"], "wall_s": wall, **r} for r in rows]
+
+
+def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, options: list[str], workdir: Path,
+                  profile: dict[str, Any] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+    """({option: latency_ms} from the rules alone (no measured profile), the same with the analysis' measured
+    `profile` where given (the dialog's prediction; else empty)), compiled as the worker compiles it, with the
+    calibration cache as written (a cache of another code version is not refitted)."""
+    from compiler.profile import Profile
+    from simulator.calibration import profile_from_cache
+    from simulator.model import compile_for
+    from simulator.sweep import sweep
+    from simulator.totals import totals
+
+    source, compiled, _ = compile_for(path, TARGET, workdir, input_shapes=inputs)
+    hw = profile_from_cache(json.loads(calibration.read_text()))
+    names = list(dict.fromkeys(["fp32", *options]))
+    r = sweep(compiled, TARGET, None, hardware=hw, source=source)
+    pure = {o: float(totals(r.bulk, r.per_op, o, {})["latency_ms"]) for o in names}
+    if profile is None:
+        return pure, {}
+    m = sweep(compiled, TARGET, Profile.from_json(profile), hardware=hw, source=source)
+    return pure, {o: float(totals(m.bulk, m.per_op, o, {})["latency_ms"]) for o in names}
+
+
+def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list[dict[str, Any]]:
+    """The rows with their rules-alone prediction made again by this checkout (module docstring, --repredict)."""
+    import logging
+    import warnings
+
+    from corpus import cache
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    out = []
+    by_model: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_model[(r["id"], r["exporter"])].append(r)
+    for (mid, x), rs in by_model.items():
+        rec = cache.load(root, mid, x)
+        path = Path(rs[0].get("path") or (root / rec.path if rec is not None else ""))
+        inputs = rs[0].get("inputs") or (rec.inputs if rec is not None else {})
+        profile = next((r["baseline_profile"] for r in rs if r.get("baseline_profile")), None)
+        with tempfile.TemporaryDirectory(prefix="repredict-") as d:
+            pred, dialog = predict_again(path, inputs, calibration, [r["option"] for r in rs if r["option"] != "*"],
+                                         Path(d), profile)
+        for r in rs:
+            if r["option"] in pred and r.get("predicted_unmeasured_ms") is not None:
+                r = {**r, "before_predicted_unmeasured_ms": r["predicted_unmeasured_ms"],
+                     "before_predicted_change": r.get("predicted_change"),
+                     "predicted_unmeasured_ms": pred[r["option"]],
+                     "predicted_change": pred[r["option"]] / pred["fp32"]}
+            if r["option"] in dialog:
+                r = {**r, "before_predicted_ms": r["predicted_ms"], "predicted_ms": dialog[r["option"]]}
+            out.append(r)
+        print(f"{mid} {x}: " + " ".join(f"{o} {v:.2f}" for o, v in pred.items()), flush=True)
+    return out
 
 
 def _measured(r: dict[str, Any]) -> float:
@@ -193,6 +256,10 @@ def report(rows: list[dict[str, Any]]) -> None:
         print(f"latency (exports of >= {MIN_MS:g} ms, the dialog's prediction vs the export's measurement read as the "
               f"analysis reads its own): median |error| {statistics.median(map(abs, errs)):.1f}%, "
               f"within 10%: {sum(abs(e) <= 10 for e in errs)}/{len(errs)}")
+        if any(r.get("before_predicted_ms") for r in big):  # after --repredict (rows without a profile: unchanged)
+            prior = [((r.get("before_predicted_ms") or r["predicted_ms"]) / _measured(r) - 1) * 100 for r in big]
+            print(f"  before (the rows' earlier prediction): median |error| {statistics.median(map(abs, prior)):.1f}%, "
+                  f"within 10%: {sum(abs(e) <= 10 for e in prior)}/{len(prior)}")
         wall = [(r["predicted_ms"] / r["measured_ms"] - 1) * 100 for r in big]
         print(f"  against wall time alone: median |error| {statistics.median(map(abs, wall)):.1f}%, "
               f"within 10%: {sum(abs(e) <= 10 for e in wall)}/{len(wall)}")
@@ -246,6 +313,20 @@ def report(rows: list[dict[str, Any]]) -> None:
             by_p[r["option"]].append(e)
         print("rules alone vs CPU time per run, by option: " + ", ".join(
             f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by_p.items()))
+    # After --repredict: the same for the rows' earlier prediction, on the same measurements.
+    before = [(r, (r["before_predicted_unmeasured_ms"] / r["measured_cpu_ms"] - 1) * 100) for r in done
+              if r.get("before_predicted_unmeasured_ms") and r.get("measured_cpu_ms")]
+    if before:
+        by_b: dict[str, list[float]] = defaultdict(list)
+        for r, e in before:
+            by_b[r["option"]].append(e)
+        print("  before (the rows' earlier prediction): " + ", ".join(
+            f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by_b.items()))
+        moved = sorted(((r, e, (r["predicted_unmeasured_ms"] / r["measured_cpu_ms"] - 1) * 100) for r, e in before),
+                       key=lambda t: -abs(t[2] - t[1]))
+        for r, e0, e1 in moved[:12]:
+            if abs(e1 - e0) >= 1:
+                print(f"    {r['id']:32s} {r['option']:14s} {e0:+6.1f}% -> {e1:+6.1f}%")
     loads = [r["load"] for r in done if r.get("load") is not None]
     if loads:
         print(f"machine load per CPU during the measurements: median {statistics.median(loads):.1f}, "
@@ -294,6 +375,8 @@ def main() -> int:
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--shard", default=None, help="K/N: every N-th model from the K-th (parallel runs)")
     ap.add_argument("--report", nargs="+", metavar="ROWS.json", help="print the report of earlier --json runs")
+    ap.add_argument("--repredict", metavar="ROWS.json", help="predict these rows again with this code and "
+                    "--calibration (as written), measuring nothing; --json writes them")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -304,6 +387,13 @@ def main() -> int:
         for f in a.report:
             merged.update({(r["id"], r["exporter"], r["option"]): r for r in json.loads(Path(f).read_text())["rows"]})
         report(list(merged.values()))
+        return 0
+    if a.repredict:
+        if not a.calibration or not a.json:
+            ap.error("--repredict needs --calibration and --json")
+        rows = repredict(json.loads(Path(a.repredict).read_text())["rows"], Path(a.calibration), cache.cache_dir(a.cache))
+        Path(a.json).write_text(json.dumps({"rows": rows}, indent=1))
+        report(rows)
         return 0
 
     from corpus.builders import describe
