@@ -18,15 +18,20 @@ from compiler.vocabulary.options import Combo
 from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
 from simulator.roofline import Path
 
-# {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate)}. Relu and
-# Clip fold (QLinearConv's output range); the rest run behind the int8 kernel. Profiled in MobileNetV3-Small's
-# int8-static file (TorchScript export, 2026-12-03): each HardSwish (x * HardSigmoid(x)) runs DequantizeLinear
-# (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1), QLinearMul (1 + 1, 1): 19 of each, 1.1 ms
-# of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE gate) is the first three; a Sigmoid is
-# QLinearSigmoid.
+# {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
+# element at the fp32 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run behind the
+# int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export, 2026-12-03): each HardSwish
+# (x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1),
+# QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE
+# gate) is the first three; a Sigmoid is QLinearSigmoid. Each kernel at the rate of its own kind: DequantizeLinear
+# and QuantizeLinear 2 fp32 ops per element each (what the totals rule charges a conversion between formats:
+# roofline.conversion_constants), HardSigmoid its 3 fp32 FLOPs (costs._ELEMENTWISE_FLOPS), QLinearMul 3 int8 ops
+# (dequantize both, multiply, requantize: QLinearAdd's count, ORT_INT8_SUM). With all four at the int8 rate (4 ops)
+# MobileNetV3-Large's 21 HardSwish were predicted at 0.94 ns per element on this Zen 3 (AMD EPYC, AVX2; calibrated,
+# 2026-12-03) against 1.3-1.4 profiled (their 102 kernels, ORT's profiler, load 6 per CPU); now 1.34.
 ORT_INT8_UNFOLDED = "ort_int8_unfolded="
-_ACT_PASSES: dict[str, tuple[float, int, float]] = {
-    "HardSwish": (21.0, 4, 4.0), "HardSigmoid": (14.0, 3, 0.0), "Sigmoid": (2.0, 1, 3.0)}
+_ACT_PASSES: dict[str, tuple[float, int, float, float]] = {
+    "HardSwish": (21.0, 4, 3.0, 7.0), "HardSigmoid": (14.0, 3, 0.0, 7.0), "Sigmoid": (2.0, 1, 3.0, 0.0)}
 
 # A depthwise Conv whose channels are not a multiple of 16. ORT 1.32's QLinearConv (onnxruntime
 # core/providers/cpu/quantization/qlinearconv.cc, PrePack -> TryConvSymPrepack) packs int8 weights with zero points
@@ -280,8 +285,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
     if not acts:
         return p
-    b, k, ops = _ACT_PASSES[acts[0]]
+    b, k, ops, f32_ops = _ACT_PASSES[acts[0]]
     return dataclasses.replace(p, extra_out_bytes=p.extra_out_bytes + b, extra_dispatches=p.extra_dispatches + k,
-                               extra_ops_per_out=p.extra_ops_per_out + ops, note="; ".join(
+                               extra_ops_per_out=p.extra_ops_per_out + ops,
+                               extra_fp32_ops_per_out=p.extra_fp32_ops_per_out + f32_ops, note="; ".join(
                                    [*([p.note] if p.note else []), f"{acts[0]} not folded into the int8 output: "
                                     f"{k} kernels of its own behind the int8 kernel"]))

@@ -59,6 +59,10 @@ class Path:
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
     padded_sgemm: bool = False  # MLAS's SGEMM pads the GEMM's columns: compute counts Work.sgemm_macs where set
+    # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
+    # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
+    # fp32 element-wise rate, where extra_ops_per_out holds the int8 ones
+    extra_fp32_ops_per_out: float = 0.0
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -106,6 +110,7 @@ class Rates:
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
+    extra_fp32_ops_s: Num  # seconds per output element of its extra fp32 kernels beside an int8 one
     epilogue_s: Num  # seconds per epilogue FLOP where the backend runs it as its own pass (else 0)
     decode_s: Num  # seconds per kernel element of per-run weight unpacking (one activation row)
     decode_rows_s: Num  # the same when the task has several rows (M > 1): a different kernel
@@ -155,6 +160,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
+        extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
+        if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
         # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
         epilogue_s=1 / (fp32_peak * efficiency(u, "elementwise", "fp32"))
@@ -301,7 +308,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
-             + w.out_elements * r.extra_ops_s + w.in_elements * r.extra_in_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
+             + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * r.extra_in_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 

@@ -55,3 +55,24 @@ def test_an_unfolded_activation_costs_its_kernels_under_int8_activations_only() 
     sig = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "Sigmoid"}))
     hsw = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
     assert sig.extra_dispatches < hsw.extra_dispatches  # QLinearSigmoid: one kernel
+
+
+def test_an_unfolded_activations_float_kernels_cost_the_fp32_elementwise_rate() -> None:
+    """HardSwish behind a static int8 Conv: DequantizeLinear, HardSigmoid and QuantizeLinear compute in fp32 (7 ops per
+    element at the fp32 element-wise rate), QLinearMul in int8 (3 at the int8 one); a QLinearSigmoid has no fp32
+    kernel."""
+    import pytest
+
+    from simulator.roofline import efficiency, rates
+
+    hw = load_profile("host-cpu")
+    u = hw.units[0]
+    int8 = Combo("int8", "int8", "int8", 0)
+    plain = plan(HOST, hw, "Conv", "conv", int8, True, True)
+    hsw = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
+    sig = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "Sigmoid"}))
+    assert (hsw.extra_fp32_ops_per_out, hsw.extra_ops_per_out - plain.extra_ops_per_out) == (7.0, 3.0)
+    assert sig.extra_fp32_ops_per_out == 0.0
+    fp32_op = 1 / (u.peak_ops_per_s["fp32"] * efficiency(u, "elementwise", "fp32"))
+    r, r0 = rates(hw, hsw, "conv", True), rates(hw, plain, "conv", True)
+    assert float(r.extra_fp32_ops_s) == pytest.approx(7.0 * fp32_op) and float(r0.extra_fp32_ops_s) == 0.0
