@@ -335,10 +335,13 @@ CASES: tuple[Case, ...] = (
     # (this Zen 5, [1, 262144] chains, CPU time, 2026-12-03: Sigmoid 0.23 ns per element, the fused x * Sigmoid(x)
     # 0.14, predicted 0.35 at Sigmoid's rate): each fits its own, `elementwise.fp32.<op>` (roofline.efficiency).
     *(Case(f"{op.lower()}-1x262144", "elementwise", build, (("fp32", f"elementwise.fp32.{op}"),)) for op, build in (
-        ("QuickGelu", lambda p: _activation_chain("swish", 262144, p)),
         ("Gelu", lambda p: _activation_chain("gelu", 262144, p)),
         ("HardSigmoid", lambda p: _chain("HardSigmoid", [1, 262144], p)),
         ("Tanh", lambda p: _chain("Tanh", [1, 262144], p)))),
+    # Under static int8 the same SiLU runs QLinearSigmoid + QLinearMul on uint8 (simulator.backends._INT8_ELEMENTWISE):
+    # their own rate, `elementwise.int8.QuickGelu`.
+    Case("quickgelu-1x262144", "elementwise", lambda p: _activation_chain("swish", 262144, p),
+         (("fp32", "elementwise.fp32.QuickGelu"), ("int8-static", "elementwise.int8.QuickGelu"))),
     # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT computes a power per element, ~100x LayerNorm's
     # time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the norm rate).
     Case("lrn-64x28", "norm", lambda p: _chain("LRN", [1, 64, 28, 28], p, attrs={
