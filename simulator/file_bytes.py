@@ -41,6 +41,8 @@ class Stored:
     bias_copies: np.ndarray  # bytes of its own copy of a shared bias under static int8 (TFLite)
     name_len: np.ndarray  # bytes of its kernel's name
     biased: np.ndarray  # bool: its conv has a bias
+    made: np.ndarray  # bytes of its float constants the upload makes at run time (ExportRecords.made): not in the
+    # file as uploaded (the float state), in the export's once an option rewrites the file (ORT folds them)
 
     def at(self, rows: np.ndarray) -> Stored:
         return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
@@ -64,7 +66,28 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   other_dup=_shared_other_constants(compiled, folded, works),
                   bias_copies=_static_bias_copies(t, works),
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
-                  biased=_conv_biases(compiled, source))
+                  biased=_conv_biases(compiled, source),
+                  made=_made_per_task(records, k_store, aux_store, works, source))
+
+
+def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store: np.ndarray, works: list[Work],
+                   source: Graph | None) -> np.ndarray:
+    """Bytes of each task's float-state file bytes the upload does not store (ExportRecords.made), so the float
+    state is the file as uploaded: each task keeps its bytes that are not made at run time, and where the frontend
+    recorded the upload's size, the kept bytes are scaled to it less the export's records (the upload stores a
+    recipe, `ConstantOfShape` nodes and shapes, of about that size; the compiled graph may also share equal
+    constants the export stores apart, so the made bytes are only an estimate of each task's)."""
+    if records is None or records.made is None or not records.made.any():
+        return np.zeros(len(works))
+    own = k_store * 4 + aux_store * 4 + np.array([w.other_const_bytes for w in works], dtype=np.float64)
+    kept = own - np.minimum(records.made, own)
+    meta = source.metadata if source is not None else {}
+    try:
+        total = max(float(meta["file_size_bytes"]) - records.base, 0.0)
+        kept = kept * (total / kept.sum()) if kept.sum() > 0 else own * (total / max(own.sum(), 1.0))
+    except (KeyError, TypeError, ValueError):
+        pass
+    return own - kept
 
 
 def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray, combos: list[Combo],
@@ -91,7 +114,16 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
             # its int8 kernels keep their bytes (their scales are in the file's own overhead) and its biases.
             kern[:, j] = np.where(s.as_stored > 0, s.as_stored, kern[:, j])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
-    return kern + s.aux[:, None] * aux_file_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+    out = kern + s.aux[:, None] * aux_file_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+    # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes.
+    as_uploaded = np.array([c.input == c.output == "fp32" and kf in ("fp32", "-") and not sp
+                            for kf, sp, c in zip(kernels, sparsity, combos)], dtype=bool)
+    return np.where(as_uploaded[None, :], np.maximum(out - s.made[:, None], 0.0), out)
+
+
+def made_at_run_time_bytes(records: ExportRecords | None) -> float:
+    """Bytes of the constants the upload makes at run time (the runtime holds them: memory, not file size)."""
+    return records.made_data if records is not None else 0.0
 
 
 def size_overhead_bytes(t: Target, compiled: Graph, folded: frozenset[str], records: ExportRecords | None) -> float:

@@ -42,12 +42,18 @@ class ExportRecords:
     to task i under EVENTS[e] (negative where it removes records). `kernel[i]`: (elements, output channels,
     reduction length) of the kernel task i stores in the file, 0 where it stores none (a weight shared with
     an earlier task). `mapped[i]`: an exported node of task i reads a kernel (else `kernel[i]` says nothing
-    and the compiled graph's figures stand)."""
+    and the compiled graph's figures stand). `made[i]`: bytes of the float constants task i stores (its kernel,
+    its bias) that the upload itself does not store but makes at run time from constants (ONNX zoo "light" files:
+    every weight a `ConstantOfShape` of a stored shape), so the file as uploaded lacks them where the export, which
+    ORT's constant folding writes, holds them (see made_at_run_time); `made_data`: their sum, which the runtime
+    holds (simulator.file_bytes sizes the file as uploaded from them)."""
 
     base: float
     events: np.ndarray
     kernel: np.ndarray
     mapped: np.ndarray
+    made: np.ndarray | None = None
+    made_data: float = 0.0
 
 
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> ExportRecords:
@@ -81,7 +87,33 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
     ev, kern = _charge(source, xs, inits, vals, n)
     mapped = np.zeros(n, dtype=bool)
     mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
-    return ExportRecords(float(base), ev, kern, mapped)
+    made = _made_bytes(xs, inits, made_at_run_time(source, consts), n)
+    return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()))
+
+
+def made_at_run_time(source: Graph, consts: dict[str, Value]) -> frozenset[str]:
+    """Constants the upload makes at run time from other constants (a node's output that folds to a constant:
+    `ConstantOfShape` of a stored shape, `Range`, `Tile`, ...), not stored values (initializers, `Constant`
+    nodes): the file holds the recipe, the runtime the tensor."""
+    return frozenset(o for nd in source.nodes if nd.op_type != "Constant" for o in nd.outputs
+                     if o in consts and (v := source.values.get(o)) is not None and v.weight is None)
+
+
+def _made_bytes(xs: list[XNode], inits: dict[str, Const], made: frozenset[str], n: int) -> np.ndarray:
+    """[n] bytes of the float initializers task i stores first that the upload makes at run time (a folded
+    BatchNorm's weight and bias count where the kernel is made)."""
+    out = np.zeros(n)
+    seen: set[str] = set()
+    for x in xs if made else []:
+        for v in x.inputs:
+            c = inits.get(v)
+            if c is None or v in seen or x.task < 0 or not c.floating:
+                continue
+            seen.add(v)
+            fused_bias = v.startswith("ConvBnFusion_BN_B_") and x.inputs[1].removeprefix("ConvBnFusion_W_") in made
+            if v.removeprefix("ConvBnFusion_W_") in made or fused_bias:
+                out[x.task] += c.data_bytes
+    return out
 
 
 def _initializers(xs: list[XNode], consts: dict[str, Value], vals: dict[str, Value], transposed: set[str]

@@ -25,6 +25,7 @@ from simulator.file_bytes import (
     Stored,
     export_events,
     export_records_for,
+    made_at_run_time_bytes,
     size_overhead_bytes,
     stored,
     stored_aux_bytes,
@@ -241,6 +242,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     fg = {u.name: u.float_graph_run_s * 1e3 * (scale or 1.0) for u in hw.units if u.float_graph_run_s > 0}
     if fg and n:
         bulk["constants"]["float_graph_ms"] = fg
+    # Constants the upload makes at run time (ONNX zoo "light" files): not in its size, in its peak memory.
+    if (made := made_at_run_time_bytes(records)) > 0:
+        bulk["constants"]["made_at_run_time_bytes"] = made
     exportable = None
     if t.export == "onnx":
         from simulator.exportable import mark_onnx

@@ -136,6 +136,13 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     return evaluate(bulk, per_op, model_wide, overrides, name_units=False).totals
 
 
+def _peak(size: float, wb: np.ndarray, act: np.ndarray, const: dict[str, Any]) -> float:
+    """Peak memory: the file, the runtime's own copies of the weights (XNNPACK's packed buffers), constants the
+    upload makes at run time (`made_at_run_time_bytes`) and the largest working set of one op."""
+    return (size + float(wb.sum()) * float(const.get("weight_copies", 0.0)) + (float(act.max()) if len(act) else 0.0)
+            + float(const.get("made_at_run_time_bytes", 0.0)))
+
+
 def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
              model_wide: str, overrides: Mapping[str, str], name_units: bool = True) -> Evaluation:
     """A state's figures: each op's chosen row and the totals (`totals`); `name_units`: name each op's unit too."""
@@ -202,8 +209,7 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
     dram_total = _in_order(dram, np.array([conv_bytes]))
-    # The runtime's own copies of the weights (XNNPACK's packed buffers) live beside the file's.
-    peak = size + float(wb.sum()) * float(const.get("weight_copies", 0.0)) + (float(act.max()) if n else 0.0)
+    peak = _peak(size, wb, act, const)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     tot = {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
            "fps": 1000.0 / latency if latency > 0 else 0.0}

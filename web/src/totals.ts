@@ -165,7 +165,8 @@ export function evaluate(
   // the runtime's own copies of the weights (XNNPACK's packed buffers) beside the file's (simulator/totals.py)
   let weights = 0;
   for (let i = 0; i < n; i++) weights += wgt[i];
-  const peak = size + weights * (table.constants.weight_copies ?? 0) + maxAct;
+  // constants the upload makes at run time are held beside them, not in the file (simulator/totals.py)
+  const peak = size + weights * (table.constants.weight_copies ?? 0) + maxAct + (table.constants.made_at_run_time_bytes ?? 0);
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
   const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps

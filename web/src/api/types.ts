@@ -267,6 +267,8 @@ export interface OptionTable {
     float_graph_ms?: Record<string, number>;
     /** copies of the weights the runtime holds beside the file's (LiteRT: XNNPACK's packed buffers); absent: 0 */
     weight_copies?: number;
+    /** bytes of constants the upload makes at run time (ConstantOfShape weights): in peak memory, not size; absent: 0 */
+    made_at_run_time_bytes?: number;
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
