@@ -24,7 +24,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 45  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 46  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -34,6 +34,8 @@ CACHE_VERSION = 45  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 42: 5x5 depthwise ConvInteger cases; 43: grouped NCHW Convs of wide groups, 1x1 (gconvnchw.nchw's MAC rate)
 # 44: grouped 1x1 NCHW Convs pay SGEMM columns padded to 16 (Work.sgemm_macs)
 # 45: static int8 SiLU (QLinearSigmoid + QLinearMul: elementwise.int8.QuickGelu)
+# 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block,
+#     Work.sgemm_columns)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -1,5 +1,5 @@
 """Work counts particular to convolutions as ORT's CPU kernels run them: the im2col buffer of a grouped Conv left in
-NCHW, the rows ORT's im2col copies, the MACs MLAS's SGEMM runs for a grouped 1x1 Conv (columns padded), and the per-group GEMM rows and NHWC im2col copies of QLinearConv's grouped path.
+NCHW, the rows ORT's im2col copies, the columns of a grouped 1x1 Conv's SGEMMs (MLAS pads them to its block), and the per-group GEMM rows and NHWC im2col copies of QLinearConv's grouped path.
 simulator.costs.work_of fills Work's conv fields from these."""
 
 from __future__ import annotations
@@ -69,33 +69,39 @@ def im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | No
     return macs * group / (k_rows * width)
 
 
-# MLAS's fp32 SGEMM works on B in panels of 16 columns (the AVX-512 kernel's vector; onnxruntime
-# onnxruntime/core/mlas/lib/sgemm.cpp: MlasSgemmCopyPackB pads CountN to 16, the kernel runs masked stores on the
-# last panel). A 1x1 unit-stride Conv left in NCHW runs as one SGEMM per group with N = output pixels
-# (MlasConvAlgorithmGemmDirect, mlas/lib/convolve.cpp). Single-op chains on this Zen 4 (thread CPU time, 1 thread,
-# groups 2-4, /work/notes/h29pad.md): 49 pixels take 1.18-1.26x the time per MAC of 48 and 65 take 1.17-1.24x of 64
-# (padding: 1.31 and 1.23) where a group's input or output channels are not a multiple of 16 (58, 68, 116, 136),
-# 0.98-1.04x where both are (48-320 channels); a dense Conv (one group) 1.01-1.14x. So only the former pays.
-SGEMM_PANEL = 16
+# MLAS's fp32 SGEMM kernel runs C's columns a vector register pair at a time and the last partial block in one
+# register (masked stores), so it computes the columns padded to one register's floats: 16 in the AVX-512F kernel
+# (ZMM), 8 in the AVX / FMA3 kernels (YMM; onnxruntime mlas/lib/x86_64/FgemmKernelFma3Common.h and
+# FgemmKernelAvxCommon.h, ProcessCountM: 16-column loop while CountN > 8, then one 8-wide YMM block). That width is
+# the machine's fact (profiles.Unit.sgemm_column_block, from the ISA host_machine reads); the work counts only what
+# does not depend on it: the GEMM's columns and how wide a block the group's channels fill. A 1x1 unit-stride Conv
+# left in NCHW runs as one SGEMM per group with N = output pixels (MlasConvAlgorithmGemmDirect,
+# mlas/lib/convolve.cpp). Single-op chains on a Zen 4 (AVX-512, thread CPU time, 1 thread, groups 2-4,
+# /work/notes/h29pad.md): 49 pixels take 1.18-1.26x the time per MAC of 48 and 65 take 1.17-1.24x of 64 (padding
+# to 16: 1.31 and 1.23) where a group's input or output channels are not a multiple of 16 (58, 68, 116, 136),
+# 0.98-1.04x where both are (48-320 channels); a dense Conv (one group) 1.01-1.14x. So only the former pays. On a
+# Zen 3 (AVX2, 58 channels per group, four runs at load ~10, /work/notes/h30host.md): 56 pixels 0.76-1.15x the time
+# per MAC of 48, median 0.98 (padding to 8: 1.0; to 16: 1.14), 49 1.16-1.37x (1.14), 65 1.16-1.28x of 64 (1.13).
+_ALIGN_CAP = 64  # channel alignments beyond any kernel's block count as this
 
 
-def padded_sgemm_macs(node: Node, kind: str, macs: float, kernel: Value | None, out: Value | None) -> float:
-    """MACs of a grouped 1x1 Conv's per-group SGEMMs with the pixel columns padded to 16 (see SGEMM_PANEL), where
-    MLAS pays them: `gconvnchw`, kernel 1x1, stride 1, no pads, a group's input or output channels not a multiple
-    of 16. 0 elsewhere (the MACs stand)."""
+def sgemm_columns(node: Node, kind: str, kernel: Value | None, out: Value | None) -> tuple[float, float]:
+    """(Work.sgemm_columns, Work.sgemm_align) of a Conv whose per-group SGEMMs pay their columns padded to the
+    machine's block (see above): `gconvnchw`, kernel 1x1, stride 1, no pads, 2+ groups. The columns are the output
+    pixels; the alignment is the largest power of two (up to 64) that divides both a group's input and output
+    channels: such a conv pays the padding on a machine whose block is wider than that. (0, 0) elsewhere."""
     if kind != "gconvnchw" or node.op_type not in ("Conv", "FusedConv") or kernel is None or not kernel.shape:
-        return 0.0
+        return 0.0, 0.0
     shape = out.shape if out is not None else None
     if (len(kernel.shape) < 3 or any(d != 1 for d in kernel.shape[2:]) or not shape or len(shape) < 3
             or any(int(x) != 1 for x in node.attributes.get("strides") or [1])
             or any(int(x) for x in node.attributes.get("pads") or [0])):
-        return 0.0
+        return 0.0, 0.0
     group = int(node.attributes.get("group", 1) or 1)
     dims = [kernel.shape[0], kernel.shape[1], *shape[2:]]
     if group < 2 or not all(isinstance(d, int) and d > 0 for d in dims):
-        return 0.0
-    c_out, c_in_group = int(kernel.shape[0]), int(kernel.shape[1])
-    if (c_out // group) % SGEMM_PANEL == 0 and c_in_group % SGEMM_PANEL == 0:
-        return 0.0
-    pixels = math.prod(int(d) for d in shape[2:])
-    return macs * math.ceil(pixels / SGEMM_PANEL) * SGEMM_PANEL / pixels
+        return 0.0, 0.0
+    both = math.gcd(int(kernel.shape[0]) // group, int(kernel.shape[1]))
+    align = min(both & -both, _ALIGN_CAP) if both else 1
+    return float(math.prod(int(d) for d in shape[2:])), float(align)
+

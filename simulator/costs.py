@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
-from simulator.conv_work import grouped_im2col, im2col_rows, padded_sgemm_macs, qgemm_counts
+from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
@@ -116,10 +116,14 @@ class Work:
     # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
     qgemm_rows: float = 0.0
     qgemm_taps: float = 0.0
-    # MACs MLAS's SGEMM runs with the pixel columns padded to 16, where it pays them (a grouped 1x1 Conv in NCHW:
-    # simulator.conv_work.padded_sgemm_macs; 0 = `macs`): read by that path only (Path.padded_sgemm). On a TFLite
-    # CONV_2D: its MACs with each tap's input channels rounded up to XNNPACK's QS8 block (simulator.tflite_ops).
+    # On a TFLite CONV_2D: its MACs with each tap's input channels rounded up to XNNPACK's QS8 block
+    # (simulator.tflite_ops; 0 = `macs`): read by the paths that run those kernels (Path.padded_sgemm).
     sgemm_macs: float = 0.0
+    # A grouped 1x1 Conv in NCHW whose per-group SGEMMs MLAS runs with the columns padded to the machine's block
+    # (simulator.conv_work.sgemm_columns): the columns (output pixels; 0 = not such a conv) and the widest block its
+    # channels per group fill (a power of two). Read by that path only (Path.padded_sgemm, Unit.sgemm_column_block).
+    sgemm_columns: float = 0.0
+    sgemm_align: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -341,7 +345,8 @@ def work_of(node: Node, graph: Graph) -> Work:
                 epilogue_flops=epilogue, im2col_elements=grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
                 im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
-                sgemm_macs=padded_sgemm_macs(node, kind, macs, kernel, outs[0] if outs else None),
+                **dict(zip(("sgemm_columns", "sgemm_align"),
+                           sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
 
 

@@ -74,6 +74,15 @@ def peak_per_cycle(vendor: str, family: int, model: int, flags: frozenset[str]) 
     return 8, 16  # SSE: one 128-bit multiply and one add per cycle
 
 
+def sgemm_column_block(flags: frozenset[str]) -> int:
+    """The columns MLAS's fp32 SGEMM kernel computes in its last, partial block on this ISA: one vector register's
+    floats, 16 where MLAS picks its AVX-512F kernel (ZMM), 8 for its AVX and FMA3 kernels (YMM: onnxruntime
+    mlas/lib/x86_64/FgemmKernelFma3Common.h, ProcessCountM); 0 (not modelled) for SSE."""
+    if "avx512f" in flags:
+        return 16
+    return 8 if "avx" in flags else 0
+
+
 def _uarch(vendor: str, family: int, model: int) -> str:
     """The microarchitecture's name where the family/model pair says it (AMD family 19h: models 00-0Fh Zen 3
     Milan, 10-1Fh Zen 4 Genoa, AMD's "Processor Programming Reference for AMD Family 19h" editions)."""
@@ -139,7 +148,7 @@ def _mib(n: int) -> str:
 def machine_overrides(facts: dict[str, Any] | None = None) -> dict[str, Any]:
     """The host profile's fixed facts for this machine (overrides for HardwareProfile.with_overrides): its
     description, the nominal fp32 / int8 peaks (clock x the per-cycle table above; fp16 and int4 run as fp32 on
-    ORT's x86 CPU EP), one core's L2 as its own on-chip memory, and the last-level cache. Only what the machine
+    ORT's x86 CPU EP), one core's L2 as its own on-chip memory, the last-level cache and MLAS's SGEMM column block. Only what the machine
     tells: a fact it does not give keeps host-cpu.yaml's value."""
     f = cpu_facts() if facts is None else facts
     caches: dict[int, tuple[int, int]] = f["caches"]
@@ -150,6 +159,8 @@ def machine_overrides(facts: dict[str, Any] | None = None) -> dict[str, Any]:
         cpu["peak_ops_per_s"] = {"fp32": fp32 * hz, "fp16": fp32 * hz, "int4": fp32 * hz, "int8": int8 * hz}
     if 2 in caches:
         cpu["onchip_memory_bytes"] = float(caches[2][0])
+    if f["flags"]:
+        cpu["sgemm_column_block"] = float(sgemm_column_block(f["flags"]))
     if caches:
         cpu["llc_share_bytes"], cpu["llc_bytes"] = (float(x) for x in caches[max(caches)])
     over: dict[str, Any] = {"units": {"cpu": cpu}} if cpu else {}

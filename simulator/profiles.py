@@ -74,6 +74,10 @@ class Unit:
     # term, `constants.float_graph_ms`): paid once per inference when any task on the unit reads and writes float
     # activations (AI Hub's float TFLite jobs on the HTP run ~0.2-0.3 ms slower per run than w8a8 ones).
     float_graph_run_s: float = 0.0
+    # The columns MLAS's fp32 SGEMM kernel computes at a time in its last block, so a GEMM's columns are padded to a
+    # multiple of it (simulator.conv_work.sgemm_columns): one vector register's floats, 16 with AVX-512F, 8 with
+    # AVX2 (a fact of the ISA, host_machine.sgemm_column_block; 0: not modelled).
+    sgemm_column_block: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -216,7 +220,8 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s",
-                                                     "weights_exposed_share", "float_graph_run_s") if k in d},
+                                                     "weights_exposed_share", "float_graph_run_s", "sgemm_column_block")
+           if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )
 

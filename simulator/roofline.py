@@ -58,7 +58,9 @@ class Path:
     qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
-    padded_sgemm: bool = False  # MLAS's SGEMM pads the GEMM's columns: compute counts Work.sgemm_macs where set
+    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's QS8 channels
+    # (Work.sgemm_macs, TFLite)
+    padded_sgemm: bool = False
     # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
     # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
     # fp32 element-wise rate, where extra_ops_per_out holds the int8 ones
@@ -127,7 +129,8 @@ class Rates:
     w_exposed: Num  # share of the weights' time from memory on the task's critical path (the rest streams in ahead)
     eliminated: Num  # bool: the task disappears on this path
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
-    padded_sgemm: Num  # bool: compute counts Counts.sgemm_macs where > 0 (Path.padded_sgemm)
+    padded_sgemm: Num  # bool: compute counts Counts.sgemm_macs where > 0 (Path.padded_sgemm; XNNPACK's QS8)
+    sgemm_block: Num  # columns MLAS's SGEMM pads to on this path (Path.padded_sgemm; 0: none)
 
 
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
@@ -175,6 +178,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         w_exposed=u.weights_exposed_share,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
+        sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
     )
 
 
@@ -227,6 +231,8 @@ class Counts:
     qgemm_rows: Num = 0.0
     qgemm_taps: Num = 0.0
     sgemm_macs: Num = 0.0
+    sgemm_columns: Num = 0.0
+    sgemm_align: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -241,7 +247,9 @@ class Counts:
             im2col_elements=col([w.im2col_elements for w in works]),
             groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
             im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
-            qgemm_taps=col([w.qgemm_taps for w in works]), sgemm_macs=col([w.sgemm_macs for w in works]))
+            qgemm_taps=col([w.qgemm_taps for w in works]), sgemm_macs=col([w.sgemm_macs for w in works]),
+            sgemm_columns=col([w.sgemm_columns for w in works]),
+            sgemm_align=col([w.sgemm_align for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +292,17 @@ def evicted_share(r: Rates, run_s: float) -> Num:
     return np.where(r.llc_evict_s > 0, np.clip((run_s - r.llc_hold_s) / span, 0.0, 1.0), 0.0)
 
 
+def _padded_macs(w: Counts, r: Rates) -> Num:
+    """The MACs a task computes: its own, or a grouped 1x1 NCHW Conv's with its SGEMM columns padded to the unit's
+    block where its channels per group do not fill that block (simulator.conv_work.sgemm_columns), or a TFLite
+    conv's with XNNPACK's QS8 channel padding (Work.sgemm_macs)."""
+    block = np.maximum(r.sgemm_block, 1.0)
+    pays = (r.sgemm_block > 0) & (w.sgemm_columns > 0) & (w.sgemm_align < r.sgemm_block)
+    cols = np.maximum(w.sgemm_columns, 1.0)
+    padded = np.where(pays, w.macs * np.ceil(cols / block) * block / cols, w.macs)
+    return np.where(r.padded_sgemm & (w.sgemm_macs > 0), w.sgemm_macs, padded)
+
+
 def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs.
     Weights beyond the unit's own cache (`res`) come from the last-level cache, or from memory once evicted; a unit
@@ -291,7 +310,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
-    macs = np.where(r.padded_sgemm & (w.sgemm_macs > 0), w.sgemm_macs, w.macs)
+    macs = _padded_macs(w, r)
     t_comp = (2 * macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
     w_rt = w.kernel_elements * (r.w_rt * r.rt_keep + r.rt_mask)

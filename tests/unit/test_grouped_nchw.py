@@ -12,6 +12,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.costs import work_of
+from simulator.host_machine import machine_overrides
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
 from tests.simulator.helpers import act, graph, weight
@@ -108,25 +109,44 @@ def _pointwise(c: int, size: int, group: int = 4, stride: int = 1):
         [act("x", [1, c, size, size]), weight("w", [c, c // group, 1, 1]), act("y", [1, c, out, out])], ["x"], ["y"])
 
 
-def test_grouped_1x1_conv_pays_sgemm_columns_padded_to_16_where_a_group_is_not_16_wide() -> None:
-    """MLAS's SGEMM packs B in 16-column panels (onnxruntime mlas/lib/sgemm.cpp): ShuffleNet v1's 544-channel,
-    4-group 1x1 convs on 7x7 maps run 49 pixel columns as 64 (single-op chains on a Zen 4: 49 px 1.18-1.26x the
-    time per MAC of 48 where a group is 58-136 channels, not a multiple of 16; 0.98-1.04x where it is)."""
-    for c, size, cols in ((544, 7, 64), (272, 14, 208), (136, 28, 784)):
+def _fp32_ms(g, hw) -> float:
+    b = sweep(g, HOST, hardware=hw).bulk
+    return b["metrics"]["latency_ms"][0][[q["name"] for q in b["presets"]].index("fp32")]
+
+
+def test_grouped_1x1_conv_pays_sgemm_columns_padded_to_the_machines_block() -> None:
+    """MLAS's SGEMM computes a GEMM's last columns one vector register at a time: 16 floats with AVX-512F, 8 with
+    AVX2 (onnxruntime mlas/lib/x86_64/FgemmKernelFma3Common.h): ShuffleNet v1's 544-channel, 4-group 1x1 convs on
+    7x7 maps run 49 pixel columns as 64 on a Zen 4 (single-op chains: 1.18-1.26x the time per MAC of 48 where a group
+    is 58-136 channels, not a multiple of 16; 0.98-1.04x where it is), as 56 with AVX2."""
+    for c, size, align in ((544, 7, 8), (272, 14, 4), (232, 7, 2), (512, 7, 64)):
         g = _pointwise(c, size)
         w = work_of(g.nodes[0], g)
-        assert w.kind == "gconvnchw" and w.sgemm_macs == pytest.approx(w.macs * cols / size ** 2)
-    for g in (_pointwise(512, 7), _pointwise(544, 14, stride=2), _pointwise(544, 7, group=1)):
-        assert work_of(g.nodes[0], g).sgemm_macs == 0.0  # 128-wide groups, strided (im2col), dense: the MACs stand
+        assert w.kind == "gconvnchw" and (w.sgemm_columns, w.sgemm_align) == (size * size, align)
+    for g in (_pointwise(544, 14, stride=2), _pointwise(544, 7, group=1)):
+        assert work_of(g.nodes[0], g).sgemm_columns == 0.0  # strided (im2col), dense: the MACs stand
     assert plan(HOST, HW, "Conv", "gconvnchw", FP32, True, False).padded_sgemm
     assert not plan(HOST, HW, "Conv", "convnchw", FP32, True, False).padded_sgemm
     assert not plan(HOST, HW, "Conv", "gconvnchw", Combo("fp32", "fp32", "int8", 0), True, False).padded_sgemm
     # The fp32 path's compute time reads the padded MACs: halving the MAC rate adds their time, not the MACs'.
-    g = _pointwise(544, 7)
-    w = work_of(g.nodes[0], g)
-    cpu = next(u for u in HW.units if "fp32" in u.peak_ops_per_s)
-    lat = [sweep(g, HOST, hardware=HW.with_overrides({"units": {"cpu": {"efficiency": {"gconvnchw.nchw": eff}}}})).bulk
-           for eff in (1e-3, 5e-4)]
-    j = [q["name"] for q in lat[0]["presets"]].index("fp32")
-    ms = [b["metrics"]["latency_ms"][0][j] for b in lat]
-    assert ms[1] - ms[0] == pytest.approx(2 * w.sgemm_macs / (cpu.peak_ops_per_s["fp32"] * 1e-3) * 1e3, rel=0.02)
+    # 58 channels per group (2-aligned) pay on both ISAs; 136 (8-aligned) on AVX-512 only; 128 on neither.
+    for c, block, cols in ((232, 16, 64), (232, 8, 56), (544, 16, 64), (544, 8, 49), (512, 16, 49), (512, 8, 49)):
+        g = _pointwise(c, 7)
+        w = work_of(g.nodes[0], g)
+        hw = HW.with_overrides({"units": {"cpu": {"sgemm_column_block": block}}})
+        cpu = next(u for u in hw.units if "fp32" in u.peak_ops_per_s)
+        ms = [_fp32_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {"gconvnchw.nchw": eff}}}}))
+              for eff in (1e-3, 5e-4)]
+        assert ms[1] - ms[0] == pytest.approx(2 * w.macs * cols / 49 / (cpu.peak_ops_per_s["fp32"] * 1e-3) * 1e3,
+                                              rel=0.02), (c, block)
+
+
+def test_the_sgemm_block_is_the_isas() -> None:
+    """The block is a fact of the ISA the calibration reads (host_machine.machine_overrides), not a constant."""
+    base = {"vendor": "AuthenticAMD", "model_name": "AMD EPYC", "family": 25, "model": 1, "mhz": 2450.0,
+            "cpus": 2, "caches": {2: (524288, 524288)}}
+    for flags, block in (({"avx", "avx2", "fma"}, 8.0), ({"avx", "avx2", "fma", "avx512f"}, 16.0)):
+        over = machine_overrides({**base, "flags": frozenset(flags)})
+        assert over["units"]["cpu"]["sgemm_column_block"] == block
+    assert HW.with_overrides({"units": {"cpu": {"sgemm_column_block": 8.0}}}).units[0].sgemm_column_block == 8.0
+
