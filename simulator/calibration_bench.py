@@ -285,13 +285,17 @@ CASES: tuple[Case, ...] = (
     *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", _conv_act(c, s, k, group=c // w), (("fp32", "nchw"), QGEMM))
       for c, s, k, w in ((48, 56, 3, 8), (104, 28, 3, 8), (208, 14, 3, 8), (440, 7, 3, 8), (96, 28, 3, 24),
                          (128, 28, 1, 8))),
+    # Widths 8 and 24 fill whole 8-wide NCHWc blocks, so with AVX2 ORT runs those NCHWc and they leave the NCHW path
+    # (calibration_fit.off_path): width 12 (and 132 below) stays NCHW with AVX2 and AVX-512 alike.
+    *(Case(f"gconvact-{c}x{s}-3x3-g12", "gconvnchw", _conv_act(c, s, 3, group=c // 12), (("fp32", "nchw"),))
+      for c, s in ((96, 28), (192, 14))),
     # Wide groups, 1x1: 4 groups of 34-136 channels on 28-7 px maps, as ShuffleNet v1 has them. MLAS runs a 1x1
     # unit-stride Conv as one SGEMM per group straight on its input (MlasConvAlgorithmGemmDirect, onnxruntime/core/
     # mlas/lib/convolve.cpp: no im2col), so their time is the GEMMs' MACs: the cases above are mostly im2col and
     # per-group cost and left the MAC rate unpinned (fitted 1.67 on this Zen 4; these measured 1.23-1.45x their
     # prediction at it; with them 1.13-1.18 in three calibrations, every case within 15%).
     *(Case(f"gconvact-{c}x{s}-1x1-g{c // 4}", "gconvnchw", _conv_act(c, s, 1, group=4), (("fp32", "nchw"),))
-      for c, s in ((136, 28), (272, 14), (544, 7))),
+      for c, s in ((136, 28), (272, 14), (544, 7), (528, 7))),
     *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", _conv_act(c, s, 3, group=c), (("fp32", "nchw"),))
       for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.

@@ -123,11 +123,14 @@ def test_grouped_nchw_cases_include_wide_1x1_groups_whose_time_is_their_macs(tmp
     shares = {}
     for case in (c for c in calibration_bench.CASES if c.kind == "gconvnchw"):
         g = calibration_bench.compile_for_host(case.build(tmp_path / f"{case.name}.onnx"), tmp_path / f"{case.name}.opt.onnx")
+        if calibration_fit.off_path(case, "fp32", "nchw", g):
+            continue  # ORT runs it NCHWc on this ISA (width 8, 24, 136 with AVX2): not fitted here
         convs = [n for n in g.nodes if "Conv" in n.op_type]
         assert len(convs) == calibration_bench.R and all(work_of(n, g).kind == "gconvnchw" for n in convs)
         total, no_macs = (calibration_fit._predict_ms(g, HW.with_overrides({"units": {"cpu": {
             **fitted, "efficiency": {"gconvnchw.nchw": e}}}}), "fp32") for e in (1.2, 1e4))
         shares[case.name] = 1 - no_macs / total
-    wide = {k: v for k, v in shares.items() if k.endswith(("-1x1-g34", "-1x1-g68", "-1x1-g136"))}
-    assert len(wide) == 3 and min(wide.values()) >= 0.6, shares
+    wide = {k: v for k, v in shares.items() if k.endswith(("-1x1-g34", "-1x1-g68", "-1x1-g136", "-1x1-g132"))}
+    assert len(wide) >= 3 and min(wide.values()) >= 0.6, shares  # g34, g68, g132 stay NCHW with AVX2 and AVX-512
+    assert {"gconvact-96x28-3x3-g12", "gconvact-192x14-3x3-g12"} <= shares.keys()
     assert max(v for k, v in shares.items() if k not in wide) < 0.6, shares  # the width-8 / 24 cases alone do not
