@@ -355,6 +355,12 @@ CASES: tuple[Case, ...] = (
                                                               keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
     Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
+    # A Mul by a per-channel operand along the innermost axis (a squeeze-excite gate over NHWC data): ORT calls its
+    # QLinearMul once per C elements (simulator/ort_int8.py ORT_INT8_SPAN). Several C at several sizes tell the cost
+    # per call from the per-element one (fitted jointly with the Add chain above: elementwise.int8.span).
+    *(Case(f"mul-span-{c}x{hw}", "elementwise", lambda p, s=[1, hw, hw, c]: _chain(
+        "Mul", s, p, weight=lambda i, w=[1, 1, 1, s[-1]]: (0.5 + np.random.default_rng(i).random(w)).astype(np.float32)),
+        (("int8-static", "int8"),)) for c, hw in ((16, 56), (96, 28), (32, 112))),
     # A Transpose ORT walks element by element (costs._walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
     Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),

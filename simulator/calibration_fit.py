@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 47  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 48  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -38,6 +38,8 @@ CACHE_VERSION = 47  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block,
 #     Work.sgemm_columns)
 # 47: NCHW-path cases fitted only where ORT leaves them in NCHW; grouped cases of widths 12 and 132
+# 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call
+#     (elementwise.int8.span)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -73,7 +75,8 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
 def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                    key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
-    element, key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
+    element, key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM, key.span: per
+    call of a broadcasting element-wise kernel}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
     relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its
     rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
     indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
@@ -85,7 +88,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     # The key present from the start: a path may take its own figures only once the profile has them
     # (backends._ort_fp16's `cast16nchw` depthwise path), and the setups' slopes are read on that path.
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
-    subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap",
+    subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap", key + ".span",
             *([key + ".im2col.row"] if key in _ROW_FITTED else [])]
 
     def slope(sub: str) -> np.ndarray:

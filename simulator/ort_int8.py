@@ -12,6 +12,7 @@ beyond its op type and kind (simulator.backends.task_facts; paths in simulator.b
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
@@ -102,10 +103,21 @@ ORT_INT8_NHWC_REDUCE = "ort_int8_nhwc_reduce="
 # at the calibrated int8 element-wise rate, QLinearAdd chains; one more byte read and one written). MobileNetV2's
 # int8 file on this Zen 4 (wall, load 10, 2026-12-03): 11 QLinearAdds, 0.116 ms of 4.2 ms of kernels, predicted 0.
 ORT_INT8_SUM = "ort_int8_sum"
+# An element-wise Mul / Add with an operand that varies along one axis only (a squeeze-excite's [N, C, 1, 1] gate),
+# where that axis is innermost in the int8 file: the gate of data leaving Convs (NHWC there), or already the last
+# axis. ORT's QLinearMul / QLinearAdd (contrib_ops/cpu/quantization/qlinear_binary_op.cc) broadcast through ORT's
+# BroadcastHelper, which calls the MLAS kernel once per span of the operand's length (C elements): a fixed cost per
+# call beside the per-element one. Int8-static chains on this Zen 3 (AVX2; CPU time, load 9-10, 2026-12-03): a Mul of
+# [1, 56, 56, 16] by [1, 1, 1, 16] 66 us, the same data as [1, 16, 56, 56] by [1, 16, 1, 1] (16 calls of 3136) 16.8 us;
+# 96x28x28 36 us, 576x7x7 12 us, 32x112x112 335 us: 0.33 ns per element + 15.7 ns per call fits all five within 15%.
+# In MobileNetV3-Small's int8 file the first squeeze-excite Mul (16x56x56) profiled 0.093 ms, 5.6x its fp32 time,
+# predicted 0.8x. The fact carries the operand's length; the cost per call is calibrated (`elementwise.int8.span`).
+ORT_INT8_SPAN = "ort_int8_span="
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
-                           "HardSigmoid", "HardSwish", "LeakyRelu", "Pad", "MaxPool", "AveragePool", "ReorderOutput"})
+                           "HardSigmoid", "HardSwish", "LeakyRelu", "Pad", "MaxPool", "AveragePool", "ReorderOutput",
+                           "QuickGelu"})
 
 
 def _kept_reorders(g: Graph) -> set[str]:
@@ -203,6 +215,34 @@ def _nhwc_reduces(g: Graph) -> dict[str, int]:
     return out
 
 
+def _leaves_conv(g: Graph, value: str, producer: dict[str, Node]) -> bool:
+    """Whether `value` comes from a Conv through ops the transpose optimizer pushes NHWC through (NHWC in the int8
+    file)."""
+    m, seen = producer.get(value), set()
+    while m is not None and m.id not in seen and m.op_type in _NHWC_THROUGH and m.inputs:
+        seen.add(m.id)
+        m = producer.get(m.inputs[0])
+    return m is not None and (m.op_type in ("Conv", "FusedConv") or m.domain == "com.microsoft.nchwc")
+
+
+def _spans(nd: Node, g: Graph, producer: dict[str, Node]) -> int | None:
+    """The length of the operand a Mul / Add broadcasts along the int8 file's innermost axis (ORT_INT8_SPAN), else
+    None."""
+    if nd.op_type not in ("Mul", "Add") or len(nd.inputs) != 2:
+        return None
+    vals = [g.values.get(i) for i in nd.inputs]
+    if any(v is None or not v.is_static or not v.shape for v in vals):
+        return None
+    shapes = [[int(d) for d in v.shape] for v in vals]  # type: ignore[union-attr]
+    big, small = (0, 1) if math.prod(shapes[0]) >= math.prod(shapes[1]) else (1, 0)
+    varying = [a for a, d in enumerate(shapes[small]) if d > 1]
+    if len(varying) != 1 or math.prod(shapes[small]) <= 1 or math.prod(shapes[small]) >= math.prod(shapes[big]):
+        return None
+    axis, rank = varying[0], len(shapes[small])
+    channel_gate = rank == 4 == len(shapes[big]) and axis == 1 and _leaves_conv(g, nd.inputs[big], producer)
+    return shapes[small][axis] if axis == rank - 1 or channel_gate else None
+
+
 def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
     whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
@@ -213,6 +253,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     kept = _kept_reorders(compiled)
     walks = _walked_shuffles(compiled)
     reduces = _nhwc_reduces(compiled)
+    producer = {o: nd for nd in compiled.nodes for o in nd.outputs if o}
     out = []
     for nd in compiled.nodes:
         facts = set()
@@ -220,6 +261,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(ORT_INT8_SUM)
         if nd.id in reduces:
             facts.add(f"{ORT_INT8_NHWC_REDUCE}{reduces[nd.id]}")
+        if (span := _spans(nd, compiled, producer)) is not None:
+            facts.add(f"{ORT_INT8_SPAN}{span}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
@@ -270,6 +313,11 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
                                 extra_dispatches=p.extra_dispatches + 1, extra_ops_format="int8", note="; ".join(
                                     [*([p.note] if p.note else []), "residual Add not fused into QLinearConv: a "
                                      "QLinearAdd of its own"]))
+    spans = [int(f[len(ORT_INT8_SPAN):]) for f in facts if f.startswith(ORT_INT8_SPAN)]
+    if spans and p.tag == "int8" and "int8" == p.resolved.input:
+        p = dataclasses.replace(p, span_elements=float(spans[0]), note="; ".join(
+            [*([p.note] if p.note else []), f"broadcasts a {spans[0]}-element operand along NHWC's innermost axis: "
+             "one kernel call per span"]))
     if ORT_INT8_CONCAT in facts and p.tag == "int8":
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
