@@ -160,7 +160,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
 
 
 def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
-    """`p` with the PAD facts of LiteRT's CPU applied (XNNPACK's unit only)."""
+    """`p` with the task facts of LiteRT's CPU applied (`litert_task_facts`; XNNPACK's unit only)."""
     if unit.name != "cpu":
         return p
     if p.resolved.input == "int8" and p.compute == "int8":
