@@ -47,6 +47,11 @@ from simulator.roofline import Path
 #   qnn_node_group/gelu_fusion.cc @0bd81b3, both orders of the Muls): one pass over the tensor, the Erf's, where the
 #   five tasks cost five. AI Hub's ORT ConvNeXt-T job counts 198 layers, fewer than its 18 blocks take with five per
 #   GELU. Not on LiteRT (its GELU is one op already).
+# - "row_view" (LiteRT's QNN delegate): a TFLite RESHAPE / SQUEEZE / EXPAND_DIMS that keeps the innermost dim or only
+#   adds or drops unit dims moves no element, and costs nothing on the HTP. litert-torch writes one on each side of
+#   every FULLY_CONNECTED of a 3-D / 4-D activation (ConvNeXt-B: 204 of its 761 operators; without them 557, where
+#   AI Hub's TFLite job counts 598 layers). Costed as copies, they were 0.59 of ConvNeXt-B's predicted 6.3 ms.
+#   A channel shuffle's RESHAPE (the innermost dim split) stays a copy.
 # What the QNN EP refuses (`quantized_ops_except`) is a MatMul with quantized weights: AI Hub's w8a8 ViT / BEiT jobs
 # put their Linear layers on the CPU (constant int8 weights) and their attention MatMuls (int8 activations on both
 # inputs, no weight) on the HTP (simulator/published/aihub.csv layer counts). So an op with float weights between
@@ -61,6 +66,20 @@ QNN_FACT_BACKENDS = frozenset({"ort-qnn", "litert-qnn"})
 _QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
 _QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
 _CHANNEL_AXIS = {"Concat": 1, "CONCATENATION": 3}  # of a 4-D activation, in each format's layout
+# TFLite's shape-only operators: litert-torch writes a RESHAPE on each side of a FULLY_CONNECTED of a 3-D / 4-D
+# activation (the builtin takes 2-D rows), and around a LayerNorm's per-row statistics.
+_TFLITE_VIEWS = frozenset({"RESHAPE", "SQUEEZE", "EXPAND_DIMS"})
+
+
+def _row_view(nd: Node, compiled: Graph) -> bool:
+    """A TFLite RESHAPE / SQUEEZE / EXPAND_DIMS that moves no element: it keeps the innermost dim (merging or
+    splitting outer dims of a row-major buffer) or only inserts or removes unit dims."""
+    if nd.op_type not in _TFLITE_VIEWS or not nd.inputs or not nd.outputs:
+        return False
+    i, o = compiled.values.get(nd.inputs[0]), compiled.values.get(nd.outputs[0])
+    if i is None or o is None or not i.shape or not o.shape:
+        return False
+    return i.shape[-1] == o.shape[-1] or [d for d in i.shape if d != 1] == [d for d in o.shape if d != 1]
 
 
 def _channel_concat(nd: Node, compiled: Graph) -> bool:
@@ -153,6 +172,8 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("inplace_concat")
         if i in gelu:
             facts.add("gelu_part")
+        if _row_view(nd, compiled):
+            facts.add("row_view")
         out.append(frozenset(facts))
     return out
 
@@ -169,6 +190,8 @@ def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozense
         p = dataclasses.replace(p, eliminated=True, note="part of one QNN Gelu with the Erf (the QNN EP's GELU fusion)")
     if "inplace_concat" in facts and on_npu:
         p = dataclasses.replace(p, eliminated=True, note="channel concat: its producers write into its buffer")
+    if "row_view" in facts and on_npu:
+        p = dataclasses.replace(p, eliminated=True, note="a reshape of a row-major buffer: no data moves on the HTP")
     if "fully_connected" in facts and on_npu:
         p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
             ["a QNN FullyConnected (weight a 2-D constant): runs at the conv rate", *([p.note] if p.note else [])]))

@@ -120,3 +120,21 @@ def test_a_float_graph_pays_the_htps_float_run_cost_and_a_w8a8_one_does_not(cnn:
     from worker.results import base_per_inference_ms
 
     assert b["base"]["preset"] == "fp32" and base_per_inference_ms(b) == per_inference_ms(b) + ms
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_tflite_reshape_that_moves_no_element_costs_nothing_on_the_htp(target: str) -> None:
+    """litert-torch's RESHAPEs around a FULLY_CONNECTED merge or split outer dims (the innermost kept), and those
+    around a LayerNorm's statistics add unit dims: no element moves. A channel shuffle's split of the innermost dim
+    does move them."""
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    for shape_in, shape_out, gone in (([1, 14, 14, 64], [1, 196, 64], True), ([1, 196, 64], [196, 64], True),
+                                      ([196], [1, 196, 1], True), ([1, 14, 14, 64], [1, 14, 14, 2, 32], False)):
+        values = [act("x", shape_in), act("r", shape_out), act("y", shape_out)]
+        nodes = [Node("r", "r", "RESHAPE", inputs=["x"], outputs=["r"]),
+                 Node("add", "add", "ADD", inputs=["r", "r"], outputs=["y"])]
+        g = graph(nodes, values, ["x"], ["y"])
+        g.format = "tflite"
+        assert bool(plan_latency(g, t, hw, "fp32").gone[0]) is gone, (shape_in, shape_out)
+        assert not plan_latency(g, t, hw, "fp32").gone[1]
