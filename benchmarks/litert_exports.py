@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="every preset of the option table (BULK_PRESETS)")
     ap.add_argument("--rounds", type=int, default=0, help="interleaved CPU-time rounds over the written files")
     ap.add_argument("--compare-calibration", type=Path, nargs="+", default=[],
-                    help="other host calibration caches (each with its litert-cpu.json beside it): their predictions "
+                    help="other host calibration caches (each with its LiteRT cache beside it): their predictions "
                          "beside the first's in the --rounds table, on the same measurements (before / after)")
     a = ap.parse_args(argv)
     if a.all:

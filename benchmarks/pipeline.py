@@ -27,8 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from simulator.litert_calibration import cache_path  # noqa: E402
 from testkit import modelzoo  # noqa: E402
 from testkit.live import LiveServer, start_server  # noqa: E402
+
 
 def llm_like(path: Path, n_nodes: int = 200_000, hidden: int = 8, heads: int = 2, seq: int = 4) -> Path:
     """A decoder-only transformer as an ONNX exporter writes it, op by op, with layers added until `n_nodes`: names
@@ -170,7 +172,7 @@ def main() -> None:
     ap.add_argument("--all-targets", action="store_true", help="every default ONNX target, not only ort-cpu/host")
     ap.add_argument("--only-scale", action="store_true", help="only the --scale models")
     ap.add_argument("--calibration", type=Path, help="a host calibration cache to start from (skips ~100 s); "
-                    "litert-cpu.json beside it is copied too")
+                    "its LiteRT cache beside it is copied too")
     a = ap.parse_args()
     if a.all_targets:
         from compiler.vocabulary.targets import default_targets
@@ -193,9 +195,9 @@ def main() -> None:
             # The server's warm-up calibrates LiteRT's kernels too (simulator.litert_calibration): in a thread of
             # the process that runs the job, so without its cache beside the host's it ran through the measured
             # analysis and took the CPU and the GIL from it (py-spy: ~70 s of that thread during a 50,000-node job).
-            litert = a.calibration.with_name("litert-cpu.json")
+            litert = cache_path(a.calibration)
             if litert.is_file():
-                shutil.copy(litert, tmp / "data" / "calibration" / litert.name)
+                shutil.copy(litert, cache_path(tmp / "data" / "calibration" / "host-cpu.json"))
             else:
                 print(f"no {litert.name} beside {a.calibration}: LiteRT calibrates during the figures", flush=True)
         # The live server of the tests: `edgescope serve` on the embedded default, signed in with a token.

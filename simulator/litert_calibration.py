@@ -265,8 +265,11 @@ def _litert_version() -> str:
 
 
 def cache_path(host_calibration: str | os.PathLike[str]) -> Path:
-    """The LiteRT cache beside the host (ORT) calibration cache."""
-    return Path(host_calibration).with_name("litert-cpu.json")
+    """The LiteRT cache beside the host (ORT) calibration cache: `litert-cpu.json` beside the default
+    `host-cpu.json`, `<name>.litert-cpu.json` beside any other `<name>.json`, so that two calibrations kept in one
+    folder (`edgescope calibrate --out a.json`, `--out b.json`) do not overwrite each other's LiteRT half."""
+    host = Path(host_calibration)
+    return host.with_name("litert-cpu.json" if host.name == "host-cpu.json" else f"{host.stem}.litert-cpu.json")
 
 
 def _current(p: Path) -> dict[str, Any] | None:

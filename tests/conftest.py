@@ -71,7 +71,7 @@ def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     that analyses a model: tests that start servers then never spend their own deadline in the worker's
     `calibrate` stage (4-8 min on a busy 2-core machine). Shared by pytest-xdist workers through the loaders' file
     locks (`simulator.calibration.load_or_calibrate`). It starts from EDGESCOPE_TEST_CALIBRATION_SEED (a cache
-    from `edgescope calibrate --out FILE`, with `litert-cpu.json` beside it) or from the machine's test cache
+    from `edgescope calibrate --out FILE`, with its LiteRT cache beside it: `cache_path`) or from the machine's test cache
     (`_machine_cache`), used only if current (same calibration version, ORT/LiteRT version and CPU), and leaves
     what it measured in that cache for the next run."""
     from simulator.calibration import is_cached, load_or_calibrate
