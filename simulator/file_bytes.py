@@ -74,17 +74,20 @@ def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store
                    source: Graph | None) -> np.ndarray:
     """Bytes of each task's float-state file bytes the upload does not store (ExportRecords.made), so the float
     state is the file as uploaded: each task keeps its bytes that are not made at run time, and where the frontend
-    recorded the upload's size, the kept bytes are scaled to it less the export's records (the upload stores a
-    recipe, `ConstantOfShape` nodes and shapes, of about that size; the compiled graph may also share equal
-    constants the export stores apart, so the made bytes are only an estimate of each task's)."""
+    recorded the upload's size, the tasks with made constants share what the file holds beyond the export's records
+    and the other tasks' bytes (the upload stores a recipe, `ConstantOfShape` nodes and shapes, of about that size;
+    the compiled graph may also share equal constants the export stores apart, so the made bytes are only an
+    estimate of each task's)."""
     if records is None or records.made is None or not records.made.any():
         return np.zeros(len(works))
     own = k_store * 4 + aux_store * 4 + np.array([w.other_const_bytes for w in works], dtype=np.float64)
     kept = own - np.minimum(records.made, own)
     meta = source.metadata if source is not None else {}
-    try:
-        total = max(float(meta["file_size_bytes"]) - records.base, 0.0)
-        kept = kept * (total / kept.sum()) if kept.sum() > 0 else own * (total / max(own.sum(), 1.0))
+    made = records.made > 0
+    try:  # only the tasks with made constants take up the rest: the others' bytes stand as they are predicted
+        total = max(float(meta["file_size_bytes"]) - records.base - float(kept[~made].sum()), 0.0)
+        share = kept[made] if kept[made].sum() > 0 else own[made]
+        kept[made] = share * (total / max(float(share.sum()), 1.0))
     except (KeyError, TypeError, ValueError):
         pass
     return own - kept
