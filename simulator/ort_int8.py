@@ -178,8 +178,8 @@ def _off_symmetric_conv(nd: Node, g: Graph) -> bool:
 
 def _walked_shuffles(g: Graph) -> set[str]:
     """Ids of the Transposes (rank 4 or more) read through a Reshape from an op whose every input leaves a Conv, NCHWc
-    (through a ReorderOutput) or plain (ShuffleNet's 58-channel branch): every QLinearConv writes NHWC
-    (ORT_INT8_WALK)."""
+    (through a ReorderOutput) or plain (ShuffleNet's 58-channel branch), the op itself plain or NCHWc (then read
+    through a ReorderOutput): every QLinearConv writes NHWC (ORT_INT8_WALK)."""
     producer = {o: nd for nd in g.nodes for o in nd.outputs if o}
     out = set()
     for nd in g.nodes:
@@ -187,6 +187,10 @@ def _walked_shuffles(g: Graph) -> set[str]:
             continue
         r = producer.get(nd.inputs[0])
         src = producer.get(r.inputs[0]) if r is not None and r.op_type == "Reshape" and r.inputs else None
+        if src is not None and src.op_type == "ReorderOutput" and src.inputs:
+            # Channels that fill NCHWc blocks (8 wide on AVX2, 16 on AVX-512): the fp32 graph joins the branches in
+            # NCHWc and reorders after; the int8 file has the same Concat of QLinearConv outputs either way.
+            src = producer.get(src.inputs[0])
         ins = [producer.get(i) for i in src.inputs if i] if src is not None else []
         if ins and all(m is not None and m.op_type in ("ReorderOutput", "Conv", "FusedConv") for m in ins):
             out.add(nd.id)

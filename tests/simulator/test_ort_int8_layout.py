@@ -19,17 +19,18 @@ HOST = get_target("ort-cpu/host")
 STATIC, FP32 = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "fp32", 0)
 
 
-def _blocks(path: Path, shuffle: bool) -> Path:
-    """Two 24-channel Convs concatenated (channels off NCHWc's 16-wide blocks, so ORT reorders around the Concat),
-    then a channel shuffle (Reshape -> Transpose -> Reshape) or nothing, then a Conv."""
+def _blocks(path: Path, shuffle: bool, ch: int = 20) -> Path:
+    """Two `ch`-channel Convs concatenated, then a channel shuffle (Reshape -> Transpose -> Reshape) or nothing, then a
+    Conv. 20 channels are off NCHWc's blocks (8 wide on AVX2, 16 on AVX-512): ORT reorders before the Concat. 24 are
+    on AVX2's but not AVX-512's: on AVX2 ORT concatenates in NCHWc and reorders after. The int8 file is the same."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
-    inits = [numpy_helper.from_array(rng.standard_normal((24, 32, 1, 1)).astype(np.float32), f"w{i}") for i in "ab"]
-    inits += [numpy_helper.from_array(rng.standard_normal((32, 48, 1, 1)).astype(np.float32), "wc"),
-              numpy_helper.from_array(np.array([1, 2, 24, 14, 14], np.int64), "s5"),
-              numpy_helper.from_array(np.array([1, 48, 14, 14], np.int64), "s4")]
+    inits = [numpy_helper.from_array(rng.standard_normal((ch, 32, 1, 1)).astype(np.float32), f"w{i}") for i in "ab"]
+    inits += [numpy_helper.from_array(rng.standard_normal((32, 2 * ch, 1, 1)).astype(np.float32), "wc"),
+              numpy_helper.from_array(np.array([1, 2, ch, 14, 14], np.int64), "s5"),
+              numpy_helper.from_array(np.array([1, 2 * ch, 14, 14], np.int64), "s4")]
     nodes = [helper.make_node("Conv", ["x", "wa"], ["a"], name="ca"), helper.make_node("Conv", ["x", "wb"], ["b"],
                                                                                          name="cb"),
              helper.make_node("Concat", ["a", "b"], ["cat"], name="cat", axis=1)]
@@ -62,6 +63,16 @@ def test_reorders_stay_as_transposes_next_to_a_reshape_only(tmp_path: Path) -> N
             ([True] if shuffle else [])
     assert kept[True] >= 3 and kept[False] == 0, kept
 
+
+
+def test_a_shuffle_of_branches_joined_in_nchwc_is_walked_too(tmp_path: Path) -> None:
+    """24 channels: on AVX2 the fp32 graph joins the branches in NCHWc and reorders after the Concat (on AVX-512,
+    before it); the int8 file walks the shuffle's Transpose on both."""
+    from simulator.model import compile_for
+
+    source, g, _ = compile_for(_blocks(tmp_path / "b.onnx", True, ch=24), HOST.name, tmp_path / "w")
+    facts = ort_task_facts(g, source)
+    assert [ORT_INT8_WALK in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Transpose"] == [True]
 
 def _fp32_ignores(hw: HardwareProfile, op: str, fact: frozenset[str]) -> None:
     """The int8 layout facts are static int8's: an fp32 plan is the same with or without them."""
