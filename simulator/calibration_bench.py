@@ -247,6 +247,12 @@ CASES: tuple[Case, ...] = (
     Case("convsmall-8x48-3x3", "convsmall", _conv(8, 48, 3), (("fp32", "fp32"),)),
     Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"),)),
     Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"),)),
+    # 5x5 depthwise at MobileNetV3's shapes (EfficientNet, MixNet have them too), fitted into the same key: single-op
+    # chains on a Zen 3 (AVX2, thread CPU time, load 2.6, 2026-12-03) take the same time per MAC at 3x3 and 5x5 on one
+    # map (0.045-0.062 ns at 14-56 px, 0.078 / 0.092 at 7 px), rising as the map shrinks; fitted on the 56 and 14 px
+    # 3x3 cases alone, MobileNetV3-Small's 5x5 ones (14 and 7 px) profiled at 1.25-1.44x their prediction.
+    *(Case(f"dwconv-{c}x{s}-5x5", "dwconv", _conv(c, s, 5, group=c), (("fp32", "fp32"),))
+      for c, s in ((120, 28), (240, 14), (576, 7))),
     # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
     *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k), QF)
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),

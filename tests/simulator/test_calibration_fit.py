@@ -134,3 +134,22 @@ def test_grouped_nchw_cases_include_wide_1x1_groups_whose_time_is_their_macs(tmp
     assert len(wide) >= 3 and min(wide.values()) >= 0.6, shares  # g34, g68, g132 stay NCHW with AVX2 and AVX-512
     assert {"gconvact-96x28-3x3-g12", "gconvact-192x14-3x3-g12"} <= shares.keys()
     assert max(v for k, v in shares.items() if k not in wide) < 0.6, shares  # the width-8 / 24 cases alone do not
+
+
+def test_fp32_depthwise_cases_include_5x5_on_small_maps_run_nchwc(tmp_path: Path) -> None:
+    """dwconv.fp32 was fitted on 3x3 cases at 56 and 14 px only, and MobileNetV3-Small's 5x5 depthwise convs (14 and
+    7 px) profiled 1.25-1.44x their prediction on a Zen 3. The bench has 5x5 fp32 depthwise cases down to 7 px that
+    ORT runs NCHWc (kind `dwconv`), so they feed the same key's median."""
+    from simulator import calibration_bench
+    from simulator.costs import work_of
+
+    five = [c for c in calibration_bench.CASES if c.kind == "dwconv" and ("fp32", "fp32") in c.variants
+            and c.name.endswith("-5x5")]
+    assert len(five) >= 3
+    sizes = set()
+    for case in five:
+        g = calibration_bench.compile_for_host(case.build(tmp_path / f"{case.name}.onnx"), tmp_path / f"{case.name}.opt.onnx")
+        convs = [n for n in g.nodes if "Conv" in n.op_type]
+        assert len(convs) == calibration_bench.R and all(work_of(n, g).kind == "dwconv" for n in convs)
+        sizes.add(int(case.name.split("-")[1].split("x")[1]))
+    assert min(sizes) <= 7 and len(sizes) >= 3
