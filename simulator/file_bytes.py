@@ -87,7 +87,9 @@ def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store
     try:  # only the tasks with made constants take up the rest: the others' bytes stand as they are predicted
         total = max(float(meta["file_size_bytes"]) - records.base - float(kept[~made].sum()), 0.0)
         share = kept[made] if kept[made].sum() > 0 else own[made]
-        kept[made] = share * (total / max(float(share.sum()), 1.0))
+        # Never more than a task's own bytes: a file holding more than the tasks predict (records the export
+        # counts apart) must not turn made bytes negative, which added them to the file as uploaded.
+        kept[made] = np.minimum(share * (total / max(float(share.sum()), 1.0)), own[made])
     except (KeyError, TypeError, ValueError):
         pass
     return own - kept
