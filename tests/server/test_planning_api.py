@@ -67,9 +67,13 @@ def test_solve_proposals_meet_the_budget_under_the_totals_rule(analysed: dict[st
     fewest = next(p for p in doc["proposals"] if "fewest_changes" in p["objectives"])
     kept = fewest["changes"][0]["op"]
     r = client.post(f"/api/models/{mid}/solve", json={"budget": {"latency_ms": limit}, "keep_float": [kept]})
-    assert r.get_json()["proposals"]
-    for p in r.get_json()["proposals"]:
-        combo = p["overrides"].get(kept, "fp32/fp32/fp32/0").split("/")
+    # Without that op the budget may be out of reach (how much it gave depends on this run's measured profile):
+    # then the closest state keeps it float too.
+    doc = r.get_json()
+    assert doc["proposals"] or doc["feasible"] is False
+    states = [p["overrides"] for p in doc["proposals"]] or [{c["op"]: c["after"] for c in doc["closest"]["changes"]}]
+    for overrides in states:
+        combo = overrides.get(kept, "fp32/fp32/fp32/0").split("/")
         assert combo[0] in ("fp32", "fp16") and combo[2] in ("fp32", "fp16", "-") and combo[3] == "0"
 
 
