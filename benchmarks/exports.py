@@ -230,6 +230,14 @@ def _cpu_predicted(r: dict[str, Any]) -> float:
     return float(r["predicted_ms"]) * r["baseline_cpu_ms"] / r["baseline_ms"]
 
 
+def _by_option(errors: list[tuple[dict[str, Any], float]]) -> str:
+    """Median error and the share within 10% per option, of (row, error %) pairs."""
+    by: dict[str, list[float]] = defaultdict(list)
+    for r, e in errors:
+        by[r["option"]].append(e)
+    return ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by.items())
+
+
 def report(rows: list[dict[str, Any]]) -> None:
     models = {(r["id"], r["exporter"]) for r in rows}
     print(f"\n{len(models)} models, {len(rows)} option rows on {TARGET}")
@@ -298,30 +306,18 @@ def report(rows: list[dict[str, Any]]) -> None:
         errs = [e for _, e in ch]
         print(f"change over fp32, rules vs CPU time: median |error| {statistics.median(map(abs, errs)):.1f}%, "
               f"within 10%: {sum(abs(e) <= 10 for e in errs)}/{len(errs)}")
-        by_o: dict[str, list[float]] = defaultdict(list)
-        for r, e in ch:
-            by_o[r["option"]].append(e)
-        print("  by option: " + ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})"
-                                          for o, e in by_o.items()))
+        print("  by option: " + _by_option(ch))
     # The rules alone in absolute terms: the table swept without the measured profile against CPU time per run (no
     # load gap charged to every option, no rescaling from a wall-clock baseline; the fp32 prediction's error stays in).
     pure = [(r, (r["predicted_unmeasured_ms"] / r["measured_cpu_ms"] - 1) * 100) for r in done
             if r.get("predicted_unmeasured_ms") and r.get("measured_cpu_ms")]
     if pure:
-        by_p: dict[str, list[float]] = defaultdict(list)
-        for r, e in pure:
-            by_p[r["option"]].append(e)
-        print("rules alone vs CPU time per run, by option: " + ", ".join(
-            f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by_p.items()))
+        print("rules alone vs CPU time per run, by option: " + _by_option(pure))
     # After --repredict: the same for the rows' earlier prediction, on the same measurements.
     before = [(r, (r["before_predicted_unmeasured_ms"] / r["measured_cpu_ms"] - 1) * 100) for r in done
               if r.get("before_predicted_unmeasured_ms") and r.get("measured_cpu_ms")]
     if before:
-        by_b: dict[str, list[float]] = defaultdict(list)
-        for r, e in before:
-            by_b[r["option"]].append(e)
-        print("  before (the rows' earlier prediction): " + ", ".join(
-            f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by_b.items()))
+        print("  before (the rows' earlier prediction): " + _by_option(before))
         moved = sorted(((r, e, (r["predicted_unmeasured_ms"] / r["measured_cpu_ms"] - 1) * 100) for r, e in before),
                        key=lambda t: -abs(t[2] - t[1]))
         for r, e0, e1 in moved[:12]:
