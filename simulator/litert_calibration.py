@@ -26,6 +26,7 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
+from simulator.litert_cases import TARGET, predicted_ms, profile_cases
 from simulator.litert_paths import HSWISH_INT8
 from simulator.profiles import HardwareProfile
 
@@ -38,7 +39,6 @@ from simulator.profiles import HardwareProfile
 # 11: an int8 SiLU's table lookup (`elementwise.lut`, simulator.litert_lut). 12: fp32 HARD_SWISH's own rate.
 CACHE_VERSION = 12
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
-TARGET = "litert-cpu/host"
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
 
@@ -159,17 +159,13 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
             ) -> dict[tuple[str, str], tuple[Graph, list[float]]]:
     """{(case, form): (the chain's graph, measured ms of each operator but the first)}."""
     from compiler.frontends import tflite
-    from compiler.sandbox import Limits, run
 
     keys = [(case, form) for case in CASES for form in FORMS
             if form in case.forms and (form != "int4" or case.op in _INT4_OPS)]
-    paths = [build(case, form, tmp / f"{case.name}-{form}.tflite") for case, form in keys]
-    progress(f"timing {len(paths)} LiteRT chains")
-    results = run("compiler.backends.litert_profiler:per_op_many_child",
-                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 5, "runs": runs},
-                  Limits(1800.0, what="calibrating LiteRT"))
+    timed = profile_cases(keys, lambda k, p: build(*k, p), lambda k: f"{k[0].name}-{k[1]}", tmp, "LiteRT chains",
+                          runs, warmup=5, limit_s=1800.0, progress=progress)
     out: dict[tuple[str, str], tuple[Graph, list[float]]] = {}
-    for (case, form), path, res in zip(keys, paths, results):
+    for (case, form), path, res in timed:
         if form == "int4":
             # Predicted as the option table predicts it, on the fp32 chain under int4-weights; measured on the file
             # the exporter wrote, its operators in order (the DEQUANTIZEs of the weights, 1-3 us, left out).
@@ -197,15 +193,6 @@ _KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "g
 _OWN_OP = frozenset({("fp32", "elementwise")})
 
 
-def _predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
-    """The sweep's per-operator prediction on litert-cpu/host, operators 1.. (the first pays the run's cost)."""
-    from simulator.sweep import sweep
-
-    r = sweep(g, TARGET, hardware=hw, presets_only=(preset,))  # the fit's thousands of calls need one column
-    col = [p["name"] for p in r.bulk["presets"]].index(preset)
-    return [row[col] for row in r.bulk["metrics"]["latency_ms"][1:]]
-
-
 def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel, key.spill: per output byte beyond
     the L2 where the path pays them}) for `key` (`conv.qd8`) that bring the predictions of every case's operators closest to the measurements, in relative least
@@ -216,7 +203,7 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     subs = [key, key + ".pixel", key + ".spill"]
 
     def pred(h: HardwareProfile) -> np.ndarray:
-        return np.array([p for g, preset, _ in cases for p in _predicted_ms(g, h, preset)])
+        return np.array([p for g, preset, _ in cases for p in predicted_ms(g, h, preset)])
 
     def at(log_eff: float, setups: dict[str, float]) -> HardwareProfile:
         return hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
@@ -305,9 +292,9 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
 
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
                     measured = measure(Path(tmp), progress)
-                    signal = litert_signal.calibrate(Path(tmp), hw, _predicted_ms, progress)
+                    signal = litert_signal.calibrate(Path(tmp), hw, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
-                    lut = litert_lut.calibrate(Path(tmp), hw, _predicted_ms, progress)
+                    lut = litert_lut.calibrate(Path(tmp), hw, progress)
                 overrides = fit(measured, hw, l2_bytes())
                 for extra in (signal, lut):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])

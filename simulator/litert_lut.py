@@ -13,15 +13,13 @@ absolute log ratio (a median fit, as for simulator.litert_signal: single operato
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from compiler.graph import Graph
+from simulator.litert_cases import median_fit, profile_cases
 from simulator.profiles import HardwareProfile
 
 R = 4  # SiLUs per case (the first dropped)
@@ -61,7 +59,7 @@ def build(case: Case, path: Path) -> Path:
 def _pairs(per_op: list[float]) -> list[float]:
     """Per SiLU but the first and the last (it writes the model's output, whose conversion the prediction charges
     to it): the LOGISTIC's and the MUL's time, from a list over operators 1.. (operator 0 is the first LOGISTIC), as
-    simulator.litert_calibration._predicted_ms and the measurement below give them."""
+    simulator.litert_cases.predicted_ms and the measurement below give them."""
     return [per_op[2 * k - 1] + per_op[2 * k] for k in range(1, R - 1)]
 
 
@@ -69,39 +67,20 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
             ) -> dict[str, tuple[Graph, list[float]]]:
     """{case: (its graph, measured ms of each SiLU but the first and the last)}."""
     from compiler.frontends import tflite
-    from compiler.sandbox import Limits, run
 
-    paths = [build(c, tmp / f"{c.name}.tflite") for c in CASES]
-    progress(f"timing {len(paths)} LiteRT int8 SiLU cases")
-    results = run("compiler.backends.litert_profiler:per_op_many_child",
-                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 3, "runs": runs},
-                  Limits(600.0, what="calibrating LiteRT's int8 SiLU"))
+    timed = profile_cases(CASES, build, lambda c: c.name, tmp, "LiteRT int8 SiLU cases", runs, progress=progress)
     out: dict[str, tuple[Graph, list[float]]] = {}
-    for case, path, res in zip(CASES, paths, results):
+    for case, path, res in timed:
         g = tflite.load(path)
         out[case.name] = (g, _pairs([res["tasks"].get(n.id, [0.0])[0] for n in g.nodes[1:]]))
     return out
 
 
-# (graph, profile, preset) -> the sweep's per-operator milliseconds of operators 1.. (litert_calibration's)
-Predictor = Callable[[Graph, HardwareProfile, str], list[float]]
-
-
-def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile, predicted_ms: Predictor) -> dict[str, Any]:
+def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e}}}}: the efficiency whose predicted SiLUs are
     closest to each case's median measured one, in absolute log ratio."""
-    from simulator.calibration_fit import best_log_efficiency
-
-    meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
-
-    def log_error(log_eff: float) -> float:
-        h = hw.with_overrides({"units": {"cpu": {"efficiency": {KEY: float(np.exp(log_eff))}}}})
-        pred = np.array([float(np.median(_pairs(predicted_ms(g, h, PRESET)))) for g, _ in measured.values()])
-        return float(np.abs(np.log(pred / meas)).sum())
-
-    return {"units": {"cpu": {"efficiency": {KEY: float(np.exp(best_log_efficiency(log_error)))}}}}
+    return {"units": {"cpu": {"efficiency": {KEY: median_fit(list(measured.values()), hw, KEY, PRESET, _pairs)}}}}
 
 
-def calibrate(tmp: Path, hw: HardwareProfile, predicted_ms: Predictor,
-              progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    return fit(measure(tmp, progress), hw, predicted_ms)
+def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    return fit(measure(tmp, progress), hw)

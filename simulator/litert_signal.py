@@ -20,7 +20,6 @@ that count from 64x256 to 511x2048 (10-13 ns per input sample), so one efficienc
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from simulator.litert_cases import median_fit, profile_cases
 from simulator.profiles import HardwareProfile
 
 R = 4  # operators per case (the first dropped)
@@ -135,54 +135,33 @@ def build(case: Case, path: Path) -> Path:
 
 def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20
             ) -> dict[str, tuple[Graph, list[float]]]:
-    """{case: (its graph, measured ms of each operator but the first)}, RFFT2D's and GATHER's cases."""
+    """{case: (its graph, measured ms of each operator but the first)}, RFFT2D's, GATHER's and STRIDED_SLICE's cases."""
     from compiler.frontends import tflite
-    from compiler.sandbox import Limits, run
 
     cases: list[Case | GatherCase | SliceCase] = [*CASES, *GATHER_CASES, *SLICE_CASES]
     builders = {Case: build, GatherCase: build_gather, SliceCase: build_slice}
-    paths = [builders[type(c)](c, tmp / f"{c.name}.tflite") for c in cases]  # type: ignore[operator]
-    progress(f"timing {len(paths)} LiteRT RFFT2D, GATHER and STRIDED_SLICE cases")
-    results = run("compiler.backends.litert_profiler:per_op_many_child",
-                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": 3, "runs": runs},
-                  Limits(600.0, what="calibrating LiteRT's RFFT2D"))
+    timed = profile_cases(cases, lambda c, p: builders[type(c)](c, p), lambda c: c.name, tmp,  # type: ignore[operator]
+                          "LiteRT RFFT2D, GATHER and STRIDED_SLICE cases", runs, progress=progress)
     out: dict[str, tuple[Graph, list[float]]] = {}
-    for case, path, res in zip(cases, paths, results):
+    for case, path, res in timed:
         g = tflite.load(path)
-        timed = [n for n in g.nodes if n.op_type != "CONCATENATION"][1:]  # a slice case's `end` is not timed
-        out[case.name] = (g, [res["tasks"][n.id][0] for n in timed])
+        kept = [n for n in g.nodes if n.op_type != "CONCATENATION"][1:]  # a slice case's `end` is not timed
+        out[case.name] = (g, [res["tasks"][n.id][0] for n in kept])
     return out
 
 
-# (graph, profile, preset) -> the sweep's per-operator milliseconds: litert_calibration's, passed in (it imports us)
-Predictor = Callable[[Graph, HardwareProfile, str], list[float]]
-
-
-def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile, predicted_ms: Predictor) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e}}}}: per op, the efficiency whose
-    predictions are closest to each of its cases' median operator, in absolute log ratio (a median fit: on a loaded
-    host one operator of a case read 0.28 ms and another 2.9, and relative least squares followed such outliers)."""
-    from simulator.calibration_fit import best_log_efficiency
-
+def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
+    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e, SLICE_KEY: e}}}}: per op, the
+    efficiency whose predictions are closest to each of its cases' median operator (litert_cases.median_fit; the
+    median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)."""
     out: dict[str, float] = {}
     for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES}),
                        (SLICE_KEY, {c.name for c in SLICE_CASES})):
         cases = [gm for name, gm in measured.items() if name in names]
         if cases:
-            out[key] = float(np.exp(best_log_efficiency(
-                lambda v, k=key, c=cases: _log_error(c, hw, k, v, predicted_ms))))
+            out[key] = median_fit(cases, hw, key, "fp32")
     return {"units": {"cpu": {"efficiency": out}}}
 
 
-def _log_error(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, log_eff: float,
-               predicted_ms: Predictor) -> float:
-    h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))}}}})
-    # (the median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)
-    pred = np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in cases])
-    meas = np.array([float(np.median(ms)) for _, ms in cases])
-    return float(np.abs(np.log(pred / meas)).sum())
-
-
-def calibrate(tmp: Path, hw: HardwareProfile, predicted_ms: Predictor,
-              progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
-    return fit(measure(tmp, progress), hw, predicted_ms)
+def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    return fit(measure(tmp, progress), hw)

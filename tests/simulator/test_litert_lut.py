@@ -12,7 +12,7 @@ import numpy as np
 
 from compiler.frontends import tflite
 from compiler.sandbox import Limits, run
-from simulator.litert_calibration import _predicted_ms
+from simulator.litert_cases import predicted_ms
 from simulator.litert_lut import CASES, KEY, PRESET, R, _pairs, build, fit, measure
 from simulator.profiles import load_profile
 
@@ -36,11 +36,11 @@ def test_silu_cases_fit_their_lookup_rate(tmp_path: Path) -> None:
     for _, ms in measured.values():
         assert len(ms) == R - 2 and min(ms) > 0
     hw = load_profile("host-cpu", "litert-cpu")
-    o = fit(measured, hw, _predicted_ms)
+    o = fit(measured, hw)
     eff = o["units"]["cpu"]["efficiency"][KEY]
     assert 0.0 < eff <= 3.0
     meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
-    after = np.array([float(np.median(_pairs(_predicted_ms(g, hw.with_overrides(o), PRESET))))
+    after = np.array([float(np.median(_pairs(predicted_ms(g, hw.with_overrides(o), PRESET))))
                       for g, _ in measured.values()])
     # one rate from 112x112x32 to 14x14x672 (profiled 0.13-0.17 ns per element at load 12): each case within 1.5x
     assert float(np.max(np.abs(np.log(after / meas)))) < np.log(1.5)

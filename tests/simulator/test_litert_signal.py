@@ -11,7 +11,7 @@ import pytest
 
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
-from simulator.litert_calibration import _predicted_ms
+from simulator.litert_cases import predicted_ms
 from simulator.litert_signal import CASES, GATHER_CASES, GATHER_KEY, KEY, R, SLICE_CASES, SLICE_KEY, fit, measure
 from simulator.profiles import load_profile
 
@@ -24,12 +24,12 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     for g, ms in measured.values():
         assert {n.op_type for n in g.nodes} == {"RFFT2D"} and len(ms) == R - 1 and min(ms) > 0
     def each(h):  # type: ignore[no-untyped-def]  # per case: the median operator, predicted
-        return np.array([float(np.median(_predicted_ms(g, h, "fp32"))) for g, _ in measured.values()])
+        return np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in measured.values()])
 
     before = each(hw)
     meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
     assert np.median(before / meas) < 0.3  # the element-wise rate: far too fast for TFLite's kernel
-    o = fit(everything, hw, _predicted_ms)
+    o = fit(everything, hw)
     eff = o["units"]["cpu"]["efficiency"][KEY]
     after = each(hw.with_overrides(o))
     assert 0.0 < eff < 1.0
@@ -39,8 +39,8 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     # before, its 1-2 float slices read 10-20x faster than they ran.
     gathers = {k: v for k, v in everything.items() if k.startswith("gather")}
     g_meas = np.array([float(np.median(ms)) for _, ms in gathers.values()])
-    g_before = np.array([float(np.median(_predicted_ms(g, hw, "fp32"))) for g, _ in gathers.values()])
-    g_after = np.array([float(np.median(_predicted_ms(g, hw.with_overrides(o), "fp32"))) for g, _ in gathers.values()])
+    g_before = np.array([float(np.median(predicted_ms(g, hw, "fp32"))) for g, _ in gathers.values()])
+    g_after = np.array([float(np.median(predicted_ms(g, hw.with_overrides(o), "fp32"))) for g, _ in gathers.values()])
     assert 0.0 < o["units"]["cpu"]["efficiency"][GATHER_KEY] < 1.0
     # its cases' median within 2x after, where before they were 10-20x under: these ops run 0.1-0.7 ms, and at load
     # 12-16 one case's median moved 0.41 -> 0.72 ms between two runs of this test, so a 30% bound was a coin toss
@@ -52,7 +52,7 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     for g, ms in slices.values():
         assert len(ms) == R - 1 and min(ms) > 0 and sum(n.op_type == "STRIDED_SLICE" for n in g.nodes) == R
     s_meas = np.array([float(np.median(ms)) for _, ms in slices.values()])
-    s_after = np.array([float(np.median(_predicted_ms(g, hw.with_overrides(o), "fp32")[1:])) for g, _ in slices.values()])
+    s_after = np.array([float(np.median(predicted_ms(g, hw.with_overrides(o), "fp32")[1:])) for g, _ in slices.values()])
     assert 0.0 < o["units"]["cpu"]["efficiency"][SLICE_KEY] < 1.0
     assert float(np.median(np.abs(np.log(s_after / s_meas)))) < np.log(2.0)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from compiler.frontends import tflite
-from simulator.litert_calibration import CASES, _fit, _predicted_ms, build
+from simulator.litert_calibration import CASES, _fit, build
+from simulator.litert_cases import predicted_ms
 from simulator.profiles import load_profile
 
 
@@ -21,7 +22,7 @@ def test_fit_recovers_the_qd8_rate_and_its_cost_per_pixel(tmp_path: Path) -> Non
     cases = []
     for case in (c for c in CASES if c.name in names):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
-        cases.append((g, "int8-dynamic", _predicted_ms(g, truth, "int8-dynamic")))
+        cases.append((g, "int8-dynamic", predicted_ms(g, truth, "int8-dynamic")))
     assert len(cases) == len(names)
     eff, setups = _fit(cases, hw, "conv.qd8")
     assert eff == pytest.approx(0.15, rel=0.03)
@@ -44,7 +45,7 @@ def test_conv_cases_include_ones_whose_time_is_their_macs(tmp_path: Path) -> Non
     shares = []
     for case in (c for c in CASES if c.op == "CONV_2D"):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
-        total, no_macs = (sum(_predicted_ms(g, at(e), "int8-dynamic")) for e in (0.9, 1e4))
+        total, no_macs = (sum(predicted_ms(g, at(e), "int8-dynamic")) for e in (0.9, 1e4))
         shares.append(1 - no_macs / total)
     assert sum(s >= 0.8 for s in shares) >= 2, shares
 
@@ -60,7 +61,7 @@ def test_fit_recovers_the_hybrid_depthwise_cost_beyond_the_l2(tmp_path: Path) ->
     cases = []
     for case in (c for c in CASES if c.name in names):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
-        cases.append((g, "int8-dynamic", _predicted_ms(g, truth, "int8-dynamic")))
+        cases.append((g, "int8-dynamic", predicted_ms(g, truth, "int8-dynamic")))
     assert len(cases) == len(names)
     eff, setups = _fit(cases, hw, "dwconv.hybrid")
     assert eff == pytest.approx(0.01, rel=0.03)
@@ -104,7 +105,7 @@ def test_fp32_hard_swish_gets_a_figure_of_its_own(tmp_path: Path) -> None:
     for case in (c for c in CASES if c.op == "HARD_SWISH"):
         assert "fp32" in case.forms
         g = tflite.load(build(case, "fp32", tmp_path / f"{case.name}.tflite"))
-        measured[(case.name, "fp32")] = (g, _predicted_ms(g, truth, "fp32"))
+        measured[(case.name, "fp32")] = (g, predicted_ms(g, truth, "fp32"))
     eff = fit(measured, hw)["units"]["cpu"]["efficiency"]
     assert set(eff) == {"elementwise.fp32.HARD_SWISH"} and eff["elementwise.fp32.HARD_SWISH"] == pytest.approx(2.0, rel=0.05)
     g = next(iter(measured.values()))[0]
@@ -113,4 +114,4 @@ def test_fp32_hard_swish_gets_a_figure_of_its_own(tmp_path: Path) -> None:
     from simulator.roofline import efficiency
 
     assert efficiency(h.units[0], "elementwise", "fp32", "ADD") == efficiency(hw.units[0], "elementwise", "fp32", "ADD")
-    assert r.bulk["metrics"]["latency_ms"][1][0] < _predicted_ms(g, hw, "fp32")[0]
+    assert r.bulk["metrics"]["latency_ms"][1][0] < predicted_ms(g, hw, "fp32")[0]

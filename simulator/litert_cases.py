@@ -1,0 +1,60 @@
+"""What LiteRT's calibrations share (simulator.litert_calibration, litert_lut, litert_signal): cases written as
+`.tflite` files, timed per operator by LiteRT's own profiler in one sandboxed child, predicted by the sweep as every
+model is, and a one-efficiency fit on each case's median operator. Kept apart from litert_calibration, which runs
+the other calibrations (they import this, it imports them: one module for both would be an import loop)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from compiler.graph import Graph
+from simulator.profiles import HardwareProfile
+
+TARGET = "litert-cpu/host"
+C = TypeVar("C")
+
+
+def predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
+    """The sweep's per-operator prediction on litert-cpu/host, operators 1.. (the first pays the run's cost)."""
+    from simulator.sweep import sweep
+
+    r = sweep(g, TARGET, hardware=hw, presets_only=(preset,))  # the fits' thousands of calls need one column
+    col = [p["name"] for p in r.bulk["presets"]].index(preset)
+    return [row[col] for row in r.bulk["metrics"]["latency_ms"][1:]]
+
+
+def profile_cases(cases: Sequence[C], build: Callable[[C, Path], Path], name: Callable[[C], str], tmp: Path,
+                  what: str, runs: int, warmup: int = 3, limit_s: float = 600.0,
+                  progress: Callable[[str], None] = lambda s: None) -> list[tuple[C, Path, dict[str, Any]]]:
+    """Each case built to `tmp/<name>.tflite` and profiled (1 thread, `runs` after `warmup`), all in one sandboxed
+    child: [(case, its file, the profiler's result: {"tasks": {operator id: [median ms, calls]}, ...})]."""
+    from compiler.sandbox import Limits, run
+
+    paths = [build(c, tmp / f"{name(c)}.tflite") for c in cases]
+    progress(f"timing {len(paths)} {what}")
+    results = run("compiler.backends.litert_profiler:per_op_many_child",
+                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": warmup, "runs": runs},
+                  Limits(limit_s, what=f"calibrating {what}"))
+    return list(zip(cases, paths, results))
+
+
+def median_fit(measured: Sequence[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, preset: str,
+               select: Callable[[list[float]], list[float]] = lambda ms: ms) -> float:
+    """The efficiency `key` whose predictions are closest to each case's median measured operator, in absolute log
+    ratio (a median fit: on a loaded host one operator of a case read 0.28 ms and another 2.9, and relative least
+    squares followed such outliers). `select`: the operators of a case's prediction that were measured."""
+    from simulator.calibration_fit import best_log_efficiency
+
+    meas = np.array([float(np.median(ms)) for _, ms in measured])
+
+    def log_error(log_eff: float) -> float:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))}}}})
+        pred = np.array([float(np.median(select(predicted_ms(g, h, preset)))) for g, _ in measured])
+        return float(np.abs(np.log(pred / meas)).sum())
+
+    return float(np.exp(best_log_efficiency(log_error)))
