@@ -12,11 +12,14 @@ no recipe for must be refused before anything is written (a row "not exportable"
 other one exported, loaded and measured. `--rounds N`: then the CPU time per run of every written file again, the
 files interleaved over N rounds (a shared machine's load moves between rounds, not within one), and each option's
 change over the fp32 export of the same source, predicted against measured (median of the rounds).
+`--keep DIR`: the written files and their export results stay in DIR and are reused by the next run with the same
+DIR (export once without the shared measurement lock, `--no-measure`; then time them under it).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -41,11 +44,26 @@ def _cpu_ms(path: Path, runs: int) -> float:
     return timed_runs(it.invoke, runs).cpu_median_ms
 
 
+def _export(src: Path, out: Path, kept: Path, option: str, work: Path, calibration: Path | None) -> dict[str, Any]:
+    """optimize_model's result for `option` on `src`, written to `out`; with `kept` (its JSON), a file written by
+    an earlier run (--keep) is reused and predicted again with this code and `calibration`."""
+    from simulator.predict import optimize_model, predict_model
+
+    if out.is_file() and kept.is_file():
+        r = dict(json.loads(kept.read_text()))
+        totals = predict_model(src, "litert-cpu/host", option, {}, work, calibration)[0]["totals"]
+        pred = {**r["predicted"], "latency_ms": totals["latency_ms"], "size_bytes": totals["size_bytes"]}
+        return {**r, "predicted": pred, "size_error_pct": (pred["size_bytes"] / r["size_bytes"] - 1) * 100}
+    r = optimize_model(src, out, "litert-cpu/host", option, {}, work, calibration)
+    kept.write_text(json.dumps({k: r[k] for k in ("predicted", "size_bytes", "size_error_pct")}))
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     from compiler.backends.litert import profile
     from compiler.optimize.export import check_state
     from compiler.vocabulary.options import OptionError
-    from simulator.predict import optimize_model, predict_model
+    from simulator.predict import predict_model
     from compiler.optimize.litert_export import export_tflite
     from compiler.profile import ProfileSettings
 
@@ -60,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--compare-calibration", type=Path, nargs="+", default=[],
                     help="other host calibration caches (each with its LiteRT cache beside it): their predictions "
                          "beside the first's in the --rounds table, on the same measurements (before / after)")
+    ap.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the written files in this directory")
+    ap.add_argument("--no-measure", action="store_true", help="export and predict only")
     a = ap.parse_args(argv)
     if a.all:
         from compiler.vocabulary.options import BULK_PRESETS
@@ -70,18 +90,21 @@ def main(argv: list[str] | None = None) -> int:
     print("| model | source | option | predicted size | written | size error | predicted ms | measured ms "
           "| latency error | CPU ms per run | CPU-time error | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory(prefix="edgescope-litert-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="edgescope-litert-bench-") as tmp_dir:
+        tmp = a.keep or Path(tmp_dir)
+        tmp.mkdir(parents=True, exist_ok=True)
         for f in a.files:
             sources = [("fp32", f)]
             if not a.fp32_source_only:
-                fp16 = Path(tmp, f"{f.stem}-fp16src.tflite")
-                export_tflite(f, fp16, "fp16")
+                fp16 = Path(tmp, f"{f.parent.name}-{f.stem}-fp16src.tflite")
+                if not fp16.is_file():
+                    export_tflite(f, fp16, "fp16")
                 sources.append(("fp16 weights", fp16))
             for label, src in sources:
                 for option in a.options:
                     work = Path(tmp, f"{f.parent.name}-{label}-{option}")
-                    work.mkdir()
-                    out = work / "out.tflite"
+                    work.mkdir(exist_ok=True)
+                    out, kept = work / "out.tflite", work / "result.json"
                     try:
                         check_state("litert-cpu/host", "tflite", option, {})
                     except OptionError as e:  # refused before anything is queued (the API's 400 no_export)
@@ -89,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"| {f.parent.name} | {label} | {option} | not exportable: {' '.join(str(e).split())[:120]} |")
                         continue
                     try:
-                        r = optimize_model(src, out, "litert-cpu/host", option, {}, work, a.calibration)
+                        r = _export(src, out, kept, option, work, a.calibration)
                     except Exception as e:  # noqa: BLE001 - a failed export is a row of its own
                         counts["failed"] += 1
                         print(f"| {f.parent.name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
@@ -98,6 +121,11 @@ def main(argv: list[str] | None = None) -> int:
                     others = [predict_model(src, "litert-cpu/host", option, {}, work, c)[0]["totals"]["latency_ms"]
                               for c in a.compare_calibration]
                     written.append((f.parent.name, label, option, out, r["predicted"]["latency_ms"], others))
+                    if a.no_measure:
+                        print(f"| {f.parent.name} | {label} | {option} | {r['predicted']['size_bytes'] / 1e6:.3f} MB "
+                              f"| {r['size_bytes'] / 1e6:.3f} MB | {r['size_error_pct']:+.2f}% "
+                              f"| {r['predicted']['latency_ms']:.2f} | - | - | - | - | {os.getloadavg()[0]:.1f} |")
+                        continue
                     p = profile(out, ProfileSettings(runs=a.runs, warmup=3, threads=1))
                     pred_ms, ms = r["predicted"]["latency_ms"], p.latency_ms
                     cpu = _cpu_ms(out, a.runs)
@@ -107,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"| {(pred_ms / ms - 1) * 100:+.0f}% | {cpu:.2f} | {cpu_err} | {os.getloadavg()[0]:.1f} |",
                           flush=True)
         print(", ".join(f"{k}: {v}" for k, v in counts.items()))
-        if a.rounds:
+        if a.rounds and not a.no_measure:
             _interleaved(written, a.rounds, a.runs, [a.calibration, *a.compare_calibration])
     return 0
 
