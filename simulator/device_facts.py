@@ -52,6 +52,15 @@ from simulator.roofline import Path
 #   every FULLY_CONNECTED of a 3-D / 4-D activation (ConvNeXt-B: 204 of its 761 operators; without them 557, where
 #   AI Hub's TFLite job counts 598 layers). Costed as copies, they were 0.59 of ConvNeXt-B's predicted 6.3 ms.
 #   A channel shuffle's RESHAPE (the innermost dim split) stays a copy.
+# - "shuffle_layout" (LiteRT's QNN delegate): the head and tail TRANSPOSEs of a channel shuffle as litert-torch writes
+#   PyTorch's view / transpose / view in NHWC: TRANSPOSE (to NCHW) -> RESHAPE -> TRANSPOSE (the shuffle) -> RESHAPE ->
+#   TRANSPOSE (back), the outer two cancelling. QNN has the shuffle as one op, ChannelShuffle, and ORT's QNN EP builds
+#   it from exactly this five-node pattern (repo microsoft/onnxruntime, onnxruntime/core/providers/qnn/builder/
+#   qnn_node_group/channel_shuffle_fusion.cc @b2db0b8): the tensor moves once, the middle TRANSPOSE's pass. AI Hub's
+#   TFLite ShuffleNet v2 float job counts 159 layers where litert-torch's file has 191 operators: two fewer for each
+#   of its 16 shuffles (simulator/published/aihub.csv). Not under int8 activations: AI Hub's w8a8 job counts 207
+#   layers, 48 more than the float one (three per shuffle), and runs at 0.63x the float time where the other CNNs'
+#   w8a8 jobs run at 0.32-0.49x (DenseNet aside): the quantized graph does not move the tensor once.
 # What the QNN EP refuses (`quantized_ops_except`) is a MatMul with quantized weights: AI Hub's w8a8 ViT / BEiT jobs
 # put their Linear layers on the CPU (constant int8 weights) and their attention MatMuls (int8 activations on both
 # inputs, no weight) on the HTP (simulator/published/aihub.csv layer counts). So an op with float weights between
@@ -80,6 +89,40 @@ def _row_view(nd: Node, compiled: Graph) -> bool:
     if i is None or o is None or not i.shape or not o.shape:
         return False
     return i.shape[-1] == o.shape[-1] or [d for d in i.shape if d != 1] == [d for d in o.shape if d != 1]
+
+
+def _shuffle_layouts(compiled: Graph) -> set[int]:
+    """Indices of the head and tail TRANSPOSEs of each TRANSPOSE -> RESHAPE -> TRANSPOSE -> RESHAPE -> TRANSPOSE chain
+    whose outer permutations cancel (a channel shuffle in NHWC; "shuffle_layout" above), each link read only by the
+    next."""
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(compiled.nodes):
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(i)
+
+    def perm(i: int) -> tuple[int, ...] | None:
+        nd = compiled.nodes[i]
+        v = compiled.values.get(nd.inputs[1]) if nd.op_type == "TRANSPOSE" and len(nd.inputs) > 1 else None
+        return v.weight.ints if v is not None and v.weight is not None else None
+
+    def next_op(i: int, op: str) -> int | None:
+        out = compiled.nodes[i].outputs[0] if compiled.nodes[i].outputs else ""
+        r = readers.get(out, [])
+        return r[0] if len(r) == 1 and compiled.nodes[r[0]].op_type == op and out not in compiled.outputs else None
+
+    found: set[int] = set()
+    for head, nd in enumerate(compiled.nodes):
+        p = perm(head) if nd.op_type == "TRANSPOSE" else None
+        chain = [head]
+        for op in ("RESHAPE", "TRANSPOSE", "RESHAPE", "TRANSPOSE"):
+            nxt = next_op(chain[-1], op) if p is not None else None
+            if nxt is None:
+                break
+            chain.append(nxt)
+        q = perm(chain[-1]) if len(chain) == 5 else None
+        if p is not None and q is not None and len(p) == len(q) and all(p[q[k]] == k for k in range(len(q))):
+            found |= {chain[0], chain[-1]}
+    return found
 
 
 def _channel_concat(nd: Node, compiled: Graph) -> bool:
@@ -154,6 +197,7 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
         for v in dict.fromkeys(nd.inputs):
             readers[v] = readers.get(v, 0) + 1
     gelu = _gelu_parts(compiled) if target.backend == "ort-qnn" else set()
+    shuffle = _shuffle_layouts(compiled) if target.backend == "litert-qnn" else set()
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
@@ -174,6 +218,8 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("gelu_part")
         if _row_view(nd, compiled):
             facts.add("row_view")
+        if i in shuffle:
+            facts.add("shuffle_layout")
         out.append(frozenset(facts))
     return out
 
@@ -192,6 +238,9 @@ def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozense
         p = dataclasses.replace(p, eliminated=True, note="channel concat: its producers write into its buffer")
     if "row_view" in facts and on_npu:
         p = dataclasses.replace(p, eliminated=True, note="a reshape of a row-major buffer: no data moves on the HTP")
+    if "shuffle_layout" in facts and on_npu and "int8" not in (combo.input, combo.output):
+        p = dataclasses.replace(p, eliminated=True, note="a channel shuffle's layout transpose: one QNN ChannelShuffle "
+                                                         "moves the tensor once on the HTP")
     if "fully_connected" in facts and on_npu:
         p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
             ["a QNN FullyConnected (weight a 2-D constant): runs at the conv rate", *([p.note] if p.note else [])]))

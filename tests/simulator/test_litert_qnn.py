@@ -138,3 +138,38 @@ def test_a_tflite_reshape_that_moves_no_element_costs_nothing_on_the_htp(target:
         g.format = "tflite"
         assert bool(plan_latency(g, t, hw, "fp32").gone[0]) is gone, (shape_in, shape_out)
         assert not plan_latency(g, t, hw, "fp32").gone[1]
+
+
+def _shuffle(tail_perm: tuple[int, ...]) -> Graph:
+    """litert-torch's NHWC channel shuffle: TRANSPOSE to NCHW, RESHAPE, TRANSPOSE, RESHAPE, TRANSPOSE back."""
+    from compiler.graph import Value, WeightStats
+
+    def perm(name: str, p: tuple[int, ...]) -> Value:
+        return Value(name, [len(p)], "int32", weight=WeightStats(len(p), 4 * len(p), 0.0, float(len(p) - 1), 0.0,
+                                                                  ints=p))
+
+    values = [act("x", [1, 8, 8, 16]), perm("p0", (0, 3, 1, 2)), act("a", [1, 16, 8, 8]), act("b", [1, 2, 8, 8, 8]),
+              perm("p1", (0, 2, 1, 3, 4)), act("c", [1, 8, 2, 8, 8]), act("d", [1, 16, 8, 8]), perm("p2", tail_perm),
+              act("e", [1, 8, 8, 16]), act("y", [1, 8, 8, 16])]
+    nodes = [Node("t0", "t0", "TRANSPOSE", inputs=["x", "p0"], outputs=["a"]),
+             Node("r0", "r0", "RESHAPE", inputs=["a"], outputs=["b"]),
+             Node("t1", "t1", "TRANSPOSE", inputs=["b", "p1"], outputs=["c"]),
+             Node("r1", "r1", "RESHAPE", inputs=["c"], outputs=["d"]),
+             Node("t2", "t2", "TRANSPOSE", inputs=["d", "p2"], outputs=["e"]),
+             Node("add", "add", "ADD", inputs=["e", "e"], outputs=["y"])]
+    g = graph(nodes, values, ["x"], ["y"])
+    g.format = "tflite"
+    return g
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_channel_shuffle_moves_its_tensor_once_on_the_htp(target: str) -> None:
+    """The shuffle's outer TRANSPOSEs (NHWC -> NCHW and back) cancel: one QNN ChannelShuffle, the middle TRANSPOSE's
+    pass. Where the outer two do not cancel, each TRANSPOSE moves the tensor."""
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    for tail, head_gone in (((0, 2, 3, 1), True), ((0, 3, 1, 2), False)):
+        lp = plan_latency(_shuffle(tail), t, hw, "fp32")
+        transposes = [bool(lp.gone[i]) for i in (0, 2, 4)]
+        assert transposes == [head_gone, False, head_gone], tail
+        assert not lp.gone[5]
