@@ -121,6 +121,14 @@ _FLOAT_GRAPH = Param("htp", "float_graph_run_s", "", 1e-6, 2e-3, 1e-4)
 # roofline's default). LiteRT QNN targets: cross-validated 8 Gen 3 73.2% -> 78.0% within +-25% with it (README).
 _WEIGHTS_EXPOSED = Param("htp", "weights_exposed_share", "", 1e-3, 1.0, 1.0)
 
+# The rate element-wise ops move their activations at, whatever their size (`kind_bandwidth_bytes_per_s`; start: the
+# cache rate's start, as the ORT 8 Elite fit's): the HTP runs them on its vector units out of the VTCM, or in a conv's
+# output stage, where the other kinds' activations share the cache rate. LiteRT QNN targets, with the channel-shuffle
+# rule (simulator/device_facts.py "shuffle_layout"): cross-validated 8 Gen 3 13.3% -> 12.6% median, 75.6% -> 78.0%
+# within +-25%; 8 Elite 13.8% -> 14.5%, 75.6% -> 80.5% (README). Without that rule it cross-validated worse (13.5%,
+# 73.2% on the 8 Gen 3, 2026-12-03 h30device).
+_ELEMENTWISE_RATE = Param("htp", "kind_bandwidth_bytes_per_s", "elementwise", 1e9, 1e13, 3e11)
+
 # The A16 rows that stand in for the A17 Pro's (coreml/apple-a17 below): fp16 and compressed weights, fp16 compute.
 _A16_AS_A17 = {"apple-a16": frozenset({"fp16", "w8", "lut2", "lut4", "lut6", "lut8", "sparse50", "sparse75"})}
 
@@ -139,9 +147,9 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     # the S24), whatever their work: the HTP's fixed cost per run of a float graph (`float_graph_run_s`, the totals
     # rule's float-graph term; README "Why float jobs cost more per run"). Start: 0.1 ms.
     FitSpec("litert-qnn/snapdragon-8g3", "snapdragon-8g3", ("tflite",),
-            (*_npu_params("htp", True), _FLOAT_GRAPH, _WEIGHTS_EXPOSED)),
+            (*_npu_params("htp", True), _FLOAT_GRAPH, _WEIGHTS_EXPOSED, _ELEMENTWISE_RATE)),
     FitSpec("litert-qnn/snapdragon-8-elite", "snapdragon-8-elite", ("tflite",),
-            (*_npu_params("htp", True), _FLOAT_GRAPH, _WEIGHTS_EXPOSED)),
+            (*_npu_params("htp", True), _FLOAT_GRAPH, _WEIGHTS_EXPOSED, _ELEMENTWISE_RATE)),
     # Public A17 Pro data besides the validation models: one family (MobileViTv2: fp16, w8, w8a8). The A16's
     # (iPhone 14 Pro) fp16 and weight-compressed rows of the same coremltools tables stand in for the A17 Pro's:
     # the same 16-core ANE at fp16 (the tables' fp16 / weight-only columns of MobileViTv2 agree within 1-4%:
