@@ -98,3 +98,25 @@ def measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_
         present = np.array([nd.id in profile.tasks for nd in g.nodes])
         out = np.where(present & (out <= 0), _MEASURED_ZERO_MS, out)
     return out
+
+
+# Bounds of in_model_factor: beyond them the measured tasks are not the kernels their prediction describes (a
+# profile of another graph, a run that stalled), and the factor would carry that to every option.
+IN_MODEL_BOUNDS = (0.5, 2.0)
+
+
+def in_model_factor(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarray) -> float:
+    """How the measured tasks ran against their fp32 prediction, sum over sum (1.0 where none was measured),
+    within IN_MODEL_BOUNDS. `measured`, `predicted`: ms per call of each task; `runs`: its calls per inference.
+
+    Calibration times chains at the fastest of its rounds; the analysis measures the model as this machine runs
+    it now (other load on the core's sibling, caches shared with other work, the model's own working set). An
+    option's kernels run under the same conditions as the fp32 ones measured beside them, so the sweep scales
+    their prediction by this factor on the tasks that were measured. On this Zen 4 (2 vCPUs, load 1.2-2.0 per CPU,
+    2026-12-03) 8 TorchScript CNNs' fp32 tasks measured 1.0-1.55x their prediction (median 1.24) and their
+    fp16, int8-dynamic and int8-static exports 1.2-2.3x theirs (median 1.58) in CPU time per run."""
+    m = (measured > 0) & (predicted > 0)
+    p = float((predicted[m] * runs[m]).sum())
+    if p <= 0:
+        return 1.0
+    return float(np.clip(float((measured[m] * runs[m]).sum()) / p, *IN_MODEL_BOUNDS))

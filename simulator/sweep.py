@@ -33,7 +33,7 @@ from simulator.file_bytes import (
 )
 from simulator.onnx_file import ExportRecords
 from simulator.shapes import fill_shapes
-from simulator.measured import measured_ms, own_whole_ms, total_scale, unexplained_ms
+from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.labels import label_text
 from simulator.published import heldout
@@ -334,13 +334,19 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                     run_estimate_s(works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
                                    u0.cache_bandwidth_bytes_per_s))
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
+    i32 = [p.name for p in presets].index("fp32")
+    pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
+    built: list[tuple[_Group, np.ndarray]] = []
     for (op_type, kind, has_k, fused, shared, plain, facts), rows in _signatures(t, compiled, source, works).items():
         combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
             else tuple(all_combos(has_k))
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain, facts)
         g = _Group(np.array(rows), co)
+        idx = {c: j for j, c in enumerate(combos)}
+        pick = np.array([idx[p.resolve(t.float_format, has_k)] for p in presets])
         g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows], res, st.at(rows))
+                             measured[rows], res, st.at(rows), int(pick[i32]))
+        pure32[rows] = g.metrics.pop(_PURE)
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
@@ -348,9 +354,16 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                                     + control_s[rows][:, None]) * 1e3 * predicted
         for r, i in enumerate(rows):
             where[i] = (g, r)
+        built.append((g, pick))
+    # ORT's measured tasks: the other kernels of each such task run under the conditions they were measured in
+    # (simulator.measured.in_model_factor). LiteRT's operator times are XNNPACK's own and stay as they are.
+    f = in_model_factor(measured, pure32, execs) if t.backend == "ort-cpu" and measured.any() else 1.0
+    for g, pick in built:
+        if f != 1.0:
+            m = (measured[g.rows] > 0)[:, None] & ~g.co.rates.fp32_equiv[None, :]
+            g.metrics["latency_ms"] = np.where(m, g.metrics["latency_ms"] * f, g.metrics["latency_ms"])
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
-        idx = {c: j for j, c in enumerate(combos)}
-        cols.fill(g, np.array([idx[p.resolve(t.float_format, has_k)] for p in presets]))
+        cols.fill(g, pick)
     return where
 
 
@@ -492,15 +505,20 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
 
 
+_PURE = "_predicted_fp32_ms"  # _metrics' extra column, popped by _groups
+
+
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
              io_out: np.ndarray, measured: np.ndarray, res: Residency,
-             st: Stored) -> dict[str, np.ndarray]:
-    """Every metric [n, C] of a group of tasks of one signature (`st`: what they store)."""
+             st: Stored, fp32_col: int) -> dict[str, np.ndarray]:
+    """Every metric [n, C] of a group of tasks of one signature (`st`: what they store), and under _PURE the
+    predicted time of combo column `fp32_col` (fp32) before any measurement replaces it."""
     w = Counts.of(works)
     r = co.rates
     cost = task_cost(w, r, res)
     gone = r.eliminated | (kind == "folded")
     lat_ms = np.where(gone, 0.0, cost.latency_s * 1e3)
+    pure = lat_ms[:, fp32_col].copy()
     if measured.any():
         # Measured fp32 task time replaces the prediction wherever the same kernel runs.
         m = measured[:, None]
@@ -515,7 +533,7 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * conversion_ms(conv["fixed_ms"], out_conv,
                                                                              io_out[:, None])
     dram = dram_bytes(w, r, cost, res) + io_bytes(io_in, io_out)[:, None]
-    return {"latency_ms": lat_ms,
+    return {"latency_ms": lat_ms, _PURE: pure,
             "weight_bytes": weight_bytes(t, kind, st, w.other_const_bytes, co.combos, co.kernel, co.sparsity,
                                          co.aux_file_b, co.export_events),
             "activation_bytes": np.where(gone, 0.0, cost.activation_bytes), "dram_bytes": np.where(gone, 0.0, dram)}
