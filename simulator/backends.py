@@ -16,7 +16,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import coreml_facts
 from simulator.costs import base_kind, fold_constants
-from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, qnn_task_facts
+from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
 from simulator.profiles import HardwareProfile, Unit
@@ -566,6 +566,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     if facts and target.backend == "coreml":
         return _coreml_plan(target, profile, op_type, kind, combo, has_kernel, fused, facts)
     if facts:
+        if target.backend in QNN_FACT_BACKENDS:
+            combo = fact_combo(target, combo, facts)
         p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
         if target.backend == "ort-cpu":
             return ort_fact_path(p, combo, facts)

@@ -61,6 +61,14 @@ from simulator.roofline import Path
 #   of its 16 shuffles (simulator/published/aihub.csv). Not under int8 activations: AI Hub's w8a8 job counts 207
 #   layers, 48 more than the float one (three per shuffle), and runs at 0.63x the float time where the other CNNs'
 #   w8a8 jobs run at 0.32-0.49x (DenseNet aside): the quantized graph does not move the tensor once.
+# - "float_norm" (LiteRT's QNN delegate): an op of a normalisation computed from its statistics (litert-torch writes a
+#   LayerNorm as MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, MUL, SUB, MUL, ADD and unit-dim RESHAPEs; `norm_islands`)
+#   stays float (fp16 on the HTP) in a w8a8 model, between a DEQUANTIZE of its input and a QUANTIZE of its output.
+#   AI Hub's w8a8 ViT TFLite job counts 1631 layers where its float job counts 1579: 52 = a DEQUANTIZE and a QUANTIZE
+#   around each of ViT-B/16's 25 LayerNorms, plus the model's input QUANTIZE and output DEQUANTIZE that every w8a8 job
+#   has (SqueezeNet 41 -> 43, GoogLeNet 84 -> 86, RegNet 114 -> 116; simulator/published/aihub.csv). AI Hub quantizes
+#   ViT with a plain min-max range scheme (no mixed precision), so the float islands are the TFLite compile's, i.e.
+#   the runtime's. Such a job pays what a float graph pays on the HTP (`float_graph_run_s`) and the conversions.
 # What the QNN EP refuses (`quantized_ops_except`) is a MatMul with quantized weights: AI Hub's w8a8 ViT / BEiT jobs
 # put their Linear layers on the CPU (constant int8 weights) and their attention MatMuls (int8 activations on both
 # inputs, no weight) on the HTP (simulator/published/aihub.csv layer counts). So an op with float weights between
@@ -123,6 +131,48 @@ def _shuffle_layouts(compiled: Graph) -> set[int]:
         if p is not None and q is not None and len(p) == len(q) and all(p[q[k]] == k for k in range(len(q))):
             found |= {chain[0], chain[-1]}
     return found
+
+
+# The ops a normalisation's statistics and its affine part are written in (TFLite builtins).
+_NORM_OPS = frozenset({"MEAN", "SQUARED_DIFFERENCE", "ADD", "SUB", "MUL", "DIV", "RSQRT", "SQRT", "POW", "RESHAPE"})
+
+
+def norm_islands(compiled: Graph) -> list[frozenset[int]]:
+    """The normalisations of a TFLite graph, each as the indices of its ops: seeded by a MEAN of an activation x that a
+    SQUARED_DIFFERENCE of x reads (directly or through a RESHAPE), grown in graph order by every `_NORM_OPS` op whose
+    inputs are x, constants or the island's own outputs (at least one of those)."""
+    producer = {o: i for i, nd in enumerate(compiled.nodes) for o in nd.outputs}
+
+    def const(v: str) -> bool:
+        val = compiled.values.get(v)
+        return v not in producer and val is not None and val.weight is not None
+
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(compiled.nodes):
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(i)
+    islands: list[frozenset[int]] = []
+    taken: set[int] = set()
+    for i, nd in enumerate(compiled.nodes):
+        if nd.op_type != "MEAN" or i in taken or not nd.inputs or not nd.outputs:
+            continue
+        x, mean = nd.inputs[0], nd.outputs[0]
+        views = {mean} | {o for r in readers.get(mean, []) if compiled.nodes[r].op_type == "RESHAPE"
+                          for o in compiled.nodes[r].outputs}
+        if not any(compiled.nodes[r].op_type == "SQUARED_DIFFERENCE" and x in compiled.nodes[r].inputs
+                   and views & set(compiled.nodes[r].inputs) for r in readers.get(x, [])):
+            continue
+        island, outs = {i}, set(nd.outputs)
+        for j in range(i + 1, len(compiled.nodes)):
+            n = compiled.nodes[j]
+            ins = [v for v in n.inputs if v and not const(v)]
+            if n.op_type in _NORM_OPS and j not in taken and any(v in outs for v in ins) \
+                    and all(v in outs or v == x for v in ins):
+                island.add(j)
+                outs.update(n.outputs)
+        taken |= island
+        islands.append(frozenset(island))
+    return islands
 
 
 def _channel_concat(nd: Node, compiled: Graph) -> bool:
@@ -198,6 +248,7 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             readers[v] = readers.get(v, 0) + 1
     gelu = _gelu_parts(compiled) if target.backend == "ort-qnn" else set()
     shuffle = _shuffle_layouts(compiled) if target.backend == "litert-qnn" else set()
+    norms = set().union(*norm_islands(compiled)) if target.backend == "litert-qnn" else set()
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
@@ -220,8 +271,19 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("row_view")
         if i in shuffle:
             facts.add("shuffle_layout")
+        if i in norms:
+            facts.add("float_norm")
         out.append(frozenset(facts))
     return out
+
+
+def fact_combo(target: Target, combo: Combo, facts: frozenset[str]) -> Combo:
+    """The combo a task runs under `combo` on the device runtime: a normalisation's op in a w8a8 model on LiteRT's
+    QNN delegate stays in the target's float format ("float_norm")."""
+    if "float_norm" in facts and "int8" in (combo.input, combo.output):
+        f = target.float_format
+        return Combo(f, f, f if combo.kernel != "-" else "-", 0)
+    return combo
 
 
 def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozenset[str]) -> Path:

@@ -173,3 +173,63 @@ def test_a_channel_shuffle_moves_its_tensor_once_on_the_htp(target: str) -> None
         transposes = [bool(lp.gone[i]) for i in (0, 2, 4)]
         assert transposes == [head_gone, False, head_gone], tail
         assert not lp.gone[5]
+
+
+def _layer_norm(with_norm: bool = True) -> Graph:
+    """FULLY_CONNECTED -> a LayerNorm as litert-torch writes it (MEAN, SQUARED_DIFFERENCE, MEAN, ADD, RSQRT, MUL, SUB,
+    MUL, ADD and unit-dim RESHAPEs) -> FULLY_CONNECTED; or (`with_norm` False) the first FULLY_CONNECTED's output
+    averaged over its rows (a MEAN no SQUARED_DIFFERENCE reads: a pooling, not a norm)."""
+    from tests.simulator.helpers import weight
+
+    t, d = 16, 64
+    values = [act("inp", [1, t, d]), weight("w0", [d, d]), act("x", [1, t, d]), weight("ax", [1]),
+              weight("eps", [1]), weight("beta", [d]), weight("w1", [d, d]), act("y", [1, t, d])]
+    values += [act(n, [1, t, 1]) for n in ("m", "mr", "v", "ve", "r", "rm", "rr")]
+    values += [act(n, [1, t, d]) for n in ("sd", "s", "sr", "xm", "ln")]
+    nodes = [Node("fc0", "fc0", "FULLY_CONNECTED", inputs=["inp", "w0"], outputs=["x"])]
+    if with_norm:
+        nodes += [Node("m", "m", "MEAN", inputs=["x", "ax"], outputs=["m"]),
+                  Node("mr", "mr", "RESHAPE", inputs=["m"], outputs=["mr"]),
+                  Node("sd", "sd", "SQUARED_DIFFERENCE", inputs=["x", "mr"], outputs=["sd"]),
+                  Node("v", "v", "MEAN", inputs=["sd", "ax"], outputs=["v"]),
+                  Node("ve", "ve", "ADD", inputs=["v", "eps"], outputs=["ve"]),
+                  Node("r", "r", "RSQRT", inputs=["ve"], outputs=["r"]),
+                  Node("rm", "rm", "MUL", inputs=["r", "m"], outputs=["rm"]),
+                  Node("s", "s", "SUB", inputs=["beta", "rm"], outputs=["s"]),
+                  Node("rr", "rr", "RESHAPE", inputs=["r"], outputs=["rr"]),
+                  Node("xm", "xm", "MUL", inputs=["x", "rr"], outputs=["xm"]),
+                  Node("sr", "sr", "RESHAPE", inputs=["s"], outputs=["sr"]),
+                  Node("ln", "ln", "ADD", inputs=["xm", "sr"], outputs=["ln"])]
+    else:
+        nodes += [Node("m", "m", "MEAN", inputs=["x", "ax"], outputs=["m"]),
+                  Node("ln", "ln", "MUL", inputs=["x", "m"], outputs=["ln"])]
+    nodes.append(Node("fc1", "fc1", "FULLY_CONNECTED", inputs=["ln", "w1"], outputs=["y"]))
+    g = graph(nodes, values, ["inp"], ["y"])
+    g.format = "tflite"
+    return g
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_layer_norm_stays_float_between_a_dequantize_and_a_quantize_in_a_w8a8_model(target: str) -> None:
+    """AI Hub's w8a8 ViT TFLite job counts 52 layers more than its float one: a DEQUANTIZE and a QUANTIZE around each
+    of its 25 LayerNorms and the model's input / output pair. The norm's ops run fp16 on the HTP under int8-static,
+    the FULLY_CONNECTEDs int8; one conversion into the island's ops from each int8 edge and one out of it; the float
+    graph's run cost is paid. Under fp32 nothing changes; a MEAN that is no norm's statistic stays int8."""
+    from simulator.device_facts import norm_islands
+
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    g = _layer_norm()
+    islands = norm_islands(g)
+    assert [sorted(g.nodes[i].id for i in s) for s in islands] == [sorted(nd.id for nd in g.nodes[1:-1])]
+    lp = plan_latency(g, t, hw, "int8-static")
+    resolved = [lp.paths[k][0].resolved for k in lp.index]
+    assert [r.input for r in resolved] == ["int8"] + ["fp16"] * 12 + ["int8"]
+    assert lp.float_tasks is not None and lp.float_tasks[1:-1].all() and not lp.float_tasks[[0, -1]].any()
+    pairs = {p: n for p, n, _ in lp.conversions}
+    assert pairs["fp16>int8"] == 1 and pairs["int8>fp16"] == 3  # x is read by MEAN, SQUARED_DIFFERENCE and MUL
+    fp32 = plan_latency(g, t, hw, "fp32")
+    assert {fp32.paths[k][0].resolved.input for k in fp32.index} <= {"fp32", "fp16"}
+    pool = plan_latency(_layer_norm(with_norm=False), t, hw, "int8-static")
+    assert not norm_islands(_layer_norm(with_norm=False))
+    assert {pool.paths[k][0].resolved.input for k in pool.index} == {"int8"}
