@@ -139,11 +139,16 @@ _NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "R
                          "Bernoulli"})
 
 
-def fold_constants(graph: Graph) -> tuple[Graph, frozenset[str]]:
+def fold_constants(graph: Graph, static_shapes: bool = False) -> tuple[Graph, frozenset[str]]:
     """A view of `graph` where outputs of constant-only ops are weights, and the ids of those ops.
 
     Exporters wrap weights in Identity / Cast / Transpose nodes (TorchScript does); runtimes fold them
     at load, so they cost nothing per inference and the consumer's kernel is the folded weight.
+    `static_shapes`: a Shape / Size of a tensor whose shape is known is a constant too, and so is the
+    arithmetic on it (a dynamo export's sym_size -> Squeeze -> Mul -> Concat feeding a Resize): every
+    runtime compiles at the fixed input shapes (ORT's constant folding of Shape, Core ML's const
+    elimination, QNN's and TFLite's static graphs). Off for the ONNX file the exporter writes, which
+    keeps those nodes (simulator.file_bytes).
     """
     values = dict(graph.values)
     folded: set[str] = set()
@@ -151,10 +156,12 @@ def fold_constants(graph: Graph) -> tuple[Graph, frozenset[str]]:
         ins = [v for v in nd.inputs if v]
         if nd.op_type in _NOT_FOLDED or not nd.outputs:
             continue
-        if nd.op_type != "Constant" and (not ins or not all(
+        shape_read = static_shapes and nd.op_type in ("Shape", "Size") and bool(ins) \
+            and values.get(ins[0]) is not None and values[ins[0]].is_static
+        if not shape_read and nd.op_type != "Constant" and (not ins or not all(
                 values.get(v) is not None and values[v].weight is not None for v in ins)):
             continue
-        src = [values[v].weight for v in ins if values[v].weight is not None]
+        src = [] if shape_read else [values[v].weight for v in ins if values[v].weight is not None]
         for o in nd.outputs:
             ov = values.get(o)
             if ov is None:

@@ -284,7 +284,7 @@ def _graph_facts(compiled: Graph, source: Graph | None, t: Target, keep: bool
             from compiler.frontends.onnx_view import onnx_view
             compiled = onnx_view(compiled)
         compiled = fill_shapes(compiled, source)
-        view, folded = fold_constants(compiled)
+        view, folded = fold_constants(compiled, static_shapes=True)
         works = [FOLDED if nd.id in folded else work_of(nd, view) for nd in compiled.nodes]
     out = (compiled, works, folded, export_records_for(t, compiled, source, works))
     if keep:
