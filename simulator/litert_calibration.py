@@ -37,7 +37,8 @@ from simulator.profiles import HardwareProfile
 # (`other.fp32.RFFT2D`, simulator.litert_signal). 9: a TFLite IF's own cost per execution (`control.tflite`,
 # simulator.litert_control). 10: TFLite's builtin STRIDED_SLICE (`layout.builtin.STRIDED_SLICE`, simulator.litert_signal).
 # 11: an int8 SiLU's table lookup (`elementwise.lut`, simulator.litert_lut). 12: fp32 HARD_SWISH's own rate.
-CACHE_VERSION = 12
+# 13: QS8 GEMMs' cost per output element (`<kind>.int8.out`, simulator.litert_paths.QS8_OUT).
+CACHE_VERSION = 13
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -195,12 +196,13 @@ _OWN_OP = frozenset({("fp32", "elementwise")})
 
 def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel, key.spill: per output byte beyond
-    the L2 where the path pays them}) for `key` (`conv.qd8`) that bring the predictions of every case's operators closest to the measurements, in relative least
-    squares (the setups >= 0: every subset of them solved per efficiency, the best kept)."""
+    the L2, key.out: per output element, where the path pays them}) for `key` (`conv.qd8`) that bring the predictions
+    of every case's operators closest to the measurements, in relative least squares (the setups >= 0: every subset
+    of them solved per efficiency, the best kept)."""
     import itertools
 
     meas = np.array([m for _, _, ms in cases for m in ms])
-    subs = [key, key + ".pixel", key + ".spill"]
+    subs = [key, key + ".pixel", key + ".spill", key + ".out"]
 
     def pred(h: HardwareProfile) -> np.ndarray:
         return np.array([p for g, preset, _ in cases for p in predicted_ms(g, h, preset)])

@@ -88,6 +88,13 @@ SILU_LUT, SILU_FOLDED = "silu_lut", "silu_folded"
 # Task fact of a CONV_2D whose input channels per tap are not a multiple of XNNPACK's QS8 reduction block
 # (simulator.tflite_ops.QS8_K_BLOCK): under static int8 it multiplies the padded channels too (Work.sgemm_macs).
 K_PADDED = "qs8_k_padded"
+# Task fact of a CONV_2D / FULLY_CONNECTED / BATCH_MATMUL: under static int8 XNNPACK's QS8 GEMM / IGEMM runs it, whose
+# epilogue requantizes every output (per-channel fp32 scale, round, clamp, int8 store), a cost per output element
+# beside the MACs (`<kind>.int8.out`, Path.out_cost, fitted by LiteRT's calibration). Profiled (LiteRT 2.3.0, 1
+# thread, Zen 4, load ~3, 2026-12-03), MobileNetV2's int8-static file: its 1x1 expand convs (few input channels, many
+# outputs) ran 1.25-2.4x their prediction, 0.10-0.15 ns per output element beyond it (16 -> 96 channels at 112x112:
+# 0.256 ms against 0.106), its project convs (many inputs, few outputs) 0.94-1.0x.
+QS8_OUT = "qs8_out"
 LUT_TAG = "lut"
 
 
@@ -121,7 +128,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
-    data only); K_PADDED for a CONV_2D whose input channels are not a multiple of QS8_K_BLOCK."""
+    data only); K_PADDED for a CONV_2D whose input channels are not a multiple of QS8_K_BLOCK; QS8_OUT for every
+    CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -148,6 +156,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(SILU_LUT)
             facts.setdefault(r.id, set()).add(SILU_FOLDED)
     for nd in compiled.nodes:
+        if nd.op_type in _GEMM_OPS:
+            facts.setdefault(nd.id, set()).add(QS8_OUT)
         k = compiled.values.get(nd.inputs[1]) if nd.op_type == "CONV_2D" and len(nd.inputs) > 1 else None
         c_in = k.shape[-1] if k is not None and k.weight is not None and k.shape else None
         if isinstance(c_in, int) and c_in % QS8_K_BLOCK:
@@ -176,6 +186,8 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         # load 12): MobileNetV2's int8 stem 1.12 ms against 0.25 predicted, MobileNetV3-Small's 0.60 against 0.14;
         # their fp32 stems (F32 IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
         p = dataclasses.replace(p, padded_sgemm=True)
+    if QS8_OUT in facts and p.tag == "int8" and p.compute == "int8":
+        p = dataclasses.replace(p, out_cost=True)
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "

@@ -68,6 +68,9 @@ class Path:
     # an element-wise kernel called once per this many output elements (a broadcast operand's length: ORT's QLinear
     # binary kernels over NHWC data with a per-channel operand), `<kind>.<tag>.span` s per call (0: not so)
     span_elements: float = 0.0
+    # a fixed cost per output element (`<kind>.<tag>.out` s each): XNNPACK's QS8 GEMMs requantize and store every
+    # output in the micro-kernel's epilogue, a cost the MACs do not carry (simulator.litert_paths.QS8_OUT)
+    out_cost: bool = False
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -113,6 +116,7 @@ class Rates:
     row_s: Num  # seconds per GEMM row of a per-group GEMM path (Path.qgemm)
     tap_s: Num  # seconds per copy of its NHWC im2col
     span_s: Num  # seconds per output element of the calls of a broadcasting element-wise kernel (Path.span_elements)
+    out_s: Num  # seconds per output element (Path.out_cost)
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
@@ -167,6 +171,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         span_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.span", 0.0) / p.span_elements if p.span_elements else 0.0,
+        out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -338,7 +343,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
 
 def _setup_s(w: Counts, r: Rates) -> Num:
     """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
-    row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel."""
+    row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
+    (Path.out_cost)."""
     setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
     setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
@@ -347,7 +353,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
-            + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps + r.span_s * w.out_elements)
+            + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
+            + (r.span_s + r.out_s) * w.out_elements)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:

@@ -115,3 +115,28 @@ def test_fp32_hard_swish_gets_a_figure_of_its_own(tmp_path: Path) -> None:
 
     assert efficiency(h.units[0], "elementwise", "fp32", "ADD") == efficiency(hw.units[0], "elementwise", "fp32", "ADD")
     assert r.bulk["metrics"]["latency_ms"][1][0] < predicted_ms(g, hw, "fp32")[0]
+
+
+def test_fit_recovers_qs8s_cost_per_output_element(tmp_path: Path) -> None:
+    """XNNPACK's QS8 GEMM requantizes every output in its epilogue: MobileNetV2's int8 1x1 expand convs (few inputs,
+    many outputs) ran up to 2.4x a prediction without that cost. The calibration's static int8 conv cases, from a
+    few channels over many pixels to many channels over few, recover it apart from the rate and the fixed cost;
+    the other options of the same chains do not pay it."""
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8": 1.2},
+                                                 "kind_overhead_s": {"conv.int8": 3e-6, "conv.int8.out": 1.2e-10}}}})
+    cases = []
+    for case in (c for c in CASES if c.op == "CONV_2D"):
+        g = tflite.load(build(case, "static8", tmp_path / f"{case.name}.tflite"))
+        cases.append((g, "int8-static", predicted_ms(g, truth, "int8-static")))
+        if case.name == "conv1x1-8-112":  # 8 MACs per output: the cost is a large share of the time
+            without = predicted_ms(g, hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8": 1.2},
+                                                                           "kind_overhead_s": {"conv.int8": 3e-6}}}}),
+                                   "int8-static")
+            assert sum(cases[-1][2]) > 1.5 * sum(without)
+            f32 = tflite.load(build(case, "fp32", tmp_path / f"{case.name}-fp32.tflite"))
+            assert predicted_ms(f32, truth, "fp32") == predicted_ms(f32, hw, "fp32")
+    eff, setups = _fit(cases, hw, "conv.int8")
+    assert eff == pytest.approx(1.2, rel=0.03)
+    assert setups["conv.int8.out"] == pytest.approx(1.2e-10, rel=0.05)
+    assert "conv.int8.pixel" not in setups  # a QS8 conv has no cost per pixel of its own

@@ -143,7 +143,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import AFTER_PAD, K_PADDED, PAD_FOLDED, litert_task_facts
+    from simulator.litert_paths import AFTER_PAD, K_PADDED, PAD_FOLDED, QS8_OUT, litert_task_facts
 
     w = TfliteWriter(description="pads")
     x = w.tensor("x", [1, 8, 8, 4])
@@ -172,7 +172,8 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
     assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD, "pad_channels=4"}, "PAD:pad_b": set(),
-                     "CONV_2D:conv_b": set(), "PAD:pad_c": set(), "CONV_2D:conv_c": {K_PADDED}, "ADD:add": set()}
+                     "CONV_2D:conv_b": {QS8_OUT}, "PAD:pad_c": set(), "CONV_2D:conv_c": {K_PADDED, QS8_OUT},
+                     "ADD:add": set()}
 
 
 def test_the_hybrid_depthwise_kernel_pays_for_its_output_beyond_the_l2() -> None:
@@ -300,7 +301,7 @@ def test_a_static_int8_conv_multiplies_its_input_channels_rounded_up_to_8(tmp_pa
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import K_PADDED, litert_task_facts
+    from simulator.litert_paths import K_PADDED, QS8_OUT, litert_task_facts
     from simulator.sweep import sweep
     from simulator.tflite_ops import tflite_works
 
@@ -316,7 +317,7 @@ def test_a_static_int8_conv_multiplies_its_input_channels_rounded_up_to_8(tmp_pa
     g = tflite.load(w.save(tmp_path / "stems.tflite", outs, [n for n in range(len(w.tensors)) if w.tensors[n].name in (b"y3", b"y8")]))
     works = tflite_works(g)[0]
     assert works[0].sgemm_macs == pytest.approx(works[0].macs * 8 / 3) and works[1].sgemm_macs == 0.0
-    assert [set(f) for f in litert_task_facts(g)] == [{K_PADDED}, set()]
+    assert [set(f) for f in litert_task_facts(g)] == [{K_PADDED, QS8_OUT}, {QS8_OUT}]
     hw = load_profile("host-cpu", "litert-cpu")
 
     def ms(preset: str) -> list[float]:
