@@ -69,6 +69,13 @@ from simulator.roofline import Path
 #   has (SqueezeNet 41 -> 43, GoogLeNet 84 -> 86, RegNet 114 -> 116; simulator/published/aihub.csv). AI Hub quantizes
 #   ViT with a plain min-max range scheme (no mixed precision), so the float islands are the TFLite compile's, i.e.
 #   the runtime's. Such a job pays what a float graph pays on the HTP (`float_graph_run_s`) and the conversions.
+# - "silu" (LiteRT's QNN delegate, float activations): the LOGISTIC of a SiLU as litert-torch writes it (LOGISTIC, then
+#   a MUL of the LOGISTIC's input by its output) costs no pass of its own on the HTP: its MUL, which reads x anyway,
+#   carries it. No public source says the HTP's graph prepare fuses the pair: QNN has no SiLU op (ORT's QNN EP lowers
+#   Swish to QNN Sigmoid + ElementWiseMultiply, onnxruntime/onnxruntime-qnn pull request #777) and AI Hub's QNN DLC
+#   EfficientNet-B0 job counts 244 layers, two per SiLU (aihub.csv). The evidence is the timing: the EfficientNet
+#   family (49-102 SiLUs, SiLU on every activation) was predicted +20..+35% held out on both chips with two passes,
+#   +4..+18% with one, no free parameter added; MobileViT's 30 moved -8% -> -8%. Not under int8 (no such rows).
 # What the QNN EP refuses (`quantized_ops_except`) is a MatMul with quantized weights: AI Hub's w8a8 ViT / BEiT jobs
 # put their Linear layers on the CPU (constant int8 weights) and their attention MatMuls (int8 activations on both
 # inputs, no weight) on the HTP (simulator/published/aihub.csv layer counts). So an op with float weights between
@@ -130,6 +137,24 @@ def _shuffle_layouts(compiled: Graph) -> set[int]:
         q = perm(chain[-1]) if len(chain) == 5 else None
         if p is not None and q is not None and len(p) == len(q) and all(p[q[k]] == k for k in range(len(q))):
             found |= {chain[0], chain[-1]}
+    return found
+
+
+def _silu_sigmoids(compiled: Graph) -> set[int]:
+    """Indices of the LOGISTICs whose only reader is a MUL of the LOGISTIC's own input by its output: x * sigmoid(x),
+    a SiLU as litert-torch writes it ("silu" above)."""
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(compiled.nodes):
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(i)
+    found: set[int] = set()
+    for i, nd in enumerate(compiled.nodes):
+        if nd.op_type != "LOGISTIC" or not nd.inputs or not nd.outputs or nd.outputs[0] in compiled.outputs:
+            continue
+        r = readers.get(nd.outputs[0], [])
+        mul = compiled.nodes[r[0]] if len(r) == 1 else None
+        if mul is not None and mul.op_type == "MUL" and sorted(mul.inputs) == sorted([nd.inputs[0], nd.outputs[0]]):
+            found.add(i)
     return found
 
 
@@ -249,6 +274,7 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     gelu = _gelu_parts(compiled) if target.backend == "ort-qnn" else set()
     shuffle = _shuffle_layouts(compiled) if target.backend == "litert-qnn" else set()
     norms = set().union(*norm_islands(compiled)) if target.backend == "litert-qnn" else set()
+    silu = _silu_sigmoids(compiled) if target.backend == "litert-qnn" else set()
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
@@ -273,6 +299,8 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("shuffle_layout")
         if i in norms:
             facts.add("float_norm")
+        if i in silu:
+            facts.add("silu")
         out.append(frozenset(facts))
     return out
 
@@ -303,6 +331,8 @@ def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozense
     if "shuffle_layout" in facts and on_npu and "int8" not in (combo.input, combo.output):
         p = dataclasses.replace(p, eliminated=True, note="a channel shuffle's layout transpose: one QNN ChannelShuffle "
                                                          "moves the tensor once on the HTP")
+    if "silu" in facts and on_npu and "int8" not in (combo.input, combo.output):
+        p = dataclasses.replace(p, eliminated=True, note="a SiLU's sigmoid: computed in its MUL's pass over x on the HTP")
     if "fully_connected" in facts and on_npu:
         p = dataclasses.replace(p, rate_kind="conv", note="; ".join(
             ["a QNN FullyConnected (weight a 2-D constant): runs at the conv rate", *([p.note] if p.note else [])]))

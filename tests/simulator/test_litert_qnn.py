@@ -233,3 +233,29 @@ def test_a_layer_norm_stays_float_between_a_dequantize_and_a_quantize_in_a_w8a8_
     pool = plan_latency(_layer_norm(with_norm=False), t, hw, "int8-static")
     assert not norm_islands(_layer_norm(with_norm=False))
     assert {pool.paths[k][0].resolved.input for k in pool.index} == {"int8"}
+
+
+def _silu_and_gate() -> Graph:
+    """ADD -> a SiLU as litert-torch writes it (LOGISTIC, then a MUL of the LOGISTIC's input by its output) -> a gate
+    (LOGISTIC of another tensor, a MUL of the SiLU's output by it: an SE block's scale, not a SiLU)."""
+    values = [act(n, [1, 28, 28, 64]) for n in ("a", "b", "x", "s", "y", "g", "z")]
+    nodes = [Node("add", "add", "ADD", inputs=["a", "b"], outputs=["x"]),
+             Node("sig", "sig", "LOGISTIC", inputs=["x"], outputs=["s"]),
+             Node("silu", "silu", "MUL", inputs=["x", "s"], outputs=["y"]),
+             Node("gate", "gate", "LOGISTIC", inputs=["b"], outputs=["g"]),
+             Node("scale", "scale", "MUL", inputs=["y", "g"], outputs=["z"])]
+    g = graph(nodes, values, ["a", "b"], ["z"])
+    g.format = "tflite"
+    return g
+
+
+@pytest.mark.parametrize("target", LITERT_QNN)
+def test_a_silus_sigmoid_runs_in_its_multiplys_pass_on_the_htp(target: str) -> None:
+    """x * sigmoid(x): the LOGISTIC costs nothing under float activations, its MUL carries the pass; a LOGISTIC whose
+    MUL multiplies another tensor (a gate) keeps its own pass, and so does the SiLU's under int8-static."""
+    t = get_target(target)
+    hw = load_profile(t.profile, t.backend)
+    lp = plan_latency(_silu_and_gate(), t, hw, "fp32")
+    assert [bool(x) for x in lp.gone] == [False, True, False, False, False]
+    q = plan_latency(_silu_and_gate(), t, hw, "int8-static")
+    assert not q.gone.any()
