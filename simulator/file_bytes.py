@@ -24,6 +24,7 @@ from simulator.roofline import Path
 
 _FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64"})  # as simulator.tflite_ops counts them
 _HANDLES = frozenset({"resource", "variant"})
+_INTEGER_DTYPES = frozenset({"int8", "uint8", "int4", "uint4"})
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Stored:
     biased: np.ndarray  # bool: its conv has a bias
     made: np.ndarray  # bytes of its float constants the upload makes at run time (ExportRecords.made): not in the
     # file as uploaded (the float state), in the export's once an option rewrites the file (ORT folds them)
+    uploaded: np.ndarray  # bytes of a kernel an ONNX upload stores as integers itself (0: none): the file as uploaded
 
     def at(self, rows: np.ndarray) -> Stored:
         return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
@@ -52,6 +54,7 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
            records: ExportRecords | None) -> Stored:
     """What each task of `compiled` stores in `t`'s file (`records`: the ONNX exporter's, see export_records_for)."""
     k_store, aux_store = _stored_elements(works, _computed_at_run_time(source) if records is not None else frozenset())
+    uploaded = _uploaded_integers(t, compiled, works, k_store)
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
     if records is not None:
@@ -67,11 +70,26 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   bias_copies=_static_bias_copies(t, works),
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
                   biased=_conv_biases(compiled, source),
-                  made=_made_per_task(records, k_store, aux_store, works, source))
+                  made=_made_per_task(records, k_store, aux_store, works, source, uploaded), uploaded=uploaded)
+
+
+def _uploaded_integers(t: Target, g: Graph, works: list[Work], k_store: np.ndarray) -> np.ndarray:
+    """Bytes of each task's kernel where an ONNX upload stores it as an integer tensor (a quantize_dynamic file's
+    uint8 ConvInteger / MatMulInteger weights), which the file as uploaded holds at those bytes, not at 4 per
+    element: ddddocr's old model (13.6 MB, 9.3 MB of uint8 kernels) was sized at 37.3 MB. 0 elsewhere (a float
+    kernel, a kernel an earlier task stores, other formats)."""
+    out = np.zeros(len(works))
+    if t.export != "onnx" or g.format != "onnx":
+        return out
+    for i, w in enumerate(works):
+        v = g.values.get(w.kernel_name) if w.kernel_elements and k_store[i] else None
+        if v is not None and v.weight is not None and v.dtype in _INTEGER_DTYPES:
+            out[i] = float(v.weight.bytes)
+    return out
 
 
 def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store: np.ndarray, works: list[Work],
-                   source: Graph | None) -> np.ndarray:
+                   source: Graph | None, uploaded: np.ndarray) -> np.ndarray:
     """Bytes of each task's float-state file bytes the upload does not store (ExportRecords.made), so the float
     state is the file as uploaded: each task keeps its bytes that are not made at run time, and where the frontend
     recorded the upload's size, the tasks with made constants share what the file holds beyond the export's records
@@ -80,7 +98,8 @@ def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store
     estimate of each task's)."""
     if records is None or records.made is None or not records.made.any():
         return np.zeros(len(works))
-    own = k_store * 4 + aux_store * 4 + np.array([w.other_const_bytes for w in works], dtype=np.float64)
+    own = (np.where(uploaded > 0, uploaded, k_store * 4) + aux_store * 4
+           + np.array([w.other_const_bytes for w in works], dtype=np.float64))
     kept = own - np.minimum(records.made, own)
     meta = source.metadata if source is not None else {}
     made = records.made > 0
@@ -120,9 +139,11 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
             kern[:, j] = np.where(s.as_stored > 0, s.as_stored, kern[:, j])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     out = kern + s.aux[:, None] * aux_file_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
-    # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes.
+    # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes, and kernels
+    # it stores as integers count as stored.
     as_uploaded = np.array([c.input == c.output == "fp32" and kf in ("fp32", "-") and not sp
                             for kf, sp, c in zip(kernels, sparsity, combos)], dtype=bool)
+    out = np.where(as_uploaded[None, :] & (s.uploaded[:, None] > 0), out - kern + s.uploaded[:, None], out)
     return np.where(as_uploaded[None, :], np.maximum(out - s.made[:, None], 0.0), out)
 
 
