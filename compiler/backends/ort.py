@@ -42,7 +42,7 @@ from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "ort-cpu/host"
 OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
-NAME_SUFFIXES = ("_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
+NAME_SUFFIXES = ("_nchwc", "_bn_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
 NAME_PREFIXES = ("node_",)  # torch.onnx's dynamo exporter names each node `node_<FX node name>`
 
 

@@ -191,3 +191,35 @@ def test_unknown_op_is_a_clear_error(zoo, tmp_path) -> None:
     source = zoo.graph("unknown_op")
     with pytest.raises(ModelRunError, match="ONNX Runtime cannot load the model.*FooBar"):
         ort.compile(zoo.path("unknown_op"), tmp_path / "u.onnx", source)
+
+
+def test_standalone_batchnorm_maps_to_its_nchwc_conv(tmp_path) -> None:
+    """A BatchNormalization after no Conv (DenseNet's, after each Concat) becomes a depthwise NCHWc Conv ORT names
+    `<output>_bn_nchwc`; it maps to the BatchNormalization (it had no source node, so its constants, made at run time
+    in the ONNX zoo's light DenseNet-121, were charged to no task and the file was sized +56%)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from simulator.model import load_source
+
+    rng = np.random.default_rng(0)
+    c = 32
+    inits = [numpy_helper.from_array((0.1 * rng.standard_normal([c, c, 1, 1])).astype(np.float32), "w0"),
+             numpy_helper.from_array((0.1 * rng.standard_normal([c, 2 * c, 1, 1])).astype(np.float32), "w1"),
+             *(numpy_helper.from_array((1 + 0.1 * rng.standard_normal(2 * c)).astype(np.float32), n)
+               for n in ("scale", "bias", "mean", "var"))]
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["a"], name="conv0"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu"),
+             helper.make_node("Concat", ["b", "b"], ["cat"], name="concat", axis=1),
+             helper.make_node("BatchNormalization", ["cat", "scale", "bias", "mean", "var"], ["bn"], name="bn"),
+             helper.make_node("Conv", ["bn", "w1"], ["y"], name="conv1")]
+    g = helper.make_graph(nodes, "bn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 28, 28])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, 28, 28])], inits)
+    src = tmp_path / "bn.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), src)
+    source = load_source(src)
+    compiled = ort.compile(src, tmp_path / "bn.all.onnx", source, opt_level="all")
+    bn_tasks = [n for n in compiled.nodes if n.name.endswith("_bn_nchwc")]
+    assert bn_tasks, [n.name for n in compiled.nodes]
+    assert all(src_ops(source, n) == ["BatchNormalization"] for n in bn_tasks)
