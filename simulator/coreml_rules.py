@@ -16,11 +16,16 @@ from compiler.graph import Graph, Node
 # - "ane_fused": that activation, the sole reader of a conv / linear / add output, runs inside its producer's
 #   kernel on the ANE (coremltools matches conv -> activation -> quantize as one pattern "for more fusions on
 #   hardware", optimize_activation_quantization.py), so it is not a pass of its own.
+# - "io_cast": a Cast between fp32 and fp16 at a graph input or output (ORT's float16 converter with keep_io_types
+#   writes one per input and output). An ML Program computes an fp32 model in fp16 and converts at its inputs and
+#   outputs itself, which the cost model takes as free; the explicit Cast is that same conversion, so it costs
+#   nothing and leaves the ANE partition whole (as a GPU task it cost two partition crossings).
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
 _A8_TWO_LIVE = frozenset({"Add", "add"})
 _A8_NEEDS_WEIGHT = frozenset({"MatMul"})  # a MatMul by a constant is MIL `linear`; of two activations, `matmul`
+_FLOATS = frozenset({"float32", "float16"})
 _A8_ACTIVATIONS = frozenset({"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
                              "relu", "relu6", "clip", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid", "scaled_tanh"})
 
@@ -53,6 +58,12 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
         fused = (nd.op_type in _A8_ACTIVATIONS and src is not None and quantized(src) and readers.get(x, 0) == 1
                  and x not in compiled.outputs)
         facts = {"ane_fused"} if fused else set()
+        if nd.op_type in ("Cast", "cast") and nd.inputs and nd.outputs and (
+                nd.inputs[0] in compiled.inputs or nd.outputs[0] in compiled.outputs):
+            dtypes = {v.dtype for v in (compiled.values.get(nd.inputs[0]), compiled.values.get(nd.outputs[0]))
+                      if v is not None}
+            if len(dtypes) == 2 and dtypes <= _FLOATS:
+                facts.add("io_cast")
         if uploaded:
             facts.add("a8_weights_only")
         elif not (quantized(nd) or fused):
