@@ -176,10 +176,8 @@ def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: s
         p = dataclasses.replace(p, supported=False, note="; ".join([f"the Core ML export writes {alt.name} ({why})",
                                                                     *([p.note] if p.note else [])]))
     ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)
-    if "io_cast" in facts and ane is not None:
-        return dataclasses.replace(p, unit=ane, eliminated=True, note="; ".join(
-            [*([p.note] if p.note else []), "the ML Program's own fp32 <-> fp16 conversion at its inputs / outputs "
-                                             "(an fp32 model converts there implicitly)"]))
+    if "io_cast" in facts and ane is not None:  # the ML Program's own I/O conversion, as for an fp32 model
+        return dataclasses.replace(p, unit=ane, eliminated=True, note="fp32 <-> fp16 at the model's inputs / outputs")
     if "ane_fused" in facts and profile.units[p.unit].name == "ane":
         p = dataclasses.replace(p, eliminated=True, note="; ".join(
             [*([p.note] if p.note else []), "runs inside its producer's kernel on the ANE (conv / linear / add + "
