@@ -486,13 +486,14 @@ def _el(g: Graph, name: str) -> float:
 
 def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights. An edge
-    into a body task moves its tensor once per execution of that task (none if it never runs)."""
+    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights, and a
+    folded consumer (a Shape of a tensor of known shape) reads nothing at run time. An edge into a body task moves
+    its tensor once per execution of that task (none if it never runs)."""
     index = {nd.id: i for i, nd in enumerate(g.nodes)}
     seen: set[tuple[int, int, str]] = set()
     src, dst, el = [], [], []
     for s, d, v in g.edges():
-        if s in folded:
+        if s in folded or d in folded:
             continue
         key = (index[s], index[d], v)
         runs = 1.0 if execs is None else float(execs[key[1]]) if execs[key[0]] > 0 else 0.0
