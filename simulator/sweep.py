@@ -344,9 +344,8 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         g = _Group(np.array(rows), co)
         idx = {c: j for j, c in enumerate(combos)}
         pick = np.array([idx[p.resolve(t.float_format, has_k)] for p in presets])
-        g.metrics = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
-                             measured[rows], res, st.at(rows), int(pick[i32]))
-        pure32[rows] = g.metrics.pop(_PURE)
+        g.metrics, pure32[rows] = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
+                                           measured[rows], res, st.at(rows), int(pick[i32]))
         scale_by_executions(g.metrics, execs[rows])
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
@@ -506,14 +505,11 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
 
 
-_PURE = "_predicted_fp32_ms"  # _metrics' extra column, popped by _groups
-
-
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
              io_out: np.ndarray, measured: np.ndarray, res: Residency,
-             st: Stored, fp32_col: int) -> dict[str, np.ndarray]:
-    """Every metric [n, C] of a group of tasks of one signature (`st`: what they store), and under _PURE the
-    predicted time of combo column `fp32_col` (fp32) before any measurement replaces it."""
+             st: Stored, fp32_col: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every metric [n, C] of a group of tasks of one signature (`st`: what they store), and the predicted time
+    of combo column `fp32_col` (fp32) before any measurement replaces it."""
     w = Counts.of(works)
     r = co.rates
     cost = task_cost(w, r, res)
@@ -534,10 +530,11 @@ def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[st
     lat_ms = lat_ms + (io_out[:, None] > 0) * (out_conv > 0) * conversion_ms(conv["fixed_ms"], out_conv,
                                                                              io_out[:, None])
     dram = dram_bytes(w, r, cost, res) + io_bytes(io_in, io_out)[:, None]
-    return {"latency_ms": lat_ms, _PURE: pure,
+    return {"latency_ms": lat_ms,
             "weight_bytes": weight_bytes(t, kind, st, w.other_const_bytes, co.combos, co.kernel, co.sparsity,
                                          co.aux_file_b, co.export_events),
-            "activation_bytes": np.where(gone, 0.0, cost.activation_bytes), "dram_bytes": np.where(gone, 0.0, dram)}
+            "activation_bytes": np.where(gone, 0.0, cost.activation_bytes),
+            "dram_bytes": np.where(gone, 0.0, dram)}, pure
 
 
 # The device fit plans a graph's latency once and evaluates it per profile (simulator/published/latency.py), from
