@@ -2,7 +2,8 @@
 
     python benchmarks/published_models.py [--target ort-qnn/snapdragon-8g3] [--cache DIR] [model ...]
 
-Each architecture of simulator/published/architectures.yaml is built from torchvision or timm with random weights
+Each architecture of simulator/published/architectures.yaml is built from torchvision, timm or Hugging Face
+transformers (a config in code, corpus/hf_models.py) with random weights
 (`corpus.builders.build`, nothing downloaded) at its published input size, exported with the TorchScript ONNX
 exporter (opset 17), or for a LiteRT target converted to TFLite (torch.export, then litert-torch: what a .pt2
 upload to that target goes through), then compiled for a target as the worker would
@@ -34,14 +35,14 @@ DEFAULT_CACHE = Path(os.environ.get("EDGESCOPE_PUBLISHED_CACHE", Path.home() / "
 
 
 def onnx_path(a: Architecture, cache: Path) -> Path:
-    return cache / f"{a.source}-{a.name}-{a.size}{'-reparam' if a.reparam else ''}.onnx"
+    return cache / f"{a.stem}.onnx"
 
 
 def tflite_path(a: Architecture, cache: Path) -> Path:
-    return cache / f"{a.source}-{a.name}-{a.size}{'-reparam' if a.reparam else ''}.tflite"
+    return cache / f"{a.stem}.tflite"
 
 
-def _build_child(source: str, name: str, size: int, out: str, reparam: bool = False) -> None:
+def _build_child(source: str, name: str, shape: tuple[int, ...], out: str, reparam: bool = False) -> None:
     """Write the architecture's ONNX export (`out` ends in .onnx), or its TFLite file (.tflite: torch.export to a
     .pt2, then litert-torch, as a .pt2 upload to a LiteRT target is converted)."""
     import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
@@ -50,8 +51,7 @@ def _build_child(source: str, name: str, size: int, out: str, reparam: bool = Fa
     from corpus.models import Entry
 
     # reparam: the deploy form the publishers measured (MobileOne, RepViT and FastViT fuse their branches first)
-    e = Entry(f"{source}/{name}", "published", "torchvision" if source == "torchvision" else "timm", name,
-              (1, 3, size, size), reparam=reparam)
+    e = Entry(f"{source}/{name}", "published", source, name, tuple(shape), reparam=reparam)
     if out.endswith(".tflite"):
         pt2 = Path(out).with_suffix(".pt2")
         if not pt2.exists():
@@ -94,7 +94,7 @@ def _build(a: Architecture, out: Path, timeout_s: float) -> Path:
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from benchmarks.published_models import _build_child; "
-            f"_build_child({a.source!r}, {a.name!r}, {a.size}, {str(out)!r}, {a.reparam!r})")
+            f"_build_child({a.source!r}, {a.name!r}, {a.shape!r}, {str(out)!r}, {a.reparam!r})")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout_s)
     if p.returncode != 0 or not out.exists():
         tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
@@ -175,7 +175,8 @@ def plans(a: Architecture, target: str, cache: Path) -> dict[str, Any]:
     presets = planned_presets(t.backend)
     version = hashlib.sha256((code_version("compiler", "simulator") + hw.structure()
                               + ",".join(presets[len(PLANNED_PRESETS):])).encode()).hexdigest()[:12]
-    key = cache / "plans" / f"{a.source}-{a.name}-{a.size}.{target.replace('/', '_')}.{version}.pkl"
+    # (the stem without '-reparam', as before HxW sizes: square architectures keep their cached plans' names)
+    key = cache / "plans" / f"{a.stem.removesuffix('-reparam')}.{target.replace('/', '_')}.{version}.pkl"
     if key.exists():
         return pickle.loads(key.read_bytes())
     src, comp = compiled(a, target, cache)

@@ -1,6 +1,6 @@
 """Build a corpus entry (`corpus.models.Entry`) as an eval-mode torch module with random weights and
-an example input of the entry's shape. torchvision with `weights=None`, timm with `pretrained=False`:
-nothing is downloaded. Seeded, so a rebuild gives the same weights.
+an example input of the entry's shape. torchvision with `weights=None`, timm with `pretrained=False`,
+transformers from a config (`corpus.hf_models`): nothing is downloaded. Seeded, so a rebuild gives the same weights.
 
 Every module is wrapped so its forward takes one positional `input` and returns a tensor or a tuple
 of tensors, the form both ONNX exporters and `torch.export` take.
@@ -180,6 +180,10 @@ def build(e: Entry) -> Built:
 
             m = reparameterize_model(m.eval())
         x = torch.randn(*e.shape)
+    elif e.source == "transformers":  # Hugging Face transformers, from a config in code (corpus/hf_models.py)
+        from corpus.hf_models import build as build_hf
+
+        m, x = build_hf(e.name), torch.randn(*e.shape)
     elif e.source == "torch":
         m, x = _torch_model(e)
     else:

@@ -24,7 +24,7 @@ BOTH = ("dynamo", "ts")  # every entry: torch.onnx.export with dynamo=True and w
 class Entry:
     id: str  # "<source>/<name>[-variant]"
     family: str
-    source: str  # torchvision | timm | torch (built from torch.nn modules in corpus.builders)
+    source: str  # torchvision | timm | transformers (corpus.hf_models) | torch (torch.nn modules in corpus.builders)
     name: str  # the source's model name
     shape: tuple[int, ...]  # the input people feed it (NCHW image; tokens or frames for sequences)
     extra: tuple[str, ...] = ()  # exports beyond BOTH

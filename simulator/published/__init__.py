@@ -32,12 +32,23 @@ class DatasetError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Architecture:
     model: str
-    source: str  # torchvision | timm
+    source: str  # torchvision | timm | transformers
     name: str
-    size: int
+    size: int  # input width
     family: str
     validation: bool
     reparam: bool = False  # built in its deploy form (timm's reparameterize_model: MobileOne, RepViT, FastViT)
+    height: int = 0  # input height where it differs from the width (Depth Anything's 518x392 / 518x396)
+
+    @property
+    def stem(self) -> str:
+        """The architecture's file-name stem: source, name, input size (HxW where not square), deploy form."""
+        size = f"{self.height}x{self.size}" if self.height and self.height != self.size else str(self.size)
+        return f"{self.source}-{self.name}-{size}{'-reparam' if self.reparam else ''}"
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        return (1, 3, self.height or self.size, self.size)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +67,8 @@ class Measurement:
 
 def architectures() -> dict[str, Architecture]:
     return {a["model"]: Architecture(a["model"], a["source"], a["name"], int(a["size"]), a["family"],
-                                     bool(a.get("validation", False)), bool(a.get("reparam", False)))
+                                     bool(a.get("validation", False)), bool(a.get("reparam", False)),
+                                     int(a.get("height", 0)))
             for a in yaml.safe_load(ARCHITECTURES_PATH.read_text())["architectures"]}
 
 

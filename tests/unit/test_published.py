@@ -11,11 +11,12 @@ from simulator import published
 from simulator.profiles import list_profiles
 
 
-# AI Hub's perf.yaml files, coremltools' optimization tables, and the READMEs of the papers' official repos
-# (iPhone 12 Core ML tables).
+# AI Hub's perf.yaml files, coremltools' optimization tables, the READMEs of the papers' official repos
+# (iPhone 12 Core ML tables), Apple's Core ML model cards on Hugging Face and Hugging Face's Core ML tutorial (A17 Pro).
 SOURCES = ("github quic/ai-hub-models qai_hub_models/models/", "github apple/coremltools docs-guides/source/",
            "github apple/ml-mobileone README.md", "github apple/ml-fastvit README.md", "github THU-MIG/RepViT README.md",
-           "github snap-research/EfficientFormer README.md")
+           "github snap-research/EfficientFormer README.md", "huggingface apple/coreml-",
+           "github huggingface/coreml-examples tutorials/")
 
 
 def test_every_row_parses_and_has_a_source() -> None:
@@ -26,7 +27,7 @@ def test_every_row_parses_and_has_a_source() -> None:
         assert r.source and r.source.startswith(SOURCES), r
         assert "@" in r.source and len(r.source.split("@")[1].split(",")[0].strip()) == 40  # a commit
         assert r.latency_ms > 0 and r.model in archs
-        assert r.input[-1] == archs[r.model].size
+        assert r.input == archs[r.model].shape, r
         if r.layers is not None:
             assert r.layers["npu"] + r.layers["gpu"] + r.layers["cpu"] == r.layers["total"], r
 
@@ -56,3 +57,16 @@ def test_a_row_without_a_source_is_refused(tmp_path: Path) -> None:
 def test_chips_with_rows_have_a_profile_or_are_reported_without_one() -> None:
     chips = {r.chip for r in published.load()}
     assert {"snapdragon-8g3", "apple-a17"} <= chips & set(list_profiles())
+
+
+def test_a17_pro_has_three_families_besides_the_validation_models() -> None:
+    """The A17 Pro's own rows (not the A16 stand-ins): MobileViTv2 and the Hugging Face cards' Depth Anything and
+    DETR, at the input sizes their cards' apps feed them (non-square for Depth Anything)."""
+    archs = published.architectures()
+    a17 = [r for r in published.load() if r.chip == "apple-a17" and not archs[r.model].validation]
+    assert {archs[r.model].family for r in a17} == {"mobilevit", "depth-anything", "detr"}
+    depth = {r.model: r for r in a17 if archs[r.model].family == "depth-anything"}
+    assert depth["DepthAnything-small"].input == (1, 3, 396, 518) and depth["DepthAnything-small"].latency_ms == 33.9
+    assert depth["DepthAnythingV2-small"].input == (1, 3, 392, 518)
+    assert archs["DepthAnything-small"].stem == "transformers-depth-anything-small-396x518"
+    assert archs["ResNet50"].stem == "torchvision-resnet50-224"  # square sizes keep their cached files' names
