@@ -10,7 +10,11 @@ from typing import Any
 def heldout_text(h: Mapping[str, Any]) -> str:
     """A device's held-out error as a label says it (simulator/published/heldout.json)."""
     cv = h.get("kind") == "leave-one-family-out"
+    # Not refitted with families enough (FitSpec.refit False): a refit on them cross-validated worse than the bars.
+    kept = h.get("refit") is False and h.get("families", 0) >= 2
     how = ("leave-one-family-out on published measurements" if cv
+           else "on validation models never fitted; the profile is not refitted: its published families do not "
+           "cross-validate" if kept
            else "on validation models never fitted; too few published families to cross-validate")
     text = (f", held-out error median {h['median_pct']:.0f}%, {h['within25_pct']:.0f}% within ±25% "
             f"(n={h['n_points']} points, {h['n_models']} models; {how})")

@@ -41,7 +41,17 @@ def test_a_device_fitted_on_validation_models_only_says_so(heldout_file: Path) -
         "families": 1, "placement": {"agree": 0, "n": 0}}}))
     text = sweep(conv_chain(), "coreml/apple-a17").bulk["label"]["text"]
     assert "held-out error median 18%, 67% within ±25% (n=6 points, 2 models; on validation models" in text
+    assert "too few published families" in text
     assert "placement" not in text
+
+
+def test_a_device_not_refitted_on_its_families_says_why(heldout_file: Path) -> None:
+    heldout_file.write_text(json.dumps({"coreml/apple-a17": {
+        "kind": "validation models only", "median_pct": 21.6, "within25_pct": 53.8, "n_points": 13, "n_models": 2,
+        "families": 4, "refit": False, "placement": {"agree": 0, "n": 0}}}))
+    text = sweep(conv_chain(), "coreml/apple-a17").bulk["label"]["text"]
+    assert "(n=13 points, 2 models; on validation models never fitted; the profile is not refitted" in text
+    assert "too few published families" not in text
 
 
 @pytest.mark.parametrize("target", ["ort-xnnpack/rpi5", "litert/pixel-8", "ort-nnapi/pixel-8", "ort-coreml/apple-a17"])
