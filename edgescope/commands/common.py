@@ -58,13 +58,17 @@ INPUT_OPTIONS = [
 
 def target_option(help: str = "Default: where the model's format runs on this machine (ort-cpu/host; "
                   "litert-cpu/host for .tflite). See `edgescope options`.") -> Any:
-    return click.option("--target", default=None, help=help)
+    # multiple=True so that a repeated --target is seen (click keeps only the last of a single-valued option)
+    return click.option("--target", "target", multiple=True, help=help)
 
 
-def resolve_target(model: Path, target: str | None) -> str:
-    """The target given, or the first target the model's format runs on (a .tflite is not run on ort-cpu/host)."""
-    if target:
-        return target
+def resolve_target(model: Path, targets: tuple[str, ...], command: str = "this command") -> str:
+    """The one target given, or the first target the model's format runs on (a .tflite is not run on ort-cpu/host)."""
+    if len(targets) > 1:
+        fail(f"--target given {len(targets)} times ({', '.join(targets)}): {command} takes one target; run it once per "
+             "target (`edgescope analyze` takes several)")
+    if targets:
+        return targets[0]
     from compiler.frontends import detect
     from compiler.vocabulary.targets import default_targets
 

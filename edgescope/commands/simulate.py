@@ -44,26 +44,33 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
               help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
 @click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label, inputs and every op.")
-def predict(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], inputs: tuple[str, ...],
+def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[str, ...], inputs: tuple[str, ...],
             values: tuple[str, ...], calibration: Path | None, top: int, as_json: bool) -> None:
-    """Predict latency, size, peak memory and memory power of MODEL on TARGET, without running it."""
+    """Predict latency, size, peak memory and memory power of MODEL on TARGET (repeatable in text output), without
+    running it."""
     from simulator.predict import predict_model
 
-    target = resolve_target(model, target)
+    if as_json and len(target) > 1:
+        fail(f"--json prints one target's prediction; --target was given {len(target)} times")
+    targets = target or (resolve_target(model, ()),)
     shapes, vals = parse_inputs(inputs, values)
-    try:
-        with tempfile.TemporaryDirectory() as td:
-            out, *_ = predict_model(model, target, model_wide, parse_ops(ops), td, calibration_path(calibration),
-                                    shapes, vals)
-    except user_errors() as e:
-        fail(str(e))
-    if as_json:
-        click.echo(json.dumps(out))
-        return
-    _print_totals(out)
-    _print_inputs_and_unknown(out)
-    for r in sorted(out["ops"], key=lambda r: -r["latency_ms"])[:top]:
-        click.echo(f"  {r['latency_ms']:9.4f} ms  {r['type']:18s} {r['combo']:20s} {r['unit']:8s} {r['name'] or r['id']}")
+    for i, name in enumerate(targets):
+        try:
+            with tempfile.TemporaryDirectory() as td:
+                out, *_ = predict_model(model, name, model_wide, parse_ops(ops), td, calibration_path(calibration),
+                                        shapes, vals)
+        except user_errors() as e:
+            fail(str(e) if len(targets) == 1 else f"{name}: {e}")
+        if as_json:
+            click.echo(json.dumps(out))
+            return
+        if i:
+            click.echo()
+        _print_totals(out)
+        _print_inputs_and_unknown(out)
+        for r in sorted(out["ops"], key=lambda r: -r["latency_ms"])[:top]:
+            click.echo(f"  {r['latency_ms']:9.4f} ms  {r['type']:18s} {r['combo']:20s} {r['unit']:8s} "
+                       f"{r['name'] or r['id']}")
 
 
 @click.command()
@@ -77,7 +84,7 @@ def predict(model: Path, target: str | None, model_wide: str, ops: tuple[str, ..
 @click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
 @with_inputs
 @click.option("--json", "as_json", is_flag=True)
-def optimize(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], out_path: Path,
+def optimize(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[str, ...], out_path: Path,
              calibration: Path | None, measure: bool, inputs: tuple[str, ...], values: tuple[str, ...],
              as_json: bool) -> None:
     """Write the optimized model for TARGET and print its predicted totals next to its real size.
@@ -86,11 +93,11 @@ def optimize(model: Path, target: str | None, model_wide: str, ops: tuple[str, .
     .mlpackage or .pt2); LiteRT: ai-edge-quantizer (fp32, fp16, int8-dynamic, int8-static, int4-weights)."""
     from simulator.predict import optimize_model
 
-    target = resolve_target(model, target)
+    target_name = resolve_target(model, target, "optimize (one file per target)")
     shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:
-            result = optimize_model(model, out_path, target, model_wide, parse_ops(ops), td,
+            result = optimize_model(model, out_path, target_name, model_wide, parse_ops(ops), td,
                                     calibration_path(calibration), input_shapes=shapes, input_values=vals)
     except user_errors() as e:
         fail(str(e))
@@ -98,13 +105,13 @@ def optimize(model: Path, target: str | None, model_wide: str, ops: tuple[str, .
     pred = out["totals"]["size_bytes"]
     result = {**out, "path": result["path"], "size_bytes": result["size_bytes"],
               "size_error_pct": result["size_error_pct"], "notes": result["notes"]}
-    if measure and target == "ort-cpu/host":
+    if measure and target_name == "ort-cpu/host":
         from simulator.calibration_timing import wall_ms
 
         ms = wall_ms(Path(result["path"]), min_runs=20, budget_s=0.5, rounds=3, feeds=_feeds(result))
         result["measured"] = {"latency_ms": ms, "label": "measured: onnxruntime CPU EP, 1 thread, lowest of 3 "
                                                          "medians on this machine"}
-    elif measure and target == "litert-cpu/host":
+    elif measure and target_name == "litert-cpu/host":
         from compiler.backends.litert import profile
 
         p = profile(Path(result["path"]))

@@ -69,7 +69,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 @with_inputs
 @click.option("--calibration", type=click.Path(path_type=Path), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposals as one JSON object.")
-def solve(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
+def solve(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
           fps: float | None, peak_memory_mb: float | None, size_mb: float | None, memory_power_mw: float | None,
           keep: tuple[str, ...], inputs: tuple[str, ...], values: tuple[str, ...], calibration: Path | None,
           as_json: bool) -> None:
@@ -77,13 +77,13 @@ def solve(model: Path, target: str | None, model_wide: str, ops: tuple[str, ...]
     changes, most layers kept float, least size), from its option table and the totals rule."""
     from simulator.solver import Budget
 
-    target = resolve_target(model, target)
+    target_name = resolve_target(model, target, "solve")
     shapes, vals = parse_inputs(inputs, values)
     try:
         budget = Budget.of(latency_ms=latency_ms, fps=fps,
                            peak_memory_bytes=peak_memory_mb * 1e6 if peak_memory_mb is not None else None,
                            size_bytes=size_mb * 1e6 if size_mb is not None else None, memory_power_mw=memory_power_mw)
-        out = _solve(model, target, model_wide, parse_ops(ops), budget, keep, calibration, shapes, vals)
+        out = _solve(model, target_name, model_wide, parse_ops(ops), budget, keep, calibration, shapes, vals)
     except user_errors() as e:
         fail(str(e))
     if as_json:

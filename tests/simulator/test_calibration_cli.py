@@ -134,6 +134,24 @@ def test_predict_other_targets_and_errors(cli: tuple[CliRunner, Path, Path]) -> 
     assert bad.exit_code != 0 and "neither a task nor a source node" in bad.output
 
 
+def test_predict_several_targets_and_one_target_commands(cli: tuple[CliRunner, Path, Path], tmp_path: Path) -> None:
+    """A repeated --target was silently the last one (click keeps one value): predict prints each, --json and the
+    one-file commands refuse in one sentence."""
+    from edgescope.commands.simulate import optimize, predict
+
+    runner, model, cache = cli
+    r = runner.invoke(predict, [str(model), "--calibration", str(cache), "--target", "ort-cpu/host",
+                                "--target", "coreml/apple-a17", "--top", "1"])
+    assert r.exit_code == 0, r.output
+    heads = [line.split()[0] for line in r.output.splitlines() if line and not line.startswith(" ")]
+    assert heads == ["ort-cpu/host", "coreml/apple-a17"], r.output
+    bad = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--target", "coreml/apple-a17", "--json"])
+    assert bad.exit_code == 1 and "--json prints one target" in bad.output
+    bad = runner.invoke(optimize, [str(model), "--target", "ort-cpu/host", "--target", "coreml/apple-a17",
+                                   "--model-wide", "fp16", "--out", str(tmp_path / "x.onnx")])
+    assert bad.exit_code == 1 and "takes one target" in bad.output and not (tmp_path / "x.onnx").exists()
+
+
 def test_optimize_writes_a_runnable_model(cli: tuple[CliRunner, Path, Path], tmp_path: Path) -> None:
     import onnxruntime as ort
 
