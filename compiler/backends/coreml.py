@@ -17,6 +17,7 @@ where we can convert.
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ def compile(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None
             # the FX graph instead, and say so.
             compiled = as_tasks(source)
             compiled.metadata["note"] = f"not converted to Core ML ({e}); predicted with one task per FX node"
+            compiled.metadata["fallback"] = f"not converted to Core ML ({e})"
             return compiled, None
         return _with_provenance(out, source), out
     if source.format == "coreml":
@@ -97,11 +99,7 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         import coremltools as ct
 
         ep = load_vetted_program(payload["src"])
-        try:
-            ml = ct.convert(ep.run_decompositions({}), convert_to="mlprogram",
-                            minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))
-        except Exception as e:
-            raise ModelRunError(f"coremltools could not convert the .pt2 model: {str(e).strip()[:800]}") from None
+        ml = _convert_decomposing(ct, ep)
     with tempfile.TemporaryDirectory() as tmp:
         pkg = Path(tmp, "model.mlpackage")
         ml.save(os.fspath(pkg))
@@ -109,6 +107,35 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         zip_package(pkg, base.with_name(base.name + ".tmp"))
         os.replace(base.with_name(base.name + ".tmp"), base)
     return {"coremltools": ct.__version__}
+
+
+_UNSUPPORTED = re.compile(r"Unsupported fx node (\w+)")
+
+
+def _convert_decomposing(ct: Any, ep: Any, tries: int = 4) -> Any:
+    """coremltools' conversion of the program; where its torch frontend lacks an op (`addcmul` in ConvNeXt-V2's
+    GRN, `linalg_vector_norm`), that op is decomposed with torch's own decomposition into ops it has, and the
+    conversion tried again, as a user would do by hand. In the conversion child."""
+    from torch._decomp import get_decompositions
+
+    from compiler.errors import ModelRunError
+
+    table: dict[Any, Any] = {}
+    err: Exception = RuntimeError("no conversion tried")
+    for _ in range(tries):
+        try:
+            return ct.convert(ep.run_decompositions(table), convert_to="mlprogram",
+                              minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))
+        except Exception as e:
+            err = e
+            m = _UNSUPPORTED.search(str(e))
+            ops = [n.target for n in ep.graph.nodes if m and n.op == "call_function"
+                   and getattr(n.target, "__name__", "").split(".")[0] == m.group(1)]
+            more = get_decompositions(list({getattr(o, "overloadpacket", o) for o in ops}))
+            if not more or set(more) <= set(table):
+                break
+            table.update(more)
+    raise ModelRunError(f"coremltools could not convert the .pt2 model: {str(err).strip()[:800]}") from None
 
 
 def zip_package(package: Path, out_zip: Path) -> None:
