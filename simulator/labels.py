@@ -42,5 +42,8 @@ def label_text(label: Mapping[str, Any]) -> str:
         tail += f", per-op figures scaled to the measured total ({label.get('measured_runtime') or 'measured here'})"
     if label.get("baseline_cpu_time"):
         tail += ", fp32 baseline from the measured CPU time (the machine was busy: its wall time waited for the CPU)"
+    if label.get("fallback"):
+        tail += (f"; predicted on the upload's own graph, not the runtime's operators: {label['fallback']} "
+                 "(placement and fusions may differ on the device)")
     cal = "calibrated" if label.get("calibrated") else "uncalibrated"
     return f"predicted: profile {label['profile']} ({cal}){tail}"

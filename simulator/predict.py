@@ -21,23 +21,32 @@ METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
 
 
 def task_overrides(compiled: Graph, per_op: Any, ops: Mapping[str, str], float_format: str) -> dict[str, str]:
-    """{task id: combo} from overrides keyed by task id, task name or source node id."""
+    """{task id: combo} from overrides keyed by task id, task name or source node id. A source node several tasks
+    implement (a converted file's conv with the PAD and TRANSPOSE split off it) names the one that holds weights."""
+    ids = {n.id: i for i, n in enumerate(compiled.nodes)}
+
+    def has_kernel(tid: str) -> bool:
+        return bool(per_op[ids[tid]]["combos"][0].split("/")[2] != "-")
+
     by_key: dict[str, str] = {}
     for n in compiled.nodes:
         by_key.setdefault(n.id, n.id)
         if n.name:
             by_key.setdefault(n.name, n.id)
+    implementing: dict[str, list[str]] = {}
+    for n in compiled.nodes:
         for s in n.source_nodes:
-            by_key.setdefault(s, n.id)
-    ids = {n.id: i for i, n in enumerate(compiled.nodes)}
+            implementing.setdefault(s, []).append(n.id)
+    for s, tids in implementing.items():
+        by_key.setdefault(s, next((t for t in tids if has_kernel(t)), tids[0]))
     out = {}
     for key, option in ops.items():
         tid = by_key.get(key)
         if tid is None:
             raise OptionError(f"--op names {key!r}, which is neither a task nor a source node of this model")
-        has_kernel = per_op[ids[tid]]["combos"][0].split("/")[2] != "-"
-        out[tid] = (parse_combo(option, has_kernel).name if "/" in option
-                    else parse_preset(option).resolve(float_format, has_kernel).name)
+        kernel = has_kernel(tid)
+        out[tid] = (parse_combo(option, kernel).name if "/" in option
+                    else parse_preset(option).resolve(float_format, kernel).name)
     return out
 
 

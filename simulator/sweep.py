@@ -222,7 +222,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         conv, cross_c = _scaled(scale, cols, where, conv, cross_c)
     unit_names = [u.name for u in hw.units]
     bulk: dict[str, Any] = {
-        "schema": SCHEMA, "target": t.name, "label": _label(t, hw, profile, measured, scale),
+        "schema": SCHEMA, "target": t.name, "label": _label(t, hw, profile, measured, scale, compiled.metadata.get("fallback")),
         "ops": [nd.id for nd in compiled.nodes], "presets": [_preset_json(p, t) for p in presets],
         "metrics": {m: cols.metrics[m].tolist() for m in METRICS},
         "supported": cols.supported.tolist(), "combos": cols.combo.tolist(),
@@ -426,9 +426,10 @@ def _scaled(scale: float, cols: _Columns, where: list[tuple[_Group, int]], conv:
     return conv, cross_c
 
 
-def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np.ndarray, scale: float | None
-           ) -> dict[str, Any]:
-    """What the figures are: predicted from which profile, their baseline, and the error to expect."""
+def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np.ndarray, scale: float | None,
+           fallback: str | None = None) -> dict[str, Any]:
+    """What the figures are: predicted from which profile, their baseline, the error to expect, and why they are of
+    the upload's own graph where the target's converter could not convert it (`fallback`)."""
     # The held-out error is that of the target it was measured on (benchmarks/fidelity.py: ort-cpu/host).
     err_applies = hw.error_target is None or hw.error_target == t.name
     # A device's error: the held-out figures of the last fit to published measurements (benchmarks/device_fit.py
@@ -446,6 +447,8 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
     }
     if scale is not None:
         label["scale"] = scale
+    if fallback:
+        label["fallback"] = fallback
     if measured.any() and profile is not None and own_whole_ms(profile) != profile.latency_ms:
         label["baseline_cpu_time"] = True
     label["text"] = label_text(label)

@@ -40,12 +40,19 @@ class OrtCpu:
 
 @dataclass(frozen=True)
 class Predicted:
-    """A backend with no runtime here: the simulator predicts it on one task per source node."""
+    """A backend with no runtime here: the simulator predicts it on one task per source node. A `.pt2` is first
+    converted to the format the target's runtime loads (`runs`: "onnx" or "tflite"), as the device would be handed
+    it, and predicted on that file's operators mapped back to the FX nodes."""
 
     name: str
     measures: bool = False
+    runs: str = ""
 
     def compile(self, src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:
+        if source.format == "pt2" and self.runs in ("onnx", "tflite"):
+            from . import pt2_predicted
+
+            return pt2_predicted.converted_tasks(src, workdir, source, self.runs), None
         return as_tasks(source), None
 
     def profile(self, compiled_path: Path, settings: object) -> Profile:
@@ -95,8 +102,10 @@ BACKENDS: dict[str, Backend] = {"ort-cpu": OrtCpu(), "litert-cpu": LiteRtCpu(), 
 
 
 def for_target(target: str) -> Backend:
+    from compiler.vocabulary.targets import get_target
+
     name = target.split("/", 1)[0]
-    return BACKENDS.get(name) or Predicted(name)
+    return BACKENDS.get(name) or Predicted(name, runs=get_target(target).export)
 
 
 def compile_for_target(src: Path, target: str, workdir: Path, source: Graph) -> tuple[Graph, Path | None]:

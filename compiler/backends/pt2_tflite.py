@@ -101,6 +101,7 @@ def _predicted(source: Graph, why: str) -> tuple[Graph, None]:
 
     compiled = as_tasks(source)
     compiled.metadata["note"] = f"{why}; predicted with one task per FX node, not measured"
+    compiled.metadata["fallback"] = why
     return compiled, None
 
 

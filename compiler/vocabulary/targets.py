@@ -64,7 +64,7 @@ _DEFAULTS: dict[str, list[str]] = {
              "ort-coreml/apple-a17", "ort-nnapi/pixel-8"],
     "tflite": ["litert-cpu/host", "litert/pixel-8"],
     "coreml": ["coreml/apple-a17"],
-    # .pt2 is converted to ONNX (ORT targets, EPs predicted on the FX graph), to Core ML and to TFLite.
+    # .pt2 is converted to ONNX (ORT targets, the EPs' predicted on the converted file), to Core ML and to TFLite.
     "pt2": ["ort-cpu/host", "coreml/apple-a17", "ort-qnn/snapdragon-8g3", "ort-xnnpack/rpi5",
              "ort-coreml/apple-a17", "ort-nnapi/pixel-8", "litert-cpu/host", "litert/pixel-8"],
 }

@@ -245,7 +245,8 @@ def test_pt2_exported_for_litert_with_ai_edge_quantizer(converter: Path, cnn_pt2
     from simulator.predict import optimize_model
 
     (tmp_path / "w").mkdir()
-    first_conv = "conv2d"  # the FX node, as litert/pixel-8 (predicted on the FX graph) names it
+    # The FX node: it names the CONV_2D that implements it, not the PAD / TRANSPOSE split off it that come first.
+    first_conv = "conv2d"
     if target == "litert-cpu/host":  # measured on the converted file: its CONV_2D operator's id
         (tmp_path / "c").mkdir()
         tasks, _ = compile_for_target(cnn_pt2, target, tmp_path / "c", frontends.load(cnn_pt2))
