@@ -220,7 +220,8 @@ def _nn(n: Node, values: dict[str, Value]) -> Node:
 
 
 def _pt2(n: Node, graph: Graph, values: dict[str, Value]) -> Node:
-    op = _ATEN.get(n.op_type, n.op_type)
+    # An in-place variant (`aten.hardtanh_`, a ReLU6 with inplace=True) is its op's kernel
+    op = _ATEN.get(n.op_type) or _ATEN.get(n.op_type.rstrip("_"), n.op_type)
     src = n.attributes
     a: Attrs = {}
     if "stride" in src:

@@ -71,3 +71,15 @@ def test_view_keeps_ids_and_locations(models, fmt: str) -> None:  # type: ignore
     v = onnx_view(g)
     assert [(n.id, n.namespace, n.location, n.outputs) for n in v.nodes] == \
         [(n.id, n.namespace, n.location, n.outputs) for n in g.nodes]
+
+
+def test_pt2_in_place_variants_take_their_ops_kernel() -> None:
+    """`nn.ReLU6(inplace=True)` exports as `aten.hardtanh_`: a Clip, not an unknown op (it fell to the CPU of every
+    device profile when a .pt2 was predicted on its FX graph)."""
+    from compiler.graph import Graph, Node, Value
+
+    g = Graph(name="m", format="pt2", nodes=[
+        Node(id="hardtanh_", name="hardtanh_", op_type="aten.hardtanh_", inputs=["x"], outputs=["y"]),
+        Node(id="relu_", name="relu_", op_type="aten.relu_", inputs=["y"], outputs=["z"])],
+        values={v: Value(name=v, shape=[1, 8], dtype="float32") for v in "xyz"}, inputs=["x"], outputs=["z"])
+    assert [n.op_type for n in onnx_view(g).nodes] == ["Clip", "Relu"]
