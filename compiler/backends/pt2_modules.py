@@ -85,12 +85,19 @@ def rename_onnx_values(path: str | os.PathLike[str], aliases: dict[str, str]) ->
     g = model.graph
     names = {v for n in g.node for v in (*n.input, *n.output) if v}
     names |= {i.name for i in g.input} | {o.name for o in g.output} | {t.name for t in g.initializer}
-    kept = names - set(aliases)
-    ren = {a: b for a, b in aliases.items() if a in names and b not in kept}
+    ren = {a: b for a, b in aliases.items() if a in names}
     targets: dict[str, int] = {}
     for b in ren.values():
         targets[b] = targets.get(b, 0) + 1
     ren = {a: b for a, b in ren.items() if targets[b] == 1}
+    # A new name must be free of every name that stays: dropping one rename keeps its old name, which may be
+    # another's new one (view_17 -> view_14 dropped as view_14 stays, so view_26 -> view_17 must go too).
+    while True:
+        kept = names - set(ren)
+        dropped = {a for a, b in ren.items() if b in kept}
+        if not dropped:
+            break
+        ren = {a: b for a, b in ren.items() if a not in dropped}
     if not ren:
         return 0
     for n in g.node:
@@ -98,9 +105,14 @@ def rename_onnx_values(path: str | os.PathLike[str], aliases: dict[str, str]) ->
         n.output[:] = [ren.get(v, v) for v in n.output]
         if n.name.startswith("node_") and n.name[5:] in ren:
             n.name = "node_" + ren[n.name[5:]]
-    for seq in (g.input, g.output, g.value_info):
+    # Initializers too: a view the exporter folded into a constant (EfficientFormerV2's attention-bias `view_26`)
+    # is read under its new name, so it must be stored under it (ORT refused the file: "not a graph input,
+    # initializer, or output of a previous node").
+    for seq in (g.input, g.output, g.value_info, g.initializer):
         for v in seq:
             v.name = ren.get(v.name, v.name)
+    for sp in g.sparse_initializer:
+        sp.values.name = ren.get(sp.values.name, sp.values.name)
     onnx.save(model, os.fspath(path))
     return len(ren)
 

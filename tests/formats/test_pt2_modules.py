@@ -93,3 +93,37 @@ def test_tasks_map_to_pt2_nodes_through_decomposed_names(both) -> None:  # type:
     assert len(bn) == sum(1 for n in source.nodes if n.op_type == "aten.batch_norm")
     unmapped = [t.id for t in pt2.nodes if not t.source_nodes and not t.namespace]
     assert len(unmapped) <= 2, unmapped
+
+
+def test_renames_reach_initializers_and_never_collide(tmp_path: Path) -> None:
+    """A converted file's folded constant read under a decomposed name (EfficientFormerV2's attention bias, `view_26`)
+    is renamed with its readers, so ONNX Runtime still loads the file; a rename whose new name stays taken is dropped
+    with every rename that would have taken its old name."""
+    import numpy as np
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+
+    from compiler.backends.pt2_modules import rename_onnx_values
+
+    bias = numpy_helper.from_array(np.ones((1, 4), np.float32), "view_26")
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "shape"], ["view_17"], name="node_view_17"),
+         helper.make_node("Mul", ["view_17", "view_26"], ["mul"], name="node_mul"),
+         helper.make_node("Relu", ["mul"], ["view_14"], name="node_relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("view_14", TensorProto.FLOAT, [1, 4])],
+        [bias, numpy_helper.from_array(np.array([1, 4], np.int64), "shape")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    # view_17 -> view_14 cannot happen (view_14 stays), so view_26 -> view_17 must not either; mul -> mul_bias may
+    assert rename_onnx_values(path, {"view_17": "view_14", "view_26": "view_17", "mul": "mul_bias"}) == 1
+    m = onnx.load(path)
+    assert {t.name for t in m.graph.initializer} == {"view_26", "shape"}
+    assert [list(n.output) for n in m.graph.node] == [["view_17"], ["mul_bias"], ["view_14"]]
+    # An initializer renamed with its readers
+    assert rename_onnx_values(path, {"view_26": "attention_biases"}) == 1
+    m = onnx.load(path)
+    assert "attention_biases" in {t.name for t in m.graph.initializer} and "attention_biases" in m.graph.node[1].input
+    out = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": np.ones(4, np.float32)})
+    assert out[0].shape == (1, 4)
