@@ -557,12 +557,12 @@ def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: 
 
 
 def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
-         fused: bool, shared_cast: bool = False, plain_norm: bool = False, facts: frozenset[str] = frozenset()
-         ) -> Path:
+         fused: bool, shared_cast: bool = False, plain_norm: bool = False, facts: frozenset[str] = frozenset(),
+         npu_refused: bool = False) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it.
     `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts); `plain_norm`: ORT does
     not form this SkipLayerNormalization in the fp16 graph (fp16_unfused_norms); `facts`: the device runtime's
-    (task_facts)."""
+    (task_facts); `npu_refused`: the runtime's builder refuses this node, so only the last (catch-all) unit runs it."""
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
     if p16 is not None:
         return p16
@@ -571,7 +571,7 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     if facts:
         if target.backend in QNN_FACT_BACKENDS:
             combo = fact_combo(target, combo, facts)
-        p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
+        p = plan(target, profile, op_type, kind, combo, has_kernel, fused, npu_refused="npu_refused" in facts)
         if target.backend == "ort-cpu":
             return ort_fact_path(p, combo, facts)
         if target.backend in QNN_FACT_BACKENDS:
@@ -581,8 +581,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     # An op with quantized weights a unit refuses (`quantized_ops_except`) goes to the next unit under every combo
     # (the EP hands its QDQ node to the CPU EP); a float-weight op between int8 activations is a float op there.
     quantized = has_kernel and combo.kernel in ("int8", "int4")
-    units = [(ui, u) for ui, u in enumerate(profile.units)
-             if u.runs(place_op) and not (quantized and place_op in u.quantized_ops_except)]
+    units = [(ui, u) for ui, u in enumerate(profile.units) if u.runs(place_op) and not (
+        quantized and place_op in u.quantized_ops_except) and not (npu_refused and u is not profile.units[-1])]
     for ui, unit in units:
         p = _plan_on_unit(target, ui, unit, op_type, kind, combo, has_kernel, fused)
         if p is not None:

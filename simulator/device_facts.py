@@ -86,7 +86,16 @@ from simulator.roofline import Path
 # "Non-QDQ Conv operators are not supported on HTP or DSP backends", issue #18351). Refused as quantized before, such
 # a MatMul fell back to fp16 on the CPU at 10x the HTP's time (simulator.backends.plan). A refused op with quantized
 # weights stays on the CPU EP in any form: the whole QDQ node unit is the EP's unit of assignment.
+# - "npu_refused" (ORT's QNN EP): an LSTM the EP's LSTMOpBuilder refuses, which stays on ORT's CPU EP though LSTM is in
+#   the HTP's op list. The builder (repo microsoft/onnxruntime, onnxruntime/core/providers/qnn/builder/opbuilder/
+#   lstm_op_builder.cc @64b269e; added by pull request #24646, merged 2025-05, so first in ORT 1.23, AI Hub's) refuses
+#   in IsOpSupported a `clip` other than 0, `activations` other than exactly "sigmoid", "tanh", "tanh" (it compares the
+#   lower-case names, so ONNX's own spelling "Sigmoid" / "Tanh" written out is refused too), a `sequence_lens` that is
+#   not a constant of equal values; and `layout` 1 when it builds the node. It does not check `input_forget` or
+#   `activation_alpha` / `activation_beta`. It unrolls the sequence into one QNN LSTM op per step and direction. GRU
+#   and RNN have no builder in ORT 1.23 (a GRU builder came with onnxruntime-qnn 2.4.0, 2026-07): not in the op list.
 QNN_FACT_BACKENDS = frozenset({"ort-qnn", "litert-qnn"})
+_QNN_LSTM_ACTIVATIONS = ["sigmoid", "tanh", "tanh"]
 _QDQ_FOLDED_OPS = frozenset({"Relu", "Clip"})
 _QDQ_PRODUCERS = frozenset({"Conv", "Gemm", "MatMul", "Add", "ConvTranspose"})
 _CHANNEL_AXIS = {"Concat": 1, "CONCATENATION": 3}  # of a 4-D activation, in each format's layout
@@ -262,6 +271,17 @@ def _gelu_parts(compiled: Graph) -> set[int]:
     return parts
 
 
+def _qnn_refuses_lstm(nd: Node, compiled: Graph) -> bool:
+    """An LSTM whose attributes or sequence lengths ORT's QNN EP LSTMOpBuilder refuses ("npu_refused" above)."""
+    a = nd.attributes
+    acts = a.get("activations")
+    if float(a.get("clip", 0.0) or 0.0) != 0.0 or int(a.get("layout", 0) or 0) != 0 or (
+            acts and (acts[:3] != _QNN_LSTM_ACTIVATIONS or (len(acts) == 6 and acts[3:] != _QNN_LSTM_ACTIVATIONS))):
+        return True
+    lens = compiled.values.get(nd.inputs[4]) if len(nd.inputs) > 4 and nd.inputs[4] else None
+    return lens is not None and (lens.weight is None or lens.weight.min != lens.weight.max)
+
+
 def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     """Per compiled task: the facts above that hold for it on `target` (empty elsewhere)."""
     if target.backend not in QNN_FACT_BACKENDS:
@@ -301,6 +321,8 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
             facts.add("float_norm")
         if i in silu:
             facts.add("silu")
+        if nd.op_type == "LSTM" and target.backend == "ort-qnn" and _qnn_refuses_lstm(nd, compiled):
+            facts.add("npu_refused")
         out.append(frozenset(facts))
     return out
 
@@ -317,6 +339,9 @@ def fact_combo(target: Target, combo: Combo, facts: frozenset[str]) -> Combo:
 def apply_facts(p: Path, profile: HardwareProfile, combo: Combo, facts: frozenset[str]) -> Path:
     """The path `p` (planned as for any task) with the runtime's facts of this task applied, on the NPU only."""
     on_npu = p.unit != len(profile.units) - 1  # the profiles end with the catch-all CPU
+    if "npu_refused" in facts:
+        p = dataclasses.replace(p, note="; ".join([*([p.note] if p.note else []), "the QNN EP's LSTM builder refuses "
+                                                   "its clip / activations / layout / sequence_lens: ORT's CPU EP"]))
     if "folded_activation" in facts and "int8" in (combo.input, combo.output):
         p = dataclasses.replace(p, eliminated=True, note="folded into the producer's int8 output range (QDQ)")
     elif "folded_activation" in facts and on_npu:

@@ -11,13 +11,13 @@ from tests.simulator.helpers import act, conv_chain, graph, weight
 
 
 def _with_fallback():
-    """conv -> LpNormalization (no HTP / ANE kernel: CPU) -> conv: crossings both ways, and format changes on the
+    """conv -> GroupNormalization (no HTP / ANE kernel: CPU) -> conv: crossings both ways, and format changes on the
     edges under int8 (the CPU task falls back to float)."""
     values = [act("x", [1, 8, 16, 16]), weight("w1", [8, 8, 3, 3]), act("a", [1, 8, 16, 16]), act("b", [1, 8, 16, 16]),
               weight("w2", [4, 8, 1, 1]), act("y", [1, 4, 16, 16])]
     nodes = [Node("c1", "c1", "Conv", inputs=["x", "w1"], outputs=["a"],
                   attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
-             Node("n", "n", "LpNormalization", inputs=["a"], outputs=["b"], attributes={"axis": 1}),
+             Node("n", "n", "GroupNormalization", inputs=["a"], outputs=["b"], attributes={"num_groups": 2}),
              Node("c2", "c2", "Conv", inputs=["b", "w2"], outputs=["y"], attributes={"kernel_shape": [1, 1]})]
     return graph(nodes, values, ["x"], ["y"])
 
@@ -44,4 +44,4 @@ def test_planned_latency_is_the_sweeps_total_under_other_figures(target: str, pr
 
 def test_the_plan_says_where_tasks_run() -> None:
     lp = plan_latency(_with_fallback(), "ort-qnn/snapdragon-8g3", load_profile("snapdragon-8g3", "ort-qnn"), "fp16")
-    assert lp.tasks_on(1) == 1 and lp.tasks_on(0) == 2  # LpNormalization on the CPU EP, the convs on the HTP
+    assert lp.tasks_on(1) == 1 and lp.tasks_on(0) == 2  # GroupNormalization on the CPU EP, the convs on the HTP
