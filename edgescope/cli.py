@@ -198,6 +198,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     from compiler.vocabulary.targets import default_targets, runs_format
 
     settings = Settings.from_env()
+    _keep_conversions(settings)
     shapes, vals = _parse_inputs(inputs, values)
     try:
         if not targets:  # the configured defaults that run this format, else the format's own

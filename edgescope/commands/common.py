@@ -17,6 +17,17 @@ def calibration_path(explicit: Path | None) -> Path:
     return Path(Settings.from_env().calibration_path)
 
 
+def keep_conversions() -> None:
+    """Keep converted .pt2 files in the data dir's cache, as `serve` and `worker` do: one command converts a .pt2
+    once for all its targets (analyze of a MobileNetV2 .pt2 converted it to ONNX five times, to TFLite twice), and
+    the next command on the same file not at all."""
+    from compiler import conversion_cache
+    from edgescope.config import Settings
+
+    settings = Settings.from_env()
+    conversion_cache.configure(settings.conversion_cache_root, settings.conversion_cache_mb * 1024**2)
+
+
 def fail(message: str) -> None:
     raise click.ClickException(message)
 

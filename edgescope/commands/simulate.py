@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, fail, parse_inputs, parse_ops, resolve_target, target_option, user_errors,
-                     with_inputs)
+from .common import (calibration_path, fail, keep_conversions, parse_inputs, parse_ops, resolve_target, target_option,
+                     user_errors, with_inputs)
 
 
 def _print_totals(out: dict[str, Any]) -> None:
@@ -52,6 +52,7 @@ def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[st
 
     if as_json and len(target) > 1:
         fail(f"--json prints one target's prediction; --target was given {len(target)} times")
+    keep_conversions()
     targets = target or (resolve_target(model, ()),)
     shapes, vals = parse_inputs(inputs, values)
     for i, name in enumerate(targets):
@@ -94,6 +95,7 @@ def optimize(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[s
     from simulator.predict import optimize_model
 
     target_name = resolve_target(model, target, "optimize (one file per target)")
+    keep_conversions()
     shapes, vals = parse_inputs(inputs, values)
     try:
         with tempfile.TemporaryDirectory() as td:

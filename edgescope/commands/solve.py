@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, fail, parse_inputs, parse_ops, resolve_target, target_option, user_errors,
-                     with_inputs)
+from .common import (calibration_path, fail, keep_conversions, parse_inputs, parse_ops, resolve_target, target_option,
+                     user_errors, with_inputs)
 
 
 def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budget: Any, keep: tuple[str, ...],
@@ -78,6 +78,7 @@ def solve(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[str,
     from simulator.solver import Budget
 
     target_name = resolve_target(model, target, "solve")
+    keep_conversions()
     shapes, vals = parse_inputs(inputs, values)
     try:
         budget = Budget.of(latency_ms=latency_ms, fps=fps,

@@ -109,3 +109,23 @@ def test_an_op_coremltools_lacks_is_decomposed_and_converted(tmp_path: Path) -> 
     assert "conv" in {n.op_type for n in compiled.nodes}
     assert not any(n.op_type.startswith("aten.") for n in compiled.nodes)
 
+
+
+def test_cli_commands_keep_conversions(block_pt2: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`predict` (and analyze, optimize, solve) keep converted .pt2 files in the data dir's cache as the worker does:
+    a command converts once for all its targets, the next command not at all."""
+    from click.testing import CliRunner
+
+    from compiler import conversion_cache
+    from edgescope.commands.simulate import predict
+
+    monkeypatch.setattr(conversion_cache, "_folder", conversion_cache.folder())  # restored after the test
+    monkeypatch.setenv("EDGESCOPE_CONVERSION_CACHE_DIR", str(tmp_path / "conversions"))
+    r = CliRunner().invoke(predict, [str(block_pt2), "--target", "ort-qnn/snapdragon-8g3", "--target",
+                                     "ort-xnnpack/rpi5", "--top", "1"])
+    assert r.exit_code == 0, r.output
+    kept = sorted(p.name for p in (tmp_path / "conversions").glob("*.json"))
+    assert len(kept) == 1  # one ONNX conversion for both ORT targets
+    again = CliRunner().invoke(predict, [str(block_pt2), "--target", "ort-qnn/snapdragon-8g3", "--top", "1"])
+    assert again.exit_code == 0 and again.output.splitlines()[:3] == r.output.splitlines()[:3]
+    assert sorted(p.name for p in (tmp_path / "conversions").glob("*.json")) == kept
