@@ -116,14 +116,19 @@ class Work:
     # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
     qgemm_rows: float = 0.0
     qgemm_taps: float = 0.0
-    # On a TFLite CONV_2D: its MACs with each tap's input channels rounded up to XNNPACK's QS8 block
-    # (simulator.tflite_ops; 0 = `macs`): read by the paths that run those kernels (Path.padded_sgemm).
-    sgemm_macs: float = 0.0
+    # On a TFLite CONV_2D / FULLY_CONNECTED with a constant kernel: the reduction's length per kernel tap (input
+    # channels; 0: none), which XNNPACK's integer GEMMs round up to their K block, as they round the output channels
+    # up to their N block (Unit.int8_k_block / int8_n_block, read by Path.padded_sgemm paths).
+    gemm_k: float = 0.0
     # A grouped 1x1 Conv in NCHW whose per-group SGEMMs MLAS runs with the columns padded to the machine's block
     # (simulator.conv_work.sgemm_columns): the columns (output pixels; 0 = not such a conv) and the widest block its
     # channels per group fill (a power of two). Read by that path only (Path.padded_sgemm, Unit.sgemm_column_block).
     sgemm_columns: float = 0.0
     sgemm_align: float = 0.0
+    # On a TFLite CONV_2D that XNNPACK runs as an indirect GEMM (any conv but 1x1 stride 1): output elements x kernel
+    # taps, the (pixel, tap) pointers its micro-kernel walks per output column block (simulator.tflite_ops; 0: none).
+    # Read by the paths that pay a cost per tap (Path.tap_cost).
+    igemm_taps: float = 0.0
 
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:

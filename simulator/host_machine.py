@@ -83,6 +83,24 @@ def sgemm_column_block(flags: frozenset[str]) -> int:
     return 8 if "avx" in flags else 0
 
 
+def int8_gemm_blocks(flags: frozenset[str] | None = None) -> tuple[int, int]:
+    """(K, N) blocks of the integer GEMM / IGEMM micro-kernels XNNPACK picks on this ISA, for QS8 and QD8 alike (the
+    kernels ai-edge-litert 2.3's XNNPACK holds, named mr x nr c kr): `7x16c8__avx512vnni` / `8x16c8__avx512skx` with
+    AVX-512, `3x8c8__avx2` with AVX2, `4c8` SSE; with AMX-INT8 `16x64c4__avx512amx` (XNNPACK asks the kernel for the
+    tile data permission when it prepares a model: bit 18 of ARCH_GET_XCOMP_PERM, seen on a Sapphire Rapids), whose
+    tile multiply takes up to 64 bytes of the reduction at a time at one cost (google/XNNPACK
+    src/qs8-gemm/c4-avx512amx.c.in: a tile per 64 of K, the last one narrower), so a tap of K channels costs 64:
+    ResNet-18's int8 7x7 stem (3 channels) profiled 4.49 ms against 0.36 predicted with K blocks of 8.
+    `flags`: this machine's (/proc/cpuinfo) by default. LiteRT's calibration records them (litert_calibration)."""
+    if flags is None:
+        flags = cpu_facts()["flags"]
+    if "amx_int8" in flags and "avx512f" in flags:
+        return 64, 64
+    if "avx512f" in flags:
+        return 8, 16
+    return (8, 8) if "avx2" in flags else (8, 4)
+
+
 def _uarch(vendor: str, family: int, model: int) -> str:
     """The microarchitecture's name where the family/model pair says it (AMD family 19h: models 00-0Fh Zen 3
     Milan, 10-1Fh Zen 4 Genoa, AMD's "Processor Programming Reference for AMD Family 19h" editions)."""

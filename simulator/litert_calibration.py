@@ -37,8 +37,10 @@ from simulator.profiles import HardwareProfile
 # (`other.fp32.RFFT2D`, simulator.litert_signal). 9: a TFLite IF's own cost per execution (`control.tflite`,
 # simulator.litert_control). 10: TFLite's builtin STRIDED_SLICE (`layout.builtin.STRIDED_SLICE`, simulator.litert_signal).
 # 11: an int8 SiLU's table lookup (`elementwise.lut`, simulator.litert_lut). 12: fp32 HARD_SWISH's own rate.
-# 13: QS8 GEMMs' cost per output element (`<kind>.int8.out`, simulator.litert_paths.QS8_OUT).
-CACHE_VERSION = 13
+# 13: QS8 GEMMs' cost per output element (`<kind>.int8.out`, simulator.litert_paths.QS8_OUT). 14: the integer
+# indirect GEMM's cost per output element and tap (`conv.<tag>.igemm`), with image-stem cases; XNNPACK's integer GEMM
+# blocks on this CPU (`int8_k_block`, `int8_n_block`: AMX's 4 x 64), recorded with the figures.
+CACHE_VERSION = 14
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -47,7 +49,9 @@ FORMS = ("fp32", "dyn8", "static8", "int4")
 class Case:
     name: str
     op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH
-    shape: tuple[int, ...]  # conv: (C, H, k[, stride]); FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
+    # conv: (C, H, k[, stride]); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
+    # FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
+    shape: tuple[int, ...]
     forms: tuple[str, ...] = FORMS  # the forms timed (an element-wise op: static8 only; int4: _INT4_OPS only)
 
 
@@ -73,6 +77,12 @@ CASES: tuple[Case, ...] = (
     # and fp32 HARD_SWISH, which XNNPACK runs far faster than the element-wise rate ORT's calibration gives (profiled:
     # MobileNetV3-Small's 19, 0.077 ms, predicted 0.34): its own figure, `elementwise.fp32.HARD_SWISH`.
     *(Case(f"hswish-{c}-{h}", "HARD_SWISH", (c, h), ("fp32", "static8")) for c, h in ((16, 112), (72, 28), (576, 7))),
+    # Image stems (3 input channels, stride 2, integer forms): what pins XNNPACK's integer GEMM blocks apart from the
+    # rate (a tap of 3 channels costs a K block: 8 on AVX2 / AVX-512, 64 with AMX; Unit.int8_k_block) and the indirect
+    # GEMM's cost per output element and tap (`<kind>.<tag>.igemm`, Work.igemm_taps). ResNet-18's int8 7x7 stem
+    # profiled 3.88 ms against 1.30 predicted on a Zen 4, 4.49 against 0.36 on a Sapphire Rapids (2026-12-03). fp32's
+    # IGEMM has neither (F32 kernels reduce one channel at a time).
+    *(Case(f"stem{k}x{k}s2-{co}", "CONV_2D", (3, 224, k, 2, co), ("dyn8", "static8")) for k, co in ((7, 64), (3, 32))),
 )
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
 PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
@@ -113,20 +123,26 @@ def build(case: Case, form: str, path: Path) -> Path:
         c, h = case.shape[:2]
         shape = [1, h, h, c]
     x = first = w.tensor("x", shape, **act)
+    stem = len(case.shape) == 5
+    outs = []
     for i in range(R):
-        if stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
+        if stem:  # each conv reads the image and writes its own output
+            x, shape = first, [1, -(-h // stride), -(-h // stride), case.shape[4]]
+        elif stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
             shape = [1, -(-shape[1] // stride), -(-shape[2] // stride), shape[3]]
         y = w.tensor(f"op{i}/out", shape, **act)
+        outs.append(y)
         weights, bias = _weights(w, case, i, form, rng)
         if case.op == "FULLY_CONNECTED":
             w.op("FULLY_CONNECTED", [x, weights, bias], [y], w.options("FullyConnectedOptions"))
         elif case.op == "CONV_2D":
-            w.op("CONV_2D", [x, weights, bias], [y], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+            w.op("CONV_2D", [x, weights, bias], [y],
+                 w.options("Conv2DOptions", padding=0, strideW=stride, strideH=stride))
         else:
             w.op("DEPTHWISE_CONV_2D", [x, weights, bias], [y],
                  w.options("DepthwiseConv2DOptions", padding=0, strideW=stride, strideH=stride, depthMultiplier=1))
         x = y
-    return w.save(path, [first], [x])
+    return w.save(path, [first], outs if stem else [x])
 
 
 def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator) -> tuple[int, int]:
@@ -137,7 +153,7 @@ def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator) ->
         shape, axis = [k, k], 0
     elif case.op == "CONV_2D":
         c, _, kk = case.shape[:3]
-        shape, axis = [c, kk, kk, c], 0
+        shape, axis = [case.shape[4] if len(case.shape) == 5 else c, kk, kk, c], 0
     else:
         c, _, kk = case.shape[:3]
         shape, axis = [1, kk, kk, c], 3
@@ -196,13 +212,13 @@ _OWN_OP = frozenset({("fp32", "elementwise")})
 
 def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per operator, key.pixel: per output pixel, key.spill: per output byte beyond
-    the L2, key.out: per output element, where the path pays them}) for `key` (`conv.qd8`) that bring the predictions
+    the L2, key.out: per output element, key.igemm: per output element and kernel tap, where the path pays them}) for `key` (`conv.qd8`) that bring the predictions
     of every case's operators closest to the measurements, in relative least squares (the setups >= 0: every subset
     of them solved per efficiency, the best kept)."""
     import itertools
 
     meas = np.array([m for _, _, ms in cases for m in ms])
-    subs = [key, key + ".pixel", key + ".spill", key + ".out"]
+    subs = [key, key + ".pixel", key + ".spill", key + ".out", key + ".igemm"]
 
     def pred(h: HardwareProfile) -> np.ndarray:
         return np.array([p for g, preset, _ in cases for p in predicted_ms(g, h, preset)])
@@ -229,11 +245,13 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     return float(np.exp(x)), {sub: float(v) / 1e3 for j, (sub, v) in enumerate(zip(subs, s_ms)) if j == 0 or j in cols}
 
 
-def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0
-        ) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2}}}
-    from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no spill cost fitted)."""
-    hw = hw.with_overrides({"units": {"cpu": {"l2_share_bytes": float(l2)}}})
+def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
+        blocks: tuple[int, int] = (8, 0)) -> dict[str, Any]:
+    """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
+    "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
+    spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks)."""
+    machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1])}
+    hw = hw.with_overrides({"units": {"cpu": machine}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
     for (name, form), (g, ms) in measured.items():
@@ -244,7 +262,7 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     for key, cases in sorted(groups.items()):
         eff[key], setups = _fit(cases, hw, key)
         setup.update(setups)
-    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup, "l2_share_bytes": float(l2)}}}
+    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup, **machine}}}
 
 
 def _litert_version() -> str:
@@ -281,7 +299,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
-    from simulator.host_machine import l2_bytes
+    from simulator.host_machine import int8_gemm_blocks, l2_bytes
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -297,7 +315,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     signal = litert_signal.calibrate(Path(tmp), hw, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
-                overrides = fit(measured, hw, l2_bytes())
+                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks())
                 for extra in (signal, lut):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 overrides["units"]["cpu"]["kind_overhead_s"].update(control["units"]["cpu"]["kind_overhead_s"])

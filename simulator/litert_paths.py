@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
 from simulator.roofline import Path
-from simulator.tflite_ops import QS8_K_BLOCK
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Node, Value
@@ -85,9 +84,6 @@ _SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 # predicted 3.4 + 1.2 ms as a QS8 sigmoid and a QS8 multiply. The LOGISTIC carries the lookup (the profiler charges
 # it the event), at its own calibrated rate `elementwise.lut` (simulator.litert_lut); the MUL is gone.
 SILU_LUT, SILU_FOLDED = "silu_lut", "silu_folded"
-# Task fact of a CONV_2D whose input channels per tap are not a multiple of XNNPACK's QS8 reduction block
-# (simulator.tflite_ops.QS8_K_BLOCK): under static int8 it multiplies the padded channels too (Work.sgemm_macs).
-K_PADDED = "qs8_k_padded"
 # Task fact of a CONV_2D / FULLY_CONNECTED / BATCH_MATMUL: under static int8 XNNPACK's QS8 GEMM / IGEMM runs it, whose
 # epilogue requantizes every output (per-channel fp32 scale, round, clamp, int8 store), a cost per output element
 # beside the MACs (`<kind>.int8.out`, Path.out_cost, fitted by LiteRT's calibration). Profiled (LiteRT 2.3.0, 1
@@ -128,7 +124,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
-    data only); K_PADDED for a CONV_2D whose input channels are not a multiple of QS8_K_BLOCK; QS8_OUT for every
+    data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
@@ -158,10 +154,6 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         if nd.op_type in _GEMM_OPS:
             facts.setdefault(nd.id, set()).add(QS8_OUT)
-        k = compiled.values.get(nd.inputs[1]) if nd.op_type == "CONV_2D" and len(nd.inputs) > 1 else None
-        c_in = k.shape[-1] if k is not None and k.weight is not None and k.shape else None
-        if isinstance(c_in, int) and c_in % QS8_K_BLOCK:
-            facts.setdefault(nd.id, set()).add(K_PADDED)
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -180,14 +172,14 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         if SILU_LUT in facts:
             return dataclasses.replace(p, tag=LUT_TAG, note="SiLU on int8 data: XNNPACK runs LOGISTIC and the MUL "
                                        "after it as one 256-entry table lookup")
-    if K_PADDED in facts and p.tag == "int8" and p.compute == "int8":
-        # XNNPACK's QS8 convs multiply each tap's input channels rounded up to 8 (tflite_ops.QS8_K_BLOCK; Work.sgemm_macs
-        # holds those MACs where they differ): a 3-channel stem does 8/3 of its MACs. Profiled (LiteRT 2.3.0, 1 thread,
-        # load 12): MobileNetV2's int8 stem 1.12 ms against 0.25 predicted, MobileNetV3-Small's 0.60 against 0.14;
-        # their fp32 stems (F32 IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
-        p = dataclasses.replace(p, padded_sgemm=True)
     if QS8_OUT in facts and p.tag == "int8" and p.compute == "int8":
-        p = dataclasses.replace(p, out_cost=True)
+        # XNNPACK's QS8 GEMM: its epilogue per output element, its cost per output element and tap where it is an
+        # indirect GEMM (Work.igemm_taps), and its blocks (Unit.int8_k_block / int8_n_block): each tap's input channels
+        # rounded up to K (8 on AVX2 / AVX-512, 4 with AMX: a 3-channel stem does 8/3 or 4/3 of its MACs), the output
+        # channels to N (8, 16, 64). Profiled on a Zen 3 (LiteRT 2.3.0, 1 thread, load 12): MobileNetV2's int8 stem
+        # 1.12 ms against 0.25 predicted without K's, MobileNetV3-Small's 0.60 against 0.14; their fp32 stems (F32
+        # IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
+        p = dataclasses.replace(p, out_cost=True, tap_cost=True, padded_sgemm=True)
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
@@ -255,5 +247,6 @@ def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str
         # 3.1 ms against fp32's 0.14, at 112x112x32 0.50 against 0.20 (MobileNetV2 with only its convs dynamic
         # int8: 1.27-1.38x the fp32 file's CPU time, predicted 1.0x without it).
         return Path(ui, c, True, "int8", "qd8", in_b, out_b, 1.0, False, 4.0, in_b + 1, 0.0, 1, 0.0, False, False,
-                    note + ("; activation clamped in the kernel" if fused else ""), setup_per_pixel=True)
+                    note + ("; activation clamped in the kernel" if fused else ""), setup_per_pixel=True, tap_cost=True,
+                    padded_sgemm=True)
     return None

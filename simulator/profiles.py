@@ -78,6 +78,11 @@ class Unit:
     # multiple of it (simulator.conv_work.sgemm_columns): one vector register's floats, 16 with AVX-512F, 8 with
     # AVX2 (a fact of the ISA, host_machine.sgemm_column_block; 0: not modelled).
     sgemm_column_block: float = 0.0
+    # XNNPACK's integer GEMM / IGEMM micro-kernel blocks on this CPU (QS8 and QD8): each kernel tap's input channels are
+    # packed rounded up to the K block, the output channels computed in blocks of N (host_machine.int8_gemm_blocks).
+    # Without a figure: the K block of its x86 and Arm c8 kernels, 8, and no N block.
+    int8_k_block: float = 8.0
+    int8_n_block: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -220,7 +225,8 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s",
-                                                     "weights_exposed_share", "float_graph_run_s", "sgemm_column_block")
+                                                     "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
+                                                     "int8_k_block", "int8_n_block")
            if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )

@@ -58,8 +58,8 @@ class Path:
     qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
-    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's QS8 channels
-    # (Work.sgemm_macs, TFLite)
+    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's integer
+    # GEMMs' input channels per tap and output channels to the unit's K and N blocks (Work.gemm_k, TFLite)
     padded_sgemm: bool = False
     # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
     # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
@@ -71,6 +71,10 @@ class Path:
     # a fixed cost per output element (`<kind>.<tag>.out` s each): XNNPACK's QS8 GEMMs requantize and store every
     # output in the micro-kernel's epilogue, a cost the MACs do not carry (simulator.litert_paths.QS8_OUT)
     out_cost: bool = False
+    # a fixed cost per output element and kernel tap (`<kind>.<tag>.igemm` s each, Work.igemm_taps): XNNPACK's
+    # integer indirect GEMM loads each tap's row pointers and runs its reduction block by block, so a tap of few
+    # input channels (an image stem's 3, padded to one block) costs its pointers and loop beside its MACs
+    tap_cost: bool = False
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -117,6 +121,7 @@ class Rates:
     tap_s: Num  # seconds per copy of its NHWC im2col
     span_s: Num  # seconds per output element of the calls of a broadcasting element-wise kernel (Path.span_elements)
     out_s: Num  # seconds per output element (Path.out_cost)
+    igemm_s: Num  # seconds per output element and kernel tap (Path.tap_cost, Counts.igemm_taps)
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
@@ -137,8 +142,10 @@ class Rates:
     w_exposed: Num  # share of the weights' time from memory on the task's critical path (the rest streams in ahead)
     eliminated: Num  # bool: the task disappears on this path
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
-    padded_sgemm: Num  # bool: compute counts Counts.sgemm_macs where > 0 (Path.padded_sgemm; XNNPACK's QS8)
+    padded_sgemm: Num  # bool: compute counts the padded MACs (Path.padded_sgemm)
     sgemm_block: Num  # columns MLAS's SGEMM pads to on this path (Path.padded_sgemm; 0: none)
+    int8_kb: Num  # XNNPACK's integer GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none)
+    int8_nb: Num
 
 
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
@@ -172,6 +179,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         span_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.span", 0.0) / p.span_elements if p.span_elements else 0.0,
         out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
+        igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -189,6 +197,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         w_exposed=u.weights_exposed_share,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
         sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
+        int8_kb=float(u.int8_k_block) if p.padded_sgemm else 0.0, int8_nb=float(u.int8_n_block) if p.padded_sgemm else 0.0,
     )
 
 
@@ -240,9 +249,10 @@ class Counts:
     im2col_rows: Num
     qgemm_rows: Num = 0.0
     qgemm_taps: Num = 0.0
-    sgemm_macs: Num = 0.0
+    gemm_k: Num = 0.0
     sgemm_columns: Num = 0.0
     sgemm_align: Num = 0.0
+    igemm_taps: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -257,9 +267,9 @@ class Counts:
             im2col_elements=col([w.im2col_elements for w in works]),
             groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
             im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
-            qgemm_taps=col([w.qgemm_taps for w in works]), sgemm_macs=col([w.sgemm_macs for w in works]),
+            qgemm_taps=col([w.qgemm_taps for w in works]), gemm_k=col([w.gemm_k for w in works]),
             sgemm_columns=col([w.sgemm_columns for w in works]),
-            sgemm_align=col([w.sgemm_align for w in works]))
+            sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,12 +315,16 @@ def evicted_share(r: Rates, run_s: float) -> Num:
 def _padded_macs(w: Counts, r: Rates) -> Num:
     """The MACs a task computes: its own, or a grouped 1x1 NCHW Conv's with its SGEMM columns padded to the unit's
     block where its channels per group do not fill that block (simulator.conv_work.sgemm_columns), or a TFLite
-    conv's with XNNPACK's QS8 channel padding (Work.sgemm_macs)."""
+    conv's or fully connected layer's with XNNPACK's integer GEMM blocks: each tap's input channels rounded up to the
+    K block, the output channels to the N block (Work.gemm_k, Counts.kernel_rows)."""
     block = np.maximum(r.sgemm_block, 1.0)
     pays = (r.sgemm_block > 0) & (w.sgemm_columns > 0) & (w.sgemm_align < r.sgemm_block)
     cols = np.maximum(w.sgemm_columns, 1.0)
     padded = np.where(pays, w.macs * np.ceil(cols / block) * block / cols, w.macs)
-    return np.where(r.padded_sgemm & (w.sgemm_macs > 0), w.sgemm_macs, padded)
+    k, n = np.maximum(w.gemm_k, 1.0), np.maximum(w.kernel_rows, 1.0)
+    kb, nb = np.maximum(r.int8_kb, 1.0), np.maximum(r.int8_nb, 1.0)
+    blocked = w.macs * (np.ceil(k / kb) * kb / k) * (np.ceil(n / nb) * nb / n)
+    return np.where(r.padded_sgemm & (w.gemm_k > 0), blocked, padded)
 
 
 def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
@@ -344,7 +358,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
 def _setup_s(w: Counts, r: Rates) -> Num:
     """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
     row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
-    (Path.out_cost)."""
+    (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost)."""
     setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
     setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
@@ -354,7 +368,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
             + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
-            + (r.span_s + r.out_s) * w.out_elements)
+            + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:

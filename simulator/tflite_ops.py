@@ -175,7 +175,8 @@ def work_of(node: Node, graph: Graph) -> Work:
     elif act in ("TANH", "SIGN_BIT"):
         epilogue = _ELEMENTWISE_FLOPS.get(act, 1.0) * out0
     rows = _kernel_rows(op, kernel, node.attributes) if kernel is not None else 1
-    return Work(kind=kind, macs=macs, flops=flops, in_elements=in_e, out_elements=out_e, sgemm_macs=_k_padded(op, kernel, macs),
+    return Work(kind=kind, macs=macs, flops=flops, in_elements=in_e, out_elements=out_e, gemm_k=_gemm_k(op, kernel),
+                igemm_taps=_igemm_taps(node, kernel, out0),
                 kernel_elements=float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0,
                 kernel_out_channels=rows, aux_weight_elements=aux_read,
                 other_const_bytes=other_const, fused_activation=act not in ("NONE", ""), shapes_known=known,
@@ -183,21 +184,28 @@ def work_of(node: Node, graph: Graph) -> Work:
                 aux_weights=tuple(aux_names), epilogue_flops=epilogue)
 
 
-# XNNPACK's int8 GEMM / IGEMM kernels for x86 AVX2 take the reduction in blocks of 8 (`3x8c8__avx2`: kr = 8;
-# google/XNNPACK bench/qs8-gemm-e2e.cc lists mr 3, nr 8, log2_kr 3), and a conv's weights are packed per tap with
-# its input channels rounded up to that block: a 3-channel stem multiplies 8 per tap.
-QS8_K_BLOCK = 8
+def _gemm_k(op: str, kernel: Value | None) -> float:
+    """The reduction's length per tap of a CONV_2D or FULLY_CONNECTED (its kernel's last dim: input channels or
+    features), which XNNPACK's integer GEMMs pack rounded up to their K block (simulator.roofline._padded_macs, on
+    the paths that run them); 0 for other ops."""
+    if op not in ("CONV_2D", "FULLY_CONNECTED") or kernel is None or not kernel.shape:
+        return 0.0
+    c_in = kernel.shape[-1]
+    return float(c_in) if isinstance(c_in, int) and c_in > 0 else 0.0
 
 
-def _k_padded(op: str, kernel: Value | None, macs: float) -> float:
-    """A CONV_2D's MACs with each tap's input channels rounded up to QS8_K_BLOCK, where that adds any (0 elsewhere:
-    the MACs stand); read by the paths that run XNNPACK's QS8 kernels (simulator.litert_paths, Path.padded_sgemm)."""
-    if op != "CONV_2D" or kernel is None or not kernel.shape or not isinstance(kernel.shape[-1], int):
+def _igemm_taps(node: Node, kernel: Value | None, out_e: float) -> float:
+    """Output elements x kernel taps of a CONV_2D that XNNPACK runs as an indirect GEMM (IGEMM: one row pointer per
+    output pixel and tap), 0 for a 1x1 stride-1 one (a plain GEMM over the input as it is) and for other ops."""
+    if node.op_type != "CONV_2D" or kernel is None or not kernel.shape or len(kernel.shape) != 4:
         return 0.0
-    c_in = int(kernel.shape[-1])
-    if c_in <= 0 or c_in % QS8_K_BLOCK == 0:
+    kh, kw = kernel.shape[1], kernel.shape[2]
+    if not isinstance(kh, int) or not isinstance(kw, int):
         return 0.0
-    return macs * math.ceil(c_in / QS8_K_BLOCK) * QS8_K_BLOCK / c_in
+    strides = (int(node.attributes.get("stride_h", 1) or 1), int(node.attributes.get("stride_w", 1) or 1))
+    if kh * kw == 1 and strides == (1, 1):
+        return 0.0
+    return out_e * kh * kw
 
 
 def _rfft2d_flops(outs: list[Value | None]) -> float:

@@ -17,8 +17,9 @@ def test_fit_recovers_the_qd8_rate_and_its_cost_per_pixel(tmp_path: Path) -> Non
     hw = load_profile("host-cpu", "litert-cpu")
     truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.qd8": 0.15},
                                                  "kind_overhead_s": {"conv.qd8": 2e-6, "conv.qd8.pixel": 3e-8}}}})
-    # Few channels over many pixels and many channels over few: the two costs apart.
-    names = ("conv1x1-8-112", "conv1x1-128-14", "conv3x3-32-28")
+    # Few channels over many pixels and many channels over few: the two costs apart (and the stems' few channels
+    # per tap: a 3x3 conv's cost per tap apart from its MACs).
+    names = ("conv1x1-8-112", "conv1x1-128-14", "conv3x3-32-28", "stem3x3s2-32", "stem7x7s2-64")
     cases = []
     for case in (c for c in CASES if c.name in names):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
@@ -140,3 +141,32 @@ def test_fit_recovers_qs8s_cost_per_output_element(tmp_path: Path) -> None:
     assert eff == pytest.approx(1.2, rel=0.03)
     assert setups["conv.int8.out"] == pytest.approx(1.2e-10, rel=0.05)
     assert "conv.int8.pixel" not in setups  # a QS8 conv has no cost per pixel of its own
+
+
+def test_fit_recovers_the_indirect_gemms_cost_per_tap(tmp_path: Path) -> None:
+    """XNNPACK's integer indirect GEMM walks a row pointer per output pixel and tap and runs a reduction block per
+    tap: an image stem (3 channels per tap) pays it on every MAC, a 3x3 conv of many channels hardly. The image-stem
+    cases beside the other conv cases recover it apart from the rate, the fixed cost and the cost per output element,
+    under static and dynamic int8; fp32 and 1x1 stride-1 convs (a plain GEMM) do not pay it."""
+    hw = load_profile("host-cpu", "litert-cpu")
+    for form, preset, key in (("static8", "int8-static", "conv.int8"), ("dyn8", "int8-dynamic", "conv.qd8")):
+        truth = hw.with_overrides({"units": {"cpu": {"efficiency": {key: 1.2}, "kind_overhead_s": {
+            key: 3e-6, f"{key}.out": 1e-10, f"{key}.pixel": 1e-8, f"{key}.igemm": 4e-11}}}})
+        cases = []
+        for case in (c for c in CASES if c.op == "CONV_2D" and form in c.forms):
+            g = tflite.load(build(case, form, tmp_path / f"{case.name}-{form}.tflite"))
+            cases.append((g, preset, predicted_ms(g, truth, preset)))
+            no_tap = hw.with_overrides({"units": {"cpu": {"efficiency": {key: 1.2}, "kind_overhead_s": {
+                key: 3e-6, f"{key}.out": 1e-10, f"{key}.pixel": 1e-8}}}})
+            if case.name == "stem7x7s2-64":  # 3 channels per tap: the cost per tap is a large share of the time
+                assert sum(cases[-1][2]) > 1.3 * sum(predicted_ms(g, no_tap, preset))
+            if case.name.startswith("conv1x1"):  # a plain GEMM: no taps
+                assert cases[-1][2] == predicted_ms(g, no_tap, preset)
+        assert sum(c.name.startswith("stem") for c in CASES if form in c.forms) >= 2
+        eff, setups = _fit(cases, hw, key)
+        assert eff == pytest.approx(1.2, rel=0.05)
+        assert setups[f"{key}.igemm"] == pytest.approx(4e-11, rel=0.1)
+    stem = next(c for c in CASES if c.name == "stem7x7s2-64")
+    f32 = tflite.load(build(stem, "fp32", tmp_path / "stem-fp32.tflite"))
+    taps = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.fp32.igemm": 1e-9}}}})
+    assert predicted_ms(f32, taps, "fp32") == predicted_ms(f32, hw, "fp32")

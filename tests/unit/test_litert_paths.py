@@ -143,7 +143,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import AFTER_PAD, K_PADDED, PAD_FOLDED, QS8_OUT, litert_task_facts
+    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, QS8_OUT, litert_task_facts
 
     w = TfliteWriter(description="pads")
     x = w.tensor("x", [1, 8, 8, 4])
@@ -172,7 +172,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
     assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD, "pad_channels=4"}, "PAD:pad_b": set(),
-                     "CONV_2D:conv_b": {QS8_OUT}, "PAD:pad_c": set(), "CONV_2D:conv_c": {K_PADDED, QS8_OUT},
+                     "CONV_2D:conv_b": {QS8_OUT}, "PAD:pad_c": set(), "CONV_2D:conv_c": {QS8_OUT},
                      "ADD:add": set()}
 
 
@@ -294,37 +294,50 @@ def test_an_int8_silu_is_one_table_lookup(tmp_path: Path) -> None:
     assert f32["silu"] > 0.0 and f32["sig"] == pytest.approx(ms("fp32", 1.0)["sig"])
 
 
-def test_a_static_int8_conv_multiplies_its_input_channels_rounded_up_to_8(tmp_path: Path) -> None:
-    """XNNPACK's QS8 kernels (AVX2: kr = 8) pack each tap's input channels rounded up to 8: a 3-channel stem does
-    8/3 of its MACs under static int8; fp32 (F32 IGEMM) and 8-channel convs are as counted."""
+def test_integer_gemms_multiply_their_channels_rounded_up_to_the_machines_blocks(tmp_path: Path) -> None:
+    """XNNPACK's QS8 / QD8 kernels pack each tap's input channels rounded up to their K block and compute the output
+    channels in blocks of N (AVX2 8 x 8, AVX-512 8 x 16, AMX 64 x 64): a 3-channel stem does 8/3 of its MACs at
+    K = 8, 64/3 at K = 64; 16 output channels cost 64 with AMX. fp32 (F32 IGEMM, no such block) is as counted."""
     import numpy as np
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import K_PADDED, QS8_OUT, litert_task_facts
+    from simulator.host_machine import int8_gemm_blocks
     from simulator.sweep import sweep
     from simulator.tflite_ops import tflite_works
 
+    assert int8_gemm_blocks(frozenset({"avx2", "fma"})) == (8, 8)
+    assert int8_gemm_blocks(frozenset({"avx2", "avx512f", "avx512_vnni"})) == (8, 16)
+    assert int8_gemm_blocks(frozenset({"avx2", "avx512f", "avx512_vnni", "amx_int8", "amx_tile"})) == (64, 64)
     w = TfliteWriter(description="stems")
     outs = []
-    for c in (3, 8):
-        x = w.tensor(f"x{c}", [1, 112, 112, c])
-        y = w.tensor(f"y{c}", [1, 112, 112, 32])
-        w.op("CONV_2D", [x, w.const(f"w{c}", np.full([32, 3, 3, c], 0.01, np.float32)),
-                         w.const(f"b{c}", np.zeros(32, np.float32))], [y],
+    for c, co in ((3, 64), (8, 64), (8, 16)):
+        x = w.tensor(f"x{c}-{co}", [1, 112, 112, c])
+        y = w.tensor(f"y{c}-{co}", [1, 112, 112, co])
+        w.op("CONV_2D", [x, w.const(f"w{c}-{co}", np.full([co, 3, 3, c], 0.01, np.float32)),
+                         w.const(f"b{c}-{co}", np.zeros(co, np.float32))], [y],
              w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
         outs.append(x)
-    g = tflite.load(w.save(tmp_path / "stems.tflite", outs, [n for n in range(len(w.tensors)) if w.tensors[n].name in (b"y3", b"y8")]))
-    works = tflite_works(g)[0]
-    assert works[0].sgemm_macs == pytest.approx(works[0].macs * 8 / 3) and works[1].sgemm_macs == 0.0
-    assert [set(f) for f in litert_task_facts(g)] == [{K_PADDED, QS8_OUT}, {QS8_OUT}]
-    hw = load_profile("host-cpu", "litert-cpu")
+    ys = [n for n in range(len(w.tensors)) if w.tensors[n].name.startswith(b"y")]
+    g = tflite.load(w.save(tmp_path / "stems.tflite", outs, ys))
+    assert [wk.gemm_k for wk in tflite_works(g)[0]] == [3.0, 8.0, 8.0]
+    base = load_profile("host-cpu", "litert-cpu").with_overrides(
+        {"units": {"cpu": {"efficiency": {"conv.int8": 1.0}, "kind_overhead_s": {"conv.int8": 0.0}}}})
 
-    def ms(preset: str) -> list[float]:
+    def ms(hw: object, preset: str) -> list[float]:
         r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
         j = [p["name"] for p in r.bulk["presets"]].index(preset)
         return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
 
-    s8, f32 = ms("int8-static"), ms("fp32")
-    assert s8[0] > 0.9 * s8[1]  # 3 channels padded to 8: the 8-channel conv's compute (8/3 of its own)
-    assert f32[0] < 0.6 * f32[1]  # fp32: 3 channels cost 3/8 of 8
+    def blocks(k: int, n: int) -> object:
+        return base.with_overrides({"units": {"cpu": {"int8_k_block": float(k), "int8_n_block": float(n)}}})
+
+    avx2, amx, k4 = ms(blocks(8, 8), "int8-static"), ms(blocks(64, 64), "int8-static"), ms(blocks(4, 64), "int8-static")
+    assert avx2[0] == pytest.approx(avx2[1], rel=0.05)  # 3 channels padded to 8: the 8-channel conv's compute
+    assert k4[0] < 0.8 * k4[1]  # K = 4: 4/8 of it
+    assert amx[0] == pytest.approx(amx[1], rel=0.05) and amx[1] > 5 * avx2[1]  # K = 64: 3 and 8 channels alike
+    assert k4[2] > 2.5 * avx2[2]  # 16 outputs: 64 computed with N = 64
+    dyn_amx, dyn_avx2 = ms(blocks(64, 64), "int8-dynamic"), ms(blocks(8, 8), "int8-dynamic")
+    assert dyn_amx[0] > 2.5 * dyn_avx2[0]  # QD8: the same blocks
+    f32 = ms(blocks(64, 64), "fp32")
+    assert f32[0] < 0.6 * f32[1] and f32[2] < 0.4 * f32[1]  # fp32: as counted
