@@ -304,6 +304,13 @@ CASES: tuple[Case, ...] = (
       for c, s in ((136, 28), (272, 14), (544, 7), (528, 7))),
     *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", _conv_act(c, s, 3, group=c), (("fp32", "nchw"),))
       for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
+    # 5x5-9x9 ones at MixNet-S's shape (4 groups of 90 channels at 14 px; 90 is not a multiple of 4, so NCHW) and a 7x7
+    # on a 7 px map: im2col copies kernel-width rows of a few pixels each, so the path fits a cost per copied row too
+    # (calibration_fit._ROW_FITTED), as fp16's NCHW depthwise path does. Fitted on the 3x3 cases alone (a Sapphire
+    # Rapids, thread CPU time, 2026-12-03), these chains were predicted at 0.38-0.64x their time; with them 0.85-1.08x
+    # (the 3x3 ones 0.84-1.16x).
+    *(Case(f"dwconvact-nchw-{c}x{s}-{k}x{k}", "dwconvnchw", _conv_act(c, s, k, group=c), (("fp32", "nchw"),))
+      for c, s, k in ((90, 14, 5), (90, 14, 7), (90, 14, 9), (234, 7, 7))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),

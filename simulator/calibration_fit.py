@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 49  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 50  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -41,12 +41,14 @@ CACHE_VERSION = 49  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call
 #     (elementwise.int8.span)
 # 49: fp32 5x5 depthwise cases in dwconv.fp32's median
+# 50: fp32 NCHW depthwise cases of 5x5-9x9 kernels, with a cost per im2col row (dwconvnchw.nchw.im2col.row)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
 # 5x5 at 7-14 px -15..-18%, with the row term all six 3x3 / 5x5 shapes within 4%). Elsewhere the row cost stays the
-# profile's measured figure (ConvInteger's) or 0.
-_ROW_FITTED = frozenset({"dwconvnchw.cast16nchw"})
+# profile's measured figure (ConvInteger's) or 0. fp32's NCHW depthwise path runs the same im2col + per-group SGEMM:
+# its 5x5-9x9 cases fit the row cost too.
+_ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
