@@ -91,6 +91,11 @@ def zip_dir(folder: Path, out: Path, top: str | None = None) -> Path:
 def mlpackage_zip(path: str | os.PathLike[str], which: str = "cnn") -> Path:
     """`which` = "cnn" | "block": an ML Program converted from torch, saved as .mlpackage, zipped."""
     module, args = SmallCnn.build() if which == "cnn" else _block()
+    return mlpackage_from(module, args, path)
+
+
+def mlpackage_from(module, args, path: str | os.PathLike[str]) -> Path:  # type: ignore[no-untyped-def]
+    """Any torch module as a zipped ML Program (`path` ends in .mlpackage.zip)."""
     ml = _convert(module, args, "mlprogram")
     path = Path(path)
     pkg = path.with_name(path.name.removesuffix(".zip").removesuffix(".mlpackage") + ".mlpackage")

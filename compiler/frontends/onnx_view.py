@@ -50,7 +50,7 @@ _MIL: dict[str, str] = {
     "add": "Add", "sub": "Sub", "mul": "Mul", "real_div": "Div", "floor_div": "Div", "pow": "Pow",
     "maximum": "Max", "minimum": "Min", "relu": "Relu", "relu6": "Clip", "leaky_relu": "LeakyRelu", "prelu": "PRelu",
     "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "Gelu", "silu": "Swish", "elu": "Elu", "softplus": "Softplus",
-    "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Reciprocal", "inverse": "Reciprocal", "abs": "Abs",
+    "square": "Mul", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Reciprocal", "inverse": "Reciprocal", "abs": "Abs",
     "sin": "Sin", "cos": "Cos", "erf": "Erf", "select": "Where", "equal": "Equal", "less": "Less",
     "greater": "Greater", "clip": "Clip", "sigmoid_hard": "HardSigmoid",
     "softmax": "Softmax", "layer_norm": "LayerNormalization", "batch_norm": "BatchNormalization",
