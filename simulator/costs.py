@@ -125,6 +125,10 @@ class Work:
     # channels per group fill (a power of two). Read by that path only (Path.padded_sgemm, Unit.sgemm_column_block).
     sgemm_columns: float = 0.0
     sgemm_align: float = 0.0
+    # Of in_elements, the reads of a working set of `reread_set` elements again and again (an RNN's recurrent weights
+    # at every step, _rnn_recurrent_reads): from the core's cache where that set fits in it
+    reread_elements: float = 0.0
+    reread_set: float = 0.0
     # On a TFLite CONV_2D that XNNPACK runs as an indirect GEMM (any conv but 1x1 stride 1): output elements x kernel
     # taps, the (pixel, tap) pointers its micro-kernel walks per output column block (simulator.tflite_ops; 0: none).
     # Read by the paths that pay a cost per tap (Path.tap_cost).
@@ -339,10 +343,12 @@ def work_of(node: Node, graph: Graph) -> Work:
         notes.append("some shapes unknown: costs count only the tensors with static shapes")
     k_elems = float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0
     k_rows = int(kernel.shape[0]) if kernel is not None and kernel.shape and isinstance(kernel.shape[0], int) else 1
+    reread = reread_set = 0.0
     macs, flops = (_rnn_arithmetic(node, graph) if node.op_type in _RNN
                    else _arithmetic(node, kind, kernel, act_in, outs, in_elements, out_elements, graph))
     if node.op_type in _RNN:
-        in_elements += _rnn_recurrent_reads(node, graph)
+        reread, reread_set = _rnn_recurrent_reads(node, graph)
+        in_elements += reread
     fused = _fused_activation(node)
     out0 = _elements(outs[0]) if outs else None
     epilogue = _epilogue_flops(node, out0 or 0.0) if kind in WEIGHTED_KINDS or kind == "matmul" else 0.0
@@ -357,6 +363,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 epilogue_flops=epilogue, im2col_elements=grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
                 im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
+                reread_elements=reread, reread_set=reread_set,
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
@@ -512,21 +519,24 @@ def _rnn_arithmetic(node: Node, graph: Graph) -> tuple[float, float]:
     return rows * gates * hidden * (n_in + hidden), rows * hidden * act_flops  # type: ignore[operator]
 
 
-def _rnn_recurrent_reads(node: Node, graph: Graph) -> float:
+def _rnn_recurrent_reads(node: Node, graph: Graph) -> tuple[float, float]:
     """Elements of the recurrent weights R [dirs, gates * hidden, hidden] read again at every step: the input
     projection of all steps is one GEMM, but each step's H x R^T waits for the step before, a GEMM of `batch` rows
     that streams R from cache each time (ORT's DeepCPU LSTM / GRU, MLAS SGEMM). At batch 1 that traffic, not the
     MACs, sets the time: single-op models on this host, thread CPU time, predicted with MACs alone at 0.27-0.52x
     of measured (LSTM 50 steps, hidden 512: 0.66 ms vs 2.30; GRU 200 steps x 2 directions, hidden 256: 0.84 vs
-    3.12), with these reads 0.9-1.1x; a captcha recognizer's bidirectional LSTM (ddddocr) was 0.06x per op."""
+    3.12), with these reads 0.9-1.1x; a captcha recognizer's bidirectional LSTM (ddddocr) was 0.06x per op.
+    Returns (those elements, one direction's R: the set each pass reads again, which the roofline takes from the
+    core's cache where it fits: a Sapphire Rapids' 2 MiB L2 holds that GRU's 786 KB, a Zen 3's 512 KiB does not, and
+    there the reads come at the weight-streaming rate, as above; at that rate this GRU was predicted +152%)."""
     r = graph.values.get(node.inputs[2]) if len(node.inputs) > 2 and node.inputs[2] else None
     x = graph.values.get(node.inputs[0]) if node.inputs and node.inputs[0] else None
     if r is None or r.shape is None or len(r.shape) != 3 or x is None or x.shape is None or len(x.shape) != 3:
-        return 0.0
+        return 0.0, 0.0
     steps = x.shape[int(node.attributes.get("layout", 0) or 0)]
     if not all(isinstance(d, int) for d in (*r.shape, steps)):
-        return 0.0
-    return float(steps) * math.prod(int(d) for d in r.shape)  # type: ignore[arg-type]
+        return 0.0, 0.0
+    return float(steps) * math.prod(int(d) for d in r.shape), float(int(r.shape[1]) * int(r.shape[2]))  # type: ignore[arg-type]
 
 
 def _reduction_dim(node: Node, act_in: list[Value], kernel: Value | None) -> float:

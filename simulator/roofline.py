@@ -253,6 +253,8 @@ class Counts:
     sgemm_columns: Num = 0.0
     sgemm_align: Num = 0.0
     igemm_taps: Num = 0.0
+    reread_elements: Num = 0.0
+    reread_set: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -269,7 +271,8 @@ class Counts:
             im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
             qgemm_taps=col([w.qgemm_taps for w in works]), gemm_k=col([w.gemm_k for w in works]),
             sgemm_columns=col([w.sgemm_columns for w in works]),
-            sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]))
+            sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
+            reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,13 +342,15 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
     w_rt = w.kernel_elements * (r.w_rt * r.rt_keep + r.rt_mask)
     w_all = w_rt + w.aux_elements * 4 + w.other_const_bytes
-    moved = act + w_all
+    # Reads of a set that stays in the core's cache (an RNN's recurrent weights, step after step) come at its rate.
+    hot = np.where((w.reread_elements > 0) & (w.reread_set * r.in_b <= r.onchip), w.reread_elements * r.in_b, 0.0)
+    moved = act - hot + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s), outgrown(r, res.weights_fp32_bytes))
     s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
-    t_mem = act / bw + w_all * s_per_w_byte
+    t_mem = (act - hot) / bw + hot / r.cache_bw + w_all * s_per_w_byte
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
