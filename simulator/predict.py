@@ -18,6 +18,9 @@ from compiler.vocabulary.targets import get_target
 from simulator.labels import label_text
 
 METRICS = ("latency_ms", "weight_bytes", "activation_bytes", "dram_bytes")
+# `model_wide` for the file as uploaded: the preset its stored form is (simulator.sweep.native_preset: fp16 or
+# int8-static for a .tflite stored so, int8-static for an ONNX QDQ file on the device targets, else fp32).
+AS_UPLOADED = "as-uploaded"
 
 
 def task_overrides(compiled: Graph, per_op: Any, ops: Mapping[str, str], float_format: str) -> dict[str, str]:
@@ -63,10 +66,11 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     from simulator.totals import float_graph_terms, totals
 
     t = get_target(target)
-    preset = parse_preset(model_wide).name
+    preset = "" if model_wide == AS_UPLOADED else parse_preset(model_wide).name
     source, compiled, plans = compile_for(model_path, target, workdir, input_shapes, input_values)
     r = sweep(compiled, target, hardware=hardware_for(t, calibration_path), source=source,
               input_values=fill_values(plans))
+    preset = preset or r.bulk["base"]["preset"]
     names = [p["name"] for p in r.bulk["presets"]]
     if preset in names:
         base, overrides = preset, task_overrides(compiled, r.per_op, ops, t.float_format)

@@ -36,7 +36,9 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
 @click.command()
 @click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @target_option()
-@click.option("--model-wide", default="fp32", show_default=True, help="Option for every op (preset name).")
+@click.option("--model-wide", default="as-uploaded", show_default=True,
+              help="Option for every op (preset name); as-uploaded: the preset the file is stored as (fp32, or fp16 / "
+                   "int8-static for a file stored so: an fp16 or int8 .tflite, an ONNX QDQ file on a device target).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
               help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
 @with_inputs

@@ -1,0 +1,104 @@
+"""ONNX uploads already quantized in QDQ form (onnxruntime.quantization.quantize_static with QuantFormat.QDQ,
+Qualcomm AI Hub's w8a8 / w8a16 ONNX models), seen as the float graph plus what the file quantizes.
+
+A QDQ file is a float graph whose quantized ops are node units: DequantizeLinear on an integer weight
+initializer feeding the op's kernel, and a QuantizeLinear -> DequantizeLinear pair on each activation it
+reads or writes. The device runtimes run a node unit as one quantized kernel (the QNN EP's node-unit
+grouping, ORT docs "Quantize ONNX models": "QDQ ... is the format the QNN and NNAPI EPs take"; Core ML's W8A8),
+not a float op between conversion passes. So on the predicted targets the file is costed as its float graph
+(`qdq_view`: each activation pair bypassed, its two nodes no tasks of their own) under the preset the file
+stores (`qdq_preset`): int8-static where activations are 8-bit, int8-dynamic (int8 weights, float or 16-bit
+activations) where only weights are quantized or activations are 16-bit. Where a target keeps an op float
+inside an int8 graph (the QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the
+DequantizeLinear and QuantizeLinear around it, as they do for the int8-static option on a float file.
+Weight DequantizeLinear nodes are constant-folded as every constant op is (simulator.costs.fold_constants).
+
+The host target (ort-cpu/host) is measured on ORT's own optimized graph, in which ORT has fused the node units
+itself (QLinearConv, QGemm): it does not use this view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from compiler.graph import Graph, Value
+from simulator.costs import FOLDED
+
+_Q, _DQ = "QuantizeLinear", "DequantizeLinear"
+_INT8 = frozenset({"int8", "uint8"})
+_INT16 = frozenset({"int16", "uint16"})
+_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})  # com.microsoft Q/DQ carry 16-bit types before opset 21
+
+# The work of a Q or DQ of an activation pair: none of its own, the node unit's op reads and writes the integers.
+QDQ_FUSED = dataclasses.replace(FOLDED, notes=("QDQ node unit: runs inside the quantized op it belongs to, no "
+                                               "task of its own on the device",))
+
+
+def _q_dtype(g: Graph, q_inputs: list[str], out: Value | None) -> str:
+    """The integer type a QuantizeLinear writes: its zero point's type, else its output's, else uint8 (the
+    default when no zero point is given)."""
+    zp = g.values.get(q_inputs[2]) if len(q_inputs) > 2 and q_inputs[2] else None
+    if zp is not None and (zp.dtype in _INT8 or zp.dtype in _INT16):
+        return zp.dtype
+    return out.dtype if out is not None and (out.dtype in _INT8 or out.dtype in _INT16) else "uint8"
+
+
+def _pairs(g: Graph) -> tuple[dict[str, str], set[str], set[str]]:
+    """({DequantizeLinear output: the float tensor its QuantizeLinear read}, ids of the Q / DQ nodes of those
+    pairs that no float reader needs, the integer types of the pairs)."""
+    producer = {o: n for n in g.nodes for o in n.outputs if o}
+    readers: dict[str, list[str]] = {}
+    for n in g.nodes:
+        for i in n.inputs:
+            if i:
+                readers.setdefault(i, []).append(n.id)
+    alias: dict[str, str] = {}
+    fused: set[str] = set()
+    types: set[str] = set()
+    dq_of: dict[str, list[str]] = {}  # Q id -> ids of the DQs that read it
+    for n in g.nodes:
+        if n.op_type != _DQ or n.domain not in _DOMAINS or n.parent or not n.inputs or len(n.outputs) != 1:
+            continue
+        q = producer.get(n.inputs[0])
+        if q is None or q.op_type != _Q or q.domain not in _DOMAINS or q.parent or not q.inputs[0]:
+            continue
+        alias[n.outputs[0]] = q.inputs[0]
+        fused.add(n.id)
+        types.add(_q_dtype(g, q.inputs, g.values.get(n.inputs[0])))
+        dq_of.setdefault(q.id, []).append(n.id)
+    for n in g.nodes:
+        if n.id in dq_of and n.outputs[0] not in g.outputs and set(readers.get(n.outputs[0], [])) <= set(dq_of[n.id]):
+            fused.add(n.id)
+    return alias, fused, types
+
+
+def _int_weight_dq(g: Graph) -> bool:
+    """A DequantizeLinear on an 8-bit integer initializer: quantized weights."""
+    return any(n.op_type == _DQ and n.inputs and (v := g.values.get(n.inputs[0])) is not None
+               and v.weight is not None and v.dtype in _INT8 for n in g.nodes)
+
+
+def qdq_preset(g: Graph) -> str | None:
+    """The preset a QDQ file stores: int8-static (8-bit activation pairs), int8-dynamic (int8 weights with float
+    or 16-bit activations), None for a file without QDQ node units."""
+    if g.format != "onnx":
+        return None
+    _, _, types = _pairs(g)
+    if types & _INT8:
+        return "int8-static"
+    return "int8-dynamic" if types or _int_weight_dq(g) else None
+
+
+def qdq_view(g: Graph) -> tuple[Graph, frozenset[str]]:
+    """(`g` with every activation QuantizeLinear -> DequantizeLinear pair bypassed: the DQ's readers and the graph
+    outputs read the float tensor the Q read; ids of the pairs' nodes, which the device runs inside the node unit).
+    Same nodes, ids and order (per-op tables index them); `g` itself when it has no pairs."""
+    if g.format != "onnx":
+        return g, frozenset()
+    alias, fused, _ = _pairs(g)
+    if not alias:
+        return g, frozenset()
+    nodes = [n if n.id in fused or not any(i in alias for i in n.inputs)
+             else dataclasses.replace(n, inputs=[alias.get(i, i) for i in n.inputs]) for n in g.nodes]
+    outputs = [alias.get(o, o) for o in g.outputs]
+    return dataclasses.replace(g, nodes=nodes, outputs=outputs), frozenset(fused)
