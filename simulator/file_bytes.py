@@ -19,6 +19,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind, fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
+from simulator.qdq import dq_weights, fuses_qdq, qdq_preset
 from simulator.roofline import Path
 
 
@@ -133,9 +134,10 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
         # (compiler/optimize/litert_prepare.py): stored as is under every other option only.
         kept = s.as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(s.as_is), dtype=bool)
         kern[:, j] = np.where(kept, s.as_is, cache[key]) + (s.bias_copies if static and kf == "int8" else 0.0)
-        if static and kf == "int8" and t.export == "tflite":
+        if static and kf == "int8" and s.as_stored.any():
             # A fully int8 upload is int8-static as it is: the exporter writes it as stored (litert_export), so
-            # its int8 kernels keep their bytes (their scales are in the file's own overhead) and its biases.
+            # its int8 kernels keep their bytes (their scales are in the file's own overhead) and its biases;
+            # so is an ONNX QDQ file on a target that runs its node units (simulator.qdq).
             kern[:, j] = np.where(s.as_stored > 0, s.as_stored, kern[:, j])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     out = kern + s.aux[:, None] * aux_file_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
@@ -296,7 +298,7 @@ def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: 
     if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
         return None
     weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
-    return export_records(src, compiled, weighted)
+    return export_records(src, compiled, weighted, frozenset(dq_weights(src)) if fuses_qdq(t) else frozenset())
 
 
 
@@ -347,6 +349,10 @@ def _stored_int8(t: Target, g: Graph, works: list[Work]) -> np.ndarray:
     Priced afresh (a float32 scale, an int64 zero point per channel, and the int32 bias's copy of them), its two
     models came out at +23% / +24% of their 56-81 KB files. 0 elsewhere."""
     out = np.zeros(len(works))
+    if t.export == "onnx" and g.format == "onnx" and fuses_qdq(t) and qdq_preset(g) == "int8-static":
+        # An ONNX QDQ file on a target that runs its node units: int8-static as it is, its kernels at their bytes.
+        by_output = dq_weights(g)
+        return np.array([by_output.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0 for w in works])
     if t.export != "tflite" or g.format != "tflite":
         return out
     from compiler.frontends.tflite import fully_int8

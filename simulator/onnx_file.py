@@ -56,9 +56,12 @@ class ExportRecords:
     made_data: float = 0.0
 
 
-def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> ExportRecords:
+def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
+                   stored: frozenset[str] = frozenset()) -> ExportRecords:
     """Records of the ONNX export of `source`, charged to the tasks of `compiled` (`weighted[i]`: task i
-    holds a kernel, so a source node it shares with a weightless task, e.g. an NCHWc reorder, is its)."""
+    holds a kernel, so a source node it shares with a weightless task, e.g. an NCHWc reorder, is its).
+    `stored`: constants the runtime reads as the file stores them, though a node makes them (a QDQ file's
+    dequantized weights on a target that runs its node units): not made at run time."""
     n = len(compiled.nodes)
     task_of: dict[str, int] = {}
     for i, nd in enumerate(compiled.nodes):
@@ -87,7 +90,7 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool]) -> 
     ev, kern = _charge(source, xs, inits, vals, n)
     mapped = np.zeros(n, dtype=bool)
     mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
-    made = _made_bytes(xs, inits, made_at_run_time(source, consts), n)
+    made = _made_bytes(xs, inits, made_at_run_time(source, consts) - stored, n)
     return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()))
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from compiler.graph import Graph, Value
+from compiler.vocabulary.targets import Target
 from simulator.costs import FOLDED
 
 _Q, _DQ = "QuantizeLinear", "DequantizeLinear"
@@ -32,6 +33,26 @@ _DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})  # com.microsoft Q/DQ car
 # The work of a Q or DQ of an activation pair: none of its own, the node unit's op reads and writes the integers.
 QDQ_FUSED = dataclasses.replace(FOLDED, notes=("QDQ node unit: runs inside the quantized op it belongs to, no "
                                                "task of its own on the device",))
+
+
+def fuses_qdq(t: Target) -> bool:
+    """The target runs an uploaded QDQ file's node units as quantized ops: every predicted one. ort-cpu/host is
+    costed on ORT's own optimized graph, in which ORT fused them (QLinearConv, QGemm) and measured the rest."""
+    return t.backend != "ort-cpu"
+
+
+def dq_weights(g: Graph) -> dict[str, float]:
+    """{output of a DequantizeLinear on an integer initializer: the bytes the file stores it in, with its scales and
+    zero points}: a node unit's kernel (or bias) as the file holds it; the runtime reads those bytes, it makes no
+    float copy."""
+    out: dict[str, float] = {}
+    for n in g.nodes if g.format == "onnx" else []:
+        v = g.values.get(n.inputs[0]) if n.op_type == _DQ and n.inputs and n.outputs else None
+        if v is not None and v.weight is not None and (v.dtype in _INT8 or v.dtype in _INT16 or v.dtype == "int32"):
+            params = [g.values.get(i) for i in n.inputs[1:] if i]
+            out[n.outputs[0]] = float(v.weight.bytes) + sum(float(p.weight.bytes) for p in params
+                                                            if p is not None and p.weight is not None)
+    return out
 
 
 def _q_dtype(g: Graph, q_inputs: list[str], out: Value | None) -> str:

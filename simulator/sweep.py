@@ -35,7 +35,7 @@ from simulator.onnx_file import ExportRecords
 from simulator.shapes import fill_shapes
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
-from simulator.qdq import QDQ_FUSED, qdq_preset, qdq_view
+from simulator.qdq import QDQ_FUSED, fuses_qdq, qdq_preset, qdq_view
 from simulator.labels import label_text
 from simulator.published import heldout
 from simulator.roofline import (
@@ -286,7 +286,7 @@ def _graph_facts(compiled: Graph, source: Graph | None, t: Target, keep: bool
             compiled = onnx_view(compiled)
         compiled = fill_shapes(compiled, source)
         fused: frozenset[str] = frozenset()
-        if _fuses_qdq(t):
+        if fuses_qdq(t):
             # An uploaded QDQ file: its float graph, the activation Q/DQ pairs inside the node units (simulator/qdq.py)
             compiled, fused = qdq_view(compiled)
         view, folded = fold_constants(compiled, static_shapes=True)
@@ -468,7 +468,7 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     fp32 export restores them to fp32 and writes a file twice the size) -> fp16; int8 with int8 activations (a fully
     quantized model) -> int8-static; else fp32."""
     if t.export != "tflite":
-        return (qdq_preset(g) if _fuses_qdq(t) else None) or "fp32"
+        return (qdq_preset(g) if fuses_qdq(t) else None) or "fp32"
     from compiler.frontends.tflite import fully_int8
 
     by_dtype = {"float16": 0, "float32": 0, "int8": 0}
@@ -479,12 +479,6 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     native = "int8-static" if fully_int8(g) else "fp16" if max(by_dtype, key=by_dtype.__getitem__) == "float16" \
         else "fp32"
     return native if native in names else "fp32"
-
-
-def _fuses_qdq(t: Target) -> bool:
-    """The target runs an uploaded QDQ file's node units as quantized ops: every predicted one. ort-cpu/host is
-    costed on ORT's own optimized graph, in which ORT fused them (QLinearConv, QGemm) and measured the rest."""
-    return t.backend != "ort-cpu"
 
 
 def _preset_json(p: Any, t: Target) -> dict[str, Any]:
