@@ -298,7 +298,13 @@ def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: 
     if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
         return None
     weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
-    return export_records(src, compiled, weighted, frozenset(dq_weights(src)) if fuses_qdq(t) else frozenset())
+    if not fuses_qdq(t):
+        return export_records(src, compiled, weighted)
+    records = export_records(src, compiled, weighted, frozenset(dq_weights(src)))
+    if qdq_preset(src) == "int8-static":
+        # A QDQ file is int8-static as it is: its Q/DQ records are the file's own (in `base`), none to add.
+        records.events[:, EVENTS.index("static")] = 0.0
+    return records
 
 
 
@@ -350,9 +356,11 @@ def _stored_int8(t: Target, g: Graph, works: list[Work]) -> np.ndarray:
     models came out at +23% / +24% of their 56-81 KB files. 0 elsewhere."""
     out = np.zeros(len(works))
     if t.export == "onnx" and g.format == "onnx" and fuses_qdq(t) and qdq_preset(g) == "int8-static":
-        # An ONNX QDQ file on a target that runs its node units: int8-static as it is, its kernels at their bytes.
+        # An ONNX QDQ file on a target that runs its node units: int8-static as it is, its kernels at their bytes,
+        # and the scales and zero points of its int32 biases (whose values are priced as float constants, 4 B each).
         by_output = dq_weights(g)
-        return np.array([by_output.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0 for w in works])
+        return np.array([(by_output.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0)
+                         + sum(by_output[a] - 4.0 * el for a, el in w.aux_weights if a in by_output) for w in works])
     if t.export != "tflite" or g.format != "tflite":
         return out
     from compiler.frontends.tflite import fully_int8

@@ -61,7 +61,7 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     """Records of the ONNX export of `source`, charged to the tasks of `compiled` (`weighted[i]`: task i
     holds a kernel, so a source node it shares with a weightless task, e.g. an NCHWc reorder, is its).
     `stored`: constants the runtime reads as the file stores them, though a node makes them (a QDQ file's
-    dequantized weights on a target that runs its node units): not made at run time."""
+    dequantized weights on a target that runs its node units): not made at run time, their nodes kept."""
     n = len(compiled.nodes)
     task_of: dict[str, int] = {}
     for i, nd in enumerate(compiled.nodes):
@@ -71,8 +71,10 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
                 task_of[s] = i
     view, folded = fold_constants(source)
     vals = dict(view.values)
-    consts = {k: v for k, v in vals.items() if v.weight is not None}
-    dropped = set(folded) | set(compiled.eliminated)
+    consts = {k: v for k, v in vals.items() if v.weight is not None and k not in stored}
+    # a `stored` constant's node stays in the file with its integer, scale and zero-point initializers
+    outputs = {nd.id: nd.outputs for nd in source.nodes}
+    dropped = {i for i in folded if not set(outputs[i]) & stored} | set(compiled.eliminated)
     for nd in source.nodes:  # what the runtime folds at load is an initializer of the file
         if nd.id in dropped:
             consts.update({o: vals[o] for o in nd.outputs if o in vals and o not in consts})
@@ -90,7 +92,7 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     ev, kern = _charge(source, xs, inits, vals, n)
     mapped = np.zeros(n, dtype=bool)
     mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
-    made = _made_bytes(xs, inits, made_at_run_time(source, consts) - stored, n)
+    made = _made_bytes(xs, inits, made_at_run_time(source, consts), n)
     return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()))
 
 
