@@ -19,7 +19,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind, fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
-from simulator.qdq import dq_weights, fuses_qdq, qdq_preset
+from simulator.qdq import dq_weights, qdq_preset
 from simulator.roofline import Path
 
 
@@ -298,10 +298,11 @@ def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: 
     if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
         return None
     weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
-    if not fuses_qdq(t):
+    native = qdq_preset(src, t)
+    if native is None:  # no QDQ file, or one the target runs as a float graph (weights dequantized at load)
         return export_records(src, compiled, weighted)
     records = export_records(src, compiled, weighted, frozenset(dq_weights(src)))
-    if qdq_preset(src) == "int8-static":
+    if native == "int8-static":
         # A QDQ file is int8-static as it is: its Q/DQ records are the file's own (in `base`), none to add.
         records.events[:, EVENTS.index("static")] = 0.0
     return records
@@ -355,7 +356,7 @@ def _stored_int8(t: Target, g: Graph, works: list[Work]) -> np.ndarray:
     Priced afresh (a float32 scale, an int64 zero point per channel, and the int32 bias's copy of them), its two
     models came out at +23% / +24% of their 56-81 KB files. 0 elsewhere."""
     out = np.zeros(len(works))
-    if t.export == "onnx" and g.format == "onnx" and fuses_qdq(t) and qdq_preset(g) == "int8-static":
+    if t.export == "onnx" and g.format == "onnx" and qdq_preset(g, t) == "int8-static":
         # An ONNX QDQ file on a target that runs its node units: int8-static as it is, its kernels at their bytes,
         # and the scales and zero points of its int32 biases (whose values are priced as float constants, 4 B each).
         by_output = dq_weights(g)

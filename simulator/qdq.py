@@ -8,7 +8,7 @@ grouping, ORT docs "Quantize ONNX models": "QDQ ... is the format the QNN and NN
 not a float op between conversion passes. So on the predicted targets the file is costed as its float graph
 (`qdq_view`: each activation pair bypassed, its two nodes no tasks of their own) under the preset the file
 stores (`qdq_preset`): int8-static where activations are 8-bit, int8-dynamic (int8 weights, float or 16-bit
-activations) where only weights are quantized or activations are 16-bit. Where a target keeps an op float
+activations) where only weights are quantized or activations are 16-bit, on the targets that run such files so. Where a target keeps an op float
 inside an int8 graph (the QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the
 DequantizeLinear and QuantizeLinear around it, as they do for the int8-static option on a float file.
 Weight DequantizeLinear nodes are constant-folded as every constant op is (simulator.costs.fold_constants).
@@ -33,6 +33,15 @@ _DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})  # com.microsoft Q/DQ car
 # The work of a Q or DQ of an activation pair: none of its own, the node unit's op reads and writes the integers.
 QDQ_FUSED = dataclasses.replace(FOLDED, notes=("QDQ node unit: runs inside the quantized op it belongs to, no "
                                                "task of its own on the device",))
+
+
+# Targets whose int8-dynamic is int8 weights with float or 16-bit activations on the accelerator, as a weights-only or
+# w8a16 QDQ file runs (compiler/vocabulary/options.py: QNN's HTP "int8 weights with 16-bit activations (AI Hub's
+# w8a16)", Core ML's "weight-only int8, decompressed just in time on the ANE"). Elsewhere (NNAPI, XNNPACK, ORT's
+# Core ML EP) int8-dynamic is the CPU EP's dynamic quantization, which such a file does not run: it stays the float
+# graph it is there (weights dequantized at load), and a 16-bit pair, which those runtimes have no kernels for, stays
+# two tasks.
+_WEIGHT_ONLY = frozenset({"ort-qnn", "coreml"})
 
 
 def fuses_qdq(t: Target) -> bool:
@@ -64,9 +73,9 @@ def _q_dtype(g: Graph, q_inputs: list[str], out: Value | None) -> str:
     return out.dtype if out is not None and (out.dtype in _INT8 or out.dtype in _INT16) else "uint8"
 
 
-def _pairs(g: Graph) -> tuple[dict[str, str], set[str], set[str]]:
+def _pairs(g: Graph, sixteen: bool) -> tuple[dict[str, str], set[str], set[str]]:
     """({DequantizeLinear output: the float tensor its QuantizeLinear read}, ids of the Q / DQ nodes of those
-    pairs that no float reader needs, the integer types of the pairs)."""
+    pairs that no float reader needs, the integer types of all pairs); 16-bit pairs bypassed only if `sixteen`."""
     producer = {o: n for n in g.nodes for o in n.outputs if o}
     readers: dict[str, list[str]] = {}
     for n in g.nodes:
@@ -83,9 +92,12 @@ def _pairs(g: Graph) -> tuple[dict[str, str], set[str], set[str]]:
         q = producer.get(n.inputs[0])
         if q is None or q.op_type != _Q or q.domain not in _DOMAINS or q.parent or not q.inputs[0]:
             continue
+        dtype = _q_dtype(g, q.inputs, g.values.get(n.inputs[0]))
+        types.add(dtype)
+        if dtype in _INT16 and not sixteen:
+            continue
         alias[n.outputs[0]] = q.inputs[0]
         fused.add(n.id)
-        types.add(_q_dtype(g, q.inputs, g.values.get(n.inputs[0])))
         dq_of.setdefault(q.id, []).append(n.id)
     for n in g.nodes:
         if n.id in dq_of and n.outputs[0] not in g.outputs and set(readers.get(n.outputs[0], [])) <= set(dq_of[n.id]):
@@ -99,24 +111,24 @@ def _int_weight_dq(g: Graph) -> bool:
                and v.weight is not None and v.dtype in _INT8 for n in g.nodes)
 
 
-def qdq_preset(g: Graph) -> str | None:
-    """The preset a QDQ file stores: int8-static (8-bit activation pairs), int8-dynamic (int8 weights with float
-    or 16-bit activations), None for a file without QDQ node units."""
-    if g.format != "onnx":
+def qdq_preset(g: Graph, t: Target) -> str | None:
+    """The preset a QDQ file stores on `t`: int8-static (8-bit activation pairs), int8-dynamic (int8 weights with
+    float or 16-bit activations) where `t`'s int8-dynamic is that, None for a file without QDQ node units."""
+    if g.format != "onnx" or not fuses_qdq(t):
         return None
-    _, _, types = _pairs(g)
+    _, _, types = _pairs(g, t.backend in _WEIGHT_ONLY)
     if types & _INT8:
         return "int8-static"
-    return "int8-dynamic" if types or _int_weight_dq(g) else None
+    return "int8-dynamic" if t.backend in _WEIGHT_ONLY and (types or _int_weight_dq(g)) else None
 
 
-def qdq_view(g: Graph) -> tuple[Graph, frozenset[str]]:
+def qdq_view(g: Graph, t: Target) -> tuple[Graph, frozenset[str]]:
     """(`g` with every activation QuantizeLinear -> DequantizeLinear pair bypassed: the DQ's readers and the graph
     outputs read the float tensor the Q read; ids of the pairs' nodes, which the device runs inside the node unit).
     Same nodes, ids and order (per-op tables index them); `g` itself when it has no pairs."""
-    if g.format != "onnx":
+    if g.format != "onnx" or not fuses_qdq(t):
         return g, frozenset()
-    alias, fused, _ = _pairs(g)
+    alias, fused, _ = _pairs(g, t.backend in _WEIGHT_ONLY)
     if not alias:
         return g, frozenset()
     nodes = [n if n.id in fused or not any(i in alias for i in n.inputs)

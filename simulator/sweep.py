@@ -35,7 +35,7 @@ from simulator.onnx_file import ExportRecords
 from simulator.shapes import fill_shapes
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
-from simulator.qdq import QDQ_FUSED, fuses_qdq, qdq_preset, qdq_view
+from simulator.qdq import QDQ_FUSED, qdq_preset, qdq_view
 from simulator.labels import label_text
 from simulator.published import heldout
 from simulator.roofline import (
@@ -285,10 +285,8 @@ def _graph_facts(compiled: Graph, source: Graph | None, t: Target, keep: bool
             from compiler.frontends.onnx_view import onnx_view
             compiled = onnx_view(compiled)
         compiled = fill_shapes(compiled, source)
-        fused: frozenset[str] = frozenset()
-        if fuses_qdq(t):
-            # An uploaded QDQ file: its float graph, the activation Q/DQ pairs inside the node units (simulator/qdq.py)
-            compiled, fused = qdq_view(compiled)
+        # An uploaded QDQ file on a device target: its float graph, the Q/DQ pairs inside node units (simulator/qdq.py)
+        compiled, fused = qdq_view(compiled, t)
         view, folded = fold_constants(compiled, static_shapes=True)
         folded = folded | fused
         works = [QDQ_FUSED if nd.id in fused else FOLDED if nd.id in folded else work_of(nd, view)
@@ -468,7 +466,7 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     fp32 export restores them to fp32 and writes a file twice the size) -> fp16; int8 with int8 activations (a fully
     quantized model) -> int8-static; else fp32."""
     if t.export != "tflite":
-        return (qdq_preset(g) if fuses_qdq(t) else None) or "fp32"
+        return qdq_preset(g, t) or "fp32"
     from compiler.frontends.tflite import fully_int8
 
     by_dtype = {"float16": 0, "float32": 0, "int8": 0}
