@@ -3,17 +3,18 @@ Qualcomm AI Hub's w8a8 / w8a16 ONNX models), seen as the float graph plus what t
 
 A QDQ file is a float graph whose quantized ops are node units: DequantizeLinear on an integer weight
 initializer feeding the op's kernel, and a QuantizeLinear -> DequantizeLinear pair on each activation it
-reads or writes. The device runtimes run a node unit as one quantized kernel (the QNN EP's node-unit
-grouping, ORT docs "Quantize ONNX models": "QDQ ... is the format the QNN and NNAPI EPs take"; Core ML's W8A8),
-not a float op between conversion passes. So on the predicted targets the file is costed as its float graph
-(`qdq_view`: each activation pair bypassed, its two nodes no tasks of their own) under the preset the file
-stores (`qdq_preset`): int8-static where activations are 8-bit, int8-dynamic (int8 weights, float or 16-bit
-activations) where only weights are quantized or activations are 16-bit, on the targets that run such files so. Where a target keeps an op float
-inside an int8 graph (the QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the
-DequantizeLinear and QuantizeLinear around it, as they do for the int8-static option on a float file.
-Weight DequantizeLinear nodes are constant-folded as every constant op is (simulator.costs.fold_constants).
+reads or writes. The device runtimes run a node unit as one quantized kernel, not a float op between
+conversion passes: the QNN EP hands each unit to the HTP as one int8 op (the sources in simulator.device_facts),
+and the int8-static rules of the NNAPI and Core ML targets describe the same int8 ops. So on the predicted
+targets the file is costed as its float graph (`qdq_view`: each activation pair bypassed, its two nodes no
+tasks of their own) under the preset the file stores (`qdq_preset`): int8-static where activations are 8-bit;
+int8-dynamic (int8 weights, float or 16-bit activations) where only weights are quantized or activations are
+16-bit, on the targets whose int8-dynamic is that. Where a target keeps an op float inside an int8 graph (the
+QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the DequantizeLinear and QuantizeLinear
+around it, as they do for the int8-static option on a float file. Weight DequantizeLinear nodes are
+constant-folded as every constant op is (simulator.costs.fold_constants).
 
-The host target (ort-cpu/host) is measured on ORT's own optimized graph, in which ORT has fused the node units
+The host target (ort-cpu/host) is costed on ORT's own optimized graph, in which ORT has fused the node units
 itself (QLinearConv, QGemm): it does not use this view.
 """
 
