@@ -73,18 +73,20 @@ def _file_hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def key(child: str, src: Path, python: str | None) -> str:
-    parts = (child, _file_hash(src), _code(child), _environment(python))
+def key(child: str, src: Path, python: str | None, options: str = "") -> str:
+    parts = (child, _file_hash(src), _code(child), _environment(python), *([options] if options else []))
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def converted(child: str, src: Path, out: Path, python: str | None, convert: Callable[[], Any]) -> Any:
+def converted(child: str, src: Path, out: Path, python: str | None, convert: Callable[[], Any],
+              options: str = "") -> Any:
     """`convert()` (which writes `out` and returns the child's JSON-able result), or its kept result for the same
-    input, converter and code: `out` is then a copy of the file it wrote."""
+    input, converter, code and `options` (what else the child is handed: the input shapes of a dynamic .pt2):
+    `out` is then a copy of the file it wrote."""
     root = _folder
     if root is None:
         return convert()
-    k = key(child, src, python)
+    k = key(child, src, python, options)
     data, meta = root / f"{k}.out", root / f"{k}.json"
     if data.is_file() and meta.is_file():
         try:

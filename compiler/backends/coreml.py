@@ -31,12 +31,14 @@ DEPLOYMENT_TARGET = "iOS17"
 
 
 def pt2_to_coreml(pt2_path: str | os.PathLike[str], out_zip: str | os.PathLike[str], timeout_s: float = 600.0,
-                  memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
-    """Convert a vetted .pt2 to a zipped ML Program package at `out_zip`."""
+                  memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
+                  input_shapes: dict[str, list[int]] | None = None) -> Path:
+    """Convert a vetted .pt2 to a zipped ML Program package at `out_zip`. `input_shapes` fix the dims a
+    `torch.export.Dim` left dynamic (the shapes the model is predicted at); static inputs ignore them."""
     from compiler.backends.pt2_onnx import convert_vetted
 
     convert_vetted("compiler.backends.coreml:_convert_child", pt2_path, out_zip, "Core ML", timeout_s,
-                   memory_limit_bytes)
+                   memory_limit_bytes, options={"input_shapes": input_shapes} if input_shapes else None)
     return Path(out_zip)
 
 
@@ -47,7 +49,9 @@ def compile(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None
         from compiler.errors import ModelRunError, SandboxError
 
         try:
-            out = pt2_to_coreml(src, workdir / "coreml.mlpackage.zip")
+            shapes = {n: list(source.values[n].shape or []) for n in source.inputs
+                      if n in source.values and source.values[n].is_static}
+            out = pt2_to_coreml(src, workdir / "coreml.mlpackage.zip", input_shapes=shapes)
         except (ModelRunError, SandboxError) as e:
             # An op coremltools cannot convert should not fail the whole analysis: predict on
             # the FX graph instead, and say so.
@@ -99,7 +103,7 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
         import coremltools as ct
 
         ep = load_vetted_program(payload["src"])
-        ml = _convert_decomposing(ct, ep)
+        ml = _convert_decomposing(ct, ep, _fixed_inputs(ct, ep, payload.get("input_shapes") or {}))
     with tempfile.TemporaryDirectory() as tmp:
         pkg = Path(tmp, "model.mlpackage")
         ml.save(os.fspath(pkg))
@@ -112,7 +116,24 @@ def _convert_child(payload: dict[str, Any]) -> dict[str, Any]:
 _UNSUPPORTED = re.compile(r"Unsupported fx node (\w+)")
 
 
-def _convert_decomposing(ct: Any, ep: Any, tries: int = 4) -> Any:
+def _fixed_inputs(ct: Any, ep: Any, shapes: dict[str, list[int]]) -> list[Any] | None:
+    """coremltools' input types with the given shapes when a user input has a symbolic dim (a `torch.export.Dim`),
+    else None (coremltools' own). Converted as is, a dynamic batch becomes a flexible-shape input and every op's
+    shape stays symbolic: each task of the program was of unknown work. In the conversion child."""
+    import numpy as np
+    import torch
+
+    user = ep.graph_signature.user_inputs
+    metas = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder" and n.name in user}
+    dynamic = any(isinstance(m, torch.Tensor) and any(not isinstance(d, int) for d in m.shape) for m in metas.values())
+    if not dynamic or any(n not in shapes for n in metas):
+        return None
+    dtypes = {torch.float16: np.float16, torch.int32: np.int32, torch.int64: np.int32, torch.bool: bool}
+    return [ct.TensorType(name=n, shape=tuple(shapes[n]),
+                          dtype=dtypes.get(getattr(m, "dtype", None), np.float32)) for n, m in metas.items()]
+
+
+def _convert_decomposing(ct: Any, ep: Any, inputs: list[Any] | None = None, tries: int = 4) -> Any:
     """coremltools' conversion of the program; where its torch frontend lacks an op (`addcmul` in ConvNeXt-V2's
     GRN, `linalg_vector_norm`), that op is decomposed with torch's own decomposition into ops it has, and the
     conversion tried again, as a user would do by hand. In the conversion child."""
@@ -124,7 +145,7 @@ def _convert_decomposing(ct: Any, ep: Any, tries: int = 4) -> Any:
     err: Exception = RuntimeError("no conversion tried")
     for _ in range(tries):
         try:
-            return ct.convert(ep.run_decompositions(table), convert_to="mlprogram",
+            return ct.convert(ep.run_decompositions(table), convert_to="mlprogram", inputs=inputs,
                               minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))
         except Exception as e:
             err = e

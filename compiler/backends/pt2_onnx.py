@@ -28,9 +28,9 @@ from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], what: str,
                    timeout_s: float = 600.0, memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT,
-                   python: str | None = None) -> Any:
-    """Run a conversion child (`module:function`, given {"src", "out"}) on a .pt2 whose pickles were vetted
-    here first, before any interpreter that could unpickle sees the file. Returns the child's result."""
+                   python: str | None = None, options: dict[str, Any] | None = None) -> Any:
+    """Run a conversion child (`module:function`, given {"src", "out", **options}) on a .pt2 whose pickles were
+    vetted here first, before any interpreter that could unpickle sees the file. Returns the child's result."""
     from compiler.frontends.pt2 import Pt2Archive
 
     arc = Pt2Archive(pt2_path)
@@ -40,10 +40,13 @@ def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str |
         arc.close()
     from compiler import conversion_cache
 
-    payload = {"src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
+    import json
+
+    payload = {**(options or {}), "src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
     limits = Limits(timeout_s, memory_limit_bytes, what=f"converting the .pt2 model to {what}")
     return conversion_cache.converted(child, Path(pt2_path), Path(out_path), python,
-                                      lambda: run(child, payload, limits, python=python))
+                                      lambda: run(child, payload, limits, python=python),
+                                      json.dumps(options, sort_keys=True) if options else "")
 
 
 def to_onnx(pt2_path: str | os.PathLike[str], out_path: str | os.PathLike[str], timeout_s: float = 600.0,
@@ -72,11 +75,30 @@ def compile_for_ort(src: Path, workdir: Path, source: Graph, opt_level: str = "a
     modules = convert_to_onnx(src, onnx_path).get("modules") or {}
     aliases = {str(k): str(v) for k, v in (modules.get("aliases") or {}).items()}
     rename_onnx_values(onnx_path, aliases)  # decomposed names back to the .pt2's, so provenance finds its heads
+    fix_dynamic_inputs(onnx_path, source)
     out = workdir / "ort-cpu.onnx"
     compiled = ort.compile(onnx_path, out, source, opt_level=opt_level)
     name_unscoped_tasks(compiled, modules, aliases, ort.NAME_SUFFIXES)
     compiled.metadata["converted_from"] = "pt2 (torch.onnx.export, dynamo)"
     return compiled, out
+
+
+def fix_dynamic_inputs(onnx_path: Path, source: Graph) -> None:
+    """A `.pt2` exported with a `torch.export.Dim` converts to ONNX inputs with symbolic dims (`s77`); the source's
+    inputs already carry the shapes the user set (or their defaults). The converted file takes those, and every
+    shape inference derives from them, as an uploaded ONNX file does (`concrete.apply_plan`): without them each
+    convolution of a dynamic-batch .pt2 was a task of unknown work on every ORT target. In place."""
+    import onnx
+
+    from compiler.concrete import fix_onnx_inputs
+
+    model = onnx.load(os.fspath(onnx_path), load_external_data=False)
+    symbolic = [vi.name for vi in model.graph.input if vi.type.HasField("tensor_type")
+                and any(not d.HasField("dim_value") for d in vi.type.tensor_type.shape.dim)]
+    shapes = {n: list(source.values[n].shape or []) for n in symbolic
+              if n in source.values and source.values[n].is_static}
+    if shapes:
+        fix_onnx_inputs(onnx_path, onnx_path, shapes)
 
 
 def _harden_torch_loading() -> None:

@@ -1,0 +1,49 @@
+"""A `.pt2` exported with a dynamic batch (`torch.export.Dim`) is converted at the shapes it is predicted at (the
+user's, or the defaults): before, the converted ONNX file and Core ML program kept the symbolic batch and every task
+of a dynamic-batch CNN was of unknown work on ort-cpu/host, the ORT EPs and coreml/apple-a17
+(benchmarks/pt2_conformance.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from compiler import frontends
+from compiler.backends import compile_for_target
+from compiler.concrete import unknown_values
+from compiler.graph import Value
+
+
+class Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                  nn.Linear(8, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.body(x)
+
+
+@pytest.fixture(scope="module")
+def dynamic_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("pt2-dynamic") / "dyn.pt2"
+    batch = torch.export.Dim("batch", min=1, max=32)
+    ep = torch.export.export(Net().eval(), (torch.randn(2, 3, 16, 16),), dynamic_shapes=({0: batch},))
+    torch.export.save(ep, path)
+    return path
+
+
+@pytest.mark.parametrize("target", ["ort-qnn/snapdragon-8g3", "coreml/apple-a17"])
+def test_dynamic_batch_is_converted_at_the_planned_shape(dynamic_pt2: Path, tmp_path: Path, target: str) -> None:
+    source = frontends.load(dynamic_pt2)
+    assert not source.values["x"].is_static  # the archive's batch is symbolic
+    source.values["x"] = Value(name="x", shape=[3, 3, 16, 16], dtype="float32")  # as concrete.apply_plan does
+    compiled, _ = compile_for_target(dynamic_pt2, target, tmp_path, source)
+    assert "fallback" not in compiled.metadata
+    assert unknown_values(compiled) == []
+    conv = next(n for n in compiled.nodes if n.op_type.lower() == "conv")
+    assert compiled.values[conv.outputs[0]].shape == [3, 8, 16, 16]  # the planned batch, not 1 or the export's 2
