@@ -156,7 +156,12 @@ def _convert_decomposing(ct: Any, ep: Any, inputs: list[Any] | None = None, trie
             if not more or set(more) <= set(table):
                 break
             table.update(more)
-    raise ModelRunError(f"coremltools could not convert the .pt2 model: {str(err).strip()[:800]}") from None
+    flow = sorted({n.target.__name__ for n in ep.graph.nodes if n.op == "call_function"
+                   and getattr(n.target, "namespace", None) == "higher_order"})
+    # coremltools' torch frontend has no control flow: its own message for torch.cond names no op at all
+    # ("Only torch.Tensor attr handled yet")
+    why = f"its torch frontend has no control flow (torch.{', torch.'.join(flow)}); " if flow else ""
+    raise ModelRunError(f"coremltools could not convert the .pt2 model: {why}{str(err).strip()[:800]}") from None
 
 
 def zip_package(package: Path, out_zip: Path) -> None:

@@ -1,4 +1,6 @@
-"""A `.pt2` exported with a dynamic batch (`torch.export.Dim`) is converted at the shapes it is predicted at (the
+"""Cases found by the `.pt2` conformance sweep (benchmarks/pt2_conformance.py).
+
+A `.pt2` exported with a dynamic batch (`torch.export.Dim`) is converted at the shapes it is predicted at (the
 user's, or the defaults): before, the converted ONNX file and Core ML program kept the symbolic batch and every task
 of a dynamic-batch CNN was of unknown work on ort-cpu/host, the ORT EPs and coreml/apple-a17
 (benchmarks/pt2_conformance.py)."""
@@ -47,3 +49,21 @@ def test_dynamic_batch_is_converted_at_the_planned_shape(dynamic_pt2: Path, tmp_
     assert unknown_values(compiled) == []
     conv = next(n for n in compiled.nodes if n.op_type.lower() == "conv")
     assert compiled.values[conv.outputs[0]].shape == [3, 8, 16, 16]  # the planned batch, not 1 or the export's 2
+
+
+class Cond(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(3, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cond(x.mean() > 0, lambda t: self.a(t).relu(), lambda t: self.b(t), (x,))
+
+
+def test_control_flow_fallback_on_core_ml_names_it(tmp_path: Path) -> None:
+    """coremltools has no torch.cond; its own message ("Only torch.Tensor attr handled yet") named nothing."""
+    path = tmp_path / "cond.pt2"
+    torch.export.save(torch.export.export(Cond().eval(), (torch.randn(1, 3, 8, 8),)), path)
+    compiled, out = compile_for_target(path, "coreml/apple-a17", tmp_path, frontends.load(path))
+    assert out is None
+    assert "no control flow (torch.cond)" in compiled.metadata["fallback"]
