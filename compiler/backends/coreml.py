@@ -133,6 +133,24 @@ def _fixed_inputs(ct: Any, ep: Any, shapes: dict[str, list[int]]) -> list[Any] |
                           dtype=dtypes.get(getattr(m, "dtype", None), np.float32)) for n, m in metas.items()]
 
 
+_ALIASES = frozenset({"alias", "view_of"})
+
+
+def _without_aliases(program: Any) -> Any:
+    """The program with its aliases (`aten.alias`, decomposed `prims.view_of`) read through: a no-op view, left by
+    a slice over a whole dim (GhostNet's `out[:, :self.out_chs]`), that coremltools' torch frontend lacks
+    ('Unsupported fx node alias') and would otherwise fail the whole conversion. In place; in the child."""
+    graph = program.graph
+    for node in list(graph.nodes):
+        name = getattr(node.target, "__name__", "").split(".")[0]
+        if (node.op == "call_function" and name in _ALIASES and node.args
+                and not any(u.op == "output" for u in node.users)):  # an output keeps its name in the signature
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+    program.graph_module.recompile()
+    return program
+
+
 def _convert_decomposing(ct: Any, ep: Any, inputs: list[Any] | None = None, tries: int = 4) -> Any:
     """coremltools' conversion of the program; where its torch frontend lacks an op (`addcmul` in ConvNeXt-V2's
     GRN, `linalg_vector_norm`), that op is decomposed with torch's own decomposition into ops it has, and the
@@ -145,7 +163,7 @@ def _convert_decomposing(ct: Any, ep: Any, inputs: list[Any] | None = None, trie
     err: Exception = RuntimeError("no conversion tried")
     for _ in range(tries):
         try:
-            return ct.convert(ep.run_decompositions(table), convert_to="mlprogram", inputs=inputs,
+            return ct.convert(_without_aliases(ep.run_decompositions(table)), convert_to="mlprogram", inputs=inputs,
                               minimum_deployment_target=getattr(ct.target, DEPLOYMENT_TARGET))
         except Exception as e:
             err = e

@@ -67,3 +67,25 @@ def test_control_flow_fallback_on_core_ml_names_it(tmp_path: Path) -> None:
     compiled, out = compile_for_target(path, "coreml/apple-a17", tmp_path, frontends.load(path))
     assert out is None
     assert "no control flow (torch.cond)" in compiled.metadata["fallback"]
+
+
+class WholeSlice(nn.Module):
+    """GhostNet's `out[:, :self.out_chs]` over all the channels: torch.export keeps it as `aten.alias`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Conv2d(3, 4, 1), nn.Conv2d(4, 4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.cat([self.a(x)], 1)[:, :4])
+
+
+def test_alias_is_read_through_for_core_ml(tmp_path: Path) -> None:
+    """coremltools lacks aten.alias (and its decomposition, prims.view_of): GhostNet fell back to the FX graph."""
+    path = tmp_path / "alias.pt2"
+    ep = torch.export.export(WholeSlice().eval(), (torch.randn(1, 3, 8, 8),))
+    assert any("alias" in str(n.target) for n in ep.graph.nodes)
+    torch.export.save(ep, path)
+    compiled, out = compile_for_target(path, "coreml/apple-a17", tmp_path, frontends.load(path))
+    assert out is not None and "fallback" not in compiled.metadata
+    assert sorted(n.op_type for n in compiled.nodes if n.op_type == "conv") == ["conv", "conv"]
