@@ -61,7 +61,7 @@ _ELEMENTWISE_FLOPS: dict[str, float] = {
     "Add": 1, "Sub": 1, "Mul": 1, "Div": 1, "Relu": 1, "Clip": 2, "Max": 1, "Min": 1, "Neg": 1, "Abs": 1,
     "LeakyRelu": 2, "PRelu": 2, "Sigmoid": 4, "Tanh": 6, "Exp": 4, "Log": 4, "Sqrt": 2, "Pow": 6,
     "Reciprocal": 1, "Erf": 8, "Gelu": 10, "FastGelu": 8, "BiasGelu": 11, "QuickGelu": 6, "HardSwish": 4,
-    "HardSigmoid": 3, "Softplus": 6, "Elu": 4, "Selu": 4, "Mish": 10, "Swish": 5, "Where": 1, "Equal": 1,
+    "HardSigmoid": 3, "ThresholdedRelu": 1, "Softplus": 6, "Elu": 4, "Selu": 4, "Mish": 10, "Swish": 5, "Where": 1, "Equal": 1,
     "Less": 1, "Greater": 1, "Not": 1, "And": 1, "Or": 1, "Floor": 1, "Ceil": 1, "Round": 1, "Sin": 6,
     "Cos": 6, "BiasAdd": 2, "BiasDropout": 2, "QLinearAdd": 3, "QLinearMul": 3, "QLinearSigmoid": 5,
     "QLinearLeakyRelu": 3, "Sum": 1, "Mean": 1, "RotaryEmbedding": 4, "Silu": 5,

@@ -52,7 +52,7 @@ _MIL: dict[str, str] = {
     "sigmoid": "Sigmoid", "tanh": "Tanh", "gelu": "Gelu", "silu": "Swish", "elu": "Elu", "softplus": "Softplus",
     "square": "Mul", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Reciprocal", "inverse": "Reciprocal", "abs": "Abs",
     "sin": "Sin", "cos": "Cos", "erf": "Erf", "select": "Where", "equal": "Equal", "less": "Less",
-    "greater": "Greater", "clip": "Clip", "sigmoid_hard": "HardSigmoid",
+    "greater": "Greater", "clip": "Clip", "sigmoid_hard": "HardSigmoid", "thresholded_relu": "ThresholdedRelu",
     "softmax": "Softmax", "layer_norm": "LayerNormalization", "batch_norm": "BatchNormalization",
     "instance_norm": "InstanceNormalization", "l2_norm": "LpNormalization",
     "reduce_mean": "ReduceMean", "reduce_sum": "ReduceSum", "reduce_max": "ReduceMax", "reduce_min": "ReduceMin",

@@ -63,7 +63,8 @@ def test_hostile_pt2_refused_before_conversion(models, tmp_path: Path) -> None: 
 
 
 def test_an_ml_programs_silu_is_placed_as_its_onnx_twin(tmp_path: Path) -> None:
-    """coremltools writes a PyTorch SiLU as the ML Program op `silu`, an ONNX export as Sigmoid + Mul: the same
+    """coremltools writes a PyTorch SiLU as the ML Program op `silu`, an ONNX export as Sigmoid + Mul (and a Hardswish
+    with a `thresholded_relu`, ONNX as one HardSwish): the same
     network is placed alike from either file (the .mlpackage of timm's mobilevitv2_050 ran its 25 silu on the GPU,
     8.88 ms, against 1.87 ms for its ONNX export)."""
     import torch
@@ -71,7 +72,8 @@ def test_an_ml_programs_silu_is_placed_as_its_onnx_twin(tmp_path: Path) -> None:
 
     from simulator.sweep import sweep
 
-    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.SiLU(), nn.Conv2d(16, 16, 3, padding=1), nn.SiLU()).eval()
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.SiLU(), nn.Conv2d(16, 16, 3, padding=1), nn.SiLU(),
+                        nn.Conv2d(16, 16, 1), nn.Hardswish()).eval()
     x = torch.randn(1, 3, 32, 32)
     package = cb.mlpackage_from(net, (x,), tmp_path / "silu.mlpackage.zip")
     onnx_path = tmp_path / "silu.onnx"
@@ -82,5 +84,6 @@ def test_an_ml_programs_silu_is_placed_as_its_onnx_twin(tmp_path: Path) -> None:
         r = sweep(g, "coreml/apple-a17")
         p = [x["name"] for x in r.bulk["presets"]].index("fp16")
         placed[path.suffix] = {r.bulk["units"][i][p] for i in range(len(g.nodes)) if g.nodes[i].op_type != "const"}
-    assert "silu" in {n.op_type for n in frontends.load(package).nodes}
+    # a Hardswish is written as thresholded_relu + sigmoid_hard + mul (ONNX: one HardSwish, listed)
+    assert {"silu", "thresholded_relu"} <= {n.op_type for n in frontends.load(package).nodes}
     assert placed[".zip"] == placed[".onnx"] == {"ane"}, placed
