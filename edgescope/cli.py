@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from .commands.common import keep_conversions
 from .commands.echo import echo_inputs, echo_quality
 from .config import Settings
 
@@ -49,13 +50,6 @@ def main() -> None:
     logging.getLogger().setLevel(logging.ERROR)
 
 
-def _keep_conversions(settings: Settings) -> None:
-    """A process that runs jobs keeps converted .pt2 files (compiler/conversion_cache.py)."""
-    from compiler import conversion_cache
-
-    conversion_cache.configure(settings.conversion_cache_root, settings.conversion_cache_mb * 1024**2)
-
-
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
@@ -79,7 +73,7 @@ def serve(host: str, port: int, threads: int) -> None:
     from worker.reconcile import start_reconciler
 
     celery = app.extensions["celery"]
-    _keep_conversions(settings)
+    keep_conversions(settings)
     if settings.embedded_worker:
         from worker.embedded import start_embedded_worker
         from worker.jobs import requeue_interrupted
@@ -117,7 +111,7 @@ def worker(concurrency: int, loglevel: str) -> None:
     from worker.warmup import calibrate_in_background
 
     app = make_celery(settings)
-    _keep_conversions(settings)  # before the pool's children fork: they inherit it
+    keep_conversions(settings)  # before the pool's children fork: they inherit it
     calibrate_in_background(settings)
     # In the main process, beside the pool: it holds no database connection between ticks, so the pool
     # children Celery forks inherit none.
@@ -198,7 +192,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     from compiler.vocabulary.targets import default_targets, runs_format
 
     settings = Settings.from_env()
-    _keep_conversions(settings)
+    keep_conversions(settings)
     shapes, vals = _parse_inputs(inputs, values)
     try:
         if not targets:  # the configured defaults that run this format, else the format's own

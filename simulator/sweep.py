@@ -223,7 +223,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         conv, cross_c = _scaled(scale, cols, where, conv, cross_c)
     unit_names = [u.name for u in hw.units]
     bulk: dict[str, Any] = {
-        "schema": SCHEMA, "target": t.name, "label": _label(t, hw, profile, measured, scale, compiled.metadata.get("fallback")),
+        "schema": SCHEMA, "target": t.name,
+        "label": _label(t, hw, profile, measured, scale, compiled.metadata.get("fallback")),
         "ops": [nd.id for nd in compiled.nodes], "presets": [_preset_json(p, t) for p in presets],
         "metrics": {m: cols.metrics[m].tolist() for m in METRICS},
         "supported": cols.supported.tolist(), "combos": cols.combo.tolist(),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import logging
 import os
 import warnings
@@ -39,8 +40,6 @@ def convert_vetted(child: str, pt2_path: str | os.PathLike[str], out_path: str |
     finally:
         arc.close()
     from compiler import conversion_cache
-
-    import json
 
     payload = {**(options or {}), "src": os.path.abspath(pt2_path), "out": os.path.abspath(out_path)}
     limits = Limits(timeout_s, memory_limit_bytes, what=f"converting the .pt2 model to {what}")

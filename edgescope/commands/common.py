@@ -4,9 +4,12 @@ values on the command line, `--op` overrides, the calibration file, and the erro
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from edgescope.config import Settings
 
 
 def calibration_path(explicit: Path | None) -> Path:
@@ -17,14 +20,14 @@ def calibration_path(explicit: Path | None) -> Path:
     return Path(Settings.from_env().calibration_path)
 
 
-def keep_conversions() -> None:
-    """Keep converted .pt2 files in the data dir's cache, as `serve` and `worker` do: one command converts a .pt2
-    once for all its targets (analyze of a MobileNetV2 .pt2 converted it to ONNX five times, to TFLite twice), and
-    the next command on the same file not at all."""
+def keep_conversions(settings: Settings | None = None) -> None:
+    """Keep converted .pt2 files in the data dir's cache (`serve`, `worker` and the one-shot commands): a command
+    converts a .pt2 once for all its targets (analyze of a MobileNetV2 .pt2 converted it to ONNX five times, to TFLite
+    twice), and the next command on the same file not at all. `settings`: the caller's, else read from the env."""
     from compiler import conversion_cache
     from edgescope.config import Settings
 
-    settings = Settings.from_env()
+    settings = settings if settings is not None else Settings.from_env()
     conversion_cache.configure(settings.conversion_cache_root, settings.conversion_cache_mb * 1024**2)
 
 
