@@ -28,7 +28,9 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
 
     before = each(hw)
     meas = np.array([float(np.median(ms)) for _, ms in measured.values()])
-    assert np.median(before / meas) < 0.3  # the element-wise rate: far too fast for TFLite's kernel
+    # the element-wise rate: far too fast for TFLite's kernel, more than 2x (the former bound, 0.3x, failed a clean
+    # clone's run on a quiet Sapphire Rapids at 0.32x; the fitted rate below is what the test is about)
+    assert np.median(before / meas) < 0.5
     o = fit(everything, hw)
     eff = o["units"]["cpu"]["efficiency"][KEY]
     after = each(hw.with_overrides(o))
