@@ -292,6 +292,11 @@ def _current(p: Path) -> dict[str, Any] | None:
     return None
 
 
+def is_cached(host_calibration: str | os.PathLike[str]) -> bool:
+    """True when `with_litert` would return at once (LiteRT's half of this calibration is current)."""
+    return _current(cache_path(host_calibration)) is not None
+
+
 def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 progress: Callable[[str], None] = lambda s: None) -> HardwareProfile:
     """`hw` (the ORT-calibrated host profile) with LiteRT's kernels as calibrated on this machine, calibrating and

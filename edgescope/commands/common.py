@@ -20,6 +20,27 @@ def calibration_path(explicit: Path | None) -> Path:
     return Path(Settings.from_env().calibration_path)
 
 
+def ensure_calibrated(targets: tuple[str, ...] | list[str], path: Path) -> None:
+    """Calibrate the host first, saying so, when a host target is asked for on a machine without a calibration:
+    `predict --target ort-cpu/host` otherwise sat silent for minutes while kernels were timed. Progress goes to
+    stderr, so `--json` output stays one object."""
+    from compiler.vocabulary.targets import get_target
+    from simulator import calibration, litert_calibration
+
+    hosts = [get_target(t) for t in targets if get_target(t).profile == "host-cpu"]
+    if not hosts:
+        return
+    echo = lambda s: click.echo(s, err=True)  # noqa: E731
+    if not calibration.is_cached(path):
+        echo(f"This machine has no host calibration yet ({path}): timing ONNX Runtime kernels now, once per machine "
+             "(a few minutes; `edgescope calibrate` does it ahead of time).")
+    hw = calibration.load_or_calibrate(path, progress=echo)
+    if any(t.backend == "litert-cpu" for t in hosts):
+        if not litert_calibration.is_cached(path):
+            echo("Timing LiteRT (XNNPACK) kernels now, once per machine (about a minute).")
+        litert_calibration.with_litert(hw, path, progress=echo)
+
+
 def keep_conversions(settings: Settings | None = None) -> None:
     """Keep converted .pt2 files in the data dir's cache (`serve`, `worker` and the one-shot commands): a command
     converts a .pt2 once for all its targets (analyze of a MobileNetV2 .pt2 converted it to ONNX five times, to TFLite

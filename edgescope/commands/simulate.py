@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, fail, keep_conversions, parse_inputs, parse_ops, resolve_target, target_option,
-                     user_errors, with_inputs)
+from .common import (calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs, parse_ops,
+                     resolve_target, target_option, user_errors, with_inputs)
 
 
 def _print_totals(out: dict[str, Any]) -> None:
@@ -59,6 +59,7 @@ def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[st
     shapes, vals = parse_inputs(inputs, values)
     for i, name in enumerate(targets):
         try:
+            ensure_calibrated([name], calibration_path(calibration))
             with tempfile.TemporaryDirectory() as td:
                 out, *_ = predict_model(model, name, model_wide, parse_ops(ops), td, calibration_path(calibration),
                                         shapes, vals)
@@ -100,6 +101,7 @@ def optimize(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[s
     keep_conversions()
     shapes, vals = parse_inputs(inputs, values)
     try:
+        ensure_calibrated([target_name], calibration_path(calibration))
         with tempfile.TemporaryDirectory() as td:
             result = optimize_model(model, out_path, target_name, model_wide, parse_ops(ops), td,
                                     calibration_path(calibration), input_shapes=shapes, input_values=vals)

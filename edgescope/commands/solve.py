@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, fail, keep_conversions, parse_inputs, parse_ops, resolve_target, target_option,
-                     user_errors, with_inputs)
+from .common import (calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs, parse_ops,
+                     resolve_target, target_option, user_errors, with_inputs)
 
 
 def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budget: Any, keep: tuple[str, ...],
@@ -27,6 +27,7 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
 
     t = get_target(target)
     preset = parse_preset(model_wide).name
+    ensure_calibrated([target], calibration_path(calibration))
     with tempfile.TemporaryDirectory() as td:
         source, compiled, plans = compile_for(model, target, td, shapes, values)
         hw = hardware_for(t, calibration_path(calibration) if t.profile == "host-cpu" else None)

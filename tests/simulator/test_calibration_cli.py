@@ -118,6 +118,31 @@ def test_predict_json(cli: tuple[CliRunner, Path, Path]) -> None:
     assert o2["ops"][0]["combo"].startswith("fp16/fp16/") and o2["overrides"] == {first: o2["ops"][0]["combo"]}
 
 
+def test_first_host_prediction_says_it_calibrates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a machine with no calibration, `predict --target ort-cpu/host` says it is timing kernels (on stderr, with
+    the calibration's own progress) before the minutes that takes, keeps --json output one object, and says nothing
+    once the cache exists or for a device target."""
+    from edgescope.commands.simulate import predict
+
+    def calibrate(progress=lambda s: None):  # type: ignore[no-untyped-def]
+        progress("timing 3 of 170 kernels")
+        return _fake_cache()
+
+    monkeypatch.setattr(calibration, "calibrate", calibrate)
+    model = modelzoo.tiny_cnn(tmp_path / "tiny.onnx")
+    cache = tmp_path / "cal" / "host-cpu.json"
+    runner = CliRunner()
+    first = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--calibration", str(cache), "--json"])
+    assert first.exit_code == 0, first.output
+    assert "no host calibration yet" in first.stderr and "timing 3 of 170 kernels" in first.stderr
+    assert json.loads(first.stdout)["label"]["calibrated"] is True and calibration.is_cached(cache)
+    again = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--calibration", str(cache)])
+    assert again.exit_code == 0 and again.stderr == "", again.output
+    other = tmp_path / "none" / "host-cpu.json"
+    device = runner.invoke(predict, [str(model), "--target", "coreml/apple-a17", "--calibration", str(other)])
+    assert device.exit_code == 0 and device.stderr == "" and not other.exists(), device.output
+
+
 def test_predict_other_targets_and_errors(cli: tuple[CliRunner, Path, Path]) -> None:
     from edgescope.commands.simulate import predict
 
