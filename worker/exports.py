@@ -20,6 +20,7 @@ from store.services import Services
 
 from . import pipeline, scratch
 from .messages import public_message
+from .results import measured_latency
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +91,3 @@ def run_export(services: Services, export_id: str) -> str:
         e.predicted, e.measured, e.notes = res["predicted"], measured, res["notes"]
     return "ready"
 
-
-def measured_latency(p: Any) -> dict[str, Any]:
-    """An export's measured latency as the analysis reads its own measurement (simulator.measured.own_whole_ms): its
-    thread CPU time where the machine was busy (the prediction beside it is then set against CPU time too), else
-    its wall time; the wall time is kept beside it."""
-    from simulator.measured import own_whole_ms
-
-    own = own_whole_ms(p)
-    busy = own < float(p.latency_ms or 0.0)
-    label = f"measured: {p.runtime}, {p.threads} thread(s), {p.device}"
-    if busy:
-        label += ", CPU time (the machine was busy: the wall time waited for the CPU)"
-    return {"latency_ms": own, "latency_p90_ms": p.latency_p90_ms * own / p.latency_ms if busy else p.latency_p90_ms,
-            "wall_latency_ms": p.latency_ms, "label": label}

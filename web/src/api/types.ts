@@ -23,6 +23,8 @@ export interface TargetSummary {
   target: string;
   latency_ms: number;
   latency_p90_ms: number;
+  /** measured targets: the median wall time (latency_ms is the model's own time, CPU time on a busy machine) */
+  wall_latency_ms?: number | null;
   peak_memory_bytes: number;
   measured: boolean;
   label: string;

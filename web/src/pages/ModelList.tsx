@@ -73,7 +73,11 @@ function ModelRow({ m, onDelete }: { m: Model; onDelete: ((id: string) => void) 
       )}
       {ready && m.summary && t && (
         <div className="muted">
-          {m.summary.task_count} tasks · {t.latency_ms.toFixed(2)} ms on {t.target} ({t.measured ? "measured" : "predicted"}) ·{" "}
+          {m.summary.task_count} tasks ·{" "}
+          <span data-testid="list-latency" data-value={t.latency_ms} title={t.wall_latency_ms && t.wall_latency_ms > t.latency_ms ? `CPU time per run; the machine was busy: ${t.wall_latency_ms.toFixed(2)} ms wall time` : undefined}>
+            {t.latency_ms.toFixed(2)} ms
+          </span>{" "}
+          on {t.target} ({t.measured ? "measured" : "predicted"}) ·{" "}
           {fmtBytes(m.summary.weight_bytes)} weights
         </div>
       )}
