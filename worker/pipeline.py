@@ -115,6 +115,16 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
 
         check_targets_format(opts.targets, source.format)  # a .tflite on ort-cpu/host: the format's targets
 
+    # An input the model does not have fails in compile; the model's own inputs are stored first, so its failed page
+    # and the re-analysis dialog show them and POST .../reanalyze can refuse the name (server/api/models.py).
+    if any(n not in source.inputs for n in [*opts.input_shapes, *opts.input_values]):
+        from compiler.errors import InputSpecError
+        from compiler.input_plan import plan_inputs
+
+        try:
+            on_plan(plan_inputs(source))
+        except InputSpecError:
+            pass
     results: list[TargetResult] = []
     with timed("compile"):
         # Every stage works at one set of concrete input shapes: ONNX models are compiled with their input

@@ -192,6 +192,18 @@ def _reanalysis_inputs() -> tuple[dict[str, list[int]] | None, dict[str, float] 
             None if fields[1] is None else _input_values(fields[1]))
 
 
+def _check_input_names(plan: list[dict[str, Any]] | None, shapes: dict[str, Any] | None,
+                       values: dict[str, Any] | None) -> None:
+    """Names the model's inputs (its last input plan, kept when the analysis failed) do not include: a 400 now, in
+    the words the analysis would fail with minutes later (compiler.input_plan.plan_inputs)."""
+    if not plan:
+        return
+    names = [p["name"] for p in plan]
+    for name in [*(shapes or {}), *(values or {})]:
+        if name not in names:
+            raise ApiError(400, "bad_field", f"The model has no input '{name}'; its inputs are: {', '.join(names)}.")
+
+
 @bp.post("/<model_id>/reanalyze")
 def reanalyze(model_id: str) -> ResponseReturnValue:
     """Queue a fresh analysis job (after a failure, with other inputs, or on a new version of Edgescope)."""
@@ -203,6 +215,7 @@ def reanalyze(model_id: str) -> ResponseReturnValue:
         # Running with an expired lease (its worker died) does not hold the model: retried at once.
         if m.job and (holds_model(m.job) or not retire_stale(s, m.job)):
             raise ApiError(409, "busy", "The model is being analysed already.")
+        _check_input_names(m.job.inputs if m.job else None, shapes, values)
         if shapes is not None:
             m.input_shapes = shapes
         if values is not None:

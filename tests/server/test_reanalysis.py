@@ -70,3 +70,33 @@ def test_reanalysis_replaces_cached_option_index(app, client, zoo) -> None:  # t
         new_keys = {a.key for a in s.scalars(select(Artifact).where(Artifact.model_id == model_id))}
     assert new_keys and not new_keys & old_keys
     assert not any(services.blobs.exists(k) for k in old_keys)
+
+
+def test_reanalysis_with_an_input_the_model_does_not_have_is_refused(app, client, zoo) -> None:  # type: ignore[no-untyped-def]
+    """Once a model's inputs are known (its input plan, kept even when the analysis failed), a re-analysis naming an
+    input it does not have is a 400 naming its inputs, not a queued job that fails minutes later the same way."""
+    with open(zoo.path("dynamic_dims"), "rb") as f:
+        r = client.post("/api/models", data={"file": (f, "dyn.onnx"), "targets": '["ort-cpu/host"]',
+                                             "inputs": '{"nosuch": [1, 3]}'}, content_type="multipart/form-data")
+    model_id = r.get_json()["id"]
+    from worker.jobs import run_job
+
+    services = app.extensions["edgescope"]
+    with session_scope(services.sessions) as s:
+        job_id = s.scalars(select(Job.id).where(Job.model_id == model_id)).one()
+    assert run_job(services, job_id) == "failed"
+    m = client.get(f"/api/models/{model_id}").get_json()
+    assert "no input 'nosuch'" in m["error"] and m["inputs"]
+    declared = [i["name"] for i in m["inputs"]]
+    for body in ({"inputs": {"nosuch": [1, 3]}}, {"input_values": {"nosuch": 3}}):
+        r = client.post(f"/api/models/{model_id}/reanalyze", json=body)
+        assert r.status_code == 400 and r.get_json()["code"] == "bad_field", r.get_json()
+        assert "'nosuch'" in r.get_json()["error"] and all(n in r.get_json()["error"] for n in declared)
+    with session_scope(services.sessions) as s:  # nothing queued, the stored inputs unchanged
+        assert len(s.scalars(select(Job.id).where(Job.model_id == model_id)).all()) == 1
+    assert client.get(f"/api/models/{model_id}").get_json()["input_shapes"] == {"nosuch": [1, 3]}
+    # the model's own inputs are accepted
+    name = declared[0]
+    r = client.post(f"/api/models/{model_id}/reanalyze", json={"inputs": {}, "input_values": {}})
+    assert r.status_code == 202, r.get_json()
+    assert name and client.get(f"/api/models/{model_id}").get_json()["input_shapes"] == {}
