@@ -12,11 +12,12 @@ from simulator.profiles import list_profiles
 
 
 # AI Hub's perf.yaml files, coremltools' optimization tables, the READMEs of the papers' official repos
-# (iPhone 12 Core ML tables), Apple's Core ML model cards on Hugging Face and Hugging Face's Core ML tutorial (A17 Pro).
+# (iPhone 12 Core ML tables; SwiftFormer's iPhone 14), Apple's Core ML model cards on Hugging Face and Hugging Face's
+# Core ML tutorial (A17 Pro).
 SOURCES = ("github quic/ai-hub-models qai_hub_models/models/", "github apple/coremltools docs-guides/source/",
            "github apple/ml-mobileone README.md", "github apple/ml-fastvit README.md", "github THU-MIG/RepViT README.md",
            "github snap-research/EfficientFormer README.md", "huggingface apple/coreml-",
-           "github huggingface/coreml-examples tutorials/")
+           "github huggingface/coreml-examples tutorials/", "github Amshaker/SwiftFormer README.md")
 
 
 def test_every_row_parses_and_has_a_source() -> None:
@@ -70,3 +71,13 @@ def test_a17_pro_has_three_families_besides_the_validation_models() -> None:
     assert depth["DepthAnythingV2-small"].input == (1, 3, 392, 518)
     assert archs["DepthAnything-small"].stem == "transformers-depth-anything-small-396x518"
     assert archs["ResNet50"].stem == "torchvision-resnet50-224"  # square sizes keep their cached files' names
+
+
+def test_a15_rows_are_swiftformer_on_an_iphone_14() -> None:
+    """SwiftFormer's README table (iPhone 14 = A15 Bionic): four fp16 rows of one family, timm's models."""
+    archs = published.architectures()
+    a15 = [r for r in published.load() if r.chip == "apple-a15"]
+    assert sorted((r.model, r.latency_ms) for r in a15) == [("swiftformer_l1", 1.1), ("swiftformer_l3", 1.9),
+                                                             ("swiftformer_s", 0.8), ("swiftformer_xs", 0.7)]
+    assert {(r.device, r.precision, archs[r.model].family, archs[r.model].source) for r in a15} == {
+        ("iPhone 14", "fp16", "swiftformer", "timm")}
