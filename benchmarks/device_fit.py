@@ -85,6 +85,10 @@ class FitSpec:
     refit: bool = True
     # Rows of another chip fitted as this one's, with the precisions where the two run alike ({chip: precisions}).
     stand_ins: Mapping[str, frozenset[str]] | None = None
+    # Stand-in chips whose rows are predicted with their own peaks and memory ({chip: profile}): the fitted profile
+    # with the chip profile's `peak_ops_per_s` and `dram_bandwidth_bytes_per_s` (`chip_hardware`); the other stand-ins
+    # are predicted with the target's profile as it is.
+    chip_profiles: Mapping[str, str] | None = None
 
 
 def _npu_params(unit: str, conv_apart: bool = False) -> tuple[Param, ...]:
@@ -129,8 +133,13 @@ _WEIGHTS_EXPOSED = Param("htp", "weights_exposed_share", "", 1e-3, 1.0, 1.0)
 # 73.2% on the 8 Gen 3, 2026-12-03 h30device).
 _ELEMENTWISE_RATE = Param("htp", "kind_bandwidth_bytes_per_s", "elementwise", 1e9, 1e13, 3e11)
 
-# The A16 rows that stand in for the A17 Pro's (coreml/apple-a17 below): fp16 and compressed weights, fp16 compute.
-_A16_AS_A17 = {"apple-a16": frozenset({"fp16", "w8", "lut2", "lut4", "lut6", "lut8", "sparse50", "sparse75"})}
+# The rows that stand in for the A17 Pro's (coreml/apple-a17 below): the A16's fp16 and compressed weights (fp16
+# compute), and the A15's fp16 rows (SwiftFormer, iPhone 14), predicted with the A15's own peaks and memory
+# (apple-a15.yaml): the same 16-core Neural Engine at 15.8 against the A16's 17 TOPS (repo hollance/neural-engine,
+# docs/supported-devices.md), on LPDDR4X.
+_AS_A17 = {"apple-a16": frozenset({"fp16", "w8", "lut2", "lut4", "lut6", "lut8", "sparse50", "sparse75"}),
+           "apple-a15": frozenset({"fp16"})}
+_A15_OWN = {"apple-a15": "apple-a15"}
 
 TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     FitSpec("ort-qnn/snapdragon-8g3", "snapdragon-8g3", ("onnx",), (*_npu_params("htp"), _cpu_int8(2.112e11))),
@@ -176,7 +185,9 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
             # partition crossings, 0.94 ms of its 1.36) pull the ANE's figures down. With the Hugging Face cards'
             # Depth Anything and DETR (4 families, 15 rows) it cross-validates at 42.4%, 40.0% within +-25%, the
             # validation models at -23% to -66% (2026-12-03; README "Device profiles fitted to published measurements").
-            refit=False, stand_ins=_A16_AS_A17),
+            # With SwiftFormer's A15 rows (5 families, 19 rows): 93.8%, 0% (SwiftFormer held out +265%: its
+            # F.normalize exports ReduceL2 + Expand, off the ANE's op list, 24 GPU partitions), 2026-12-03 h33a17.
+            refit=False, stand_ins=_AS_A17, chip_profiles=_A15_OWN),
     # The A14's ANE from the papers' iPhone 12 tables (5 families, fp16 only): the NPU's free figures, no int8 one.
     FitSpec("coreml/apple-a14", "apple-a14", ("coreml",),
             (Param("ane", "efficiency", "conv", start=0.3), Param("ane", "efficiency", "dwconv", start=0.3),
@@ -266,13 +277,26 @@ def make_plans(spec: FitSpec, rows: Sequence[Measurement], graphs: Graphs, base:
             for m, p in sorted({(r.model, PRESETS[r.precision]) for r in rows})}
 
 
+def chip_hardware(hw: HardwareProfile, profile: str) -> HardwareProfile:
+    """`hw` (the target's profile, fitted figures applied) with another chip's own peaks and memory bandwidth: that
+    chip as the target's fit has it (the same structure, so the target's planned paths hold)."""
+    own = load_profile(profile)
+    if own.structure() != hw.structure():
+        raise ValueError(f"{profile}: not the structure of {hw.name} (its rows cannot use that target's plans)")
+    return hw.with_overrides({"dram_bandwidth_bytes_per_s": own.dram_bandwidth_bytes_per_s,
+                              "units": {u.name: {"peak_ops_per_s": dict(u.peak_ops_per_s)} for u in own.units}})
+
+
 def predict(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, hw: HardwareProfile) -> list[Prediction]:
-    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency)."""
+    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency), a
+    `chip_profiles` chip's with its own peaks and memory (`chip_hardware`)."""
+    own = {c: chip_hardware(hw, prof) for c, prof in (spec.chip_profiles or {}).items()
+           if any(r.chip == c for r in rows)}
     cpu = len(hw.units) - 1
     out = []
     for r in rows:
         lp = plans[r.model, PRESETS[r.precision]]
-        out.append(Prediction(r, latency_ms(lp, hw), lp.tasks_on(cpu), int(lp.live.sum())))
+        out.append(Prediction(r, latency_ms(lp, own.get(r.chip, hw)), lp.tasks_on(cpu), int(lp.live.sum())))
     return out
 
 

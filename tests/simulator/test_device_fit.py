@@ -149,6 +149,26 @@ def test_stand_in_rows_join_only_in_their_precisions() -> None:
     assert df.PRESETS["lut4"] == "palettize-4bit" and df.PRESETS["sparse50"] == "prune-50"
 
 
+def test_a_chip_profile_row_is_predicted_with_that_chips_peaks_and_memory() -> None:
+    """A `chip_profiles` stand-in (the A15's SwiftFormer rows for the A17 Pro) is predicted with the target's profile,
+    fitted figures and all, but its own chip's peaks and memory: a compute-bound conv runs at the A15's 15.8 TOPS, not
+    the A17 Pro's 17.5 (apple-a15.yaml / apple-a17.yaml); the target's own rows are unchanged."""
+    base = load_profile("apple-a17", "coreml")
+    a15 = df.chip_hardware(base, "apple-a15")
+    assert a15.units[0].peak_ops_per_s["fp16"] == 1.58e13 and a15.dram_bandwidth_bytes_per_s == 3.41e10
+    assert a15.units[0].efficiency == base.units[0].efficiency  # the target's ANE figures
+    spec = df.FitSpec("coreml/apple-a17", "apple-a17", ("coreml",), (),
+                      stand_ins={"apple-a15": frozenset({"fp16"})}, chip_profiles={"apple-a15": "apple-a15"})
+    rows = [Measurement("googlenet", (1, 3, 56, 56), d, chip, "coreml", "fp16", 1.0, None, None, "test")
+            for d, chip in (("iPhone 15 Pro", "apple-a17"), ("iPhone 14", "apple-a15"))]
+    big = _net(256, 56)
+    plans = df.make_plans(spec, rows, {"googlenet": (None, big)}, base)
+    a17, on_a15 = df.predict(spec, rows, plans, base)
+    plain = df.predict(dataclasses.replace(spec, chip_profiles=None), rows, plans, base)
+    assert a17.latency_ms == plain[0].latency_ms == plain[1].latency_ms  # without it: the A17 Pro's figures
+    assert 1.0 < on_a15.latency_ms / a17.latency_ms <= 1.75e13 / 1.58e13 + 1e-9
+
+
 def test_a_target_not_refitted_is_evaluated_as_its_yaml_has_it() -> None:
     """refit=False: the validation rows are predicted with the profile as loaded, even where a parameter's current
     value is not an identity override (a kind_bandwidth_bytes_per_s figure the unit lacks: its small tasks' rate,

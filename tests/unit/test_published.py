@@ -81,3 +81,5 @@ def test_a15_rows_are_swiftformer_on_an_iphone_14() -> None:
                                                              ("swiftformer_s", 0.8), ("swiftformer_xs", 0.7)]
     assert {(r.device, r.precision, archs[r.model].family, archs[r.model].source) for r in a15} == {
         ("iPhone 14", "fp16", "swiftformer", "timm")}
+    # Their chip's profile: the A17 Pro's structure (its rows use the A17 target's plans), the A15's 15.8 TOPS.
+    assert "apple-a15" in list_profiles()
