@@ -186,7 +186,9 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
             # Depth Anything and DETR (4 families, 15 rows) it cross-validates at 42.4%, 40.0% within +-25%, the
             # validation models at -23% to -66% (2026-12-03; README "Device profiles fitted to published measurements").
             # With SwiftFormer's A15 rows (5 families, 19 rows): 93.8%, 0% (SwiftFormer held out +265%: its
-            # F.normalize exports ReduceL2 + Expand, off the ANE's op list, 24 GPU partitions), 2026-12-03 h33a17.
+            # F.normalize exports ReduceL2 + Expand, then off the ANE's op list, 24 GPU partitions); with them on it
+            # (apple-a17.yaml ops_source) 66.7%, 21.1% (SwiftFormer +16%, MobileNetV3-small +81%, DETR +83%,
+            # MobileViTv2 +65%, Depth Anything -55%), validation 45.2% (2026-12-03 h33a17; README).
             refit=False, stand_ins=_AS_A17, chip_profiles=_A15_OWN),
     # The A14's ANE from the papers' iPhone 12 tables (5 families, fp16 only): the NPU's free figures, no int8 one.
     FitSpec("coreml/apple-a14", "apple-a14", ("coreml",),

@@ -87,3 +87,47 @@ def test_an_ml_programs_silu_is_placed_as_its_onnx_twin(tmp_path: Path) -> None:
     # a Hardswish is written as thresholded_relu + sigmoid_hard + mul (ONNX: one HardSwish, listed)
     assert {"silu", "thresholded_relu"} <= {n.op_type for n in frontends.load(package).nodes}
     assert placed[".zip"] == placed[".onnx"] == {"ane"}, placed
+
+
+def test_an_l2_normalize_and_a_broadcast_are_placed_on_the_ane_from_either_file(tmp_path: Path) -> None:
+    """F.normalize and an expand (SwiftFormer's additive attention, MobileViTv2's linear attention): ONNX writes them
+    as ReduceL2 + Clip + Expand + Div, coremltools as reduce_l2_norm + maximum + real_div and tile. Both run on the A17
+    Pro's ANE (SwiftFormer's published 0.7 ms on an iPhone 14 Neural Engine leaves no room for its 24 GPU partitions:
+    apple-a17.yaml ops_source), and the same network is placed alike from either file."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from simulator.sweep import sweep
+
+    class Additive(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1)
+            self.q = nn.Parameter(torch.randn(1, 16, 1, 1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = F.normalize(self.conv(x), dim=1)
+            return y * (y * self.q).sum(dim=1, keepdim=True).expand(1, 16, 32, 32)
+
+    net, x = Additive().eval(), torch.randn(1, 3, 32, 32)
+    package = cb.mlpackage_from(net, (x,), tmp_path / "additive.mlpackage.zip")
+    exported = tmp_path / "additive-raw.onnx"
+    torch.onnx.export(net, (x,), exported, dynamo=False, opset_version=17)
+    # Its shape chain (Shape, ConstantOfShape, Where) folded at ORT's basic level, as the published builder does.
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    so.optimized_model_filepath = str(onnx_path := tmp_path / "additive.onnx")
+    ort.InferenceSession(str(exported), so, providers=["CPUExecutionProvider"])
+    placed, ops = {}, {}
+    for path in (package, onnx_path):
+        g = frontends.load(path)
+        r = sweep(g, "coreml/apple-a17")
+        p = [x["name"] for x in r.bulk["presets"]].index("fp16")
+        live = [i for i in range(len(g.nodes)) if g.nodes[i].op_type not in ("const", "Constant")]
+        placed[path.suffix] = {r.bulk["units"][i][p] for i in live}
+        ops[path.suffix] = {g.nodes[i].op_type for i in live}
+    assert {"reduce_l2_norm", "maximum", "tile"} <= ops[".zip"] and {"ReduceL2", "Expand"} <= ops[".onnx"], ops
+    assert placed[".zip"] == placed[".onnx"] == {"ane"}, placed
