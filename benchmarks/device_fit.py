@@ -85,9 +85,8 @@ class FitSpec:
     refit: bool = True
     # Rows of another chip fitted as this one's, with the precisions where the two run alike ({chip: precisions}).
     stand_ins: Mapping[str, frozenset[str]] | None = None
-    # Stand-in chips whose rows are predicted with their own peaks and memory ({chip: profile}): the fitted profile
-    # with the chip profile's `peak_ops_per_s` and `dram_bandwidth_bytes_per_s` (`chip_hardware`); the other stand-ins
-    # are predicted with the target's profile as it is.
+    # Stand-in chips whose rows are predicted with their own peaks and memory ({chip: profile}; `chip_hardware`), the
+    # other stand-ins with the target's profile as it is.
     chip_profiles: Mapping[str, str] | None = None
 
 
@@ -134,12 +133,10 @@ _WEIGHTS_EXPOSED = Param("htp", "weights_exposed_share", "", 1e-3, 1.0, 1.0)
 _ELEMENTWISE_RATE = Param("htp", "kind_bandwidth_bytes_per_s", "elementwise", 1e9, 1e13, 3e11)
 
 # The rows that stand in for the A17 Pro's (coreml/apple-a17 below): the A16's fp16 and compressed weights (fp16
-# compute), and the A15's fp16 rows (SwiftFormer, iPhone 14), predicted with the A15's own peaks and memory
-# (apple-a15.yaml): the same 16-core Neural Engine at 15.8 against the A16's 17 TOPS (repo hollance/neural-engine,
-# docs/supported-devices.md), on LPDDR4X.
+# compute); the A15's fp16 rows (SwiftFormer) with its own peaks and memory (apple-a15.yaml: the same 16-core Neural
+# Engine at 15.8 against the A16's 17 TOPS, repo hollance/neural-engine, docs/supported-devices.md; LPDDR4X).
 _AS_A17 = {"apple-a16": frozenset({"fp16", "w8", "lut2", "lut4", "lut6", "lut8", "sparse50", "sparse75"}),
            "apple-a15": frozenset({"fp16"})}
-_A15_OWN = {"apple-a15": "apple-a15"}
 
 TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     FitSpec("ort-qnn/snapdragon-8g3", "snapdragon-8g3", ("onnx",), (*_npu_params("htp"), _cpu_int8(2.112e11))),
@@ -185,11 +182,9 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
             # partition crossings, 0.94 ms of its 1.36) pull the ANE's figures down. With the Hugging Face cards'
             # Depth Anything and DETR (4 families, 15 rows) it cross-validates at 42.4%, 40.0% within +-25%, the
             # validation models at -23% to -66% (2026-12-03; README "Device profiles fitted to published measurements").
-            # With SwiftFormer's A15 rows (5 families, 19 rows): 93.8%, 0% (SwiftFormer held out +265%: its
-            # F.normalize exports ReduceL2 + Expand, then off the ANE's op list, 24 GPU partitions); with them on it
-            # (apple-a17.yaml ops_source) 66.7%, 21.1% (SwiftFormer +16%, MobileNetV3-small +81%, DETR +83%,
-            # MobileViTv2 +65%, Depth Anything -55%), validation 45.2% (2026-12-03 h33a17; README).
-            refit=False, stand_ins=_AS_A17, chip_profiles=_A15_OWN),
+            # With SwiftFormer's A15 rows (5 families, 19 rows) and F.normalize / expand on the ANE: 66.7%, 21.1%,
+            # validation 45.2% (93.8%, 0% with them off it; on-chip size bounded: 9.6-29.2%, <= 73.7%; README).
+            refit=False, stand_ins=_AS_A17, chip_profiles={"apple-a15": "apple-a15"}),
     # The A14's ANE from the papers' iPhone 12 tables (5 families, fp16 only): the NPU's free figures, no int8 one.
     FitSpec("coreml/apple-a14", "apple-a14", ("coreml",),
             (Param("ane", "efficiency", "conv", start=0.3), Param("ane", "efficiency", "dwconv", start=0.3),
@@ -290,8 +285,8 @@ def chip_hardware(hw: HardwareProfile, profile: str) -> HardwareProfile:
 
 
 def predict(spec: FitSpec, rows: Sequence[Measurement], plans: Plans, hw: HardwareProfile) -> list[Prediction]:
-    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency), a
-    `chip_profiles` chip's with its own peaks and memory (`chip_hardware`)."""
+    """Each row predicted with profile `hw` (the sweep's total for its preset: simulator.published.latency); a
+    `chip_profiles` chip's with its peaks and memory."""
     own = {c: chip_hardware(hw, prof) for c, prof in (spec.chip_profiles or {}).items()
            if any(r.chip == c for r in rows)}
     cpu = len(hw.units) - 1
