@@ -25,13 +25,17 @@ import tempfile
 import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from compiler.backends.coreml import zip_package
 from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
 from compiler.optimize.coreml_w8a8 import ActivationPlan
+from compiler.optimize.onnx_export import kmeans_1d
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
 
@@ -77,6 +81,12 @@ def weight_names(mlmodel: Any) -> dict[str, int]:
     return {name: int(m.val.size) for name, m in meta.items()}
 
 
+def _kmeans_lut(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(table of 2^bits values in the weight's dtype, one uint8 index per value), for coremltools' custom mode."""
+    table, idx = kmeans_1d(w, bits)
+    return table.astype(w.dtype), idx
+
+
 def _configs(c: Choice) -> list[Any]:
     """Compression passes for one choice, in the order coremltools applies jointly (prune first)."""
     import coremltools.optimize.coreml as cto
@@ -88,7 +98,9 @@ def _configs(c: Choice) -> list[Any]:
     k = c.combo.kernel
     lb = lut_bits(k)
     if lb is not None:
-        out.append(("palettize", cto.OpPalettizerConfig(mode="kmeans", nbits=lb,
+        # coremltools' own "kmeans" mode needs scikit-learn (or kmeans1d), which Edgescope does not install: the
+        # ONNX exporter's k-means instead, one table per weight as there.
+        out.append(("palettize", cto.OpPalettizerConfig(mode="custom", lut_function=partial(_kmeans_lut, bits=lb),
                                                         weight_threshold=MIN_WEIGHT_ELEMENTS)))
     elif k == "int8":
         out.append(("quantize", cto.OpLinearQuantizerConfig(mode="linear_symmetric", dtype="int8",

@@ -53,3 +53,25 @@ def test_package_check_refuses_a_weight_left_uncompressed(tmp_path: Path) -> Non
     assert joint.size_bytes < 0.5 * plain.size_bytes  # half the values, int8 instead of fp16, plus a bit mask
     with pytest.raises(ModelRunError, match="does not load back"):
         check_package(tmp_path / "missing.mlpackage", {})
+
+
+def test_palettization_of_random_weights_needs_no_scikit_learn(tmp_path: Path) -> None:
+    """coremltools' `kmeans` mode clusters with scikit-learn (or kmeans1d), neither of which Edgescope installs: a
+    .pt2's Core ML palettize-4bit export failed with "Internal error ... scikit-learn is required" (timm convnext_atto,
+    random weights). The k-means is the ONNX exporter's own (compiler.optimize.onnx_export.kmeans_1d)."""
+    import numpy as np
+
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    from compiler.optimize.choices import resolve_option
+    from compiler.optimize.coreml_export import check_package, convert, export_coreml, weight_names
+
+    torch.manual_seed(0)
+    ml = convert(nn.Sequential(nn.Conv2d(16, 32, 3), nn.ReLU(), nn.Conv2d(32, 32, 3)), [torch.randn(1, 16, 12, 12)])
+    names = list(weight_names(ml))
+    plain = export_coreml(ml, tmp_path / "fp16.mlpackage", "fp16")
+    for bits in (4, 8):
+        out = export_coreml(ml, tmp_path / f"p{bits}.mlpackage", f"palettize-{bits}bit")
+        check_package(out.path, {n: resolve_option(f"palettize-{bits}bit", "fp16", True) for n in names})
+        assert out.size_bytes < plain.size_bytes * (0.4 if bits == 4 else 0.7)
