@@ -9,7 +9,10 @@ at the same position among the operators that are not added. An added operator i
 it. Per operator: predicted (pO) and measured (mO) milliseconds, the kernels LiteRT ran; sums per (op type, kernel).
 
     nice -n 10 .venv/bin/python benchmarks/litert_export_ops.py MODEL.tflite [--options int8-dynamic int8-static]
-        [--runs 20] [--calibration host-cpu.json] [--json out.json] [--top 15]
+        [--runs 20] [--calibration host-cpu.json] [--json out.json] [--top 15] [--keep DIR]
+
+`--keep DIR`: profile the files benchmarks/litert_exports.py wrote there with the same `--keep DIR` (exported once
+outside the measurement lock), predicted again with this code and `--calibration`, instead of exporting anew.
 """
 
 from __future__ import annotations
@@ -45,19 +48,24 @@ def _match(src_types: list[str], out_types: list[str]) -> list[int | None]:
     return out
 
 
-def diagnose(path: Path, option: str, calibration: Path | None, runs: int, workdir: Path) -> dict[str, Any]:
+def diagnose(path: Path, option: str, calibration: Path | None, runs: int, workdir: Path,
+             keep: Path | None = None) -> dict[str, Any]:
     from compiler.backends.litert import profile
     from compiler.frontends import tflite
     from compiler.profile import ProfileSettings
-    from simulator.predict import optimize_model
+    from simulator.predict import optimize_model, predict_model
 
-    out = workdir / f"{option}.tflite"
-    r = optimize_model(path, out, TARGET, option, {}, workdir / option, calibration)
-    rows = r["prediction"]["ops"] if "prediction" in r and "ops" in r["prediction"] else None
+    kept = keep / f"{path.parent.name}-fp32-{option}" / "out.tflite" if keep is not None else None
+    if kept is not None and kept.is_file():  # written by benchmarks/litert_exports.py --keep
+        out, r = kept, None
+    else:
+        out = workdir / f"{option}.tflite"
+        r = optimize_model(path, out, TARGET, option, {}, workdir / option, calibration)
+    rows = r["prediction"]["ops"] if r is not None and "ops" in r.get("prediction", {}) else None
+    predicted = r["predicted"]["latency_ms"] if r is not None else None
     if rows is None:
-        from simulator.predict import predict_model
-
-        rows = predict_model(path, TARGET, option, {}, workdir / f"{option}-p", calibration)[0]["ops"]
+        res = predict_model(path, TARGET, option, {}, workdir / f"{option}-p", calibration)[0]
+        rows, predicted = res["ops"], res["totals"]["latency_ms"]
     g = tflite.load(out)
     prof = profile(out, ProfileSettings(runs=runs, warmup=3, threads=1))
     mo = {k: t.median_ms * t.calls for k, t in prof.tasks.items()}
@@ -90,7 +98,7 @@ def diagnose(path: Path, option: str, calibration: Path | None, runs: int, workd
         b[1] += x["pO"]
         b[2] += x["mO"]
         b[3] += x["mO"] + x["added"]
-    return {"model": os.fspath(path), "option": option, "predicted_ms": r["predicted"]["latency_ms"],
+    return {"model": os.fspath(path), "option": option, "predicted_ms": predicted,
             "profiled_ms": prof.latency_ms, "profiled_sum_ms": sum(mo.values()),
             "load": os.getloadavg()[0], "ops": per, "added": {k: v for k, v in added.items()},
             "by": [[*k, *v] for k, v in sorted(by.items(), key=lambda kv: -max(kv[1][1], kv[1][3]))]}
@@ -104,11 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="the --keep DIR of benchmarks/litert_exports.py")
     a = ap.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="edgescope-litert-ops-") as tmp:
         for option in a.options:
-            d = diagnose(a.model.resolve(), option, a.calibration, a.runs, Path(tmp))
+            d = diagnose(a.model.resolve(), option, a.calibration, a.runs, Path(tmp), a.keep)
             results.append(d)
             print(f"\n## {a.model.parent.name} {option}: predicted {d['predicted_ms']:.2f} ms, profiled "
                   f"{d['profiled_ms']:.2f} ms (sum of ops {d['profiled_sum_ms']:.2f}), load {d['load']:.1f}")
