@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
-from simulator.litert_paths import HSWISH_INT8
+from simulator.litert_paths import HSWISH_INT8, QD8_GEMM_TAG
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -39,8 +39,9 @@ from simulator.profiles import HardwareProfile
 # 11: an int8 SiLU's table lookup (`elementwise.lut`, simulator.litert_lut). 12: fp32 HARD_SWISH's own rate.
 # 13: QS8 GEMMs' cost per output element (`<kind>.int8.out`, simulator.litert_paths.QS8_OUT). 14: the integer
 # indirect GEMM's cost per output element and tap (`conv.<tag>.igemm`), with image-stem cases; XNNPACK's integer GEMM
-# blocks on this CPU (`int8_k_block`, `int8_n_block`: AMX's 4 x 64), recorded with the figures.
-CACHE_VERSION = 14
+# blocks on this CPU (`int8_k_block`, `int8_n_block`: AMX's 4 x 64), recorded with the figures. 15: a QD8 1x1
+# stride-1 conv (XNNPACK's fully connected GEMM) has figures of its own (`conv.qd8gemm`), fitted on the 1x1 cases.
+CACHE_VERSION = 15
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -245,6 +246,16 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     return float(np.exp(x)), {sub: float(v) / 1e3 for j, (sub, v) in enumerate(zip(subs, s_ms)) if j == 0 or j in cols}
 
 
+def _tag(case: Case, form: str, kind: str) -> str:
+    """The efficiency tag the case's operators run at: TAGS, but a dynamic int8 1x1 stride-1 conv runs XNNPACK's
+    fully connected QD8 GEMM (simulator.litert_paths.GEMM_CONV)."""
+    tag = TAGS[(form, kind)]
+    stride = case.shape[3] if len(case.shape) > 3 else 1
+    if tag == "qd8" and case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1:
+        return QD8_GEMM_TAG
+    return tag
+
+
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
         blocks: tuple[int, int] = (8, 0)) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
@@ -257,7 +268,7 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     for (name, form), (g, ms) in measured.items():
         kind = _KIND[by_name[name].op]
         own = f".{by_name[name].op}" if (form, kind) in _OWN_OP else ""  # a figure of that op's only
-        groups.setdefault(f"{kind}.{TAGS[(form, kind)]}{own}", []).append((g, PRESET[form], ms))
+        groups.setdefault(f"{kind}.{_tag(by_name[name], form, kind)}{own}", []).append((g, PRESET[form], ms))
     eff, setup = {}, {}
     for key, cases in sorted(groups.items()):
         eff[key], setups = _fit(cases, hw, key)

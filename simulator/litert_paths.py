@@ -52,7 +52,7 @@ _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
 PAD_FOLDED, AFTER_PAD = "pad_folded", "after_pad"
 _PAD_READERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
 # Paths on which the conv after a PAD does not fold it: QD8 (a Convert between them), TFLite's own kernels.
-_PAD_UNFOLDED_TAGS = frozenset({"qd8", "hybrid", "builtin"})
+_PAD_UNFOLDED_TAGS = frozenset({"qd8", "qd8gemm", "hybrid", "builtin"})
 # The unfolded PAD reads its input and writes the padded copy (fp32: 8 bytes per element of the conv's padded
 # input), a copy call per pixel (profiled: ~12 ns per pixel beside the bytes). Charged as 16 bytes per element at the
 # cache rate, which is what the PADs of MobileNetV2's stride-2 depthwise convs (96-576 channels) measured: 0.15-0.33
@@ -92,6 +92,16 @@ SILU_LUT, SILU_FOLDED = "silu_lut", "silu_folded"
 # 0.256 ms against 0.106), its project convs (many inputs, few outputs) 0.94-1.0x.
 QS8_OUT = "qs8_out"
 LUT_TAG = "lut"
+# Task fact of a 1x1 stride-1 CONV_2D: XNNPACK runs it as a fully connected GEMM over the input's pixels (`Fully
+# Connected (NC, ...)` in its profile), not as the indirect GEMM of other convs. Under dynamic int8 that GEMM
+# quantizes and packs each input row inline, at a cost per row of its own: its own figures (`conv.qd8gemm`, with its
+# `.pixel`), fitted by LiteRT's calibration on its 1x1 cases apart from the 3x3 and stem ones. Profiled (LiteRT 2.3.0,
+# 1 thread, Zen 4, load ~11, 2026-12-03), dynamic int8 chains: 1x1 convs of 8-16 channels over 112x112 took
+# 0.36-0.38 ms (about 28 ns per pixel), 3x3 convs of 16 channels over 56x56 0.041 ms (about 2 ns per pixel beside
+# their MACs); one QD8 figure for both fitted 12 ns per pixel, the 1x1 cases 26-54% under and the 3x3 ones up to
+# 79% over; in-model (MobileNetV3-Small's, LCNet-050's QD8 1x1 convs) 1.6-1.8x their prediction.
+GEMM_CONV = "gemm_conv"
+QD8_GEMM_TAG = "qd8gemm"
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -120,12 +130,20 @@ def _xnnpack_slice(nd: Node, g: Graph, computed: set[str]) -> bool:
     return strides is not None and all(s == 1 for s in strides)
 
 
+def _pointwise(nd: Node, g: Graph) -> bool:
+    """A CONV_2D with a 1x1 kernel and stride 1: a GEMM over the input's pixels as they are (GEMM_CONV)."""
+    k = g.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+    return (k is not None and k.shape is not None and len(k.shape) == 4 and k.shape[1] == 1 and k.shape[2] == 1
+            and int(nd.attributes.get("stride_h", 1) or 1) == 1 and int(nd.attributes.get("stride_w", 1) or 1) == 1)
+
+
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
     data only); QS8_OUT for every
-    CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only)."""
+    CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
+    CONV_2D (applied under dynamic int8 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -154,6 +172,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         if nd.op_type in _GEMM_OPS:
             facts.setdefault(nd.id, set()).add(QS8_OUT)
+        if nd.op_type == "CONV_2D" and _pointwise(nd, compiled):
+            facts.setdefault(nd.id, set()).add(GEMM_CONV)
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -184,6 +204,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
+    if GEMM_CONV in facts and p.tag == "qd8":
+        p = dataclasses.replace(p, tag=QD8_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "a 1x1 stride-1 conv: XNNPACK's fully connected QD8 GEMM, each input row quantized inline")]))
     if PAD_FOLDED in facts:
         return dataclasses.replace(p, eliminated=True, note="XNNPACK folds this PAD into the conv that reads it "
                                    "(where that conv is not XNNPACK's fp32 or int8 kernel, the conv carries its time)")

@@ -18,8 +18,9 @@ def test_fit_recovers_the_qd8_rate_and_its_cost_per_pixel(tmp_path: Path) -> Non
     truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"conv.qd8": 0.15},
                                                  "kind_overhead_s": {"conv.qd8": 2e-6, "conv.qd8.pixel": 3e-8}}}})
     # Few channels over many pixels and many channels over few: the two costs apart (and the stems' few channels
-    # per tap: a 3x3 conv's cost per tap apart from its MACs).
-    names = ("conv1x1-8-112", "conv1x1-128-14", "conv3x3-32-28", "stem3x3s2-32", "stem7x7s2-64")
+    # per tap: a 3x3 conv's cost per tap apart from its MACs). 1x1 stride-1 convs have figures of their own
+    # (`conv.qd8gemm`, test_qd8_pointwise_and_indirect_convs_are_fitted_apart).
+    names = ("conv3x3-16-56", "conv3x3-256-14", "conv3x3-32-28", "stem3x3s2-32", "stem7x7s2-64")
     cases = []
     for case in (c for c in CASES if c.name in names):
         g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
@@ -170,3 +171,26 @@ def test_fit_recovers_the_indirect_gemms_cost_per_tap(tmp_path: Path) -> None:
     f32 = tflite.load(build(stem, "fp32", tmp_path / "stem-fp32.tflite"))
     taps = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.fp32.igemm": 1e-9}}}})
     assert predicted_ms(f32, taps, "fp32") == predicted_ms(f32, hw, "fp32")
+
+
+def test_qd8_pointwise_and_indirect_convs_are_fitted_apart(tmp_path: Path) -> None:
+    """Under dynamic int8 a 1x1 stride-1 conv is XNNPACK's fully connected GEMM (each input row quantized inline)
+    and a 3x3 conv or a stem its indirect GEMM (a Convert before it): on a Zen 4 (2026-12-03) the 1x1 chains paid
+    ~27 ns per pixel and the 3x3 ones ~1 ns, and one figure for both was 26-54% under the 1x1 cases. `fit` puts the
+    1x1 cases in a group of their own (`conv.qd8gemm`) and recovers each path's figures."""
+    from simulator.litert_calibration import fit
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {
+        "efficiency": {"conv.qd8": 1.3, "conv.qd8gemm": 1.1},
+        "kind_overhead_s": {"conv.qd8": 1e-6, "conv.qd8.pixel": 1e-9, "conv.qd8.igemm": 2e-11,
+                            "conv.qd8gemm": 1e-6, "conv.qd8gemm.pixel": 2.7e-8}}}})
+    measured = {}
+    for case in (c for c in CASES if c.op == "CONV_2D" and "dyn8" in c.forms):
+        g = tflite.load(build(case, "dyn8", tmp_path / f"{case.name}.tflite"))
+        measured[(case.name, "dyn8")] = (g, predicted_ms(g, truth, "int8-dynamic"))
+    cpu = fit(measured, hw)["units"]["cpu"]
+    assert cpu["efficiency"]["conv.qd8gemm"] == pytest.approx(1.1, rel=0.05)
+    assert cpu["kind_overhead_s"]["conv.qd8gemm.pixel"] == pytest.approx(2.7e-8, rel=0.05)
+    assert cpu["efficiency"]["conv.qd8"] == pytest.approx(1.3, rel=0.05)
+    assert cpu["kind_overhead_s"]["conv.qd8.igemm"] == pytest.approx(2e-11, rel=0.1)

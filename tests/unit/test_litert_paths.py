@@ -341,3 +341,43 @@ def test_integer_gemms_multiply_their_channels_rounded_up_to_the_machines_blocks
     assert dyn_amx[0] > 2.5 * dyn_avx2[0]  # QD8: the same blocks
     f32 = ms(blocks(64, 64), "fp32")
     assert f32[0] < 0.6 * f32[1] and f32[2] < 0.4 * f32[1]  # fp32: as counted
+
+
+def test_a_pointwise_conv_under_dynamic_int8_runs_xnnpacks_fully_connected_gemm(tmp_path: Path) -> None:
+    """XNNPACK runs a 1x1 stride-1 CONV_2D as a fully connected GEMM, which under dynamic int8 quantizes each input
+    row inline at a cost of its own: such a conv takes the `qd8gemm` figures (fitted by LiteRT's calibration on its
+    1x1 cases), a 3x3 or a strided 1x1 conv keeps `qd8`; static int8 and fp32 are unchanged."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import GEMM_CONV, litert_task_facts
+    from simulator.sweep import sweep
+
+    w = TfliteWriter(description="pointwise")
+    x = w.tensor("x", [1, 28, 28, 32])
+    ys = []
+    for name, k, s in (("pw", 1, 1), ("k3", 3, 1), ("pw2", 1, 2)):
+        h = 28 // s
+        y = w.tensor(name, [1, h, h, 32])
+        w.op("CONV_2D", [x, w.const(f"{name}/w", np.full([32, k, k, 32], 0.01, np.float32)),
+                         w.const(f"{name}/b", np.zeros(32, np.float32))], [y],
+             w.options("Conv2DOptions", padding=0, strideW=s, strideH=s))
+        ys.append(y)
+    g = tflite.load(w.save(tmp_path / "pw.tflite", [x], ys))
+    assert [GEMM_CONV in f for f in litert_task_facts(g)] == [True, False, False]
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
+        "efficiency": {"conv.qd8": 1.0, "conv.qd8gemm": 1.0},
+        "kind_overhead_s": {"conv.qd8": 0.0, "conv.qd8.pixel": 1e-8, "conv.qd8gemm": 0.0, "conv.qd8gemm.pixel": 1e-8}}}})
+    dearer = base.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.qd8gemm.pixel": 5e-8}}}})
+
+    def ms(hw: object, preset: str) -> list[float]:
+        r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+    before, after = ms(base, "int8-dynamic"), ms(dearer, "int8-dynamic")
+    assert after[0] == pytest.approx(before[0] + 28 * 28 * 4e-8 * 1e3, rel=0.01)  # its own cost per pixel
+    assert after[1:] == before[1:]
+    for preset in ("int8-static", "fp32"):
+        assert ms(dearer, preset) == ms(base, preset)
