@@ -132,6 +132,7 @@ def export_one(name: str, src: str, ctor: str, shape: tuple[int, ...], out: Path
     sys.path.insert(0, os.fspath(ROOT))
     import corpus.torchvision_compat  # noqa: F401  (before torchvision)
     import torch
+    from corpus.builders import randomise_zero_weights
 
     torch.manual_seed(0)
     extra: dict[str, Any] = {}
@@ -150,12 +151,7 @@ def export_one(name: str, src: str, ctor: str, shape: tuple[int, ...], out: Path
         model, extra = _hand_model(ctor)
     model.eval()
     with torch.no_grad():
-        # Zero-initialised weights (timm's bn_weight_init=0 closing LeViT's residual branches, zero_init_last) make
-        # each such branch exactly zero with fresh weights, and litert-torch folds it away: LeViT-128S came out as
-        # 74 TFLite operators, 334 with these weights. Trained weights are never exactly zero; neither are these.
-        for p in model.parameters():
-            if p.is_floating_point() and p.numel() > 1 and not p.any():
-                p.normal_(0.0, 0.02)
+        randomise_zero_weights(model)  # else litert-torch folds zero-initialised branches away (LeViT)
         ep = torch.export.export(model, (torch.randn(*shape),), **extra)
     torch.export.save(ep, os.fspath(out))
 

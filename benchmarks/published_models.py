@@ -4,7 +4,8 @@
 
 Each architecture of simulator/published/architectures.yaml is built from torchvision, timm or Hugging Face
 transformers (a config in code, corpus/hf_models.py) with random weights
-(`corpus.builders.build`, nothing downloaded) at its published input size, exported with the TorchScript ONNX
+(`corpus.builders.build`, nothing downloaded; parameters that are exactly zero at initialisation randomised too:
+`WEIGHTS`) at its published input size, exported with the TorchScript ONNX
 exporter (opset 17), or for a LiteRT target converted to TFLite (torch.export, then litert-torch: what a .pt2
 upload to that target goes through), then compiled for a target as the worker would
 (`simulator.model.compile_for`). The ONNX file
@@ -34,34 +35,53 @@ from simulator.published import Architecture, architectures  # noqa: E402
 DEFAULT_CACHE = Path(os.environ.get("EDGESCOPE_PUBLISHED_CACHE", Path.home() / ".cache/edgescope/published"))
 
 
+# The built files' weights: random, with the parameters that are exactly zero at initialisation randomised too
+# (corpus.builders.randomise_zero_weights; else converters fold zero-initialised branches away). Part of every cached
+# file's and plan's name: files built with those zeros are not read.
+WEIGHTS = "nz"
+
+
+def stem(a: Architecture) -> str:
+    return f"{a.stem}.{WEIGHTS}"
+
+
 def onnx_path(a: Architecture, cache: Path) -> Path:
-    return cache / f"{a.stem}.onnx"
+    return cache / f"{stem(a)}.onnx"
 
 
 def tflite_path(a: Architecture, cache: Path) -> Path:
-    return cache / f"{a.stem}.tflite"
+    return cache / f"{stem(a)}.tflite"
+
+
+def build_module(source: str, name: str, shape: tuple[int, ...], reparam: bool = False) -> Any:
+    """The architecture as `corpus.builders.build` makes it (random weights), with its exactly-zero initial weights
+    randomised (`WEIGHTS`): a corpus.builders.Built."""
+    import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
+    from corpus.builders import build, randomise_zero_weights
+    from corpus.models import Entry
+
+    # reparam: the deploy form the publishers measured (MobileOne, RepViT and FastViT fuse their branches first)
+    built = build(Entry(f"{source}/{name}", "published", source, name, tuple(shape), reparam=reparam))
+    randomise_zero_weights(built.module)
+    return built
 
 
 def _build_child(source: str, name: str, shape: tuple[int, ...], out: str, reparam: bool = False) -> None:
     """Write the architecture's ONNX export (`out` ends in .onnx), or its TFLite file (.tflite: torch.export to a
     .pt2, then litert-torch, as a .pt2 upload to a LiteRT target is converted)."""
-    import corpus  # noqa: F401  (torchvision's Python side on the CPU build of torch: corpus/torchvision_compat.py)
-    from corpus.builders import build
     from corpus.exporters import convert, export_torch
-    from corpus.models import Entry
 
-    # reparam: the deploy form the publishers measured (MobileOne, RepViT and FastViT fuse their branches first)
-    e = Entry(f"{source}/{name}", "published", source, name, tuple(shape), reparam=reparam)
+    built = build_module(source, name, shape, reparam)
     if out.endswith(".tflite"):
         pt2 = Path(out).with_suffix(".pt2")
         if not pt2.exists():
-            export_torch(build(e), "pt2", Path(f"{pt2}.part"))
+            export_torch(built, "pt2", Path(f"{pt2}.part"))
             Path(f"{pt2}.part").rename(pt2)
         convert("tflite", pt2, Path(f"{out}.part.tflite"), timeout_s=3000)
         Path(f"{out}.part.tflite").rename(out)
         return
     tmp = Path(out + ".part")
-    export_torch(build(e), "ts", tmp)
+    export_torch(built, "ts", tmp)
     tmp.rename(out)
 
 
@@ -141,8 +161,8 @@ def compiled(a: Architecture, target: str, cache: Path) -> tuple[Any, Any]:
 
     backend = target.split("/")[0]
     tflite = get_target(target).export == "tflite"
-    stem = tflite_path(a, cache).name if tflite else f"{onnx_path(a, cache).stem}{OPTIMIZED}"
-    key = cache / f"{stem}.{backend}.{code_version('compiler')}.pkl"
+    file = tflite_path(a, cache).name if tflite else f"{onnx_path(a, cache).stem}{OPTIMIZED}"
+    key = cache / f"{file}.{backend}.{code_version('compiler')}.pkl"
     if key.exists():
         return pickle.loads(key.read_bytes())
     path = build_tflite(a, cache) if tflite else build_onnx(a, cache)
@@ -175,8 +195,7 @@ def plans(a: Architecture, target: str, cache: Path) -> dict[str, Any]:
     presets = planned_presets(t.backend)
     version = hashlib.sha256((code_version("compiler", "simulator") + hw.structure()
                               + ",".join(presets[len(PLANNED_PRESETS):])).encode()).hexdigest()[:12]
-    # (the stem without '-reparam', as before HxW sizes: square architectures keep their cached plans' names)
-    key = cache / "plans" / f"{a.stem.removesuffix('-reparam')}.{target.replace('/', '_')}.{version}.pkl"
+    key = cache / "plans" / f"{stem(a)}.{target.replace('/', '_')}.{version}.pkl"
     if key.exists():
         return pickle.loads(key.read_bytes())
     src, comp = compiled(a, target, cache)
