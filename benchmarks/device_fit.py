@@ -521,9 +521,8 @@ def load_plans(spec: FitSpec, rows: Sequence[Measurement], cache: Path, built_on
 
 
 # A converted graph with fewer tasks than this share of the layers of the model's published float job has lost part
-# of the network (litert-torch's LeViT-128S built with its zero-initialised residual BatchNorms: 74 operators, 2 of its
-# 11 attention blocks, 7.6 MB of its 31 MB of weights, where AI Hub's TFLite job has 280 layers: 0.26; 334 operators
-# since published_models randomises zero initial weights). The other 29 conversions have 0.8-1.3x, but ViT-B/16 0.43:
+# of the network (LeViT-128S with its zero initial weights, now randomised: 74 operators, 2 of its 11 attention blocks,
+# 7.6 MB of its 31 MB of weights, where AI Hub's TFLite job has 280 layers: 0.26; 334 operators randomised). The other 29 conversions have 0.8-1.3x, but ViT-B/16 0.43:
 # a whole model (12 attention blocks, 346 MB), its LayerNorms and attention in fewer operators than AI Hub's job.
 MIN_TASK_SHARE = 0.35
 
