@@ -1,0 +1,54 @@
+"""Fit a host calibration again on the timings an earlier calibration stored (`timings` in its cache), with the code
+of this checkout or of another (`--tree`), without timing anything: two checkouts' calibrations of one machine are
+then fitted on the same measurements, and their predictions compared side by side (benchmarks/exports.py
+--repredict) tell the rules apart from the machine's drift between two timings.
+
+    PYTHONPATH=. nice -n 10 .venv/bin/python benchmarks/calibration_refit.py CACHE.json --out NEW.json [--tree DIR]
+
+The bench is built and compiled by the tree's code (its cases; a timing it has no case for is ignored, a case with
+no timing is an error). The fixed costs, bandwidths and every efficiency come from the stored timings, so the new
+cache is what that code's `edgescope calibrate` would have written at that moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cache", type=Path, help="a calibration cache holding `timings`")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
+                    help="the checkout whose code fits (default: this one)")
+    a = ap.parse_args()
+    sys.path.insert(0, os.fspath(a.tree.resolve()))
+    from simulator.calibration import save_cache
+    from simulator.calibration_bench import build_bench
+    from simulator.calibration_fit import fit_bench
+
+    src = json.loads(a.cache.read_text())
+    wall = src.get("timings")
+    if not wall:
+        ap.error(f"{a.cache} holds no timings (made before calibrations kept them)")
+    with tempfile.TemporaryDirectory(prefix="refit-") as td:
+        bench = build_bench(Path(td), progress=lambda s: print(s, flush=True))
+        missing = sorted(set(bench.timings) - set(wall))
+        if missing:
+            ap.error(f"no timing for {len(missing)} of this code's cases: {', '.join(missing[:6])}")
+        cache = fit_bench(bench, wall, progress=lambda s: print(s, flush=True))
+    # The same machine, moment and ORT as the timings: the cache reads as current where they match.
+    cache.update({"machine": src["machine"], "onnxruntime": src["onnxruntime"], "timings": wall,
+                  "refit_of": os.fspath(a.cache), "refit_tree": os.fspath(a.tree.resolve())})
+    save_cache(a.out, cache)
+    print(f"{a.out}: version {cache['version']}, fitted by {a.tree} on {a.cache}'s timings")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
