@@ -236,8 +236,9 @@ def _reuse(k: int, convs: int, path: Path) -> Path:
 
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
-# Static int8 Convs off MLAS's symmetric kernels (grouped, stems: simulator/ort_int8.py) share one path, fitted on both.
+# Static int8 Convs off MLAS's symmetric kernels (simulator/ort_int8.py): grouped ones and stems, each its own figures.
 QGEMM = ("int8-static", "convgemm.int8")
+QSTEM = ("int8-static", "stemgemm.int8")
 CASES: tuple[Case, ...] = (
     Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"),)),
     Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"),)),
@@ -269,9 +270,12 @@ CASES: tuple[Case, ...] = (
            (("fp16", "cast16nchw"),))
       for c, s, k in ((32, 56, 3), (96, 28, 3), (144, 14, 3), (72, 28, 5), (240, 14, 5), (576, 7, 5))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
-    # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act).
-    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2], QGEMM))
+    # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act). Their
+    # static int8 path has four figures (rate, setup, per GEMM row, per im2col copy): four shapes, as CNNs have them
+    # (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet v2 3x24).
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
+    Case("stemact-3x24-224-3x3", "convsmall", _stem_act(24, 224, 3), (QSTEM,)),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
     # 5x5 depthwise ConvIntegers (EfficientNet's, MobileNetV3's): im2col copies 25 taps per output pixel, which the
@@ -322,6 +326,8 @@ CASES: tuple[Case, ...] = (
     Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-64x896", "gemm", _matmul_w(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
+    # One row (a CNN classifier at batch 1) under static int8: its own rate (simulator/ort_int8.py ORT_INT8_ONE_ROW).
+    Case("gemm-1x1024", "gemm", _matmul_w(1, 1024), (("int8-static", "gemm.int8gemv"),)),
     Case("matmul-4x32x32", "matmul", lambda p: _chain("MatMul", [4, 32, 32], p, binary_self=True),
          (("int8-static", "int8"),)),
     Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),

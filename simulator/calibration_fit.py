@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 50  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 51  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -42,6 +42,8 @@ CACHE_VERSION = 50  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     (elementwise.int8.span)
 # 49: fp32 5x5 depthwise cases in dwconv.fp32's median
 # 50: fp32 NCHW depthwise cases of 5x5-9x9 kernels, with a cost per im2col row (dwconvnchw.nchw.im2col.row)
+# 51: static int8 stems' own figures (stemgemm.int8), apart from grouped convs' (convgemm.int8); one-row static int8
+#     GEMMs' (gemm.int8gemv); raw timings kept
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

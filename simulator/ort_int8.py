@@ -6,7 +6,7 @@ beyond its op type and kind (simulator.backends.task_facts; paths in simulator.b
   per step) only when its channel count is a multiple of 16; any other count runs the generic u8 depthwise kernel
   into an int32 buffer and requantizes it in a second pass (own path `int8gen`).
 - Other Convs off the symmetric kernel's alignment (grouped ones, stems) run an im2col and a GEMM per group (own
-  rate kind `convgemm`).
+  rate kinds: `convgemm` for grouped ones, `stemgemm` for dense ones).
 """
 
 from __future__ import annotations
@@ -59,6 +59,13 @@ INT8_GENERIC_TAG = "int8gen"
 # 24. Own path (`convgemm.int8`: efficiency, setup, `.row`, `.tap`), fitted by calibration on such convs.
 ORT_INT8_QGEMM = "ort_int8_qgemm"
 QGEMM_RATE_KIND = "convgemm"
+# A dense Conv (one group) off that alignment, in practice an image stem (3 input channels): the same im2col and
+# GEMM, but one GEMM of K = 3 x kh x kw per slice of pixels, not one per group of 8-24 channels. Fitted together, no
+# cost per GEMM row, copy or MAC held both (Sapphire Rapids, 2026-12-03: calibration's own stem cases -34%, -40%,
+# -14% in-sample, MobileNetV2's and ResNet-18's int8 stems 1.69x and 1.68x their prediction in the model; single-stem
+# files on a Zen 3 1.3-2x): stems take their own figures (`stemgemm.int8`), fitted by calibration on stem cases.
+ORT_INT8_QGEMM_DENSE = "ort_int8_qgemm_dense"
+STEM_RATE_KIND = "stemgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
 
 # A Concat between Q/DQ pairs runs as QLinearConcat (ORT 1.32 contrib_ops/cpu/quantization/qlinear_concat.cc): every
@@ -113,6 +120,13 @@ ORT_INT8_SUM = "ort_int8_sum"
 # In MobileNetV3-Small's int8 file the first squeeze-excite Mul (16x56x56) profiled 0.093 ms, 5.6x its fp32 time,
 # predicted 0.8x. The fact carries the operand's length; the cost per call is calibrated (`elementwise.int8.span`).
 ORT_INT8_SPAN = "ort_int8_span="
+# A Gemm / MatMul by a constant with one activation row (M = 1: a CNN's classifier at batch 1) under static int8:
+# QLinearMatMul runs MLAS's QGEMM on one row, where the kernel's row blocking and the packing of A buy nothing and
+# every packed weight is read once per run. Profiled on a Sapphire Rapids (ORT's node medians, load 3.5 per CPU,
+# 2026-12-03): MobileNetV2's 1280x1000 classifier 0.164 ms, 2.0x its prediction at the rate fitted on 16-128 rows,
+# ResNet-18's 512x1000 0.084 ms, 1.8x. Its own figure (`gemm.int8gemv`), fitted by calibration on a one-row chain.
+ORT_INT8_ONE_ROW = "ort_int8_one_row"
+ONE_ROW_TAG = "int8gemv"
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
@@ -166,14 +180,18 @@ def _depthwise_channels(nd: Node, g: Graph) -> int | None:
     return rows if isinstance(rows, int) else None
 
 
-def _off_symmetric_conv(nd: Node, g: Graph) -> bool:
-    """Whether static int8 runs this (non-depthwise) Conv as per-group GEMMs (ORT_INT8_QGEMM)."""
+def _off_symmetric_conv(nd: Node, g: Graph) -> str | None:
+    """The fact of a (non-depthwise) Conv that static int8 runs as im2col + GEMM off MLAS's symmetric kernel:
+    ORT_INT8_QGEMM for a grouped one, ORT_INT8_QGEMM_DENSE for a dense one (a stem); None where it takes the kernel."""
     w = kernel_value(nd, g)
     if w is None or not w.shape or len(w.shape) < 3 or not all(isinstance(d, int) for d in w.shape[:2]):
-        return False
+        return None
     group = int(nd.attributes.get("group", 1) or 1)
     c_out, c_in = w.shape[0], w.shape[1] * group
-    return group > 1 or c_in % _SYM_IN_ALIGN != 0 or c_out % _SYM_OUT_ALIGN != 0 or c_out < _SYM_OUT_MIN
+    if group > 1:
+        return ORT_INT8_QGEMM
+    off = c_in % _SYM_IN_ALIGN != 0 or c_out % _SYM_OUT_ALIGN != 0 or c_out < _SYM_OUT_MIN
+    return ORT_INT8_QGEMM_DENSE if off else None
 
 
 def _walked_shuffles(g: Graph) -> set[str]:
@@ -247,6 +265,18 @@ def _spans(nd: Node, g: Graph, producer: dict[str, Node]) -> int | None:
     return shapes[small][axis] if axis == rank - 1 or channel_gate else None
 
 
+def _one_row(nd: Node, g: Graph) -> bool:
+    """A Gemm / MatMul by a constant whose activation has one row (ORT_INT8_ONE_ROW)."""
+    if kind_of(nd, g) != "gemm" or not nd.inputs:
+        return False
+    x = g.values.get(nd.inputs[0])
+    if x is None or not x.is_static or not x.shape or len(x.shape) < 2:
+        return False
+    rows = [int(d) for d in x.shape[:-1]]  # type: ignore[union-attr]
+    trans = nd.op_type in ("Gemm", "FusedGemm") and int(nd.attributes.get("transA", 0) or 0)
+    return math.prod(rows) == 1 if not trans else int(x.shape[-1]) == 1  # type: ignore[index]
+
+
 def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
     whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
@@ -265,6 +295,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(ORT_INT8_SUM)
         if nd.id in reduces:
             facts.add(f"{ORT_INT8_NHWC_REDUCE}{reduces[nd.id]}")
+        if _one_row(nd, compiled):
+            facts.add(ORT_INT8_ONE_ROW)
         if (span := _spans(nd, compiled, producer)) is not None:
             facts.add(f"{ORT_INT8_SPAN}{span}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
@@ -286,9 +318,10 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
                 facts.add(ORT_INT8_DW_GENERIC)
         elif kind in ("conv", "convsmall", "convnchw", "gconvnchw") and nd.op_type in ("Conv", "FusedConv"):
             # The source's Conv where known (the compiled NCHWc one holds its kernel padded), else the compiled one.
-            if _off_symmetric_conv(origin[0], source) if origin and source is not None else \
-                    _off_symmetric_conv(nd, compiled):
-                facts.add(ORT_INT8_QGEMM)
+            off = _off_symmetric_conv(origin[0], source) if origin and source is not None else \
+                _off_symmetric_conv(nd, compiled)
+            if off is not None:
+                facts.add(off)
         out.append(frozenset(facts))
     return out
 
@@ -322,6 +355,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         p = dataclasses.replace(p, span_elements=float(spans[0]), note="; ".join(
             [*([p.note] if p.note else []), f"broadcasts a {spans[0]}-element operand along NHWC's innermost axis: "
              "one kernel call per span"]))
+    if ORT_INT8_ONE_ROW in facts and p.tag == "int8":
+        p = dataclasses.replace(p, tag=ONE_ROW_TAG, note="; ".join(
+            [*([p.note] if p.note else []), "one activation row: QGEMM's one-row rate"]))
     if ORT_INT8_CONCAT in facts and p.tag == "int8":
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
@@ -329,11 +365,13 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, note="; ".join(
             [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "
              "generic u8 depthwise kernel into int32, requantized after (not the symmetric kernel)"]))
-    if ORT_INT8_QGEMM in facts and p.tag == "int8":
-        p = dataclasses.replace(p, rate_kind=QGEMM_RATE_KIND, qgemm=True, setup_per_channel=False,
-                                setup_per_pixel=False, im2col=False, note="; ".join(
-                                    [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel (grouped, or "
-                                     "channels off its alignment): NHWC im2col + a GEMM per group into int32"]))
+    if facts & {ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE} and p.tag == "int8":
+        dense = ORT_INT8_QGEMM_DENSE in facts
+        p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if dense else QGEMM_RATE_KIND, qgemm=True,
+                                setup_per_channel=False, setup_per_pixel=False, im2col=False, note="; ".join(
+                                    [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel ("
+                                     + ("channels off its alignment: a stem" if dense else "grouped")
+                                     + "): NHWC im2col + a GEMM per group into int32"]))
     acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
     if not acts:
         return p
