@@ -355,3 +355,16 @@ def test_weights_beyond_the_last_level_cache_are_timed_from_memory(tmp_path: Pat
     del wall["memory"]
     over, _, _ = calibration_fit._fixed_costs(bench, wall, lambda s: None)
     assert "evicted_bandwidth_bytes_per_s" not in over["units"]["cpu"]
+
+
+def test_the_cache_keeps_the_raw_timings_it_was_fitted_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate() stores the timings beside the fit (benchmarks/calibration_refit.py fits other code on them)."""
+    from types import SimpleNamespace
+
+    wall = {"one": 0.01, "many": 0.2}
+    seen: list[dict[str, float]] = []
+    monkeypatch.setattr(calibration, "build_bench", lambda tmp, progress: SimpleNamespace(timings={"one": None}))
+    monkeypatch.setattr(calibration, "time_interleaved", lambda timings, progress: dict(wall))
+    monkeypatch.setattr(calibration, "fit_bench", lambda bench, w, progress: seen.append(w) or {"version": 1})
+    cache = calibration.calibrate()
+    assert seen == [wall] and cache == {"version": 1, "timings": wall}
