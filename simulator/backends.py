@@ -222,12 +222,12 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
     if not has_kernel:
         tag = "int8" if any_int8 else ("cast16" if d.via_cast else d.fcompute)
-        # Float constants of weightless ops (Add's bias tensor, Gather's table) are stored in the op's
-        # activation format: the QDQ quantizer quantizes them too.
+        # Float constants of weightless ops (Add's bias, Gather's table) are stored in the op's activation format (the
+        # QDQ quantizer quantizes them); ORT's fp32 data movement pays `layout.fp32.spill` per output byte beyond the L2.
         return Path(ui, c, True, "int8" if any_int8 else d.fcompute, tag, d.in_b, d.out_b, 0.0, False,
                     {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), d.extra_in, d.extra_out, d.dispatches, 0.0,
                     eliminated, (not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32"),
-                    "; ".join(d.notes))
+                    "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32")
     k = _kernel(target, unit, op_type, kind, c, fused, d)
     if k is None:
         return None
