@@ -154,6 +154,11 @@ def work_of(node: Node, graph: Graph) -> Work:
         # (BirdNET's STFT framing, 511 x 1024 indices, 1.7 ms against 0.1 predicted per element), 7.7 for 64 floats.
         flops = n_idx
     aux_read = sum(e for _, e in aux_names)
+    if op in ("GATHER", "GATHER_ND", "EMBEDDING_LOOKUP") and aux_names and out_e:
+        # From a constant table (an embedding) it reads the rows it picks, not the table (costs._gathered_table_reads).
+        table = graph.values.get(node.inputs[1] if op == "EMBEDDING_LOOKUP" else node.inputs[0])
+        if table is not None and table.weight is not None and table.dtype in _FLOAT:
+            aux_read -= table.weight.elements - min(float(table.weight.elements), out_e)
     if op in _CONTROL:
         # TFLite's IF / WHILE hand a constant operand to the body as it is (a shallow copy): the body's operators
         # read it, not the IF. Measured (LiteRT 2.3, un-profiled): an IF handing a 0.4 MB constant to both branches,
