@@ -74,6 +74,19 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   made=_made_per_task(records, k_store, aux_store, works, source, uploaded), uploaded=uploaded)
 
 
+def fp16_stored(g: Graph) -> bool:
+    """Whether an ONNX file stores its float weights mostly as fp16 (an fp16 graph, or fp16 initializers behind
+    Casts): by bytes, as compiler.optimize.onnx_fp16.fp16_weight_bytes counts them. Such a file is the fp16
+    option's file as uploaded; every other option's export restores the weights to fp32 first."""
+    if g.format != "onnx":
+        return False
+    by = {"float16": 0, "float32": 0}
+    for v in g.values.values():
+        if v.weight is not None and v.dtype in by:
+            by[v.dtype] += v.weight.bytes
+    return by["float16"] > by["float32"]
+
+
 def _uploaded_integers(t: Target, g: Graph, works: list[Work], k_store: np.ndarray) -> np.ndarray:
     """Bytes of each task's kernel where an ONNX upload stores it as an integer tensor (a quantize_dynamic file's
     uint8 ConvInteger / MatMulInteger weights), which the file as uploaded holds at those bytes, not at 4 per

@@ -57,6 +57,11 @@ def value_nbytes(v: Value | None) -> int:
     return int(v.bytes or 0)
 
 
+def _float_cast(attributes: Mapping[str, object], v: Value | None) -> bool:
+    """A Cast from an fp16 / fp32 tensor to fp16 / fp32 (TensorProto FLOAT = 1, FLOAT16 = 10)."""
+    return attributes.get("to") in (1, 10) and v is not None and v.dtype in ("float16", "float32")
+
+
 def exported_nodes(source: Graph, dropped: set[str], task_of: Mapping[str, int], consts: Mapping[str, Value],
                    vals: dict[str, Value]) -> tuple[list[XNode], set[str]]:
     """The source graph as ORT's basic level leaves it: no folded nodes, no Identity / Dropout, a
@@ -73,8 +78,14 @@ def exported_nodes(source: Graph, dropped: set[str], task_of: Mapping[str, int],
     for nd in source.nodes:
         for v in nd.inputs:
             uses[v] = uses.get(v, 0) + 1
+    # The exporter restores a file's fp16 values to fp32 (compiler/optimize/onnx_fp16.py), which leaves its Casts
+    # between float tensors as no-ops it removes: its readers read the Cast's input.
+    restored = any(v.weight is not None and v.dtype == "float16" for v in source.values.values())
     for nd in source.nodes:
         ins = [alias.get(v, v) for v in nd.inputs]
+        if restored and nd.op_type == "Cast" and ins and nd.outputs and _float_cast(nd.attributes, vals.get(ins[0])):
+            alias[nd.outputs[0]] = ins[0]
+            continue
         if nd.op_type in ("Identity", "Dropout") and ins and nd.outputs:
             alias[nd.outputs[0]] = ins[0]  # consumers read the input itself (a shared weight stays one)
             continue

@@ -25,6 +25,7 @@ from simulator.file_bytes import (
     Stored,
     export_events,
     export_records_for,
+    fp16_stored,
     made_at_run_time_bytes,
     size_overhead_bytes,
     stored,
@@ -465,9 +466,13 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     """The preset nearest the uploaded file as it is (its unoptimized state), for a .tflite by how most of its weight
     bytes are stored: fp16 behind DEQUANTIZE (TFLite's float16 quantization: LiteRT's fp16 export keeps them so, its
     fp32 export restores them to fp32 and writes a file twice the size) -> fp16; int8 with int8 activations (a fully
-    quantized model) -> int8-static; else fp32."""
+    quantized model) -> int8-static; else fp32. An ONNX file: its QDQ preset, else fp16 where its weights are
+    mostly fp16 (simulator.file_bytes.fp16_stored), else fp32."""
     if t.export != "tflite":
-        return qdq_preset(g, t) or "fp32"
+        # An ONNX file stored fp16 (an fp16 graph, or fp16 weights behind Casts) is the fp16 export's file: the
+        # exporter restores the weights to fp32 for every other option (compiler/optimize/onnx_fp16.py).
+        fp16 = t.export == "onnx" and "fp16" in names and fp16_stored(g)
+        return qdq_preset(g, t) or ("fp16" if fp16 else "fp32")
     from compiler.frontends.tflite import fully_int8
 
     by_dtype = {"float16": 0, "float32": 0, "int8": 0}

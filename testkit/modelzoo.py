@@ -74,9 +74,11 @@ def torch_export(module, args: tuple, path: PathLike, *, input_names: list[str],
 
 # -- torch models -----------------------------------------------------------------------
 
-def mobilenet_v2_like(path: PathLike, width: float = 0.5, resolution: int = 96, dynamo: bool = False) -> Path:
+def mobilenet_v2_like(path: PathLike, width: float = 0.5, resolution: int = 96, dynamo: bool = False,
+                      keep_batchnorm: bool = True) -> Path:
     """MobileNetV2-shaped CNN: stem conv, inverted residual blocks (1x1 expand, 3x3 depthwise,
-    1x1 project, residual add when shapes allow), BatchNorm, ReLU6, pooling, classifier."""
+    1x1 project, residual add when shapes allow), BatchNorm (kept as nodes unless `keep_batchnorm` is False,
+    as an eval-mode export folds them), ReLU6, pooling, classifier."""
     import torch
     from torch import nn
 
@@ -128,7 +130,7 @@ def mobilenet_v2_like(path: PathLike, width: float = 0.5, resolution: int = 96, 
                 m.running_var.uniform_(0.5, 1.5)
     x = torch.randn(1, 3, resolution, resolution)
     return torch_export(model, (x,), path, input_names=["input"], output_names=["logits"], dynamo=dynamo,
-                         keep_batchnorm=True)
+                         keep_batchnorm=keep_batchnorm)
 
 
 def bert_like(path: PathLike, layers: int = 4, hidden: int = 128, heads: int = 4, seq: int = 32,
@@ -301,6 +303,35 @@ def tiny_cnn(path: PathLike) -> Path:
          _init("fc.weight", [10, 8], rng), _init("fc.bias", [10], rng)],
     )
     return _save(_model(g), path)
+
+
+def stored_fp16(src: PathLike, path: PathLike, layout: str = "graph") -> Path:
+    """`src` (an fp32 model) stored fp16 as the tools in use write it. `graph`: ORT's fp16 converter (the
+    onnxconverter_common code) with fp32 inputs and outputs, `graph-io16`: the same with fp16 ones (as
+    `model.half()` before torch.onnx.export); `casts`: every float initializer fp16 behind a `Cast(to=float)`,
+    the graph fp32 (the converter's form for the nodes it blocks, with force_fp16_initializers)."""
+    model = onnx.load(os.fspath(src))
+    if layout in ("graph", "graph-io16"):
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+
+        # saved as the converter leaves it: its Casts at the inputs and outputs last, out of topological order
+        # (which ORT accepts and onnx.checker does not)
+        onnx.save(convert_float_to_float16(model, keep_io_types=layout == "graph"), os.fspath(path))
+        return Path(path)
+    assert layout == "casts", layout
+    casts = []
+    for t in model.graph.initializer:
+        if t.data_type == TensorProto.FLOAT:
+            t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(t).astype(np.float16), t.name))
+            casts.append(helper.make_node("Cast", [t.name], [f"{t.name}_fp32"], to=TensorProto.FLOAT,
+                                          name=f"{t.name}_cast"))
+    names = {c.input[0] for c in casts}
+    for n in model.graph.node:
+        n.input[:] = [f"{v}_fp32" if v in names else v for v in n.input]
+    nodes = casts + list(model.graph.node)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return _save(model, path)
 
 
 def unknown_op(path: PathLike) -> Path:

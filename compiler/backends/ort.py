@@ -43,7 +43,9 @@ from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 TARGET = "ort-cpu/host"
 OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
 NAME_SUFFIXES = ("_nchwc", "_bn_nchwc", "_fused", "/MatMulAddFusion", "/MatMulScaleFusion/", "/MatMulScaleFusion")
-NAME_PREFIXES = ("node_",)  # torch.onnx's dynamo exporter names each node `node_<FX node name>`
+# torch.onnx's dynamo exporter names each node `node_<FX node name>`; ORT names a node of an fp16 graph it runs in
+# fp32 between its own Casts after its output (`InsertedPrecisionFreeCast_<output>`, `..._nchwc` once NCHWc)
+NAME_PREFIXES = ("node_", "InsertedPrecisionFreeCast_")
 
 
 # -- compile -------------------------------------------------------------------------------------

@@ -345,7 +345,8 @@ def _hint(name: str, suffixes: Sequence[str], s_names: dict[str, str], s_prod: d
     if not name:
         return None
     candidates = [name] + [name[: -len(s)] for s in suffixes if s and name.endswith(s)]
-    candidates += [name[len(p):] for p in prefixes if p and name.startswith(p)]
+    for rest in [name[len(p):] for p in prefixes if p and name.startswith(p)]:
+        candidates += [rest] + [rest[: -len(s)] for s in suffixes if s and rest.endswith(s)]
     parts = name.rstrip("/").split("/")
     candidates += ["/".join(parts[:k]) for k in range(len(parts) - 1, 1, -1)]
     for cand in candidates:

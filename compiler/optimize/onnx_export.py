@@ -220,12 +220,12 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
         # Options are resolved on the file's own nodes first, to know the opset the prepared model needs.
-        named = named_copy(model_path, tmp / "named.onnx")
+        notes: list[str] = []
+        named = named_copy(model_path, tmp / "named.onnx", notes=notes)
         pre = preprocess(named, tmp / "pre.onnx")
         ch = _choices(pre, model_wide, overrides or {})
         need = max([OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0 for c in ch.values()]
                    + [OPSET_PALETTE if lut_bits(c.combo.kernel) else 0 for c in ch.values()])
-        notes: list[str] = []
         if need > opset(pre):
             notes.append(f"converted from ONNX opset {opset(pre)} to {need}, which the option's ops need")
             named = named_copy(model_path, tmp / "named.onnx", need)

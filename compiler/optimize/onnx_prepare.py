@@ -14,6 +14,7 @@ from pathlib import Path
 import onnx
 
 from compiler.frontends.onnx_scopes import name_by_id
+from compiler.optimize.onnx_fp16 import restore_fp32
 from compiler.vocabulary.options import OptionError
 
 # Opset each kind of step writes ops of: per-channel DequantizeLinear (`axis`), BitwiseAnd in the palette decoder.
@@ -30,12 +31,16 @@ def opset(model: onnx.ModelProto) -> int:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
-def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0) -> Path:
+def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes: list[str] | None = None) -> Path:
     """`src` with every node named by its analysis id (a unique name stays; an empty or repeated one becomes
     `<op>_<index>`, as compiler.frontends.onnx names it, so per-op overrides keyed by the analysis reach the same
-    node), converted to `min_opset` if it is older (onnx.version_converter), without stale value_info."""
+    node), its fp16 values restored to fp32 (compiler.optimize.onnx_fp16: what ORT's tools expect; said in
+    `notes`), converted to `min_opset` if it is older (onnx.version_converter), without stale value_info."""
     model = onnx.load(os.fspath(src))
     name_by_id(model)
+    if restore_fp32(model) and notes is not None:
+        notes.append("the weights stored fp16 were restored to fp32 before the option was applied (exactly: "
+                     "fp16 -> fp32 loses nothing); inputs and outputs are fp32")
     have = opset(model)
     if have and have < min_opset:
         from onnx import version_converter
