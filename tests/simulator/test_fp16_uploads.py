@@ -47,7 +47,7 @@ def uploads(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], t
         source = load_source(src)
         compiled, _ = compile_for_target(src, HOST, d, source)
         out[(model, layout)] = (src, d, sweep(compiled, HOST, hardware=load_profile("host-cpu", "ort-cpu"),
-                                              source=source))
+                                              source=source), compiled, source)
     return out
 
 
@@ -56,7 +56,7 @@ def test_as_uploaded_is_fp16_at_the_files_size(uploads: dict[tuple[str, str], tu
                                                case: tuple[str, str]) -> None:
     """It was fp32 at twice the file (MobileNetV3-Large 10.97 MB predicted 21.87), or, behind Casts, a ninth of
     it (the Casts' outputs taken for constants made at run time)."""
-    src, _, r = uploads[case]
+    src, _, r, _, _ = uploads[case]
     base = r.bulk["base"]["preset"]
     size = totals(r.bulk, r.per_op, base, {})["size_bytes"]
     assert base == "fp16"
@@ -67,7 +67,7 @@ def test_as_uploaded_is_fp16_at_the_files_size(uploads: dict[tuple[str, str], tu
 @pytest.mark.parametrize("case", CASES, ids=["-".join(c) for c in CASES])
 def test_exports_of_an_fp16_file_are_the_predicted_size_within_2pct(
         uploads: dict[tuple[str, str], tuple[Path, Path, Any]], case: tuple[str, str], option: str) -> None:
-    src, d, r = uploads[case]
+    src, d, r, _, _ = uploads[case]
     res = export_onnx(src, d / f"{option}.onnx", option)
     size = totals(r.bulk, r.per_op, option, {})["size_bytes"]
     assert abs(size / res.size_bytes - 1) < 0.02, (case, option, size, res.size_bytes)
@@ -80,6 +80,18 @@ def test_exports_of_an_fp16_file_are_the_predicted_size_within_2pct(
     if option.startswith("int8"):
         ints = sum(t.raw_data.__len__() for t in m.graph.initializer if t.data_type in (TensorProto.INT8, TensorProto.UINT8))
         assert ints > f32, (case, option, ints, f32)  # the kernels are the int8 bytes, the floats the rest
+
+
+def test_the_convs_ort_runs_between_casts_map_to_their_source(
+        uploads: dict[tuple[str, str], tuple[Path, Path, Any]]) -> None:
+    """ORT names a conv of an fp16 graph after its output (`InsertedPrecisionFreeCast_<output>_nchwc`): each had no
+    source node, so its export records (ConvInteger, Q/DQ) went to no task (int8-dynamic predicted 16% small)."""
+    _, _, _, compiled, source = uploads[("mobilenet", "graph")]
+    convs = [n for n in compiled.nodes if n.op_type in ("Conv", "FusedConv")]
+    src_convs = {n.id for n in source.nodes if n.op_type == "Conv"}
+    assert any(n.name.startswith("InsertedPrecisionFreeCast_") for n in convs)
+    assert len(convs) == len(src_convs)
+    assert {s for n in convs for s in n.source_nodes if s in src_convs} == src_convs
 
 
 def test_restore_is_exact_and_leaves_no_float_casts(tmp_path: Path) -> None:
