@@ -28,5 +28,6 @@ def public_message(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip()
     text = re.sub(r"\s+([:,;])(?=\s|$)", r"\1", text)  # "failed :" left where a location was cut
     if len(text) > MAX_CHARS:
-        text = text[: MAX_CHARS - 1].rstrip() + "…"
+        head = text[:MAX_CHARS - 1]  # at a word boundary: a cut word reads as a typo
+        text = (head[: head.rfind(" ")] if " " in head else head).rstrip(" .,;:(") + " …"
     return text

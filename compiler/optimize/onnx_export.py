@@ -20,8 +20,9 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.optimize.choices import Choice, node_choices
-from compiler.optimize.onnx_prepare import (OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info, named_copy,
-                                             one_line, opset, quant_ready)
+from compiler.optimize.onnx_prepare import (OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info, drop_cast_pairs,
+                                             named_copy,
+                                             one_line, opset, quant_ready, topo_sort)
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
@@ -342,6 +343,8 @@ def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
         m = onnx.load(os.fspath(current))
         block = [n.name for n in m.graph.node if n.name not in set(fp16)]
         m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
+        drop_cast_pairs(m)
+        topo_sort(m.graph)  # its Casts come last: the quantizers that may follow need producers first
         onnx.save(m, os.fspath(out))
 
     _step("ORT's fp16 converter", to_fp16)

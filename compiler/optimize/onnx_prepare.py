@@ -7,8 +7,12 @@ Real exports break those tools in ways our own test models do not (issue 14): re
 
 from __future__ import annotations
 
+import heapq
+import logging
 import os
+import re
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import onnx
@@ -17,14 +21,32 @@ from compiler.frontends.onnx_scopes import name_by_id
 from compiler.optimize.onnx_fp16 import restore_fp32
 from compiler.vocabulary.options import OptionError
 
+log = logging.getLogger(__name__)
+
 # Opset each kind of step writes ops of: per-channel DequantizeLinear (`axis`), BitwiseAnd in the palette decoder.
 OPSET_STATIC_INT8 = 13
 OPSET_PALETTE = 18
 
 
-def one_line(e: BaseException) -> str:
-    msg = " ".join(str(e).split())
-    return f"{type(e).__name__}: {msg[:240]}"
+# The longest cause a failed export's sentence quotes; the whole text goes to the log (`one_line`).
+MAX_CAUSE = 300
+# ONNX Runtime's framing of every error: "[ONNXRuntimeError] : 1 : FAIL : Load model from /tmp/x.onnx failed:".
+_ORT_FRAME = re.compile(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*(?:Load model from \S+ failed:\s*)?")
+
+
+def one_line(e: BaseException, limit: int = MAX_CAUSE) -> str:
+    """The cause of a failed step, for the one sentence a failed export is: `Type: message` on one line without ORT's
+    framing (its exception types, Fail / InvalidGraph, say nothing the message does not), cut after the last whole
+    sentence or word that fits `limit` and marked "…" where cut. The full text is logged (the worker's log)."""
+    log.warning("export step failed: %s: %s", type(e).__name__, e)
+    msg = _ORT_FRAME.sub("", " ".join(str(e).split())).rstrip(". ")
+    if len(msg) > limit:
+        head = msg[: limit + 1]
+        end = head.rfind(". ")
+        cut = end + 1 if end >= limit // 2 else head.rfind(" ")
+        msg = head[: cut if cut > 0 else limit].rstrip(" .,;:(") + " …"
+    ort = type(e).__module__.startswith("onnxruntime")
+    return msg if ort or not msg else f"{type(e).__name__}: {msg}"
 
 
 def opset(model: onnx.ModelProto) -> int:
@@ -58,6 +80,105 @@ def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes
         n.doc_string = ""
     onnx.save(model, os.fspath(out))
     return out
+
+
+def _reads(node: onnx.NodeProto) -> Iterable[str]:
+    """Every value `node` reads, with those its subgraphs (If / Loop / Scan bodies) read from the outer scope."""
+    yield from node.input
+    for a in node.attribute:
+        for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+            for n in g.node:
+                yield from _reads(n)
+
+
+def topo_sort(graph: onnx.GraphProto) -> bool:
+    """Put `graph`'s nodes in dependency order, keeping the given order where it already holds; True if moved.
+
+    ORT's quantizers walk the nodes in list order and take a value not yet produced for a graph input: on a file
+    ORT's fp16 converter wrote (it appends its Casts at the end) quantize_dynamic then gives a value read before
+    its Cast a second producer (a DequantizeLinear), and ORT refuses the file ("Duplicate definition of name")."""
+    nodes = list(graph.node)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    deps = [{producer[x] for x in _reads(n) if x in producer and producer[x] != i} for i, n in enumerate(nodes)]
+    users: list[list[int]] = [[] for _ in nodes]
+    for i, d in enumerate(deps):
+        for j in d:
+            users[j].append(i)
+    left = [len(d) for d in deps]
+    ready = [i for i, c in enumerate(left) if c == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            left[u] -= 1
+            if left[u] == 0:
+                heapq.heappush(ready, u)
+    if len(order) < len(nodes):  # a cycle: not a valid ONNX graph; leave it for ORT to name
+        return False
+    if order == list(range(len(nodes))):
+        return False
+    del graph.node[:]
+    graph.node.extend(nodes[i] for i in order)
+    return True
+
+
+_FLOATS = (onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16)
+
+
+def drop_cast_pairs(model: onnx.ModelProto) -> int:
+    """Remove the round trips ORT's fp16 converter writes around every node it keeps float when given a block list
+    (Cast to fp16 and straight back to fp32 after each such node: 286 Casts for fp16 on one Add of MobileNetV3),
+    which round every activation of the float part to fp16 and cost a kernel each, and which no prediction has.
+    A Cast(to t) of a Cast(to u) of x, x of type t and t, u fp32 / fp16, reads x itself. Returns how many went."""
+    g = model.graph
+    typed = onnx.shape_inference.infer_shapes(model)
+    elem = {v.name: v.type.tensor_type.elem_type for v in [*typed.graph.value_info, *g.input, *g.output]}
+    elem.update({t.name: t.data_type for t in g.initializer})
+    producer = {o: n for n in g.node for o in n.output}
+    outputs = {o.name for o in g.output}
+
+    def to(n: onnx.NodeProto) -> int:
+        return next((a.i for a in n.attribute if a.name == "to"), 0)
+
+    same: dict[str, str] = {}  # a round trip's output -> the value it started from
+    renamed: dict[str, str] = {}  # a value that becomes the graph output its round trip wrote
+    for b in g.node:
+        a = producer.get(b.input[0]) if b.op_type == "Cast" and b.input else None
+        if a is None or a.op_type != "Cast":
+            continue
+        x = a.input[0]
+        if not (to(b) in _FLOATS and to(a) in _FLOATS and to(a) != to(b) and elem.get(x) == to(b)):
+            continue
+        if b.output[0] not in outputs:
+            same[b.output[0]] = x
+        elif x in producer and x not in outputs and x not in renamed:
+            renamed[x] = b.output[0]
+    if not same and not renamed:
+        return 0
+    drop = {id(producer[y]) for y in renamed.values()}  # the Casts whose output x now is
+    keep = [n for n in g.node if id(n) not in drop]
+    def source(v: str) -> str:
+        while v in same:  # a round trip of a round trip
+            v = same[v]
+        return renamed.get(v, v)
+
+    for n in keep:
+        for i, v in enumerate(n.input):
+            n.input[i] = source(v)
+        for i, v in enumerate(n.output):
+            n.output[i] = renamed.get(v, v)
+    while True:  # a first Cast read only by the pairs removed goes too
+        read = {v for n in keep for v in _reads(n)} | outputs
+        left = [n for n in keep if n.op_type != "Cast" or any(o in read for o in n.output)]
+        if len(left) == len(keep):
+            break
+        keep = left
+    gone = len(g.node) - len(keep)
+    del g.node[:]
+    g.node.extend(keep)
+    return gone
 
 
 def clear_value_info(model: onnx.ModelProto) -> None:
