@@ -88,6 +88,9 @@ def run_export(services: Services, export_id: str) -> str:
         if e is None:
             return "skipped"
         e.status, e.finished_at, e.filename, e.size_bytes = "ready", datetime.now(UTC), out.name, size
-        e.predicted, e.measured, e.notes = res["predicted"], measured, res["notes"]
+        # The page's figures for the state (server.api.exports.page_totals, set when queued) are what it predicts;
+        # the exporter's own prediction stands in only where the stored tables could not evaluate the state.
+        e.predicted = {**res["predicted"], **e.predicted} if e.predicted else res["predicted"]
+        e.measured, e.notes = measured, res["notes"]
     return "ready"
 

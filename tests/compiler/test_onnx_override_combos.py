@@ -19,37 +19,16 @@ from onnx import TensorProto, helper
 import corpus.torchvision_compat  # noqa: F401  (torchvision importable beside CPU torch)
 from compiler.optimize.onnx_export import export_onnx
 from compiler.optimize.onnx_prepare import MAX_CAUSE, drop_cast_pairs, one_line, topo_sort
+from tests.real_onnx import BERT_SHAPES, bert_onnx
 
 warnings.filterwarnings("ignore")
 logging.getLogger().setLevel(logging.ERROR)
 pytestmark = pytest.mark.slow  # exports of real models: 2-10 s each on a 2-vCPU VM
 
-BERT_SHAPES = {"input_ids": [1, 32], "attention_mask": [1, 32]}
-
 
 @pytest.fixture(scope="module")
 def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 2-layer BertModel (random weights) called with keyword args, exported by TorchScript at opset 17."""
-    import torch
-    from transformers import BertConfig, BertModel
-
-    torch.manual_seed(0)
-    cfg = BertConfig(num_hidden_layers=2, hidden_size=64, num_attention_heads=2, intermediate_size=128,
-                     vocab_size=1000)
-
-    class Wrapped(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.m = BertModel(cfg).eval()
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
-    p = tmp_path_factory.mktemp("bert") / "bert.onnx"
-    ids = torch.ones(1, 32, dtype=torch.long)
-    torch.onnx.export(Wrapped().eval(), (ids, ids), str(p), dynamo=False, opset_version=17,
-                      input_names=["input_ids", "attention_mask"], output_names=["out"])
-    return p
+    return bert_onnx(tmp_path_factory.mktemp("bert") / "bert.onnx")
 
 
 @pytest.fixture(scope="module")
