@@ -145,3 +145,11 @@ def test_a_failed_step_is_cut_at_a_word_with_the_full_text_logged(caplog: pytest
     assert cut in [w.strip(",.()") for w in long.split()]  # a whole word, not a piece of one
     short = one_line(ValueError("Inferred shape and existing shape differ in dimension 0: (192) vs (1000)."))
     assert short == "ValueError: Inferred shape and existing shape differ in dimension 0: (192) vs (1000)"
+
+
+def test_the_jobs_error_is_cut_at_a_word_too() -> None:
+    from worker.messages import MAX_CHARS, public_message
+
+    out = public_message("ORT's dynamic quantization failed on this model (" + "tensorname " * 100 + ")")
+    assert out.endswith(" …") and len(out) <= MAX_CHARS + 1
+    assert set(out.removesuffix(" …").split()[-40:]) == {"tensorname"}
