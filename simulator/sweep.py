@@ -7,6 +7,8 @@ against the group's per-task work arrays. Output shapes are those of docs/option
 
 from __future__ import annotations
 
+import dataclasses
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -205,8 +207,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     conv = conversion_constants(hw)
     measured = measured_ms(compiled, t, profile, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
     cols = _Columns.empty(n, len(presets))
+    base = native_preset(t, source or compiled, names)
     where = _groups(t, hw, compiled, source, works, stored(t, compiled, source, works, folded, records), presets,
-                    presets_only is not None, measured, execs, conv, cols)
+                    presets_only is not None, measured, execs, conv, cols, _measured_state(t, compiled, base))
     # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
     # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
@@ -218,7 +221,6 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
     # scaled by measured / predicted fp32 total, so the fp32 ops sum to the measurement and options keep
     # their predicted ratios to it.
-    base = native_preset(t, source or compiled, names)
     scale = total_scale(t, profile, measured, cols.metrics["latency_ms"], presets, run_ms + gap_ms, base)
     if scale is not None:
         conv, cross_c = _scaled(scale, cols, where, conv, cross_c)
@@ -328,10 +330,17 @@ class _Columns:
         self.out[rows] = np.array([s.split("/")[1] for s in names], dtype=object)
 
 
+def _measured_state(t: Target, compiled: Graph, base: str) -> str:
+    """The preset whose combos a measured profile's task times are: the file as ORT runs it, so fp16 for an ONNX
+    file stored fp16 on ORT's CPU EP (they went to fp32, the exporter's restored file, and fp16 was predicted)."""
+    return "fp16" if base == "fp16" and t.backend == "ort-cpu" and compiled.format == "onnx" else "fp32"
+
+
 def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | None, works: list[Work], st: Stored,
             presets: list[Any], presets_only: bool, measured: np.ndarray, execs: np.ndarray, conv: dict[str, Any],
-            cols: _Columns) -> list[tuple[_Group, int]]:
-    """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task."""
+            cols: _Columns, own: str = "fp32") -> list[tuple[_Group, int]]:
+    """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task.
+    `own`: the preset whose combos the measured task times are (`fp32`, or `fp16` for an fp16 ONNX upload)."""
     io_in, io_out = _io_elements(compiled)
     control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
@@ -341,13 +350,17 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                     run_estimate_s(works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
                                    u0.cache_bandwidth_bytes_per_s))
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
-    i32 = [p.name for p in presets].index("fp32")
+    i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
     pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
     built: list[tuple[_Group, np.ndarray]] = []
     for (op_type, kind, has_k, fused, shared, plain, facts), rows in _signatures(t, compiled, source, works).items():
         combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
             else tuple(all_combos(has_k))
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain, facts)
+        if own == "fp16":  # the measured times are those of each task's fp16 combo, the others predicted (a copy:
+            # _coeffs is cached)
+            co = dataclasses.replace(co, rates=dataclasses.replace(co.rates, fp32_equiv=np.array(
+                [c.input == c.output == "fp16" and c.kernel in ("fp16", "-") and not c.sparsity for c in combos])))
         g = _Group(np.array(rows), co)
         idx = {c: j for j, c in enumerate(combos)}
         pick = np.array([idx[p.resolve(t.float_format, has_k)] for p in presets])

@@ -94,6 +94,28 @@ def test_the_convs_ort_runs_between_casts_map_to_their_source(
     assert {s for n in convs for s in n.source_nodes if s in src_convs} == src_convs
 
 
+def test_measured_task_times_are_the_fp16_states(uploads: dict[tuple[str, str], tuple[Path, Path, Any]]) -> None:
+    """ORT profiles the file as it is: an fp16 upload's task times are its fp16 state's, shown as uploaded, while
+    fp32 (the exporter's restored file) is predicted. They went to the fp32 column, the fp16 state predicted."""
+    from compiler.profile import Profile, TaskTiming
+    from compiler.vocabulary.targets import get_target
+    from simulator.measured import measured_ms
+
+    _, _, _, compiled, source = uploads[("mobilenet", "graph")]
+    hw = load_profile("host-cpu", "ort-cpu")
+    tasks = {n.id: TaskTiming(0.05, 0.04, 0.06, 10) for n in compiled.nodes}
+    prof = Profile(HOST, "onnxruntime", "cpu", 1, 10, 2, 0.05 * len(tasks) * 2, 0.1 * len(tasks), 0, {}, tasks)
+    m = measured_ms(compiled, get_target(HOST), prof, hw.units[0].profiler_overhead_s, hw.units[0].run_overhead_s)
+    got = sweep(compiled, HOST, hardware=hw, source=source, profile=prof).bulk
+    names = [p["name"] for p in got["presets"]]
+    j16, j32 = names.index("fp16"), names.index("fp32")
+    convs = [i for i, n in enumerate(compiled.nodes) if n.op_type in ("Conv", "FusedConv") and i and m[i] > 0][1:-1]
+    assert convs and got["base"]["preset"] == "fp16"
+    for i in convs:
+        assert got["metrics"]["latency_ms"][i][j16] == pytest.approx(m[i], rel=1e-6)
+        assert got["metrics"]["latency_ms"][i][j32] != pytest.approx(m[i], rel=1e-3)
+
+
 def test_restore_is_exact_and_leaves_no_float_casts(tmp_path: Path) -> None:
     """fp16 -> fp32 loses nothing; the converter's Casts at the inputs and outputs and the Casts behind the
     weights go (a second fp16 conversion named its own Casts as the upload's: "two nodes with same node name")."""
