@@ -34,7 +34,7 @@ HOST = "ort-cpu/host"
 MODELS = {"mobilenet": lambda p: modelzoo.mobilenet_v2_like(p, 1.0, 96, keep_batchnorm=False),
           "bert": lambda p: modelzoo.bert_like(p, 2, 256, 4, 16, dynamic=True)}
 CASES = [("mobilenet", "graph"), ("mobilenet", "graph-io16"), ("mobilenet", "casts"), ("bert", "graph"), ("bert", "casts")]
-OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static")
+OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights", "palettize-4bit")
 
 
 @pytest.fixture(scope="module")
