@@ -164,24 +164,24 @@ def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> 
 
 def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
                  fused: bool, facts: frozenset[str]) -> Path:
-    """A Core ML task under its facts (simulator.coreml_rules): `int8-static` written without int8 activations
-    here (weights as asked, float activations, supported=False with the reason); an activation fused on the ANE."""
+    """A Core ML task under its facts (simulator.coreml_rules): `int8-static` written without int8 activations here
+    (weights as asked, float activations, supported=False with the reason); one silu / gelu; an activation fused."""
     p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
     if "int8" in (combo.input, combo.output) and facts & {"a8_weights_only", "a8_float"}:
-        why = ("int8 activations need calibration: an uploaded ML Program runs on macOS only"
-               if "a8_weights_only" in facts else "coremltools quantizes activations around conv, linear, add and "
-                                                  "pools only")
+        why = ("int8 activations need calibration: an uploaded ML Program runs on macOS only" if "a8_weights_only"
+               in facts else "coremltools quantizes activations around conv, linear, add and pools only")
         alt = Combo(target.float_format, target.float_format, combo.kernel, combo.sparsity)
         p = plan(target, profile, op_type, kind, alt, has_kernel, fused)
-        p = dataclasses.replace(p, supported=False, note="; ".join([f"the Core ML export writes {alt.name} ({why})",
-                                                                    *([p.note] if p.note else [])]))
-    ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)
-    if "io_cast" in facts and ane is not None:  # the ML Program's own I/O conversion, as for an fp32 model
+        note = "; ".join([f"the Core ML export writes {alt.name} ({why})", *([p.note] if p.note else [])])
+        p = dataclasses.replace(p, supported=False, note=note)
+    ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)  # io_cast: the ML Program's own
+    if "io_cast" in facts and ane is not None:  # I/O conversion, as for an fp32 model
         return dataclasses.replace(p, unit=ane, eliminated=True, note="fp32 <-> fp16 at the model's inputs / outputs")
+    if "act_part" in facts:  # one MIL silu / gelu (simulator/coreml_rules.py): its carrying task's pass
+        return dataclasses.replace(p, eliminated=True, note="part of one Core ML silu / gelu op")
     if "ane_fused" in facts and profile.units[p.unit].name == "ane":
-        p = dataclasses.replace(p, eliminated=True, note="; ".join(
-            [*([p.note] if p.note else []), "runs inside its producer's kernel on the ANE (conv / linear / add + "
-                                             "activation)"]))
+        why = "runs inside its producer's kernel on the ANE (conv / linear / add + activation)"
+        p = dataclasses.replace(p, eliminated=True, note="; ".join([*([p.note] if p.note else []), why]))
     return p
 
 

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from compiler.graph import Graph, Node
+from simulator.device_facts import _gelu_parts
 
 # Core ML (`coreml/*`), from what the exporter writes (compiler/optimize/coreml_w8a8.py) and coremltools' W8A8 passes:
 # - "a8_weights_only": the model is an uploaded ML Program, which cannot be run here to calibrate activations, so
@@ -20,6 +21,14 @@ from compiler.graph import Graph, Node
 #   writes one per input and output). An ML Program computes an fp32 model in fp16 and converts at its inputs and
 #   outputs itself, which the cost model takes as free; the explicit Cast is that same conversion, so it costs
 #   nothing and leaves the ANE partition whole (as a GPU task it cost two partition crossings).
+# - "act_part": a SiLU's Sigmoid (x * Sigmoid(x)) and a GELU's Div (sqrt 2), Add (1) and two Muls around its Erf, as an
+#   ONNX export writes them: coremltools converts a PyTorch SiLU / GELU to one MIL `silu` / `gelu` op (repo
+#   apple/coremltools, coremltools/converters/mil/frontend/torch/ops.py: `mb.silu`, `mb.gelu`), which the published
+#   Core ML models are, so one pass over the tensor (the Mul's, the Erf's), not two or five.
+# - "ane_fused" also takes that activation (its carrying Mul / Erf, or an ML Program's own silu / gelu) where its input is
+#   a conv's or linear's output that only the activation reads: one activation after the producer, as for a Relu.
+#   The evidence is the published times: MobileViTv2 (25 SiLUs after convs) was predicted +132% by the A17 profile
+#   as it stood, +4% so; SwiftFormer's GELUs (A15) +31..+144% -> -21..+56%; Depth Anything V1 +28% -> 0% (one pass).
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
@@ -28,6 +37,37 @@ _A8_NEEDS_WEIGHT = frozenset({"MatMul"})  # a MatMul by a constant is MIL `linea
 _FLOATS = frozenset({"float32", "float16"})
 _A8_ACTIVATIONS = frozenset({"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
                              "relu", "relu6", "clip", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid", "scaled_tanh"})
+_ONE_OP_ACTIVATIONS = frozenset({"Swish", "Gelu"})  # an ML Program's silu / gelu (compiler/frontends/onnx_view.py)
+
+
+def _activation_groups(g: Graph) -> tuple[set[int], dict[int, set[int]]]:
+    """The "act_part" tasks, and per carrying task (a SiLU's Mul, a GELU's Erf, a Swish / Gelu) its whole group."""
+    producer = {o: i for i, nd in enumerate(g.nodes) for o in nd.outputs}
+    readers: dict[str, list[int]] = {}
+    for i, nd in enumerate(g.nodes):
+        for v in dict.fromkeys(nd.inputs):
+            readers.setdefault(v, []).append(i)
+    gelu = _gelu_parts(g)
+    parts: set[int] = set()
+    groups: dict[int, set[int]] = {}
+    for i, nd in enumerate(g.nodes):
+        if nd.op_type == "Sigmoid" and nd.inputs and nd.outputs and nd.outputs[0] not in g.outputs:
+            r = readers.get(nd.outputs[0], [])
+            mul = g.nodes[r[0]] if len(r) == 1 else None
+            if mul is not None and mul.op_type == "Mul" and sorted(mul.inputs) == sorted([nd.inputs[0], nd.outputs[0]]):
+                parts.add(i)
+                groups[r[0]] = {i, r[0]}
+        elif nd.op_type == "Erf" and nd.inputs and producer.get(nd.inputs[0]) in gelu:
+            group, seen = {i, producer[nd.inputs[0]]}, set()
+            while group - seen:  # the GELU's parts: those reading its input or another part's output
+                k = (group - seen).pop()
+                seen.add(k)
+                group |= {j for v in (*g.nodes[k].inputs[:1], *g.nodes[k].outputs) for j in readers.get(v, [])
+                          if j in gelu}
+            groups[i] = group
+        elif nd.op_type in _ONE_OP_ACTIVATIONS:
+            groups[i] = {i}
+    return parts | gelu, groups
 
 
 def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
@@ -51,13 +91,31 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
             return len(ins) >= 2
         return nd.op_type not in _A8_NEEDS_WEIGHT or len(ins) < len([v for v in nd.inputs if v])
 
+    def linear(v: str) -> bool:  # a conv's or linear's output (a Linear on 3-D: MatMul by a weight, + its bias)
+        nd = producer.get(v)
+        if nd is not None and nd.op_type in ("Add", "add") and any(not live(u) for u in nd.inputs):
+            nd = next((producer[u] for u in nd.inputs if live(u) and u in producer), None)
+        return nd is not None and nd.op_type in _A8_OPS - _A8_TWO_LIVE - {"MaxPool", "AveragePool", "max_pool",
+                                                                            "avg_pool"} and quantized(nd)
+
+    parts, groups = _activation_groups(compiled)
+    index = {id(nd): i for i, nd in enumerate(compiled.nodes)}
     out = []
-    for nd in compiled.nodes:
+    for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
         src = producer.get(x)
         fused = (nd.op_type in _A8_ACTIVATIONS and src is not None and quantized(src) and readers.get(x, 0) == 1
                  and x not in compiled.outputs)
-        facts = {"ane_fused"} if fused else set()
+        in_stage = fused
+        if i in groups:  # the activation's input: the one every task of its group reads from outside the group
+            outside = {v for j in groups[i] for v in compiled.nodes[j].inputs if live(v)
+                       and (v not in producer or index[id(producer[v])] not in groups[i])}
+            x = next(iter(outside)) if len(outside) == 1 else ""
+            in_stage = bool(x) and linear(x) and x not in compiled.outputs and readers.get(x, 0) == sum(
+                x in compiled.nodes[j].inputs for j in groups[i])
+        facts = {"ane_fused"} if in_stage else set()
+        if i in parts:
+            facts.add("act_part")
         if nd.op_type in ("Cast", "cast") and nd.inputs and nd.outputs and (
                 nd.inputs[0] in compiled.inputs or nd.outputs[0] in compiled.outputs):
             dtypes = {v.dtype for v in (compiled.values.get(nd.inputs[0]), compiled.values.get(nd.outputs[0]))
