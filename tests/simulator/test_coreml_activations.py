@@ -1,0 +1,112 @@
+"""A SiLU / GELU as an ONNX export writes it (Sigmoid + Mul; Div, Erf, Add, Mul, Mul) is one Core ML silu / gelu op,
+as coremltools converts the PyTorch module (simulator/coreml_rules.py "act_part"), and after a conv or linear whose
+output only it reads, it runs in that producer's output stage on the ANE ("ane_fused"), as a Relu does. Not on ORT's
+CoreML EP (which hands Core ML the ONNX ops one by one) nor on the QNN targets for the SiLU."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.graph import Graph, Node, Value, WeightStats
+from compiler.vocabulary.targets import get_target
+from simulator.profiles import load_profile
+from simulator.published.latency import latency_ms, plan_latency
+from tests.simulator.helpers import act, graph, weight
+
+SHAPE = [1, 64, 56, 56]
+
+
+def _conv_silu(extra_reader: bool = False, producer: str = "Conv") -> Graph:
+    values = [act("x", SHAPE), weight("w", [64, 64, 1, 1]), act("c", SHAPE), act("s", SHAPE), act("y", SHAPE)]
+    first = (Node("conv", "conv", "Conv", inputs=["x", "w"], outputs=["c"], attributes={"kernel_shape": [1, 1]})
+             if producer == "Conv" else Node("conv", "conv", "Relu", inputs=["x"], outputs=["c"]))
+    nodes = [first, Node("sig", "sig", "Sigmoid", inputs=["c"], outputs=["s"]),
+             Node("mul", "mul", "Mul", inputs=["s", "c"], outputs=["y"])]
+    outputs = ["y"]
+    if extra_reader:  # the conv's output is read by another op too: the activation cannot run inside the conv
+        values.append(act("z", SHAPE))
+        nodes.append(Node("other", "other", "Tanh", inputs=["c"], outputs=["z"]))
+        outputs.append("z")
+    return graph(nodes, values, ["x"], outputs)
+
+
+def _linear_gelu(half_first: bool) -> Graph:
+    """x = MatMul(a, w) + b -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), or x*0.5 times (1 + erf)."""
+    def const(name: str, v: float) -> Value:
+        return Value(name, [], "float32", weight=WeightStats(1, 4, v, v, 0.0))
+
+    shape = [1, 1036, 1536]
+    values = [act("a", [1, 1036, 384]), weight("w", [384, 1536]), weight("b", [1536]), act("m", shape),
+              act("x", shape), const("s2", 2 ** 0.5), const("one", 1.0), const("half", 0.5),
+              *(act(n, shape) for n in ("d", "e", "p", "h", "y"))]
+    nodes = [Node("mm", "mm", "MatMul", inputs=["a", "w"], outputs=["m"]),
+             Node("bias", "bias", "Add", inputs=["b", "m"], outputs=["x"]),
+             Node("div", "div", "Div", inputs=["x", "s2"], outputs=["d"]),
+             Node("erf", "erf", "Erf", inputs=["d"], outputs=["e"]),
+             Node("add", "add", "Add", inputs=["e", "one"], outputs=["p"])]
+    if half_first:
+        nodes += [Node("half", "half", "Mul", inputs=["x", "half"], outputs=["h"]),
+                  Node("mul", "mul", "Mul", inputs=["h", "p"], outputs=["y"])]
+    else:
+        nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
+                  Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
+    return graph(nodes, values, ["a"], ["y"])
+
+
+def _gone(g: Graph, target: str, preset: str) -> dict[str, bool]:
+    t = get_target(target)
+    lp = plan_latency(g, t, load_profile(t.profile, t.backend), preset)
+    return {nd.id: bool(x) for nd, x in zip(g.nodes, lp.gone)}
+
+
+@pytest.mark.parametrize("target", ["coreml/apple-a17", "coreml/apple-a14"])
+@pytest.mark.parametrize("preset", ["fp16", "fp32", "int8-static"])
+def test_a_silu_after_its_conv_runs_inside_the_conv(target: str, preset: str) -> None:
+    gone = _gone(_conv_silu(), target, preset)
+    assert not gone["conv"] and gone["sig"] and gone["mul"]
+    # Read by another op too: one silu pass of its own (the Mul's), the Sigmoid still part of it.
+    gone = _gone(_conv_silu(extra_reader=True), target, preset)
+    assert gone["sig"] and not gone["mul"] and not gone["other"]
+    # After an op that is no conv / linear: one pass, not fused.
+    gone = _gone(_conv_silu(producer="Relu"), target, preset)
+    assert gone["sig"] and not gone["mul"]
+
+
+@pytest.mark.parametrize("half_first", [False, True])
+def test_a_gelu_after_its_linear_is_one_op_in_the_linear(half_first: bool) -> None:
+    gone = _gone(_linear_gelu(half_first), "coreml/apple-a17", "fp16")
+    assert not gone["mm"] and not gone["bias"]
+    assert all(gone[k] for k in ("div", "erf", "add", "mul", "half")), gone
+
+
+def test_the_gelu_costs_what_its_linear_leaves() -> None:
+    """The fused GELU adds no time of its own to the plan; the five ONNX tasks did (the ORT CoreML EP's plan keeps
+    them: it converts op by op)."""
+    g = _linear_gelu(False)
+    t = get_target("coreml/apple-a17")
+    hw = load_profile(t.profile, t.backend)
+    lp = plan_latency(g, t, hw, "fp16")
+    alone = plan_latency(graph(g.nodes[:2], list(g.values.values()), ["a"], ["x"]), t, hw, "fp16")
+    assert latency_ms(lp, hw) == pytest.approx(latency_ms(alone, hw), rel=1e-6)
+    assert not any(_gone(g, "ort-coreml/apple-a17", "fp16")[k] for k in ("div", "erf", "add", "mul", "half"))
+
+
+def test_not_a_silu_on_the_qnn_ep() -> None:
+    """The SiLU's Sigmoid is the Core ML rule's, not the ORT QNN EP's (which lowers it to Sigmoid + Mul)."""
+    gone = _gone(_conv_silu(), "ort-qnn/snapdragon-8g3", "fp32")
+    assert not gone["sig"] and not gone["mul"]
+
+
+@pytest.mark.parametrize("op", ["Swish", "Gelu"])
+def test_an_ml_programs_own_silu_or_gelu_after_its_conv_runs_inside_it(op: str) -> None:
+    """An .mlpackage's silu / gelu (read as Swish / Gelu) is placed as the ONNX pair is, and costed alike."""
+    values = [act("x", SHAPE), weight("w", [64, 64, 1, 1]), act("c", SHAPE), act("y", SHAPE)]
+    nodes = [Node("conv", "conv", "Conv", inputs=["x", "w"], outputs=["c"], attributes={"kernel_shape": [1, 1]}),
+             Node("act", "act", op, inputs=["c"], outputs=["y"])]
+    gone = _gone(graph(nodes, values, ["x"], ["y"]), "coreml/apple-a17", "fp16")
+    assert not gone["conv"] and gone["act"]
+    pair = _conv_silu()
+    t = get_target("coreml/apple-a17")
+    hw = load_profile(t.profile, t.backend)
+    one = latency_ms(plan_latency(graph(nodes, values, ["x"], ["y"]), t, hw, "fp16"), hw)
+    assert one == pytest.approx(latency_ms(plan_latency(pair, t, hw, "fp16"), hw), rel=1e-6)
