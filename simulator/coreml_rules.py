@@ -25,10 +25,11 @@ from simulator.device_facts import _gelu_parts
 #   ONNX export writes them: coremltools converts a PyTorch SiLU / GELU to one MIL `silu` / `gelu` op (repo
 #   apple/coremltools, coremltools/converters/mil/frontend/torch/ops.py: `mb.silu`, `mb.gelu`), which the published
 #   Core ML models are, so one pass over the tensor (the Mul's, the Erf's), not two or five.
-# - "ane_fused" also takes that activation (its carrying Mul / Erf, or an ML Program's own silu / gelu) where its input is
-#   a conv's or linear's output that only the activation reads: one activation after the producer, as for a Relu.
-#   The evidence is the published times: MobileViTv2 (25 SiLUs after convs) was predicted +132% by the A17 profile
-#   as it stood, +4% so; SwiftFormer's GELUs (A15) +31..+144% -> -21..+56%; Depth Anything V1 +28% -> 0% (one pass).
+# - "ane_fused" also takes a SiLU (its Mul, or an ML Program's own silu) whose input is a conv's or linear's output that
+#   only the SiLU reads, as for a Relu; not a GELU, which stays one pass of its own. The evidence is the published
+#   times (cross-validated, leave one family out, the A17 fit's two figures; README): MobileViTv2 (25 SiLUs after
+#   convs) held out +96..+140% with the SiLU as its own pass, -15..+2% inside the conv; SwiftFormer (A15) and Depth
+#   Anything, whose GELUs follow convs / Linears, -39..-8% with the GELU inside them, -29..+11% as its own pass.
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
@@ -37,37 +38,24 @@ _A8_NEEDS_WEIGHT = frozenset({"MatMul"})  # a MatMul by a constant is MIL `linea
 _FLOATS = frozenset({"float32", "float16"})
 _A8_ACTIVATIONS = frozenset({"Relu", "Clip", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid",
                              "relu", "relu6", "clip", "sigmoid", "tanh", "leaky_relu", "hard_sigmoid", "scaled_tanh"})
-_ONE_OP_ACTIVATIONS = frozenset({"Swish", "Gelu"})  # an ML Program's silu / gelu (compiler/frontends/onnx_view.py)
 
 
-def _activation_groups(g: Graph) -> tuple[set[int], dict[int, set[int]]]:
-    """The "act_part" tasks, and per carrying task (a SiLU's Mul, a GELU's Erf, a Swish / Gelu) its whole group."""
-    producer = {o: i for i, nd in enumerate(g.nodes) for o in nd.outputs}
+def _silus(g: Graph) -> dict[int, tuple[str, set[int]]]:
+    """Per SiLU's carrying task (the Mul of x * Sigmoid(x), or an ML Program's silu: Swish), its input x and tasks."""
     readers: dict[str, list[int]] = {}
     for i, nd in enumerate(g.nodes):
         for v in dict.fromkeys(nd.inputs):
             readers.setdefault(v, []).append(i)
-    gelu = _gelu_parts(g)
-    parts: set[int] = set()
-    groups: dict[int, set[int]] = {}
+    found: dict[int, tuple[str, set[int]]] = {}
     for i, nd in enumerate(g.nodes):
         if nd.op_type == "Sigmoid" and nd.inputs and nd.outputs and nd.outputs[0] not in g.outputs:
             r = readers.get(nd.outputs[0], [])
             mul = g.nodes[r[0]] if len(r) == 1 else None
             if mul is not None and mul.op_type == "Mul" and sorted(mul.inputs) == sorted([nd.inputs[0], nd.outputs[0]]):
-                parts.add(i)
-                groups[r[0]] = {i, r[0]}
-        elif nd.op_type == "Erf" and nd.inputs and producer.get(nd.inputs[0]) in gelu:
-            group, seen = {i, producer[nd.inputs[0]]}, set()
-            while group - seen:  # the GELU's parts: those reading its input or another part's output
-                k = (group - seen).pop()
-                seen.add(k)
-                group |= {j for v in (*g.nodes[k].inputs[:1], *g.nodes[k].outputs) for j in readers.get(v, [])
-                          if j in gelu}
-            groups[i] = group
-        elif nd.op_type in _ONE_OP_ACTIVATIONS:
-            groups[i] = {i}
-    return parts | gelu, groups
+                found[r[0]] = (nd.inputs[0], {i, r[0]})
+        elif nd.op_type == "Swish" and nd.inputs:
+            found[i] = (nd.inputs[0], {i})
+    return found
 
 
 def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
@@ -98,8 +86,8 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
         return nd is not None and nd.op_type in _A8_OPS - _A8_TWO_LIVE - {"MaxPool", "AveragePool", "max_pool",
                                                                             "avg_pool"} and quantized(nd)
 
-    parts, groups = _activation_groups(compiled)
-    index = {id(nd): i for i, nd in enumerate(compiled.nodes)}
+    silus = _silus(compiled)
+    parts = _gelu_parts(compiled) | {j for m, (_, grp) in silus.items() for j in grp if j != m}
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
@@ -107,12 +95,9 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
         fused = (nd.op_type in _A8_ACTIVATIONS and src is not None and quantized(src) and readers.get(x, 0) == 1
                  and x not in compiled.outputs)
         in_stage = fused
-        if i in groups:  # the activation's input: the one every task of its group reads from outside the group
-            outside = {v for j in groups[i] for v in compiled.nodes[j].inputs if live(v)
-                       and (v not in producer or index[id(producer[v])] not in groups[i])}
-            x = next(iter(outside)) if len(outside) == 1 else ""
-            in_stage = bool(x) and linear(x) and x not in compiled.outputs and readers.get(x, 0) == sum(
-                x in compiled.nodes[j].inputs for j in groups[i])
+        if i in silus:  # x read by the SiLU's tasks only
+            x, grp = silus[i]
+            in_stage = linear(x) and x not in compiled.outputs and readers.get(x, 0) == len(grp)
         facts = {"ane_fused"} if in_stage else set()
         if i in parts:
             facts.add("act_part")
