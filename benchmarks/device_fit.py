@@ -164,11 +164,11 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     # a second family; not their W8A8 rows (the A17 Pro's int8 x int8 path is new: C4 in apple-a17.yaml).
     # Parameters: the share of the memory rate activations beyond the chip move at, and of weight traffic on the
     # critical path (the palettized / sparse rows: time flat from 2-bit to fp16 weights); the other ANE figures stay
-    # the YAML's. With one SiLU / GELU pass (simulator/coreml_rules.py) these two cross-validate at 10.3%, 73.7% within
+    # the YAML's. With one SiLU / GELU pass (simulator/coreml_rules.py) these two cross-validate at 11.0%, 84.2% within
     # +-25% (19 rows, 5 families); refitting more of them held out worse: every efficiency went to its cap in every
-    # fold, the per-call cost is seen in MobileNetV3-small alone (held out, the prior's 0.2 ms decides: +136..+180%),
-    # and the on-chip size, element-wise rate and per-task cost traded against each other (all seven figures 51.4%,
-    # 15.8%; the subsets tried: README "Device profiles fitted to published measurements").
+    # fold, the per-call cost is seen in MobileNetV3-small alone (held out, the prior's 0.2 ms decides: +138..+175%),
+    # and the on-chip size, element-wise rate and per-task cost traded against each other (all seven figures 42.4%,
+    # 21.1%; the subsets tried: README "Device profiles fitted to published measurements").
     FitSpec("coreml/apple-a17", "apple-a17", ("coreml",),
             (Param("ane", "bandwidth_efficiency", "", 0.05, 1.0, 0.7),  # starts: the 0.7 estimate, every weight shown
              Param("ane", "weights_exposed_share", "", 1e-3, 1.0, 1.0)),

@@ -28,8 +28,8 @@ from simulator.device_facts import _gelu_parts
 # - "ane_fused" also takes a SiLU (its Mul, or an ML Program's own silu) whose input is a conv's or linear's output that
 #   only the SiLU reads, as for a Relu; not a GELU, which stays one pass of its own. The evidence is the published
 #   times (cross-validated, leave one family out, the A17 fit's two figures; README): MobileViTv2 (25 SiLUs after
-#   convs) held out +96..+140% with the SiLU as its own pass, -15..+2% inside the conv; SwiftFormer (A15) and Depth
-#   Anything, whose GELUs follow convs / Linears, -39..-8% with the GELU inside them, -29..+11% as its own pass.
+#   convs) held out +88..+140% with the SiLU as its own pass, -15..+2% inside the conv; SwiftFormer (A15) and Depth
+#   Anything, whose GELUs follow convs / Linears, -39..0% with the GELU inside them, -29..+11% as its own pass.
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
