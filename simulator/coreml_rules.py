@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from compiler.graph import Graph, Node
-from simulator.device_facts import _gelu_parts
+from simulator.device_facts import gelu_parts
 
 # Core ML (`coreml/*`), from what the exporter writes (compiler/optimize/coreml_w8a8.py) and coremltools' W8A8 passes:
 # - "a8_weights_only": the model is an uploaded ML Program, which cannot be run here to calibrate activations, so
@@ -87,7 +87,7 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
                                                                             "avg_pool"} and quantized(nd)
 
     silus = _silus(compiled)
-    parts = _gelu_parts(compiled) | {j for m, (_, grp) in silus.items() for j in grp if j != m}
+    parts = gelu_parts(compiled) | {j for m, (_, grp) in silus.items() for j in grp if j != m}
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""

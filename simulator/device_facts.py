@@ -225,9 +225,9 @@ def _const(compiled: Graph, name: str) -> float | None:
     return w.min if w is not None and w.elements == 1 else None
 
 
-def _gelu_parts(compiled: Graph) -> set[int]:
+def gelu_parts(compiled: Graph) -> set[int]:
     """Indices of the nodes the QNN EP fuses with an Erf into one Gelu: x/sqrt2 -> Erf -> +1 -> *x -> *0.5 (or x*0.5
-    first, then times the sum)."""
+    first, then times the sum); Core ML's one `gelu` too (simulator/coreml_rules.py)."""
     producer = {o: i for i, nd in enumerate(compiled.nodes) for o in nd.outputs}
     readers: dict[str, list[int]] = {}
     for i, nd in enumerate(compiled.nodes):
@@ -291,7 +291,7 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
             readers[v] = readers.get(v, 0) + 1
-    gelu = _gelu_parts(compiled) if target.backend == "ort-qnn" else set()
+    gelu = gelu_parts(compiled) if target.backend == "ort-qnn" else set()
     shuffle = _shuffle_layouts(compiled) if target.backend == "litert-qnn" else set()
     norms = set().union(*norm_islands(compiled)) if target.backend == "litert-qnn" else set()
     silu = _silu_sigmoids(compiled) if target.backend == "litert-qnn" else set()

@@ -40,9 +40,10 @@ def _gemv() -> tuple[Node, list]:
 def test_a_share_of_the_weights_time_shows_and_their_traffic_stays() -> None:
     """A batch-1 GEMV is bound by its weights: with all of them exposed (the default: a roofline per task) it takes
     their time from memory; with a share exposed, that share of it; its DRAM bytes are the same either way."""
-    assert HW.units[0].weights_exposed_share == 1.0  # not fitted: the A17 profile charges every weight (README)
+    assert 0.0 < HW.units[0].weights_exposed_share < 1.0  # fitted (benchmarks/device_fit.py): some weights hide
+    exposed = HW.with_overrides({"units": {"ane": {"weights_exposed_share": 1.0}}})
     node, values = _gemv()
-    w, r, c, full = _cost(node, values)
+    w, r, c, full = _cost(node, values, exposed)
     bw = HW.dram_bandwidth_bytes_per_s * HW.units[0].bandwidth_efficiency
     weight_s = w.kernel_elements * 2 / bw  # fp16 weights from memory
     assert float(full.latency_s[0, 0]) == pytest.approx(weight_s, rel=0.05)
@@ -53,7 +54,7 @@ def test_a_share_of_the_weights_time_shows_and_their_traffic_stays() -> None:
     assert float(dram_bytes(c, r2, part, streamed)[0, 0]) == float(dram_bytes(c, r, full, streamed)[0, 0]) > 0
     # Weights the unit keeps on chip are read from there, whatever the share.
     _, _, _, kept = _cost(node, values, hidden_hw, resident=True)
-    _, _, _, kept_full = _cost(node, values, resident=True)
+    _, _, _, kept_full = _cost(node, values, exposed, resident=True)
     assert float(kept.latency_s[0, 0]) == float(kept_full.latency_s[0, 0])
 
 
@@ -97,8 +98,9 @@ def test_the_fit_sets_one_kinds_rate_and_keeps_the_others() -> None:
     assert ov == {"units": {"ane": {"kind_bandwidth_bytes_per_s": {"pool": 5e11, "elementwise": 3e11},
                                     "weights_exposed_share": 0.1}}}
     assert df._value(HW, params[0]) == HW.units[0].cache_bandwidth_bytes_per_s  # no rate of its own: a small task's
-    spec = df.TARGETS["coreml/apple-a17"]
-    assert {p.field for p in spec.params} >= {"weights_exposed_share", "kind_bandwidth_bytes_per_s"}
+    # The A17's fit frees the weights' share (and the memory-rate share); the LiteRT QNN fits the element-wise rate.
+    assert {p.field for p in df.TARGETS["coreml/apple-a17"].params} == {"weights_exposed_share", "bandwidth_efficiency"}
+    assert "kind_bandwidth_bytes_per_s" in {p.field for p in df.TARGETS["litert-qnn/snapdragon-8g3"].params}
 
 
 def test_a_fitted_kind_rate_is_written_under_a_new_map_with_its_source(tmp_path, monkeypatch) -> None:  # noqa: ANN001
