@@ -175,6 +175,28 @@ def _stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Pat
     return build
 
 
+def _dw_strided(c: int, hw: int, k: int) -> Callable[[Path], Path]:
+    """R depthwise k x k Convs at stride 2 side by side on one c x hw x hw input (a chain would halve the map each
+    time), each reading one shared bias (so fp16 keeps them NCHW, as _conv_act's shared cases) + Relu: the stride-2
+    depthwise convs that open MobileNet / EfficientNet / MNASNet stages."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto, helper, numpy_helper
+
+        w = _rng_w([c, 1, k, k])
+        o = (hw + 2 * (k // 2) - k) // 2 + 1
+        inits = [numpy_helper.from_array((0.1 * np.random.default_rng(0).standard_normal(c)).astype(np.float32), "b")]
+        nodes, outs = [], []
+        for i in range(R):
+            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
+            nodes += [helper.make_node("Conv", ["v0", f"w{i}", "b"], [f"c{i}"], name=f"conv{i}", pads=[k // 2] * 4,
+                                       group=c, strides=[2, 2]),
+                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
+            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, c, o, o]))
+        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])], outs, inits,
+                     path)
+    return build
+
+
 def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
     """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the quantizers and the
     fp16 converter rewrite, so the fitted paths include the kernels they add (Casts, DynamicQuantizeLinear, scale Mul /
@@ -297,6 +319,11 @@ CASES: tuple[Case, ...] = (
     *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}", "dwconvnchw", _conv_act(c, s, k, group=c, shared_bias=True),
            (("fp16", "cast16nchw"),))
       for c, s, k in ((32, 56, 3), (96, 28, 3), (144, 14, 3), (72, 28, 5), (240, 14, 5), (576, 7, 5))),
+    # The same at stride 2 on the large maps that open a stage: fitted on stride 1 alone, EfficientNet-B0's 96x112 3x3
+    # and 144x56 5x5 ones were predicted at 0.49x and 0.6x their time in single-op files (Zen 4, CPU time, load ~10,
+    # 2026-12-04), 96x56 3x3 at stride 1 0.88x: ORT's NCHW im2col gathers a strided row element by element.
+    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}-s2", "dwconvnchw", _dw_strided(c, s, k), (("fp16", "cast16nchw"),))
+      for c, s, k in ((96, 112, 3), (144, 56, 5), (32, 112, 3))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act). Their
     # static int8 path has four figures (rate, setup, per GEMM row, per im2col copy): four shapes, as CNNs have them

@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 52  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 53  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -46,6 +46,7 @@ CACHE_VERSION = 52  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     GEMMs' (gemm.int8gemv); raw timings kept
 # 52: layout fitted jointly (efficiency, setup, output bytes beyond the L2: layout.fp32.spill) on mixed graphs with
 #     MixNet-shaped channel-group blocks
+# 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -53,6 +54,10 @@ CACHE_VERSION = 52  # 29: the machine's own facts (peaks, L2, description); 30: 
 # profile's measured figure (ConvInteger's) or 0. fp32's NCHW depthwise path runs the same im2col + per-group SGEMM:
 # its 5x5-9x9 cases fit the row cost too.
 _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw"})
+# Paths whose im2col gathers strided rows element by element (conv_work.strided_im2col), fitted on stride-2 cases:
+# fp16's NCHW depthwise convs. Stride 1 alone could not price them (a Zen 4's stride-2 cases -37..-52% fitted on the
+# stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%).
+_STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw"})
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
 _SPILL_FITTED = frozenset({"layout.fp32"})
@@ -99,7 +104,8 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     # (backends._ort_fp16's `cast16nchw` depthwise path), and the setups' slopes are read on that path.
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
     subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap", key + ".span",
-            *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else [])]
+            *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else []),
+            *([key + ".im2col.strided"] if key in _STRIDED_FITTED else [])]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.

@@ -53,6 +53,19 @@ def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
 _IM2COL_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"})
 
 
+def strided_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
+    """Elements of a conv's NCHW im2col buffer (every group's: MACs x groups / output channels) when it strides along
+    W (0 otherwise): MLAS's float im2col copies a stride-1 row as a block but gathers a strided one element by element.
+    Seen in fp16 files, whose depthwise convs ORT leaves in NCHW (simulator.backends._ort_fp16): single-op files on a
+    Zen 4 (thread CPU time, load ~10, 2026-12-04) of 3x3 depthwise convs at 96x112 stride 2 took 3.0x the time of
+    96x56 stride 1 (the same buffer), 5x5 at 144x56 stride 2 2.3x 144x28 stride 1; the ConvIntegers of the same
+    convs (ORT's own Im2col<uint8_t>) 1.6x and 1.2x. Priced where calibration fits `<kind>.<tag>.im2col.strided`."""
+    stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
+    if kind not in _IM2COL_KINDS or stride == 1 or k_rows <= 0:
+        return 0.0
+    return macs * int(node.attributes.get("group", 1) or 1) / k_rows
+
+
 def im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | None) -> float:
     """Rows of a conv's NCHW im2col buffer: (input channels per group x kernel taps x output rows) per group, over
     every group = MACs x groups / (output channels x output width). ORT's Im2col copies the buffer row by row

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
-from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns
+from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
@@ -111,6 +111,7 @@ class Work:
     # Rows the NCHW im2col copies (one per group input channel, kernel tap and output row, over every group): ORT's
     # Im2col<uint8_t> for ConvInteger pays a fixed cost per row, several times its per-element cost at 7-28 px wide.
     im2col_rows: float = 0.0
+    im2col_strided: float = 0.0  # the im2col buffer's elements where the conv strides along W (conv_work)
     # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels): the GEMMs'
     # rows (output pixels x groups) and the copies its NHWC im2col makes (per pixel and group, one per kernel tap, or
     # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
@@ -382,6 +383,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 epilogue_flops=epilogue, im2col_elements=grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
                 im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
+                im2col_strided=strided_im2col(node, kind, macs, k_rows),
                 reread_elements=reread, reread_set=reread_set,
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),

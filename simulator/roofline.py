@@ -115,6 +115,7 @@ class Rates:
     pixel_s: Num  # seconds per output pixel (output elements / kernel rows) on top of setup_s
     im2col_s: Num  # seconds per element of the im2col buffer (kernels larger than 1x1 only)
     im2col_row_s: Num  # seconds per row the im2col copies (`<kind>.<tag>.im2col.row`; where im2col_s applies)
+    im2col_strided_s: Num  # seconds per element of a strided conv's buffer (`<kind>.<tag>.im2col.strided`; ditto)
     repack_s: Num  # seconds per weight of packing the weights on every run
     spill_s: Num  # seconds per output byte beyond `l2` (a kernel whose working set leaves the core's L2)
     row_s: Num  # seconds per GEMM row of a per-group GEMM path (Path.qgemm)
@@ -172,6 +173,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         pixel_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.pixel", 0.0) if p.setup_per_pixel else 0.0,
         im2col_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col", 0.0) if p.im2col else 0.0,
         im2col_row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col.row", 0.0) if p.im2col else 0.0,
+        im2col_strided_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col.strided", 0.0) if p.im2col else 0.0,
         repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
         spill_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.spill", 0.0) if p.spill and u.l2_share_bytes else 0.0,
         l2=u.l2_share_bytes,
@@ -255,6 +257,7 @@ class Counts:
     igemm_taps: Num = 0.0
     reread_elements: Num = 0.0
     reread_set: Num = 0.0
+    im2col_strided: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -272,7 +275,8 @@ class Counts:
             qgemm_taps=col([w.qgemm_taps for w in works]), gemm_k=col([w.gemm_k for w in works]),
             sgemm_columns=col([w.sgemm_columns for w in works]),
             sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
-            reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]))
+            reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
+            im2col_strided=col([w.im2col_strided for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +376,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
+            + r.im2col_strided_s * np.where(expanded, w.im2col_strided, 0.0)
             + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps)
 
