@@ -46,14 +46,19 @@ CACHE_VERSION = 53  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     GEMMs' (gemm.int8gemv); raw timings kept
 # 52: layout fitted jointly (efficiency, setup, output bytes beyond the L2: layout.fp32.spill) on mixed graphs with
 #     MixNet-shaped channel-group blocks
-# 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided)
+# 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided);
+#     dynamic int8 depthwise ConvIntegers' cost per im2col row fitted (dwconv.int8dyn.im2col.row)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
 # 5x5 at 7-14 px -15..-18%, with the row term all six 3x3 / 5x5 shapes within 4%). Elsewhere the row cost stays the
 # profile's measured figure (ConvInteger's) or 0. fp32's NCHW depthwise path runs the same im2col + per-group SGEMM:
-# its 5x5-9x9 cases fit the row cost too.
-_ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw"})
+# its 5x5-9x9 cases fit the row cost too. So do dynamic int8's depthwise ConvIntegers (ORT's Im2col<uint8_t>, row by
+# row): with the profile's 3.8 ns per row (measured on a Zen 5) a Zen 4's calibration left its 5x5 cases -16..-17%
+# and the 5x5 depthwise convs of EfficientNet-B0 and MNASNet made their int8-dynamic files -18..-20% (2026-12-04);
+# fitted there (5.95 ns per row on the same timings), the 5x5 cases -6..-8%, the 3x3 ones within 7%. Dense
+# ConvIntegers keep the profile's: fitted, their cases came out worse (small 3x3 ones +27..+33%).
+_ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "dwconv.int8dyn"})
 # Paths whose im2col gathers strided rows element by element (conv_work.strided_im2col), fitted on stride-2 cases:
 # fp16's NCHW depthwise convs. Stride 1 alone could not price them (a Zen 4's stride-2 cases -37..-52% fitted on the
 # stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%).
@@ -356,7 +361,8 @@ def _fit_joint(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: Ha
         eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
         effs[key] = eff
         # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
-        joint_setups.update({k: v for k, v in setups.items() if k == key or v})
+        # (a fitted row cost of 0 too: the profile's own figure would otherwise stand in for it)
+        joint_setups.update({k: v for k, v in setups.items() if k == key or v or k.endswith(".im2col.row")})
         for c in cs:
             c["efficiency"], c["setup_s"] = eff, setups[key]
             c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})
