@@ -108,8 +108,7 @@ class Work:
     # channels (a dense conv's): a grouped conv run group by group expands every group (0 = the default rule).
     im2col_elements: float = 0.0
     groups: int = 1  # a Conv's `group`: the GEMMs MLAS runs one after another for a conv left in NCHW
-    # Rows the NCHW im2col copies (one per group input channel, kernel tap and output row, over every group): ORT's
-    # Im2col<uint8_t> for ConvInteger pays a fixed cost per row, several times its per-element cost at 7-28 px wide.
+    # Rows the NCHW im2col copies (per group input channel, kernel tap and output row): a fixed cost each, conv_work
     im2col_rows: float = 0.0
     im2col_strided: float = 0.0  # the im2col buffer's elements where the conv strides along W (conv_work)
     # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels): the GEMMs'
