@@ -435,6 +435,10 @@ CASES: tuple[Case, ...] = (
     *(Case(f"mul-span-{c}x{hw}", "elementwise", lambda p, s=[1, hw, hw, c]: _chain(
         "Mul", s, p, weight=lambda i, w=[1, 1, 1, s[-1]]: (0.5 + np.random.default_rng(i).random(w)).astype(np.float32)),
         (("int8-static", "int8"),)) for c, hw in ((16, 56), (96, 28), (32, 112))),
+    # A GlobalAveragePool ORT leaves in NCHW (100 channels fill no NCHWc block, 8 or 16 wide): its own kernel, ~3.5x
+    # the NCHWc one's time per element (costs.kind_of: `poolnchw`), squeeze-excite pools after NCHW-path Convs.
+    Case("gap-nchw-100x28", "poolnchw", lambda p: _side_by_side("GlobalAveragePool", [1, 100, 28, 28], [1, 100, 1, 1], p),
+         (("fp32", "poolnchw.fp32.GlobalAveragePool"),)),
     # A Transpose ORT walks element by element (costs._walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
     Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),

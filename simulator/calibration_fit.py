@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 53  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 54  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -48,6 +48,7 @@ CACHE_VERSION = 53  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     MixNet-shaped channel-group blocks
 # 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided);
 #     dynamic int8 depthwise ConvIntegers' cost per im2col row fitted (dwconv.int8dyn.im2col.row)
+# 54: GlobalAveragePools ORT leaves in NCHW, a rate of their own (poolnchw.fp32.GlobalAveragePool)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -15,16 +15,15 @@ from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
-                          "matmul", "attention", "pool", "elementwise", "norm", "skipnorm", "softmax", "reduce",
-                          "layout", "walk", "resize", "view", "quant", "other")
+                          "matmul", "attention", "pool", "poolnchw", "elementwise", "norm", "skipnorm", "softmax",
+                          "reduce", "layout", "walk", "resize", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
 WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
-                               "convnchw": "conv",
-                               "walk": "layout", "resize": "layout"}
+                               "convnchw": "conv", "poolnchw": "pool", "walk": "layout", "resize": "layout"}
 
 
 def base_kind(kind: str) -> str:
@@ -39,8 +38,8 @@ _GEMM = {"Gemm", "FusedGemm", "QGemm", "MatMulNBits", "DynamicQuantizeMatMul", "
 _RNN: dict[str, tuple[int, float]] = {"LSTM": (4, 3 * 4 + 2 * 6 + 5), "GRU": (3, 2 * 4 + 6 + 6), "RNN": (1, 6 + 1)}
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention", "PackedAttention",
               "SparseAttention", "DecoderMaskedMultiHeadAttention"}
-_POOL = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "QLinearAveragePool",
-         "QLinearGlobalAveragePool", "NhwcMaxPool"}
+_NCHW_POOLS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"})
+_POOL = {*_NCHW_POOLS, "QLinearAveragePool", "QLinearGlobalAveragePool", "NhwcMaxPool"}
 _NORM = {"LayerNormalization", "SkipLayerNormalization", "SimplifiedLayerNormalization",
          "SkipSimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization",
          "GroupNormalization", "GroupNorm", "EmbedLayerNormalization", "RMSNormalization", "LpNormalization",
@@ -222,7 +221,9 @@ def kind_of(node: Node, graph: Graph) -> str:
     if op in _ATTENTION:
         return "attention"
     if op in _POOL:
-        return "pool"
+        # A pool ORT left in NCHW (plain domain) runs its own kernel: GlobalAveragePools 0.19-0.37 ns per element, NCHWc
+        # ones 0.06-0.15 (RegNetY-400MF, SqueezeNet; EfficientNet-B0; a Zen 4's ORT profiles, 2026-12-04).
+        return "poolnchw" if node.domain in ("", "ai.onnx") and op in _NCHW_POOLS else "pool"
     if op in _SKIPNORM:
         # Residual add + LayerNorm fused by ORT: a different kernel (scalar, double accumulation on x86)
         # from LayerNormalization's, ~10x slower per element on this host (calibration case skipnorm-*).
@@ -434,7 +435,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return out_e * k, flops
     if kind == "attention":
         return _attention_macs(node, act_in, kernel)
-    if kind == "pool":
+    if base_kind(kind) == "pool":
         if op.startswith("Global") or op == "QLinearGlobalAveragePool":
             return 0.0, in_elements
         ks = node.attributes.get("kernel_shape") or [1]

@@ -77,11 +77,16 @@ def test_attention_contrib_op() -> None:
 def test_pooling() -> None:
     g = conv_chain()
     w = work_of(g.node("gap"), g)
-    assert (w.kind, w.macs, w.flops) == ("pool", 0, 16 * 32 * 32)
+    # A plain-domain pool is one ORT left in NCHW (its own kernel and figures); its NCHWc form is the pool kind.
+    assert (w.kind, w.macs, w.flops) == ("poolnchw", 0, 16 * 32 * 32)
     g2 = graph([Node("mp", "mp", "MaxPool", inputs=["x"], outputs=["y"],
                      attributes={"kernel_shape": [3, 3], "strides": [2, 2]})],
                [act("x", [1, 8, 9, 9]), act("y", [1, 8, 4, 4])], ["x"], ["y"])
     assert work_of(g2.nodes[0], g2).flops == 8 * 4 * 4 * 9
+    g3 = graph([Node("mp", "mp", "MaxPool", inputs=["x"], outputs=["y"], domain="com.microsoft.nchwc",
+                     attributes={"kernel_shape": [3, 3], "strides": [2, 2]})],
+               [act("x", [1, 16, 9, 9]), act("y", [1, 16, 4, 4])], ["x"], ["y"])
+    assert (work_of(g3.nodes[0], g3).kind, work_of(g3.nodes[0], g3).flops) == ("pool", 16 * 4 * 4 * 9)
 
 
 @pytest.mark.parametrize("op,flops_per", [("Add", 1), ("Relu", 1), ("Sigmoid", 4), ("Gelu", 10)])
