@@ -133,7 +133,6 @@ class Work:
     # Read by the paths that pay a cost per tap (Path.tap_cost).
     igemm_taps: float = 0.0
 
-
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
                         self.in_elements * act_bytes + (self.kernel_elements + self.aux_weight_elements)
