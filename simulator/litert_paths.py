@@ -102,6 +102,17 @@ LUT_TAG = "lut"
 # 79% over; in-model (MobileNetV3-Small's, LCNet-050's QD8 1x1 convs) 1.6-1.8x their prediction.
 GEMM_CONV = "gemm_conv"
 QD8_GEMM_TAG = "qd8gemm"
+# Task fact of a DEPTHWISE_CONV_2D with more taps than XNNPACK's largest depthwise kernel on this CPU: XNNPACK's
+# find_dwconv_ukernel (src/operators/convolution-nhwc.c) takes the smallest unipass tile that covers the kernel or a
+# multipass one; the x86 fp32 configs have unipass tiles of 3, 4, 9 and 25 taps only, so a 7x7 depthwise conv (49
+# taps: ConvNeXt's) becomes a grouped convolution, one IGEMM per channel of 1 input and 1 output channel, padded to
+# the GEMM's N block. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~8, 2026-12-04), timm convnext_atto's fp32 file:
+# its 12 depthwise convs ran `Convolution (NHWC, F32) IGEMM`, 14.9 ms against 1.1 predicted as depthwise convs
+# (56x56x40: 4.0-5.0 ms, 0.23 predicted). Its own figures (`dwconv.grouped`), fitted by LiteRT's calibration on 7x7
+# cases; fp32 compute only (fp16 weights run fp32's kernels; the hybrid int8 kernel is TFLite's own).
+DW_GROUPED = "dw_grouped"
+DW_GROUPED_TAG = "grouped"
+XNN_DWCONV_MAX_TAPS = 25
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -137,13 +148,20 @@ def _pointwise(nd: Node, g: Graph) -> bool:
             and int(nd.attributes.get("stride_h", 1) or 1) == 1 and int(nd.attributes.get("stride_w", 1) or 1) == 1)
 
 
+def dw_taps(nd: Node, g: Graph) -> int:
+    """Kernel taps (kh x kw) of a DEPTHWISE_CONV_2D (its filter is [1, kh, kw, C]); 0 where unknown."""
+    k = g.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+    shape = k.shape if k is not None and k.shape is not None and len(k.shape) == 4 else None
+    return shape[1] * shape[2] if shape is not None and all(isinstance(d, int) for d in shape[1:3]) else 0
+
+
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
     data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
-    CONV_2D (applied under dynamic int8 only)."""
+    CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -174,6 +192,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(QS8_OUT)
         if nd.op_type == "CONV_2D" and _pointwise(nd, compiled):
             facts.setdefault(nd.id, set()).add(GEMM_CONV)
+        if nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_MAX_TAPS:
+            facts.setdefault(nd.id, set()).add(DW_GROUPED)
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -204,6 +224,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
+    if DW_GROUPED in facts and p.tag == "fp32" and p.compute == "fp32":
+        p = dataclasses.replace(p, tag=DW_GROUPED_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
     if GEMM_CONV in facts and p.tag == "qd8":
         p = dataclasses.replace(p, tag=QD8_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
             "a 1x1 stride-1 conv: XNNPACK's fully connected QD8 GEMM, each input row quantized inline")]))

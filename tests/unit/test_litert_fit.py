@@ -194,3 +194,22 @@ def test_qd8_pointwise_and_indirect_convs_are_fitted_apart(tmp_path: Path) -> No
     assert cpu["kind_overhead_s"]["conv.qd8gemm.pixel"] == pytest.approx(2.7e-8, rel=0.05)
     assert cpu["efficiency"]["conv.qd8"] == pytest.approx(1.3, rel=0.05)
     assert cpu["kind_overhead_s"]["conv.qd8.igemm"] == pytest.approx(2e-11, rel=0.1)
+
+
+def test_the_7x7_depthwise_cases_fit_the_grouped_igemm_apart_from_the_depthwise_kernels(tmp_path: Path) -> None:
+    """fp32 7x7 depthwise chains (more taps than XNNPACK's depthwise kernels: a grouped IGEMM) are grouped under
+    `dwconv.grouped` by the calibration's fit, and through the sweep's prediction it recovers that rate; the 3x3
+    cases stay `dwconv.fp32`."""
+    from simulator.litert_calibration import fit
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.grouped": 0.004, "dwconv.fp32": 0.3},
+                                                 "kind_overhead_s": {"dwconv.grouped": 3e-6, "dwconv.fp32": 1e-6}}}})
+    measured = {}
+    for case in (c for c in CASES if c.name.startswith(("dw7x7-", "dw3x3-64-28"))):
+        g = tflite.load(build(case, "fp32", tmp_path / f"{case.name}.tflite"))
+        measured[(case.name, "fp32")] = (g, predicted_ms(g, truth, "fp32"))
+    assert len(measured) == 4
+    out = fit(measured, hw)["units"]["cpu"]
+    assert set(out["efficiency"]) == {"dwconv.grouped", "dwconv.fp32"}
+    assert out["efficiency"]["dwconv.grouped"] == pytest.approx(0.004, rel=0.05)

@@ -381,3 +381,41 @@ def test_a_pointwise_conv_under_dynamic_int8_runs_xnnpacks_fully_connected_gemm(
     assert after[1:] == before[1:]
     for preset in ("int8-static", "fp32"):
         assert ms(dearer, preset) == ms(base, preset)
+
+
+def test_a_depthwise_conv_beyond_xnnpacks_tiles_runs_as_a_grouped_igemm(tmp_path: Path) -> None:
+    """XNNPACK's x86 fp32 depthwise kernels cover at most 25 taps: a 7x7 depthwise conv (ConvNeXt's) runs as a grouped
+    IGEMM at its own figure (`dwconv.grouped`, fitted by LiteRT's calibration on 7x7 cases), under fp32 and fp16
+    (fp32's kernels); 5x5 and 3x3 ones keep the depthwise figure, and the hybrid int8 kernel is not XNNPACK's."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.litert_paths import DW_GROUPED, litert_task_facts
+    from simulator.sweep import sweep
+
+    w = TfliteWriter(description="dw")
+    x = w.tensor("x", [1, 14, 14, 64])
+    ys = []
+    for k in (7, 5, 3):
+        y = w.tensor(f"dw{k}", [1, 14, 14, 64])
+        w.op("DEPTHWISE_CONV_2D", [x, w.const(f"dw{k}/w", np.full([1, k, k, 64], 0.01, np.float32)),
+                                   w.const(f"dw{k}/b", np.zeros(64, np.float32))], [y],
+             w.options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=1))
+        ys.append(y)
+    g = tflite.load(w.save(tmp_path / "dw.tflite", [x], ys))
+    assert [DW_GROUPED in f for f in litert_task_facts(g)] == [True, False, False]
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
+        "efficiency": {"dwconv.fp32": 0.2, "dwconv.grouped": 0.2}}}})
+    slower = base.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.grouped": 0.02}}}})
+
+    def ms(hw: object, preset: str) -> list[float]:
+        r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+    for preset in ("fp32", "fp16"):
+        before, after = ms(base, preset), ms(slower, preset)
+        assert after[0] > 3 * before[0]  # the grouped IGEMM's own rate
+        assert after[1:] == before[1:]
+    assert ms(slower, "int8-dynamic") == ms(base, "int8-dynamic")
