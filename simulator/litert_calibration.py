@@ -41,7 +41,7 @@ from simulator.profiles import HardwareProfile
 # indirect GEMM's cost per output element and tap (`conv.<tag>.igemm`), with image-stem cases; XNNPACK's integer GEMM
 # blocks on this CPU (`int8_k_block`, `int8_n_block`: AMX's 4 x 64), recorded with the figures. 15: a QD8 1x1
 # stride-1 conv (XNNPACK's fully connected GEMM) has figures of its own (`conv.qd8gemm`), fitted on the 1x1 cases.
-# 16: fp32 depthwise convs of more than 25 taps (XNNPACK's grouped IGEMM, `dwconv.grouped`), with 7x7 cases.
+# 16: depthwise convs of more than 25 taps (XNNPACK's grouped IGEMM: `dwconv.grouped`, `.grouped8` for static int8), 7x7 cases.
 CACHE_VERSION = 16
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -87,7 +87,7 @@ CASES: tuple[Case, ...] = (
     *(Case(f"stem{k}x{k}s2-{co}", "CONV_2D", (3, 224, k, 2, co), ("dyn8", "static8")) for k, co in ((7, 64), (3, 32))),
     # 7x7 depthwise convs (ConvNeXt's maps): more taps than XNNPACK's depthwise kernels, so fp32 runs them as a grouped
     # IGEMM (simulator.litert_paths.DW_GROUPED) at a rate of its own; convnext_atto's 12 profiled 14.9 ms, 1.1 predicted.
-    *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32",)) for c, h in ((40, 56), (80, 28), (160, 14))),
+    *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32", "static8")) for c, h in ((40, 56), (80, 28), (160, 14))),
 )
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
 PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
@@ -252,14 +252,14 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
 
 def _tag(case: Case, form: str, kind: str) -> str:
     """The efficiency tag the case's operators run at: TAGS, but a dynamic int8 1x1 stride-1 conv runs XNNPACK's
-    fully connected QD8 GEMM (simulator.litert_paths.GEMM_CONV), an fp32 depthwise conv of more than 25 taps a grouped
+    fully connected QD8 GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise conv of more than 25 taps a grouped
     IGEMM (DW_GROUPED)."""
     tag = TAGS[(form, kind)]
     stride = case.shape[3] if len(case.shape) > 3 else 1
     if tag == "qd8" and case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1:
         return QD8_GEMM_TAG
-    if tag == "fp32" and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
-        return DW_GROUPED_TAG
+    if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
+        return DW_GROUPED_TAG + ("8" if tag == "int8" else "")
     return tag
 
 

@@ -108,8 +108,9 @@ QD8_GEMM_TAG = "qd8gemm"
 # taps: ConvNeXt's) becomes a grouped convolution, one IGEMM per channel of 1 input and 1 output channel, padded to
 # the GEMM's N block. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~8, 2026-12-04), timm convnext_atto's fp32 file:
 # its 12 depthwise convs ran `Convolution (NHWC, F32) IGEMM`, 14.9 ms against 1.1 predicted as depthwise convs
-# (56x56x40: 4.0-5.0 ms, 0.23 predicted). Its own figures (`dwconv.grouped`), fitted by LiteRT's calibration on 7x7
-# cases; fp32 compute only (fp16 weights run fp32's kernels; the hybrid int8 kernel is TFLite's own).
+# (56x56x40: 4.0-5.0 ms, 0.23 predicted); its int8-static file (QS8, whose x86 depthwise tiles stop at 25 too) ran
+# 33.4 ms CPU per run against 8.1 predicted. Its own figures (`dwconv.grouped`, `dwconv.grouped8` for static int8),
+# fitted by LiteRT's calibration on 7x7 cases (fp16 weights run fp32's kernels; the hybrid int8 kernel is TFLite's own).
 DW_GROUPED = "dw_grouped"
 DW_GROUPED_TAG = "grouped"
 XNN_DWCONV_MAX_TAPS = 25
@@ -161,7 +162,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
     data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
-    CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 only)."""
+    CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -224,8 +225,8 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
-    if DW_GROUPED in facts and p.tag == "fp32" and p.compute == "fp32":
-        p = dataclasses.replace(p, tag=DW_GROUPED_TAG, note="; ".join([*([p.note] if p.note else []), (
+    if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
+        p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
     if GEMM_CONV in facts and p.tag == "qd8":
         p = dataclasses.replace(p, tag=QD8_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (

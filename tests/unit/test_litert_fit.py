@@ -198,7 +198,7 @@ def test_qd8_pointwise_and_indirect_convs_are_fitted_apart(tmp_path: Path) -> No
 
 def test_the_7x7_depthwise_cases_fit_the_grouped_igemm_apart_from_the_depthwise_kernels(tmp_path: Path) -> None:
     """fp32 7x7 depthwise chains (more taps than XNNPACK's depthwise kernels: a grouped IGEMM) are grouped under
-    `dwconv.grouped` by the calibration's fit, and through the sweep's prediction it recovers that rate; the 3x3
+    `dwconv.grouped` by the calibration's fit (static int8 ones under `dwconv.grouped8`), and through the sweep's prediction it recovers that rate; the 3x3
     cases stay `dwconv.fp32`."""
     from simulator.litert_calibration import fit
 

@@ -386,7 +386,8 @@ def test_a_pointwise_conv_under_dynamic_int8_runs_xnnpacks_fully_connected_gemm(
 def test_a_depthwise_conv_beyond_xnnpacks_tiles_runs_as_a_grouped_igemm(tmp_path: Path) -> None:
     """XNNPACK's x86 fp32 depthwise kernels cover at most 25 taps: a 7x7 depthwise conv (ConvNeXt's) runs as a grouped
     IGEMM at its own figure (`dwconv.grouped`, fitted by LiteRT's calibration on 7x7 cases), under fp32 and fp16
-    (fp32's kernels); 5x5 and 3x3 ones keep the depthwise figure, and the hybrid int8 kernel is not XNNPACK's."""
+    (fp32's kernels), and so does QS8 under static int8 (`dwconv.grouped8`); 5x5 and 3x3 ones keep the depthwise
+    figure, and the hybrid int8 kernel is not XNNPACK's."""
     import numpy as np
 
     from compiler.frontends import tflite
@@ -406,15 +407,15 @@ def test_a_depthwise_conv_beyond_xnnpacks_tiles_runs_as_a_grouped_igemm(tmp_path
     g = tflite.load(w.save(tmp_path / "dw.tflite", [x], ys))
     assert [DW_GROUPED in f for f in litert_task_facts(g)] == [True, False, False]
     base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
-        "efficiency": {"dwconv.fp32": 0.2, "dwconv.grouped": 0.2}}}})
-    slower = base.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.grouped": 0.02}}}})
+        "efficiency": {"dwconv.fp32": 0.2, "dwconv.grouped": 0.2, "dwconv.int8": 0.2, "dwconv.grouped8": 0.2}}}})
+    slower = base.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.grouped": 0.02, "dwconv.grouped8": 0.02}}}})
 
     def ms(hw: object, preset: str) -> list[float]:
         r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
         j = [p["name"] for p in r.bulk["presets"]].index(preset)
         return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
 
-    for preset in ("fp32", "fp16"):
+    for preset in ("fp32", "fp16", "int8-static"):  # static int8: QS8's own figure (`dwconv.grouped8`)
         before, after = ms(base, preset), ms(slower, preset)
         assert after[0] > 3 * before[0]  # the grouped IGEMM's own rate
         assert after[1:] == before[1:]
