@@ -27,7 +27,10 @@ def suspects(graph: Graph, node_id: str | None, plans: Mapping[str, InputPlan]) 
 
     def key(n: str) -> tuple[int, int, int, int]:
         p = plans.get(n)
-        defaulted = p is not None and (bool(p.defaulted) or (p.set_by == "default" and p.value is not None))
+        # values chosen by default (a fill, or integers drawn from a range) count as defaulted: an integer input's
+        # values are shapes or indices, so a fixed-shape one still fails with made-up values (an Expand's `shape`)
+        made_up = p is not None and p.set_by == "default" and (p.value is not None or p.high is not None)
+        defaulted = p is not None and (bool(p.defaulted) or made_up)
         user = p is not None and p.set_by == "user" and not p.defaulted
         return (int(user), int(not defaulted), dist.get(n, 1 << 30), graph.inputs.index(n))
 
@@ -61,8 +64,9 @@ def _distances(graph: Graph, node_id: str) -> dict[str, int]:
 
 def example(plan: InputPlan) -> str:
     """A CLI example that fits the input's rank and dtype, with the symbolic dims left for the user to choose."""
+    fixed = plan.declared is not None and all(isinstance(d, int) for d in plan.declared)
     if plan.role == "parameter" or (plan.declared is not None and math.prod(
-            d if isinstance(d, int) else 2 for d in plan.declared) == 1):
+            d if isinstance(d, int) else 2 for d in plan.declared) == 1) or (fixed and "int" in plan.dtype):
         typical = "16000" if plan.value == 16000 else ("1.0" if plan.dtype.startswith("float") else "<integer>")
         return f"--input-value {plan.name}={typical}"
     if plan.declared is None:

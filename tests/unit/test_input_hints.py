@@ -55,6 +55,20 @@ def test_examples_fit_rank_and_dtype() -> None:
     assert example(plans["state"]) == "--input state=2x1x64"  # a batch dim anywhere is 1
 
 
+def test_an_integer_shape_input_with_made_up_values_is_blamed_before_a_fixed_float_input() -> None:
+    # the onnx wheel's Expand test: X is fixed-shape float, `shape` a fixed-shape int64 input whose default values
+    # are drawn from a range; the made-up shape is what breaks the Expand, and the example is a value, not a shape
+    values = {"X": Value("X", [1, 3, 1], "float32"), "shape": Value("shape", [2], "int64"),
+              "Y": Value("Y", None, "float32")}
+    g = Graph("expand", "onnx", [Node("e", "e", "Expand", inputs=["X", "shape"], outputs=["Y"])], values,
+              ["X", "shape"], ["Y"])
+    plans = plan_inputs(g)
+    assert suspects(g, "e", plans)[0] == "shape"
+    msg = explain("ONNX Runtime could not run the model with these inputs: Non-zero status code returned while "
+                  "running Expand node. Name:'e' Status Message: invalid expand shape", g, plans)
+    assert "Most likely input: 'shape'" in msg and "--input-value shape=<integer>" in msg, msg
+
+
 def test_crash_lists_the_inputs_used() -> None:
     g = _vad_like()
     msg = explain("ONNX Runtime crashed while running the model (signal 11: SIGSEGV)", None, plan_inputs(g))
