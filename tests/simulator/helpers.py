@@ -36,3 +36,30 @@ def conv_chain() -> Graph:
         Node("fc", "fc", "Gemm", inputs=["f", "w3"], outputs=["y"]),
     ]
     return graph(nodes, values, ["x"], ["y"])
+
+
+def exported_gelu(tokens: int, n_in: int, n_out: int, half_first: bool, bias: bool = False,
+                  sqrt2: float = 2 ** 0.5) -> Graph:
+    """A Linear then a GELU as torch's exporters write it: x = MatMul(a, w) [+ b] -> Div(sqrt 2) -> Erf -> Add(1) ->
+    Mul(x) -> Mul(0.5), or x * 0.5 times (1 + erf) (`half_first`). Node ids: mm, [bias,] div, erf, add, mul, half."""
+    def const(name: str, v: float) -> Value:
+        return Value(name, [], "float32", weight=WeightStats(1, 4, v, v, 0.0))
+
+    shape = [1, tokens, n_out]
+    mm_out = "m" if bias else "x"
+    values = [act("a", [1, tokens, n_in]), weight("w", [n_in, n_out]), act("x", shape), const("s2", sqrt2),
+              const("one", 1.0), const("half", 0.5), *(act(n, shape) for n in ("d", "e", "p", "h", "y"))]
+    nodes = [Node("mm", "mm", "MatMul", inputs=["a", "w"], outputs=[mm_out])]
+    if bias:
+        values += [weight("b", [n_out]), act("m", shape)]
+        nodes.append(Node("bias", "bias", "Add", inputs=["b", "m"], outputs=["x"]))
+    nodes += [Node("div", "div", "Div", inputs=["x", "s2"], outputs=["d"]),
+              Node("erf", "erf", "Erf", inputs=["d"], outputs=["e"]),
+              Node("add", "add", "Add", inputs=["e", "one"], outputs=["p"])]
+    if half_first:
+        nodes += [Node("half", "half", "Mul", inputs=["x", "half"], outputs=["h"]),
+                  Node("mul", "mul", "Mul", inputs=["h", "p"], outputs=["y"])]
+    else:
+        nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
+                  Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
+    return graph(nodes, values, ["a"], ["y"])

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.graph import Graph, Node, Value, WeightStats
+from compiler.graph import Graph, Node
 from compiler.vocabulary.targets import get_target
 from simulator.profiles import load_profile
 from simulator.published.latency import latency_ms, plan_latency
-from tests.simulator.helpers import act, graph, weight
+from tests.simulator.helpers import act, exported_gelu, graph, weight
 
 SHAPE = [1, 64, 56, 56]
 
@@ -32,26 +32,7 @@ def _conv_silu(extra_reader: bool = False, producer: str = "Conv") -> Graph:
 
 
 def _linear_gelu(half_first: bool) -> Graph:
-    """x = MatMul(a, w) + b -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), or x*0.5 times (1 + erf)."""
-    def const(name: str, v: float) -> Value:
-        return Value(name, [], "float32", weight=WeightStats(1, 4, v, v, 0.0))
-
-    shape = [1, 1036, 1536]
-    values = [act("a", [1, 1036, 384]), weight("w", [384, 1536]), weight("b", [1536]), act("m", shape),
-              act("x", shape), const("s2", 2 ** 0.5), const("one", 1.0), const("half", 0.5),
-              *(act(n, shape) for n in ("d", "e", "p", "h", "y"))]
-    nodes = [Node("mm", "mm", "MatMul", inputs=["a", "w"], outputs=["m"]),
-             Node("bias", "bias", "Add", inputs=["b", "m"], outputs=["x"]),
-             Node("div", "div", "Div", inputs=["x", "s2"], outputs=["d"]),
-             Node("erf", "erf", "Erf", inputs=["d"], outputs=["e"]),
-             Node("add", "add", "Add", inputs=["e", "one"], outputs=["p"])]
-    if half_first:
-        nodes += [Node("half", "half", "Mul", inputs=["x", "half"], outputs=["h"]),
-                  Node("mul", "mul", "Mul", inputs=["h", "p"], outputs=["y"])]
-    else:
-        nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
-                  Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
-    return graph(nodes, values, ["a"], ["y"])
+    return exported_gelu(1036, 384, 1536, half_first, bias=True)
 
 
 def _gone(g: Graph, target: str, preset: str) -> dict[str, bool]:

@@ -8,13 +8,13 @@ import copy
 import pytest
 import yaml
 
-from compiler.graph import Graph, Node, Value, WeightStats
+from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.profiles import HARDWARE_DIR, ProfileError, load_profile, parse_profile
 from simulator.published.latency import latency_ms, plan_latency
-from tests.simulator.helpers import act, graph, weight
+from tests.simulator.helpers import act, exported_gelu, graph, weight
 
 QNN = ("ort-qnn/snapdragon-8g3", "ort-qnn/snapdragon-8-elite")
 
@@ -182,24 +182,7 @@ def test_a_channel_concat_costs_nothing_on_the_htp(target: str, preset: str) -> 
 
 
 def _gelu(half_first: bool, sqrt2: float = 2 ** 0.5) -> Graph:
-    """x (MatMul's output) -> Div(sqrt 2) -> Erf -> Add(1) -> Mul(x) -> Mul(0.5), or x*0.5 times (1 + erf)."""
-    def const(name: str, v: float) -> Value:
-        return Value(name, [], "float32", weight=WeightStats(1, 4, v, v, 0.0))
-
-    shape = [1, 197, 768]
-    values = [act("a", [1, 197, 64]), weight("w", [64, 768]), act("x", shape), const("s2", sqrt2), const("one", 1.0),
-              const("half", 0.5), *(act(n, shape) for n in ("d", "e", "p", "h", "y"))]
-    nodes = [Node("mm", "mm", "MatMul", inputs=["a", "w"], outputs=["x"]),
-             Node("div", "div", "Div", inputs=["x", "s2"], outputs=["d"]),
-             Node("erf", "erf", "Erf", inputs=["d"], outputs=["e"]),
-             Node("add", "add", "Add", inputs=["e", "one"], outputs=["p"])]
-    if half_first:
-        nodes += [Node("half", "half", "Mul", inputs=["x", "half"], outputs=["h"]),
-                  Node("mul", "mul", "Mul", inputs=["h", "p"], outputs=["y"])]
-    else:
-        nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
-                  Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
-    return graph(nodes, values, ["a"], ["y"])
+    return exported_gelu(197, 64, 768, half_first, sqrt2=sqrt2)
 
 
 @pytest.mark.parametrize("half_first", [False, True])
