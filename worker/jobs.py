@@ -94,10 +94,10 @@ class _Progress:
     def record_seconds(self, seconds: dict[str, float]) -> None:
         self._update(lambda st: dict(st, seconds=round(seconds.get(st["name"], st["seconds"] or 0.0), 4)))
 
-    def calibrating(self, running: bool) -> None:
+    def calibrating(self, running: bool, seconds: float | None = None) -> None:
         """Show calibration as a stage of its own while this job waits for it (once per machine)."""
-        entry = {"name": "calibrate", "status": "running" if running else "done", "seconds": None,
-                 "note": CALIBRATING_NOTE}
+        entry = {"name": "calibrate", "status": "running" if running else "done",
+                 "seconds": None if seconds is None else round(seconds, 4), "note": CALIBRATING_NOTE}
         with session_scope(self.services.sessions) as s:
             job = s.scalar(select(Job).where(*_mine(self.job_id, self.token)))
             if job is not None:
@@ -106,7 +106,9 @@ class _Progress:
                     job.stage = "calibrate"
 
 
-CALIBRATING_NOTE = "Calibrating this machine, once (about 90 s): timing kernels for the host cost model."
+# 3 min at load 8 on a 2-vCPU Zen 4 (2026-12-04), 4 at load 7.6: minutes, not seconds, on small machines
+CALIBRATING_NOTE = ("Calibrating this machine, once (a few minutes, longer on a busy machine): timing kernels for "
+                    "the host cost model.")
 
 
 def _store_plan(services: Services, job_id: str, token: str, plans: dict[str, Any]) -> None:
@@ -258,8 +260,9 @@ def _calibrate_if_needed(services: Services, opts: pipeline.AnalysisOptions, pro
     progress.calibrating(True)
     t0 = time.perf_counter()
     load_or_calibrate(path)  # waits for the start-up calibration if that one is still running
-    log.info("calibrated the host for job %s in %.1f s", progress.job_id, time.perf_counter() - t0)
-    progress.calibrating(False)
+    seconds = time.perf_counter() - t0
+    log.info("calibrated the host for job %s in %.1f s", progress.job_id, seconds)
+    progress.calibrating(False, seconds)
 
 
 def run_job(services: Services, job_id: str) -> str:

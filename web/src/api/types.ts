@@ -15,7 +15,7 @@ export interface Stage {
   name: StageName | string;
   status: StageStatus;
   seconds: number | null;
-  /** Why a stage of its own is there, e.g. "calibrate": "Calibrating this machine, once (about 90 s)…". */
+  /** Why a stage of its own is there, e.g. "calibrate": "Calibrating this machine, once (a few minutes…)…". */
   note?: string;
 }
 
