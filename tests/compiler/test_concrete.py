@@ -84,3 +84,20 @@ def test_prepare_sets_a_dim_the_model_requires(tmp_path: Path) -> None:
     with pytest.raises(InputSpecError, match=r"Reshape '.*' gets 1x100x8 .* must give 64x8.*'x'"):
         prepare(src, frontends.load(src), tmp_path / "w2", ["ort-cpu/host"], {"x": [1, 100, 8]}, {},
                 reload=lambda: frontends.load(src))
+
+
+def test_an_opset_6_model_is_converted_to_the_opset_ort_runs(tmp_path: Path) -> None:
+    """The onnx wheel's pytorch-converted test files are opset 6: ORT has no AveragePool(1) kernel and refused
+    them ("Could not find an implementation"); the concrete copy is converted to opset 7 and compiles."""
+    g = helper.make_graph([helper.make_node("AveragePool", ["x"], ["y"], name="pool", kernel_shape=[2, 2])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 6)])
+    m.ir_version = 3
+    src = tmp_path / "old.onnx"
+    onnx.save(m, src)
+    prep = prepare(src, frontends.load(src), tmp_path / "w", ["ort-cpu/host"], {}, {},
+                   reload=lambda: frontends.load(src))
+    compiled, out = prep.compiled[0]
+    assert out is not None and [n.op_type for n in compiled.nodes] == ["AveragePool"]
+    assert compiled.values["y"].shape == [1, 3, 7, 7]
