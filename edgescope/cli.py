@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from .commands.common import keep_conversions
+from .commands.common import MODEL_ARGUMENT, keep_conversions
 from .commands.echo import echo_inputs, echo_quality
 from .config import Settings
 
@@ -174,7 +174,7 @@ def _analysis_json(result: Any, model_path: Path) -> dict[str, Any]:
 
 
 @main.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@MODEL_ARGUMENT
 @click.option("--target", "targets", multiple=True, help="Target (repeatable); default ort-cpu/host.")
 @click.option("--format", "fmt", default=None, help="Override format detection.")
 @click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224", help="Input shape override.")
@@ -237,7 +237,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
 
 
 @main.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@MODEL_ARGUMENT
 @click.option("--server", default="http://127.0.0.1:8000", show_default=True, envvar="EDGESCOPE_SERVER")
 @click.option("--name", default=None)
 @click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224")

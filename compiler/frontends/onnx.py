@@ -99,8 +99,9 @@ def _refuse_external_data(model: Any) -> None:
     if bad:
         raise ModelFormatError(
             f"the ONNX model keeps {len(bad)} weight tensor(s) (e.g. '{bad[0]}') in external data files, "
-            "which Edgescope does not read; save it as one file (onnx.save(model, path, "
-            "save_as_external_data=False), models under 2 GB)")
+            "which an upload does not carry; export it as one file (torch.onnx.export(..., external_data=False) "
+            "or onnx.save(model, path, save_as_external_data=False), models under 2 GB), or give the edgescope "
+            "command the .onnx with its data file beside it")
 
 
 def dtype_name(elem_type: int) -> str:

@@ -118,3 +118,15 @@ def with_inputs(f: Any) -> Any:
     for opt in reversed(INPUT_OPTIONS):
         f = opt(f)
     return f
+
+
+def one_file_model(ctx: Any, param: Any, value: Path) -> Path:
+    """Click callback of the MODEL argument: an ONNX file with its weights in external data files beside it (torch's
+    dynamo exporter writes them by default) is read as one file (compiler.external_data)."""
+    from compiler.external_data import one_file_for_cli
+
+    return one_file_for_cli(value)
+
+
+MODEL_ARGUMENT = click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+                                callback=one_file_model)

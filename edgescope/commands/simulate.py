@@ -10,8 +10,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs, parse_ops,
-                     resolve_target, target_option, user_errors, with_inputs)
+from .common import (MODEL_ARGUMENT, calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs,
+                     parse_ops, resolve_target, target_option, user_errors, with_inputs)
 
 
 def _print_totals(out: dict[str, Any]) -> None:
@@ -34,7 +34,7 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@MODEL_ARGUMENT
 @target_option()
 @click.option("--model-wide", default="as-uploaded", show_default=True,
               help="Option for every op (preset name); as-uploaded: the preset the file is stored as (fp32, or fp16 / "
@@ -78,7 +78,7 @@ def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[st
 
 
 @click.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@MODEL_ARGUMENT
 @target_option()
 @click.option("--model-wide", required=True, help="Option for every op (preset name).")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")

@@ -9,8 +9,8 @@ from typing import Any
 
 import click
 
-from .common import (calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs, parse_ops,
-                     resolve_target, target_option, user_errors, with_inputs)
+from .common import (MODEL_ARGUMENT, calibration_path, ensure_calibrated, fail, keep_conversions, parse_inputs,
+                     parse_ops, resolve_target, target_option, user_errors, with_inputs)
 
 
 def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budget: Any, keep: tuple[str, ...],
@@ -56,7 +56,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 
 
 @click.command()
-@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@MODEL_ARGUMENT
 @target_option()
 @click.option("--model-wide", default="fp32", show_default=True, help="The starting state's preset.")
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="A starting override (as for predict).")
