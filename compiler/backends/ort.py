@@ -438,4 +438,7 @@ def _clean(message: str) -> str:
     # need the reason.
     text = re.sub(r"^\[ONNXRuntimeError\]\s*:\s*\d+\s*:\s*\w+\s*:\s*", "", message.strip())
     text = re.sub(r"/onnxruntime_src/\S+:\d+\s+(?:[\w:~<>]+\([^)]*\)\s*)?(?:[^.]*? was false\.\s*)?", "", text)
+    # "Load model from /tmp/edgescope-analyze-x/inputs-0/model.concrete.onnx failed:Fatal error: ..." names the
+    # pipeline's working copy, not the user's file
+    text = re.sub(r"^Load model from \S+ failed:\s*(?:Fatal error:\s*)?", "", text)
     return text[:800]
