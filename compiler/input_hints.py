@@ -188,4 +188,25 @@ def conflict_message(conflict: Any, graph: Graph, plans: Mapping[str, InputPlan]
 
     msg = (f"At these input shapes the model cannot run: its Reshape '{conflict.node}' gets {fmt(conflict.have)} "
            f"({math.prod(conflict.have)} elements) and must give {fmt(conflict.want)}.")
-    return msg + hint(f"Name:'{conflict.node}'", graph, plans)
+    return msg + hint(f"Name:'{conflict.node}'", graph, plans) + _user_dim_fix(conflict, graph, plans)
+
+
+def _user_dim_fix(conflict: Any, graph: Graph, plans: Mapping[str, InputPlan]) -> str:
+    """" The model needs t=20 ...": a user-set input of one symbolic dim above 1 whose size explains the conflict (a
+    TorchScript export with dynamic axes still bakes the traced length into its Reshapes: set 64, it needs 20)."""
+    order = suspects(graph, conflict.node, plans)
+    p = plans.get(order[0]) if order else None
+    if p is None or p.set_by != "user" or p.declared is None or any(d <= 0 for d in conflict.want):
+        return ""
+    labels = {d for i, d in enumerate(p.declared) if isinstance(d, str) and p.shape[i] > 1}
+    if len(labels) != 1:
+        return ""
+    label = labels.pop()
+    axes = _axes(p, label)
+    size = p.shape[axes[0]]
+    new = size * math.prod(conflict.want) / max(1, math.prod(conflict.have))
+    if new != int(new) or new < 1 or int(new) == size:
+        return ""
+    shape = [int(new) if i in axes else d for i, d in enumerate(p.shape)]
+    return (f" The model needs {label}={int(new)} (the exporter kept that size): e.g. --input "
+            f"{p.name}={'x'.join(str(d) for d in shape)}.")

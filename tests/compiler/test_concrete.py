@@ -81,9 +81,11 @@ def test_prepare_sets_a_dim_the_model_requires(tmp_path: Path) -> None:
     assert prep.plans["x"].set_by == "model" and "seq=64" in prep.plans["x"].note
     compiled, out = prep.compiled[0]
     assert out is not None and all(v.is_static for v in compiled.values.values() if v.name in ("flat", "y"))
-    with pytest.raises(InputSpecError, match=r"Reshape '.*' gets 1x100x8 .* must give 64x8.*'x'"):
+    with pytest.raises(InputSpecError, match=r"Reshape '.*' gets 1x100x8 .* must give 64x8.*'x'") as e:
         prepare(src, frontends.load(src), tmp_path / "w2", ["ort-cpu/host"], {"x": [1, 100, 8]}, {},
                 reload=lambda: frontends.load(src))
+    # the user set seq: the error says the size the model needs
+    assert str(e.value).endswith("The model needs seq=64 (the exporter kept that size): e.g. --input x=1x64x8.")
 
 
 def test_an_opset_6_model_is_converted_to_the_opset_ort_runs(tmp_path: Path) -> None:
