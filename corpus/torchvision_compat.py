@@ -79,6 +79,10 @@ def _unavailable(name: str):  # type: ignore[no-untyped-def]
     return kernel
 
 
+def _has_ops() -> bool:
+    return True
+
+
 def install() -> None:
     global _LIB
     if _LIB is not None:
@@ -94,8 +98,11 @@ def install() -> None:
         _LIB.impl(name, _nms if name in ("nms", "qnms") else _unavailable(name), "CPU")
     import torchvision.extension
 
-    # torchvision checks for its compiled ops before calling them; they are the ones defined above.
-    torchvision.extension._has_ops = lambda: True
+    # torchvision checks for its compiled ops before calling them; they are the ones defined above. A named function,
+    # not a lambda: tracing a detector scripts batched_nms (`_script_if_tracing`), which compiles this check too, and
+    # TorchScript cannot compile a lambda ("Expected a single top-level function": every whole detector's
+    # TorchScript export failed so).
+    torchvision.extension._has_ops = _has_ops
 
 
 install()

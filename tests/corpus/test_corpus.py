@@ -138,3 +138,20 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
     assert row["zero_tasks"] == 0, row["zero_examples"]
     assert row["unknown_tasks"] == 0, row["unknown_examples"]
     assert abs(row["predicted_size"] / row["file_bytes"] - 1) <= 0.05, (row["predicted_size"], row["file_bytes"])
+
+
+def test_torchvision_ops_check_compiles_when_a_detector_is_traced() -> None:
+    """Tracing a torchvision detector scripts batched_nms, which compiles torchvision's "are the compiled ops there"
+    check: the stand-in the corpus installs must be a function TorchScript compiles (a lambda failed every whole
+    detector's TorchScript export)."""
+    import torch
+    import torchvision.ops
+
+    boxes = torch.tensor([[0.0, 0.0, 10.0, 10.0], [1.0, 1.0, 11.0, 11.0], [50.0, 50.0, 60.0, 60.0]])
+    scores, idxs = torch.tensor([0.9, 0.8, 0.7]), torch.tensor([0, 0, 1])
+
+    def keep(b: torch.Tensor, s: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+        return torchvision.ops.batched_nms(b, s, i, 0.5)
+
+    traced = torch.jit.trace(keep, (boxes, scores, idxs))
+    assert traced(boxes, scores, idxs).tolist() == [0, 2]
