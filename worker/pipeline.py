@@ -85,7 +85,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
 def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: ProgressFn,
              on_plan: Callable[[dict[str, Any]], None]) -> AnalysisResult:
     from compiler import backends, frontends
-    from compiler.concrete import fill_by_name, observed_shapes
+    from compiler.concrete import fill_by_name, fill_from_twins, observed_shapes
     from compiler.input_plan import concrete_shapes, fill_values, value_ranges
     from compiler.errors import ModelRunError, SandboxError
     from compiler.input_hints import explain
@@ -166,6 +166,8 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                 fill_by_name(r.compiled, seen, overwrite=True)
                 for g in [source] + [o.compiled for o in results if o is not r]:
                     fill_by_name(g, seen)
+        for g in [source] + [r.compiled for r in results]:
+            fill_from_twins(g)  # what the measured runtime merged into one node, the other graphs keep twice
 
     with timed("simulate"):
         # Branches taken and trip counts seen in a profiled run stand for every target of the same model.
