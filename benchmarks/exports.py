@@ -349,6 +349,26 @@ def report(rows: list[dict[str, Any]]) -> None:
         print(f"{f:12s} {len(e):4d} {statistics.median(e):+7.1f}% {sum(abs(x) <= 10 for x in e)}/{len(e)}")
 
 
+def wheel_items(root: Path, only: list[str] | None, families: list[str] | None) -> tuple[list[dict[str, Any]], int]:
+    """The real `.onnx` files of corpus.wheels fetched into `root`, at the shapes their package feeds them
+    (`RealFile.inputs`), and how many selected ones are not fetched."""
+    from corpus import cache
+    from corpus.wheels import REAL_FILES
+
+    items, missing = [], 0
+    for r in REAL_FILES:
+        if r.suffix != ".onnx" or (families and r.family not in families) or (only and not any(
+                r.id == o or (o.endswith("/") and r.id.startswith(o)) for o in only)):
+            continue
+        rec = cache.load(root, r.id, "wheel")
+        if rec is None or rec.status != "built" or rec.key != r.member_sha256:
+            missing += 1
+            continue
+        items.append({"id": r.id, "exporter": "wheel", "family": r.family, "path": os.fspath(root / rec.path),
+                      "inputs": dict(r.inputs)})
+    return items, missing
+
+
 def main() -> int:
     from corpus import cache
     from corpus.exporters import EXPORTERS
@@ -358,7 +378,8 @@ def main() -> int:
     ap.add_argument("--cache", default=None, help=f"corpus cache (default ${cache.ENV} or {cache.DEFAULT_CACHE})")
     ap.add_argument("--only", nargs="*", help="entry ids (an id ending in '/' takes a prefix; id:exporter one export)")
     ap.add_argument("--family", nargs="*", choices=FAMILIES)
-    ap.add_argument("--exporter", nargs="*", choices=sorted(x for x in EXPORTERS if EXPORTERS[x].suffix == ".onnx"))
+    ap.add_argument("--exporter", nargs="*", choices=sorted(x for x in EXPORTERS if EXPORTERS[x].suffix == ".onnx")
+                    + ["wheel"], help="'wheel': the real .onnx files of corpus.wheels (python -m corpus.build --wheels)")
     ap.add_argument("--slice", default=None, help="a named slice of corpus.models: test or slow")
     ap.add_argument("--all", action="store_true", help="every preset of the option table, not one per kind")
     ap.add_argument("--quick", action="store_true", help=f"only {', '.join(QUICK)}")
@@ -397,9 +418,11 @@ def main() -> int:
     from simulator.calibration import load_or_calibrate
 
     root = cache.cache_dir(a.cache)
-    items, missing = [], 0
+    items, missing = wheel_items(root, a.only, a.family) if a.exporter and "wheel" in a.exporter else ([], 0)
+    exporters = [x for x in a.exporter or [] if x != "wheel"] or None
     pairs = {tuple(o.split(":", 1)) for o in a.only or [] if ":" in o}
-    for e, x in select([o.split(":", 1)[0] for o in a.only] if a.only else None, a.family, a.exporter, a.slice):
+    for e, x in [] if a.exporter == ["wheel"] else select(
+            [o.split(":", 1)[0] for o in a.only] if a.only else None, a.family, exporters, a.slice):
         rec = cache.load(root, e.id, x)
         if EXPORTERS[x].suffix != ".onnx" or (pairs and (e.id, x) not in pairs):
             continue

@@ -3,8 +3,11 @@ from each `.tflite` given and from its fp16-weight copy (the model with fp16 wei
 `edgescope optimize --model-wide fp16` writes it).
 
     python benchmarks/litert_exports.py /path/to/a.tflite ... [--calibration host-cpu.json] [--runs 30] [--all]
+    python benchmarks/litert_exports.py --wheel [ID ...] [--cache DIR] ...  # real files of corpus.wheels
 
-Files: the corpus's `tflite` exports (python -m corpus.build --only tv/mobilenet_v2 --exporter tflite). Prints one
+Files: the corpus's `tflite` exports (python -m corpus.build --only tv/mobilenet_v2 --exporter tflite), or with
+`--wheel` the real `.tflite` files of corpus.wheels (python -m corpus.build --wheels), exported, predicted and
+measured at the shapes their package feeds them (`RealFile.inputs`; a dynamic dim is not left at 1). Prints one
 row per (file, source, option): predicted and written size, predicted and measured latency (LiteRT's profiler,
 1 thread, median of the runs; and the process's CPU time per run, which preemption on a shared machine does not
 inflate), and the load average. `--all`: every preset the option table lists (33); those the LiteRT exporter has
@@ -33,28 +36,52 @@ sys.path.insert(0, os.fspath(ROOT))  # this checkout's code, not the one the ven
 OPTIONS = ("fp32", "fp16", "int8-dynamic", "int8-static", "int4-weights")
 
 
-def _cpu_ms(path: Path, runs: int) -> float:
+def _cpu_ms(path: Path, runs: int, shapes: dict[str, list[int]] | None = None) -> float:
     """Median CPU time of the calling thread per invoke (1 thread: XNNPACK runs on it), on generated inputs."""
     from compiler.optimize.litert_check import fed_interpreter
     from compiler.profile import timed_runs
 
-    it = fed_interpreter(str(path))
+    it = fed_interpreter(str(path), shapes)
     for _ in range(3):
         it.invoke()
     return timed_runs(it.invoke, runs).cpu_median_ms
 
 
-def _export(src: Path, out: Path, kept: Path, option: str, work: Path, calibration: Path | None) -> dict[str, Any]:
+def model_names(files: list[Path]) -> list[str]:
+    """A distinct name per file for the table and its work folders: the folder's name where each file has its own
+    (the corpus's `<entry>/tflite.tflite`), else the file's stem (corpus.wheels' files share `<cache>/real/`)."""
+    if len({f.parent.name for f in files}) == len(files):
+        return [f.parent.name for f in files]
+    return [f.stem if [g.stem for g in files].count(f.stem) == 1 else f"{f.parent.name}-{f.stem}" for f in files]
+
+
+def wheel_files(cache_dir: str | None, ids: list[str]) -> list[tuple[Path, dict[str, list[int]]]]:
+    """(path, input shapes) of corpus.wheels' fetched `.tflite` files (all, or those of `ids`)."""
+    from corpus import cache
+    from corpus.wheels import REAL_FILES
+
+    root, out = cache.cache_dir(cache_dir), []
+    for r in REAL_FILES:
+        if r.suffix == ".tflite" and (not ids or r.id in ids):
+            rec = cache.load(root, r.id, "wheel")
+            if rec is None or rec.status != "built":
+                raise SystemExit(f"{r.id} is not fetched: python -m corpus.build --wheels --no-models")
+            out.append((root / rec.path, dict(r.inputs)))
+    return out
+
+
+def _export(src: Path, out: Path, kept: Path, option: str, work: Path, calibration: Path | None,
+            shapes: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """optimize_model's result for `option` on `src`, written to `out`; with `kept` (its JSON), a file written by
     an earlier run (--keep) is reused and predicted again with this code and `calibration`."""
     from simulator.predict import optimize_model, predict_model
 
     if out.is_file() and kept.is_file():
         r = dict(json.loads(kept.read_text()))
-        totals = predict_model(src, "litert-cpu/host", option, {}, work, calibration)[0]["totals"]
+        totals = predict_model(src, "litert-cpu/host", option, {}, work, calibration, shapes)[0]["totals"]
         pred = {**r["predicted"], "latency_ms": totals["latency_ms"], "size_bytes": totals["size_bytes"]}
         return {**r, "predicted": pred, "size_error_pct": (pred["size_bytes"] / r["size_bytes"] - 1) * 100}
-    r = optimize_model(src, out, "litert-cpu/host", option, {}, work, calibration)
+    r = optimize_model(src, out, "litert-cpu/host", option, {}, work, calibration, shapes)
     kept.write_text(json.dumps({k: r[k] for k in ("predicted", "size_bytes", "size_error_pct")}))
     return r
 
@@ -68,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     from compiler.profile import ProfileSettings
 
     ap = argparse.ArgumentParser(prog="benchmarks/litert_exports.py", description=__doc__.split("\n\n")[0])
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("files", nargs="*", type=Path)
+    ap.add_argument("--wheel", nargs="*", default=None, metavar="ID",
+                    help="corpus.wheels' real .tflite files (all, or these ids) at their package's input shapes")
+    ap.add_argument("--cache", default=None, help="corpus cache for --wheel (default $EDGESCOPE_CORPUS_CACHE)")
     ap.add_argument("--calibration", type=Path, default=None, help="host calibration cache (default: none)")
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--options", nargs="+", default=list(OPTIONS))
@@ -81,56 +111,61 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the written files in this directory")
     ap.add_argument("--no-measure", action="store_true", help="export and predict only")
     a = ap.parse_args(argv)
+    given = [(f, {}) for f in a.files] + (wheel_files(a.cache, a.wheel) if a.wheel is not None else [])
+    if not given:
+        ap.error("give .tflite files or --wheel")
+    names = model_names([f for f, _ in given])
     if a.all:
         from compiler.vocabulary.options import BULK_PRESETS
 
         a.options = list(BULK_PRESETS)
     counts = {"exported": 0, "not exportable": 0, "failed": 0}
-    written: list[tuple[str, str, str, Path, float, list[float]]] = []  # (model, source, option, file, predicted ms, others)
+    # (model, source, option, file, predicted ms, others, input shapes)
+    written: list[tuple[str, str, str, Path, float, list[float], dict[str, list[int]]]] = []
     print("| model | source | option | predicted size | written | size error | predicted ms | measured ms "
           "| latency error | CPU ms per run | CPU-time error | load |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="edgescope-litert-bench-") as tmp_dir:
         tmp = a.keep or Path(tmp_dir)
         tmp.mkdir(parents=True, exist_ok=True)
-        for f in a.files:
+        for (f, shapes), name in zip(given, names):
             sources = [("fp32", f)]
             if not a.fp32_source_only:
-                fp16 = Path(tmp, f"{f.parent.name}-{f.stem}-fp16src.tflite")
+                fp16 = Path(tmp, f"{name}-fp16src.tflite")
                 if not fp16.is_file():
                     export_tflite(f, fp16, "fp16")
                 sources.append(("fp16 weights", fp16))
             for label, src in sources:
                 for option in a.options:
-                    work = Path(tmp, f"{f.parent.name}-{label}-{option}")
+                    work = Path(tmp, f"{name}-{label}-{option}")
                     work.mkdir(exist_ok=True)
                     out, kept = work / "out.tflite", work / "result.json"
                     try:
                         check_state("litert-cpu/host", "tflite", option, {})
                     except OptionError as e:  # refused before anything is queued (the API's 400 no_export)
                         counts["not exportable"] += 1
-                        print(f"| {f.parent.name} | {label} | {option} | not exportable: {' '.join(str(e).split())[:120]} |")
+                        print(f"| {name} | {label} | {option} | not exportable: {' '.join(str(e).split())[:120]} |")
                         continue
                     try:
-                        r = _export(src, out, kept, option, work, a.calibration)
+                        r = _export(src, out, kept, option, work, a.calibration, shapes)
                     except Exception as e:  # noqa: BLE001 - a failed export is a row of its own
                         counts["failed"] += 1
-                        print(f"| {f.parent.name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
+                        print(f"| {name} | {label} | {option} | failed: {' '.join(str(e).split())[:160]} |")
                         continue
                     counts["exported"] += 1
-                    others = [predict_model(src, "litert-cpu/host", option, {}, work, c)[0]["totals"]["latency_ms"]
+                    others = [predict_model(src, "litert-cpu/host", option, {}, work, c, shapes)[0]["totals"]["latency_ms"]
                               for c in a.compare_calibration]
-                    written.append((f.parent.name, label, option, out, r["predicted"]["latency_ms"], others))
+                    written.append((name, label, option, out, r["predicted"]["latency_ms"], others, shapes))
                     if a.no_measure:
-                        print(f"| {f.parent.name} | {label} | {option} | {r['predicted']['size_bytes'] / 1e6:.3f} MB "
+                        print(f"| {name} | {label} | {option} | {r['predicted']['size_bytes'] / 1e6:.3f} MB "
                               f"| {r['size_bytes'] / 1e6:.3f} MB | {r['size_error_pct']:+.2f}% "
                               f"| {r['predicted']['latency_ms']:.2f} | - | - | - | - | {os.getloadavg()[0]:.1f} |")
                         continue
-                    p = profile(out, ProfileSettings(runs=a.runs, warmup=3, threads=1))
+                    p = profile(out, ProfileSettings(runs=a.runs, warmup=3, threads=1, input_shapes=shapes))
                     pred_ms, ms = r["predicted"]["latency_ms"], p.latency_ms
-                    cpu = _cpu_ms(out, a.runs)
+                    cpu = _cpu_ms(out, a.runs, shapes)
                     cpu_err = f"{(pred_ms / cpu - 1) * 100:+.0f}%" if cpu else "-"
-                    print(f"| {f.parent.name} | {label} | {option} | {r['predicted']['size_bytes'] / 1e6:.3f} MB "
+                    print(f"| {name} | {label} | {option} | {r['predicted']['size_bytes'] / 1e6:.3f} MB "
                           f"| {r['size_bytes'] / 1e6:.3f} MB | {r['size_error_pct']:+.2f}% | {pred_ms:.2f} | {ms:.2f} "
                           f"| {(pred_ms / ms - 1) * 100:+.0f}% | {cpu:.2f} | {cpu_err} | {os.getloadavg()[0]:.1f} |",
                           flush=True)
@@ -140,14 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _interleaved(written: list[tuple[str, str, str, Path, float, list[float]]], rounds: int, runs: int,
+def _interleaved(written: list[tuple[str, str, str, Path, float, list[float], dict[str, list[int]]]], rounds: int,
+                 runs: int,
                  calibrations: list[Path | None]) -> None:
     """CPU time per run of every file, interleaved over `rounds`; each option against its source's fp32 export,
     as predicted with each calibration (the first: the one the files were exported with)."""
     cpu: dict[int, list[float]] = {i: [] for i in range(len(written))}
     for _ in range(rounds):
         for i, w in enumerate(written):
-            cpu[i].append(_cpu_ms(w[3], runs))
+            cpu[i].append(_cpu_ms(w[3], runs, w[6]))
     med = {i: statistics.median(v) for i, v in cpu.items()}
     base: dict[tuple[str, str], Any] = {(m, s): i for i, (m, s, o, *_) in enumerate(written) if o == "fp32"}
     names = [c.parent.name if c is not None else "profile" for c in calibrations]
@@ -155,7 +191,7 @@ def _interleaved(written: list[tuple[str, str, str, Path, float, list[float]]], 
           + "".join(f"| {n}: predicted ms | error | predicted change | change error " for n in names) + "|")
     print("|---|---|---|---|---|" + "---|---|---|---|" * len(names))
     errs: dict[tuple[str, int], list[float]] = {}
-    for i, (m, s, o, _, pred, others) in enumerate(written):
+    for i, (m, s, o, _, pred, others, _shapes) in enumerate(written):
         b = base.get((m, s))
         cells = []
         for j, p in enumerate([pred, *others]):
