@@ -22,12 +22,13 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.optimize import litert_rules
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.vocabulary.options import Combo, Preset, all_combos
 from simulator.costs import WEIGHTED_KINDS, Work
 
-# Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS).
-_KERNEL_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+# Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS),
+# and those whose kernel a file stores int8 already (judged with the option's kernel: only some keep it as stored).
+_KERNEL_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"}) | STORED_INT8_OPS
 
 
 def _on_source(has_kernel: bool, c: Combo) -> Combo:

@@ -20,10 +20,11 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler.optimize.choices import Choice, node_choices
-from compiler.optimize.onnx_prepare import (OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info, drop_cast_pairs,
+from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
+                                             drop_cast_pairs,
                                              named_copy,
                                              one_line, opset, quant_ready, topo_sort)
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, combo_reason
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
@@ -226,6 +227,7 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         pre = preprocess(named, tmp / "pre.onnx")
         ch = _choices(pre, model_wide, overrides or {})
         need = max([OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0 for c in ch.values()]
+                   + [OPSET_DYNAMIC_INT8 if c.dynamic and c.combo.kernel == "int8" else 0 for c in ch.values()]
                    + [OPSET_PALETTE if lut_bits(c.combo.kernel) else 0 for c in ch.values()])
         if need > opset(pre):
             notes.append(f"converted from ONNX opset {opset(pre)} to {need}, which the option's ops need")
@@ -251,7 +253,8 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
 
 def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, str]) -> dict[str, Choice]:
     inits = {t.name: t for t in model.graph.initializer}
-    has_k = [(n.name, kernel_input(n, inits) is not None) for n in model.graph.node]
+    # A kernel stored int8 is one too (its option decides whether it can be written as stored: combo_reason).
+    has_k = [(n.name, kernel_input(n, inits) is not None or n.op_type in STORED_INT8_OPS) for n in model.graph.node]
     ch = node_choices(has_k, model_wide, overrides, FLOAT_FORMAT)
     by_name = {n.name: n for n in model.graph.node}
     for name, c in ch.items():
@@ -278,7 +281,8 @@ def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice], input_sh
     static = [n for n, c in ch.items() if c.combo.input == "int8"]
     if static:
         current = _quantize_static(current, tmp, static, input_shapes, samples, values)
-    dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"]
+    dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"
+               and by_name[n].op_type not in STORED_INT8_OPS]  # stored int8 already: written as stored
     if dynamic:
         current = _quantize_dynamic(current, tmp, dynamic)
     # 4-bit weights: MatMulNBits for MatMul with constant weights; other ops keep float weights (as predicted).

@@ -25,6 +25,10 @@ log = logging.getLogger(__name__)
 
 # Opset each kind of step writes ops of: per-channel DequantizeLinear (`axis`), BitwiseAnd in the palette decoder.
 OPSET_STATIC_INT8 = 13
+# quantize_dynamic converts an older model to 11 itself, after ORT's optimizations: on an IR-3 file (the model zoo's
+# opset-9 graphs) the initializers those add (ConvBnFusion_W_...) are not graph inputs and its converter stops
+# ("Input ... is undefined"). Converted first, on the file as stored, the conversion holds.
+OPSET_DYNAMIC_INT8 = 11
 OPSET_PALETTE = 18
 
 

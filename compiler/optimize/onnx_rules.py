@@ -26,6 +26,11 @@ DYNAMIC_OPS = frozenset({"Conv", "MatMul", "Gemm"})
 # Recurrent ops quantize_static leaves float (not in its QDQ registry; quantize_dynamic takes LSTM): the benchmark's
 # LSTM/GRU int8-static files were 3.9x the predicted int8 size.
 _RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
+# Ops of a file ORT's dynamic quantization wrote, their weights stored int8 (ddddocr's older recognizer is all
+# ConvInteger, MatMulInteger and DynamicQuantizeLSTM): the exporter's tools quantize float weights only, so it
+# writes these as stored, which is the fp32 and int8-dynamic options' file (file_bytes sizes them as stored).
+STORED_INT8_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeLSTM", "DynamicQuantizeMatMul",
+                             "MatMulIntegerToFloat"})
 # Compiled (fused) op types the option table prices, and the source op they export as.
 _COMPILED = {"FusedConv": "Conv", "NhwcFusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul",
              "QLinearConv": "Conv", "ConvInteger": "Conv", "QGemm": "Gemm", "QLinearMatMul": "MatMul",
@@ -38,6 +43,10 @@ def combo_reason(op_type: str, combo: Combo) -> str | None:
     """None if the exporter writes `combo` on a node of `op_type` exactly; else one sentence saying why not."""
     op = _COMPILED.get(op_type, op_type)
     i, o, k = combo.input, combo.output, combo.kernel
+    if op_type in STORED_INT8_OPS and (i != "fp32" or o != "fp32" or k not in ("-", "fp32", "int8") or combo.sparsity):
+        return (f"{combo.name}: {op_type} stores its weights int8 already (a file ORT's dynamic quantization wrote), "
+                f"and the exporter quantizes float weights only: fp32 and int8-dynamic write them as stored; "
+                f"export the float model for other options")
     if i != o:
         return (f"{combo.name}: an ONNX file gives a node one activation format in and out ({i} in and {o} out "
                 f"cannot be written)")

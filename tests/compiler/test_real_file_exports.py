@@ -1,0 +1,93 @@
+"""Exports of files as real packages ship them (corpus.wheels; issue 14): an IR-3 opset-9 graph as the ONNX model
+zoo stores them (the onnx wheel's light_* models), and a file ORT's dynamic quantization wrote (ddddocr's older
+recognizer). Each option the table offers exports and loads; those the exporter cannot write are marked and
+refused in one sentence, never written as something else."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler.optimize.onnx_export import export_onnx
+from compiler.vocabulary.options import OptionError
+from tests import modelzoo
+
+warnings.filterwarnings("ignore")
+logging.getLogger().setLevel(logging.ERROR)
+
+
+def _opset9_conv_bn(path: Path) -> Path:
+    """Conv + BatchNormalization at opset 9, IR 3: every initializer is a graph input too (as the model zoo's)."""
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")] + [
+        numpy_helper.from_array(v.astype(np.float32), n) for n, v in
+        (("s", rng.random(8) + 0.5), ("b", rng.standard_normal(8)), ("m", rng.standard_normal(8)),
+         ("v", rng.random(8) + 0.5))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"], name="bn")]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])] + [
+        helper.make_tensor_value_info(t.name, TensorProto.FLOAT, list(t.dims)) for t in inits]
+    g = helper.make_graph(nodes, "g", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])],
+                          inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 9)], ir_version=3), str(path))
+    return path
+
+
+def test_opset9_ir3_model_exports_int8_dynamic(tmp_path: Path) -> None:
+    # ORT's quantize_dynamic converted it to opset 11 itself, after the BatchNorm was folded into an initializer
+    # that an IR-3 graph does not list as an input: "ConvertError: Input ConvBnFusion_W_w is undefined!".
+    src = _opset9_conv_bn(tmp_path / "o9.onnx")
+    res = export_onnx(src, tmp_path / "dyn.onnx", "int8-dynamic")
+    m = onnx.load(str(res.path))
+    assert "ConvInteger" in {n.op_type for n in m.graph.node}
+    assert m.opset_import[0].version == 11 and any("opset 9 to 11" in n for n in res.notes)
+    ort.InferenceSession(str(res.path), providers=["CPUExecutionProvider"])
+
+
+@pytest.fixture(scope="module")
+def stored_int8(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    d = tmp_path_factory.mktemp("stored")
+    out = d / "dyn.onnx"
+    quantize_dynamic(str(modelzoo.tiny_cnn(d / "tiny.onnx")), str(out), weight_type=QuantType.QUInt8)
+    return out
+
+
+@pytest.mark.parametrize("option", ["fp32", "int8-dynamic"])
+def test_stored_int8_file_is_written_as_stored(stored_int8: Path, tmp_path: Path, option: str) -> None:
+    res = export_onnx(stored_int8, tmp_path / f"{option}.onnx", option)
+    ops = [n.op_type for n in onnx.load(str(res.path)).graph.node]
+    # quantize_dynamic given the ConvInteger again re-quantized its input a second time (2597 -> 3382 bytes)
+    assert ops.count("ConvInteger") == 1 and ops.count("DynamicQuantizeLinear") == 2
+    assert abs(res.size_bytes / stored_int8.stat().st_size - 1) < 0.02
+
+
+@pytest.mark.parametrize("option", ["fp16", "int8-static", "int4-weights", "palettize-4bit", "prune-50"])
+def test_stored_int8_file_refuses_options_that_need_float_weights(stored_int8: Path, tmp_path: Path,
+                                                                  option: str) -> None:
+    # fp16 wrote a file ORT refused (a DynamicQuantizeLinear fed fp16), int8-static failed in the quantizer, and
+    # int4 / palettes / pruning wrote the int8 file unchanged against a prediction of 4-bit weights (-28..-34%).
+    with pytest.raises(OptionError, match="stores its weights int8 already"):
+        export_onnx(stored_int8, tmp_path / f"{option}.onnx", option)
+    assert not (tmp_path / f"{option}.onnx").exists()
+
+
+def test_stored_int8_file_options_are_marked_in_the_table(stored_int8: Path) -> None:
+    from simulator.model import compile_for
+    from simulator.sweep import sweep
+
+    with tempfile.TemporaryDirectory() as d:
+        source, compiled, _ = compile_for(stored_int8, "ort-cpu/host", d)
+        bulk = sweep(compiled, "ort-cpu/host", source=source).bulk
+    ok = {p["name"]: e for p, e in zip(bulk["presets"], bulk["exportable"])}
+    assert ok["fp32"] and ok["int8-dynamic"]
+    assert not any(ok[p] for p in ("fp16", "int8-static", "int4-weights", "palettize-4bit", "prune-50"))
