@@ -55,6 +55,18 @@ def model_names(files: list[Path]) -> list[str]:
     return [f.stem if [g.stem for g in files].count(f.stem) == 1 else f"{f.parent.name}-{f.stem}" for f in files]
 
 
+def table_marks(src: Path, shapes: dict[str, list[int]], work: Path) -> dict[str, str | None]:
+    """{preset: None, or why the option table marks it not exportable for this file} (what the UI offers)."""
+    from simulator.model import compile_for
+    from simulator.sweep import sweep
+
+    work.mkdir(parents=True, exist_ok=True)
+    source, compiled, _ = compile_for(src, "litert-cpu/host", work, input_shapes=shapes)
+    bulk = sweep(compiled, "litert-cpu/host", source=source).bulk
+    return {p["name"]: (None if ok else why) for p, ok, why in
+            zip(bulk["presets"], bulk["exportable"], bulk["export_reasons"])}
+
+
 def wheel_files(cache_dir: str | None, ids: list[str]) -> list[tuple[Path, dict[str, list[int]]]]:
     """(path, input shapes) of corpus.wheels' fetched `.tflite` files (all, or those of `ids`)."""
     from corpus import cache
@@ -132,16 +144,23 @@ def main(argv: list[str] | None = None) -> int:
             sources = [("fp32", f)]
             if not a.fp32_source_only:
                 fp16 = Path(tmp, f"{name}-fp16src.tflite")
-                if not fp16.is_file():
-                    export_tflite(f, fp16, "fp16")
-                sources.append(("fp16 weights", fp16))
+                try:
+                    if not fp16.is_file():
+                        export_tflite(f, fp16, "fp16", input_shapes=shapes)
+                    sources.append(("fp16 weights", fp16))
+                except Exception as e:  # noqa: BLE001 - the fp16 export failed: a row, and no fp16-weight source
+                    counts["failed"] += 1
+                    print(f"| {name} | fp16 weights | (source) | failed: {' '.join(str(e).split())[:160]} |")
             for label, src in sources:
+                marks = table_marks(src, shapes, Path(tmp, f"{name}-{label}-table"))
                 for option in a.options:
                     work = Path(tmp, f"{name}-{label}-{option}")
                     work.mkdir(exist_ok=True)
                     out, kept = work / "out.tflite", work / "result.json"
                     try:
                         check_state("litert-cpu/host", "tflite", option, {})
+                        if marks.get(option):  # the table marks it for this file: not offered
+                            raise OptionError(marks[option] or "")
                     except OptionError as e:  # refused before anything is queued (the API's 400 no_export)
                         counts["not exportable"] += 1
                         print(f"| {name} | {label} | {option} | not exportable: {' '.join(str(e).split())[:120]} |")

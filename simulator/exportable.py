@@ -82,14 +82,21 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
     return per_task
 
 
-def mark_tflite(works: Sequence[Work], presets: Sequence[Preset], bulk: dict[str, Any]) -> list[np.ndarray]:
-    """mark_onnx for a LiteRT target: a bool per combo of each task; bulk["exportable"] / ["export_reasons"]."""
+def mark_tflite(works: Sequence[Work], presets: Sequence[Preset], bulk: dict[str, Any],
+                compiled: Graph | None = None, source: Graph | None = None) -> list[np.ndarray]:
+    """mark_onnx for a LiteRT target: a bool per combo of each task; bulk["exportable"] / ["export_reasons"].
+    With the model: a preset its file cannot take (fully int8, IF / WHILE bodies: litert_rules.model_reason)."""
+    from compiler.frontends.tflite import fully_int8
+
+    int8 = fully_int8(source or compiled) if compiled is not None else False
+    bodies = compiled is not None and any(nd.parent for nd in compiled.nodes)
     masks = {k: np.array([litert_rules.combo_reason(c.input, c.output, c.kernel, c.sparsity) is None
                           for c in all_combos(k)]) for k in (False, True)}
     reasons = []
     for p in presets:
         c = p.resolve(litert_rules.FLOAT_FORMAT, True)
-        reasons.append(litert_rules.combo_reason(c.input, c.output, c.kernel, c.sparsity))
+        reasons.append(litert_rules.combo_reason(c.input, c.output, c.kernel, c.sparsity)
+                       or litert_rules.model_reason(c.input, c.output, c.kernel, int8, bodies))
     bulk["exportable"] = [r is None for r in reasons]
     bulk["export_reasons"] = reasons
     return [masks[w.kind in WEIGHTED_KINDS and w.kernel_elements > 0] for w in works]

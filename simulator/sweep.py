@@ -258,7 +258,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     elif t.export == "tflite":
         from simulator.exportable import mark_tflite
 
-        exportable = mark_tflite(works, presets, bulk)
+        exportable = mark_tflite(works, presets, bulk, compiled, source)
     notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
     per_op = PerOpTable(bulk["ops"], where, notes, exportable)
     bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}

@@ -209,10 +209,12 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     if bad:
         raise ModelRunError(f"operator {bad[0]} is not in this model ({n_ops} operators)")
     static = payload["model_wide"] == "static8" or "static8" in payload["per_op"].values()
-    if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
-        from compiler.frontends import tflite
+    from compiler.frontends import tflite
 
-        if tflite.fully_int8(tflite.parse(raw)):
+    fully = tflite.fully_int8(tflite.parse(raw))
+    _refuse_on_model(raw, fully, {payload["model_wide"], *payload["per_op"].values()})
+    if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
+        if fully:
             # Already int8-static (int8 weights and activations): quantizing it afresh would restore its weights to
             # float and re-calibrate them on generated inputs, a lossy round trip and a larger file (new per-channel
             # records: +23% on microWakeWord's 56-81 KB models). The file is written as stored.
@@ -223,6 +225,9 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     if n16:
         notes.append(f"{n16} {'fp16 or int8' if static else 'fp16'} weight(s) behind DEQUANTIZE were restored to "
                      f"fp32 first, so the quantizer starts from float weights")
+    model, renamed = litert_prepare.unique_tensor_names(model)
+    if renamed:
+        notes.append(f"{renamed} repeated tensor name(s) made unique (the quantizer needs one name per tensor)")
     model = with_signature(model)
     # Overrides name the upload's operators; the DEQUANTIZEs removed above shift the indices.
     now = {old: new for new, old in enumerate(upload_index)}
@@ -267,6 +272,28 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     if payload["model_wide"] == "fp16":
         notes.append("fp16 weights, dequantized to fp32 at load: activations stay fp32 in the file")
     return {"notes": notes}
+
+
+# Each recipe kind as the (input, output, kernel) formats it writes on a weighted operator.
+_FORMATS = {"float": ("fp32", "fp32", "fp32"), "fp16": ("fp16", "fp16", "fp16"), "dynamic8": ("fp32", "fp32", "int8"),
+            "static8": ("int8", "int8", "int8"), "weights4": ("fp32", "fp32", "int4")}
+
+
+def _refuse_on_model(raw: bytes, fully_int8: bool, kinds: set[str]) -> None:
+    """Raise ModelRunError (litert_rules.model_reason's sentence, as the option table marks it) where this file
+    cannot take one of the recipe `kinds`."""
+    from ai_edge_litert import schema_py_generated as schema
+
+    from compiler.errors import ModelRunError
+
+    m = schema.Model.GetRootAs(raw, 0)
+    codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
+             for i in range(m.OperatorCodesLength())]
+    bodies = m.SubgraphsLength() > 1 and bool({schema.BuiltinOperator.IF, schema.BuiltinOperator.WHILE} & set(codes))
+    for kind in sorted(kinds):
+        why = litert_rules.model_reason(*_FORMATS[kind], fully_int8, bodies)
+        if why is not None:
+            raise ModelRunError(why)
 
 
 def _name(model: bytes, index: int) -> str:

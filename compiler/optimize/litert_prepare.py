@@ -171,3 +171,21 @@ def freeze_inputs(model_bytes: bytes, shapes: Sequence[Sequence[int]]) -> bytes:
         t.shapeSignature = None
         changed = True
     return write(m, len(model_bytes)) if changed else model_bytes
+
+
+def unique_tensor_names(model_bytes: bytes) -> tuple[bytes, int]:
+    """The model with every tensor name unique across its subgraphs (ai-edge-quantizer refuses a repeat: "Tensor
+    name arg0 is not unique in the model", every option of openWakeWord's hey_jarvis, whose IF bodies name their
+    inputs as the main graph does), and how many were renamed. The first holder keeps its name (subgraph 0's
+    first: its inputs, outputs and operators keep theirs); a repeat becomes `<name>__sg<subgraph>_<index>`."""
+    m = read(model_bytes)
+    seen: set[bytes] = set()
+    renamed = 0
+    for gi, sg in enumerate(m.subgraphs):
+        for ti, t in enumerate(sg.tensors):
+            name = bytes(t.name or b"")
+            if name in seen:
+                t.name = name + f"__sg{gi}_{ti}".encode()
+                renamed += 1
+            seen.add(bytes(t.name or b""))
+    return (write(m, len(model_bytes)) if renamed else model_bytes), renamed

@@ -48,3 +48,20 @@ def combo_reason(input: str, output: str, kernel: str, sparsity: int) -> str | N
     if input == "int8" and kernel not in ("int8", "-"):
         return f"{name}: ai-edge-quantizer writes int8 activations with int8 weights only, not {kernel}"
     return None
+
+
+def model_reason(input: str, output: str, kernel: str, fully_int8: bool, bodies: bool) -> str | None:
+    """combo_reason's model-wide part that depends on the file: None if the exporter writes the combo on this
+    model; `fully_int8`: int8 weights and activations as stored (compiler.frontends.tflite.fully_int8); `bodies`:
+    it has IF / WHILE bodies."""
+    name = f"{input}/{output}/{kernel}/0"
+    if fully_int8 and not (input == output == "int8" and kernel in ("int8", "-")):
+        # microWakeWord's: the quantizer keeps int8 operators as they are, so fp32 / int8-dynamic / int4 wrote the
+        # int8 file (+12..+137% against a float prediction) and fp16 one LiteRT refuses (a conv's filter unquantized).
+        return (f"{name}: the model is fully int8 (int8 weights and activations); ai-edge-quantizer cannot make it "
+                f"float again, so only int8-static (the file as stored) can be exported")
+    if bodies and "int8" in (input, output):
+        # openWakeWord's hey_jarvis: "Failed to get quantization parameters for tensor: arg0" (an IF body's input).
+        return (f"{name}: ai-edge-quantizer's calibration does not reach the model's IF / WHILE bodies, so int8 "
+                f"activations cannot be written; int8-dynamic quantizes the weights")
+    return None
