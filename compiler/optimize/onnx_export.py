@@ -279,6 +279,8 @@ def _write(model: onnx.ModelProto, tmp: Path, ch: Mapping[str, Choice], input_sh
     if fp16:
         current = _to_fp16(current, tmp / "fp16.onnx", fp16)
     static = [n for n, c in ch.items() if c.combo.input == "int8"]
+    if static and _static_ops().isdisjoint(by_name[n].op_type for n in static):
+        static = []  # nothing quantize_static quantizes (scikit-learn's ai.onnx.ml ops): it failed on such files
     if static:
         current = _quantize_static(current, tmp, static, input_shapes, samples, values)
     dynamic = [n for n, c in ch.items() if c.dynamic and c.combo.kernel == "int8" and c.combo.input == "fp32"
@@ -353,6 +355,13 @@ def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
 
     _step("ORT's fp16 converter", to_fp16)
     return out
+
+
+def _static_ops() -> frozenset[str]:
+    """The op types quantize_static quantizes by default (its QDQ and QOperator registries)."""
+    from onnxruntime.quantization.registry import QDQRegistry, QLinearOpsRegistry
+
+    return frozenset(QDQRegistry) | frozenset(QLinearOpsRegistry)
 
 
 def _quantize_static(current: Path, tmp: Path, static: list[str], input_shapes: Mapping[str, list[int]] | None,

@@ -91,3 +91,29 @@ def test_stored_int8_file_options_are_marked_in_the_table(stored_int8: Path) -> 
     ok = {p["name"]: e for p, e in zip(bulk["presets"], bulk["exportable"])}
     assert ok["fp32"] and ok["int8-dynamic"]
     assert not any(ok[p] for p in ("fp16", "int8-static", "int4-weights", "palettize-4bit", "prune-50"))
+
+
+def _ml_only(path: Path) -> Path:
+    """scikit-learn's logistic regression as onnxruntime's wheel ships it (logreg_iris.onnx): ai.onnx.ml ops only,
+    IR 3, a ZipMap's sequence-of-maps output."""
+    ml = "ai.onnx.ml"
+    nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "p"], domain=ml, coefficients=[0.1] * 6,
+                              intercepts=[0.0, 0.1, 0.2], classlabels_ints=[0, 1, 2], name="linear"),
+             helper.make_node("Normalizer", ["p"], ["pn"], domain=ml, norm="L1", name="norm"),
+             helper.make_node("ZipMap", ["pn"], ["probabilities"], domain=ml, classlabels_int64s=[0, 1, 2], name="zip")]
+    seq = helper.make_sequence_type_proto(helper.make_map_type_proto(
+        TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, None)))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 2])],
+                          [helper.make_tensor_value_info("label", TensorProto.INT64, [3]),
+                           helper.make_value_info("probabilities", seq)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid(ml, 1)], ir_version=3), str(path))
+    return path
+
+
+def test_int8_static_of_a_model_with_nothing_to_quantize_writes_it_float(tmp_path: Path) -> None:
+    # quantize_static failed on it ("Graph ctor should have created NodeArg for initializer"); the table predicts
+    # int8-static as the float file (no op of it has an int8 form), and that is what is written
+    src = _ml_only(tmp_path / "ml.onnx")
+    res = export_onnx(src, tmp_path / "s.onnx", "int8-static")
+    ops = [n.op_type for n in onnx.load(str(res.path)).graph.node]
+    assert ops == ["LinearClassifier", "Normalizer", "ZipMap"]
