@@ -43,7 +43,9 @@ def combo_reason(op_type: str, combo: Combo) -> str | None:
     """None if the exporter writes `combo` on a node of `op_type` exactly; else one sentence saying why not."""
     op = _COMPILED.get(op_type, op_type)
     i, o, k = combo.input, combo.output, combo.kernel
-    if op_type in STORED_INT8_OPS and (i != "fp32" or o != "fp32" or k not in ("-", "fp32", "int8") or combo.sparsity):
+    if op_type in STORED_INT8_OPS:
+        if i == o == "fp32" and k in ("-", "fp32", "int8") and not combo.sparsity:
+            return None  # written as stored
         return (f"{combo.name}: {op_type} stores its weights int8 already (a file ORT's dynamic quantization wrote), "
                 f"and the exporter quantizes float weights only: fp32 and int8-dynamic write them as stored; "
                 f"export the float model for other options")

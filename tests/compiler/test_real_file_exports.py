@@ -117,3 +117,25 @@ def test_int8_static_of_a_model_with_nothing_to_quantize_writes_it_float(tmp_pat
     res = export_onnx(src, tmp_path / "s.onnx", "int8-static")
     ops = [n.op_type for n in onnx.load(str(res.path)).graph.node]
     assert ops == ["LinearClassifier", "Normalizer", "ZipMap"]
+
+
+def test_stored_int8_lstm_is_written_as_stored_under_int8_dynamic(tmp_path: Path) -> None:
+    # ddddocr's older recognizer: its DynamicQuantizeLSTM was refused under int8-dynamic ("writes int8 weights for
+    # Conv, MatMul and Gemm only"), the option whose file it is
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    rng = np.random.default_rng(0)
+    h = 16
+    inits = [numpy_helper.from_array((rng.standard_normal(s) * 0.1).astype(np.float32), n)
+             for n, s in (("W", (1, 4 * h, 8)), ("R", (1, 4 * h, h)), ("B", (1, 8 * h)))]
+    g = helper.make_graph([helper.make_node("LSTM", ["x", "W", "R", "B"], ["y"], hidden_size=h, name="lstm")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 1, 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 1, 1, h])], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(tmp_path / "lstm.onnx"))
+    quantize_dynamic(str(tmp_path / "lstm.onnx"), str(tmp_path / "q.onnx"), weight_type=QuantType.QInt8)
+    assert "DynamicQuantizeLSTM" in {n.op_type for n in onnx.load(str(tmp_path / "q.onnx")).graph.node}
+    for option in ("fp32", "int8-dynamic"):
+        res = export_onnx(tmp_path / "q.onnx", tmp_path / f"{option}.onnx", option)
+        assert "DynamicQuantizeLSTM" in {n.op_type for n in onnx.load(str(res.path)).graph.node}
+    with pytest.raises(OptionError, match="stores its weights int8 already"):
+        export_onnx(tmp_path / "q.onnx", tmp_path / "s.onnx", "int8-static")
