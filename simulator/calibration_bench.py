@@ -197,6 +197,30 @@ def _dw_strided(c: int, hw: int, k: int) -> Callable[[Path], Path]:
     return build
 
 
+def _strided_own(ci: int, co: int, hw: int, k: int, group: int = 1, r: int = 4) -> Callable[[Path], Path]:
+    """`r` k x k Convs at stride 2 (ci -> co channels, `group` groups) + bias + Relu, each on an input of its own
+    (ci x hw x hw): quantize_dynamic quantizes each input once, so every ConvInteger has its own DynamicQuantizeLinear,
+    as in a model (side by side on one input, as _dw_strided, they would share one). Four, not R: eight 96x112x112
+    fp32 inputs would outgrow the last-level cache, where a model's stage-opening conv reads a map just written."""
+    def build(path: Path) -> Path:
+        from onnx import TensorProto, helper, numpy_helper
+
+        rng = np.random.default_rng(0)
+        w = _rng_w([co, ci // group, k, k])
+        o = (hw + 2 * (k // 2) - k) // 2 + 1
+        inits, nodes, ins, outs = [], [], [], []
+        for i in range(r):
+            inits += [numpy_helper.from_array(w(i), f"w{i}"),
+                      numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}")]
+            nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
+                                       pads=[k // 2] * 4, group=group, strides=[2, 2]),
+                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
+            ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, ci, hw, hw]))
+            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, co, o, o]))
+        return _save(nodes, ins, outs, inits, path)
+    return build
+
+
 def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
     """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the quantizers and the
     fp16 converter rewrite, so the fitted paths include the kernels they add (Casts, DynamicQuantizeLinear, scale Mul /
@@ -338,6 +362,13 @@ CASES: tuple[Case, ...] = (
     # ones (144x56 .. 1152x7) profiled 1.1-1.3x their prediction on this Zen 4 (int8-dynamic file, wall, load 10,
     # 2026-12-03), its 3x3 ones 0.7-1.0x.
     *(Case(f"dwconvact-{c}x{s}-5x5", "dwconv", _conv_act(c, s, 5, group=c), (Q[1],)) for c, s in ((240, 28), (672, 7))),
+    # Stride 2 under int8-dynamic, the convs that open a stage: ConvInteger's Im2col<uint8_t> (onnxruntime core/util/
+    # math_cpu.cc, NCHW) copies a stride-1 row in one block but a strided one element by element, so their buffer costs
+    # more per element (`<kind>.int8dyn.im2col.strided`, calibration_fit._STRIDED_FITTED). Depthwise at MobileNetV2's
+    # and EfficientNet-B0's shapes, dense at ResNet-18's.
+    *(Case(f"dwconvact-{c}x{s}-{k}x{k}-s2", "dwconv", _strided_own(c, c, s, k, group=c), (Q[1],))
+      for c, s, k in ((96, 112, 3), (144, 56, 5), (192, 28, 3))),
+    *(Case(f"convact-{c}x{s}-3x3-s2", "conv", _strided_own(c, 2 * c, s, 3), (Q[1],)) for c, s in ((64, 56), (128, 28))),
     # Depthwise channels not a multiple of 16: static int8 runs MLAS's generic depthwise kernel, not the symmetric one
     # (simulator/ort_int8.py), its own path. Counts not a multiple of 4 either, so ORT leaves the fp32 Convs in NCHW
     # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.

@@ -63,7 +63,7 @@ _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "dwconv.int
 # Paths whose im2col gathers strided rows element by element (conv_work.strided_im2col), fitted on stride-2 cases:
 # fp16's NCHW depthwise convs. Stride 1 alone could not price them (a Zen 4's stride-2 cases -37..-52% fitted on the
 # stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%).
-_STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw"})
+_STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "conv.int8dyn", "convsmall.int8dyn", "dwconv.int8dyn"})
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
 _SPILL_FITTED = frozenset({"layout.fp32"})

@@ -149,6 +149,11 @@ class Rates:
     int8_nb: Num
 
 
+# MLAS's QGEMM (onnxruntime core/mlas/lib/qgemm.h, MlasGemmQuantOperation) packs a panel of A for every panel of
+# B, StrideN columns of C at a time: ConvInteger passes its weights as A and the im2col buffer as B (N = output
+# pixels), so without pre-packing it packs its weights once per 256 output pixels (MLAS_GEMM_U8S8_KERNEL_AVX2 and
+# MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp).
+QGEMM_STRIDE_N = 256.0
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
 
 
@@ -369,7 +374,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
     (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost)."""
     setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
-    setup = setup + r.pixel_s * w.out_elements / np.maximum(w.kernel_rows, 1.0)
+    pixels = w.out_elements / np.maximum(w.kernel_rows, 1.0)
+    setup = setup + r.pixel_s * pixels
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).
     cols = np.where(w.kernel_rows > 0, w.macs / np.maximum(w.kernel_rows, 1.0), 0.0)
@@ -377,7 +383,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
             + r.im2col_strided_s * np.where(expanded, w.im2col_strided, 0.0)
-            + r.repack_s * w.kernel_elements + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
+            + r.repack_s * w.kernel_elements * np.ceil(pixels / QGEMM_STRIDE_N) + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps)
 
 
