@@ -397,10 +397,10 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
             d.notes.append("activation no longer fused: runs as its own kernel")
         d.notes.append("dynamic int8 Conv = DynamicQuantizeLinear + ConvInteger + Cast/Mul/Add, no NCHWc")
     # ConvInteger expands the uint8 input (Im2col) for every kernel larger than 1x1, group by group (a depthwise
-    # conv: channel by channel), row by row (Work.im2col_rows: `<kind>.int8dyn.im2col.row`), then runs a GEMM
-    # whose weight operand it packs again on every run (it has no pre-packing, unlike QLinearConv). The
-    # packing is fitted on `conv` only: the three few-channel cases cannot tell it from the fixed setup
-    # (fitted there, it came out at 15 ns per weight, a setup in disguise).
+    # conv: channel by channel), row by row (Work.im2col_rows: `<kind>.int8dyn.im2col.row`), then runs a GEMM,
+    # packing its weights again on every run, once per 256 output pixels (no pre-packing, unlike QLinearConv;
+    # roofline.QGEMM_STRIDE_N). Fitted on `conv` only: the few-channel cases cannot tell the packing from the fixed
+    # setup (fitted there, it came out at 15 ns per weight, a setup in disguise).
     # Each of those passes is an fp32 element-wise kernel: its bytes above and its arithmetic at the calibrated fp32
     # element-wise rate (ORT 1.32 dynamicquantizelinear.cc: MlasFindMinMaxElement, then MlasQuantizeLinear: 2 ops per
     # input element; Cast, Mul, Add and an unfused activation: 1 per output element each), where the bytes alone at

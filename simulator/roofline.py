@@ -149,10 +149,11 @@ class Rates:
     int8_nb: Num
 
 
-# MLAS's QGEMM (onnxruntime core/mlas/lib/qgemm.h, MlasGemmQuantOperation) packs a panel of A for every panel of
-# B, StrideN columns of C at a time: ConvInteger passes its weights as A and the im2col buffer as B (N = output
-# pixels), so without pre-packing it packs its weights once per 256 output pixels (MLAS_GEMM_U8S8_KERNEL_AVX2 and
-# MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp).
+# MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
+# onnxruntime/core/mlas/lib/qgemm.h @ca8d49fc, MlasGemmQuantOperation): ConvInteger passes its weights as A and its
+# im2col buffer as B, N = output pixels (core/providers/cpu/quantization/conv_integer.cc @009855cf), and has no
+# pre-packing, so it packs its weights (uint8 widened to int16) once per 256 output pixels on every run
+# (MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp @9f69f5d0).
 QGEMM_STRIDE_N = 256.0
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
 
@@ -383,7 +384,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     expanded = cols > 1.01 * w.in_elements
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
             + r.im2col_strided_s * np.where(expanded, w.im2col_strided, 0.0)
-            + r.repack_s * w.kernel_elements * np.ceil(pixels / QGEMM_STRIDE_N) + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
+            + r.repack_s * w.kernel_elements * np.ceil(pixels / QGEMM_STRIDE_N)
+            + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps)
 
 
