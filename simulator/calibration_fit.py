@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 54  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 55  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -49,6 +49,8 @@ CACHE_VERSION = 54  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided);
 #     dynamic int8 depthwise ConvIntegers' cost per im2col row fitted (dwconv.int8dyn.im2col.row)
 # 54: GlobalAveragePools ORT leaves in NCHW, a rate of their own (poolnchw.fp32.GlobalAveragePool)
+# 55: dynamic int8 Convs pack their weights once per 256 output pixels (roofline.QGEMM_STRIDE_N); stride-2
+#     ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -62,7 +64,10 @@ CACHE_VERSION = 54  # 29: the machine's own facts (peaks, L2, description); 30: 
 _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "dwconv.int8dyn"})
 # Paths whose im2col gathers strided rows element by element (conv_work.strided_im2col), fitted on stride-2 cases:
 # fp16's NCHW depthwise convs. Stride 1 alone could not price them (a Zen 4's stride-2 cases -37..-52% fitted on the
-# stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%).
+# stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%). And dynamic
+# int8's ConvIntegers (Im2col<uint8_t> copies a strided row element by element): on a Zen 4 (2026-12-04) main's fit
+# left its stride-2 dense cases at ResNet-18's shapes -22% and -21%, fitted with them +5% and -15% (0.35 ns per
+# element); the depthwise ones were within 11% either way, the stems (all stride 2) cannot tell it from the rest.
 _STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "conv.int8dyn", "convsmall.int8dyn", "dwconv.int8dyn"})
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
