@@ -20,6 +20,7 @@ from typing import Any
 
 from compiler.graph import Graph, Value
 from compiler.input_plan import InputPlan
+from compiler.opset import upgrade_opset
 
 Shape = list[int]
 
@@ -91,25 +92,6 @@ def fix_onnx_inputs(src: str | os.PathLike[str], out: str | os.PathLike[str],
             tt = vi.type.tensor_type
             found[vi.name] = ([int(d.dim_value) for d in tt.shape.dim], dtype_name(tt.elem_type))
     return found
-
-
-# ONNX Runtime runs only opset 7 and later of the default domain (it refuses the opset-6 files of the onnx wheel's
-# pytorch-converted tests: "Could not find an implementation for AveragePool(1)"); older files are converted to it.
-ORT_MIN_OPSET = 7
-
-
-def upgrade_opset(model: Any) -> Any:
-    """`model` converted to ORT_MIN_OPSET (onnx.version_converter) when its default-domain opset is older;
-    unchanged when it is not or the conversion fails (then ONNX Runtime's own error says why it cannot load)."""
-    have = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), ORT_MIN_OPSET)
-    if have >= ORT_MIN_OPSET:
-        return model
-    from onnx import version_converter
-
-    try:
-        return version_converter.convert_version(model, ORT_MIN_OPSET)
-    except Exception:  # noqa: BLE001 - the runtime reports the old opset it cannot load
-        return model
 
 
 def _static(type_proto: Any) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import onnx
 
+from compiler.opset import ORT_MIN_OPSET, convert_opset
 from compiler.frontends.onnx_scopes import name_by_id
 from compiler.optimize.onnx_fp16 import restore_fp32
 from compiler.vocabulary.options import OptionError
@@ -68,11 +69,13 @@ def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes
         notes.append("the weights stored fp16 were restored to fp32 before the option was applied (exactly: "
                      "fp16 -> fp32 loses nothing); inputs and outputs are fp32")
     have = opset(model)
+    if have and have < ORT_MIN_OPSET:  # ORT runs none older (the onnx wheel's opset-6 BatchNormalization files)
+        min_opset = max(min_opset, ORT_MIN_OPSET)
+        if notes is not None:
+            notes.append(f"converted from ONNX opset {have} to {min_opset}, the oldest ONNX Runtime runs")
     if have and have < min_opset:
-        from onnx import version_converter
-
         try:
-            model = version_converter.convert_version(model, min_opset)
+            model = convert_opset(model, min_opset)
         except Exception as e:  # noqa: BLE001 - the converter's failure is a property of this file
             raise OptionError(f"the option needs ONNX opset {min_opset} and converting this opset-{have} model "
                               f"failed ({one_line(e)})") from e

@@ -1,0 +1,43 @@
+"""The ONNX opset a file must have for ONNX Runtime and its tools, and onnx.version_converter's conversion to it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# ONNX Runtime runs only opset 7 and later of the default domain (it refuses the opset-6 files of the onnx wheel's
+# pytorch-converted tests: "Could not find an implementation for AveragePool(1)"); older files are converted to it.
+ORT_MIN_OPSET = 7
+
+
+def upgrade_opset(model: Any) -> Any:
+    """`model` converted to ORT_MIN_OPSET (onnx.version_converter) when its default-domain opset is older;
+    unchanged when it is not or the conversion fails (then ONNX Runtime's own error says why it cannot load)."""
+    have = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), ORT_MIN_OPSET)
+    if have >= ORT_MIN_OPSET:
+        return model
+    try:
+        return convert_opset(model, ORT_MIN_OPSET)
+    except Exception:  # noqa: BLE001 - the runtime reports the old opset it cannot load
+        return model
+
+
+def convert_opset(model: Any, version: int) -> Any:
+    """onnx.version_converter's conversion. The converter takes an initializer that is no graph input for an
+    undefined value ("Input w is undefined!"), as IR < 4 required them listed; they are listed while it runs."""
+    from onnx import version_converter
+
+    listed = {vi.name for vi in model.graph.input}
+    extra = [i for i in model.graph.initializer if i.name not in listed]
+    if not extra:
+        return version_converter.convert_version(model, version)
+    import onnx
+
+    work = onnx.ModelProto()
+    work.CopyFrom(model)
+    work.graph.input.extend(onnx.helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in extra)
+    out = version_converter.convert_version(work, version)
+    names = {i.name for i in extra}
+    kept = [vi for vi in out.graph.input if vi.name not in names]
+    del out.graph.input[:]
+    out.graph.input.extend(kept)
+    return out
