@@ -42,6 +42,7 @@ def export_filename(upload_name: str, model_wide: str, kind: str) -> str:
 
 def run_export(services: Services, export_id: str) -> str:
     from compiler.backends import for_target
+    from compiler.input_plan import stored_inputs
     from compiler.optimize.export import RUNTIMES, exporter, measure_export
     from simulator.predict import optimize_model
 
@@ -68,11 +69,14 @@ def run_export(services: Services, export_id: str) -> str:
                         "label": f"measured: file size only; {RUNTIMES[kind]} does not run on this server"}
             backend = for_target(state["target"])
             if backend.measures:
-                # The exported file is untrusted too: measured in the sandbox like any upload.
+                # The exported file is untrusted too: measured in the sandbox like any upload, at the inputs its
+                # prediction was made at (the plan: the user's shapes plus the dims the model set, e.g. a traced
+                # sequence length of 20 where the default 128 cannot run).
+                plan = stored_inputs(res["prediction"].get("inputs")) if res["prediction"].get("inputs") else {
+                    "input_shapes": shapes, "input_values": values}
                 p = measure_export(out, state["target"], kind, Path(d), ProfileSettings(
                     warmup=st.profile_warmup, runs=st.profile_runs, threads=st.profile_threads,
-                    timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes,
-                    input_shapes=shapes, input_values=values))
+                    timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes, **plan))
                 measured = {**measured_latency(p), "peak_memory_bytes": p.peak_memory_bytes,
                             "size_bytes": res["size_bytes"]}
             size = services.blobs.put_file(keys.export(model_id, export_id, out.name), out)
