@@ -42,7 +42,9 @@ from simulator.profiles import HardwareProfile
 # blocks on this CPU (`int8_k_block`, `int8_n_block`: AMX's 4 x 64), recorded with the figures. 15: a QD8 1x1
 # stride-1 conv (XNNPACK's fully connected GEMM) has figures of its own (`conv.qd8gemm`), fitted on the 1x1 cases.
 # 16: depthwise convs of more than 25 taps (XNNPACK's grouped IGEMM: `dwconv.grouped`, `.grouped8` for static int8), 7x7 cases.
-CACHE_VERSION = 16
+# 17: a hybrid depthwise conv right after a QD8 conv pays a cost per output element (`dwconv.hybrid.out`), 1x1 conv +
+# depthwise conv cases fitted with the chains.
+CACHE_VERSION = 17
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -50,8 +52,8 @@ FORMS = ("fp32", "dyn8", "static8", "int4")
 @dataclass(frozen=True)
 class Case:
     name: str
-    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH
-    # conv: (C, H, k[, stride]); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
+    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH | CONV_DW (a 1x1 conv, then a depthwise one)
+    # conv: (C, H, k[, stride]) (CONV_DW: the depthwise conv's); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
     # FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
     shape: tuple[int, ...]
     forms: tuple[str, ...] = FORMS  # the forms timed (an element-wise op: static8 only; int4: _INT4_OPS only)
@@ -88,6 +90,11 @@ CASES: tuple[Case, ...] = (
     # 7x7 depthwise convs (ConvNeXt's maps): more taps than XNNPACK's depthwise kernels, so fp32 runs them as a grouped
     # IGEMM (simulator.litert_paths.DW_GROUPED) at a rate of its own; convnext_atto's 12 profiled 14.9 ms, 1.1 predicted.
     *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32", "static8")) for c, h in ((40, 56), (80, 28), (160, 14))),
+    # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
+    # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
+    # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
+    # cases, the rate, setup and spill shared). MobileNetV2's stride-1 maps.
+    *(Case(f"pwdw3x3-{c}-{h}", "CONV_DW", (c, h, 3), ("dyn8",)) for c, h in ((32, 112), (144, 56), (192, 28), (384, 14))),
 )
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
 PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
@@ -130,7 +137,13 @@ def build(case: Case, form: str, path: Path) -> Path:
     x = first = w.tensor("x", shape, **act)
     stem = len(case.shape) == 5
     outs = []
+    pw = Case(case.name, "CONV_2D", (shape[3], shape[1], 1)) if case.op == "CONV_DW" else None
     for i in range(R):
+        if pw is not None:  # the 1x1 conv before each depthwise one
+            y = w.tensor(f"pw{i}/out", shape, **act)
+            weights, bias = _weights(w, pw, i, form, rng, "pw")
+            w.op("CONV_2D", [x, weights, bias], [y], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+            x = y
         if stem:  # each conv reads the image and writes its own output
             x, shape = first, [1, -(-h // stride), -(-h // stride), case.shape[4]]
         elif stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
@@ -143,14 +156,14 @@ def build(case: Case, form: str, path: Path) -> Path:
         elif case.op == "CONV_2D":
             w.op("CONV_2D", [x, weights, bias], [y],
                  w.options("Conv2DOptions", padding=0, strideW=stride, strideH=stride))
-        else:
+        else:  # DEPTHWISE_CONV_2D, CONV_DW
             w.op("DEPTHWISE_CONV_2D", [x, weights, bias], [y],
                  w.options("DepthwiseConv2DOptions", padding=0, strideW=stride, strideH=stride, depthMultiplier=1))
         x = y
     return w.save(path, [first], outs if stem else [x])
 
 
-def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator) -> tuple[int, int]:
+def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator, prefix: str = "op") -> tuple[int, int]:
     """(filter, bias) tensor indices: float, or per-channel int8 (with an fp32 bias for the dynamic form, an int32
     one at input scale x weight scale for the static form)."""
     if case.op == "FULLY_CONNECTED":
@@ -165,14 +178,14 @@ def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator) ->
     rows = shape[axis]
     wf = (rng.standard_normal(shape) * 0.05).astype(np.float32)
     if form == "fp32":
-        return w.const(f"op{i}/w", wf), w.const(f"op{i}/b", np.zeros(rows, np.float32))
+        return w.const(f"{prefix}{i}/w", wf), w.const(f"{prefix}{i}/b", np.zeros(rows, np.float32))
     scales = [float(s) for s in np.abs(wf).max(axis=tuple(a for a in range(len(shape)) if a != axis)) / 127 + 1e-8]
     s_b = np.array(scales).reshape([-1 if a == axis else 1 for a in range(len(shape))])
     q = np.clip(np.round(wf / s_b), -127, 127).astype(np.int8)
-    wt = w.tensor(f"op{i}/w", shape, "int8", data=q, quant=(scales, [0] * rows, axis))
+    wt = w.tensor(f"{prefix}{i}/w", shape, "int8", data=q, quant=(scales, [0] * rows, axis))
     if form == "dyn8":
-        return wt, w.const(f"op{i}/b", np.zeros(rows, np.float32))
-    bias = w.tensor(f"op{i}/b", [rows], "int32", data=np.zeros(rows, np.int32),
+        return wt, w.const(f"{prefix}{i}/b", np.zeros(rows, np.float32))
+    bias = w.tensor(f"{prefix}{i}/b", [rows], "int32", data=np.zeros(rows, np.int32),
                     quant=([0.05 * s for s in scales], [0] * rows, 0))
     return wt, bias
 
@@ -197,7 +210,9 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
             out[(case.name, form)] = (g, [res["tasks"][i][0] for i in ops[1:]])
             continue
         g = tflite.load(path)
-        out[(case.name, form)] = (g, [res["tasks"][n.id][0] for n in g.nodes[1:]])
+        # CONV_DW: the depthwise convs only (the 1x1 convs between them are NaN: not fitted)
+        out[(case.name, form)] = (g, [res["tasks"][n.id][0] if case.op != "CONV_DW" or n.op_type == "DEPTHWISE_CONV_2D"
+                                      else float("nan") for n in g.nodes[1:]])
     return out
 
 
@@ -209,7 +224,8 @@ TAGS: dict[tuple[str, str], str] = {
     ("static8", "elementwise"): HSWISH_INT8, ("int4", "conv"): "builtin", ("int4", "gemm"): "builtin",
     ("fp32", "elementwise"): "fp32",
 }
-_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise"}
+_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
+         "CONV_DW": "dwconv"}
 # Paths whose cases fit the op's own efficiency (`elementwise.fp32.HARD_SWISH`), not the kind's: the other fp32
 # element-wise ops keep theirs.
 _OWN_OP = frozenset({("fp32", "elementwise")})
@@ -223,10 +239,12 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     import itertools
 
     meas = np.array([m for _, _, ms in cases for m in ms])
+    fitted = ~np.isnan(meas)  # a case's operators of another path (CONV_DW's 1x1 convs) are NaN
+    meas = meas[fitted]
     subs = [key, key + ".pixel", key + ".spill", key + ".out", key + ".igemm"]
 
     def pred(h: HardwareProfile) -> np.ndarray:
-        return np.array([p for g, preset, _ in cases for p in predicted_ms(g, h, preset)])
+        return np.array([p for g, preset, _ in cases for p in predicted_ms(g, h, preset)])[fitted]
 
     def at(log_eff: float, setups: dict[str, float]) -> HardwareProfile:
         return hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
