@@ -114,17 +114,19 @@ QD8_GEMM_TAG = "qd8gemm"
 DW_GROUPED = "dw_grouped"
 DW_GROUPED_TAG = "grouped"
 XNN_DWCONV_MAX_TAPS = 25
-# Task fact of a DEPTHWISE_CONV_2D whose input a CONV_2D or FULLY_CONNECTED writes (MobileNetV2's expand conv ->
-# depthwise conv, ShuffleNetV2's and MobileOne's blocks): under dynamic int8 that producer is XNNPACK's QD8 GEMM, and
-# TFLite's hybrid depthwise kernel right after it ran 2.6-3.9x its time in a chain of depthwise convs. Profiled
-# (LiteRT 2.3.0, 1 thread, Zen 4, load 5-8, 2026-12-04; /work/notes/h35litert-data/chains*.py), 3x3 stride-1, ReLU6:
-# 14x14x384 0.39 ms against 0.13 in a chain, 28x28x192 0.72 against 0.28, 56x56x144 2.5-3.0 against 0.6-0.75; the
-# same conv after an fp32 1x1 conv (also XNNPACK's) 0.14, 0.28-0.34, 0.64-0.81, as in the chain: the QD8 GEMM before
-# it, not the partition cut, is what slows it; an XNNPACK fp32 op between them (ADD, Constant Pad) does too. It pays a
-# cost per output element beside the chain's figures (`dwconv.hybrid.out`, Path.out_cost), fitted by LiteRT's
-# calibration on 1x1 conv + depthwise conv cases (0 where not calibrated: the chain's time).
+# Task fact of a DEPTHWISE_CONV_2D that runs after XNNPACK's fully connected QD8 GEMM (a 1x1 stride-1 CONV_2D, GEMM_CONV,
+# or a FULLY_CONNECTED) with only depthwise convs between them (MobileNetV2's expand conv -> depthwise conv, ShuffleNetV2's
+# and MobileOne's blocks): under dynamic int8, TFLite's hybrid depthwise kernel then ran 2.6-3.9x its time in a chain of
+# depthwise convs. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load 5-13, 2026-12-04; /work/notes/h35litert-data/
+# chains*.py), 3x3 stride-1, ReLU6, per operator: 14x14x384 0.39 ms after a QD8 1x1 conv against 0.13 in a chain,
+# 28x28x192 0.72 against 0.28, 56x56x144 2.4-3.7 against 0.6-2.2; a second depthwise conv after the first as slow (0.39);
+# after an fp32 1x1 conv (XNNPACK's F32 GEMM) 0.14, after a QD8 3x3 conv (XNNPACK's indirect GEMM) 0.08, after the QD8
+# 1x1 conv and an fp32 ADD or PAD (XNNPACK's) 0.17-0.19 / 0.07-0.11: what slows it is the last XNNPACK operator having
+# been that GEMM, not the partition cut (why it lasts until XNNPACK runs something else is not established here). It
+# pays a cost per output element beside the chain's figures (`dwconv.hybrid.out`, Path.out_cost), fitted by LiteRT's
+# calibration on 1x1 conv + depthwise conv cases (0 where not calibrated: the chain's time). Applied under dynamic int8
+# only (the fact does not see per-operator options: a 1x1 conv kept fp32 before a hybrid depthwise conv counts too).
 DW_AFTER_GEMM = "dw_after_gemm"
-_QD8_PRODUCERS = frozenset({"CONV_2D", "FULLY_CONNECTED"})
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -174,13 +176,13 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
     CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
-    int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D whose input a CONV_2D / FULLY_CONNECTED writes (dynamic int8 only)."""
+    int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only
+    depthwise convs between (dynamic int8 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
             readers.setdefault(v, []).append(nd.id)
     by_id = {nd.id: nd for nd in compiled.nodes}
-    writer = {o: nd.op_type for nd in compiled.nodes for o in nd.outputs}
     facts: dict[str, set[str]] = {}
     for nd in compiled.nodes:
         if nd.op_type != "PAD" or len(nd.inputs) < 2 or len(nd.outputs) != 1 or nd.outputs[0] in compiled.outputs:
@@ -208,8 +210,15 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(GEMM_CONV)
         if nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_MAX_TAPS:
             facts.setdefault(nd.id, set()).add(DW_GROUPED)
-        if nd.op_type == "DEPTHWISE_CONV_2D" and nd.inputs and writer.get(nd.inputs[0]) in _QD8_PRODUCERS:
-            facts.setdefault(nd.id, set()).add(DW_AFTER_GEMM)
+    after_gemm = False  # the last operator XNNPACK ran (in execution order) was its fully connected QD8 GEMM
+    for nd in compiled.nodes:
+        if all(v in compiled.values and compiled.values[v].weight is not None for v in nd.inputs):
+            continue  # run once at prepare (a DEQUANTIZE of fp16 weights), not between the two
+        if nd.op_type == "DEPTHWISE_CONV_2D":
+            if after_gemm:
+                facts.setdefault(nd.id, set()).add(DW_AFTER_GEMM)
+        else:
+            after_gemm = nd.op_type == "FULLY_CONNECTED" or GEMM_CONV in facts.get(nd.id, ())
     computed = {o for nd in compiled.nodes for o in nd.outputs}
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
@@ -245,7 +254,7 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
     if DW_AFTER_GEMM in facts and p.tag == "hybrid":
         p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
-            "right after XNNPACK's QD8 conv, TFLite's hybrid depthwise kernel pays a cost per output element")]))
+            "after XNNPACK's fully connected QD8 GEMM, TFLite's hybrid depthwise kernel pays a cost per output element")]))
     if GEMM_CONV in facts and p.tag == "qd8":
         p = dataclasses.replace(p, tag=QD8_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
             "a 1x1 stride-1 conv: XNNPACK's fully connected QD8 GEMM, each input row quantized inline")]))

@@ -23,7 +23,7 @@ HOST = "litert-cpu/host"
 
 
 def _model(path: Path) -> Path:
-    """x -> 1x1 conv -> dw (after a conv) -> dw (after a dw); x -> PAD -> dw (after a PAD)."""
+    """x -> 1x1 conv -> dw -> dw; x -> 3x3 conv -> dw; x -> PAD -> dw, in that order."""
     w = TfliteWriter(description="dw after")
     c, h = 32, 14
     x = w.tensor("x", [1, h, h, c])
@@ -41,16 +41,23 @@ def _model(path: Path) -> Path:
          [pw], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
     a = dw("dw_after_conv", pw, [1, h, h, c])
     b = dw("dw_after_dw", a, [1, h, h, c])
+    c3 = w.tensor("c3", [1, h, h, c])
+    w.op("CONV_2D", [x, w.const("c3/w", np.full([c, 3, 3, c], 0.01, np.float32)), w.const("c3/b", np.zeros(c, np.float32))],
+         [c3], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+    d = dw("dw_after_3x3", c3, [1, h, h, c])
     padded = w.tensor("padded", [1, h + 2, h + 2, c])
     w.op("PAD", [x, w.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [padded])
     p = dw("dw_after_pad", padded, [1, h + 2, h + 2, c])
-    return w.save(path, [x], [b, p])
+    return w.save(path, [x], [b, d, p])
 
 
-def test_the_depthwise_conv_a_conv_writes_is_known(tmp_path: Path) -> None:
+def test_the_depthwise_convs_run_after_the_fully_connected_gemm_are_known(tmp_path: Path) -> None:
+    """After a 1x1 stride-1 conv (XNNPACK's fully connected QD8 GEMM), with only depthwise convs (TFLite's) between:
+    profiled, a second depthwise conv after the first was as slow; after a 3x3 conv (the indirect GEMM) or a PAD
+    (XNNPACK's) they were not."""
     g = tflite.load(_model(tmp_path / "m.tflite"))
     after = {n.outputs[0]: DW_AFTER_GEMM in f for n, f in zip(g.nodes, litert_task_facts(g)) if n.op_type == "DEPTHWISE_CONV_2D"}
-    assert after == {"dw_after_conv": True, "dw_after_dw": False, "dw_after_pad": False}
+    assert after == {"dw_after_conv": True, "dw_after_dw": True, "dw_after_3x3": False, "dw_after_pad": False}
 
 
 def test_only_dynamic_int8_and_only_where_calibrated(tmp_path: Path) -> None:
@@ -65,7 +72,7 @@ def test_only_dynamic_int8_and_only_where_calibrated(tmp_path: Path) -> None:
         assert predicted_ms(g, slow, preset) == predicted_ms(g, base, preset)
     before, after = predicted_ms(g, base, "int8-dynamic"), predicted_ms(g, slow, "int8-dynamic")
     changed = {i for i, b, a in zip(ids, before, after) if a != b}
-    assert changed == {"dw_after_conv"}
+    assert changed == {"dw_after_conv", "dw_after_dw"}
     # 14x14x32 outputs at 3 ns each: 0.019 ms more
     assert after[ids.index("dw_after_conv")] - before[ids.index("dw_after_conv")] == pytest.approx(14 * 14 * 32 * 3e-6)
 
