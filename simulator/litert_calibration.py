@@ -27,7 +27,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
-from simulator.litert_paths import DW_GROUPED_TAG, HSWISH_INT8, QD8_GEMM_TAG, XNN_DWCONV_MAX_TAPS
+from simulator.litert_paths import BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DW_GROUPED_TAG, HSWISH_INT8, QD8_GEMM_TAG, XNN_DWCONV_MAX_TAPS
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -43,7 +43,7 @@ from simulator.profiles import HardwareProfile
 # stride-1 conv (XNNPACK's fully connected GEMM) has figures of its own (`conv.qd8gemm`), fitted on the 1x1 cases.
 # 16: depthwise convs of more than 25 taps (XNNPACK's grouped IGEMM: `dwconv.grouped`, `.grouped8` for static int8), 7x7 cases.
 # 17: a hybrid depthwise conv right after a QD8 conv pays a cost per output element (`dwconv.hybrid.out`), 1x1 conv +
-# depthwise conv cases fitted with the chains.
+# depthwise conv cases fitted with the chains; int8 SQUARED_DIFFERENCE and RSQRT (`elementwise.builtin8.<op>`).
 CACHE_VERSION = 17
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -52,7 +52,9 @@ FORMS = ("fp32", "dyn8", "static8", "int4")
 @dataclass(frozen=True)
 class Case:
     name: str
-    op: str  # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | HARD_SWISH | CONV_DW (a 1x1 conv, then a depthwise one)
+    # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | CONV_DW (a 1x1 conv, then a depthwise one) | HARD_SWISH |
+    # SQUARED_DIFFERENCE (against a [1, H, H, 1] constant, broadcast over the channels, as a LayerNorm's) | RSQRT
+    op: str
     # conv: (C, H, k[, stride]) (CONV_DW: the depthwise conv's); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
     # FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
     shape: tuple[int, ...]
@@ -95,7 +97,12 @@ CASES: tuple[Case, ...] = (
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
     # cases, the rate, setup and spill shared). MobileNetV2's stride-1 maps.
     *(Case(f"pwdw3x3-{c}-{h}", "CONV_DW", (c, h, 3), ("dyn8",)) for c, h in ((32, 112), (144, 56), (192, 28), (384, 14))),
+    # int8 SQUARED_DIFFERENCE and RSQRT (a LayerNorm under static int8): TFLite's own kernels, rates of their own
+    # (simulator.litert_paths.BUILTIN_INT8_OPS; convnext_atto's 17 LayerNorms profiled 4.5 ms, 0.55 predicted with ADDs).
+    *(Case(f"sqdiff-{c}-{h}", "SQUARED_DIFFERENCE", (c, h), ("static8",)) for c, h in ((40, 56), (160, 14))),
+    *(Case(f"rsqrt-{c}-{h}", "RSQRT", (c, h), ("static8",)) for c, h in ((1, 56), (1, 28))),
 )
+_ELEMENTWISE = frozenset({"HARD_SWISH", "SQUARED_DIFFERENCE", "RSQRT"})
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
 PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
 # int4 weights: the fp32 chain written by the exporter itself (ai-edge-quantizer's recipe behind a run-time
@@ -122,13 +129,17 @@ def build(case: Case, form: str, path: Path) -> Path:
     if case.op == "FULLY_CONNECTED":
         m, k = case.shape
         shape = [m, k]
-    elif case.op == "HARD_SWISH":
+    elif case.op in _ELEMENTWISE:
         c, h = case.shape
         shape = [1, h, h, c]
         x = first = w.tensor("x", shape, **act)
         for i in range(R):
             y = w.tensor(f"op{i}/out", shape, **act)
-            w.op("HARD_SWISH", [x], [y])
+            if case.op == "SQUARED_DIFFERENCE":
+                m = rng.integers(-20, 20, [1, h, h, 1]).astype(np.int8 if q8 else np.float32)
+                w.op(case.op, [x, w.tensor(f"op{i}/m", [1, h, h, 1], **act, data=m)], [y])
+            else:
+                w.op(case.op, [x], [y])
             x = y
         return w.save(path, [first], [x])
     else:
@@ -225,7 +236,7 @@ TAGS: dict[tuple[str, str], str] = {
     ("fp32", "elementwise"): "fp32",
 }
 _KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
-         "CONV_DW": "dwconv"}
+         "CONV_DW": "dwconv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise"}
 # Paths whose cases fit the op's own efficiency (`elementwise.fp32.HARD_SWISH`), not the kind's: the other fp32
 # element-wise ops keep theirs.
 _OWN_OP = frozenset({("fp32", "elementwise")})
@@ -276,6 +287,8 @@ def _tag(case: Case, form: str, kind: str) -> str:
     stride = case.shape[3] if len(case.shape) > 3 else 1
     if tag == "qd8" and case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1:
         return QD8_GEMM_TAG
+    if case.op in BUILTIN_INT8_OPS:
+        return BUILTIN_INT8_TAG
     if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
         return DW_GROUPED_TAG + ("8" if tag == "int8" else "")
     return tag
@@ -292,7 +305,7 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     by_name = {c.name: c for c in CASES}
     for (name, form), (g, ms) in measured.items():
         kind = _KIND[by_name[name].op]
-        own = f".{by_name[name].op}" if (form, kind) in _OWN_OP else ""  # a figure of that op's only
+        own = f".{by_name[name].op}" if (form, kind) in _OWN_OP or by_name[name].op in BUILTIN_INT8_OPS else ""  # that op's only
         groups.setdefault(f"{kind}.{_tag(by_name[name], form, kind)}{own}", []).append((g, PRESET[form], ms))
     eff, setup = {}, {}
     for key, cases in sorted(groups.items()):

@@ -45,6 +45,15 @@ if TYPE_CHECKING:
 
 # Efficiency tag of an int8 HARD_SWISH (`elementwise.hswish8`, calibrated by simulator.litert_calibration).
 HSWISH_INT8 = "hswish8"
+# int8 element-wise ops the XNNPACK delegate leaves to TFLite's own kernels whatever their scales, each at its own
+# calibrated rate (`elementwise.builtin8.<op>`). Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load 16, 2026-12-04), timm
+# convnext_atto's int8-static file, its 17 LayerNorms: `TFLite SQUARED_DIFFERENCE` 3.6 ns per element ([1, 3136, 40]
+# against [1, 3136, 1]: 0.46 ms each; XNNPACK's fp32 `Squared Difference (ND)` in its int8-dynamic file 0.005),
+# `TFLite RSQRT` 28 ns per element (3136 elements: 0.088 ms). (Its int8 ADDs and SUBs were TFLite's too where an
+# input's scale is far from the output's, the layer scale's 1e-6 and the epsilon: XNNPACK's QS8 add takes input to
+# output scale ratios in [2^-10, 2^8) only; the option table has no activation scales, so those are not modelled.)
+BUILTIN_INT8_TAG = "builtin8"
+BUILTIN_INT8_OPS = frozenset({"SQUARED_DIFFERENCE", "RSQRT"})
 # (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert", "litert-qnn"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
@@ -289,6 +298,10 @@ def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str
         # 2.1x its fp32 one (LiteRT 2.3.0, 1 thread, 2026-12-03). Only where calibrated (else the generic path).
         return Path(ui, c, True, "int8", HSWISH_INT8, 1.0, 1.0, 0.0, False, 0.0, 0.0, 0.0, 0, 0.0, False, False,
                     "int8 HARD_SWISH: XNNPACK does not take it, TFLite's own kernel runs it", rate_kind="elementwise")
+    if (op_type in BUILTIN_INT8_OPS and c.input == c.output == "int8"
+            and f"elementwise.{BUILTIN_INT8_TAG}.{op_type}" in unit.efficiency):
+        return Path(ui, c, True, "int8", BUILTIN_INT8_TAG, 1.0, 1.0, 0.0, False, 0.0, 0.0, 0.0, 0, 0.0, False, False,
+                    f"int8 {op_type}: XNNPACK does not take it, TFLite's own kernel runs it", rate_kind="elementwise")
     if (has_kernel and c.kernel == "int4" and "int8" not in (c.input, c.output) and op_type in _GEMM_OPS
             and kind in ("conv", "convsmall", "gemm")):
         # ai-edge-quantizer's int4 weights reach the operator through a DEQUANTIZE that XNNPACK does not fold, so

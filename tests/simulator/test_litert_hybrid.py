@@ -108,3 +108,30 @@ def test_the_calibration_pairs_run_tflites_hybrid_kernel_after_xnnpacks_qd8_gemm
     kernels = [r["kernels"][n.id][-1] for n in g.nodes]
     assert kernels[1::2] == ["TFLite DEPTHWISE_CONV_2D"] * 4
     assert all(re.fullmatch(r"Fully Connected \(NC, QDU?8, F32, QC8W\)( GEMM)?", k) for k in kernels[0::2]), kernels
+
+
+@pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "RSQRT"])
+def test_int8_layernorm_ops_run_tflites_own_kernels_at_their_own_rates(tmp_path: Path, op: str) -> None:
+    """Under static int8 XNNPACK takes neither op (convnext_atto's LayerNorms: `TFLite SQUARED_DIFFERENCE`, `TFLite
+    RSQRT`); the calibration's chains run those kernels, and their fit recovers each op's own rate
+    (`elementwise.builtin8.<op>`), which the other options and the other int8 element-wise ops do not use."""
+    from simulator.roofline import efficiency
+
+    cases = [c for c in CASES if c.op == op]
+    assert cases and all(c.forms == ("static8",) for c in cases)
+    path = build(cases[0], "static8", tmp_path / f"{cases[0].name}.tflite")
+    r = per_op_child({"model": str(path), "threads": 1, "warmup": 1, "runs": 2})
+    assert [k[-1] for k in r["kernels"].values()] == [f"TFLite {op}"] * 4
+    hw = load_profile("host-cpu", "litert-cpu")
+    key = f"elementwise.builtin8.{op}"
+    truth = hw.with_overrides({"units": {"cpu": {"efficiency": {key: 0.002}, "kind_overhead_s": {key: 1e-6}}}})
+    measured = {}
+    for case in cases:
+        g = tflite.load(build(case, "static8", tmp_path / f"{case.name}.tflite"))
+        measured[(case.name, "static8")] = (g, predicted_ms(g, truth, "int8-static"))
+        assert predicted_ms(g, truth, "int8-static") != predicted_ms(g, hw, "int8-static")
+        assert predicted_ms(g, truth, "fp32") == predicted_ms(g, hw, "fp32")
+    cpu = fit(measured, hw)["units"]["cpu"]
+    assert set(cpu["efficiency"]) == {key} and cpu["efficiency"][key] == pytest.approx(0.002, rel=0.03)
+    fitted = hw.with_overrides(fit(measured, hw))
+    assert efficiency(fitted.units[0], "elementwise", "int8", "ADD") == efficiency(hw.units[0], "elementwise", "int8", "ADD")
