@@ -17,6 +17,10 @@ files interleaved over N rounds (a shared machine's load moves between rounds, n
 change over the fp32 export of the same source, predicted against measured (median of the rounds).
 `--keep DIR`: the written files and their export results stay in DIR and are reused by the next run with the same
 DIR (export once without the shared measurement lock, `--no-measure`; then time them under it).
+`--rounds-only --json ROWS`: with `--keep DIR`, only the interleaved rounds' CPU times of the kept files, written to
+ROWS (no per-file profile, no prediction: the shortest hold of the lock); `--repredict ROWS --calibration C
+[--compare-calibration B ...]`: the rounds' table from those CPU times, predicted with this checkout's code and each
+calibration (before / after on the same measurements), outside the lock.
 """
 
 from __future__ import annotations
@@ -122,7 +126,18 @@ def main(argv: list[str] | None = None) -> int:
                          "beside the first's in the --rounds table, on the same measurements (before / after)")
     ap.add_argument("--keep", type=Path, default=None, help="keep (and reuse) the written files in this directory")
     ap.add_argument("--no-measure", action="store_true", help="export and predict only")
+    ap.add_argument("--rounds-only", action="store_true", help="with --keep: the kept files' rounds only, unpredicted")
+    ap.add_argument("--json", type=Path, default=None, help="write the rounds' rows (CPU times per round) here")
+    ap.add_argument("--repredict", type=Path, default=None, help="the rounds' table of these rows, predicted again")
     a = ap.parse_args(argv)
+    if a.repredict is not None:
+        _repredict(json.loads(a.repredict.read_text()), [a.calibration, *a.compare_calibration])
+        return 0
+    if a.rounds_only:
+        rows = _rounds_only(a.files, a.options, a.keep, a.rounds, a.runs)
+        if a.json is not None:
+            a.json.write_text(json.dumps(rows, indent=1))
+        return 0
     given = [(f, {}) for f in a.files] + (wheel_files(a.cache, a.wheel) if a.wheel is not None else [])
     if not given:
         ap.error("give .tflite files or --wheel")
@@ -194,13 +209,46 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _interleaved(written: list[tuple[str, str, str, Path, float, list[float], dict[str, list[int]]]], rounds: int,
-                 runs: int,
-                 calibrations: list[Path | None]) -> None:
-    """CPU time per run of every file, interleaved over `rounds`; each option against its source's fp32 export,
-    as predicted with each calibration (the first: the one the files were exported with)."""
-    cpu: dict[int, list[float]] = {i: [] for i in range(len(written))}
+def _rounds_only(files: list[Path], options: list[str], keep: Path | None, rounds: int, runs: int
+                 ) -> list[dict[str, Any]]:
+    """The CPU times per run of the files kept in `keep` for each (file, option), interleaved over `rounds`."""
+    if keep is None:
+        raise SystemExit("--rounds-only needs --keep DIR (the files an earlier run exported)")
+    rows = [{"model": f.parent.name, "source": os.fspath(f), "option": o,
+             "file": os.fspath(keep / f"{f.parent.name}-fp32-{o}" / "out.tflite"), "cpu_ms": []}
+            for f in files for o in options]
+    rows = [r for r in rows if Path(r["file"]).is_file()]
     for _ in range(rounds):
+        for r in rows:
+            r["cpu_ms"].append(_cpu_ms(Path(r["file"]), runs))
+        print(f"round done, load {os.getloadavg()[0]:.1f}", flush=True)
+    return rows
+
+
+def _repredict(rows: list[dict[str, Any]], calibrations: list[Path | None]) -> None:
+    """The rounds' table of `rows` (--rounds-only --json), each file predicted again with each calibration."""
+    from simulator.predict import predict_model
+
+    written: list[tuple[str, str, str, Path, float, list[float], dict[str, list[int]]]] = []
+    with tempfile.TemporaryDirectory(prefix="edgescope-litert-repredict-") as tmp:
+        for i, r in enumerate(rows):
+            preds = []
+            for j, c in enumerate(calibrations):
+                work = Path(tmp, f"{i}-{j}")
+                work.mkdir()
+                preds.append(predict_model(Path(r["source"]), "litert-cpu/host", r["option"], {}, work, c)[0]["totals"]["latency_ms"])
+            written.append((r["model"], "fp32", r["option"], Path(r["file"]), preds[0], preds[1:], {}))
+    _interleaved(written, len(rows[0]["cpu_ms"]) if rows else 0, 0, calibrations, [r["cpu_ms"] for r in rows])
+
+
+def _interleaved(written: list[tuple[str, str, str, Path, float, list[float], dict[str, list[int]]]], rounds: int,
+                 runs: int, calibrations: list[Path | None], measured: list[list[float]] | None = None) -> None:
+    """CPU time per run of every file, interleaved over `rounds` (or `measured`, already timed); each option against
+    its source's fp32 export, as predicted with each calibration (the first: the one the files were exported with);
+    per option and over all, how many within ±10% of the CPU time (files of 1 ms or more)."""
+    cpu: dict[int, list[float]] = {i: list(m) for i, m in enumerate(measured)} if measured is not None else {
+        i: [] for i in range(len(written))}
+    for _ in range(rounds if measured is None else 0):
         for i, w in enumerate(written):
             cpu[i].append(_cpu_ms(w[3], runs, w[6]))
     med = {i: statistics.median(v) for i, v in cpu.items()}
@@ -210,10 +258,13 @@ def _interleaved(written: list[tuple[str, str, str, Path, float, list[float], di
           + "".join(f"| {n}: predicted ms | error | predicted change | change error " for n in names) + "|")
     print("|---|---|---|---|---|" + "---|---|---|---|" * len(names))
     errs: dict[tuple[str, int], list[float]] = {}
+    abs_errs: dict[tuple[str, int], list[float]] = {}
     for i, (m, s, o, _, pred, others, _shapes) in enumerate(written):
         b = base.get((m, s))
         cells = []
         for j, p in enumerate([pred, *others]):
+            if med[i] >= 1:
+                abs_errs.setdefault((o, j), []).append((p / med[i] - 1) * 100)
             if b is None:
                 cells.append(f"| {p:.2f} | {(p / med[i] - 1) * 100:+.0f}% | - | - ")
                 continue
@@ -227,6 +278,12 @@ def _interleaved(written: list[tuple[str, str, str, Path, float, list[float], di
     for (o, j), e in sorted(errs.items()):
         print(f"{o} ({names[j]}): change error median {statistics.median(e):+.0f}%, "
               f"within 10% {sum(abs(x) <= 10 for x in e)}/{len(e)}")
+    for j, n in enumerate(names):
+        per = {o: e for (o, k), e in sorted(abs_errs.items()) if k == j}
+        flat = [x for e in per.values() for x in e]
+        print(f"{n}: latency within ±10% {sum(abs(x) <= 10 for x in flat)}/{len(flat)} (files of 1 ms or more); "
+              + ", ".join(f"{o} median {statistics.median(e):+.1f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})"
+                          for o, e in per.items()))
     print(f"load {os.getloadavg()[0]:.1f}")
 
 
