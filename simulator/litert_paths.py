@@ -51,7 +51,8 @@ HSWISH_INT8 = "hswish8"
 # against [1, 3136, 1]: 0.46 ms each; XNNPACK's fp32 `Squared Difference (ND)` in its int8-dynamic file 0.005),
 # `TFLite RSQRT` 28 ns per element (3136 elements: 0.088 ms). (Its int8 ADDs and SUBs were TFLite's too where an
 # input's scale is far from the output's, the layer scale's 1e-6 and the epsilon: XNNPACK's QS8 add takes input to
-# output scale ratios in [2^-10, 2^8) only; the option table has no activation scales, so those are not modelled.)
+# output scale ratios in [2^-10, 2^8) only, google/XNNPACK src/operators/binary-elementwise-nd.c xnn_create_add_nd_qs8 at
+# d98c1ff25f7872ff91d5179c7f9374c6ee95df08; the option table has no activation scales, so those are not modelled.)
 BUILTIN_INT8_TAG = "builtin8"
 BUILTIN_INT8_OPS = frozenset({"SQUARED_DIFFERENCE", "RSQRT"})
 # (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
