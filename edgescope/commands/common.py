@@ -20,13 +20,21 @@ def calibration_path(explicit: Path | None) -> Path:
     return Path(Settings.from_env().calibration_path)
 
 
-def ensure_calibrated(targets: tuple[str, ...] | list[str], path: Path) -> None:
+def ensure_calibrated(targets: tuple[str, ...] | list[str], path: Path, model: Path | None = None) -> None:
     """Calibrate the host first, saying so, when a host target is asked for on a machine without a calibration:
     `predict --target ort-cpu/host` otherwise sat silent for minutes while kernels were timed. Progress goes to
-    stderr, so `--json` output stays one object."""
-    from compiler.vocabulary.targets import get_target
+    stderr, so `--json` output stays one object. A target that cannot run `model`'s format is refused first (a
+    .tflite on ort-cpu/host calibrated for minutes before it was told so)."""
+    from compiler.vocabulary.targets import check_targets_format, get_target
     from simulator import calibration, litert_calibration
 
+    if model is not None:
+        from compiler.frontends import detect
+
+        try:
+            check_targets_format(list(targets), detect(model))
+        except user_errors() as e:
+            fail(str(e))
     hosts = [get_target(t) for t in targets if get_target(t).profile == "host-cpu"]
     if not hosts:
         return

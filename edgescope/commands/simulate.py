@@ -59,7 +59,7 @@ def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[st
     shapes, vals = parse_inputs(inputs, values)
     for i, name in enumerate(targets):
         try:
-            ensure_calibrated([name], calibration_path(calibration))
+            ensure_calibrated([name], calibration_path(calibration), model)
             with tempfile.TemporaryDirectory() as td:
                 out, *_ = predict_model(model, name, model_wide, parse_ops(ops), td, calibration_path(calibration),
                                         shapes, vals)
@@ -101,7 +101,7 @@ def optimize(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[s
     keep_conversions()
     shapes, vals = parse_inputs(inputs, values)
     try:
-        ensure_calibrated([target_name], calibration_path(calibration))
+        ensure_calibrated([target_name], calibration_path(calibration), model)
         with tempfile.TemporaryDirectory() as td:
             result = optimize_model(model, out_path, target_name, model_wide, parse_ops(ops), td,
                                     calibration_path(calibration), input_shapes=shapes, input_values=vals)

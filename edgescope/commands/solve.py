@@ -27,7 +27,7 @@ def _solve(model: Path, target: str, model_wide: str, ops: dict[str, str], budge
 
     t = get_target(target)
     preset = parse_preset(model_wide).name
-    ensure_calibrated([target], calibration_path(calibration))
+    ensure_calibrated([target], calibration_path(calibration), model)
     with tempfile.TemporaryDirectory() as td:
         source, compiled, plans = compile_for(model, target, td, shapes, values)
         hw = hardware_for(t, calibration_path(calibration) if t.profile == "host-cpu" else None)

@@ -1,4 +1,4 @@
-"""An ONNX file with its weights in an external data file beside it (what torch's dynamo exporter writes by default)
+"""CLI edges a new user meets: an ONNX file with its weights in an external data file beside it (what torch's dynamo
 is analysed by the CLI as one file; without its data file it is refused in one sentence."""
 
 from __future__ import annotations
@@ -49,3 +49,19 @@ def test_predict_and_analyze_a_model_with_external_data(calibration_dir: Path, t
              cwd=tmp_path / "run")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     assert "external data" in p.stderr.strip().splitlines()[-1]
+
+
+def test_a_target_that_cannot_run_the_format_is_refused_before_calibrating(tmp_path: Path) -> None:
+    """predict / optimize / solve of a .tflite on ort-cpu/host on a machine without a calibration calibrated for
+    minutes before saying the target cannot run the file."""
+    from testkit import tflite_builder
+
+    model = tflite_builder.cnn(tmp_path / "cnn.tflite")
+    empty = tmp_path / "no-calibration"
+    for cmd, extra in (("predict", []), ("optimize", ["--model-wide", "fp16", "--out", str(tmp_path / "x.onnx")]),
+                       ("solve", ["--latency-ms", "1"])):
+        p = _cli(cmd, str(model), "--target", "ort-cpu/host", *extra, calibration_dir=empty, cwd=tmp_path / cmd)
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert "no host calibration" not in p.stderr
+        assert p.stderr.strip().splitlines()[-1].startswith("Error: target ort-cpu/host cannot run a tflite model")
+    assert not (empty / "host-cpu.json").exists()
