@@ -1,5 +1,5 @@
-"""CLI edges a new user meets: an ONNX file with its weights in an external data file beside it (what torch's dynamo
-is analysed by the CLI as one file; without its data file it is refused in one sentence."""
+"""CLI edges a new user meets: an ONNX file with its weights in an external data file beside it (torch's dynamo
+exporter's default) is analysed as one file, refused in one sentence without it; a target that cannot run the format."""
 
 from __future__ import annotations
 
