@@ -24,13 +24,16 @@ def upgrade_opset(model: Any) -> Any:
 def convert_opset(model: Any, version: int) -> Any:
     """onnx.version_converter's conversion. The converter takes an initializer that is no graph input for an
     undefined value ("Input w is undefined!"), as IR < 4 required them listed; they are listed while it runs."""
+    import onnx
     from onnx import version_converter
 
+    have = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), version)
+    if have < 7 <= version:
+        model = _channel_slopes(model)
     listed = {vi.name for vi in model.graph.input}
     extra = [i for i in model.graph.initializer if i.name not in listed]
     if not extra:
         return version_converter.convert_version(model, version)
-    import onnx
 
     work = onnx.ModelProto()
     work.CopyFrom(model)
@@ -40,4 +43,34 @@ def convert_opset(model: Any, version: int) -> Any:
     kept = [vi for vi in out.graph.input if vi.name not in names]
     del out.graph.input[:]
     out.graph.input.extend(kept)
+    return out
+
+
+def _channel_slopes(model: Any) -> Any:
+    """A copy of an opset-6 `model` whose PRelu slopes of shape [C] read [C, 1, ...]: opset 6 applies a [C] slope per
+    channel (axis 1), opset 7 broadcasts it from the right, and the converter leaves it as it is (the onnx wheel's
+    PReLU_*_multiparam files then failed in ORT: "PRelu ... broadcast")."""
+    import onnx
+
+    inits = {i.name: i for i in model.graph.initializer}
+    nodes = [n for n in model.graph.node if n.op_type == "PRelu" and len(n.input) > 1 and n.input[1] in inits]
+    if not nodes:
+        return model
+    try:
+        typed = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # noqa: BLE001 - without ranks the slopes stay as they are
+        return model
+    ranks = {vi.name: len(vi.type.tensor_type.shape.dim) for vi in
+             [*typed.graph.input, *typed.graph.value_info, *typed.graph.output]
+             if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape")}
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    slopes = {i.name: i for i in out.graph.initializer}
+    for n in nodes:
+        slope, rank = slopes[n.input[1]], ranks.get(n.input[0], 0)
+        if len(slope.dims) == 1 and slope.dims[0] > 1 and rank > 2:
+            slope.dims[:] = [slope.dims[0]] + [1] * (rank - 2)
+            for vi in out.graph.input:  # IR 3 lists the slope as a graph input too
+                if vi.name == slope.name:
+                    vi.CopyFrom(onnx.helper.make_tensor_value_info(slope.name, slope.data_type, list(slope.dims)))
     return out

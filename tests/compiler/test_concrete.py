@@ -103,3 +103,24 @@ def test_an_opset_6_model_is_converted_to_the_opset_ort_runs(tmp_path: Path) -> 
     compiled, out = prep.compiled[0]
     assert out is not None and [n.op_type for n in compiled.nodes] == ["AveragePool"]
     assert compiled.values["y"].shape == [1, 3, 7, 7]
+
+
+def test_an_opset_6_prelu_keeps_its_per_channel_slope() -> None:
+    """Opset 6 applies a [C] PRelu slope per channel; opset 7 broadcasts it from the right, and onnx's converter
+    leaves it [C]: the onnx wheel's PReLU_*_multiparam files then failed in ONNX Runtime."""
+    import onnxruntime as ort
+
+    from compiler.opset import convert_opset
+
+    slope = np.array([0.1, 0.2, 0.3], np.float32)
+    g = helper.make_graph([helper.make_node("PRelu", ["x", "s"], ["y"], name="prelu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4, 5]),
+                           helper.make_tensor_value_info("s", TensorProto.FLOAT, [3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(slope, "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 6)])
+    m.ir_version = 3
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    sess = ort.InferenceSession(convert_opset(m, 7).SerializeToString(), providers=["CPUExecutionProvider"])
+    y = sess.run(None, {"x": x})[0]
+    assert np.allclose(y, np.where(x > 0, x, x * slope[None, :, None, None]))
