@@ -93,12 +93,18 @@ def export_tflite(src: str | os.PathLike[str], out_path: str | os.PathLike[str],
     """Quantize `src` into `out_path`. Overrides: {operator id: option}."""
     kinds = check_options(model_wide, dict(overrides or {}))
     per_op = {op_index(op): k for op, k in kinds.items() if op != "*"}
-    info = run("compiler.optimize.litert_export:_export_child",
-               {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "model_wide": kinds["*"],
-                "option": model_wide,
-                "per_op": {str(i): k for i, k in per_op.items()}, "shapes": dict(input_shapes or {}),
-                "values": dict(input_values or {})},
-               Limits(timeout_s, memory_limit_bytes, what="quantizing with ai-edge-quantizer"))
+    try:
+        info = run("compiler.optimize.litert_export:_export_child",
+                   {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "model_wide": kinds["*"],
+                    "option": model_wide,
+                    "per_op": {str(i): k for i, k in per_op.items()}, "shapes": dict(input_shapes or {}),
+                    "values": dict(input_values or {})},
+                   Limits(timeout_s, memory_limit_bytes, what="quantizing with ai-edge-quantizer"))
+    except BaseException:
+        # A file written and then failed its check is no export: none is left where the export goes (it stayed
+        # and a later reader took a file LiteRT refuses for one).
+        Path(out_path).unlink(missing_ok=True)
+        raise
     out = Path(out_path)
     return LiteRtExport(out, out.stat().st_size, kinds, info["notes"])
 

@@ -118,3 +118,14 @@ def test_shapes_of_a_file_ai_edge_quantizer_wrote_resolve_as_the_sources(tmp_pat
     buf = fp16.read_bytes()
     got = litert_shapes.resolve(buf, [[3, 16]])
     assert got[tensor_names(buf).index("y")][0] == [12, 40000]
+
+
+def test_no_file_is_left_where_a_failed_export_goes(tmp_path: Path) -> None:
+    # The fp16 export of microWakeWord's int8 model was written, refused by LiteRT at the check, and stayed where the
+    # export goes; the benchmark's next run took it as its source (a file there before the export goes too)
+    int8 = export_tflite(modelzoo.tflite_cnn(tmp_path / "cnn.tflite"), tmp_path / "int8.tflite", "int8-static").path
+    out = tmp_path / "out.tflite"
+    out.write_bytes(b"stale")
+    with pytest.raises(ModelRunError, match="fully int8"):
+        export_tflite(int8, out, "fp16")
+    assert not out.exists()
