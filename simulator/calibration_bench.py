@@ -470,7 +470,7 @@ CASES: tuple[Case, ...] = (
     # the NCHWc one's time per element (costs.kind_of: `poolnchw`), squeeze-excite pools after NCHW-path Convs.
     Case("gap-nchw-100x28", "poolnchw", lambda p: _side_by_side("GlobalAveragePool", [1, 100, 28, 28], [1, 100, 1, 1], p),
          (("fp32", "poolnchw.fp32.GlobalAveragePool"),)),
-    # A Transpose ORT walks element by element (costs._walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
+    # A Transpose ORT walks element by element (transposes.walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
     Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),
     # A linear Resize (EfficientFormerV2's upsampling): 1.15-1.3 ns per output element here, 25x the layout rate's.
@@ -478,6 +478,13 @@ CASES: tuple[Case, ...] = (
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
 )
+
+
+# Transposes that copy short runs (transposes.copy_runs): head transposes ([1, tokens, heads, dim] by [0, 2, 1, 3]) of
+# ViT / DeiT (64-element runs), PVT (32) and LeViT (16) shapes, side by side. They pay a cost per run beside their
+# bytes, which the layout rate (fitted on reorders and channel splits that stream) does not hold: fitted after it,
+# a cost per run alone (`layout.fp32.run`, calibration_fit._fit_runs).
+TRANSPOSE_RUNS = ((197, 3, 64), (3136, 2, 32), (196, 4, 16))
 
 
 def compile_for_host(path: Path, out: Path) -> Graph:
@@ -512,6 +519,7 @@ class Bench:
     llc_all: float
     k_memory: int = 0  # k of the chain whose weights are 4x the whole last-level cache (0: not timed)
     reuse: tuple[int, ...] = ()  # conv counts of the weight-reuse cases timed (keys reuse-<n>, reuse-<n>-base)
+    transposes: tuple[str, ...] = ()  # keys of the head-transpose cases (TRANSPOSE_RUNS)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -574,6 +582,13 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings[name] = (src, "all", 6)
         mixed.append(name)
+    transposes: list[str] = []
+    for t, h, d in TRANSPOSE_RUNS:
+        name = f"transpose-runs-{t}x{h}x{d}"
+        src = _side_by_side("Transpose", [1, t, h, d], [1, h, t, d], tmp / f"{name}.onnx", perm=[0, 2, 1, 3])
+        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+        timings[name] = (src, "all", 6)
+        transposes.append(name)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS)
+                 REUSE_CONVS, tuple(transposes))

@@ -201,6 +201,7 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"] = {**joint_setups, **setups}
     effs["layout.fp32"], layout_setups = _fit_layout(bench, wall, run_s, cases_out, base.with_overrides(over))
     over["units"]["cpu"]["kind_overhead_s"].update(layout_setups)
+    over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     hw = base.with_overrides(over)
     # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
     for c in cases_out:
@@ -415,3 +416,24 @@ def _fit_layout(bench: Bench, wall: dict[str, float], run_s: float, cases_out: l
                           "efficiency": eff, "setup_s": setups["layout.fp32"],
                           **{f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != "layout.fp32" and v}})
     return eff, {k: v for k, v in setups.items() if k == "layout.fp32" or v}
+
+
+def _fit_runs(bench: Bench, wall: dict[str, float], run_s: float, cases_out: list[dict[str, Any]],
+              hw: HardwareProfile) -> dict[str, float]:
+    """The cost per run a Transpose copies (`layout.fp32.run`, transposes.copy_runs) from the head-transpose cases,
+    the layout rate already fitted: relative least squares, >= 0. Fitted into the layout rate instead (two such
+    transposes among the mixed graphs, a Zen 4, 2026-12-04), the rate fell to 0.075 and priced the mixed CNN graphs
+    18-26% over their time: one rate per element does not hold both streams and short runs."""
+    key = "layout.fp32.run"
+    names = [n for n in bench.transposes if n in wall]
+    if not names:
+        return {}
+    meas = np.array([wall[n] - run_s * 1e3 for n in names])
+    h1 = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: 1e-6}}}})
+    pred0 = np.array([_predict_ms(bench.graphs[n], hw, "fp32") for n in names])
+    a = (np.array([_predict_ms(bench.graphs[n], h1, "fp32") for n in names]) - pred0) / 1e-6 / meas
+    b = 1 - pred0 / meas
+    s = max(float(a @ b / (a @ a)), 0.0) if float(a @ a) > 0 else 0.0
+    for n, m in zip(names, meas):
+        cases_out.append({"case": n, "preset": "fp32", "key": key, "measured_ms": float(m), "run_s": s})
+    return {key: s}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
+from simulator.transposes import copy_runs, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
@@ -132,6 +133,8 @@ class Work:
     # taps, the (pixel, tap) pointers its micro-kernel walks per output column block (simulator.tflite_ops; 0: none).
     # Read by the paths that pay a cost per tap (Path.tap_cost).
     igemm_taps: float = 0.0
+    # Runs of contiguous elements a Transpose copies one memcpy each (simulator.transposes.copy_runs; 0: none)
+    copy_runs: float = 0.0
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -233,7 +236,7 @@ def kind_of(node: Node, graph: Graph) -> str:
         return "softmax"
     if op in _REDUCE:
         return "reduce"
-    if op == "Transpose" and _walks(node):
+    if op == "Transpose" and walks(node):
         return "walk"
     if op in ("Resize", "Upsample") and node.attributes.get("mode") in ("linear", "cubic", b"linear", b"cubic"):
         # Interpolation: ORT computes each output element from 4 (linear, 2-D) or 16 (cubic) inputs and their weights,
@@ -265,28 +268,6 @@ def _gathered_table_reads(node: Node, graph: Graph, aux: float, other_const: flo
     if v.dtype in ("float32", "float16", "bfloat16", "float64"):
         return aux - n + read, other_const
     return aux, other_const - v.weight.bytes * (1.0 - read / n)
-
-
-def _walks(node: Node) -> bool:
-    """A Transpose ORT's CPU kernel walks element by element: after merging the axes that stay side by side, the
-    innermost axis moves and more than one axis moves. ORT (1.32) copies blocks where the innermost axis stays and
-    has a blocked kernel for moving one axis; it does not drop size-1 axes. Single-op models on this Zen 5 (CPU
-    time): 2.2-2.6 ns per element walked vs 0.10-0.22 blocked ([1, 196, 1, 4, 32] by [2, 0, 3, 4, 1], XCiT's
-    q/k/v split: 2.25; the same data as [1, 196, 4, 32] by [0, 2, 3, 1]: 0.15). Calibration case transpose-walk."""
-    perm = [int(p) for p in node.attributes.get("perm") or ()]
-    if len(perm) < 3:
-        return False
-    runs = [[perm[0]]]
-    for p in perm[1:]:
-        if p == runs[-1][-1] + 1:
-            runs[-1].append(p)
-        else:
-            runs.append([p])
-    order = sorted(range(len(runs)), key=lambda i: runs[i][0])
-    q = [order.index(i) for i in range(len(runs))]  # the merged permutation
-    if q[-1] == len(q) - 1:
-        return False
-    return not any(q[:j] + q[j + 1:] == sorted(q[:j] + q[j + 1:]) for j in range(len(q)))
 
 
 def _elements(v: Value | None) -> float | None:
@@ -384,6 +365,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
                 im2col_strided=strided_im2col(node, kind, macs, k_rows),
                 reread_elements=reread, reread_set=reread_set,
+                copy_runs=copy_runs(node, graph) if kind == "layout" else 0.0,
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
