@@ -158,3 +158,30 @@ def test_recurrent_weights_read_again_from_the_core_cache_where_they_fit() -> No
     in_l2, beyond = gru_ms(2 * 2 ** 20), gru_ms(512 * 2 ** 10)
     reads = w.reread_elements * 4  # bytes: at the streaming rate beyond the cache, at the cache's in it
     assert beyond - in_l2 == pytest.approx(reads * (1 / 2.5e10 - 1 / 8e10) * 1e3, rel=0.25)
+
+
+def test_a_recurrent_steps_macs_run_at_the_rate_its_weights_stream() -> None:
+    """At batch 1 each step's h x R^T does one MAC per element of R it reads: those MACs are priced by the reads, not
+    again at the GEMM rate. A GRU whose input projection is negligible (1 input) costs the same at 1x and 100x the
+    compute peak; with its recurrent MACs also counted as compute (single-op GRUs on a Zen 4 predicted +14..+33%) the
+    slower peak would show half its compute time on top. A batch of 4 still computes the three other rows' MACs."""
+    from compiler.graph import Node
+    from simulator.profiles import load_profile
+    from tests.simulator.helpers import act, graph, weight
+
+    def gru(batch: int) -> Graph:
+        return graph([Node("gru", "gru", "GRU", inputs=["x", "W", "R", "B"], outputs=["y"],
+                           attributes={"hidden_size": 256})],
+                     [act("x", [200, batch, 1]), weight("W", [1, 768, 1]), weight("R", [1, 768, 256]),
+                      weight("B", [1, 1536])], ["x"], ["y"])
+
+    hw = load_profile("host-cpu")
+
+    def ms(g: Graph, peak_scale: float) -> float:
+        peaks = {k: v * peak_scale for k, v in hw.units[0].peak_ops_per_s.items()}
+        h = hw.with_overrides({"units": {"cpu": {"peak_ops_per_s": peaks}}})
+        return _latency(sweep(g, "ort-cpu/host", hardware=h, presets_only=("fp32",)), "gru")
+
+    one, four = gru(1), gru(4)
+    assert ms(one, 1.0) == pytest.approx(ms(one, 100.0), rel=0.02)
+    assert ms(four, 1.0) > 1.1 * ms(four, 100.0)
