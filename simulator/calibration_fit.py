@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 55  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 56  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -51,6 +51,7 @@ CACHE_VERSION = 55  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 54: GlobalAveragePools ORT leaves in NCHW, a rate of their own (poolnchw.fp32.GlobalAveragePool)
 # 55: dynamic int8 Convs pack their weights once per 256 output pixels (roofline.QGEMM_STRIDE_N); stride-2
 #     ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
+# 56: a cost per run a Transpose copies (layout.fp32.run, three head-transpose cases); recurrent MACs priced by reads
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
