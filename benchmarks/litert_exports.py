@@ -138,10 +138,13 @@ def main(argv: list[str] | None = None) -> int:
         if a.json is not None:
             a.json.write_text(json.dumps(rows, indent=1))
         return 0
-    given = [(f, {}) for f in a.files] + (wheel_files(a.cache, a.wheel) if a.wheel is not None else [])
+    wheels = wheel_files(a.cache, a.wheel) if a.wheel is not None else []
+    given = [(f, {}) for f in a.files] + wheels
     if not given:
         ap.error("give .tflite files or --wheel")
-    names = model_names([f for f, _ in given])
+    # A wheel file is named by its stem (its id) even alone: every one sits in <cache>/real/, and --keep's folders
+    # are named by the model (a lone file named "real" took another wheel file's kept exports).
+    names = model_names(list(a.files)) + [f.stem for f, _ in wheels] if a.files else [f.stem for f, _ in wheels]
     if a.all:
         from compiler.vocabulary.options import BULK_PRESETS
 
