@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from compiler.frontends.tflite_writer import TfliteWriter
 
-__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic", "fp16_mlp"]
+__all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic",
+           "computed_reshape", "fp16_mlp"]
 
 
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> np.ndarray:
@@ -220,12 +222,9 @@ def with_custom_op(path: str | os.PathLike[str], code: str = "EdgescopeTestOp") 
     return w.save(path, [x], [y, s])
 
 
-def shape_arithmetic(path: str | os.PathLike[str]) -> Path:
-    """A dynamic batch (x: signature [-1, 16]) reshaped to a shape computed from it, as TensorFlow's converter writes
-    `tf.reshape(x, [tf.shape(x)[0], 4, 4])`: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, then FULLY_CONNECTED (rows of
-    4 -> 8) and LOGISTIC. LiteRT's Prepare cannot size the RESHAPE (its shape is data) until an invoke."""
-    w = TfliteWriter()
-    x = w.tensor("x", [1, 16], signature=[-1, 16])
+def computed_reshape(w: TfliteWriter, x: Any) -> Any:
+    """x [-1, 16] reshaped to [batch, 4, 4] by a shape computed from it (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE), as
+    TensorFlow's converter writes `tf.reshape(x, [tf.shape(x)[0], 4, 4])`. Returns the reshaped tensor."""
     shape = w.tensor("shape", [2], "int32")
     w.op("SHAPE", [x], [shape], w.options("ShapeOptions", outType=2))
     b = w.tensor("batch", [], "int32")
@@ -236,6 +235,16 @@ def shape_arithmetic(path: str | os.PathLike[str]) -> Path:
     w.op("PACK", [b, four, four], [target], w.options("PackOptions", valuesCount=3, axis=0))
     r = w.tensor("r", [1, 4, 4], signature=[-1, 4, 4])
     w.op("RESHAPE", [x, target], [r], w.options("ReshapeOptions"))
+    return r
+
+
+def shape_arithmetic(path: str | os.PathLike[str]) -> Path:
+    """A dynamic batch (x: signature [-1, 16]) reshaped to a shape computed from it, as TensorFlow's converter writes
+    `tf.reshape(x, [tf.shape(x)[0], 4, 4])`: SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE, then FULLY_CONNECTED (rows of
+    4 -> 8) and LOGISTIC. LiteRT's Prepare cannot size the RESHAPE (its shape is data) until an invoke."""
+    w = TfliteWriter()
+    x = w.tensor("x", [1, 16], signature=[-1, 16])
+    r = computed_reshape(w, x)
     h = w.tensor("h", [4, 8], signature=[-1, 8])
     w.op("FULLY_CONNECTED", [r, w.const("fc/w", np.ones((8, 4), np.float32)), -1], [h],
          w.options("FullyConnectedOptions"))

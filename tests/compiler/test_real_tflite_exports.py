@@ -88,20 +88,11 @@ def _reshape_then_wide_fc(path: Path) -> Path:
     """testkit's shape arithmetic (x [-1, 16] reshaped to [batch, 4, 4] by SHAPE -> STRIDED_SLICE -> PACK) before a
     FULLY_CONNECTED of 160k weights (320 KB in fp16): over the 256 KB from which ai-edge-quantizer stores constants after the
     flatbuffer (BirdNET's spectrogram front end and its 25 MB of weights)."""
-    from compiler.frontends.tflite_writer import TfliteWriter
+    from testkit.tflite_builder import TfliteWriter, computed_reshape
 
     w = TfliteWriter()
     x = w.tensor("x", [1, 16], signature=[-1, 16])
-    shape = w.tensor("shape", [2], "int32")
-    w.op("SHAPE", [x], [shape], w.options("ShapeOptions", outType=2))
-    b = w.tensor("batch", [], "int32")
-    ends = [w.const(f"slice/{k}", np.array([v], np.int32)) for k, v in (("begin", 0), ("end", 1), ("strides", 1))]
-    w.op("STRIDED_SLICE", [shape, *ends], [b], w.options("StridedSliceOptions", shrinkAxisMask=1))
-    target = w.tensor("target", [3], "int32")
-    four = w.const("four", np.array(4, np.int32))
-    w.op("PACK", [b, four, four], [target], w.options("PackOptions", valuesCount=3, axis=0))
-    r = w.tensor("r", [1, 4, 4], signature=[-1, 4, 4])
-    w.op("RESHAPE", [x, target], [r], w.options("ReshapeOptions"))
+    r = computed_reshape(w, x)
     y = w.tensor("y", [4, 40000], signature=[-1, 40000])
     wide = np.random.default_rng(0).standard_normal((40000, 4)).astype(np.float32)
     w.op("FULLY_CONNECTED", [r, w.const("fc/w", wide), -1], [y], w.options("FullyConnectedOptions"))
