@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from compiler.graph import Graph, Node, Value, WeightStats
 
@@ -63,3 +64,19 @@ def exported_gelu(tokens: int, n_in: int, n_out: int, half_first: bool, bias: bo
         nodes += [Node("mul", "mul", "Mul", inputs=["x", "p"], outputs=["h"]),
                   Node("half", "half", "Mul", inputs=["h", "half"], outputs=["y"])]
     return graph(nodes, values, ["a"], ["y"])
+
+
+def transpose_graph(shape: list[int], perm: list[int]) -> Graph:
+    """One Transpose of an activation of `shape` by `perm`."""
+    out = [shape[p] for p in perm]
+    return graph([Node("t", "t", "Transpose", inputs=["x"], outputs=["y"], attributes={"perm": perm})],
+                 [act("x", shape), act("y", out)], ["x"], ["y"])
+
+
+def host_fp32_ms(g: Graph, hw: Any) -> float:
+    """The first task's fp32 latency (ms) on `ort-cpu/host` with the host profile `hw`."""
+    from simulator.sweep import sweep
+
+    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
+    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+    return float(r.bulk["metrics"]["latency_ms"][0][j])

@@ -7,19 +7,12 @@ import pytest
 from compiler.graph import Node
 from simulator.costs import kind_of
 from simulator.profiles import load_profile
-from simulator.sweep import sweep
-from tests.simulator.helpers import act, graph
+from tests.simulator.helpers import act, graph, host_fp32_ms
 
 
 def _resize(mode: str):  # type: ignore[no-untyped-def]
     return graph([Node("r", "r", "Resize", inputs=["x", "", "s"], outputs=["y"], attributes={"mode": mode})],
                  [act("x", [1, 256, 28, 28]), act("y", [1, 256, 56, 56])], ["x"], ["y"])
-
-
-def _ms(g, hw) -> float:  # type: ignore[no-untyped-def]
-    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
-    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-    return float(r.bulk["metrics"]["latency_ms"][0][j])
 
 
 def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
@@ -28,6 +21,7 @@ def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
     base = load_profile("host-cpu")
     lay = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
     own = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2, "resize.fp32": 0.01}}}})
-    assert _ms(linear, lay) == pytest.approx(_ms(nearest, lay))  # uncalibrated: a layout move, as before
-    assert _ms(nearest, own) == pytest.approx(_ms(nearest, lay))
-    assert _ms(linear, own) > 3 * _ms(linear, lay)
+    # uncalibrated: a layout move, as before
+    assert host_fp32_ms(linear, lay) == pytest.approx(host_fp32_ms(nearest, lay))
+    assert host_fp32_ms(nearest, own) == pytest.approx(host_fp32_ms(nearest, lay))
+    assert host_fp32_ms(linear, own) > 3 * host_fp32_ms(linear, lay)

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.graph import Node
 from simulator.calibration_bench import TRANSPOSE_RUNS
 from simulator.costs import work_of
 from simulator.profiles import load_profile
-from simulator.sweep import sweep
-from tests.simulator.helpers import act, graph
-
-
-def _transpose(shape: list[int], perm: list[int]):  # type: ignore[no-untyped-def]
-    out = [shape[p] for p in perm]
-    return graph([Node("t", "t", "Transpose", inputs=["x"], outputs=["y"], attributes={"perm": perm})],
-                 [act("x", shape), act("y", out)], ["x"], ["y"])
+from tests.simulator.helpers import host_fp32_ms, transpose_graph
 
 
 # (shape, perm, runs): ORT copies the trailing axes a permutation leaves in place as one memcpy each; a permutation
@@ -33,28 +25,22 @@ RUNS = [
 
 @pytest.mark.parametrize(("shape", "perm", "runs"), RUNS)
 def test_runs_a_transpose_copies(shape: list[int], perm: list[int], runs: int) -> None:
-    g = _transpose(shape, perm)
+    g = transpose_graph(shape, perm)
     assert work_of(g.nodes[0], g).copy_runs == runs
-
-
-def _ms(g, hw) -> float:  # type: ignore[no-untyped-def]
-    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
-    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-    return float(r.bulk["metrics"]["latency_ms"][0][j])
 
 
 def test_each_run_costs_the_calibrated_time_and_nothing_without_the_figure() -> None:
     base = load_profile("host-cpu")
     own = base.with_overrides({"units": {"cpu": {"kind_overhead_s": {"layout.fp32.run": 7e-9}}}})
-    heads, stream = _transpose([1, 3136, 2, 32], [0, 2, 1, 3]), _transpose([1, 64, 56, 56], [0, 1, 3, 2])
+    heads, stream = transpose_graph([1, 3136, 2, 32], [0, 2, 1, 3]), transpose_graph([1, 64, 56, 56], [0, 1, 3, 2])
     # 6272 runs at 7 ns: 0.0439 ms more; a transpose that copies no runs is unchanged.
-    assert _ms(heads, own) - _ms(heads, base) == pytest.approx(6272 * 7e-9 * 1e3, rel=1e-6)
-    assert _ms(stream, own) == pytest.approx(_ms(stream, base))
+    assert host_fp32_ms(heads, own) - host_fp32_ms(heads, base) == pytest.approx(6272 * 7e-9 * 1e3, rel=1e-6)
+    assert host_fp32_ms(stream, own) == pytest.approx(host_fp32_ms(stream, base))
 
 
 def test_the_calibration_cases_are_head_transposes_of_short_runs() -> None:
     for t, h, d in TRANSPOSE_RUNS:
-        g = _transpose([1, t, h, d], [0, 2, 1, 3])
+        g = transpose_graph([1, t, h, d], [0, 2, 1, 3])
         w = work_of(g.nodes[0], g)
         assert w.kind == "layout" and w.copy_runs == t * h and d <= 64
 
@@ -66,7 +52,7 @@ def test_the_fit_recovers_a_cost_per_run_from_timings() -> None:
 
     hw = load_profile("host-cpu")
     truth = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"layout.fp32.run": 6e-9}}}})
-    graphs = {f"t{t}x{h}x{d}": _transpose([1, t, h, d], [0, 2, 1, 3]) for t, h, d in TRANSPOSE_RUNS}
+    graphs = {f"t{t}x{h}x{d}": transpose_graph([1, t, h, d], [0, 2, 1, 3]) for t, h, d in TRANSPOSE_RUNS}
     run_s = 5e-6  # the per-run fixed cost the fit subtracts from each timing (ms below)
     wall = {n: _predict_ms(g, truth, "fp32") + run_s * 1e3 for n, g in graphs.items()}
     bench = SimpleNamespace(transposes=tuple(graphs), graphs=graphs)

@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.graph import Node
 from simulator.costs import kind_of
 from simulator.profiles import load_profile
-from simulator.sweep import sweep
-from tests.simulator.helpers import act, graph
-
-
-def _transpose(shape: list[int], perm: list[int]):  # type: ignore[no-untyped-def]
-    out = [shape[p] for p in perm]
-    return graph([Node("t", "t", "Transpose", inputs=["x"], outputs=["y"], attributes={"perm": perm})],
-                 [act("x", shape), act("y", out)], ["x"], ["y"])
+from tests.simulator.helpers import host_fp32_ms, transpose_graph
 
 
 # (shape, perm, walked): each timed as a single-op model on this host (ORT 1.32, CPU time per element walked 2.2-2.6 ns,
@@ -36,23 +28,18 @@ PERMS = [
 
 @pytest.mark.parametrize(("shape", "perm", "walked"), PERMS)
 def test_which_transposes_ort_walks(shape: list[int], perm: list[int], walked: bool) -> None:
-    g = _transpose(shape, perm)
+    g = transpose_graph(shape, perm)
     assert kind_of(g.nodes[0], g) == ("walk" if walked else "layout")
-
-
-def _ms(g, hw) -> float:  # type: ignore[no-untyped-def]
-    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
-    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-    return float(r.bulk["metrics"]["latency_ms"][0][j])
 
 
 def test_a_walked_transpose_takes_its_own_rate_and_falls_back_to_layouts() -> None:
     base = load_profile("host-cpu")
     lay = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
     own = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2, "walk.fp32": 0.02}}}})
-    walked, blocked = _transpose([16, 196, 1, 4, 32], [2, 0, 3, 4, 1]), _transpose([16, 196, 1, 4, 32], [0, 2, 3, 4, 1])
+    walked = transpose_graph([16, 196, 1, 4, 32], [2, 0, 3, 4, 1])
+    blocked = transpose_graph([16, 196, 1, 4, 32], [0, 2, 3, 4, 1])
     # Uncalibrated, a walked transpose costs as any other layout task; with its figure (10x slower per element moved;
     # the bytes it reads and writes are the same), several times slower.
-    assert _ms(walked, lay) == pytest.approx(_ms(blocked, lay))
-    assert _ms(blocked, own) == pytest.approx(_ms(blocked, lay))
-    assert _ms(walked, own) > 3 * _ms(walked, lay)
+    assert host_fp32_ms(walked, lay) == pytest.approx(host_fp32_ms(blocked, lay))
+    assert host_fp32_ms(blocked, own) == pytest.approx(host_fp32_ms(blocked, lay))
+    assert host_fp32_ms(walked, own) > 3 * host_fp32_ms(walked, lay)
