@@ -9,10 +9,15 @@ from typing import Any
 ORT_MIN_OPSET = 7
 
 
+def opset(model: Any) -> int:
+    """The model's default-domain opset (0 when it imports none, as a file of ai.onnx.ml ops only)."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
 def upgrade_opset(model: Any) -> Any:
     """`model` converted to ORT_MIN_OPSET (onnx.version_converter) when its default-domain opset is older;
     unchanged when it is not or the conversion fails (then ONNX Runtime's own error says why it cannot load)."""
-    have = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), ORT_MIN_OPSET)
+    have = opset(model) or ORT_MIN_OPSET
     if have >= ORT_MIN_OPSET:
         return model
     try:
@@ -27,7 +32,7 @@ def convert_opset(model: Any, version: int) -> Any:
     import onnx
     from onnx import version_converter
 
-    have = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), version)
+    have = opset(model) or version
     if have < 7 <= version:
         model = _channel_slopes(model)
     listed = {vi.name for vi in model.graph.input}

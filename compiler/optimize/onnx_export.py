@@ -21,9 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.optimize.choices import Choice, node_choices
 from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
-                                             drop_cast_pairs,
-                                             named_copy,
-                                             one_line, opset, quant_ready, topo_sort)
+                                             drop_cast_pairs, named_copy, one_line, opset, quant_ready, topo_sort)
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import onnx
 
-from compiler.opset import ORT_MIN_OPSET, convert_opset
+from compiler.opset import ORT_MIN_OPSET, convert_opset, opset
 from compiler.frontends.onnx_scopes import name_by_id
 from compiler.optimize.onnx_fp16 import restore_fp32
 from compiler.vocabulary.options import OptionError
@@ -52,10 +52,6 @@ def one_line(e: BaseException, limit: int = MAX_CAUSE) -> str:
         msg = head[: cut if cut > 0 else limit].rstrip(" .,;:(") + " …"
     ort = type(e).__module__.startswith("onnxruntime")
     return msg if ort or not msg else f"{type(e).__name__}: {msg}"
-
-
-def opset(model: onnx.ModelProto) -> int:
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
 
 
 def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes: list[str] | None = None) -> Path:
