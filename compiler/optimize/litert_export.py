@@ -217,8 +217,11 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     static = payload["model_wide"] == "static8" or "static8" in payload["per_op"].values()
     from compiler.frontends import tflite
 
-    fully = tflite.fully_int8(tflite.parse(raw))
-    _refuse_on_model(raw, fully, {payload["model_wide"], *payload["per_op"].values()})
+    parsed = tflite.parse(raw)
+    fully = tflite.fully_int8(parsed)
+    # the option table's judgement of this file (simulator.exportable.mark_tflite), on the same parsed graph
+    bodies = any(nd.parent for nd in parsed.nodes)
+    _refuse_on_model(fully, bodies, {payload["model_wide"], *payload["per_op"].values()})
     if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
         if fully:
             # Already int8-static (int8 weights and activations): quantizing it afresh would restore its weights to
@@ -285,17 +288,11 @@ _FORMATS = {"float": ("fp32", "fp32", "fp32"), "fp16": ("fp16", "fp16", "fp16"),
             "static8": ("int8", "int8", "int8"), "weights4": ("fp32", "fp32", "int4")}
 
 
-def _refuse_on_model(raw: bytes, fully_int8: bool, kinds: set[str]) -> None:
+def _refuse_on_model(fully_int8: bool, bodies: bool, kinds: set[str]) -> None:
     """Raise ModelRunError (litert_rules.model_reason's sentence, as the option table marks it) where this file
-    cannot take one of the recipe `kinds`."""
-    from ai_edge_litert import schema_py_generated as schema
-
+    (fully int8; with IF / WHILE bodies) cannot take one of the recipe `kinds`."""
     from compiler.errors import ModelRunError
 
-    m = schema.Model.GetRootAs(raw, 0)
-    codes = [max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode())
-             for i in range(m.OperatorCodesLength())]
-    bodies = m.SubgraphsLength() > 1 and bool({schema.BuiltinOperator.IF, schema.BuiltinOperator.WHILE} & set(codes))
     for kind in sorted(kinds):
         why = litert_rules.model_reason(*_FORMATS[kind], fully_int8, bodies)
         if why is not None:
