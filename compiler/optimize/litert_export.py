@@ -219,9 +219,7 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
 
     parsed = tflite.parse(raw)
     fully = tflite.fully_int8(parsed)
-    # the option table's judgement of this file (simulator.exportable.mark_tflite), on the same parsed graph
-    bodies = any(nd.parent for nd in parsed.nodes)
-    _refuse_on_model(fully, bodies, {payload["model_wide"], *payload["per_op"].values()})
+    _refuse_on_model(parsed, fully, {payload["model_wide"], *payload["per_op"].values()})
     if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
         if fully:
             # Already int8-static (int8 weights and activations): quantizing it afresh would restore its weights to
@@ -288,11 +286,12 @@ _FORMATS = {"float": ("fp32", "fp32", "fp32"), "fp16": ("fp16", "fp16", "fp16"),
             "static8": ("int8", "int8", "int8"), "weights4": ("fp32", "fp32", "int4")}
 
 
-def _refuse_on_model(fully_int8: bool, bodies: bool, kinds: set[str]) -> None:
-    """Raise ModelRunError (litert_rules.model_reason's sentence, as the option table marks it) where this file
-    (fully int8; with IF / WHILE bodies) cannot take one of the recipe `kinds`."""
+def _refuse_on_model(parsed: Any, fully_int8: bool, kinds: set[str]) -> None:
+    """Raise ModelRunError (litert_rules.model_reason's sentence) where this file (`parsed`: its graph; fully int8 or
+    not) cannot take one of the recipe `kinds`, judged as the option table's mark_tflite judges it."""
     from compiler.errors import ModelRunError
 
+    bodies = any(nd.parent for nd in parsed.nodes)  # IF / WHILE bodies
     for kind in sorted(kinds):
         why = litert_rules.model_reason(*_FORMATS[kind], fully_int8, bodies)
         if why is not None:
