@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
@@ -237,7 +238,7 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
 
 
 @main.command()
-@MODEL_ARGUMENT
+@click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--server", default="http://127.0.0.1:8000", show_default=True, envvar="EDGESCOPE_SERVER")
 @click.option("--name", default=None)
 @click.option("--input", "inputs", multiple=True, metavar="NAME=1x3x224x224")
@@ -258,8 +259,10 @@ def upload(model: Path, server: str, name: str | None, inputs: tuple[str, ...], 
     base = server.rstrip("/")
     http = _authed_session(base)
     try:
-        with open(model, "rb") as f:
-            r = http.post(f"{base}/api/models", files={"file": (model.name, f)}, data=data, timeout=600)
+        with contextlib.ExitStack() as stack:
+            files = [("file", (model.name, stack.enter_context(open(model, "rb"))))]
+            files += [("data", (p.name, stack.enter_context(open(p, "rb")))) for p in _data_files(model)]
+            r = http.post(f"{base}/api/models", files=files, data=data, timeout=600)
     except requests.RequestException as e:
         raise click.ClickException(f"could not reach {base}: {e}") from None
     body = r.json() if r.headers.get("content-type", "").startswith("application/json") else {}
@@ -274,6 +277,17 @@ def upload(model: Path, server: str, name: str | None, inputs: tuple[str, ...], 
                 sys.exit(1)
             return
         time.sleep(1)
+
+
+def _data_files(model: Path) -> list[Path]:
+    """The external data files an ONNX model names that lie beside it: sent with it, and the server checks and
+    merges them (compiler.external_data), so a missing or wrong one gets the server's answer."""
+    from compiler.external_data import external_locations, may_name_external_data, plain_name
+
+    if model.suffix.lower() != ".onnx" or not may_name_external_data(model):
+        return []
+    return [model.parent / loc for loc in external_locations(model) or []
+            if plain_name(loc) and (model.parent / loc).is_file()]
 
 
 def _credentials_path() -> Path:

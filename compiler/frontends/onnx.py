@@ -87,21 +87,17 @@ def load(path: str | os.PathLike[str]) -> Graph:
 
 
 def _refuse_external_data(model: Any) -> None:
-    from onnx import TensorProto
+    """Weights left in external data files here were not given with the model (an upload and the CLI merge the
+    ones they have, compiler.external_data): no stage reads a file the model names."""
+    from compiler.external_data import external_tensors
 
-    def external(t: Any) -> bool:
-        return t.data_location == TensorProto.EXTERNAL
-
-    graphs = [model.graph, *all_bodies(model.graph)]
-    tensors = [t for g in graphs for t in g.initializer]
-    tensors += [a.t for g in graphs for n in g.node for a in n.attribute if a.HasField("t")]
-    bad = [t.name or "(unnamed)" for t in tensors if external(t)]
+    bad = [t.name or "(unnamed)" for t in external_tensors(model)]
     if bad:
         raise ModelFormatError(
-            f"the ONNX model keeps {len(bad)} weight tensor(s) (e.g. '{bad[0]}') in external data files, "
-            "which an upload does not carry; export it as one file (torch.onnx.export(..., external_data=False) "
-            "or onnx.save(model, path, save_as_external_data=False), models under 2 GB), or give the edgescope "
-            "command the .onnx with its data file beside it")
+            f"the ONNX model keeps {len(bad)} weight tensor(s) (e.g. '{bad[0]}') in external data files that were "
+            "not given with it: upload the .onnx together with its data file (the web form and POST /api/models "
+            "take both), give the edgescope command the .onnx with its data file beside it, or export one file "
+            "(torch.onnx.export(..., external_data=False), models under 2 GB)")
 
 
 def dtype_name(elem_type: int) -> str:

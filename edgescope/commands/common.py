@@ -132,8 +132,12 @@ def one_file_model(ctx: Any, param: Any, value: Path) -> Path:
     """Click callback of the MODEL argument: an ONNX file with its weights in external data files beside it (torch's
     dynamo exporter writes them by default) is read as one file (compiler.external_data)."""
     from compiler.external_data import one_file_for_cli
+    from compiler.graph import ModelFormatError
 
-    return one_file_for_cli(value)
+    try:
+        return one_file_for_cli(value)
+    except ModelFormatError as e:
+        raise click.ClickException(str(e)) from None
 
 
 MODEL_ARGUMENT = click.argument("model", type=click.Path(exists=True, dir_okay=False, path_type=Path),

@@ -22,6 +22,7 @@ from worker.lease import holds_model, retire_stale
 
 from ..access import model_for, record_link_visit, role_on, visible_models_query
 from ..auth import current_user, require_user
+from ..upload_data import one_model_file
 from ..uploads import HashingFile, receive, safe_filename, too_large_message
 from .common import services
 from .errors import ApiError
@@ -105,7 +106,7 @@ def _save_upload() -> tuple[Path, str, int, str]:
 def upload() -> ResponseReturnValue:
     user = require_user()
     svc = services()
-    with receive(svc, user.id):  # quota, then the body streamed once into the upload's temp folder
+    with receive(svc, user.id) as folder:  # quota, then the body streamed once into the upload's temp folder
         name = (request.form.get("name") or "").strip()[:MAX_NAME]
         shapes, values = _input_shapes(), _input_values()
         _json_field("targets", list)  # a malformed field fails before the model is stored
@@ -114,6 +115,9 @@ def upload() -> ResponseReturnValue:
             fmt = frontends.detect(path, request.form.get("format") or None)
         except ModelFormatError as e:
             raise ApiError(415, "unsupported_format", str(e)) from None
+        merged = one_model_file(svc.settings, folder, path, filename, fmt)  # weights in `data` parts put inside
+        if merged is not None:
+            path, size, sha = merged
         targets = _targets(fmt)
         model = Model(name=name or filename, filename=filename, format=fmt, size_bytes=size, sha256=sha,
                       input_shapes=shapes, input_values=values, targets=targets, owner_id=user.id)

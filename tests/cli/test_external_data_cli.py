@@ -1,5 +1,5 @@
 """CLI edges a new user meets: an ONNX file with its weights in an external data file beside it (torch's dynamo
-exporter's default) is analysed as one file, refused in one sentence without it; a target that cannot run the format."""
+exporter's default) is analysed as one file, refused in one sentence naming the file without it; a target that cannot run the format."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.external_data import external_locations, one_file
+from compiler.external_data import ExternalDataError, external_locations, one_file
 from tests.cli.test_cli import _cli
 
 
@@ -34,7 +35,8 @@ def test_one_file_reads_the_data_beside_the_model(tmp_path: Path) -> None:
     assert out.name == "model.onnx" and out != path and external_locations(out) == []
     assert onnx.load(out).graph.initializer[0].dims == [16, 3, 3, 3]
     (tmp_path / "m" / "model.onnx.data").unlink()
-    assert one_file(path, tmp_path / "w") == path  # data missing: left for the frontend to refuse
+    with pytest.raises(ExternalDataError, match="external data file 'model.onnx.data', not given"):
+        one_file(path, tmp_path / "w")
 
 
 def test_predict_and_analyze_a_model_with_external_data(calibration_dir: Path, tmp_path: Path) -> None:
@@ -48,7 +50,7 @@ def test_predict_and_analyze_a_model_with_external_data(calibration_dir: Path, t
     p = _cli("analyze", str(path), "--target", "coreml/apple-a17", calibration_dir=calibration_dir,
              cwd=tmp_path / "run")
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "external data" in p.stderr.strip().splitlines()[-1]
+    assert "external data file 'model.onnx.data', not given" in p.stderr.strip().splitlines()[-1]
 
 
 def test_a_target_that_cannot_run_the_format_is_refused_before_calibrating(tmp_path: Path) -> None:
