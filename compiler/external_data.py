@@ -149,7 +149,8 @@ def _check_locations(model_name: str, tensors: list[Any], files: Mapping[str, Pa
 def merge(model_path: Path, files: Mapping[str, Path], out: Path, model_name: str | None = None,
           strict: bool = True) -> int | None:
     """Write `model_path` with the weights its tensors keep in `files` (plain name -> file) inside, as one file at
-    `out`; returns its size (None, nothing written, for a model without external data). `strict`: a file in `files` the model does not name is refused too."""
+    `out`; returns its size (None, nothing written, for a model without external data). `strict`: a file in `files`
+    the model does not name is refused too."""
     import onnx
 
     name = model_name or model_path.name

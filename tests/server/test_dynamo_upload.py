@@ -3,15 +3,18 @@ through the API with both files, and by `edgescope upload` (which sends both), a
 
 from __future__ import annotations
 
-import onnx
 from pathlib import Path
+from typing import Any
+
+import onnx
+import pytest
 
 from tests.cli.test_cli import _cli
 from tests.external_data_models import dynamo_with_data
 
 
-def test_a_dynamo_export_with_its_data_file_is_analysed(live_server, calibration_dir: Path, tmp_path: Path,  # type: ignore[no-untyped-def]
-                                                        monkeypatch) -> None:
+def test_a_dynamo_export_with_its_data_file_is_analysed(live_server: Any, calibration_dir: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     model, data = dynamo_with_data(tmp_path / "export")
     with open(model, "rb") as f, open(data, "rb") as g:
         r = live_server.http.post(f"{live_server.url}/api/models", timeout=60, data={"targets": '["ort-cpu/host"]'},

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -46,24 +47,24 @@ def _edit_entries(path: Path, **entries: str) -> None:
     path.write_bytes(m.SerializeToString())
 
 
-def _post(client, model: Path, *data: tuple[str, bytes]):  # type: ignore[no-untyped-def]
+def _post(client, model: Path, *data: tuple[str, bytes]) -> Any:
     form: dict = {"file": (io.BytesIO(model.read_bytes()), model.name)}
     if data:
         form["data"] = [(io.BytesIO(b), name) for name, b in data]
     return client.post("/api/models", data=form, content_type="multipart/form-data")
 
 
-def _refused(r, status: int, code: str) -> str:  # type: ignore[no-untyped-def]
+def _refused(r: Any, status: int, code: str) -> str:
     body = r.get_json()
     assert (r.status_code, body["code"]) == (status, code), body
     return body["error"]
 
 
-def _count(client) -> int:  # type: ignore[no-untyped-def]
+def _count(client: Any) -> int:
     return len(client.get("/api/models").get_json()["models"])
 
 
-def test_a_model_with_its_data_file_is_stored_as_one_file(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_with_its_data_file_is_stored_as_one_file(client: Any, tmp_path: Path) -> None:
     model, data = _pair(tmp_path)
     r = _post(client, model, (DATA, data.read_bytes()))
     assert r.status_code == 201, r.get_json()
@@ -75,10 +76,10 @@ def test_a_model_with_its_data_file_is_stored_as_one_file(client, tmp_path: Path
     for got, ref in zip(one.graph.initializer, want.graph.initializer):
         assert np.array_equal(numpy_helper.to_array(got), numpy_helper.to_array(ref))
     assert body["size_bytes"] == len(stored) > data.stat().st_size
-    assert body["filename"] == "model.onnx" if "filename" in body else body["name"] == "model.onnx"
+    assert body["name"] == "model.onnx"
 
 
-def test_a_model_without_its_data_file_is_refused_naming_it(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_model_without_its_data_file_is_refused_naming_it(client: Any, tmp_path: Path) -> None:
     model, _ = _pair(tmp_path)
     msg = _refused(_post(client, model), 400, "missing_data_file")
     assert f"'{DATA}'" in msg and "external_data=False" in msg
@@ -87,9 +88,10 @@ def test_a_model_without_its_data_file_is_refused_naming_it(client, tmp_path: Pa
     assert _count(client) == 0
 
 
-def test_a_file_the_model_does_not_name_is_refused(client, tmp_path: Path, zoo) -> None:  # type: ignore[no-untyped-def]
+def test_a_file_the_model_does_not_name_is_refused(client: Any, tmp_path: Path, zoo: Any) -> None:
     model, data = _pair(tmp_path)
-    msg = _refused(_post(client, model, (DATA, data.read_bytes()), ("notes.txt", b"hello")), 400, "unused_data_file")
+    r = _post(client, model, (DATA, data.read_bytes()), ("notes.txt", b"hello"))
+    msg = _refused(r, 400, "unused_data_file")
     assert "'notes.txt'" in msg and f"'{DATA}'" in msg
     msg = _refused(_post(client, zoo.path("tiny_cnn"), ("notes.txt", b"hello")), 400, "unused_data_file")
     assert "keeps all its weights inside" in msg
@@ -97,7 +99,7 @@ def test_a_file_the_model_does_not_name_is_refused(client, tmp_path: Path, zoo) 
 
 
 @pytest.mark.parametrize("location", ["../model.onnx.data", "/etc/passwd", "sub/model.onnx.data", "..", ""])
-def test_a_location_outside_the_upload_is_refused(client, tmp_path: Path, location: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_location_outside_the_upload_is_refused(client: Any, tmp_path: Path, location: str) -> None:
     model, data = _pair(tmp_path)
     _edit_entries(model, location=location)
     msg = _refused(_post(client, model, (DATA, data.read_bytes())), 400, "bad_data_location")
@@ -106,7 +108,7 @@ def test_a_location_outside_the_upload_is_refused(client, tmp_path: Path, locati
 
 
 @pytest.mark.parametrize("name", ["../model.onnx.data", "a/b", "..", "c:\\x"])
-def test_a_data_part_with_a_path_is_refused(client, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_a_data_part_with_a_path_is_refused(client: Any, tmp_path: Path, name: str) -> None:
     model, data = _pair(tmp_path)
     _refused(_post(client, model, (name, data.read_bytes())), 400, "bad_data_name")
 
@@ -117,7 +119,7 @@ def test_a_data_part_with_a_path_is_refused(client, tmp_path: Path, name: str) -
     ({"length": "100"}, "takes 1728 bytes"),  # not the tensor's size
     ({"offset": "0x10"}, "whole number"),
 ])
-def test_offsets_outside_the_file_or_of_the_wrong_size_are_refused(client, tmp_path: Path, entries: dict,  # type: ignore[no-untyped-def]
+def test_offsets_outside_the_file_or_of_the_wrong_size_are_refused(client: Any, tmp_path: Path, entries: dict,
                                                                     words: str) -> None:
     model, data = _pair(tmp_path)
     _edit_entries(model, **entries)
@@ -126,8 +128,8 @@ def test_offsets_outside_the_file_or_of_the_wrong_size_are_refused(client, tmp_p
     assert _count(client) == 0
 
 
-def test_a_range_named_over_and_over_is_refused_before_it_is_read(client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """2,100 weights all pointing at the same 1 MiB: 2.2 GB inside one file, over ONNX's limit (a decompression bomb)."""
+def test_a_range_named_over_and_over_is_refused_before_it_is_read(client: Any, tmp_path: Path) -> None:
+    """2,100 weights all pointing at the same 1 MiB: 2.2 GB inside one file, over ONNX's limit (a bomb)."""
     m = _model(weights=1)
     m.graph.initializer.pop()
     for i in range(2100):  # the weights themselves are never made: entries only
@@ -157,7 +159,7 @@ def test_the_pair_counts_against_the_upload_limit(tmp_path: Path, calibration_di
     assert _count(client) == 0
 
 
-def test_data_files_go_with_onnx_only_and_need_a_signed_in_user(app, client, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_data_files_go_with_onnx_only_and_need_a_signed_in_user(app: Any, client: Any, tmp_path: Path) -> None:
     from testkit import tflite_builder
 
     tfl = tflite_builder.cnn(tmp_path / "cnn.tflite")
