@@ -107,8 +107,9 @@ export const api = {
   },
   /** Queue a fresh analysis, with other input shapes and values (editor rights). */
   reanalyze: (id: string, body: { inputs: Record<string, number[]>; input_values: Record<string, number> }) => postJson<Model>(`${m(id)}/reanalyze`, body),
-  /** Multipart upload with byte progress (XHR: fetch has no upload progress). `fields`: inputs, input_values. */
-  upload(file: File, onProgress?: (fraction: number) => void, fields: { inputs?: Record<string, number[]>; input_values?: Record<string, number> } = {}): Promise<Model> {
+  /** Multipart upload with byte progress (XHR: fetch has no upload progress). `fields`: inputs, input_values.
+   * `data`: the model's external data files (`model.onnx.data`), each sent as a `data` part under its own name. */
+  upload(file: File, onProgress?: (fraction: number) => void, fields: { inputs?: Record<string, number[]>; input_values?: Record<string, number> } = {}, data: File[] = []): Promise<Model> {
     return new Promise((resolve, reject) => {
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/api/models");
@@ -131,6 +132,7 @@ export const api = {
       };
       const fd = new FormData();
       fd.append("file", file, file.name);
+      for (const d of data) fd.append("data", d, d.name);
       for (const [k, v] of Object.entries(fields)) if (v && Object.keys(v).length) fd.append(k, JSON.stringify(v));
       xhr.send(fd);
     });
