@@ -35,6 +35,7 @@ from simulator.file_bytes import (
     weight_bytes,
 )
 from simulator.onnx_file import ExportRecords
+from simulator.peak_memory import WEIGHT_COPIES, memory_constants
 from simulator.shapes import fill_shapes
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
@@ -175,14 +176,6 @@ class SweepResult:
     executions: list[float] = field(default_factory=list)  # runs per inference of each task (bodies: trips)
 
 
-# Copies of the weights a runtime holds beside the file's (the totals rule's `weight_copies`). LiteRT on the host
-# keeps the model file mapped (its weights read at load) and XNNPACK packs every weight it runs into buffers of its
-# own, at the precision it runs them; measured with VmHWM growth: MobileNetV2 fp32 (14 MB of weights) 47 MB, BirdNET's
-# metadata model (26.7 MB at fp32, stored fp16, also unpacked to fp32 before packing) 61-73 MB, against 14 / 30 MB
-# predicted with the file's weights alone.
-WEIGHT_COPIES: dict[str, float] = {"litert-cpu/host": 1.0}
-
-
 def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None, *,
           hardware: HardwareProfile | None = None,
           source: Graph | None = None, observed: Mapping[str, float] | None = None,
@@ -240,7 +233,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
                       "size_overhead_bytes": size_overhead_bytes(t, compiled, folded, records),
                       "weight_copies": WEIGHT_COPIES.get(t.name, 0.0),
                       # the totals rule's per-inference term, scaled with the table's latencies
-                      "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
+                      "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0,
+                      **memory_constants(t.name, compiled)},  # what the runtime holds beside them (peak memory)
     }
     # Units with a fixed cost per run of a float graph on them: the totals rule pays it in a state where one of their
     # ops runs float (simulator.totals.float_graph_terms); absent where no unit has one (the tables stay as they were).

@@ -136,11 +136,39 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     return evaluate(bulk, per_op, model_wide, overrides, name_units=False).totals
 
 
-def _peak(size: float, wb: np.ndarray, act: np.ndarray, const: dict[str, Any]) -> float:
-    """Peak memory: the file, the runtime's own copies of the weights (XNNPACK's packed buffers), constants the
-    upload makes at run time (`made_at_run_time_bytes`) and the largest working set of one op."""
-    return (size + float(wb.sum()) * float(const.get("weight_copies", 0.0)) + (float(act.max()) if len(act) else 0.0)
-            + float(const.get("made_at_run_time_bytes", 0.0)))
+def _peak(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bulk: Mapping[str, Any]) -> float:
+    """Peak memory (rule 3 of docs/option-table.md): the file, the runtime's own copies of the weights (XNNPACK's
+    packed buffers), the activations' arena (`arena_factor` times the largest working set of one op), constants the
+    upload makes at run time, the runtime's own memory, the copy of the largest weights made while loading, the
+    weights the runtime decodes at load (ORT CPU runs fp16 and palettized kernels on the fp32 weights) and the share
+    of the weights it packs at load (MLAS's MatMul / Gemm B) that the peak sees."""
+    const = bulk["constants"]
+    res = resident_weight_bytes(bulk, wb, names)
+    return (size + float(wb.sum()) * float(const.get("weight_copies", 0.0))
+            + (float(act.max()) if len(act) else 0.0) * float(const.get("arena_factor", 1.0))
+            + float(const.get("made_at_run_time_bytes", 0.0)) + float(const.get("runtime_bytes", 0.0))
+            + float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0) + _in_order(res - wb)
+            + float(const.get("prepack_share", 0.0)) * _prepacked(const, res, names))
+
+
+def _prepacked(const: Mapping[str, Any], res: np.ndarray, names: Sequence[str]) -> float:
+    """The weights the runtime packs into buffers of its own at load: those of `prepacked_ops` (op indices, in
+    order) whose combo's kernel format is one of `prepacked_kernels`, as held (`res`)."""
+    kernels = set(const.get("prepacked_kernels", ()))
+    ops = [i for i in const.get("prepacked_ops", ()) if names[i].split("/")[2] in kernels]
+    return _in_order(res[np.array(ops, dtype=np.int64)]) if ops else 0.0
+
+
+def resident_weight_bytes(bulk: Mapping[str, Any], wb: np.ndarray, names: Sequence[str]) -> np.ndarray:
+    """Each op's weights as the runtime holds them: preset `decoded_at_load.preset`'s (fp32) bytes where its combo's
+    kernel format is one of `decoded_at_load.kernels`, formats the runtime decodes at load, else the file's (`wb`)."""
+    decoded = bulk["constants"].get("decoded_at_load")
+    if not decoded:
+        return wb
+    kernels = set(decoded["kernels"])
+    p0 = [p["name"] for p in bulk["presets"]].index(decoded["preset"])
+    base = _column(bulk["metrics"]["weight_bytes"], p0)
+    return np.where(np.array([c.split("/")[2] in kernels for c in names], dtype=bool), base, wb)
 
 
 def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapping[str, Mapping[str, Any]],
@@ -209,7 +237,7 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
     dram_total = _in_order(dram, np.array([conv_bytes]))
-    peak = _peak(size, wb, act, const)
+    peak = _peak(size, wb, act, names, bulk)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     tot = {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
            "fps": 1000.0 / latency if latency > 0 else 0.0}

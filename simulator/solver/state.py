@@ -78,6 +78,9 @@ class Pricing:
         self.pj = float(c["dram_pj_per_byte"])
         self.overhead = float(c["size_overhead_bytes"])
         self.copies = float(c.get("weight_copies", 0.0))  # the runtime's own copies of the weights (peak memory)
+        # The peak's terms that follow the largest working set and the runtime (the totals rule's); its terms of the
+        # weights the runtime decodes, packs or copies at load are not tracked (a proposal's figures are totals').
+        self.arena, self.runtime = float(c.get("arena_factor", 1.0)), float(c.get("runtime_bytes", 0.0))
         self.fixed = np.array([per_inference_ms(bulk)])  # the totals rule's per-inference term (no op's choice)
         self._float_graph(bulk)
         # Starting choice of each op: its override's row, else the preset's bulk row.
@@ -403,7 +406,7 @@ class Pricing:
         if k == "size_bytes":
             return size + self.overhead
         if k == "peak_memory_bytes":
-            return size * (1.0 + self.copies) + self.overhead + amax
+            return size * (1.0 + self.copies) + self.overhead + amax * self.arena + self.runtime
         if isinstance(lat, np.ndarray):  # memory_power_mw
             return np.where(lat > 0, dram * self.pj * 1e-9 / np.where(lat > 0, lat, 1.0) * 1e3, 0.0)
         return dram * self.pj * 1e-9 / lat * 1e3 if lat > 0 else 0.0

@@ -2,7 +2,9 @@
 move ops between the HTP and the CPU EP (partition crossings), and option_table_fg.json: the same sweep with a
 float-graph run cost on the HTP (`float_graph_run_s`, at the 0.25 ms the LiteRT QNN profiles fit), whose term
 overrides switch on and off. Run: `python -m tests.browser.ep_fixture`, then `cd web && UPDATE_FIXTURES=1 npm test`
-to recompute the expected totals with the TypeScript rule."""
+to recompute the expected totals with the TypeScript rule. option_table_mem.json (`python -m tests.browser.ep_fixture
+mem`): a real ort-cpu/host sweep whose peak memory has the runtime's terms (simulator/peak_memory.py): weights
+decoded at load (fp16, palettized), MLAS's prepacked Gemm weights, the load copy and the arena."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ TARGET = "ort-qnn/snapdragon-8g3"
 OVERRIDABLE = ("relu1", "nms", "relu2")
 OUT = Path(__file__).resolve().parents[2] / "web" / "tests" / "fixtures" / "option_table_ep.json"
 OUT_FG = OUT.with_name("option_table_fg.json")
+OUT_MEM = OUT.with_name("option_table_mem.json")
+MEM_OVERRIDABLE = ("conv1", "fc")
 FLOAT_GRAPH_S = 2.5e-4
 
 
@@ -29,6 +33,25 @@ def model() -> Graph:
              Node("relu2", "relu2", "Relu", inputs=["d"], outputs=["y"])]
     values = [act(v, [1, 8, 8, 8]) for v in ("x", "a", "b", "c", "d", "y")]
     return graph(nodes, values + [weight("w1", [8, 8, 3, 3]), weight("w2", [8, 8, 3, 3])], ["x"], ["y"])
+
+
+def mem_model() -> Graph:
+    """conv1 (3 -> 32, 3x3 over 32 x 32) -> relu1 -> flat -> fc (Gemm, 32768 -> 64: 8 MB of fp32 weights)."""
+    nodes = [Node("conv1", "conv1", "Conv", inputs=["x", "w1"], outputs=["a"],
+                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+             Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
+             Node("flat", "flat", "Flatten", inputs=["b"], outputs=["c"]),
+             Node("fc", "fc", "Gemm", inputs=["c", "w2"], outputs=["y"])]
+    values = [act("x", [1, 3, 32, 32]), act("a", [1, 32, 32, 32]), act("b", [1, 32, 32, 32]), act("c", [1, 32768]),
+              act("y", [1, 64]), weight("w1", [32, 3, 3, 3]), weight("w2", [32768, 64])]
+    return graph(nodes, values, ["x"], ["y"])
+
+
+def main_mem() -> None:
+    r = sweep(mem_model(), "ort-cpu/host")
+    per_op = {row["op"]: row for row in r.per_op if row["op"] in MEM_OVERRIDABLE}
+    OUT_MEM.write_text(json.dumps({"table": r.bulk, "per_op": per_op}, separators=(",", ":")) + "\n")
+    print(f"wrote {OUT_MEM} ({OUT_MEM.stat().st_size} bytes)")
 
 
 def main() -> None:
@@ -45,4 +68,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+
+    main_mem() if sys.argv[1:] == ["mem"] else main()

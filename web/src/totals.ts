@@ -165,8 +165,22 @@ export function evaluate(
   // the runtime's own copies of the weights (XNNPACK's packed buffers) beside the file's (simulator/totals.py)
   let weights = 0;
   for (let i = 0; i < n; i++) weights += wgt[i];
-  // constants the upload makes at run time are held beside them, not in the file (simulator/totals.py)
-  const peak = size + weights * (table.constants.weight_copies ?? 0) + maxAct + (table.constants.made_at_run_time_bytes ?? 0);
+  // weights as the runtime holds them: the base preset's where it decodes the combo's kernel at load
+  const res = residentWeightBytes(table, wgt, combo);
+  let maxRes = 0;
+  for (let i = 0; i < n; i++) if (i === 0 || res[i] > maxRes) maxRes = res[i];
+  let decoded = 0;
+  for (let i = 0; i < n; i++) decoded += res[i] - wgt[i];
+  // then the activations' arena, constants made at run time, the runtime's own memory, the copy of the largest
+  // weights made while loading, the decoded weights
+  // and the share of the weights it packs at load (MLAS's MatMul / Gemm B) the peak sees
+  const k = table.constants;
+  const kernels = k.prepacked_kernels ?? [];
+  let packed = 0;
+  for (const i of k.prepacked_ops ?? []) if (kernels.includes(parseCombo(combo[i]).kernel)) packed += res[i];
+  const peak = size + weights * (k.weight_copies ?? 0) + maxAct * (k.arena_factor ?? 1)
+    + (k.made_at_run_time_bytes ?? 0) + (k.runtime_bytes ?? 0) + (k.load_copies ?? 0) * maxRes + decoded
+    + (k.prepack_share ?? 0) * packed;
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
   const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps
@@ -233,4 +247,18 @@ export function perInferenceStateMs(table: OptionTable, e: Pick<Evaluation, "com
 /** Totals of the unoptimized model (the table's base preset, no overrides). */
 export function baseTotals(table: OptionTable): Totals {
   return computeTotals(table, {}, { model_wide: table.base.preset, overrides: {} });
+}
+
+/** Each op's weights as the runtime holds them (simulator/totals.py resident_weight_bytes): preset
+ * `decoded_at_load.preset`'s bytes where the kernel format of its combo is one of `decoded_at_load.kernels`, formats
+ * the runtime decodes at load, else its own. */
+export function residentWeightBytes(table: OptionTable, wgt: Float64Array, combo: readonly string[]): Float64Array {
+  const decoded = table.constants.decoded_at_load;
+  if (!decoded) return wgt;
+  const p0 = presetIndex(table, decoded.preset);
+  const res = new Float64Array(wgt.length);
+  for (let i = 0; i < wgt.length; i++) {
+    res[i] = decoded.kernels.includes(parseCombo(combo[i]).kernel) ? table.metrics.weight_bytes[i][p0] : wgt[i];
+  }
+  return res;
 }

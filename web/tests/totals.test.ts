@@ -11,7 +11,9 @@ const fixture = load("option_table_small.json");
 const EP = "option_table_ep.json";
 // the same sweep with a float-graph run cost on the HTP (constants.float_graph_ms): overrides switch its term
 const FG = "option_table_fg.json";
-const FIXTURES: Record<string, Fixture> = { "option_table_small.json": fixture, [EP]: load(EP), [FG]: load(FG) };
+// ort-cpu/host, conv1 -> relu1 -> flat -> fc (Gemm): the peak's runtime terms (decoded, prepacked, load copy, arena)
+const MEM = "option_table_mem.json";
+const FIXTURES: Record<string, Fixture> = { "option_table_small.json": fixture, [EP]: load(EP), [FG]: load(FG), [MEM]: load(MEM) };
 
 interface ExpectedState {
   name: string;
@@ -39,6 +41,10 @@ const STATES: Omit<ExpectedState, "totals">[] = [
   { name: "fg int8-static + relu2 fp16 on the HTP (the term comes on)", fixture: FG, state: { model_wide: "int8-static", overrides: { relu2: "fp16/fp16/-/0" } } },
   { name: "fg int8-static + nms fp32 (float on the CPU: no term)", fixture: FG, state: { model_wide: "int8-static", overrides: { nms: "fp32/fp32/-/0" } } },
   { name: "fg int8-static + relu1 int8/fp16 (float out only: no term)", fixture: FG, state: { model_wide: "int8-static", overrides: { relu1: "int8/fp16/-/0" } } },
+  // peak memory on ORT CPU: fp16 and palettized kernels held at fp32, fc's fp32 weights prepacked, int8 ones not
+  ...["fp32", "fp16", "int8-dynamic", "palettize-4bit", "prune-50+int8-static"].map((p) => ({ name: `mem preset ${p}`, fixture: MEM, state: { model_wide: p, overrides: {} } })),
+  { name: "mem int8-static + fc palettized (decoded and prepacked)", fixture: MEM, state: { model_wide: "int8-static", overrides: { fc: "fp32/fp32/lut4/0" } } },
+  { name: "mem fp32 + fc int8 weights (not prepacked), conv1 fp16", fixture: MEM, state: { model_wide: "fp32", overrides: { fc: "fp32/fp32/int8/0", conv1: "fp32/fp32/fp16/0" } } },
 ];
 
 function tiny(): OptionTable {

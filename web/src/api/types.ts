@@ -271,6 +271,20 @@ export interface OptionTable {
     weight_copies?: number;
     /** bytes of constants the upload makes at run time (ConstantOfShape weights): in peak memory, not size; absent: 0 */
     made_at_run_time_bytes?: number;
+    /** peak memory: the runtime's own resident memory (ORT CPU: its libraries, thread pool, first run); absent: 0 */
+    runtime_bytes?: number;
+    /** peak memory: the activations' arena is this times the largest working set of one op; absent: 1 */
+    arena_factor?: number;
+    /** peak memory: copies of the largest op's weights made while the runtime loads them; absent: 0 */
+    load_copies?: number;
+    /** kernel formats the runtime decodes at load to preset `preset`'s weights (ORT CPU: fp16, palettized, to
+     * fp32); absent: none */
+    decoded_at_load?: { kernels: string[]; preset: string };
+    /** peak memory: ops (indices) whose weights the runtime packs at load when their kernel format is one of
+     * `prepacked_kernels`; the peak grows by `prepack_share` of them (ORT CPU: MLAS's MatMul / Gemm B) */
+    prepacked_ops?: number[];
+    prepacked_kernels?: string[];
+    prepack_share?: number;
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */

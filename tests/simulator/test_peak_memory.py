@@ -1,0 +1,85 @@
+"""Peak memory on ort-cpu/host (rule 3 of docs/option-table.md, simulator/peak_memory.py): the runtime's own memory,
+the load copy of the largest weights, the arena over the largest working set, weights decoded at load (fp16 and
+palettized kernels are held at fp32) and the share of MLAS's prepacked MatMul / Gemm weights the peak sees."""
+
+from __future__ import annotations
+
+import pytest
+
+from compiler.graph import Node
+from simulator.peak_memory import ORT_HOST
+from simulator.sweep import sweep
+from simulator.totals import totals
+from tests.simulator.helpers import act, graph, weight
+
+
+def conv_gemm():
+    """conv1 (3 -> 32, 3x3 over 32 x 32) -> relu1 -> flat -> fc (Gemm, 32768 -> 64: 8 MB of fp32 weights)."""
+    nodes = [Node("conv1", "conv1", "Conv", inputs=["x", "w1"], outputs=["a"],
+                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+             Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
+             Node("flat", "flat", "Flatten", inputs=["b"], outputs=["c"]),
+             Node("fc", "fc", "Gemm", inputs=["c", "w2"], outputs=["y"])]
+    values = [act("x", [1, 3, 32, 32]), act("a", [1, 32, 32, 32]), act("b", [1, 32, 32, 32]), act("c", [1, 32768]),
+              act("y", [1, 64]), weight("w1", [32, 3, 3, 3]), weight("w2", [32768, 64])]
+    return graph(nodes, values, ["x"], ["y"])
+
+
+@pytest.fixture(scope="module")
+def swept():
+    return sweep(conv_gemm(), "ort-cpu/host")
+
+
+def _col(r, name: str, metric: str) -> list[float]:
+    p = [x["name"] for x in r.bulk["presets"]].index(name)
+    return [row[p] for row in r.bulk["metrics"][metric]]
+
+
+def test_ort_host_peak_is_the_runtime_the_weights_their_copies_and_the_arena(swept) -> None:
+    b, k = swept.bulk, swept.bulk["constants"]
+    assert k["prepacked_ops"] == [3]  # fc, the Gemm
+    wb, a = _col(swept, "fp32", "weight_bytes"), _col(swept, "fp32", "activation_bytes")
+    t = totals(b, swept.per_op, "fp32", {})
+    want = (t["size_bytes"] + ORT_HOST["runtime_bytes"] + max(wb) + ORT_HOST["arena_factor"] * max(a)
+            + ORT_HOST["prepack_share"] * wb[3])
+    assert t["peak_memory_bytes"] == pytest.approx(want, rel=1e-12)
+
+
+def test_palettized_and_fp16_weights_are_held_at_fp32(swept) -> None:
+    """A palettized or fp16 export shrinks the file, not the peak: ORT CPU runs them on fp32 weights (the compiled
+    file of such an export holds fp32 initializers)."""
+    fp32 = totals(swept.bulk, swept.per_op, "fp32", {})
+    for preset in ("palettize-4bit", "fp16"):
+        t = totals(swept.bulk, swept.per_op, preset, {})
+        assert t["size_bytes"] < 0.6 * fp32["size_bytes"]
+        assert t["peak_memory_bytes"] == pytest.approx(fp32["peak_memory_bytes"], rel=1e-3)
+
+
+def test_an_override_changes_the_peak_by_that_ops_terms(swept) -> None:
+    """int8 weights are held as stored and not prepacked by SGEMM; a palettized override is decoded and prepacked
+    again, as the preset would have it."""
+    b = swept.bulk
+    wb = _col(swept, "fp32", "weight_bytes")
+    fp32 = totals(b, swept.per_op, "fp32", {})["peak_memory_bytes"]
+    int8 = totals(b, swept.per_op, "fp32", {"fc": "fp32/fp32/int8/0"})
+    row = swept.per_op[3]
+    wb8 = row["weight_bytes"][row["combos"].index("fp32/fp32/int8/0")]
+    # the file and the load copy (still fc's, the largest) shrink to int8, the prepacked share goes
+    assert wb8 > wb[0]
+    want = fp32 - 2 * (wb[3] - wb8) - ORT_HOST["prepack_share"] * wb[3]
+    assert int8["peak_memory_bytes"] == pytest.approx(want, rel=1e-9)
+    lut = totals(b, swept.per_op, "fp32", {"fc": "fp32/fp32/lut4/0"})
+    assert lut["peak_memory_bytes"] == pytest.approx(fp32, rel=1e-9) and lut["size_bytes"] < 0.3 * fp32
+
+
+def test_other_targets_keep_their_rule() -> None:
+    """LiteRT counts the weights twice (weight_copies) and none of ORT's terms; a device target neither."""
+    for target in ("litert-cpu/host", "coreml/apple-a17"):
+        r = sweep(conv_gemm(), target)
+        k = r.bulk["constants"]
+        assert not {"runtime_bytes", "arena_factor", "decoded_at_load", "prepacked_ops"} & set(k)
+        p = r.bulk["base"]["preset"]
+        t = totals(r.bulk, r.per_op, p, {})
+        wb, a = _col(r, p, "weight_bytes"), _col(r, p, "activation_bytes")
+        assert t["peak_memory_bytes"] == pytest.approx(t["size_bytes"] + k["weight_copies"] * sum(wb) + max(a),
+                                                       rel=1e-12)
