@@ -35,7 +35,7 @@ from simulator.file_bytes import (
     weight_bytes,
 )
 from simulator.onnx_file import ExportRecords
-from simulator.peak_memory import WEIGHT_COPIES, memory_constants
+from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
@@ -231,10 +231,9 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         "conversion": conv, "crossing": cross_c,
         "constants": {"dram_pj_per_byte": hw.dram_energy_pj_per_byte,
                       "size_overhead_bytes": size_overhead_bytes(t, compiled, folded, records),
-                      "weight_copies": WEIGHT_COPIES.get(t.name, 0.0),
+                      **memory_constants(t.name, compiled),  # what the runtime holds beside them (peak memory)
                       # the totals rule's per-inference term, scaled with the table's latencies
-                      "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0,
-                      **memory_constants(t.name, compiled)},  # what the runtime holds beside them (peak memory)
+                      "per_inference_ms": (run_ms + gap_ms) * (scale or 1.0) if n else 0.0},
     }
     # Units with a fixed cost per run of a float graph on them: the totals rule pays it in a state where one of their
     # ops runs float (simulator.totals.float_graph_terms); absent where no unit has one (the tables stay as they were).

@@ -139,16 +139,18 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
 def _peak(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bulk: Mapping[str, Any]) -> float:
     """Peak memory (rule 3 of docs/option-table.md): the file, the runtime's own copies of the weights (XNNPACK's
     packed buffers), the activations' arena (`arena_factor` times the largest working set of one op), constants the
-    upload makes at run time, the runtime's own memory, the copy of the largest weights made while loading, the
-    weights the runtime decodes at load (ORT CPU runs fp16 and palettized kernels on the fp32 weights) and the share
-    of the weights it packs at load (MLAS's MatMul / Gemm B) that the peak sees."""
+    upload makes at run time, the runtime's own memory, the larger of the copy of the largest weights made while
+    loading and the share of the weights it packs at load (MLAS's MatMul / Gemm B) that the peak sees (one follows
+    the other: not both at once), and the weights the runtime decodes at load (ORT CPU runs fp16 and palettized
+    kernels on the fp32 weights)."""
     const = bulk["constants"]
     res = resident_weight_bytes(bulk, wb, names)
     return (size + float(wb.sum()) * float(const.get("weight_copies", 0.0))
             + (float(act.max()) if len(act) else 0.0) * float(const.get("arena_factor", 1.0))
             + float(const.get("made_at_run_time_bytes", 0.0)) + float(const.get("runtime_bytes", 0.0))
-            + float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0) + _in_order(res - wb)
-            + float(const.get("prepack_share", 0.0)) * _prepacked(const, res, names))
+            + max(float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0),
+                  float(const.get("prepack_share", 0.0)) * _prepacked(const, res, names))
+            + _in_order(res - wb))
 
 
 def _prepacked(const: Mapping[str, Any], res: np.ndarray, names: Sequence[str]) -> float:

@@ -53,6 +53,13 @@ def _seq_sum(*parts: np.ndarray) -> float:
     return float(np.cumsum(v)[-1]) if len(v) else 0.0
 
 
+def peak_constants(c: Mapping[str, Any]) -> tuple[float, float, float]:
+    """The peak's constants the search tracks (the totals rule's): the runtime's own copies of the weights, the arena
+    over the largest working set, the runtime's own memory. Its terms of the weights the runtime decodes, packs or
+    copies at load are not tracked (a proposal's figures are the totals rule's)."""
+    return (float(c.get("weight_copies", 0.0)), float(c.get("arena_factor", 1.0)), float(c.get("runtime_bytes", 0.0)))
+
+
 class Pricing:
     """The problem of one solve (table, starting state, budget, ops kept float) and the pricing of states."""
 
@@ -77,10 +84,7 @@ class Pricing:
         c = bulk["constants"]
         self.pj = float(c["dram_pj_per_byte"])
         self.overhead = float(c["size_overhead_bytes"])
-        self.copies = float(c.get("weight_copies", 0.0))  # the runtime's own copies of the weights (peak memory)
-        # The peak's terms that follow the largest working set and the runtime (the totals rule's); its terms of the
-        # weights the runtime decodes, packs or copies at load are not tracked (a proposal's figures are totals').
-        self.arena, self.runtime = float(c.get("arena_factor", 1.0)), float(c.get("runtime_bytes", 0.0))
+        self.copies, self.arena, self.runtime = peak_constants(c)
         self.fixed = np.array([per_inference_ms(bulk)])  # the totals rule's per-inference term (no op's choice)
         self._float_graph(bulk)
         # Starting choice of each op: its override's row, else the preset's bulk row.

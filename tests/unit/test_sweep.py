@@ -52,12 +52,14 @@ def test_totals_rule_by_hand() -> None:
     assert got["latency_ms"] == pytest.approx(lat + conv_ms, rel=1e-12)
     size = sum(row[p] for row in b["metrics"]["weight_bytes"]) + b["constants"]["size_overhead_bytes"]
     assert got["size_bytes"] == size
-    # int8 kernels run as stored (nothing decoded) and MLAS prepacks only float MatMul / Gemm weights (none here)
+    # int8 kernels run as stored (nothing decoded); MLAS packs the Gemm's weights (fc), after the load copy
     k = b["constants"]
     wb = [row[p] for row in b["metrics"]["weight_bytes"]]
+    assert k["prepacked_ops"] == [b["ops"].index("fc")]
+    held = max(k["load_copies"] * max(wb), k["prepack_share"] * wb[b["ops"].index("fc")])
     assert got["peak_memory_bytes"] == pytest.approx(
-        size + k["runtime_bytes"] + k["load_copies"] * max(wb)
-        + k["arena_factor"] * max(row[p] for row in b["metrics"]["activation_bytes"]), rel=1e-12)
+        size + k["runtime_bytes"] + held + k["arena_factor"] * max(row[p] for row in b["metrics"]["activation_bytes"]),
+        rel=1e-12)
     dram = sum(row[p] for row in b["metrics"]["dram_bytes"]) + conv_bytes
     assert got["memory_power_mw"] == pytest.approx(dram * b["constants"]["dram_pj_per_byte"] * 1e-9
                                                    / got["latency_ms"] * 1e3, rel=1e-12)

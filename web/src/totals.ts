@@ -171,16 +171,16 @@ export function evaluate(
   for (let i = 0; i < n; i++) if (i === 0 || res[i] > maxRes) maxRes = res[i];
   let decoded = 0;
   for (let i = 0; i < n; i++) decoded += res[i] - wgt[i];
-  // then the activations' arena, constants made at run time, the runtime's own memory, the copy of the largest
-  // weights made while loading, the decoded weights
-  // and the share of the weights it packs at load (MLAS's MatMul / Gemm B) the peak sees
+  // then the activations' arena, constants made at run time, the runtime's own memory, the larger of the copy of
+  // the largest weights made while loading and the share of the weights packed at load (MLAS's MatMul / Gemm B) the
+  // peak sees (one follows the other), and the decoded weights: simulator/totals.py's order
   const k = table.constants;
   const kernels = k.prepacked_kernels ?? [];
   let packed = 0;
   for (const i of k.prepacked_ops ?? []) if (kernels.includes(parseCombo(combo[i]).kernel)) packed += res[i];
   const peak = size + weights * (k.weight_copies ?? 0) + maxAct * (k.arena_factor ?? 1)
-    + (k.made_at_run_time_bytes ?? 0) + (k.runtime_bytes ?? 0) + (k.load_copies ?? 0) * maxRes + decoded
-    + (k.prepack_share ?? 0) * packed;
+    + (k.made_at_run_time_bytes ?? 0) + (k.runtime_bytes ?? 0)
+    + Math.max((k.load_copies ?? 0) * maxRes, (k.prepack_share ?? 0) * packed) + decoded;
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
   const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps

@@ -44,7 +44,7 @@ const STATES: Omit<ExpectedState, "totals">[] = [
   // peak memory on ORT CPU: fp16 and palettized kernels held at fp32, fc's fp32 weights prepacked, int8 ones not
   ...["fp32", "fp16", "int8-dynamic", "palettize-4bit", "prune-50+int8-static"].map((p) => ({ name: `mem preset ${p}`, fixture: MEM, state: { model_wide: p, overrides: {} } })),
   { name: "mem int8-static + fc palettized (decoded and prepacked)", fixture: MEM, state: { model_wide: "int8-static", overrides: { fc: "fp32/fp32/lut4/0" } } },
-  { name: "mem fp32 + fc int8 weights (not prepacked), conv1 fp16", fixture: MEM, state: { model_wide: "fp32", overrides: { fc: "fp32/fp32/int8/0", conv1: "fp32/fp32/fp16/0" } } },
+  { name: "mem fp32 + fc int8 weights (packed at int8), conv1 fp16", fixture: MEM, state: { model_wide: "fp32", overrides: { fc: "fp32/fp32/int8/0", conv1: "fp32/fp32/fp16/0" } } },
 ];
 
 function tiny(): OptionTable {
