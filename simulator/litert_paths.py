@@ -70,7 +70,10 @@ _PAD_UNFOLDED_TAGS = frozenset({"qd8", "qd8gemm", "hybrid", "builtin"})
 # rate): a 3-channel PAD (the image before a first conv) is all pixels, 4 ns per element. MobileNetV2 int8-dynamic,
 # profiled (LiteRT 2.3.0, 1 thread, load ~8, 2026-12-03): its image PAD 226x226x3 0.61 ms (0.03 predicted by the
 # bytes alone, 0.64 with the pixels), 114x114x96 0.39 (0.24, 0.40), 58x58x144 0.13 (0.09, 0.13), 30x30x192 0.02
-# (0.03, 0.05), 16x16x576 0.02 (0.03, 0.03).
+# (0.03, 0.05), 16x16x576 0.02 (0.03, 0.03). Always at the cache rate (Path.cached_extra_in_bytes), not at the rate
+# of the conv's own traffic: where the conv's input and output outgrow the L2 (an image stem: 0.6 + 1.6 MB) those
+# went at the memory rate, and on a Sapphire Rapids VM measuring 27 GB/s the image PAD was predicted 2.1 ms against
+# 0.35-0.38 profiled (MobileNetV4-Conv-Small, MobileOne-S0 int8-dynamic, load 2.9, 2026-12-04; 0.51 at the cache rate).
 _PAD_PASS_BYTES = 16.0
 _PAD_PIXEL_BYTES = 1000.0
 # Task fact of the conv after such a PAD: the padded tensor's channels (`pad_channels=3`).
@@ -275,7 +278,7 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         note = "the PAD before it runs on its own (XNNPACK's Constant Pad): folded only into XNNPACK's fp32/int8 convs"
         channels = [int(f[len(PAD_CHANNELS):]) for f in facts if f.startswith(PAD_CHANNELS)]
         per_pixel = _PAD_PIXEL_BYTES / channels[0] if channels else 0.0
-        return dataclasses.replace(p, extra_in_bytes=p.extra_in_bytes + _PAD_PASS_BYTES + per_pixel,
+        return dataclasses.replace(p, cached_extra_in_bytes=p.cached_extra_in_bytes + _PAD_PASS_BYTES + per_pixel,
                                    extra_dispatches=p.extra_dispatches + 1, note="; ".join([*([p.note] if p.note else []), note]))
     return p
 

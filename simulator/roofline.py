@@ -75,6 +75,9 @@ class Path:
     # integer indirect GEMM loads each tap's row pointers and runs its reduction block by block, so a tap of few
     # input channels (an image stem's 3, padded to one block) costs its pointers and loop beside its MACs
     tap_cost: bool = False
+    # extra bytes per input element moved at the cache rate whatever the task's size (a copy the task's kernel reads
+    # back at once: XNNPACK's Constant Pad before a conv that does not fold it, simulator.litert_paths)
+    cached_extra_in_bytes: float = 0.0
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -108,6 +111,7 @@ class Rates:
     aux_b: Num  # bytes per bias / gamma element read
     extra_in: Num  # extra traffic per input / output element
     extra_out: Num
+    cached_extra_in: Num  # extra bytes per input element at the cache rate (Path.cached_extra_in_bytes)
     dispatches: Num  # kernels launched (1 + extra)
     dispatch_s: Num  # launch cost per kernel
     setup_s: Num  # fixed setup per task (per group where `setup_rows`)
@@ -171,6 +175,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0,
         rt_mask=1 / 8 if p.runtime_sparse else 0.0,
         aux_b=p.aux_bytes, extra_in=p.extra_in_bytes, extra_out=p.extra_out_bytes,
+        cached_extra_in=p.cached_extra_in_bytes,
         dispatches=1 + p.extra_dispatches,
         # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
         # kernels of a dynamically quantized Conv), else of the kind (small NCHWc convs pay ~10 us on the host).
@@ -372,6 +377,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
+             + w.in_elements * r.cached_extra_in / np.maximum(r.cache_bw, 1.0)
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
              + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * r.extra_in_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
