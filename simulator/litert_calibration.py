@@ -27,7 +27,8 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
-from simulator.litert_paths import BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DW_GROUPED_TAG, HSWISH_INT8, QD8_GEMM_TAG, XNN_DWCONV_MAX_TAPS
+from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DW_GROUPED_TAG, HSWISH_INT8, QD8_GEMM_TAG,
+                                    QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS)
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -44,7 +45,11 @@ from simulator.profiles import HardwareProfile
 # 16: depthwise convs of more than 25 taps (XNNPACK's grouped IGEMM: `dwconv.grouped`, `.grouped8` for static int8), 7x7 cases.
 # 17: a hybrid depthwise conv right after a QD8 conv pays a cost per output element (`dwconv.hybrid.out`), 1x1 conv +
 # depthwise conv cases fitted with the chains; int8 SQUARED_DIFFERENCE and RSQRT (`elementwise.builtin8.<op>`).
-CACHE_VERSION = 17
+# 18: a static int8 1x1 stride-1 conv (XNNPACK's fully connected QS8 GEMM) has figures of its own (`conv.int8gemm`,
+# with a cost per pixel and per output element), fitted on the 1x1 cases apart from the 3x3 and stem ones, with two
+# cases whose output channels differ from their inputs (CONV_PAIR); a chain's last operator (it writes the model's
+# output) is left out of the fit as the first is.
+CACHE_VERSION = 18
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -53,6 +58,7 @@ FORMS = ("fp32", "dyn8", "static8", "int4")
 class Case:
     name: str
     # CONV_2D | DEPTHWISE_CONV_2D | FULLY_CONNECTED | CONV_DW (a 1x1 conv, then a depthwise one) | HARD_SWISH |
+    # CONV_PAIR (1x1 convs C -> C2 -> C ..., shape (C, H, C2)) |
     # SQUARED_DIFFERENCE (against a [1, H, H, 1] constant, broadcast over the channels, as a LayerNorm's) | RSQRT
     op: str
     # conv: (C, H, k[, stride]) (CONV_DW: the depthwise conv's); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
@@ -78,6 +84,10 @@ CASES: tuple[Case, ...] = (
     # its fp32 file, measured 0.31x.
     *(Case(f"conv3x3-{c}-{h}", "CONV_2D", (c, h, 3)) for c, h in ((128, 28), (256, 14))),
     Case("conv1x1-320-14", "CONV_2D", (320, 14, 1)),
+    # 1x1 convs whose output channels differ from their inputs (MobileNetV2's expand and project convs, alternating):
+    # with the square cases above, what tells XNNPACK's fully connected QS8 GEMM's cost per pixel from its cost per
+    # output element (`conv.int8gemm.pixel`, `.out`), which square cases alone cannot.
+    *(Case(f"conv1x1-{c}x{c2}-{h}", "CONV_PAIR", (c, h, c2), ("static8",)) for c, c2, h in ((16, 96, 112), (24, 144, 56))),
     # int8 HARD_SWISH (MobileNetV3's activations under static int8): its own kernel, ~8x the element-wise rate
     # (MobileNetV3-Small int8-static, profiled: 19 HARD_SWISH 2.87 ms, predicted 0.35; the file 2.1x its fp32 one).
     # and fp32 HARD_SWISH, which XNNPACK runs far faster than the element-wise rate ORT's calibration gives (profiled:
@@ -155,16 +165,20 @@ def build(case: Case, form: str, path: Path) -> Path:
             weights, bias = _weights(w, pw, i, form, rng, "pw")
             w.op("CONV_2D", [x, weights, bias], [y], w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
             x = y
+        op_case = case
+        if case.op == "CONV_PAIR":  # 1x1 convs alternating C -> C2 and C2 -> C
+            ci, co = (case.shape[0], case.shape[2]) if i % 2 == 0 else (case.shape[2], case.shape[0])
+            shape, op_case = [1, h, h, co], Case(case.name, "CONV_2D", (ci, h, 1, 1, co))
         if stem:  # each conv reads the image and writes its own output
             x, shape = first, [1, -(-h // stride), -(-h // stride), case.shape[4]]
         elif stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
             shape = [1, -(-shape[1] // stride), -(-shape[2] // stride), shape[3]]
         y = w.tensor(f"op{i}/out", shape, **act)
         outs.append(y)
-        weights, bias = _weights(w, case, i, form, rng)
+        weights, bias = _weights(w, op_case, i, form, rng)
         if case.op == "FULLY_CONNECTED":
             w.op("FULLY_CONNECTED", [x, weights, bias], [y], w.options("FullyConnectedOptions"))
-        elif case.op == "CONV_2D":
+        elif case.op in ("CONV_2D", "CONV_PAIR"):
             w.op("CONV_2D", [x, weights, bias], [y],
                  w.options("Conv2DOptions", padding=0, strideW=stride, strideH=stride))
         else:  # DEPTHWISE_CONV_2D, CONV_DW
@@ -236,7 +250,7 @@ TAGS: dict[tuple[str, str], str] = {
     ("fp32", "elementwise"): "fp32",
 }
 _KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
-         "CONV_DW": "dwconv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise"}
+         "CONV_DW": "dwconv", "CONV_PAIR": "conv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise"}
 # Paths whose cases fit the op's own efficiency (`elementwise.fp32.HARD_SWISH`), not the kind's: the other fp32
 # element-wise ops keep theirs.
 _OWN_OP = frozenset({("fp32", "elementwise")})
@@ -279,14 +293,25 @@ def _fit(cases: list[tuple[Graph, str, list[float]]], hw: HardwareProfile, key: 
     return float(np.exp(x)), {sub: float(v) / 1e3 for j, (sub, v) in enumerate(zip(subs, s_ms)) if j == 0 or j in cols}
 
 
+def _without_output(case: Case, ms: list[float]) -> list[float]:
+    """A chain's measured operators with the last one left out of the fit (NaN), as the first is: it writes the
+    model's output, which the prediction charges as memory traffic and LiteRT's profiler does not show (static int8
+    1x1 convs 96 -> 16 at 112x112: the last predicted 0.236 ms, the same conv before it 0.202, both measured 0.186).
+    A stem's convs all read the input and write an output of the model: they are kept alike."""
+    if len(case.shape) == 5 or len(ms) < 2:
+        return ms
+    return [*ms[:-1], float("nan")]
+
+
 def _tag(case: Case, form: str, kind: str) -> str:
-    """The efficiency tag the case's operators run at: TAGS, but a dynamic int8 1x1 stride-1 conv runs XNNPACK's
-    fully connected QD8 GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise conv of more than 25 taps a grouped
-    IGEMM (DW_GROUPED)."""
+    """The efficiency tag the case's operators run at: TAGS, but a dynamic (static) int8 1x1 stride-1 conv runs
+    XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise
+    conv of more than 25 taps a grouped IGEMM (DW_GROUPED)."""
     tag = TAGS[(form, kind)]
     stride = case.shape[3] if len(case.shape) > 3 else 1
-    if tag == "qd8" and case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1:
-        return QD8_GEMM_TAG
+    pointwise = case.op == "CONV_PAIR" or (case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1)
+    if tag in ("qd8", "int8") and pointwise:
+        return QD8_GEMM_TAG if tag == "qd8" else QS8_GEMM_TAG
     if case.op in BUILTIN_INT8_OPS:
         return BUILTIN_INT8_TAG
     if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
@@ -306,7 +331,8 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     for (name, form), (g, ms) in measured.items():
         kind = _KIND[by_name[name].op]
         own = f".{by_name[name].op}" if (form, kind) in _OWN_OP or by_name[name].op in BUILTIN_INT8_OPS else ""  # that op's only
-        groups.setdefault(f"{kind}.{_tag(by_name[name], form, kind)}{own}", []).append((g, PRESET[form], ms))
+        groups.setdefault(f"{kind}.{_tag(by_name[name], form, kind)}{own}", []).append(
+            (g, PRESET[form], _without_output(by_name[name], ms)))
     eff, setup = {}, {}
     for key, cases in sorted(groups.items()):
         eff[key], setups = _fit(cases, hw, key)

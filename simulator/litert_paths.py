@@ -115,6 +115,14 @@ LUT_TAG = "lut"
 # 79% over; in-model (MobileNetV3-Small's, LCNet-050's QD8 1x1 convs) 1.6-1.8x their prediction.
 GEMM_CONV = "gemm_conv"
 QD8_GEMM_TAG = "qd8gemm"
+# The same 1x1 stride-1 conv under static int8 runs XNNPACK's fully connected QS8 GEMM (`Fully Connected (NC, QS8,
+# QC8W) GEMM`), which on AMX pays a cost per input row (pixel) the indirect GEMM's figures do not carry: its own figures
+# (`conv.int8gemm`, with its `.pixel` and `.out`), fitted on the calibration's 1x1 cases, used where calibrated.
+# Profiled (LiteRT 2.3.0, 1 thread, Sapphire Rapids VM with AMX-INT8, load 2.9, 2026-12-04), MobileNetV2's and
+# ShuffleNetV2's int8-static files: these convs ran 3.0x / 1.6x their prediction at 112x112 (32 -> 16 channels 0.176 ms
+# against 0.059; 16 -> 96 0.297 against 0.182), 1.4-1.8x at 56x56, 1.2-2.1x at 28x28, 0.9-1.0x at 7x7: 5-11 ns per pixel
+# beside the MACs, whatever the channels; the 3x3 and stem convs (indirect GEMM) within 1.1x.
+QS8_GEMM_TAG = "int8gemm"
 # Task fact of a DEPTHWISE_CONV_2D with more taps than XNNPACK's largest depthwise kernel on this CPU: XNNPACK's
 # find_dwconv_ukernel (src/operators/convolution-nhwc.c) takes the smallest unipass tile that covers the kernel or a
 # multipass one; the x86 fp32 configs have unipass tiles of 3, 4, 9 and 25 taps only, so a 7x7 depthwise conv (49
@@ -258,6 +266,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         # 1.12 ms against 0.25 predicted without K's, MobileNetV3-Small's 0.60 against 0.14; their fp32 stems (F32
         # IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
         p = dataclasses.replace(p, out_cost=True, tap_cost=True, padded_sgemm=True)
+        if GEMM_CONV in facts and f"conv.{QS8_GEMM_TAG}" in unit.efficiency:
+            p = dataclasses.replace(p, tag=QS8_GEMM_TAG, setup_per_pixel=True, note="; ".join([*([p.note] if p.note else []), (
+                "a 1x1 stride-1 conv: XNNPACK's fully connected QS8 GEMM, with a cost per input row")]))
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
