@@ -213,3 +213,40 @@ def test_the_7x7_depthwise_cases_fit_the_grouped_igemm_apart_from_the_depthwise_
     out = fit(measured, hw)["units"]["cpu"]
     assert set(out["efficiency"]) == {"dwconv.grouped", "dwconv.fp32"}
     assert out["efficiency"]["dwconv.grouped"] == pytest.approx(0.004, rel=0.05)
+
+
+def test_qs8_pointwise_convs_are_fitted_apart_with_their_cost_per_pixel(tmp_path: Path) -> None:
+    """Under static int8 a 1x1 stride-1 conv is XNNPACK's fully connected QS8 GEMM, which on AMX paid ~9 ns per
+    pixel beside its MACs (MobileNetV2's 112x112 convs 1.6-3.0x a prediction without it). `fit` puts the 1x1 cases,
+    with the expand / project chains (CONV_PAIR: output channels unlike the inputs, which tell the cost per pixel from
+    the cost per output element), in a group of their own (`conv.int8gemm`) and recovers its figures; a chain's last
+    operator, which writes the model's output, is not fitted (here it reads 3x its prediction: the fit is unmoved)."""
+    from simulator.litert_calibration import fit
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {
+        "efficiency": {"conv.int8": 1.3, "conv.int8gemm": 2.0},
+        "kind_overhead_s": {"conv.int8": 1e-6, "conv.int8.out": 5e-11, "conv.int8.igemm": 2e-12,
+                            "conv.int8gemm": 1e-6, "conv.int8gemm.pixel": 9e-9, "conv.int8gemm.out": 1e-10}}}})
+    measured = {}
+    for case in (c for c in CASES if c.op in ("CONV_2D", "CONV_PAIR") and "static8" in c.forms):
+        g = tflite.load(build(case, "static8", tmp_path / f"{case.name}.tflite"))
+        ms = predicted_ms(g, truth, "int8-static")
+        measured[(case.name, "static8")] = (g, ms if case.name.startswith("stem") else [*ms[:-1], 3 * ms[-1]])
+    assert sum(c.op == "CONV_PAIR" for c in CASES) >= 2
+    cpu = fit(measured, hw)["units"]["cpu"]
+    assert cpu["efficiency"]["conv.int8gemm"] == pytest.approx(2.0, rel=0.05)
+    assert cpu["kind_overhead_s"]["conv.int8gemm.pixel"] == pytest.approx(9e-9, rel=0.05)
+    assert cpu["kind_overhead_s"]["conv.int8gemm.out"] == pytest.approx(1e-10, rel=0.1)
+    assert cpu["efficiency"]["conv.int8"] == pytest.approx(1.3, rel=0.05)
+
+
+def test_a_conv_pair_chain_alternates_its_channels(tmp_path: Path) -> None:
+    """CONV_PAIR (C, H, C2): 1x1 stride-1 convs C -> C2 -> C -> C2, each reading the one before."""
+    case = next(c for c in CASES if c.op == "CONV_PAIR")
+    c, h, c2 = case.shape
+    g = tflite.load(build(case, "static8", tmp_path / "pair.tflite"))
+    convs = [n for n in g.nodes if n.op_type == "CONV_2D"]
+    assert [g.values[n.inputs[1]].shape for n in convs] == [[c2, 1, 1, c], [c, 1, 1, c2]] * 2
+    assert all(g.values[n.outputs[0]].shape[1:3] == [h, h] for n in convs)
+    assert all(b.inputs[0] == a.outputs[0] for a, b in zip(convs, convs[1:]))
