@@ -87,7 +87,8 @@ CASES: tuple[Case, ...] = (
     # 1x1 convs whose output channels differ from their inputs (MobileNetV2's expand and project convs, alternating):
     # with the square cases above, what tells XNNPACK's fully connected QS8 GEMM's cost per pixel from its cost per
     # output element (`conv.int8gemm.pixel`, `.out`), which square cases alone cannot.
-    *(Case(f"conv1x1-{c}x{c2}-{h}", "CONV_PAIR", (c, h, c2), ("static8",)) for c, c2, h in ((16, 96, 112), (24, 144, 56))),
+    *(Case(f"conv1x1-{c}x{c2}-{h}", "CONV_PAIR", (c, h, c2), ("static8",))
+      for c, c2, h in ((16, 96, 112), (24, 144, 56))),
     # int8 HARD_SWISH (MobileNetV3's activations under static int8): its own kernel, ~8x the element-wise rate
     # (MobileNetV3-Small int8-static, profiled: 19 HARD_SWISH 2.87 ms, predicted 0.35; the file 2.1x its fp32 one).
     # and fp32 HARD_SWISH, which XNNPACK runs far faster than the element-wise rate ORT's calibration gives (profiled:

@@ -267,8 +267,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         # IGEMM, no such block) 0.36-0.41 against 0.31 and 0.24 against 0.17.
         p = dataclasses.replace(p, out_cost=True, tap_cost=True, padded_sgemm=True)
         if GEMM_CONV in facts and f"conv.{QS8_GEMM_TAG}" in unit.efficiency:
-            p = dataclasses.replace(p, tag=QS8_GEMM_TAG, setup_per_pixel=True, note="; ".join([*([p.note] if p.note else []), (
-                "a 1x1 stride-1 conv: XNNPACK's fully connected QS8 GEMM, with a cost per input row")]))
+            note = "a 1x1 stride-1 conv: XNNPACK's fully connected QS8 GEMM, with a cost per input row"
+            p = dataclasses.replace(p, tag=QS8_GEMM_TAG, setup_per_pixel=True,
+                                    note="; ".join([*([p.note] if p.note else []), note]))
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "

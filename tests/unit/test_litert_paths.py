@@ -132,7 +132,8 @@ def _conv_latency(hw: object, p: object, pixels: float, c_in: int, c_out: int) -
 
     col = lambda x: np.array([[x]], dtype=np.float64)  # noqa: E731
     w = Counts(macs=col(9 * c_in * c_out * pixels), flops=col(0), epilogue_flops=col(0),
-               in_elements=col(4 * pixels * c_in), out_elements=col(pixels * c_out), kernel_elements=col(9 * c_in * c_out),
+               in_elements=col(4 * pixels * c_in), out_elements=col(pixels * c_out),
+               kernel_elements=col(9 * c_in * c_out),
                aux_elements=col(c_out), other_const_bytes=col(0), kernel_rows=col(c_out), im2col_elements=col(0),
                groups=col(1), im2col_rows=col(0))
     return float(task_cost(w, stack([rates(hw, p, "conv", False)]), Residency(True, 0.0)).latency_s[0, 0])
