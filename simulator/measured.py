@@ -110,33 +110,13 @@ def in_model_factor(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarra
     within IN_MODEL_BOUNDS. `measured`, `predicted`: ms per call of each task; `runs`: its calls per inference.
 
     Calibration times chains at the fastest of its rounds; the analysis measures the model as this machine runs
-    it now (other load on the core's sibling, caches shared with other work, the model's own working set). On this
-    Zen 4 (2 vCPUs, load 1.2-2.0 per CPU, 2026-12-03) 8 TorchScript CNNs' fp32 tasks measured 1.0-1.55x their
-    prediction (median 1.24) and their fp16, int8-dynamic and int8-static exports 1.2-2.3x theirs (median 1.58) in
-    CPU time per run."""
+    it now (other load on the core's sibling, caches shared with other work, the model's own working set). An
+    option's kernels run under the same conditions as the fp32 ones measured beside them, so the sweep scales
+    their prediction by this factor on the tasks that were measured. On this Zen 4 (2 vCPUs, load 1.2-2.0 per CPU,
+    2026-12-03) 8 TorchScript CNNs' fp32 tasks measured 1.0-1.55x their prediction (median 1.24) and their
+    fp16, int8-dynamic and int8-static exports 1.2-2.3x theirs (median 1.58) in CPU time per run."""
     m = (measured > 0) & (predicted > 0)
     p = float((predicted[m] * runs[m]).sum())
     if p <= 0:
         return 1.0
     return float(np.clip(float((measured[m] * runs[m]).sum()) / p, *IN_MODEL_BOUNDS))
-
-
-def in_model_factors(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarray) -> np.ndarray:
-    """Per task, the factor the sweep scales its other kernels by (an option's kernels run under the conditions the
-    fp32 ones were measured in): the geometric mean of the task's own measured / predicted ratio and the whole
-    model's (in_model_factor), each within IN_MODEL_BOUNDS; 1.0 where the task was not measured.
-
-    A task's own ratio holds the conditions it ran in (its tensors, what ran before it) and the error of its fp32
-    rule; the model's pools the conditions every task shares but carries one kind's rule error to the others
-    (EfficientNet-B0's element-wise tasks ran 2.65x their fp32 prediction, its convs 1.23x: at the model's 1.61
-    its int8-dynamic convs were predicted +14%). Each alone moves the rows of one model by up to 20% either way;
-    half of each (partial pooling) did best on the same measurements: Sapphire Rapids, 2 vCPUs, 12 TorchScript CNNs
-    x 6 options (`benchmarks/exports.py --repredict`, 2026-12-04, README "Exporting the optimized model", round 10):
-    within 10% 48/72 with the model's factor, 50/72 with the task's own, 52/72 with both, 43/72 with none."""
-    out = np.ones(len(measured))
-    m = (measured > 0) & (predicted > 0)
-    if not m.any():
-        return out
-    own = np.clip(measured[m] / predicted[m], *IN_MODEL_BOUNDS)
-    out[m] = np.sqrt(own * in_model_factor(measured, predicted, runs))
-    return out

@@ -37,7 +37,7 @@ from simulator.file_bytes import (
 from simulator.onnx_file import ExportRecords
 from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
-from simulator.measured import in_model_factors, measured_ms, own_whole_ms, total_scale, unexplained_ms
+from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, qdq_preset, qdq_view
 from simulator.labels import label_text
@@ -344,7 +344,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                                    u0.cache_bandwidth_bytes_per_s))
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
     i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
-    pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factors
+    pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
     built: list[tuple[_Group, np.ndarray]] = []
     for (op_type, kind, has_k, fused, shared, plain, facts), rows in _signatures(t, compiled, source, works).items():
         combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
@@ -368,13 +368,12 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
             where[i] = (g, r)
         built.append((g, pick))
     # ORT's measured tasks: the other kernels of each such task run under the conditions they were measured in
-    # (simulator.measured.in_model_factors). LiteRT's operator times are XNNPACK's own and stay as they are.
-    f = in_model_factors(measured, pure32, execs) if t.backend == "ort-cpu" else np.ones(len(works))
+    # (simulator.measured.in_model_factor). LiteRT's operator times are XNNPACK's own and stay as they are.
+    f = in_model_factor(measured, pure32, execs) if t.backend == "ort-cpu" and measured.any() else 1.0
     for g, pick in built:
-        fg = f[g.rows]
-        if (fg != 1.0).any():
+        if f != 1.0:
             m = (measured[g.rows] > 0)[:, None] & ~g.co.rates.fp32_equiv[None, :]
-            g.metrics["latency_ms"] = np.where(m, g.metrics["latency_ms"] * fg[:, None], g.metrics["latency_ms"])
+            g.metrics["latency_ms"] = np.where(m, g.metrics["latency_ms"] * f, g.metrics["latency_ms"])
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
         cols.fill(g, pick)
     return where

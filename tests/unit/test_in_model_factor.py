@@ -1,15 +1,12 @@
 """The sweep carries how the measured fp32 tasks ran against their prediction to the other kernels of those tasks
-(simulator.measured.in_model_factors): an option's kernels run under the conditions the analysis measured, each
-task's by the geometric mean of its own ratio and the whole model's."""
+(simulator.measured.in_model_factor): an option's kernels run under the conditions the analysis measured."""
 
 from __future__ import annotations
 
 import pytest
 
 from compiler.profile import Profile, TaskTiming
-import numpy as np
-
-from simulator.measured import IN_MODEL_BOUNDS, in_model_factor, in_model_factors
+from simulator.measured import IN_MODEL_BOUNDS
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
 from tests.simulator.helpers import conv_chain
@@ -21,15 +18,14 @@ def _col(r, preset: str) -> int:
     return [p["name"] for p in r.bulk["presets"]].index(preset)
 
 
-def _measured_at(k: float, only: set[int] | None = None, each: dict[int, float] | None = None):
+def _measured_at(k: float, only: set[int] | None = None):
     """conv_chain swept as predicted, and again with a profile that measured its tasks (`only`: those indices) at
-    k times their fp32 prediction (`each`: task index -> its own factor instead)."""
+    k times their fp32 prediction."""
     g = conv_chain()
     r0 = sweep(g, HOST)
     f32 = _col(r0, "fp32")
     lat = r0.bulk["metrics"]["latency_ms"]
-    ks = {i: (each or {}).get(i, k) for i in range(len(g.nodes))}
-    tasks = {nd.id: TaskTiming(ks[i] * lat[i][f32], ks[i] * lat[i][f32], ks[i] * lat[i][f32], 10)
+    tasks = {nd.id: TaskTiming(k * lat[i][f32], k * lat[i][f32], k * lat[i][f32], 10)
              for i, nd in enumerate(g.nodes) if lat[i][f32] > 0 and (only is None or i in only)}
     # The whole run: the tasks plus the runtime's fixed cost per run, which the measured tasks are set against.
     run_ms = load_profile("host-cpu").units[0].run_overhead_s * 1e3
@@ -64,34 +60,3 @@ def test_the_factor_is_bounded_and_only_measured_tasks_take_it() -> None:
 def test_without_a_profile_nothing_moves() -> None:
     g = conv_chain()
     assert sweep(g, HOST).bulk["metrics"]["latency_ms"] == sweep(g, HOST, None).bulk["metrics"]["latency_ms"]
-
-
-def test_each_task_takes_half_its_own_ratio_and_half_the_models() -> None:
-    """A task measured at its fp32 prediction in a model whose other tasks ran 1.6x theirs: its option kernels take
-    sqrt(1.0 x the model's factor), not the model's factor (one kind's rule error is not carried whole to another)."""
-    g = conv_chain()
-    convs = [i for i, nd in enumerate(g.nodes) if nd.op_type == "Conv"]
-    assert len(convs) >= 2
-    slow = {i: 1.6 for i in range(len(g.nodes)) if i != convs[0]}
-    _, r0, r1 = _measured_at(1.0, each=slow)
-    before, after = r0.bulk["metrics"]["latency_ms"], r1.bulk["metrics"]["latency_ms"]
-    f32, q8 = _col(r0, "fp32"), _col(r0, "int8-static")
-    i, j = convs[0], convs[1]
-    runs = np.ones(len(g.nodes))
-    pred = np.array([before[n][f32] for n in range(len(g.nodes))])
-    meas = np.array([pred[n] * slow.get(n, 1.0) for n in range(len(g.nodes))])
-    whole = in_model_factor(meas, pred, runs)
-    assert 1.0 < whole < 1.6
-    assert after[i][f32] == pytest.approx(before[i][f32])  # measured as predicted
-    assert after[i][q8] == pytest.approx(np.sqrt(whole) * before[i][q8])
-    assert after[j][q8] == pytest.approx(np.sqrt(1.6 * whole) * before[j][q8])
-
-
-def test_factors_are_one_where_nothing_was_measured_and_bounded_per_task() -> None:
-    pred = np.array([1.0, 2.0, 0.5])
-    assert in_model_factors(np.zeros(3), pred, np.ones(3)).tolist() == [1.0, 1.0, 1.0]
-    lo, hi = IN_MODEL_BOUNDS
-    f = in_model_factors(np.array([10.0, 2.0, 0.0]), pred, np.ones(3))
-    assert f[2] == 1.0  # not measured
-    assert f[0] == pytest.approx(np.sqrt(hi * in_model_factor(np.array([10.0, 2.0, 0.0]), pred, np.ones(3))))
-    assert lo <= f.min() and f.max() <= hi
