@@ -45,7 +45,7 @@ class Record:
 @lru_cache(maxsize=1)
 def versions() -> dict[str, str]:
     out = {"build": str(BUILD_VERSION)}
-    for p in _PACKAGES + ("ai-edge-quantizer",):
+    for p in _PACKAGES + ("ai-edge-quantizer", "coremltools"):
         try:
             out[p] = version(p)
         except PackageNotFoundError:
@@ -59,6 +59,8 @@ def key(entry_desc: dict[str, Any], exporter: str) -> str:
     v = versions()
     if not exporter.startswith("tflite"):
         v = {k: x for k, x in v.items() if k not in ("ai-edge-quantizer", "litert-torch-lock")}
+    if not exporter.startswith("coreml"):  # coremltools writes only the Core ML exports (other keys unchanged)
+        v = {k: x for k, x in v.items() if k != "coremltools"}
     blob = json.dumps({"entry": entry_desc, "exporter": exporter, "versions": v}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 

@@ -78,6 +78,16 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     return fast_ms(times)
 
 
+COREML_TARGET = "coreml/apple-a17"  # Core ML does not run on Linux: its files are predicted on a Core ML device
+
+
+def host_target(path: Path) -> str:
+    """The target a corpus file is analysed on: its runtime on this host, or Core ML's device (predicted)."""
+    if path.name.endswith((".mlmodel", ".mlpackage", ".mlpackage.zip")):
+        return COREML_TARGET
+    return "litert-cpu/host" if path.suffix == ".tflite" else "ort-cpu/host"
+
+
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
             measure_cpu: bool = True, check_exports: bool = True) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
@@ -87,7 +97,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
     from simulator.totals import totals
     from worker.pipeline import AnalysisOptions, analyze, user_errors
 
-    target = "litert-cpu/host" if path.suffix == ".tflite" else "ort-cpu/host"
+    target = host_target(path)
     opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
                            calibration_path=calibration, check_exports=check_exports)
     row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}

@@ -474,6 +474,8 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     fp32 export restores them to fp32 and writes a file twice the size) -> fp16; int8 with int8 activations (a fully
     quantized model) -> int8-static; else fp32. An ONNX file: its QDQ preset, else fp16 where its weights are
     mostly fp16 (simulator.file_bytes.fp16_stored), else fp32."""
+    if t.export == "coreml" and g.format == "coreml":
+        return coreml_native(g, names)
     if t.export != "tflite":
         # An ONNX file stored fp16 (an fp16 graph, or fp16 weights behind Casts) is the fp16 export's file: the
         # exporter restores the weights to fp32 for every other option (compiler/optimize/onnx_fp16.py).
@@ -488,6 +490,21 @@ def native_preset(t: Target, g: Graph, names: tuple[str, ...] | list[str]) -> st
     # A fully int8 file is written as stored under int8-static (compiler/optimize/litert_export.py).
     native = "int8-static" if fully_int8(g) else "fp16" if max(by_dtype, key=by_dtype.__getitem__) == "float16" \
         else "fp32"
+    return native if native in names else "fp32"
+
+
+def coreml_native(g: Graph, names: tuple[str, ...] | list[str]) -> str:
+    """A Core ML file's preset by how most of its weight bytes are stored: an ML Program converted at coremltools'
+    default precision holds fp16 weights (fp16), one with `linear_quantize_weights` int8 ones (Core ML's weight-only
+    int8 is `int8-dynamic`), a NeuralNetwork or an fp32 program fp32 ones. Priced as fp32, an fp16 package was
+    sized at twice its file."""
+    by_dtype = {"float16": 0, "float32": 0, "int8": 0}
+    for v in g.values.values():
+        if v.weight is not None:
+            d = "int8" if v.dtype == "uint8" else v.dtype
+            if d in by_dtype:
+                by_dtype[d] += v.weight.bytes
+    native = {"float16": "fp16", "int8": "int8-dynamic", "float32": "fp32"}[max(by_dtype, key=by_dtype.__getitem__)]
     return native if native in names else "fp32"
 
 

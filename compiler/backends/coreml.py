@@ -62,7 +62,8 @@ def compile(src: Path, workdir: Path, source: Graph) -> tuple[Graph, Path | None
         return _with_provenance(out, source), out
     if source.format == "coreml":
         compiled = as_tasks(source)
-        compiled.metadata["note"] = "Core ML model as uploaded: one task per ML Program op"
+        per = "ML Program op" if source.metadata.get("model_type", "mlProgram") == "mlProgram" else "NeuralNetwork layer"
+        compiled.metadata["note"] = f"Core ML model as uploaded: one task per {per}"
         return compiled, src
     return as_tasks(source), None
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontends.archive import ZIP_MAGIC, SafeZip
+from compiler.frontends.coreml_nn_shapes import out_shapes
 from compiler.frontends.onnx import assign_ids, weight_stats
 from compiler.frontends.weight_stream import file_chunks, stream_stats
 from compiler.graph import Dim, Graph, ModelFormatError, Node, Value, WeightStats, namespace_from_name
@@ -168,6 +169,9 @@ class _MilReader:
         consts: dict[str, Any] = {}  # name -> small literal used as an attribute
         ops = []
         for op in block.operations:
+            if op.type.startswith("constexpr_") and len(op.outputs) == 1 and self._weight_parts(op, values):
+                values[op.outputs[0].name] = self._constexpr(op, values)
+                continue
             if op.type == "const" and len(op.outputs) == 1:
                 out = op.outputs[0]
                 literal, value = self._const(op, out)
@@ -233,6 +237,49 @@ class _MilReader:
         if arr is None:
             arr = np.zeros(0, np.float32)
         return literal, Value(name=out.name, shape=shape, dtype=dtype, weight=weight_stats(arr, dtype))
+
+    def _weight_parts(self, op: Any, values: dict[str, Value]) -> list[tuple[str, str, Value]]:
+        """(parameter, dtype, stored Value) of a `constexpr_*` op whose every part is stored in the file: its
+        attributes (iOS 16: quantized_data, scale, zero_point; lut, indices) or its inputs, each bound to a const
+        (iOS 18). [] when one is computed at run time: then it stays a task."""
+        parts: list[tuple[str, str, Value]] = []
+        for param, arg in op.inputs.items():
+            for a in arg.arguments:
+                v = values.get(a.name) if a.WhichOneof("binding") == "name" else None
+                if v is None or v.weight is None:
+                    return []
+                parts.append((param, v.dtype, v))
+        for param, val in op.attributes.items():
+            if param == "name" or not val.type.HasField("tensorType"):
+                continue
+            tt = val.type.tensorType
+            dtype = self.dtype(tt.dataType)
+            shape = _dims(tt) or []
+            n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+            if val.WhichOneof("value") == "blobFileValue":
+                stats = self._blob(val.blobFileValue, dtype, n, f"{op.outputs[0].name}/{param}")
+            else:
+                arr = self._array(val, dtype)
+                stats = weight_stats(arr if arr is not None else np.zeros(0, np.float32), dtype)
+            parts.append((param, dtype, Value(name=param, shape=shape, dtype=dtype, weight=stats)))
+        return parts
+
+    def _constexpr(self, op: Any, values: dict[str, Value]) -> Value:
+        """A `constexpr_*` op as the weight it is: Core ML decompresses it when the model loads, so it is no task
+        of the run; the weight keeps the bytes and dtype the file stores (int8 data + scales; LUT + indices) and
+        the shape of the dense tensor, so the op reading it sees a kernel (was: a conv of 0 MACs reading an
+        activation, and a file sized without its weights)."""
+        parts = self._weight_parts(op, values)
+        main = max(parts, key=lambda p: (p[2].weight.elements if p[2].weight else 0))
+        out = op.outputs[0]
+        shape = _dims(out.type.tensorType) or []
+        n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+        ms = main[2].weight
+        stats = WeightStats(elements=n, bytes=sum(p[2].weight.bytes for p in parts if p[2].weight),
+                            min=ms.min if ms else 0.0, max=ms.max if ms else 0.0, sparsity=ms.sparsity if ms else 0.0)
+        dtype = main[1] if main[1] in ("int8", "uint8") and op.type != "constexpr_lut_to_dense" \
+            else self.dtype(out.type.tensorType.dataType)
+        return Value(name=out.name, shape=shape, dtype=dtype, weight=stats)
 
     def _array(self, val: Any, dtype: str) -> np.ndarray | None:
         t = val.immediateValue.tensor if val.HasField("immediateValue") else None
@@ -316,6 +363,8 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
     for nid, kind, layer in zip(ids, kinds, layers):
         params = getattr(layer, kind) if kind != "unknown" else None
         weights, attrs = [], {}
+        if kind == "activation" and params is not None:  # which nonlinearity: costed as its ONNX twin
+            attrs["activation"] = params.WhichOneof("NonlinearityType") or ""
         if params is not None:
             for field, v in params.ListFields():
                 if field.message_type is not None and field.message_type.name == "WeightParams":
@@ -324,8 +373,12 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
                     weights.append(wname)
                 elif field.message_type is None:
                     attrs[field.name] = list(v) if getattr(field, "is_repeated", False) or hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v
-        for v in list(layer.input) + list(layer.output):
+        for v in layer.input:
             values.setdefault(v, Value(name=v, shape=None, dtype="float32"))
+        ins = [values[v].shape if values[v].is_static else None for v in layer.input]
+        for v, shape in zip(layer.output, out_shapes(kind, params, ins, len(layer.output))):  # type: ignore[arg-type]
+            if v not in values or values[v].shape is None:
+                values[v] = Value(name=v, shape=shape, dtype="float32")  # type: ignore[arg-type]
         nodes.append(Node(id=nid, name=layer.name, op_type=kind, namespace=namespace_from_name(layer.name),
                           inputs=list(layer.input) + weights, outputs=list(layer.output),
                           attributes={k: v for k, v in attrs.items() if isinstance(v, (int, float, str, bool, list))}))

@@ -76,6 +76,17 @@ _NN: dict[str, str] = {
     "flatten": "Flatten", "concat": "Concat", "transpose": "Transpose", "layerNormalization": "LayerNormalization",
     "gelu": "Gelu", "upsample": "Resize", "padding": "Pad", "squeeze": "Squeeze", "expandDims": "Unsqueeze",
     "embedding": "Gather", "embeddingND": "Gather", "unary": "Sqrt", "loadConstantND": "Constant",
+    "clip": "Clip", "softmaxND": "Softmax", "concatND": "Concat", "flattenTo2D": "Flatten", "sliceStatic": "Slice",
+    "splitND": "Split", "split": "Split", "addBroadcastable": "Add", "multiplyBroadcastable": "Mul",
+    "subtractBroadcastable": "Sub", "divideBroadcastable": "Div", "powBroadcastable": "Pow", "erf": "Erf",
+    "reduceMax": "ReduceMax", "reduceL2": "ReduceL2", "gather": "Gather", "tile": "Tile", "permute": "Transpose",
+    "constantPad": "Pad", "whereBroadcastable": "Where",
+}
+# NeuralNetwork `activation` layers by their nonlinearity (was: every one read as a Relu).
+_NN_ACTIVATION: dict[str, str] = {
+    "ReLU": "Relu", "leakyReLU": "LeakyRelu", "thresholdedReLU": "ThresholdedRelu", "PReLU": "PRelu",
+    "tanh": "Tanh", "scaledTanh": "Tanh", "sigmoid": "Sigmoid", "sigmoidHard": "HardSigmoid", "ELU": "Elu",
+    "softsign": "Softsign", "softplus": "Softplus", "parametricSoftplus": "Softplus", "linear": "Identity",
 }
 
 # -- pt2 (ATen) ops -------------------------------------------------------------------------------
@@ -207,6 +218,14 @@ def _nn(n: Node, values: dict[str, Value]) -> Node:
     op = _NN.get(n.op_type, n.op_type)
     src = n.attributes
     a: Attrs = {}
+    if n.op_type == "activation":
+        op = _NN_ACTIVATION.get(src.get("activation", "ReLU"), "Relu")
+    if n.op_type == "pooling":  # PoolingType MAX = 0 (the default, so absent), AVERAGE = 1, L2 = 2
+        op = {1: "AveragePool", 2: "LpPool"}.get(int(src.get("type", 0)), "MaxPool")
+        if src.get("globalPooling"):
+            op = "GlobalAveragePool" if op == "AveragePool" else "GlobalMaxPool"
+        else:
+            a["kernel_shape"], a["strides"] = list(src.get("kernelSize", [])), list(src.get("stride", []))
     if n.op_type == "convolution" and len(n.inputs) > 1:
         a["group"] = int(src.get("nGroups", 1) or 1)
         a["strides"] = list(src.get("stride", [1, 1]))
