@@ -3,7 +3,8 @@ predicted vs measured, tasks of unknown work, predicted vs file size, wall time 
 
 Every built corpus file (`python -m corpus.build [--wheels]` first; see README "Real-world corpus") is
 analysed as `edgescope analyze` does (`worker.pipeline.analyze`, on its host target: `ort-cpu/host`, or
-`litert-cpu/host` for `.tflite`), each in a child process with a time limit. Dynamic exports and real files
+`litert-cpu/host` for `.tflite`; Core ML files, which do not run on Linux, predicted on `coreml/apple-a17`),
+each in a child process with a time limit. Dynamic exports and real files
 with symbolic dims get the shapes their users feed (`--input`, as a user would pass them). The prediction
 is the simulator's fp32 total on that target from the compiled graph WITHOUT the measured profile (as
 `edgescope predict` and benchmarks/fidelity.py predict), against the measured whole-model median.

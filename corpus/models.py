@@ -169,6 +169,9 @@ TEST_SLICE: tuple[tuple[str, str], ...] = (
     ("torch/transformer-encoder", "dynamo"),
     ("timm/mobilenetv1_100", "ts-dyn"),
     ("tv/mobilenet_v3_small", "pt2"),
+    ("tv/mobilenet_v3_small", "coreml"),
+    ("tv/mobilenet_v3_small", "coreml-nn"),
+    ("tv/mobilenet_v3_small", "coreml-w8"),
 )
 SLOW_SLICE: tuple[tuple[str, str], ...] = (
     ("tv/mobilenet_v3_small", "tflite"),

@@ -135,3 +135,25 @@ def compressible_mlpackage_zip(path: str | os.PathLike[str]) -> Path:
     pkg = path.with_name(path.name.removesuffix(".zip").removesuffix(".mlpackage") + ".mlpackage")
     ml.save(os.fspath(pkg))
     return zip_dir(pkg, path)
+
+
+def mlpackage_int8_zip(path: str | os.PathLike[str]) -> Path:
+    """The small CNN as users ship a weight-quantized one: converted at coremltools' defaults (iOS 15, fp16), then
+    `linear_quantize_weights` (int8 per channel: iOS 16 `constexpr_affine_dequantize` ops), zipped. The threshold
+    is 0 so the tiny kernels are quantized too (coremltools' default skips weights under 2048 values)."""
+    import torch
+
+    module, args = SmallCnn.build()
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        import coremltools as ct
+        import coremltools.optimize.coreml as cto
+
+        ml = ct.convert(torch.jit.trace(module, args), inputs=[ct.TensorType(name="x", shape=args[0].shape)])
+        config = cto.OptimizationConfig(global_config=cto.OpLinearQuantizerConfig(weight_threshold=0))
+        ml = cto.linear_quantize_weights(ml, config)
+    path = Path(path)
+    pkg = path.with_name(path.name.removesuffix(".zip").removesuffix(".mlpackage") + ".mlpackage")
+    ml.save(os.fspath(pkg))
+    return zip_dir(pkg, path)

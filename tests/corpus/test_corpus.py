@@ -134,7 +134,10 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
     # No ONNX export dry runs: nothing here reads them (tests/compiler and benchmarks/exports.py check exports).
     row = analyse(slice_cache / rec.path, rec.inputs, None, runs=3, warmup=1, measure_cpu=False, check_exports=False)
     assert row["status"] == "analysed", row.get("error")
-    assert row["measured_ms"] > 0 and row["predicted_ms"] > 0
+    if row["target"].startswith("coreml/"):  # Core ML does not run on Linux: predicted on the device only
+        assert row["measured_ms"] is None and row["predicted_ms"] > 0 and "as uploaded" in row["note"]
+    else:
+        assert row["measured_ms"] > 0 and row["predicted_ms"] > 0
     assert row["zero_tasks"] == 0, row["zero_examples"]
     assert row["unknown_tasks"] == 0, row["unknown_examples"]
     assert abs(row["predicted_size"] / row["file_bytes"] - 1) <= 0.05, (row["predicted_size"], row["file_bytes"])

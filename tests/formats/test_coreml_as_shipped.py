@@ -1,0 +1,86 @@
+"""Core ML files as coremltools writes them for users (the corpus's Core ML exporters found these): a NeuralNetwork
+`.mlmodel` keeps no intermediate shapes, a weight-quantized ML Program keeps its int8 weights in `constexpr_*`
+ops, and an ML Program converted at the defaults stores fp16 weights. Each is costed on its work and priced at
+the preset it stores."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import frontends
+from compiler.frontends.onnx_view import onnx_view
+from simulator.sweep import sweep
+from testkit import coreml_builder as cb
+
+TARGET = "coreml/apple-a17"
+
+
+@pytest.fixture(scope="session")
+def nn_mlmodel(models) -> Path:
+    return models.get("cnn.mlmodel", cb.mlmodel_nn)
+
+
+@pytest.fixture(scope="session")
+def cnn_zip(models) -> Path:
+    return models.get("cnn.mlpackage.zip", lambda p: cb.mlpackage_zip(p, "cnn"))
+
+
+@pytest.fixture(scope="session")
+def int8_zip(models) -> Path:
+    return models.get("cnn-w8.mlpackage.zip", cb.mlpackage_int8_zip)
+
+
+def _compute(path: Path) -> tuple[list[float], dict]:  # type: ignore[type-arg]
+    g = frontends.load(path)
+    p = sweep(g, TARGET, None, source=g)
+    return [w.macs for w in p.works if w.kind in ("conv", "dwconv", "dwconvnchw", "convsmall", "convnchw", "gemm",
+                                                  "matmul")], p.bulk
+
+
+def test_neuralnetwork_shapes_are_propagated(nn_mlmodel: Path) -> None:
+    g = frontends.load(nn_mlmodel)
+    shapes = [g.values[n.outputs[0]].shape for n in g.nodes]
+    # stem conv stride 2 (32 -> 16), ReLU, depthwise conv, mean over H and W, Linear to 10
+    assert shapes[0] == [1, 16, 16, 16] and shapes[2] == [1, 16, 16, 16], shapes
+    assert shapes[-1] is not None and shapes[-1][-1] == 10, shapes
+    p = sweep(g, TARGET, None, source=g)
+    assert all(w.shapes_known for w in p.works), [n.id for n, w in zip(g.nodes, p.works) if not w.shapes_known]
+
+
+def test_neuralnetwork_priced_as_its_ml_program(nn_mlmodel: Path, cnn_zip: Path) -> None:
+    nn_macs, nn_bulk = _compute(nn_mlmodel)
+    ml_macs, ml_bulk = _compute(cnn_zip)
+    assert sorted(nn_macs) == sorted(ml_macs) and min(nn_macs) > 0
+    assert nn_bulk["base"]["preset"] == "fp32" and ml_bulk["base"]["preset"] == "fp16"  # what each file stores
+    nn_ms, ml_ms = nn_bulk["base"]["latency_ms"], ml_bulk["base"]["latency_ms"]
+    assert abs(nn_ms / ml_ms - 1) < 0.25, (nn_ms, ml_ms)
+
+
+def test_neuralnetwork_activation_kinds(nn_mlmodel: Path) -> None:
+    view = onnx_view(frontends.load(nn_mlmodel))
+    assert [n.op_type for n in view.nodes][:2] == ["Conv", "Relu"]
+
+
+def test_int8_weights_are_weights_not_tasks(int8_zip: Path, cnn_zip: Path) -> None:
+    g = frontends.load(int8_zip)
+    assert not any(n.op_type.startswith("constexpr_") for n in g.nodes), [n.op_type for n in g.nodes]
+    stem = g.weights_of(next(n for n in g.nodes if n.op_type == "conv"))
+    kernel = next(v for v in stem if v.shape == [16, 3, 3, 3])
+    assert kernel.dtype == "int8" and kernel.weight is not None
+    assert kernel.weight.elements == 432 and 432 <= kernel.weight.bytes < 432 + 16 * 8  # int8 + scales, zero points
+    q_macs, q_bulk = _compute(int8_zip)
+    f_macs, f_bulk = _compute(cnn_zip)
+    assert sorted(q_macs) == sorted(f_macs)  # was: convs of 0 MACs reading their kernel as an activation
+    assert q_bulk["base"]["preset"] == "int8-dynamic"  # Core ML's weight-only int8
+    assert q_bulk["base"]["latency_ms"] <= f_bulk["base"]["latency_ms"] * 1.05
+
+
+def test_an_already_compressed_package_is_not_exported_again(int8_zip: Path, tmp_path: Path) -> None:
+    from compiler.optimize.coreml_export import load_package
+    from compiler.vocabulary.options import OptionError
+
+    # coremltools compresses float consts only: an fp16 "export" of this package wrote the int8 file unchanged
+    with pytest.raises(OptionError, match="already compressed .*constexpr_affine_dequantize"):
+        load_package(int8_zip, tmp_path)
