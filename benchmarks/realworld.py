@@ -42,7 +42,8 @@ def _child(spec: dict[str, Any], out: Path) -> int:
     try:
         from corpus.check import analyse
 
-        row = analyse(Path(spec["path"]), spec["inputs"], Path(spec["calibration"]), spec["runs"], spec["warmup"],
+        calibration = Path(spec["calibration"]) if spec["calibration"] else None
+        row = analyse(Path(spec["path"]), spec["inputs"], calibration, spec["runs"], spec["warmup"],
                       measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True))
     except BaseException as e:  # noqa: BLE001  (a crash: the traceback is the finding)
         row = {"status": "crashed", "error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}",
@@ -52,10 +53,11 @@ def _child(spec: dict[str, Any], out: Path) -> int:
     return 0
 
 
-def run_one(item: dict[str, Any], calibration: Path, runs: int, warmup: int, timeout_s: float,
+def run_one(item: dict[str, Any], calibration: Path | None, runs: int, warmup: int, timeout_s: float,
             **flags: bool) -> dict[str, Any]:
     """One model in a child process; `flags`: analyse's measure_cpu and check_exports."""
-    spec = {"path": item["path"], "inputs": item["inputs"], "calibration": os.fspath(calibration), "runs": runs,
+    spec = {"path": item["path"], "inputs": item["inputs"], "calibration": calibration and os.fspath(calibration),
+            "runs": runs,
             "warmup": warmup, **flags}
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory() as d:
@@ -171,7 +173,7 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
 _MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms")
 
 
-def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path,
+def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path | None,
               timeout_s: float, out_json: str | None) -> int:
     """Rows of `old_json` predicted again by this code, with their measured figures kept; prints the report of the
     new rows and each model's error before -> after."""
@@ -193,6 +195,7 @@ def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[st
 
 def main() -> int:
     from corpus import cache
+    from corpus.check import COREML_TARGET, host_target
     from corpus.exporters import EXPORTERS
     from corpus.models import FAMILIES, select
     from corpus.wheels import REAL_FILES
@@ -244,8 +247,11 @@ def main() -> int:
         r for r in REAL_FILES if (not a.family or r.family in a.family)
         and (not a.only or any(r.id == o or (o.endswith("/") and r.id.startswith(o)) for o in a.only))]
     items, missing = corpus_items(root, pairs, real)
-    calibration = Path(a.calibration or Settings.from_env().calibration_path)
-    load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
+    calibration: Path | None = Path(a.calibration or Settings.from_env().calibration_path)
+    if all(host_target(Path(it["path"])) == COREML_TARGET for it in items):
+        calibration = None  # Core ML files are predicted on the device: no host calibration to time
+    else:
+        load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
     print(f"{len(items)} models to analyse from {root} ({len(missing)} exports not there), calibration {calibration}",
           flush=True)
     rows: list[dict[str, Any]] = []

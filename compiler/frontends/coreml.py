@@ -245,24 +245,32 @@ class _MilReader:
         parts: list[tuple[str, str, Value]] = []
         for param, arg in op.inputs.items():
             for a in arg.arguments:
-                v = values.get(a.name) if a.WhichOneof("binding") == "name" else None
+                if a.WhichOneof("binding") == "value":  # iOS 18 exports bind the stored data inline
+                    v = self._stored(a.value, f"{op.outputs[0].name}/{param}")
+                else:
+                    v = values.get(a.name)
                 if v is None or v.weight is None:
                     return []
                 parts.append((param, v.dtype, v))
         for param, val in op.attributes.items():
-            if param == "name" or not val.type.HasField("tensorType"):
-                continue
-            tt = val.type.tensorType
-            dtype = self.dtype(tt.dataType)
-            shape = _dims(tt) or []
-            n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
-            if val.WhichOneof("value") == "blobFileValue":
-                stats = self._blob(val.blobFileValue, dtype, n, f"{op.outputs[0].name}/{param}")
-            else:
-                arr = self._array(val, dtype)
-                stats = weight_stats(arr if arr is not None else np.zeros(0, np.float32), dtype)
-            parts.append((param, dtype, Value(name=param, shape=shape, dtype=dtype, weight=stats)))
+            if param != "name" and (v := self._stored(val, f"{op.outputs[0].name}/{param}")) is not None:
+                parts.append((param, v.dtype, v))
         return parts
+
+    def _stored(self, val: Any, name: str) -> Value | None:
+        """A tensor the file stores inline or in weight.bin, as a weight Value (None: not a tensor)."""
+        if not val.type.HasField("tensorType"):
+            return None
+        tt = val.type.tensorType
+        dtype = self.dtype(tt.dataType)
+        shape = _dims(tt) or []
+        n = math.prod(d for d in shape if isinstance(d, int)) if shape else 1
+        if val.WhichOneof("value") == "blobFileValue":
+            stats = self._blob(val.blobFileValue, dtype, n, name)
+        else:
+            arr = self._array(val, dtype)
+            stats = weight_stats(arr if arr is not None else np.zeros(0, np.float32), dtype)
+        return Value(name=name, shape=shape, dtype=dtype, weight=stats)
 
     def _constexpr(self, op: Any, values: dict[str, Value]) -> Value:
         """A `constexpr_*` op as the weight it is: Core ML decompresses it when the model loads, so it is no task

@@ -19,7 +19,7 @@ Shape = list[int]
 # Layers whose output has the shape of their first input.
 _SAME = frozenset({"activation", "batchnorm", "unary", "clip", "softmax", "softmaxND", "l2normalize", "mvn",
                    "layerNormalization", "gelu", "instanceNormalization", "lrn", "scale", "bias", "round", "sign",
-                   "floor", "ceil", "erf", "sigmoid_hard"})
+                   "floor", "ceil", "erf", "sigmoid_hard", "copy"})
 _BROADCAST = frozenset({"add", "multiply", "addBroadcastable", "multiplyBroadcastable", "subtractBroadcastable",
                         "divideBroadcastable", "maxBroadcastable", "minBroadcastable", "powBroadcastable", "max",
                         "min", "average", "whereBroadcastable", "greaterThan", "lessThan", "equal"})
@@ -107,6 +107,12 @@ def _matmul(p: Any, xs: list[Shape]) -> Shape:
     return [*a[:-1], int(p.weightMatrixSecondDimension)]
 
 
+def _split(p: Any, x: Shape, n_out: int) -> list[Shape | None]:
+    a = _axis(int(p.axis), len(x))
+    sizes = [int(v) for v in p.splitSizes] or [x[a] // n_out] * n_out
+    return [[*x[:a], k, *x[a + 1:]] for k in sizes]
+
+
 def _squeeze(p: Any, x: Shape) -> Shape:
     if p.squeezeAll:
         return [d for d in x if d != 1] or [1]
@@ -176,6 +182,8 @@ def out_shapes(kind: str, params: Any, ins: list[Shape | None], n_out: int) -> l
             return [_concat(params, xs, -3 if kind == "concat" else int(params.axis))]
         if kind == "batchedMatmul":
             return [_matmul(params, xs)]
+        if kind == "splitND":
+            return _split(params, xs[0], n_out)
         if kind in _ONE and params is not None:
             return [_ONE[kind](params, xs[0])] + [None] * (n_out - 1)
     except (IndexError, ValueError, ZeroDivisionError):  # a layer of a form these rules do not cover

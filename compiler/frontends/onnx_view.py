@@ -80,7 +80,9 @@ _NN: dict[str, str] = {
     "splitND": "Split", "split": "Split", "addBroadcastable": "Add", "multiplyBroadcastable": "Mul",
     "subtractBroadcastable": "Sub", "divideBroadcastable": "Div", "powBroadcastable": "Pow", "erf": "Erf",
     "reduceMax": "ReduceMax", "reduceL2": "ReduceL2", "gather": "Gather", "tile": "Tile", "permute": "Transpose",
-    "constantPad": "Pad", "whereBroadcastable": "Where",
+    "constantPad": "Pad", "whereBroadcastable": "Where", "copy": "Identity",
+    # a LayerNorm written as NeuralNetwork layers: mvn (normalize) then scale (gamma, beta)
+    "mvn": "LayerNormalization", "scale": "Mul", "bias": "Add",
 }
 # NeuralNetwork `activation` layers by their nonlinearity (was: every one read as a Relu).
 _NN_ACTIVATION: dict[str, str] = {

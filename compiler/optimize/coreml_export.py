@@ -237,7 +237,8 @@ def load_package(src: str | os.PathLike[str], workdir: str | os.PathLike[str]) -
     if ml.get_spec().WhichOneof("Type") != "mlProgram":
         raise OptionError("Core ML compression exports need an ML Program; this package holds a NeuralNetwork")
     packed = sorted({op.type for fn in ml.get_spec().mlProgram.functions.values()
-                     for b in fn.block_specializations.values() for op in b.operations if op.type.startswith("constexpr_")})
+                     for b in fn.block_specializations.values() for op in b.operations
+                     if op.type.startswith("constexpr_")})
     if packed:  # coremltools compresses float consts only: its fp16 'export' of an int8 package was the int8 file
         raise OptionError(f"this package's weights are already compressed ({', '.join(packed)}); Core ML exports "
                           "compress float weights: export from the float (fp16 or fp32) package")
