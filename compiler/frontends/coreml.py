@@ -26,6 +26,7 @@ import os
 import struct
 import tempfile
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -379,6 +380,8 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
                     wname = f"{layer.name}/{field.name}"
                     values[wname] = _weight_params(v, wname)
                     weights.append(wname)
+                elif field.message_type is not None and field.message_type.name.endswith("WeightParams"):
+                    weights += _nested_weights(v, f"{layer.name}/{field.name}", values)  # LSTM / GRU weights
                 elif field.message_type is None:
                     attrs[field.name] = list(v) if getattr(field, "is_repeated", False) or hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v
         for v in layer.input:
@@ -393,6 +396,19 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
     return Graph(name=stem, format="coreml", nodes=nodes, values=values, inputs=[i.name for i in desc.input],
                  outputs=[o.name for o in desc.output],
                  metadata={"spec_version": str(spec.specificationVersion), "model_type": spec.WhichOneof("Type")})
+
+
+def _nested_weights(msg: Any, prefix: str, values: dict[str, Value]) -> list[str]:
+    """The WeightParams inside a recurrent layer's weight message(s) (LSTMWeightParams: 8 matrices, 4 biases;
+    repeated for each direction), as weight values: they were not read, so an LSTM layer had no weights."""
+    names = []
+    for i, m in enumerate(msg if isinstance(msg, Sequence) else [msg]):
+        for field, v in m.ListFields():
+            if field.message_type is not None and field.message_type.name == "WeightParams":
+                wname = f"{prefix}{'/' + str(i) if i else ''}/{field.name}"
+                values[wname] = _weight_params(v, wname)
+                names.append(wname)
+    return names
 
 
 def _array_dtype(code: int) -> str:

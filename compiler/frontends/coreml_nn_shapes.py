@@ -113,6 +113,15 @@ def _split(p: Any, x: Shape, n_out: int) -> list[Shape | None]:
     return [[*x[:a], k, *x[a + 1:]] for k in sizes]
 
 
+def _reshape(target: Shape, x: Shape) -> Shape:
+    """ND reshape: 0 copies the input's dim, one -1 takes what is left."""
+    out = [x[i] if d == 0 and i < len(x) else d for i, d in enumerate(target)]
+    if -1 in out:
+        known = math.prod(d for d in out if d != -1)
+        out[out.index(-1)] = math.prod(x) // known if known else 0
+    return out
+
+
 def _squeeze(p: Any, x: Shape) -> Shape:
     if p.squeezeAll:
         return [d for d in x if d != 1] or [1]
@@ -158,7 +167,7 @@ _ONE: dict[str, Callable[[Any, Shape], Shape]] = {
     "reduceMax": _reduce, "reduceMin": _reduce, "reduceProd": _reduce, "reduceL2": _reduce,
     "reduceLogSumExp": _reduce, "squeeze": _squeeze, "expandDims": _expand, "sliceStatic": _slice,
     "flattenTo2D": _flatten2d, "upsample": _upsample, "padding": _padding,
-    "reshapeStatic": lambda p, x: [int(d) for d in p.targetShape],
+    "reshapeStatic": lambda p, x: _reshape([int(d) for d in p.targetShape], x),
     "transpose": lambda p, x: [x[int(a)] for a in p.axes],
     "embeddingND": lambda p, x: [*x[:-1], int(p.embeddingSize)] if x and x[-1] == 1 else [*x, int(p.embeddingSize)],
     "loadConstantND": lambda p, x: [int(d) for d in p.shape],

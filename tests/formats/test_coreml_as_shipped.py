@@ -84,3 +84,31 @@ def test_an_already_compressed_package_is_not_exported_again(int8_zip: Path, tmp
     # coremltools compresses float consts only: an fp16 "export" of this package wrote the int8 file unchanged
     with pytest.raises(OptionError, match="already compressed .*constexpr_affine_dequantize"):
         load_package(int8_zip, tmp_path)
+
+
+def test_neuralnetwork_reshape_copies_zero_and_infers_minus_one() -> None:
+    from compiler.frontends.coreml_nn_shapes import _reshape
+
+    assert _reshape([0, -1, 32], [1, 56, 56, 32]) == [1, 3136, 32]  # PVT-v2's tokens: was unknown, and all after it
+
+
+def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
+    import torch
+    from torch import nn
+
+    class Kws(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(40, 64, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x)[0]
+
+    ml = cb._convert(Kws().eval(), (torch.randn(1, 20, 40),), "neuralnetwork")
+    path = tmp_path / "kws.mlmodel"
+    ml.save(str(path))
+    g = frontends.load(path)
+    weights = sum(v.weight.bytes for v in g.values.values() if v.weight is not None)
+    # 4 gates x (40 + 64) x 64 fp32 weights + biases, inside LSTMWeightParams: were not read (a 0 B LSTM)
+    assert weights >= 4 * (40 + 64) * 64 * 4
+    assert weights <= path.stat().st_size
