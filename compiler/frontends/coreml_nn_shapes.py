@@ -122,6 +122,15 @@ def _reshape(target: Shape, x: Shape) -> Shape:
     return out
 
 
+def _recurrent(kind: str, p: Any, x: Shape, n_out: int) -> list[Shape | None]:
+    """Recurrent layers take [Seq, B, C, 1, 1]: the sequence (or its last step) of H (2H both ways), then the
+    final state(s) [1, B, H, 1, 1]."""
+    h = int(p.outputVectorSize)
+    seq = bool(p.params.sequenceOutput if kind.endswith("LSTM") else p.sequenceOutput)
+    out = [x[0] if seq else 1, x[1], 2 * h if kind == "biDirectionalLSTM" else h, 1, 1]
+    return [out] + [[1, x[1], h, 1, 1]] * (n_out - 1)
+
+
 def _squeeze(p: Any, x: Shape) -> Shape:
     if p.squeezeAll:
         return [d for d in x if d != 1] or [1]
@@ -145,6 +154,13 @@ def _slice(p: Any, x: Shape) -> Shape:
         s = p.strides[i] if i < len(p.strides) else 1
         out[i] = max(0, math.ceil((min(e, x[i]) - b) / s))
     return out
+
+
+def _legacy_slice(p: Any, x: Shape) -> Shape:
+    """The rank-5 `slice` layer: one of the C, H, W axes (SliceAxis 0, 1, 2), end <= 0 counting from the end."""
+    a = len(x) - 3 + int(p.axis)
+    end = int(p.endIndex) if p.endIndex > 0 else x[a] + int(p.endIndex)
+    return [*x[:a], max(0, -(-(min(end, x[a]) - int(p.startIndex)) // max(1, int(p.stride)))), *x[a + 1:]]
 
 
 def _flatten2d(p: Any, x: Shape) -> Shape:
@@ -172,6 +188,7 @@ _ONE: dict[str, Callable[[Any, Shape], Shape]] = {
     "embeddingND": lambda p, x: [*x[:-1], int(p.embeddingSize)] if x and x[-1] == 1 else [*x, int(p.embeddingSize)],
     "loadConstantND": lambda p, x: [int(d) for d in p.shape],
     "flatten": lambda p, x: [*x[:-3], math.prod(x[-3:]), 1, 1],
+    "slice": lambda p, x: _legacy_slice(p, x),
 }
 
 
@@ -193,6 +210,8 @@ def out_shapes(kind: str, params: Any, ins: list[Shape | None], n_out: int) -> l
             return [_matmul(params, xs)]
         if kind == "splitND":
             return _split(params, xs[0], n_out)
+        if kind in ("uniDirectionalLSTM", "biDirectionalLSTM", "gru", "simpleRecurrent"):
+            return _recurrent(kind, params, xs[0], n_out)
         if kind in _ONE and params is not None:
             return [_ONE[kind](params, xs[0])] + [None] * (n_out - 1)
     except (IndexError, ValueError, ZeroDivisionError):  # a layer of a form these rules do not cover

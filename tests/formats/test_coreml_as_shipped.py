@@ -112,3 +112,7 @@ def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
     # 4 gates x (40 + 64) x 64 fp32 weights + biases, inside LSTMWeightParams: were not read (a 0 B LSTM)
     assert weights >= 4 * (40 + 64) * 64 * 4
     assert weights <= path.stat().st_size
+    lstm = next(n for n in g.nodes if n.op_type == "uniDirectionalLSTM")
+    assert g.values[lstm.outputs[0]].shape == [20, 1, 64, 1, 1]  # [Seq, B, H, 1, 1]: was unknown, and all after it
+    p = sweep(g, TARGET, None, source=g)
+    assert all(w.shapes_known for w in p.works)
