@@ -352,7 +352,10 @@ CASES: tuple[Case, ...] = (
     # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act). Their
     # static int8 path has four figures (rate, setup, per GEMM row, per im2col copy): four shapes, as CNNs have them
     # (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet v2 3x24).
-    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (Q[1], QF[2], QSTEM))
+    # fp32 too: the 8-channel cases alone priced real stems at 1.5-2.3x their ORT profile on a Sapphire Rapids (ResNet-18
+    # 7x7 1.39 ms, 3.13 predicted; MobileNetV4 / MNASNet / EfficientNet-Lite0 / SqueezeNet 3x3 1.4-1.9x, 2026-12-04);
+    # fitted jointly with them (calibration_fit.JOINT_FP32).
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (("fp32", "fp32"), Q[1], QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     Case("stemact-3x24-224-3x3", "convsmall", _stem_act(24, 224, 3), (QSTEM,)),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)

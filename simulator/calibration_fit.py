@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 56  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 57  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -52,6 +52,7 @@ CACHE_VERSION = 56  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 55: dynamic int8 Convs pack their weights once per 256 output pixels (roofline.QGEMM_STRIDE_N); stride-2
 #     ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
 # 56: a cost per run a Transpose copies (layout.fp32.run, three head-transpose cases); recurrent MACs priced by reads
+# 57: fp32 stems (3-channel convs) in the bench, convsmall.fp32 fitted jointly with a setup per task (JOINT_FP32)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -73,6 +74,12 @@ _STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "conv.int8dyn", "convsmall
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
 _SPILL_FITTED = frozenset({"layout.fp32"})
+
+# fp32 paths fitted jointly (efficiency and a setup per task) rather than as the median of per-case efficiencies: NCHWc
+# convs of few input channels, whose cases are 8-channel convs on 24-48 px maps (mostly fixed cost: 0.27 and 0.68 of the
+# peak on a Sapphire Rapids, 2026-12-04) and the stems real CNNs have (3 channels, 16-64 outputs, 100M+ MACs), which the
+# median of the two small ones priced at 1.5-2.3x their profile.
+JOINT_FP32 = frozenset({"convsmall.fp32"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -335,7 +342,7 @@ def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile,
         key = tag if "." in tag else f"{case.kind}.{tag}"
         # Quantized and fp16 paths, and fp32 grouped Convs left in NCHW, with 3+ shapes fit efficiency and setup
         # jointly; setup and decode rates are fitted below, once the efficiencies they add to are known.
-        joint = ((preset != "fp32" or key.endswith(".nchw")) and not key.startswith("decode.")
+        joint = ((preset != "fp32" or key.endswith(".nchw") or key in JOINT_FP32) and not key.startswith("decode.")
                  and n_cases[key] >= 3)
         later = tag == "setup" or key.startswith("decode.") or joint
         eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
