@@ -62,3 +62,33 @@ def value_info_bytes(name: str, shape: Sequence[Any] | None) -> int:
     dims = sum(_ld(1 + _varint(d) if isinstance(d, int) and d >= 0 else _str(str(d))) for d in (shape or []))
     tensor = 2 + (_ld(dims) if shape is not None else 0)
     return _ld(_str(name) + _ld(_ld(tensor)))
+
+
+# The opset domains ONNX Runtime (1.32) lists in every file it saves, at the version it lists when the model does not
+# import the domain itself (a model's own imports are kept as they are). A model without the default domain (an
+# ai.onnx.ml-only file such as a scikit-learn export) gets it at the runtime's newest opset, with the internal NHWC
+# domain beside it. Read off files ORT saved (2026-12-04, onnxruntime 1.32.0).
+ORT_SAVED_DOMAINS: dict[str, int] = {
+    "ai.onnx.ml": 5, "ai.onnx.training": 1, "ai.onnx.preview": 1, "com.microsoft": 1, "ai.onnx.preview.training": 1,
+    "com.microsoft.experimental": 1, "com.microsoft.nchwc": 1, "org.pytorch.aten": 1,
+}
+ORT_NEWEST_OPSET = 28
+# A torch export's model fields (ir_version, producer "pytorch" and its version, graph name "main_graph"): the
+# header of a graph whose frontend did not record its own (stored before it did).
+TORCH_MODEL_FIELDS_BYTES = 33
+
+
+def opset_import_bytes(domain: str, version: int) -> int:
+    """One ModelProto.opset_import entry (OperatorSetIdProto: domain, version)."""
+    return _ld((_str(domain) if domain else 0) + 1 + _varint(version))
+
+
+def ort_saved_opset_bytes(imports: Mapping[str, int]) -> int:
+    """Bytes of the opset_import list of a file ONNX Runtime saves from a model importing `imports` (domain ->
+    version, '' the default domain)."""
+    out = dict(imports)
+    if "" not in out:
+        out.update({"": ORT_NEWEST_OPSET, "com.ms.internal.nhwc": ORT_NEWEST_OPSET})
+    for d, v in ORT_SAVED_DOMAINS.items():
+        out.setdefault(d, v)
+    return sum(opset_import_bytes(d, v) for d, v in out.items())

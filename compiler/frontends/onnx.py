@@ -303,11 +303,30 @@ def _to_graph(model: Any, fallback_name: str) -> Graph:
         "producer": f"{model.producer_name} {model.producer_version}".strip(),
         "ir_version": str(model.ir_version),
         "opsets": ",".join(f"{o.domain or 'ai.onnx'}:{o.version}" for o in model.opset_import),
+        "model_fields_bytes": str(_model_fields_bytes(model)),
     }
     metadata.update({f"meta.{p.key}": p.value for p in model.metadata_props})
     inputs = [i.name for i in g.input if i.name not in init_names]
     return Graph(name=g.name or fallback_name, format="onnx", nodes=nodes, values=values,
                  inputs=inputs, outputs=[o.name for o in g.output], metadata=metadata)
+
+
+def _model_fields_bytes(model: Any) -> int:
+    """Bytes of the model's own fields (ir_version, producer, domain, doc strings, metadata_props, the graph's name),
+    which a file ONNX Runtime saves keeps: what an export's file holds beside its records and opset list
+    (simulator.onnx_file)."""
+    import onnx
+
+    head = onnx.ModelProto()
+    for f in ("ir_version", "producer_name", "producer_version", "domain", "model_version", "doc_string"):
+        if model.HasField(f):  # proto2: a field set to its default is still written
+            setattr(head, f, getattr(model, f))
+    head.metadata_props.extend(model.metadata_props)
+    for f in ("name", "doc_string"):
+        if model.graph.HasField(f):
+            setattr(head.graph, f, getattr(model.graph, f))
+    head.graph.SetInParent()
+    return head.ByteSize()
 
 
 def _join(*parts: str) -> str:
