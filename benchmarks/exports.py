@@ -415,7 +415,7 @@ def main() -> int:
 
     from corpus.builders import describe
     from edgescope.config import Settings
-    from simulator.calibration import load_or_calibrate
+    from simulator.calibration import load_or_calibrate, stale_reason
 
     root = cache.cache_dir(a.cache)
     items, missing = wheel_items(root, a.only, a.family) if a.exporter and "wheel" in a.exporter else ([], 0)
@@ -432,6 +432,8 @@ def main() -> int:
         items.append({"id": e.id, "exporter": x, "family": e.family, "path": os.fspath(root / rec.path),
                       "inputs": rec.inputs})
     calibration = Path(a.calibration or Settings.from_env().calibration_path)
+    if (why := stale_reason(calibration)) is not None:  # it is about to be timed again and replaced
+        print(f"calibrate: {calibration}: {why}; timing this machine now", flush=True)
     load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
     print(f"{len(items)} ONNX models from {root} ({missing} selected exports not built), calibration {calibration}",
           flush=True)

@@ -238,7 +238,7 @@ def main() -> int:
         return 0
 
     from edgescope.config import Settings
-    from simulator.calibration import load_or_calibrate
+    from simulator.calibration import load_or_calibrate, stale_reason
 
     root = cache.cache_dir(a.cache)
     exporters = [x for x in (a.exporter or []) if x != "wheel"] or None
@@ -251,6 +251,8 @@ def main() -> int:
     if all(host_target(Path(it["path"])) == COREML_TARGET for it in items):
         calibration = None  # Core ML files are predicted on the device: no host calibration to time
     else:
+        if (why := stale_reason(calibration)) is not None:  # it is about to be timed again and replaced
+            print(f"calibrate: {calibration}: {why}; timing this machine now", flush=True)
         load_or_calibrate(calibration, progress=lambda s: print("calibrate:", s, flush=True))
     print(f"{len(items)} models to analyse from {root} ({len(missing)} exports not there), calibration {calibration}",
           flush=True)

@@ -86,16 +86,40 @@ def save_cache(path: str | os.PathLike[str], cache: dict[str, Any]) -> None:
 
 def _current_cache(p: Path) -> dict[str, Any] | None:
     """The cache at p if it was made by this calibration version, ORT version and machine."""
-    import onnxruntime as ort
-
     try:
         cache = json.loads(p.read_text())
-        if (cache.get("version") == CACHE_VERSION and cache.get("onnxruntime") == ort.__version__
-                and cache.get("machine") == machine()):
-            return cache
-    except (OSError, ValueError, KeyError):
-        pass  # missing or unreadable: calibrate
+    except (OSError, ValueError):
+        return None  # missing or unreadable: calibrate
+    return cache if isinstance(cache, dict) and _stale(cache) is None else None
+
+
+def _stale(cache: dict[str, Any]) -> str | None:
+    import onnxruntime as ort
+
+    if cache.get("version") != CACHE_VERSION:
+        return f"made by calibration version {cache.get('version')}, this code's is {CACHE_VERSION}"
+    if cache.get("onnxruntime") != ort.__version__:
+        return f"made with onnxruntime {cache.get('onnxruntime')}, this is {ort.__version__}"
+    if cache.get("machine") != machine():
+        return f"made on another CPU ({cache.get('machine')})"
     return None
+
+
+def stale_reason(path: str | os.PathLike[str]) -> str | None:
+    """Why `load_or_calibrate(path)` would time this machine again (and replace the file), or None if it would not:
+    a file a user names is rewritten when it is of another calibration version, ORT version or machine, so the
+    commands say so before the minutes of timing rather than silently."""
+    p = Path(path)
+    try:
+        cache = json.loads(p.read_text())
+    except FileNotFoundError:
+        return "there is none yet"
+    except (OSError, ValueError):
+        return "the file could not be read"
+    if not isinstance(cache, dict):
+        return "the file is not a calibration"
+    reason = _stale(cache)
+    return f"the file was {reason}" if reason else None
 
 
 def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int,

@@ -39,9 +39,9 @@ def ensure_calibrated(targets: tuple[str, ...] | list[str], path: Path, model: P
     if not hosts:
         return
     echo = lambda s: click.echo(s, err=True)  # noqa: E731
-    if not calibration.is_cached(path):
-        echo(f"This machine has no host calibration yet ({path}): timing ONNX Runtime kernels now, once per machine "
-             "(a few minutes; `edgescope calibrate` does it ahead of time).")
+    if (why := calibration.stale_reason(path)) is not None:
+        echo(f"No current host calibration at {path} ({why}): timing ONNX Runtime kernels now and writing it there, "
+             "once per machine (a few minutes; `edgescope calibrate` does it ahead of time).")
     hw = calibration.load_or_calibrate(path, progress=echo)
     if any(t.backend == "litert-cpu" for t in hosts):
         if not litert_calibration.is_cached(path):

@@ -134,10 +134,19 @@ def test_first_host_prediction_says_it_calibrates(tmp_path: Path, monkeypatch: p
     runner = CliRunner()
     first = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--calibration", str(cache), "--json"])
     assert first.exit_code == 0, first.output
-    assert "no host calibration yet" in first.stderr and "timing 3 of 170 kernels" in first.stderr
+    assert "No current host calibration" in first.stderr and "there is none yet" in first.stderr
+    assert "timing 3 of 170 kernels" in first.stderr
     assert json.loads(first.stdout)["label"]["calibrated"] is True and calibration.is_cached(cache)
     again = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--calibration", str(cache)])
     assert again.exit_code == 0 and again.stderr == "", again.output
+    # A file of another calibration version is timed again and replaced: the command says why first.
+    stale = json.loads(cache.read_text())
+    cache.write_text(json.dumps({**stale, "version": calibration.CACHE_VERSION - 1}))
+    v = calibration.CACHE_VERSION
+    assert calibration.stale_reason(cache) == f"the file was made by calibration version {v - 1}, this code's is {v}"
+    redo = runner.invoke(predict, [str(model), "--target", "ort-cpu/host", "--calibration", str(cache)])
+    assert redo.exit_code == 0 and calibration.stale_reason(cache) is None, redo.output
+    assert f"calibration version {calibration.CACHE_VERSION - 1}" in redo.stderr
     other = tmp_path / "none" / "host-cpu.json"
     device = runner.invoke(predict, [str(model), "--target", "coreml/apple-a17", "--calibration", str(other)])
     assert device.exit_code == 0 and device.stderr == "" and not other.exists(), device.output
