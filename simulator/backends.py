@@ -177,8 +177,8 @@ def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: s
     ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)  # io_cast: the ML Program's own
     if "io_cast" in facts and ane is not None:  # I/O conversion, as for an fp32 model
         return dataclasses.replace(p, unit=ane, eliminated=True, note="fp32 <-> fp16 at the model's inputs / outputs")
-    if "act_part" in facts:  # one MIL silu / gelu (simulator/coreml_rules.py): its carrying task's pass
-        return dataclasses.replace(p, eliminated=True, note="part of one Core ML silu / gelu op")
+    if "act_part" in facts:  # one MIL silu / gelu / hardswish (simulator/coreml_rules.py): its carrying task's pass
+        return dataclasses.replace(p, eliminated=True, note="part of one Core ML silu / gelu / hardswish op")
     if "ane_fused" in facts and profile.units[p.unit].name == "ane":
         why = "runs inside its producer's kernel on the ANE (conv / linear / add + activation)"
         p = dataclasses.replace(p, eliminated=True, note="; ".join([*([p.note] if p.note else []), why]))

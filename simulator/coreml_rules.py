@@ -24,7 +24,9 @@ from simulator.device_facts import gelu_parts
 # - "act_part": a SiLU's Sigmoid (x * Sigmoid(x)) and a GELU's Div (sqrt 2), Add (1) and two Muls around its Erf, as an
 #   ONNX export writes them: coremltools converts a PyTorch SiLU / GELU to one MIL `silu` / `gelu` op (repo
 #   apple/coremltools, coremltools/converters/mil/frontend/torch/ops.py: `mb.silu`, `mb.gelu`), which the published
-#   Core ML models are, so one pass over the tensor (the Mul's, the Erf's), not two or five.
+#   Core ML models are, so one pass over the tensor (the Mul's, the Erf's), not two or five. The reverse for a
+#   HardSwish: coremltools writes three ops (thresholded_relu, sigmoid_hard, mul), the ONNX view one HardSwish and
+#   two parts (onnx_view._fold_hardswish), priced as an ONNX export's one HardSwish.
 # - "ane_fused" also takes a SiLU (its Mul, or an ML Program's own silu) whose input is a conv's or linear's output that
 #   only the SiLU reads, as for a Relu; not a GELU, which stays one pass of its own. The evidence is the published
 #   times (cross-validated, leave one family out, the A17 fit's two figures; README): MobileViTv2 (25 SiLUs after
@@ -99,7 +101,7 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
             x, grp = silus[i]
             in_stage = linear(x) and x not in compiled.outputs and readers.get(x, 0) == len(grp)
         facts = {"ane_fused"} if in_stage else set()
-        if i in parts:
+        if i in parts or nd.attributes.get("act_part"):  # the latter: a HardSwish's (compiler/frontends/onnx_view.py)
             facts.add("act_part")
         if nd.op_type in ("Cast", "cast") and nd.inputs and nd.outputs and (
                 nd.inputs[0] in compiled.inputs or nd.outputs[0] in compiled.outputs):

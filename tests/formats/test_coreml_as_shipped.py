@@ -116,3 +116,53 @@ def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
     assert g.values[lstm.outputs[0]].shape == [20, 1, 64, 1, 1]  # [Seq, B, H, 1, 1]: was unknown, and all after it
     p = sweep(g, TARGET, None, source=g)
     assert all(w.shapes_known for w in p.works)
+
+
+def test_a_hardswish_is_priced_as_its_onnx_twin(tmp_path: Path) -> None:
+    """coremltools writes a PyTorch Hardswish as thresholded_relu + sigmoid_hard + mul (ML Program; the NeuralNetwork
+    file as the same three layers), an ONNX export as one HardSwish: the same network costs the same from either
+    file (MobileNetV3-Small's ML Program was +31% above its ONNX export on coreml/apple-a17, LCNet-050's +58%)."""
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.Hardswish(), nn.Conv2d(16, 16, 3, padding=1, groups=16),
+                        nn.Hardswish(), nn.Conv2d(16, 8, 1)).eval()
+    x = torch.randn(1, 3, 64, 64)
+    package = cb.mlpackage_from(net, (x,), tmp_path / "hs.mlpackage.zip")
+    nn_path = tmp_path / "hs.mlmodel"
+    cb._convert(net, (x,), "neuralnetwork").save(str(nn_path))
+    onnx_path = tmp_path / "hs.onnx"
+    torch.onnx.export(net, (x,), onnx_path, dynamo=False, opset_version=17)
+    ms = {}
+    for path in (package, nn_path, onnx_path):
+        g = frontends.load(path)
+        r = sweep(g, TARGET)
+        p = [x["name"] for x in r.bulk["presets"]].index("fp16")
+        ms[path.name] = sum(row[p] for row in r.bulk["metrics"]["latency_ms"])
+    view = onnx_view(frontends.load(package))
+    assert [n.op_type for n in view.nodes].count("HardSwish") == 2, [n.op_type for n in view.nodes]
+    assert sum(1 for n in view.nodes if n.attributes.get("act_part") == "HardSwish") == 4
+    for name in ("hs.mlpackage.zip", "hs.mlmodel"):
+        assert abs(ms[name] / ms["hs.onnx"] - 1) < 0.03, ms  # was +92% from either Core ML file
+
+
+def test_ml_program_lstm_is_costed_as_an_lstm(tmp_path: Path) -> None:
+    """An ML Program's `lstm` op (weight_ih [4H, I], weight_hh [4H, H]) is costed as ONNX's LSTM: its MACs per step,
+    where it was an unknown op of no work (a keyword spotter: 0.17 ms vs 0.51 from its ONNX export)."""
+    import torch
+    from torch import nn
+
+    class Kws(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lstm = nn.LSTM(40, 64, batch_first=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.lstm(x)[0]
+
+    path = cb.mlpackage_from(Kws().eval(), (torch.randn(1, 20, 40),), tmp_path / "kws.mlpackage.zip")
+    g = frontends.load(path)
+    assert [n.op_type for n in onnx_view(g).nodes].count("LSTM") == 1
+    p = sweep(g, TARGET, None, source=g)
+    lstm = next(w for n, w in zip(g.nodes, p.works) if n.op_type == "lstm")
+    assert lstm.macs == 20 * 4 * 64 * (40 + 64), lstm.macs  # steps x gates x hidden x (input + hidden); was 0
