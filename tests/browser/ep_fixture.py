@@ -13,7 +13,7 @@ from pathlib import Path
 
 from compiler.graph import Graph, Node
 from simulator.sweep import sweep
-from tests.simulator.helpers import act, graph, weight
+from tests.simulator.helpers import act, conv_gemm, graph, weight
 
 TARGET = "ort-qnn/snapdragon-8g3"
 OVERRIDABLE = ("relu1", "nms", "relu2")
@@ -35,20 +35,8 @@ def model() -> Graph:
     return graph(nodes, values + [weight("w1", [8, 8, 3, 3]), weight("w2", [8, 8, 3, 3])], ["x"], ["y"])
 
 
-def mem_model() -> Graph:
-    """conv1 (3 -> 32, 3x3 over 32 x 32) -> relu1 -> flat -> fc (Gemm, 32768 -> 64: 8 MB of fp32 weights)."""
-    nodes = [Node("conv1", "conv1", "Conv", inputs=["x", "w1"], outputs=["a"],
-                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
-             Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
-             Node("flat", "flat", "Flatten", inputs=["b"], outputs=["c"]),
-             Node("fc", "fc", "Gemm", inputs=["c", "w2"], outputs=["y"])]
-    values = [act("x", [1, 3, 32, 32]), act("a", [1, 32, 32, 32]), act("b", [1, 32, 32, 32]), act("c", [1, 32768]),
-              act("y", [1, 64]), weight("w1", [32, 3, 3, 3]), weight("w2", [32768, 64])]
-    return graph(nodes, values, ["x"], ["y"])
-
-
 def main_mem() -> None:
-    r = sweep(mem_model(), "ort-cpu/host")
+    r = sweep(conv_gemm(), "ort-cpu/host")
     per_op = {row["op"]: row for row in r.per_op if row["op"] in MEM_OVERRIDABLE}
     OUT_MEM.write_text(json.dumps({"table": r.bulk, "per_op": per_op}, separators=(",", ":")) + "\n")
     print(f"wrote {OUT_MEM} ({OUT_MEM.stat().st_size} bytes)")

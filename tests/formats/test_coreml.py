@@ -14,21 +14,6 @@ from compiler.graph import ModelFormatError
 from testkit import coreml_builder as cb
 
 
-@pytest.fixture(scope="session")
-def cnn_zip(models) -> Path:
-    return models.get("cnn.mlpackage.zip", lambda p: cb.mlpackage_zip(p, "cnn"))
-
-
-@pytest.fixture(scope="session")
-def block_zip(models) -> Path:
-    return models.get("block.mlpackage.zip", lambda p: cb.mlpackage_zip(p, "block"))
-
-
-@pytest.fixture(scope="session")
-def nn_mlmodel(models) -> Path:
-    return models.get("cnn.mlmodel", cb.mlmodel_nn)
-
-
 def test_mlprogram_cnn(cnn_zip: Path) -> None:
     assert frontends.detect(cnn_zip) == "coreml"
     g = frontends.load(cnn_zip)

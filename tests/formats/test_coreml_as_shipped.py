@@ -17,21 +17,6 @@ from testkit import coreml_builder as cb
 TARGET = "coreml/apple-a17"
 
 
-@pytest.fixture(scope="session")
-def nn_mlmodel(models) -> Path:
-    return models.get("cnn.mlmodel", cb.mlmodel_nn)
-
-
-@pytest.fixture(scope="session")
-def cnn_zip(models) -> Path:
-    return models.get("cnn.mlpackage.zip", lambda p: cb.mlpackage_zip(p, "cnn"))
-
-
-@pytest.fixture(scope="session")
-def int8_zip(models) -> Path:
-    return models.get("cnn-w8.mlpackage.zip", cb.mlpackage_int8_zip)
-
-
 def _compute(path: Path) -> tuple[list[float], dict]:  # type: ignore[type-arg]
     g = frontends.load(path)
     p = sweep(g, TARGET, None, source=g)
@@ -92,7 +77,8 @@ def test_neuralnetwork_reshape_copies_zero_and_infers_minus_one() -> None:
     assert _reshape([0, -1, 32], [1, 56, 56, 32]) == [1, 3136, 32]  # PVT-v2's tokens: was unknown, and all after it
 
 
-def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
+def _keyword_spotter():  # type: ignore[no-untyped-def]
+    """A one-layer LSTM keyword spotter (40 features, hidden 64) and its input of 20 frames."""
     import torch
     from torch import nn
 
@@ -104,7 +90,11 @@ def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return self.lstm(x)[0]
 
-    ml = cb._convert(Kws().eval(), (torch.randn(1, 20, 40),), "neuralnetwork")
+    return Kws().eval(), (torch.randn(1, 20, 40),)
+
+
+def test_neuralnetwork_lstm_weights_are_read(tmp_path: Path) -> None:
+    ml = cb._convert(*_keyword_spotter(), "neuralnetwork")
     path = tmp_path / "kws.mlmodel"
     ml.save(str(path))
     g = frontends.load(path)
@@ -149,18 +139,7 @@ def test_a_hardswish_is_priced_as_its_onnx_twin(tmp_path: Path) -> None:
 def test_ml_program_lstm_is_costed_as_an_lstm(tmp_path: Path) -> None:
     """An ML Program's `lstm` op (weight_ih [4H, I], weight_hh [4H, H]) is costed as ONNX's LSTM: its MACs per step,
     where it was an unknown op of no work (a keyword spotter: 0.17 ms vs 0.51 from its ONNX export)."""
-    import torch
-    from torch import nn
-
-    class Kws(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lstm = nn.LSTM(40, 64, batch_first=True)
-
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.lstm(x)[0]
-
-    path = cb.mlpackage_from(Kws().eval(), (torch.randn(1, 20, 40),), tmp_path / "kws.mlpackage.zip")
+    path = cb.mlpackage_from(*_keyword_spotter(), tmp_path / "kws.mlpackage.zip")
     g = frontends.load(path)
     assert [n.op_type for n in onnx_view(g).nodes].count("LSTM") == 1
     p = sweep(g, TARGET, None, source=g)

@@ -39,6 +39,18 @@ def conv_chain() -> Graph:
     return graph(nodes, values, ["x"], ["y"])
 
 
+def conv_gemm() -> Graph:
+    """conv1 (3 -> 32, 3x3 over 32 x 32) -> relu1 -> flat -> fc (Gemm, 32768 -> 64: 8 MB of fp32 weights)."""
+    nodes = [Node("conv1", "conv1", "Conv", inputs=["x", "w1"], outputs=["a"],
+                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
+             Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
+             Node("flat", "flat", "Flatten", inputs=["b"], outputs=["c"]),
+             Node("fc", "fc", "Gemm", inputs=["c", "w2"], outputs=["y"])]
+    values = [act("x", [1, 3, 32, 32]), act("a", [1, 32, 32, 32]), act("b", [1, 32, 32, 32]), act("c", [1, 32768]),
+              act("y", [1, 64]), weight("w1", [32, 3, 3, 3]), weight("w2", [32768, 64])]
+    return graph(nodes, values, ["x"], ["y"])
+
+
 def exported_gelu(tokens: int, n_in: int, n_out: int, half_first: bool, bias: bool = False,
                   sqrt2: float = 2 ** 0.5) -> Graph:
     """A Linear then a GELU as torch's exporters write it: x = MatMul(a, w) [+ b] -> Div(sqrt 2) -> Erf -> Add(1) ->

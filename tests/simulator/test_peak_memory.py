@@ -10,19 +10,7 @@ from compiler.graph import Node
 from simulator.peak_memory import ORT_HOST
 from simulator.sweep import sweep
 from simulator.totals import totals
-from tests.simulator.helpers import act, graph, weight
-
-
-def conv_gemm():
-    """conv1 (3 -> 32, 3x3 over 32 x 32) -> relu1 -> flat -> fc (Gemm, 32768 -> 64: 8 MB of fp32 weights)."""
-    nodes = [Node("conv1", "conv1", "Conv", inputs=["x", "w1"], outputs=["a"],
-                  attributes={"pads": [1, 1, 1, 1], "kernel_shape": [3, 3]}),
-             Node("relu1", "relu1", "Relu", inputs=["a"], outputs=["b"]),
-             Node("flat", "flat", "Flatten", inputs=["b"], outputs=["c"]),
-             Node("fc", "fc", "Gemm", inputs=["c", "w2"], outputs=["y"])]
-    values = [act("x", [1, 3, 32, 32]), act("a", [1, 32, 32, 32]), act("b", [1, 32, 32, 32]), act("c", [1, 32768]),
-              act("y", [1, 64]), weight("w1", [32, 3, 3, 3]), weight("w2", [32768, 64])]
-    return graph(nodes, values, ["x"], ["y"])
+from tests.simulator.helpers import act, conv_gemm, graph, weight
 
 
 @pytest.fixture(scope="module")
