@@ -174,6 +174,15 @@ def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: s
         p = plan(target, profile, op_type, kind, alt, has_kernel, fused)
         note = "; ".join([f"the Core ML export writes {alt.name} ({why})", *([p.note] if p.note else [])])
         p = dataclasses.replace(p, supported=False, note=note)
+    cpu = next((i for i, u in enumerate(profile.units) if u.name == "cpu"), None)  # control flow: on the CPU
+    if "cpu_body" in facts and cpu is not None and profile.units[p.unit].name != "cpu":
+        # Core ML's CPU computes and keeps an fp16 program's tensors in fp32 (no cast per op): fp32 activations first.
+        wide = Combo("fp32", "fp32", combo.kernel, combo.sparsity)
+        on_cpu = next((q for c in (wide, combo, *_fallbacks(combo, target.float_format)) if (q := _plan_on_unit(
+            target, cpu, profile.units[cpu], op_type, kind, c, has_kernel, fused)) is not None), None)
+        if on_cpu is not None:
+            p = dataclasses.replace(on_cpu, supported=p.supported, note="; ".join(
+                x for x in (p.note, "in a loop or branch body: Core ML runs control flow on the CPU") if x))
     ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)  # io_cast: the ML Program's own
     if "io_cast" in facts and ane is not None:  # I/O conversion, as for an fp32 model
         return dataclasses.replace(p, unit=ane, eliminated=True, note="fp32 <-> fp16 at the model's inputs / outputs")

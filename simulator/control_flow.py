@@ -80,6 +80,9 @@ def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequen
                   index: Mapping[str, int]) -> tuple[float, str]:
     """(runs of `branch` per run of `parent`, why) from the model alone, else the default."""
     op, graph = _KIN.get(parent.op_type, parent.op_type), values.graph
+    stated = _stated(parent, op, branch)
+    if stated is not None:
+        return stated
     first = values.scalar(parent.inputs[0]) if parent.inputs else None
     if parent.op_type == "WHILE":
         return float(DEFAULT_TRIPS), (f"the WHILE's trip count depends on the data and was not observed: "
@@ -107,6 +110,19 @@ def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequen
         return float(DEFAULT_TRIPS), (f"the Scan's sequence length is not known: {DEFAULT_TRIPS} step costed "
                                       "(default)")
     return 1.0, f"{op} runs its {branch} once (assumed)"
+
+
+def _stated(parent: Node, op: str, branch: str) -> tuple[float, str] | None:
+    """What a frontend read from the file itself: a Core ML loop's trip count (`trip_count`: its counter's start,
+    bound and step are constants; compiler/frontends/coreml_control.py), whose condition block runs once more than
+    its body, and the branch a conditional on a constant takes (`taken_branch`)."""
+    n, taken = parent.attributes.get("trip_count"), parent.attributes.get("taken_branch")
+    if op == "Loop" and isinstance(n, int) and not isinstance(n, bool):
+        runs = n + 1 if branch == "cond" else n
+        return float(runs), f"the loop's trip count is fixed in the file ({n}; its condition is checked {n + 1}x)"
+    if op == "If" and taken in ("then_branch", "else_branch"):
+        return float(branch == taken), f"the condition is a constant in the file ({taken} taken)"
+    return None
 
 
 def _branch_work(parent: Node, branch: str, graph: Graph, works: Sequence[Work], index: Mapping[str, int]) -> float:

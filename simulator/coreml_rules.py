@@ -32,6 +32,11 @@ from simulator.device_facts import gelu_parts
 #   times (cross-validated, leave one family out, the A17 fit's two figures; README): MobileViTv2 (25 SiLUs after
 #   convs) held out +88..+140% with the SiLU as its own pass, -15..+2% inside the conv; SwiftFormer (A15) and Depth
 #   Anything, whose GELUs follow convs / Linears, -39..0% with the GELU inside them, -29..+11% as its own pass.
+# - "cpu_body": a task inside a Core ML loop or branch body (a `while_loop` / `cond` block, a NeuralNetwork `loop` /
+#   `branch` layer's network) and the loop itself run on the CPU: Core ML runs no control flow on the ANE or GPU
+#   (repo apple/coremltools, issue #2208: a while_loop of matmul + sigmoid never ran on the ANE nor the GPU; #1780,
+#   Apple's reply: RNN / LSTM ops are not supported on the neural engine). Placed by op type, each tiny step op of a
+#   GRU's loop went to the GPU, with a partition crossing per trip.
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
@@ -109,6 +114,8 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
                       if v is not None}
             if len(dtypes) == 2 and dtypes <= _FLOATS:
                 facts.add("io_cast")
+        if nd.parent or any(isinstance(b, dict) and "graph" in b for b in nd.attributes.values()):
+            facts.add("cpu_body")
         if uploaded:
             facts.add("a8_weights_only")
         elif not (quantized(nd) or fused):

@@ -532,7 +532,9 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
         if s in folded or d in folded:
             continue
         key = (index[s], index[d], v)
-        runs = 1.0 if execs is None else float(execs[key[1]]) if execs[key[0]] > 0 else 0.0
+        at = _handed_by(g, index, key[0], key[1]) if g.format == "coreml" else key[1]
+        runs = 1.0 if execs is None else float(execs[at]) if execs[key[0]] > 0 else 0.0
+        key = (key[0], at, v)
         if key in seen or runs == 0:
             continue
         seen.add(key)
@@ -540,6 +542,16 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
         dst.append(key[1])
         el.append(_el(g, v) * runs)
     return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
+
+
+def _handed_by(g: Graph, index: dict[str, int], s: int, d: int) -> int:
+    """The task an outer tensor reaches a Core ML body task through: the loop / branch (at the producer's level)
+    that holds it, which runs on the CPU and hands its body the tensor once per run of its own
+    (simulator/coreml_rules.py `cpu_body`), not once per trip."""
+    outer = g.nodes[s].parent
+    while g.nodes[d].parent and g.nodes[d].parent != outer and g.nodes[d].parent in index:
+        d = index[g.nodes[d].parent]
+    return d
 
 
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from compiler.frontends.archive import ZIP_MAGIC, SafeZip
+from compiler.frontends.coreml_control import mil_branch, mil_trip_count, nn_constant, nn_trip_count
 from compiler.frontends.coreml_nn_shapes import out_shapes
 from compiler.frontends.onnx import assign_ids, weight_stats
 from compiler.frontends.weight_stream import file_chunks, stream_stats
@@ -39,6 +40,7 @@ from compiler.graph import Dim, Graph, ModelFormatError, Node, Value, WeightStat
 
 _BLOB_SENTINEL = 0xDEADBEEF
 _ATTR_MAX_ELEMENTS = 16
+_MAX_DEPTH = 8
 _MIL_NUMPY = {"FLOAT16": "<f2", "FLOAT32": "<f4", "FLOAT64": "<f8", "INT8": "i1", "INT16": "<i2",
               "INT32": "<i4", "INT64": "<i8", "UINT8": "u1", "UINT16": "<u2", "UINT32": "<u4",
               "UINT64": "<u8", "BOOL": "u1"}
@@ -166,9 +168,38 @@ class _MilReader:
         for inp in fn.inputs:
             tt = inp.type.tensorType
             values[inp.name] = Value(name=inp.name, shape=_dims(tt), dtype=self.dtype(tt.dataType))
-
         consts: dict[str, Any] = {}  # name -> small literal used as an attribute
-        ops = []
+        flat: list[tuple[Any, int, str]] = []  # (op, index of its parent in `flat` or -1, branch)
+        self._collect(block, flat, values, consts, -1, "", 0)
+        names = [op.outputs[0].name if op.outputs else "" for op, _, _ in flat]
+        ids = assign_ids(names, [op.type for op, _, _ in flat])
+        nodes: list[Node] = []
+        for nid, name, (op, p, branch) in zip(ids, names, flat):
+            node = self._node(op, nid, name, values, consts)
+            if p >= 0:
+                parent = nodes[p]
+                node.parent, node.branch = parent.id, branch
+                node.namespace = "/".join(x for x in (parent.namespace, parent.id, branch) if x)
+            if op.blocks:
+                self._control(node, op, consts)
+            nodes.append(node)
+        _implicit_inputs(nodes, values)
+        for n in nodes:  # a name that nothing defines: still a value, of unknown type
+            for v in n.inputs:
+                values.setdefault(v, Value(name=v, shape=None, dtype="unknown"))
+        desc = self.spec.description
+        meta = {"spec_version": str(self.spec.specificationVersion), "opset": fn.opset, "model_type": "mlProgram"}
+        if desc.metadata.author:
+            meta["author"] = desc.metadata.author
+        meta.update({f"meta.{k}": v for k, v in desc.metadata.userDefined.items()})
+        return Graph(name=stem, format="coreml", nodes=nodes, values=values,
+                     inputs=[i.name for i in fn.inputs], outputs=list(block.outputs), metadata=meta)
+
+    def _collect(self, block: Any, flat: list[tuple[Any, int, str]], values: dict[str, Value],
+                 consts: dict[str, Any], parent: int, branch: str, depth: int) -> None:
+        """The ops of `block` into `flat` in run order, each control-flow op followed by its blocks' ops
+        (`while_loop`: cond, body; `cond`: then_branch, else_branch); consts and constexprs become values,
+        so weights a loop body holds count in the model's size and memory as the main block's do."""
         for op in block.operations:
             if op.type.startswith("constexpr_") and len(op.outputs) == 1 and self._weight_parts(op, values):
                 values[op.outputs[0].name] = self._constexpr(op, values)
@@ -180,45 +211,58 @@ class _MilReader:
                 if literal is not None:
                     consts[out.name] = literal
                 continue
-            ops.append(op)
+            flat.append((op, parent, branch))
+            if not op.blocks:
+                continue
+            if depth >= _MAX_DEPTH:
+                raise ModelFormatError(f"the Core ML ML Program's blocks nest deeper than {_MAX_DEPTH}")
+            me = len(flat) - 1
+            for b, inner in zip(_branches(op), op.blocks):
+                for inp in inner.inputs:  # a block's inputs: the loop variables as this trip sees them
+                    tt = inp.type.tensorType
+                    values[inp.name] = Value(name=inp.name, shape=_dims(tt) if inp.type.HasField("tensorType")
+                                             else None, dtype=self.dtype(tt.dataType))
+                self._collect(inner, flat, values, consts, me, b, depth + 1)
 
-        names = [op.outputs[0].name if op.outputs else "" for op in ops]
-        ids = assign_ids(names, [op.type for op in ops])
-        nodes: list[Node] = []
-        for nid, name, op in zip(ids, names, ops):
-            inputs: list[str] = []
-            params: list[str] = []
-            attrs: dict[str, Any] = {}
-            for param, arg in sorted(op.inputs.items(), key=lambda kv: _param_rank(kv[0])):
-                for a in arg.arguments:
-                    if a.WhichOneof("binding") != "name":
-                        attrs[param] = self._literal(a.value) if a.HasField("value") else None
-                    elif a.name in consts:
-                        attrs[param] = consts[a.name]
-                    else:
-                        inputs.append(a.name)
-                        params.append(param)
-            for o in op.outputs:
-                tt = o.type.tensorType
-                values[o.name] = Value(name=o.name, shape=_dims(tt) if o.type.HasField("tensorType") else None,
-                                       dtype=self.dtype(tt.dataType))
-            if params != ["x"][:len(params)]:
-                attrs["input_params"] = params  # which MIL parameter each input binds (inputs is a map)
-            if op.blocks:
-                attrs["nested_blocks"] = len(op.blocks)
-                attrs["nested_ops"] = sum(len(b.operations) for b in op.blocks)
-            nodes.append(Node(id=nid, name=name, op_type=op.type, namespace=namespace_from_name(name),
-                              inputs=inputs, outputs=[o.name for o in op.outputs], attributes=attrs))
-        for n in nodes:  # a name that nothing defines: still a value, of unknown type
-            for v in n.inputs:
-                values.setdefault(v, Value(name=v, shape=None, dtype="unknown"))
-        desc = self.spec.description
-        meta = {"spec_version": str(self.spec.specificationVersion), "opset": fn.opset, "model_type": "mlProgram"}
-        if desc.metadata.author:
-            meta["author"] = desc.metadata.author
-        meta.update({f"meta.{k}": v for k, v in desc.metadata.userDefined.items()})
-        return Graph(name=stem, format="coreml", nodes=nodes, values=values,
-                     inputs=[i.name for i in fn.inputs], outputs=list(block.outputs), metadata=meta)
+    def _node(self, op: Any, nid: str, name: str, values: dict[str, Value], consts: dict[str, Any]) -> Node:
+        inputs: list[str] = []
+        params: list[str] = []
+        attrs: dict[str, Any] = {}
+        for param, arg in sorted(op.inputs.items(), key=lambda kv: _param_rank(kv[0])):
+            for a in arg.arguments:
+                if a.WhichOneof("binding") != "name":
+                    attrs[param] = self._literal(a.value) if a.HasField("value") else None
+                elif a.name in consts and op.type != "while_loop":
+                    attrs[param] = consts[a.name]
+                else:
+                    inputs.append(a.name)
+                    params.append(param)
+        for o in op.outputs:
+            tt = o.type.tensorType
+            values[o.name] = Value(name=o.name, shape=_dims(tt) if o.type.HasField("tensorType") else None,
+                                   dtype=self.dtype(tt.dataType))
+        if params != ["x"][:len(params)]:
+            attrs["input_params"] = params  # which MIL parameter each input binds (inputs is a map)
+        return Node(id=nid, name=name, op_type=op.type, namespace=namespace_from_name(name),
+                    inputs=inputs, outputs=[o.name for o in op.outputs], attributes=attrs)
+
+    def _control(self, node: Node, op: Any, consts: dict[str, Any]) -> None:
+        """A control-flow op's bodies as attributes ({"graph", "outputs"}, as ONNX If / Loop keep theirs), and what
+        the file fixes of its work: a `while_loop`'s trip count, the branch a `cond` on a constant takes."""
+        for b, inner in zip(_branches(op), op.blocks):
+            node.attributes[b] = {"graph": b, "inputs": [i.name for i in inner.inputs],
+                                  "outputs": [o for o in inner.outputs if o]}
+        if op.type == "while_loop" and len(op.blocks) == 2:
+            n = mil_trip_count(node.inputs, op.blocks[0], op.blocks[1], consts)
+            if n is not None:
+                node.attributes["trip_count"] = n
+        elif op.type == "cond":
+            pred = _arg_name(op, "pred")
+            taken = mil_branch(pred, consts)
+            if taken is not None:
+                node.attributes["taken_branch"] = taken
+            elif pred and pred not in node.inputs:
+                node.inputs.insert(0, pred)
 
     def _const(self, op: Any, out: Any) -> tuple[Any, Value]:
         tt = out.type.tensorType
@@ -346,6 +390,42 @@ class _MilReader:
         return WeightStats(elements=n, bytes=size, min=0.0, max=0.0, sparsity=0.0)  # sub-byte (palettized) data
 
 
+def _branches(op: Any) -> list[str]:
+    """Names of a control-flow op's blocks, as ONNX names a Loop's and an If's bodies."""
+    names = {"while_loop": ["cond", "body"], "cond": ["then_branch", "else_branch"]}.get(op.type, [])
+    return [names[k] if k < len(names) else f"block{k}" for k in range(len(op.blocks))]
+
+
+def _arg_name(op: Any, param: str) -> str:
+    arg = op.inputs.get(param)
+    return arg.arguments[0].name if arg is not None and arg.arguments and \
+        arg.arguments[0].WhichOneof("binding") == "name" else ""
+
+
+def _implicit_inputs(nodes: list[Node], values: dict[str, Value]) -> None:
+    """Each control-flow node also reads the activations its bodies take from outside them (an ONNX body's outer
+    scope values): a loop over an activation is not a constant computation, and its edges say what it waits for."""
+    by_id = {n.id: n for n in nodes}
+    made_in: dict[str, str] = {}  # value -> id of the control-flow node whose body makes it (innermost)
+    for n in nodes:
+        for o in n.outputs:
+            made_in[o] = n.parent
+    for n in nodes:
+        for v in n.inputs:
+            val = values.get(v)
+            if val is not None and val.weight is not None:
+                continue
+            p = by_id.get(n.parent)
+            while p is not None and made_in.get(v, "") != p.id and v not in _block_inputs(p):
+                if v not in p.inputs:
+                    p.inputs.append(v)
+                p = by_id.get(p.parent)
+
+
+def _block_inputs(node: Node) -> set[str]:
+    return {v for b in node.attributes.values() if isinstance(b, dict) and "graph" in b for v in b.get("inputs", [])}
+
+
 _PARAM_ORDER = ("x", "input", "values", "a", "b", "y", "weight", "bias", "gamma", "beta")
 
 
@@ -356,10 +436,54 @@ def _param_rank(param: str) -> tuple[int, str]:
 
 # -- NeuralNetwork ----------------------------------------------------------------------------------
 
+def _nn_flat(layers: Any, out: list[tuple[Any, str, int, str]], parent: int, branch: str, depth: int) -> None:
+    """(layer, kind, index of its parent in `out` or -1, branch) in run order, a `loop` / `branch` layer followed
+    by its networks' layers (loop: cond, body; branch: then_branch, else_branch)."""
+    for layer in layers:
+        kind = layer.WhichOneof("layer") or "unknown"
+        out.append((layer, kind, parent, branch))
+        nets = {"loop": (("cond", "conditionNetwork"), ("body", "bodyNetwork")),
+                "branch": (("then_branch", "ifBranch"), ("else_branch", "elseBranch"))}.get(kind, ())
+        if nets and depth >= _MAX_DEPTH:
+            raise ModelFormatError(f"the Core ML neural network's loops and branches nest deeper than {_MAX_DEPTH}")
+        me = len(out) - 1
+        for b, field in nets:
+            _nn_flat(getattr(getattr(layer, kind), field).layers, out, me, b, depth + 1)
+
+
+def _nn_control(node: Node, kind: str, params: Any, known: dict[str, float]) -> None:
+    """A `loop` / `branch` layer's networks as bodies, its trip count where the file fixes it
+    (compiler/frontends/coreml_control.py), the branch a constant condition takes."""
+    if kind == "loop":
+        node.attributes["cond"] = {"graph": "cond", "outputs": [params.conditionVar] if params.conditionVar else []}
+        node.attributes["body"] = {"graph": "body", "outputs": []}
+        n = nn_trip_count(params, known)
+        if n is not None:
+            node.attributes["trip_count"] = n
+    else:
+        node.attributes["then_branch"] = {"graph": "then_branch", "outputs": []}
+        node.attributes["else_branch"] = {"graph": "else_branch", "outputs": []}
+        c = known.get(node.inputs[0]) if node.inputs else None
+        if c is not None:
+            node.attributes["taken_branch"] = "then_branch" if c else "else_branch"
+
+
+def _nn_carried(params: Any, kind: str, values: dict[str, Value]) -> list[str]:
+    """Outer values a `loop` layer's networks write (a NeuralNetwork loop carries its variables in outer names, copied
+    back at the end of the body): inside, they are the loop's own values, not the constants they start as."""
+    nets = ("conditionNetwork", "bodyNetwork") if kind == "loop" else ("ifBranch", "elseBranch")
+    written = {o for f in nets for layer in getattr(params, f).layers for o in layer.output}
+    return sorted(v for v in written if v in values)
+
+
 def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
-    layers = list(nn.layers)
-    kinds = [layer.WhichOneof("layer") or "unknown" for layer in layers]
+    flat: list[tuple[Any, str, int, str]] = []
+    _nn_flat(nn.layers, flat, -1, "", 0)
+    layers = [f[0] for f in flat]
+    kinds = [f[1] for f in flat]
     ids = assign_ids([layer.name for layer in layers], kinds)
+    known: dict[str, float] = {}  # values holding one constant number at this point of the run
+    renamed: dict[tuple[int, str], str] = {}  # (parent, name) -> a body's own name for an outer value it rewrites
     values: dict[str, Value] = {}
     desc = spec.description
     for f in list(desc.input) + list(desc.output):
@@ -368,8 +492,8 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
                                    dtype=_array_dtype(f.type.multiArrayType.dataType))
         else:
             values[f.name] = Value(name=f.name, shape=None, dtype="unknown")
-    nodes = []
-    for nid, kind, layer in zip(ids, kinds, layers):
+    nodes: list[Node] = []
+    for nid, (layer, kind, p, branch) in zip(ids, flat):
         params = getattr(layer, kind) if kind != "unknown" else None
         weights, attrs = [], {}
         if kind == "activation" and params is not None:  # which nonlinearity: costed as its ONNX twin
@@ -384,15 +508,37 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
                     weights += _nested_weights(v, f"{layer.name}/{field.name}", values)  # LSTM / GRU weights
                 elif field.message_type is None:
                     attrs[field.name] = list(v) if getattr(field, "is_repeated", False) or hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v
-        for v in layer.input:
+        layer_in = [renamed.get((p, v), v) for v in layer.input]
+        for v in layer_in:
             values.setdefault(v, Value(name=v, shape=None, dtype="float32"))
-        ins = [values[v].shape if values[v].is_static else None for v in layer.input]
-        for v, shape in zip(layer.output, out_shapes(kind, params, ins, len(layer.output))):  # type: ignore[arg-type]
+        ins = [values[v].shape if values[v].is_static else None for v in layer_in]
+        outs = [renamed.get((p, v), v) for v in layer.output]
+        for v, shape in zip(outs, out_shapes(kind, params, ins, len(outs))):  # type: ignore[arg-type]
             if v not in values or values[v].shape is None:
                 values[v] = Value(name=v, shape=shape, dtype="float32")  # type: ignore[arg-type]
-        nodes.append(Node(id=nid, name=layer.name, op_type=kind, namespace=namespace_from_name(layer.name),
-                          inputs=list(layer.input) + weights, outputs=list(layer.output),
-                          attributes={k: v for k, v in attrs.items() if isinstance(v, (int, float, str, bool, list))}))
+        node = Node(id=nid, name=layer.name, op_type=kind, namespace=namespace_from_name(layer.name),
+                    inputs=layer_in + weights, outputs=outs,
+                    attributes={k: v for k, v in attrs.items() if isinstance(v, (int, float, str, bool, list))})
+        if p >= 0:
+            node.parent, node.branch = ids[p], branch
+            node.namespace = "/".join(x for x in (nodes[p].namespace, ids[p], branch) if x)
+        if kind in ("loop", "branch"):
+            _nn_control(node, kind, params, known)
+            me = len(nodes)
+            for v in _nn_carried(params, kind, values):  # the loop's variables as its networks see them
+                alias = renamed[(me, v)] = f"{nid}/{v}"
+                values[alias] = Value(name=alias, shape=values[v].shape, dtype=values[v].dtype)
+                for b in node.attributes.values():
+                    if isinstance(b, dict) and "graph" in b:
+                        b.setdefault("inputs", []).append(alias)
+        c = nn_constant(layer) if kind != "copy" else known.get(layer_in[0]) if layer_in else None
+        for v in outs:
+            if c is not None and len(outs) == 1:
+                known[v] = c
+            else:
+                known.pop(v, None)
+        nodes.append(node)
+    _implicit_inputs(nodes, values)
     return Graph(name=stem, format="coreml", nodes=nodes, values=values, inputs=[i.name for i in desc.input],
                  outputs=[o.name for o in desc.output],
                  metadata={"spec_version": str(spec.specificationVersion), "model_type": spec.WhichOneof("Type")})

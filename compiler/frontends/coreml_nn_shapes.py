@@ -17,7 +17,7 @@ from typing import Any
 Shape = list[int]
 
 # Layers whose output has the shape of their first input.
-_SAME = frozenset({"activation", "batchnorm", "unary", "clip", "softmax", "softmaxND", "l2normalize", "mvn",
+_SAME = frozenset({"activation", "reverse", "batchnorm", "unary", "clip", "softmax", "softmaxND", "l2normalize", "mvn",
                    "layerNormalization", "gelu", "instanceNormalization", "lrn", "scale", "bias", "round", "sign",
                    "floor", "ceil", "erf", "sigmoid_hard", "copy"})
 _BROADCAST = frozenset({"add", "multiply", "addBroadcastable", "multiplyBroadcastable", "subtractBroadcastable",
@@ -208,6 +208,13 @@ def out_shapes(kind: str, params: Any, ins: list[Shape | None], n_out: int) -> l
             return [_concat(params, xs, -3 if kind == "concat" else int(params.axis))]
         if kind == "batchedMatmul":
             return [_matmul(params, xs)]
+        if kind == "gather" and len(xs) == 2:  # a loop body's step: x[i] along `axis`
+            a = _axis(params.axis, len(xs[0]))
+            return [[*xs[0][:a], *xs[1], *xs[0][a + 1:]]]
+        if kind in ("scatter", "copy"):  # the data tensor, updated / as it is
+            return [list(xs[0])] * n_out
+        if kind in ("lessThan", "greaterThan", "lessEqual", "greaterEqual", "equal", "notEqual"):
+            return [_broadcast(xs)] * n_out
         if kind == "splitND":
             return _split(params, xs[0], n_out)
         if kind in ("uniDirectionalLSTM", "biDirectionalLSTM", "gru", "simpleRecurrent"):

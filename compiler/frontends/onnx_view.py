@@ -66,7 +66,7 @@ _MIL: dict[str, str] = {
     "resize_bilinear": "Resize", "cast": "Cast", "quantize": "QuantizeLinear", "dequantize": "DequantizeLinear",
     "constexpr_affine_dequantize": "DequantizeLinear", "constexpr_blockwise_shift_scale": "DequantizeLinear",
     "constexpr_lut_to_dense": "DequantizeLinear", "identity": "Identity", "shape": "Shape",
-    "scaled_dot_product_attention": "MultiHeadAttention",
+    "scaled_dot_product_attention": "MultiHeadAttention", "while_loop": "Loop", "cond": "If",
 }
 # NeuralNetwork (.mlmodel) layer kinds.
 _NN: dict[str, str] = {
@@ -80,7 +80,8 @@ _NN: dict[str, str] = {
     "splitND": "Split", "split": "Split", "addBroadcastable": "Add", "multiplyBroadcastable": "Mul",
     "subtractBroadcastable": "Sub", "divideBroadcastable": "Div", "powBroadcastable": "Pow", "erf": "Erf",
     "reduceMax": "ReduceMax", "reduceL2": "ReduceL2", "gather": "Gather", "tile": "Tile", "permute": "Transpose",
-    "constantPad": "Pad", "whereBroadcastable": "Where", "copy": "Identity",
+    "constantPad": "Pad", "whereBroadcastable": "Where", "copy": "Identity", "loop": "Loop", "branch": "If",
+    "lessThan": "Less", "greaterThan": "Greater", "lessEqual": "LessOrEqual", "greaterEqual": "GreaterOrEqual",
     # a LayerNorm written as NeuralNetwork layers: mvn (normalize) then scale (gamma, beta)
     "mvn": "LayerNormalization", "scale": "Mul", "bias": "Add",
 }
@@ -169,7 +170,7 @@ def _fold_hardswish(nodes: list[Node], outputs: set[str]) -> list[Node]:
 def _node(n: Node, op_type: str, attrs: Attrs) -> Node:
     return Node(id=n.id, name=n.name, op_type=op_type, namespace=n.namespace, inputs=list(n.inputs),
                 outputs=list(n.outputs), attributes=attrs, domain="", source_nodes=list(n.source_nodes),
-                location=n.location)
+                location=n.location, parent=n.parent, branch=n.branch)
 
 
 def _reshape_weight(values: dict[str, Value], name: str, perm: Callable[[list[Any]], list[Any]]) -> None:
@@ -243,27 +244,52 @@ def _coreml(n: Node, graph: Graph, values: dict[str, Value]) -> Node:
         a["keepdims"] = int(bool(src["keep_dims"]))
     if n.op_type == "linear":
         a["transB"] = 1  # MIL linear weight is [out, in]
-    if n.op_type == "lstm" and src.get("direction", "forward") == "forward":
+    if n.op_type == "lstm" and src.get("direction", "forward") in ("forward", "bidirectional"):
         return _mil_lstm(n, values, a)
     if n.op_type == "matmul":
         a["transA"], a["transB"] = int(bool(src.get("transpose_x"))), int(bool(src.get("transpose_y")))
+    if n.op_type in ("while_loop", "cond"):
+        return _mil_control(n, op)
     return _node(n, op, a)
+
+
+def _mil_control(n: Node, op: str) -> Node:
+    """A MIL `while_loop` / `cond` as an ONNX Loop / If, its bodies, trip count and taken branch kept (costed per
+    trip: simulator/control_flow.py). A Loop's first two inputs are M and cond: the while_loop's loop variables
+    follow two omitted ones, so its initial counter (0) is not read as a trip count of 0."""
+    keep = {k: v for k, v in n.attributes.items()
+            if k in ("trip_count", "taken_branch") or (isinstance(v, dict) and "graph" in v)}
+    node = _node(n, op, keep)
+    if op == "Loop":
+        node.inputs = ["", "", *n.inputs]
+    return node
 
 
 def _mil_lstm(n: Node, values: dict[str, Value], a: Attrs) -> Node:
     """A forward MIL `lstm` (x [T, B, I], weight_ih [4H, I], weight_hh [4H, H], bias [4H], initial_h / _c [B, H]) as
     an ONNX LSTM (X, W [1, 4H, I], R [1, 4H, H], B, -, initial_h, initial_c), so it is costed as an RNN (MACs per
     step, recurrent weights read at every step) and not as an unknown op (a keyword spotter's 2-layer LSTM: 0.17 ms
-    as an ML Program, 0.44 as a NeuralNetwork file, 0.51 as ONNX on coreml/apple-a17). Bidirectional stays as is."""
+    as an ML Program, 0.44 as a NeuralNetwork file, 0.51 as ONNX on coreml/apple-a17). A bidirectional one (its
+    reverse weights in `weight_ih_back`, `weight_hh_back`, `bias_back`) is ONNX's bidirectional LSTM: twice the steps'
+    MACs and R read again each step of both directions (R described as [2, 4H, H]: the view's shapes only size the
+    work; the reverse weights are read as the task's further inputs, so their bytes still count once)."""
     bound = dict(zip(n.attributes.get("input_params", ["x"]), n.inputs))
     r = values.get(bound.get("weight_hh", ""))
     if "x" not in bound or r is None or not r.shape or not isinstance(r.shape[-1], int):
         return _node(n, n.op_type, a)
+    dirs = 2 if n.attributes.get("direction") == "bidirectional" else 1
+    if dirs == 2 and "weight_hh_back" not in bound:
+        return _node(n, n.op_type, a)
     for k in ("weight_ih", "weight_hh"):
         if k in bound:
             _reshape_weight(values, bound[k], lambda s: [1, *s] if len(s) == 2 else s)
+    if dirs == 2:
+        _reshape_weight(values, bound["weight_hh"], lambda s: [2, *s[1:]])
+        a["direction"] = "bidirectional"
     node = _node(n, "LSTM", {**a, "hidden_size": int(r.shape[-1])})
     node.inputs = [bound.get(k, "") for k in ("x", "weight_ih", "weight_hh", "bias", "", "initial_h", "initial_c")]
+    if dirs == 2:
+        node.inputs += ["", *(bound.get(k, "") for k in ("weight_ih_back", "weight_hh_back", "bias_back"))]
     return node
 
 
@@ -271,6 +297,8 @@ def _nn(n: Node, values: dict[str, Value]) -> Node:
     op = _NN.get(n.op_type, n.op_type)
     src = n.attributes
     a: Attrs = {}
+    if n.op_type in ("loop", "branch"):
+        return _mil_control(n, op)
     if n.op_type == "activation":
         op = _NN_ACTIVATION.get(src.get("activation", "ReLU"), "Relu")
     if n.op_type == "pooling":  # PoolingType MAX = 0 (the default, so absent), AVERAGE = 1, L2 = 2
