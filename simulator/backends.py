@@ -14,7 +14,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.coreml_rules import coreml_facts
+from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, on_cpu
 from simulator.costs import base_kind, fold_constants
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
@@ -164,33 +164,24 @@ def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> 
 
 def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo, has_kernel: bool,
                  fused: bool, facts: frozenset[str]) -> Path:
-    """A Core ML task under its facts (simulator.coreml_rules): `int8-static` written without int8 activations here
-    (weights as asked, float activations, supported=False with the reason); one silu / gelu; an activation fused."""
+    """A Core ML task under its facts (simulator.coreml_rules): int8-static as float activations; the CPU; fusions."""
     p = plan(target, profile, op_type, kind, combo, has_kernel, fused)
     if "int8" in (combo.input, combo.output) and facts & {"a8_weights_only", "a8_float"}:
-        why = ("int8 activations need calibration: an uploaded ML Program runs on macOS only" if "a8_weights_only"
-               in facts else "coremltools quantizes activations around conv, linear, add and pools only")
+        why = A8_WHY["a8_weights_only" if "a8_weights_only" in facts else "a8_float"]
         alt = Combo(target.float_format, target.float_format, combo.kernel, combo.sparsity)
         p = plan(target, profile, op_type, kind, alt, has_kernel, fused)
-        note = "; ".join([f"the Core ML export writes {alt.name} ({why})", *([p.note] if p.note else [])])
-        p = dataclasses.replace(p, supported=False, note=note)
-    cpu = next((i for i, u in enumerate(profile.units) if u.name == "cpu"), None)  # control flow: on the CPU
-    if "cpu_body" in facts and cpu is not None and profile.units[p.unit].name != "cpu":
-        # Core ML's CPU computes and keeps an fp16 program's tensors in fp32 (no cast per op): fp32 activations first.
-        wide = Combo("fp32", "fp32", combo.kernel, combo.sparsity)
-        on_cpu = next((q for c in (wide, combo, *_fallbacks(combo, target.float_format)) if (q := _plan_on_unit(
-            target, cpu, profile.units[cpu], op_type, kind, c, has_kernel, fused)) is not None), None)
-        if on_cpu is not None:
-            p = dataclasses.replace(on_cpu, supported=p.supported, note="; ".join(
-                x for x in (p.note, "in a loop or branch body: Core ML runs control flow on the CPU") if x))
+        p = dataclasses.replace(p, supported=False, note="; ".join([f"the Core ML export writes {alt.name} ({why})",
+                                                                     *([p.note] if p.note else [])]))
+    if "cpu_body" in facts:  # control flow runs on the CPU (simulator/coreml_rules.py)
+        p = on_cpu(p, profile, combo, _fallbacks(combo, target.float_format), lambda ui, c: _plan_on_unit(
+            target, ui, profile.units[ui], op_type, kind, c, has_kernel, fused))
     ane = next((i for i, u in enumerate(profile.units) if u.name == "ane"), None)  # io_cast: the ML Program's own
     if "io_cast" in facts and ane is not None:  # I/O conversion, as for an fp32 model
         return dataclasses.replace(p, unit=ane, eliminated=True, note="fp32 <-> fp16 at the model's inputs / outputs")
     if "act_part" in facts:  # one MIL silu / gelu / hardswish (simulator/coreml_rules.py): its carrying task's pass
         return dataclasses.replace(p, eliminated=True, note="part of one Core ML silu / gelu / hardswish op")
     if "ane_fused" in facts and profile.units[p.unit].name == "ane":
-        why = "runs inside its producer's kernel on the ANE (conv / linear / add + activation)"
-        p = dataclasses.replace(p, eliminated=True, note="; ".join([*([p.note] if p.note else []), why]))
+        p = dataclasses.replace(p, eliminated=True, note="; ".join([*([p.note] if p.note else []), ANE_FUSED_WHY]))
     return p
 
 

@@ -5,7 +5,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
 from compiler.graph import Graph, Node
+from compiler.vocabulary.options import Combo
 from simulator.device_facts import gelu_parts
 
 # Core ML (`coreml/*`), from what the exporter writes (compiler/optimize/coreml_w8a8.py) and coremltools' W8A8 passes:
@@ -38,6 +43,9 @@ from simulator.device_facts import gelu_parts
 #   Apple's reply: RNN / LSTM ops are not supported on the neural engine). Placed by op type, each tiny step op of a
 #   GRU's loop went to the GPU, with a partition crossing per trip.
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
+A8_WHY = {"a8_weights_only": "int8 activations need calibration: an uploaded ML Program runs on macOS only",
+          "a8_float": "coremltools quantizes activations around conv, linear, add and pools only"}
+ANE_FUSED_WHY = "runs inside its producer's kernel on the ANE (conv / linear / add + activation)"
 _A8_OPS = frozenset({"Conv", "Gemm", "MatMul", "Add", "MaxPool", "AveragePool",
                      "conv", "linear", "add", "max_pool", "avg_pool"})
 _A8_TWO_LIVE = frozenset({"Add", "add"})
@@ -122,3 +130,18 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.add("a8_float")
         out.append(frozenset(facts))
     return out
+
+
+def on_cpu(p: Any, profile: Any, combo: Combo, fallbacks: Sequence[Combo], plan_on: Callable[[int, Combo], Any]) -> Any:
+    """A `cpu_body` task's path on the CPU unit in place of `p` (the op type's own placement): fp32 activations
+    first, since Core ML's CPU computes and keeps an fp16 program's tensors in fp32 (no cast per op), then the asked
+    combo and its fallbacks. `plan_on(unit index, combo)`: backends' path on that unit, or None."""
+    cpu = next((i for i, u in enumerate(profile.units) if u.name == "cpu"), None)
+    if cpu is None or profile.units[p.unit].name == "cpu":
+        return p
+    wide = Combo("fp32", "fp32", combo.kernel, combo.sparsity)
+    q = next((q for c in (wide, combo, *fallbacks) if (q := plan_on(cpu, c)) is not None), None)
+    if q is None:
+        return p
+    note = "; ".join(x for x in (p.note, "in a loop or branch body: Core ML runs control flow on the CPU") if x)
+    return dataclasses.replace(q, supported=p.supported, note=note)
