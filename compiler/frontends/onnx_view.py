@@ -299,6 +299,8 @@ def _nn(n: Node, values: dict[str, Value]) -> Node:
     a: Attrs = {}
     if n.op_type in ("loop", "branch"):
         return _mil_control(n, op)
+    if n.op_type in ("uniDirectionalLSTM", "biDirectionalLSTM"):
+        return _nn_lstm(n, values)
     if n.op_type == "activation":
         op = _NN_ACTIVATION.get(src.get("activation", "ReLU"), "Relu")
     if n.op_type == "pooling":  # PoolingType MAX = 0 (the default, so absent), AVERAGE = 1, L2 = 2
@@ -318,6 +320,29 @@ def _nn(n: Node, values: dict[str, Value]) -> Node:
         shape = [src.get("outputChannels", 0), src.get("inputChannels", 0)]
         _reshape_weight(values, n.inputs[1], lambda s: shape if all(shape) else s)
     return _node(n, op, a)
+
+
+def _nn_lstm(n: Node, values: dict[str, Value]) -> Node:
+    """A NeuralNetwork LSTM layer (x [T, B, I, 1, 1], initial h / c per direction, then per direction 8 gate matrices
+    and 4 biases, each a flat WeightParams) as an ONNX LSTM, costed per step as one (was an op of no work: the
+    keyword spotter's NN file had 0 MACs in its LSTMs). W and R are the first input and recurrence matrices, described
+    as [dirs, 4H, I] and [dirs, 4H, H] to size the work; every matrix is read as the task's further inputs, so the
+    bytes are the file's."""
+    dirs = 2 if n.op_type == "biDirectionalLSTM" else 1
+    hidden, n_in = int(n.attributes.get("outputVectorSize", 0) or 0), int(n.attributes.get("inputVectorSize", 0) or 0)
+    states, weights = n.inputs[1:1 + 2 * dirs], n.inputs[1 + 2 * dirs:]
+    w = next((v for v in weights if v.endswith("/inputGateWeightMatrix")), "")
+    r = next((v for v in weights if v.endswith("/inputGateRecursionMatrix")), "")
+    x = values.get(n.inputs[0]) if n.inputs else None
+    if not (hidden and n_in and w and r and x is not None and x.shape and len(x.shape) == 5 and x.shape[3:] == [1, 1]):
+        return _node(n, "LSTM", {})
+    values[x.name] = Value(name=x.name, shape=list(x.shape[:3]), dtype=x.dtype, weight=x.weight, quant=x.quant)
+    _reshape_weight(values, w, lambda s: [dirs, 4 * hidden, n_in])
+    _reshape_weight(values, r, lambda s: [dirs, 4 * hidden, hidden])
+    node = _node(n, "LSTM", {"hidden_size": hidden, **({"direction": "bidirectional"} if dirs == 2 else {})})
+    node.inputs = [n.inputs[0], w, r, "", "", *(states[:2] + ["", ""])[:2], "",
+                   *(v for v in weights if v not in (w, r)), *states[2:]]
+    return node
 
 
 def _pt2(n: Node, graph: Graph, values: dict[str, Value]) -> Node:

@@ -4,7 +4,10 @@ file, and the work per inference is the ONNX GRU's. A bidirectional `lstm` is ON
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -96,12 +99,24 @@ def test_gru_loop_work_per_inference_is_the_onnx_grus(which: str, request: pytes
     assert any("fixed in the file (10" in n for n in notes)
 
 
-def test_bidirectional_lstm_is_costed_as_onnx_bidirectional(lstm_zip: Path) -> None:
-    view = onnx_view(coreml.load(lstm_zip))
+@pytest.fixture(scope="module")
+def lstm_nn(models) -> Path:  # type: ignore[no-untyped-def]
+    return models.get("lstm-bi.mlmodel", lambda p: _nn_file("lstm", p))
+
+
+@pytest.mark.parametrize("which", ["lstm_zip", "lstm_nn"])
+def test_bidirectional_lstm_is_costed_as_onnx_bidirectional(which: str, request: pytest.FixtureRequest) -> None:
+    path = request.getfixturevalue(which)
+    view = onnx_view(coreml.load(path))
     lstms = [n for n in view.nodes if n.op_type == "LSTM"]
     assert len(lstms) == 2 and all(n.attributes.get("direction") == "bidirectional" for n in lstms)
-    macs, _, _ = _macs_per_inference(lstm_zip)
-    assert macs == pytest.approx(_onnx_gru_macs(4))  # was 0 MACs (bidirectional left as an op of no work)
+    macs, _, _ = _macs_per_inference(path)
+    assert macs == pytest.approx(_onnx_gru_macs(4))  # was 0 MACs (an ML Program's left as is, an NN layer unread)
+    # every gate matrix and bias of both directions is still read once: the task's weights are the file's
+    g = coreml.load(path)
+    assert sum(view.values[v].weight.bytes for n in lstms for v in n.inputs if v and view.values[v].weight) \
+        == sum(g.values[v].weight.bytes for n in g.nodes if "lstm" in n.op_type.lower() for v in n.inputs
+               if v and g.values[v].weight)
 
 
 def test_trip_counts_from_constants() -> None:
@@ -112,3 +127,49 @@ def test_trip_counts_from_constants() -> None:
     assert trips(5, "<", 3, 1) == 0
     assert trips(0, "<", 3, -1) is None  # runs forever
     assert trips(None, "<", 3, 1) is None
+
+
+def _mil_control_flow(path: Path) -> Path:
+    """A counted while_loop (5 trips) of a Linear, a while_loop bounded by an input, a cond on the data."""
+    import coremltools as ct
+    from coremltools.converters.mil import Builder as mb
+    from coremltools.converters.mil.mil import types
+
+    w, b = np.random.default_rng(0).random((16, 16), np.float32), np.zeros(16, np.float32)
+
+    def body(i, y):  # type: ignore[no-untyped-def]
+        return mb.add(x=i, y=np.int32([1])), mb.linear(x=y, weight=w, bias=b)
+
+    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 16)), mb.TensorSpec(shape=(1,), dtype=types.int32)],
+                opset_version=ct.target.iOS16)
+    def prog(x, n):  # type: ignore[no-untyped-def]
+        _, y = mb.while_loop(_cond=lambda i, y: mb.less(x=i, y=np.int32([5])), _body=body, loop_vars=(np.int32([0]), x))
+        _, z = mb.while_loop(_cond=lambda i, y: mb.less(x=i, y=n), _body=body, loop_vars=(np.int32([0]), y))
+        p = mb.greater(x=mb.reduce_sum(x=z), y=0.0)
+        return mb.cond(pred=p, _true_fn=lambda: mb.linear(x=z, weight=w, bias=b), _false_fn=lambda: mb.relu(x=z))
+
+    with warnings.catch_warnings(), contextlib.redirect_stderr(io.StringIO()):
+        warnings.simplefilter("ignore")
+        ml = ct.convert(prog, convert_to="mlprogram", minimum_deployment_target=ct.target.iOS16)
+    pkg = path.with_name("cf.mlpackage")
+    ml.save(os.fspath(pkg))
+    return cb.zip_dir(pkg, path)
+
+
+def test_counted_and_data_dependent_loops_and_a_branch(models) -> None:  # type: ignore[no-untyped-def]
+    path = models.get("cf.mlpackage.zip", _mil_control_flow)
+    g = coreml.load(path)
+    counted, bounded = (n for n in g.nodes if n.op_type == "while_loop")
+    assert counted.attributes.get("trip_count") == 5 and "trip_count" not in bounded.attributes
+    assert "n" in bounded.inputs  # the bound the condition reads from outside is the loop's input
+    view = onnx_view(g)
+    works = [work_of(nd, view) for nd in view.nodes]
+    execs, notes = executions(view, works)
+    by = {nd.id: (e, note) for nd, e, note in zip(view.nodes, execs, notes)}
+    lin = [nd for nd in view.nodes if nd.op_type == "Gemm"]
+    assert [by[nd.id][0] for nd in lin] == [5, 1, 1]  # the data-dependent loop: one trip, said so; not zero
+    assert "depends on the data" in by[lin[1].id][1]
+    relu = next(nd for nd in view.nodes if nd.op_type == "Relu")
+    assert by[relu.id][0] == 0 and "heavier branch (then_branch)" in by[lin[2].id][1]
+    # each body's weights count once: three 16x16 Linears in fp16, plus biases
+    assert g.weight_bytes >= 3 * 16 * 16 * 2
