@@ -483,7 +483,12 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
     kinds = [f[1] for f in flat]
     ids = assign_ids([layer.name for layer in layers], kinds)
     known: dict[str, float] = {}  # values holding one constant number at this point of the run
-    renamed: dict[tuple[int, str], str] = {}  # (parent, name) -> a body's own name for an outer value it rewrites
+    renamed: dict[tuple[int, str], str] = {}  # (scope, name) -> the name a NN loop's variable has there
+
+    def look(scope: int, v: str) -> str:  # the name v has in `scope` (a loop or branch index; -1: the top level)
+        while (scope, v) not in renamed and scope >= 0:
+            scope = flat[scope][2]
+        return renamed.get((scope, v), v)
     values: dict[str, Value] = {}
     desc = spec.description
     for f in list(desc.input) + list(desc.output):
@@ -508,11 +513,11 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
                     weights += _nested_weights(v, f"{layer.name}/{field.name}", values)  # LSTM / GRU weights
                 elif field.message_type is None:
                     attrs[field.name] = list(v) if getattr(field, "is_repeated", False) or hasattr(v, "__len__") and not isinstance(v, (str, bytes)) else v
-        layer_in = [renamed.get((p, v), v) for v in layer.input]
+        layer_in = [look(p, v) for v in layer.input]
         for v in layer_in:
             values.setdefault(v, Value(name=v, shape=None, dtype="float32"))
         ins = [values[v].shape if values[v].is_static else None for v in layer_in]
-        outs = [renamed.get((p, v), v) for v in layer.output]
+        outs = [look(p, v) for v in layer.output]
         for v, shape in zip(outs, out_shapes(kind, params, ins, len(outs))):  # type: ignore[arg-type]
             if v not in values or values[v].shape is None:
                 values[v] = Value(name=v, shape=shape, dtype="float32")  # type: ignore[arg-type]
@@ -525,12 +530,15 @@ def _nn_graph(spec: Any, nn: Any, stem: str) -> Graph:
         if kind in ("loop", "branch"):
             _nn_control(node, kind, params, known)
             me = len(nodes)
-            for v in _nn_carried(params, kind, values):  # the loop's variables as its networks see them
-                alias = renamed[(me, v)] = f"{nid}/{v}"
-                values[alias] = Value(name=alias, shape=values[v].shape, dtype=values[v].dtype)
+            for v in _nn_carried(params, kind, values):  # the loop reads v, its networks see it as their own, and
+                inner, after = renamed[(me, v)], renamed[(p, v)] = f"{nid}/{v}", f"{nid}/out/{v}"  # what follows
+                for alias in (inner, after):  # reads what the loop left in it
+                    values[alias] = Value(name=alias, shape=values[v].shape, dtype=values[v].dtype)
+                node.inputs.append(look(p, v))
+                node.outputs.append(after)
                 for b in node.attributes.values():
                     if isinstance(b, dict) and "graph" in b:
-                        b.setdefault("inputs", []).append(alias)
+                        b.setdefault("inputs", []).append(inner)
         c = nn_constant(layer) if kind != "copy" else known.get(layer_in[0]) if layer_in else None
         for v in outs:
             if c is not None and len(outs) == 1:
