@@ -138,27 +138,51 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
 
 def _peak(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bulk: Mapping[str, Any]) -> float:
     """Peak memory (rule 3 of docs/option-table.md): the file, the runtime's own copies of the weights (XNNPACK's
-    packed buffers), the activations' arena (`arena_factor` times the largest working set of one op), constants the
-    upload makes at run time, the runtime's own memory, the larger of the copy of the largest weights made while
-    loading and the share of the weights it packs at load (MLAS's MatMul / Gemm B) that the peak sees (one follows
-    the other: not both at once), and the weights the runtime decodes at load (ORT CPU runs fp16 and palettized
-    kernels on the fp32 weights)."""
+    packed buffers), constants the upload makes at run time, then the larger of the load's peak (the library pages
+    read at load and the copy of the largest weights made while loading) and the run's (all the runtime's own
+    memory, the share of the weights packed at load it keeps, MLAS's MatMul / Gemm B and QLinearConv's filter, int8
+    ones at their own share, and the arena: `arena_factor` times an op's activations plus its int8 kernel's scratch,
+    at the op where that is largest), and the weights the runtime decodes at load (ORT CPU runs fp16 and palettized
+    kernels on the fp32 weights). Packing follows loading: the load's copy is gone by then."""
     const = bulk["constants"]
     res = resident_weight_bytes(bulk, wb, names)
+    work = act * float(const.get("arena_factor", 1.0)) + _scratch(const, names)
+    packed_float, packed_int8 = _prepacked(const, res, names)
+    load = (float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0)
+            + float(const.get("load_runtime_bytes", 0.0)))
+    run = (float(const.get("runtime_bytes", 0.0)) + float(const.get("prepack_share", 0.0)) * packed_float
+           + float(const.get("prepack_share_int8", const.get("prepack_share", 0.0))) * packed_int8
+           + (float(work.max()) if len(work) else 0.0))
     return (size + float(wb.sum()) * float(const.get("weight_copies", 0.0))
-            + (float(act.max()) if len(act) else 0.0) * float(const.get("arena_factor", 1.0))
-            + float(const.get("made_at_run_time_bytes", 0.0)) + float(const.get("runtime_bytes", 0.0))
-            + max(float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0),
-                  float(const.get("prepack_share", 0.0)) * _prepacked(const, res, names))
-            + _in_order(res - wb))
+            + float(const.get("made_at_run_time_bytes", 0.0)) + max(load, run) + _in_order(res - wb))
 
 
-def _prepacked(const: Mapping[str, Any], res: np.ndarray, names: Sequence[str]) -> float:
-    """The weights the runtime packs into buffers of its own at load: those of `prepacked_ops` (op indices, in
-    order) whose combo's kernel format is one of `prepacked_kernels`, as held (`res`)."""
+def _prepacked(const: Mapping[str, Any], res: np.ndarray, names: Sequence[str]) -> tuple[float, float]:
+    """The weights the runtime packs into buffers of its own at load, as held (`res`), each sum in op order: (those
+    of float kernels, those of int8 kernels). Packed: the ops of `prepacked_ops` whose combo's kernel format is one
+    of `prepacked_kernels`, and those of `prepacked_int8_ops` whose combo runs an int8 kernel on int8 activations
+    (QLinearConv)."""
     kernels = set(const.get("prepacked_kernels", ()))
-    ops = [i for i in const.get("prepacked_ops", ()) if names[i].split("/")[2] in kernels]
-    return _in_order(res[np.array(ops, dtype=np.int64)]) if ops else 0.0
+    on = np.zeros(len(names), dtype=bool)
+    for i in const.get("prepacked_ops", ()):
+        on[i] = names[i].split("/")[2] in kernels
+    for i in const.get("prepacked_int8_ops", ()):
+        f = names[i].split("/")
+        on[i] = on[i] or (f[0] == "int8" and f[2] == "int8")
+    int8 = np.array([c.split("/")[2] == "int8" for c in names], dtype=bool)
+    return (_in_order(res[on & ~int8]) if (on & ~int8).any() else 0.0,
+            _in_order(res[on & int8]) if (on & int8).any() else 0.0)
+
+
+def _scratch(const: Mapping[str, Any], names: Sequence[str]) -> np.ndarray:
+    """Each op's int8 scratch (`int8_scratch` rows [op, static bytes, dynamic bytes]) in the state: the static bytes
+    where its combo runs an int8 kernel on int8 activations, the dynamic ones where on float activations, else 0."""
+    out = np.zeros(len(names))
+    for i, st, dyn in const.get("int8_scratch", ()):
+        f = names[int(i)].split("/")
+        if f[2] == "int8":
+            out[int(i)] = st if f[0] == "int8" else dyn
+    return out
 
 
 def resident_weight_bytes(bulk: Mapping[str, Any], wb: np.ndarray, names: Sequence[str]) -> np.ndarray:

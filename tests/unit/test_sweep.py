@@ -52,14 +52,19 @@ def test_totals_rule_by_hand() -> None:
     assert got["latency_ms"] == pytest.approx(lat + conv_ms, rel=1e-12)
     size = sum(row[p] for row in b["metrics"]["weight_bytes"]) + b["constants"]["size_overhead_bytes"]
     assert got["size_bytes"] == size
-    # int8 kernels run as stored (nothing decoded); MLAS packs the Gemm's weights (fc), after the load copy
+    # int8 kernels run as stored (nothing decoded); MLAS packs the Gemm's weights (fc) and QLinearConv its convs'
+    # filters; the int8 kernels' scratch joins their working sets; the load's peak or the run's counts
     k = b["constants"]
     wb = [row[p] for row in b["metrics"]["weight_bytes"]]
     assert k["prepacked_ops"] == [b["ops"].index("fc")]
-    held = max(k["load_copies"] * max(wb), k["prepack_share"] * wb[b["ops"].index("fc")])
-    assert got["peak_memory_bytes"] == pytest.approx(
-        size + k["runtime_bytes"] + held + k["arena_factor"] * max(row[p] for row in b["metrics"]["activation_bytes"]),
-        rel=1e-12)
+    packed = sorted({*k["prepacked_ops"], *(i for i in k["prepacked_int8_ops"] if fmt[i][0] == fmt[i][2] == "int8")})
+    work = [k["arena_factor"] * row[p] for row in b["metrics"]["activation_bytes"]]
+    for i, st, _ in k["int8_scratch"]:
+        work[i] += st if fmt[i][2] == "int8" else 0.0
+    share = {True: k["prepack_share_int8"], False: k["prepack_share"]}
+    load = k["load_copies"] * max(wb) + k["load_runtime_bytes"]
+    run = k["runtime_bytes"] + sum(share[fmt[i][2] == "int8"] * wb[i] for i in packed) + max(work)
+    assert got["peak_memory_bytes"] == pytest.approx(size + max(load, run), rel=1e-12)
     dram = sum(row[p] for row in b["metrics"]["dram_bytes"]) + conv_bytes
     assert got["memory_power_mw"] == pytest.approx(dram * b["constants"]["dram_pj_per_byte"] * 1e-9
                                                    / got["latency_ms"] * 1e3, rel=1e-12)

@@ -160,8 +160,17 @@ export function evaluate(
   for (let i = 0; i < n; i++) size += wgt[i];
   size = size + table.constants.size_overhead_bytes;
   // 3. peak memory
-  let maxAct = 0;
-  for (let i = 0; i < n; i++) if (i === 0 || act[i] > maxAct) maxAct = act[i];
+  // each op's share of the arena: arena_factor times its activations, plus, on an int8 kernel, its scratch (int8-static
+  // where it reads int8 activations, int8-dynamic where float ones) (simulator/totals.py _scratch)
+  const k = table.constants;
+  const work = new Float64Array(n);
+  for (let i = 0; i < n; i++) work[i] = act[i] * (k.arena_factor ?? 1) + 0;
+  for (const [i, st, dyn] of k.int8_scratch ?? []) {
+    const c = parseCombo(combo[i]);
+    if (c.kernel === "int8") work[i] = act[i] * (k.arena_factor ?? 1) + (c.input === "int8" ? st : dyn);
+  }
+  let maxWork = 0;
+  for (let i = 0; i < n; i++) if (i === 0 || work[i] > maxWork) maxWork = work[i];
   // the runtime's own copies of the weights (XNNPACK's packed buffers) beside the file's (simulator/totals.py)
   let weights = 0;
   for (let i = 0; i < n; i++) weights += wgt[i];
@@ -171,16 +180,28 @@ export function evaluate(
   for (let i = 0; i < n; i++) if (i === 0 || res[i] > maxRes) maxRes = res[i];
   let decoded = 0;
   for (let i = 0; i < n; i++) decoded += res[i] - wgt[i];
-  // then the activations' arena, constants made at run time, the runtime's own memory, the larger of the copy of
-  // the largest weights made while loading and the share of the weights packed at load (MLAS's MatMul / Gemm B) the
-  // peak sees (one follows the other), and the decoded weights: simulator/totals.py's order
-  const k = table.constants;
+  // the weights packed at load and kept (MLAS's MatMul / Gemm B, QLinearConv's filter), float and int8 kernels
+  // apart, each in op order
   const kernels = k.prepacked_kernels ?? [];
-  let packed = 0;
-  for (const i of k.prepacked_ops ?? []) if (kernels.includes(parseCombo(combo[i]).kernel)) packed += res[i];
-  const peak = size + weights * (k.weight_copies ?? 0) + maxAct * (k.arena_factor ?? 1)
-    + (k.made_at_run_time_bytes ?? 0) + (k.runtime_bytes ?? 0)
-    + Math.max((k.load_copies ?? 0) * maxRes, (k.prepack_share ?? 0) * packed) + decoded;
+  const packedOn = new Uint8Array(n);
+  for (const i of k.prepacked_ops ?? []) packedOn[i] = kernels.includes(parseCombo(combo[i]).kernel) ? 1 : 0;
+  for (const i of k.prepacked_int8_ops ?? []) {
+    const c = parseCombo(combo[i]);
+    if (c.input === "int8" && c.kernel === "int8") packedOn[i] = 1;
+  }
+  let packedFloat = 0;
+  let packedInt8 = 0;
+  for (let i = 0; i < n; i++) {
+    if (!packedOn[i]) continue;
+    if (parseCombo(combo[i]).kernel === "int8") packedInt8 += res[i];
+    else packedFloat += res[i];
+  }
+  // then the larger of the load's peak (library pages at load, the copy of the largest weights) and the run's (the
+  // runtime's own memory, the kept packed weights, the arena), and the decoded weights: simulator/totals.py's order
+  const load = (k.load_copies ?? 0) * maxRes + (k.load_runtime_bytes ?? 0);
+  const run = (k.runtime_bytes ?? 0) + (k.prepack_share ?? 0) * packedFloat
+    + (k.prepack_share_int8 ?? k.prepack_share ?? 0) * packedInt8 + maxWork;
+  const peak = size + weights * (k.weight_copies ?? 0) + (k.made_at_run_time_bytes ?? 0) + Math.max(load, run) + decoded;
   // 4. memory power, evaluated left to right: E * pj * 1e-9 / latency * 1e3
   const power = latency > 0 ? ((dramTotal * table.constants.dram_pj_per_byte * 1e-9) / latency) * 1e3 : 0;
   // 5. fps

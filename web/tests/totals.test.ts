@@ -45,6 +45,11 @@ const STATES: Omit<ExpectedState, "totals">[] = [
   ...["fp32", "fp16", "int8-dynamic", "palettize-4bit", "prune-50+int8-static"].map((p) => ({ name: `mem preset ${p}`, fixture: MEM, state: { model_wide: p, overrides: {} } })),
   { name: "mem int8-static + fc palettized (decoded and prepacked)", fixture: MEM, state: { model_wide: "int8-static", overrides: { fc: "fp32/fp32/lut4/0" } } },
   { name: "mem fp32 + fc int8 weights (packed at int8), conv1 fp16", fixture: MEM, state: { model_wide: "fp32", overrides: { fc: "fp32/fp32/int8/0", conv1: "fp32/fp32/fp16/0" } } },
+  // int8 kernels on ORT CPU: QLinearConv packs its filter and works in an int32 / im2col scratch; ConvInteger packs
+  // nothing and works in the input's uint8 copy, an int32 output and its im2col buffer
+  { name: "mem preset int8-static (QLinearConv packed, its scratch in the arena)", fixture: MEM, state: { model_wide: "int8-static", overrides: {} } },
+  { name: "mem fp32 + conv1 int8-static, fc int8-dynamic", fixture: MEM, state: { model_wide: "fp32", overrides: { conv1: "int8/int8/int8/0", fc: "fp32/fp32/int8/0" } } },
+  { name: "mem int8-static + conv1 int8-dynamic (not packed, the dynamic scratch)", fixture: MEM, state: { model_wide: "int8-static", overrides: { conv1: "fp32/fp32/int8/0" } } },
 ];
 
 function tiny(): OptionTable {

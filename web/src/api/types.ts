@@ -271,9 +271,13 @@ export interface OptionTable {
     weight_copies?: number;
     /** bytes of constants the upload makes at run time (ConstantOfShape weights): in peak memory, not size; absent: 0 */
     made_at_run_time_bytes?: number;
-    /** peak memory: the runtime's own resident memory (ORT CPU: its libraries, thread pool, first run); absent: 0 */
+    /** peak memory: the runtime's own resident memory once it has run (ORT CPU: its libraries' pages); absent: 0 */
     runtime_bytes?: number;
-    /** peak memory: the activations' arena is this times the largest working set of one op; absent: 1 */
+    /** peak memory: the runtime's own memory while it loads the model (ORT CPU: library pages read at load); the
+     * load's peak (this and the load copies) and the run's (runtime_bytes and the arena) do not add up; absent: 0 */
+    load_runtime_bytes?: number;
+    /** peak memory: the arena is this times an op's activations plus its int8 scratch, at the op where that is
+     * largest; absent: 1 */
     arena_factor?: number;
     /** peak memory: copies of the largest op's weights made while the runtime loads them; absent: 0 */
     load_copies?: number;
@@ -284,7 +288,16 @@ export interface OptionTable {
      * `prepacked_kernels`; the peak grows by `prepack_share` of them (ORT CPU: MLAS's MatMul / Gemm B) */
     prepacked_ops?: number[];
     prepacked_kernels?: string[];
+    /** ops (indices) whose weights the runtime packs at load when their combo runs an int8 kernel on int8
+     * activations (ORT CPU: QLinearConv) */
+    prepacked_int8_ops?: number[];
     prepack_share?: number;
+    /** the share for the packed weights of int8 kernels (ORT CPU: padded packed copies beside the originals);
+     * absent: prepack_share */
+    prepack_share_int8?: number;
+    /** [op, bytes, bytes]: scratch an op's int8 kernel works in beside its activations, with int8 activations in
+     * (int8-static) and with float ones (int8-dynamic); in its working set when its combo's kernel is int8 */
+    int8_scratch?: [number, number, number][];
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
