@@ -146,6 +146,9 @@ def _peak(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bu
     kernels on the fp32 weights). Packing follows loading: the load's copy is gone by then."""
     const = bulk["constants"]
     res = resident_weight_bytes(bulk, wb, names)
+    act = act.copy()
+    for i, cap in const.get("activation_caps", ()):  # recurrent ops: their tensors, not every step's traffic
+        act[int(i)] = min(act[int(i)], cap)
     work = act * float(const.get("arena_factor", 1.0)) + _scratch(const, names)
     packed_float, packed_int8 = _prepacked(const, res, names)
     load = (float(const.get("load_copies", 0.0)) * (float(res.max()) if len(res) else 0.0)

@@ -150,3 +150,27 @@ def test_every_packed_weight_is_kept() -> None:
     assert run > load
     want = t["size_bytes"] + run
     assert t["peak_memory_bytes"] == pytest.approx(want, rel=1e-12)
+
+
+def test_a_recurrent_op_holds_its_tensors_not_every_steps_traffic() -> None:
+    """An LSTM's activation figure counts every step's re-read of R (200 steps here); its share of the arena is its
+    tensors in and out (activation_caps), on every target."""
+    steps, hidden = 200, 256
+    nodes = [Node("lstm", "lstm", "LSTM", inputs=["x", "W", "R", "B"], outputs=["y"],
+                  attributes={"hidden_size": hidden})]
+    values = [act("x", [steps, 1, 64]), act("y", [steps, 1, 1, hidden]), weight("W", [1, 4 * hidden, 64]),
+              weight("R", [1, 4 * hidden, hidden]), weight("B", [1, 8 * hidden])]
+    g = graph(nodes, values, ["x"], ["y"])
+    held = 4.0 * (steps * 64 + steps * hidden)
+    for target in ("ort-cpu/host", "litert-cpu/host", "coreml/apple-a17"):
+        r = sweep(g, target)
+        p = r.bulk["base"]["preset"]
+        k, a = r.bulk["constants"], _col(r, p, "activation_bytes")
+        assert k["activation_caps"] == [[0, held]] and a[0] > 10 * held  # the figure counts every step
+        t = totals(r.bulk, r.per_op, p, {})
+        wb = _col(r, p, "weight_bytes")
+        if target == "ort-cpu/host":
+            want = t["size_bytes"] + max(*_load_and_run(wb, [held]))
+        else:
+            want = t["size_bytes"] + k["weight_copies"] * sum(wb) + held
+        assert t["peak_memory_bytes"] == pytest.approx(want, rel=1e-12), target

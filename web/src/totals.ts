@@ -163,11 +163,14 @@ export function evaluate(
   // each op's share of the arena: arena_factor times its activations, plus, on an int8 kernel, its scratch (int8-static
   // where it reads int8 activations, int8-dynamic where float ones) (simulator/totals.py _scratch)
   const k = table.constants;
+  // recurrent ops: their tensors in and out, not every step's traffic (activation_caps)
+  const held = Float64Array.from(act);
+  for (const [i, cap] of k.activation_caps ?? []) held[i] = Math.min(held[i], cap);
   const work = new Float64Array(n);
-  for (let i = 0; i < n; i++) work[i] = act[i] * (k.arena_factor ?? 1) + 0;
+  for (let i = 0; i < n; i++) work[i] = held[i] * (k.arena_factor ?? 1) + 0;
   for (const [i, st, dyn] of k.int8_scratch ?? []) {
     const c = parseCombo(combo[i]);
-    if (c.kernel === "int8") work[i] = act[i] * (k.arena_factor ?? 1) + (c.input === "int8" ? st : dyn);
+    if (c.kernel === "int8") work[i] = held[i] * (k.arena_factor ?? 1) + (c.input === "int8" ? st : dyn);
   }
   let maxWork = 0;
   for (let i = 0; i < n; i++) if (i === 0 || work[i] > maxWork) maxWork = work[i];

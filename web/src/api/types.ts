@@ -298,6 +298,9 @@ export interface OptionTable {
     /** [op, bytes, bytes]: scratch an op's int8 kernel works in beside its activations, with int8 activations in
      * (int8-static) and with float ones (int8-dynamic); in its working set when its combo's kernel is int8 */
     int8_scratch?: [number, number, number][];
+    /** [op, bytes]: the most of a recurrent op's activation figure (every step's traffic) the peak counts: its
+     * tensors in and out at fp32 */
+    activation_caps?: [number, number][];
   };
   base: { preset: string; latency_ms: number; peak_memory_bytes: number; memory_power_mw: number; size_bytes: number; fps?: number };
   /** per preset: can the exporter write it for this model (absent: all exportable), and why not */
