@@ -184,6 +184,9 @@ def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[st
         before = old[(it["id"], it["exporter"])]
         row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False)
         row.update({k: before.get(k) for k in _MEASURED})
+        if row.get("per_task"):  # the earlier run's profile per task (this run profiled once, for the shapes)
+            prof = {t[0]: t[4] for t in before.get("per_task") or ()}
+            row["per_task"] = [[*t[:4], prof.get(t[0])] for t in row["per_task"]]
         rows.append(row)
         print(f"[{i}/{len(todo)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} err/cpu "
               f"{_pct(_err(before, 'cpu_ms'))} -> {_pct(_err(row, 'cpu_ms'))}", flush=True)

@@ -124,5 +124,20 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             "note": r.compiled.metadata.get("note", "") if r.profile is None else "",
             "stage_seconds": {k: round(v, 2) for k, v in res.stage_seconds.items()},
             **work_rows(pred.works, ids, task_ms),
+            "per_task": per_task(r.compiled, pred, task_ms if r.profile is not None and r.profile.tasks else {}),
         })
     return row
+
+
+def per_task(g: Any, pred: Any, task_ms: dict[str, float]) -> list[list[Any]]:
+    """[task id, op type, cost kind, predicted fp32 ms, profiled median ms or None] of every task that is not
+    folded: what a miss is made of, by op kind (the profile is ORT's wall time per task, with its profiler's cost)."""
+    j = [p["name"] for p in pred.bulk["presets"]].index("fp32")
+    lat = pred.bulk["metrics"]["latency_ms"]
+    out: list[list[Any]] = []
+    for i, (nd, w) in enumerate(zip(g.nodes, pred.works)):
+        if w.kind != "folded":
+            prof = task_ms.get(nd.id)
+            out.append([nd.id, nd.op_type, w.kind, round(float(lat[i][j]), 5),
+                        None if prof is None else round(prof, 5)])
+    return out
