@@ -49,7 +49,10 @@ from simulator.profiles import HardwareProfile
 # with a cost per pixel and per output element), fitted on the 1x1 cases apart from the 3x3 and stem ones, with two
 # cases whose output channels differ from their inputs (CONV_PAIR); a chain's last operator (it writes the model's
 # output) is left out of the fit as the first is.
-CACHE_VERSION = 18
+# 19: GELU's own rates (`elementwise.fp32.GELU`, XNNPACK's; `elementwise.builtin8.GELU`, TFLite's int8 table), GELU
+# cases; TFLite's own PADV2 (`layout.builtin.PADV2` on fp32 data, `layout.builtin8.PADV2` on int8;
+# simulator.litert_signal's PADV2 cases).
+CACHE_VERSION = 19
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -112,8 +115,12 @@ CASES: tuple[Case, ...] = (
     # (simulator.litert_paths.BUILTIN_INT8_OPS; convnext_atto's 17 LayerNorms profiled 4.5 ms, 0.55 predicted with ADDs).
     *(Case(f"sqdiff-{c}-{h}", "SQUARED_DIFFERENCE", (c, h), ("static8",)) for c, h in ((40, 56), (160, 14))),
     *(Case(f"rsqrt-{c}-{h}", "RSQRT", (c, h), ("static8",)) for c, h in ((1, 56), (1, 28))),
+    # GELU (ConvNeXt's MLPs, transformers' FFNs): fp32 runs XNNPACK's own GELU, int8 TFLite's own kernel (a table
+    # lookup), each far below the element-wise rate its 10 FLOPs per element were costed at; rates of their own,
+    # `elementwise.fp32.GELU` and `elementwise.builtin8.GELU`. ConvNeXt's hidden maps (4x the channels).
+    *(Case(f"gelu-{c}-{h}", "GELU", (c, h), ("fp32", "static8")) for c, h in ((160, 56), (640, 14))),
 )
-_ELEMENTWISE = frozenset({"HARD_SWISH", "SQUARED_DIFFERENCE", "RSQRT"})
+_ELEMENTWISE = frozenset({"HARD_SWISH", "SQUARED_DIFFERENCE", "RSQRT", "GELU"})
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
 PRESET = {"fp32": "fp32", "dyn8": "int8-dynamic", "static8": "int8-static", "int4": "int4-weights"}
 # int4 weights: the fp32 chain written by the exporter itself (ai-edge-quantizer's recipe behind a run-time
@@ -251,7 +258,8 @@ TAGS: dict[tuple[str, str], str] = {
     ("fp32", "elementwise"): "fp32",
 }
 _KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
-         "CONV_DW": "dwconv", "CONV_PAIR": "conv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise"}
+         "CONV_DW": "dwconv", "CONV_PAIR": "conv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise",
+         "GELU": "elementwise"}
 # Paths whose cases fit the op's own efficiency (`elementwise.fp32.HARD_SWISH`), not the kind's: the other fp32
 # element-wise ops keep theirs.
 _OWN_OP = frozenset({("fp32", "elementwise")})
@@ -313,7 +321,7 @@ def _tag(case: Case, form: str, kind: str) -> str:
     pointwise = case.op == "CONV_PAIR" or (case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1)
     if tag in ("qd8", "int8") and pointwise:
         return QD8_GEMM_TAG if tag == "qd8" else QS8_GEMM_TAG
-    if case.op in BUILTIN_INT8_OPS:
+    if case.op in BUILTIN_INT8_OPS and form == "static8":  # (their fp32 forms: XNNPACK's, at the op's fp32 rate)
         return BUILTIN_INT8_TAG
     if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
         return DW_GROUPED_TAG + ("8" if tag == "int8" else "")

@@ -54,7 +54,10 @@ HSWISH_INT8 = "hswish8"
 # output scale ratios in [2^-10, 2^8) only, google/XNNPACK src/operators/binary-elementwise-nd.c xnn_create_add_nd_qs8 at
 # d98c1ff25f7872ff91d5179c7f9374c6ee95df08; the option table has no activation scales, so those are not modelled.)
 BUILTIN_INT8_TAG = "builtin8"
-BUILTIN_INT8_OPS = frozenset({"SQUARED_DIFFERENCE", "RSQRT"})
+# GELU too: TFLite's int8 GELU is a 256-entry table lookup (kernels/gelu.cc), far below the 10 FLOPs per element
+# an element-wise op was costed at (convnext_atto int8-static, Zen 4, load 5.4: its 12 `TFLite GELU` 0.74 ms, 2.34
+# predicted).
+BUILTIN_INT8_OPS = frozenset({"SQUARED_DIFFERENCE", "RSQRT", "GELU"})
 # (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert", "litert-qnn"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
@@ -85,6 +88,14 @@ PAD_CHANNELS = "pad_channels="
 # 144,000 samples, whose `end` a CONCATENATION computes: ~640 us each profiled, ~14 us as XNNPACK's.
 BUILTIN_SLICE = "builtin_slice"
 SLICE_TAG = "builtin"
+# Task fact of a PADV2 (a PAD with a value of its own: litert-torch writes a max pool's padding so, with the type's
+# lowest value): the XNNPACK delegate visits PAD but not PADV2 (VisitNode, tflite/delegates/xnnpack/xnnpack_delegate.cc,
+# google-ai-edge/LiteRT at f67457790c9c2ab67347d6fe53270e8d3df20868), so TFLite's own pad kernel runs it, at its own
+# calibrated rate per output element, one for fp32 data (`layout.builtin.PADV2`) and one for int8 (`layout.builtin8.PADV2`;
+# simulator.litert_signal). Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~11, 2026-12-04), 112x112x24 padded by 1 (a
+# max pool's, ShuffleNetV2's): `TFLite PADV2` 0.068 ms fp32 (0.22 ns per output element), 0.15 ms int8 (0.48 ns;
+# 58x58x64: 0.6); ShuffleNetV2's int8-static file on a Sapphire Rapids 0.175 ms, predicted 0.009 as a copy at the cache rate.
+BUILTIN_PAD = "builtin_pad"
 # Element types XNNPACK's STRIDED_SLICE takes (CheckTensorFloatOrQUInt8Type: fp32, fp16, per-tensor int8 / uint8).
 _XNN_SLICE_DTYPES = frozenset({"float32", "float16", "int8", "uint8"})
 _SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -198,7 +209,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
     CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
     int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only
-    depthwise convs between (dynamic int8 only)."""
+    depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -244,6 +255,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         if nd.op_type == "STRIDED_SLICE" and not _xnnpack_slice(nd, compiled, computed):
             facts.setdefault(nd.id, set()).add(BUILTIN_SLICE)
+        if nd.op_type == "PADV2":
+            facts.setdefault(nd.id, set()).add(BUILTIN_PAD)
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
@@ -274,6 +287,10 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
+    if BUILTIN_PAD in facts:
+        tag = BUILTIN_INT8_TAG if p.resolved.input == "int8" else SLICE_TAG
+        return dataclasses.replace(p, compute="fp32", tag=tag, note="; ".join([*([p.note] if p.note else []), (
+            "XNNPACK does not take PADV2: TFLite's own pad kernel runs it")]))
     if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))

@@ -36,6 +36,9 @@ KEY = "other.fp32.RFFT2D"  # the efficiency fitted (kind other, fp32 path, the o
 GATHER_KEY = "layout.fp32.GATHER"
 # TFLite's builtin STRIDED_SLICE (simulator.litert_paths.BUILTIN_SLICE: one the XNNPACK delegate does not take).
 SLICE_KEY = "layout.builtin.STRIDED_SLICE"
+# TFLite's own PADV2 (simulator.litert_paths.BUILTIN_PAD) on fp32 and on int8 data: profiled 0.22 and 0.48 ns per
+# output element, so a rate each.
+PAD_KEYS = {"float32": "layout.builtin.PADV2", "int8": "layout.builtin8.PADV2"}
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,39 @@ SLICE_CASES: tuple[SliceCase, ...] = (SliceCase("slice-144000", (1, 144000), (0,
                                       SliceCase("slice-16000", (1, 16000), (0, 160), (1, 16000)),
                                       SliceCase("slice-28x28x128-c", (1, 28, 28, 128), (0, 0, 0, 0), (1, 28, 28, 64)),
                                       SliceCase("slice-56x56x32-hw", (1, 56, 56, 32), (0, 1, 1, 0), (1, 55, 55, 32)))
+
+
+@dataclass(frozen=True)
+class PadCase:
+    name: str
+    shape: tuple[int, ...]  # the NHWC input's; padded by 1 on H and W
+    dtype: str  # float32, or int8 (the static int8 form)
+
+
+# TFLite's own PADV2 (simulator.litert_paths.BUILTIN_PAD): a max pool's padding in both forms, ShuffleNetV2's and
+# ResNet's stem maps (112x112x24, 112x112x64) and a smaller one.
+PAD_CASES: tuple[PadCase, ...] = tuple(PadCase(f"padv2-{h}x{c}-{d}", (1, h, h, c), d) for h, c, d in (
+    (112, 24, "int8"), (112, 64, "int8"), (28, 96, "int8"), (112, 24, "float32"), (28, 96, "float32")))
+PAD_PRESET = {"int8": "int8-static", "float32": "fp32"}
+
+
+def build_pad(case: PadCase, path: Path) -> Path:
+    """R PADV2s of one input (H and W by 1, the type's lowest value, as litert-torch pads a max pool), written to
+    `path`."""
+    from compiler.frontends.tflite_writer import TfliteWriter
+
+    w = TfliteWriter(description="edgescope calibration")
+    q = dict(dtype="int8", quant=([0.05], [0], 0)) if case.dtype == "int8" else {}
+    x = w.tensor("x", list(case.shape), **q)
+    low = np.array(-128 if case.dtype == "int8" else np.finfo(np.float32).min, case.dtype)
+    pads = w.const("pads", np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+    n, h, wd, c = case.shape
+    outs = []
+    for i in range(R):
+        y = w.tensor(f"op{i}/out", [n, h + 2, wd + 2, c], **q)
+        w.op("PADV2", [x, pads, w.tensor(f"op{i}/value", [], **q, data=low)], [y])
+        outs.append(y)
+    return w.save(path, [x], outs)
 
 
 def build_slice(case: SliceCase, path: Path) -> Path:
@@ -135,13 +171,14 @@ def build(case: Case, path: Path) -> Path:
 
 def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20
             ) -> dict[str, tuple[Graph, list[float]]]:
-    """{case: (its graph, measured ms of each operator but the first)}, RFFT2D's, GATHER's and STRIDED_SLICE's cases."""
+    """{case: (its graph, measured ms of each operator but the first)}: RFFT2D's, GATHER's, STRIDED_SLICE's and PADV2's
+    cases."""
     from compiler.frontends import tflite
 
-    cases: list[Case | GatherCase | SliceCase] = [*CASES, *GATHER_CASES, *SLICE_CASES]
-    builders = {Case: build, GatherCase: build_gather, SliceCase: build_slice}
+    cases: list[Case | GatherCase | SliceCase | PadCase] = [*CASES, *GATHER_CASES, *SLICE_CASES, *PAD_CASES]
+    builders = {Case: build, GatherCase: build_gather, SliceCase: build_slice, PadCase: build_pad}
     timed = profile_cases(cases, lambda c, p: builders[type(c)](c, p), lambda c: c.name, tmp,  # type: ignore[operator]
-                          "LiteRT RFFT2D, GATHER and STRIDED_SLICE cases", runs, progress=progress)
+                          "LiteRT RFFT2D, GATHER, STRIDED_SLICE and PADV2 cases", runs, progress=progress)
     out: dict[str, tuple[Graph, list[float]]] = {}
     for case, path, res in timed:
         g = tflite.load(path)
@@ -151,15 +188,19 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
 
 
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e, SLICE_KEY: e}}}}: per op, the
-    efficiency whose predictions are closest to each of its cases' median operator (litert_cases.median_fit; the
-    median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)."""
+    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e, SLICE_KEY: e, *PAD_KEYS: e}}}}:
+    per op, the efficiency whose predictions are closest to each of its cases' median operator (litert_cases.median_fit;
+    the median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)."""
     out: dict[str, float] = {}
     for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES}),
                        (SLICE_KEY, {c.name for c in SLICE_CASES})):
         cases = [gm for name, gm in measured.items() if name in names]
         if cases:
             out[key] = median_fit(cases, hw, key, "fp32")
+    for dtype, key in PAD_KEYS.items():  # a rate per output element (at the fp32 peak's share) for each type
+        pads = [measured[c.name] for c in PAD_CASES if c.dtype == dtype and c.name in measured]
+        if pads:
+            out[key] = median_fit(pads, hw, key, PAD_PRESET[dtype])
     return {"units": {"cpu": {"efficiency": out}}}
 
 

@@ -12,13 +12,14 @@ import pytest
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
 from simulator.litert_cases import predicted_ms
-from simulator.litert_signal import CASES, GATHER_CASES, GATHER_KEY, KEY, R, SLICE_CASES, SLICE_KEY, fit, measure
+from simulator.litert_signal import (CASES, GATHER_CASES, GATHER_KEY, KEY, PAD_CASES, PAD_KEYS, R, SLICE_CASES,
+                                    SLICE_KEY, fit, measure)
 from simulator.profiles import load_profile
 
 
 def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     everything = measure(tmp_path, runs=10)
-    assert set(everything) == {c.name for c in CASES} | {c.name for c in GATHER_CASES} | {c.name for c in SLICE_CASES}
+    assert set(everything) == {c.name for c in (*CASES, *GATHER_CASES, *SLICE_CASES, *PAD_CASES)}
     measured = {k: v for k, v in everything.items() if k.startswith("rfft")}
     hw = load_profile("host-cpu", "litert-cpu")
     for g, ms in measured.values():
@@ -59,6 +60,9 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     s_after = np.array([float(np.median(predicted_ms(g, hw.with_overrides(o), "fp32")[1:])) for g, _ in slices.values()])
     assert 0.0 < o["units"]["cpu"]["efficiency"][SLICE_KEY] < 1.0
     assert float(np.median(np.abs(np.log(s_after / s_meas)))) < np.log(2.0)
+    # PADV2: TFLite's own pad kernel, fp32 and int8 at one rate per output element, every case timed
+    assert all(0.0 < o["units"]["cpu"]["efficiency"][k] < 1.0 for k in PAD_KEYS.values())
+    assert all(len(everything[c.name][1]) == R - 1 and min(everything[c.name][1]) > 0 for c in PAD_CASES)
 
 
 def test_the_rate_is_rfft2ds_only(tmp_path: Path) -> None:
