@@ -98,9 +98,13 @@ def fold(src: str | os.PathLike[str], out: str | os.PathLike[str], timeout_s: fl
          memory_limit_bytes: int | None = DEFAULT_MEMORY_LIMIT) -> Path:
     """ORT's basic optimizations only (constant folding, with shape arithmetic on static input shapes, and
     semantics-preserving fusions of standard ops), saved to `out`: a graph of standard ops whose every shape
-    ONNX shape inference can follow, for resolving the shapes of a model the ORT target does not compile."""
+    ONNX shape inference can follow, for resolving the shapes of a model the ORT target does not compile.
+    Without common-subexpression elimination: it merges a branch into its twin (weights the TorchScript exporter
+    wrote once, read through Identity: tied or shared layers, a decoder's cross-attention over one memory), and
+    the merged copy's values, missing from the folded graph, stayed unknown on every predicted target."""
     run("compiler.backends.ort:_compile_child",
-        {"src": os.path.abspath(src), "out": os.path.abspath(out), "opt_level": "basic"},
+        {"src": os.path.abspath(src), "out": os.path.abspath(out), "opt_level": "basic",
+         "disabled": ["CommonSubexpressionElimination"]},
         Limits(timeout_s, memory_limit_bytes, what="resolving shapes with ONNX Runtime"))
     return Path(out)
 
@@ -121,9 +125,9 @@ def _session_options(ort: Any, opt_level: str, threads: int = 1) -> Any:
     return so
 
 
-def _open(ort: Any, path: str, so: Any) -> Any:
+def _open(ort: Any, path: str, so: Any, disabled: list[str] | None = None) -> Any:
     try:
-        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"], disabled_optimizers=disabled or [])
     except Exception as e:
         raise ModelRunError(f"ONNX Runtime cannot load the model: {_clean(str(e))}") from None
 
@@ -133,7 +137,7 @@ def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
 
     so = _session_options(ort, payload["opt_level"])
     so.optimized_model_filepath = payload["out"]
-    _open(ort, payload["src"], so)
+    _open(ort, payload["src"], so, payload.get("disabled"))
     return {"version": ort.__version__}
 
 

@@ -124,3 +124,44 @@ def test_an_opset_6_prelu_keeps_its_per_channel_slope() -> None:
     sess = ort.InferenceSession(convert_opset(m, 7).SerializeToString(), providers=["CPUExecutionProvider"])
     y = sess.run(None, {"x": x})[0]
     assert np.allclose(y, np.where(x > 0, x, x * slope[None, :, None, None]))
+
+
+def _shared_weight_branches(path: str) -> None:
+    """x -> MatMul(W) + b -> Reshape to a shape computed with Mod (which ONNX's data propagation does not follow),
+    twice: the second branch reads W and b through Identity, as the TorchScript exporter writes weights it found
+    equal (tied or shared layers, a cross-attention's keys and values of one memory in every decoder layer)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(np.ones((16, 8), np.float32), "W"), numpy_helper.from_array(
+        np.zeros(8, np.float32), "b")] + [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in
+                                          {"c3": [3], "c2": [2], "zero": [0], "rest": [-1]}.items()]
+    nodes = [helper.make_node("Identity", ["W"], ["W2"]), helper.make_node("Identity", ["b"], ["b2"])]
+    for i, (w, b) in enumerate((("W", "b"), ("W2", "b2"))):
+        nodes += [helper.make_node("MatMul", ["x", w], [f"m{i}"], f"mm{i}"),
+                  helper.make_node("Add", [f"m{i}", b], [f"a{i}"], f"add{i}"),
+                  helper.make_node("Shape", [f"a{i}"], [f"s{i}"], f"shape{i}"),
+                  helper.make_node("Mod", ["c3", "c2"], [f"end{i}"], f"mod{i}"),
+                  helper.make_node("Slice", [f"s{i}", "zero", f"end{i}"], [f"head{i}"], f"slice{i}"),
+                  helper.make_node("Concat", [f"head{i}", "rest"], [f"t{i}"], f"concat{i}", axis=0),
+                  helper.make_node("Reshape", [f"a{i}", f"t{i}"], [f"y{i}"], f"reshape{i}")]
+    nodes.append(helper.make_node("Concat", ["y0", "y1"], ["out"], "join", axis=0))  # no branch is a graph output
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def test_shapes_resolved_by_onnx_runtime_reach_both_copies_of_a_shared_weight_branch(tmp_path: Path) -> None:
+    """The fold that resolves shapes for predicted targets must not merge the two branches (ORT's CSE kept only
+    the first, so every node of the second stayed 'work unknown' on every device target)."""
+    from compiler.concrete import apply_plan, unknown_values
+    from compiler.frontends import onnx as onnx_frontend
+    from compiler.input_plan import plan_inputs
+
+    path = tmp_path / "shared.onnx"
+    _shared_weight_branches(str(path))
+    source = onnx_frontend.load(path)
+    assert "y1" in unknown_values(source)  # ONNX inference alone does not resolve the Reshape
+    apply_plan(path, source, plan_inputs(source), tmp_path)
+    assert source.values["y0"].shape == source.values["y1"].shape == [1, 32]
