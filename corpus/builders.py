@@ -104,6 +104,26 @@ class _TextEncoder(nn.Module):
         return self.norm(self.enc(self.tok(input) + self.pos(positions))).mean(1)
 
 
+class _CausalDecoder(nn.Module):
+    """A GPT-style decoder as people write it with torch.nn: nn.TransformerDecoder under a causal mask, its
+    cross-attention over the token embeddings. Fresh layers are deep copies, so the TorchScript exporter writes
+    their equal weights once and reads them through Identity (as it does for tied or shared layers)."""
+
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, dim)
+        layer = nn.TransformerDecoderLayer(dim, heads, dim * 4, dropout=0.0, batch_first=True)
+        self.dec = nn.TransformerDecoder(layer, layers)
+        self.out = nn.Linear(dim, vocab)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        x = self.tok(input)
+        # generate_square_subsequent_mask with tgt_is_causal: a mask built from torch.triu fails torch.export
+        # (the decoder's causal-mask detection guards on its data).
+        mask = nn.Transformer.generate_square_subsequent_mask(input.shape[1])
+        return self.out(self.dec(x, x, tgt_mask=mask, tgt_is_causal=True))
+
+
 class _GreedyDecoder(nn.Module):
     """A recurrent greedy decoder (as in OCR / speech decoders): each step reads one encoder frame and feeds
     back its own argmax token. Scripted for the TorchScript exporter, the step loop over the frames is an
@@ -157,6 +177,9 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _GreedyDecoder(k["vocab"], k["dim"]), torch.randn(*e.shape)
     if e.name == "gated":
         return _Gated(), torch.randn(*e.shape)
+    if e.name == "causal-decoder":
+        m = _CausalDecoder(k["vocab"], k["dim"], k["heads"], k["layers"])
+        return m, torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)
     if e.name == "transformer":
         m = _TextEncoder(k["vocab"], k["dim"], k["heads"], k["layers"])
         return m, torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)

@@ -149,6 +149,9 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("torch/gru-bi", "sequence", "torch", "gru", (1, 200, 80), CML, kwargs={"hidden": 256, "layers": 2}),
     Entry("torch/transformer-encoder", "sequence", "torch", "transformer", (1, 128), TS_DYN + CML,
           kwargs={"vocab": 8000, "dim": 256, "heads": 4, "layers": 4}),
+    # session 37 sweep: shared weights read through Identity (ORT's shape fold merged the twin branches)
+    Entry("torch/causal-decoder", "sequence", "torch", "causal-decoder", (1, 64),
+          kwargs={"vocab": 4000, "dim": 256, "heads": 4, "layers": 3}),
     # control flow: a scripted step loop (ONNX Loop via the TorchScript exporter) and torch.cond (ONNX If via dynamo)
     Entry("torch/greedy-decoder", "sequence", "torch", "greedy-decoder", (1, 24, 256),
           kwargs={"vocab": 1000, "dim": 256}),
