@@ -75,6 +75,9 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
     transposed: set[str] = set()
     transposed_by_other = {n.input[1] for n in model.graph.node if n.op_type == "Gemm" and len(n.input) > 1 and not
                            any(x.name == "transB" and helper.get_attribute_value(x) for x in n.attribute)}
+    # A weight an If / Loop / Scan body reads too (a scripted decoder's output layer, run before and inside its
+    # loop) keeps its layout: transposed here, the body's Gemm read it the wrong way round and no option exported.
+    transposed_by_other |= _read_in_bodies(model.graph)
     for n in model.graph.node:
         a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
         if (n.op_type != "Gemm" or len(n.input) < 2 or n.input[1] not in inits or a.get("transA", 0)
@@ -99,6 +102,17 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
         del model.graph.node[:]
         model.graph.node.extend(nodes)
     return changed
+
+
+def _read_in_bodies(graph: onnx.GraphProto) -> set[str]:
+    """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
+    out: set[str] = set()
+    for n in graph.node:
+        for a in n.attribute:
+            for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
+                out.update(i for b in body.node for i in b.input)
+                out |= _read_in_bodies(body)
+    return out
 
 
 def prune(w: np.ndarray, sparsity: int) -> np.ndarray:
