@@ -231,7 +231,8 @@ def build(e: Entry) -> Built:
         out = module(x)
     n_out = len(out) if isinstance(out, tuple) else 1
     names = ["output"] if n_out == 1 else [f"output_{i}" for i in range(n_out)]
-    dims = [0, 2, 3] if x.dim() == 4 else [0, 1]  # batch and H/W of images; batch and length of sequences
+    # batch and H/W of images and of video clips (N, C, T, H, W); batch and length of sequences
+    dims = {4: [0, 2, 3], 5: [0, 3, 4]}.get(x.dim(), [0, 1])
     return Built(module, (x,), ["input"], names, {"input": dims}, script=e.name == "greedy-decoder")
 
 

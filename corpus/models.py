@@ -149,6 +149,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("torch/gru-bi", "sequence", "torch", "gru", (1, 200, 80), CML, kwargs={"hidden": 256, "layers": 2}),
     Entry("torch/transformer-encoder", "sequence", "torch", "transformer", (1, 128), TS_DYN + CML,
           kwargs={"vocab": 8000, "dim": 256, "heads": 4, "layers": 4}),
+    # session 37 sweep: a video classifier (3-D convs and pools: ORT runs them 4-6x slower than the host rules say)
+    Entry("tv/r3d_18", "cnn", "torchvision", "r3d_18", (1, 3, 16, 112, 112)),
     # session 37 sweep: shared weights read through Identity (ORT's shape fold merged the twin branches)
     Entry("torch/causal-decoder", "sequence", "torch", "causal-decoder", (1, 64),
           kwargs={"vocab": 4000, "dim": 256, "heads": 4, "layers": 3}),
