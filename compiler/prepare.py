@@ -25,6 +25,7 @@ class Prepared:
     source: Graph  # with the plan's input shapes and every shape resolved from them
     plans: dict[str, InputPlan]
     compiled: list[tuple[Graph, Path | None]]  # per target: task graph, compiled file (when the backend writes one)
+    path: Path | None = None  # the file the targets compiled (for ONNX, the copy with the plan's input dims fixed)
 
 
 def prepare(model_path: Path, source: Graph, workdir: Path, targets: Sequence[str],
@@ -60,7 +61,7 @@ def prepare(model_path: Path, source: Graph, workdir: Path, targets: Sequence[st
         checked = [source] + ([folded] if folded is not None else []) + [g for g, _ in compiled]
         conflicts = [(c, g) for g in checked for c in reshape_conflicts(g)]
         if not conflicts:
-            return Prepared(source, plans, compiled)
+            return Prepared(source, plans, compiled, path)
         conflict, graph = conflicts[0]
         fix = required_fix(conflict, graph, plans)
         if fix is None or attempt:

@@ -27,6 +27,10 @@ def compile_for(path: str | os.PathLike[str], target: str, workdir: str | os.Pat
     get_target(target)  # unknown names fail here, with the list of targets
     source = load_source(path)
     check_targets_format([target], source.format)  # so does a target that cannot run the model's format
+    from compiler.observe import observe_once
+
     prep = prepare(Path(path), source, Path(workdir), [target], input_shapes or {}, input_values or {},
                    reload=lambda: load_source(path), target_dir=lambda i: Path(workdir))
+    # Nothing is profiled here: shapes that depend on the data (a detector's NMS) are seen in one run instead.
+    observe_once(prep.path, prep.source, [prep.compiled[0][0]], prep.plans, Path(workdir))
     return prep.source, prep.compiled[0][0], prep.plans

@@ -134,6 +134,10 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                        on_target=lambda i: progress("compile", (i + 1) / len(opts.targets)))
         source, plans = prep.source, prep.plans
         results = [TargetResult(t, g, compiled_model_path=out) for t, (g, out) in zip(opts.targets, prep.compiled)]
+        if not any(backends.for_target(t).measures for t in opts.targets):  # no profile will show data's shapes
+            from compiler.observe import observe_once
+
+            observe_once(prep.path, source, [g for g, _ in prep.compiled], plans, workdir)
     # The export check runs in its own child meanwhile (profiling waits on the model's runs, not on it).
     export_check = _start_export_check(model_path, source, opts, plans)
 

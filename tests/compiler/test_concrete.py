@@ -165,3 +165,28 @@ def test_shapes_resolved_by_onnx_runtime_reach_both_copies_of_a_shared_weight_br
     assert "y1" in unknown_values(source)  # ONNX inference alone does not resolve the Reshape
     apply_plan(path, source, plan_inputs(source), tmp_path)
     assert source.values["y0"].shape == source.values["y1"].shape == [1, 32]
+
+
+def _data_dependent_model(path: Path) -> Path:
+    """x[1, 64] -> NonZero(x > 0) -> Transpose -> GatherND(x): how many survive depends on x's values (a
+    detector's score threshold before NMS)."""
+    zero = numpy_helper.from_array(np.zeros(1, np.float32), "zero")
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["mask"], "gt"),
+             helper.make_node("NonZero", ["mask"], ["nz"], "nonzero"),
+             helper.make_node("Transpose", ["nz"], ["idx"], "transpose", perm=[1, 0]),
+             helper.make_node("GatherND", ["x", "idx"], ["kept"], "gather"),
+             helper.make_node("ReduceSum", ["kept"], ["y"], "sum", keepdims=1)]
+    return _save(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [zero], path)
+
+
+def test_predicting_a_device_target_sees_data_dependent_shapes_in_one_run(tmp_path: Path) -> None:
+    """No profile is made for a device target: the model runs once on ORT so NonZero and what follows it have
+    known work (torchvision's whole SSD300: 1,027 tasks of unknown work on every device target before)."""
+    from simulator.model import compile_for
+
+    path = _data_dependent_model(tmp_path / "nz.onnx")
+    source, compiled, _ = compile_for(path, "ort-qnn/snapdragon-8g3", tmp_path / "w")
+    kept = compiled.values["kept"].shape
+    assert compiled.values["nz"].is_static and kept is not None and len(kept) == 1 and 0 <= kept[0] <= 64
+    assert source.values["idx"].shape == [kept[0], 2]
