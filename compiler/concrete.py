@@ -139,12 +139,19 @@ def fill_from_twins(graph: Graph) -> int:
             if not mine or not theirs:
                 continue
             alias[mine] = alias.get(theirs, theirs)
-            v, t = graph.values.get(mine), graph.values.get(theirs)
-            if v is not None and v.weight is None and not v.is_static and t is not None and t.is_static:
-                graph.values[mine] = Value(name=mine, shape=list(t.shape),  # type: ignore[arg-type]
-                                           dtype=v.dtype if v.dtype != "unknown" else t.dtype, quant=v.quant)
-                n += 1
+            # Either way round: the runtime may have kept (and profiled) the later twin under its own name.
+            n += _copy_shape(graph, theirs, mine) or _copy_shape(graph, mine, theirs)
     return n
+
+
+def _copy_shape(graph: Graph, src: str, dst: str) -> int:
+    """Give activation `dst`, of unknown shape, the static shape of `src`; 1 if it did."""
+    v, t = graph.values.get(dst), graph.values.get(src)
+    if v is None or v.weight is not None or v.is_static or t is None or not t.is_static:
+        return 0
+    graph.values[dst] = Value(name=dst, shape=list(t.shape),  # type: ignore[arg-type]
+                              dtype=v.dtype if v.dtype != "unknown" else t.dtype, quant=v.quant)
+    return 1
 
 
 def static_shapes(graph: Graph) -> dict[str, tuple[Shape, str]]:

@@ -30,3 +30,15 @@ def test_different_attributes_or_a_body_node_are_not_twins() -> None:
     assert fill_from_twins(g) == 1 and g.values["tb"].shape == ["unk__1", 1]  # the NonZero is, the Transpose not
     g = _twins(parent_b="loop")
     assert fill_from_twins(g) == 0 and g.values["b"].shape == [1, "unk__1"]
+
+
+def test_the_first_twin_takes_the_shapes_of_a_later_one_the_runtime_kept() -> None:
+    """ORT kept RetinaNet's second NonZero of each pair (and what follows it) under its own name: the first stayed
+    unknown on every device target (5 NonZero -> Transpose -> GatherND chains)."""
+    g = _twins()
+    for name, twin in (("a", "b"), ("ta", "tb")):
+        g.values[name], g.values[twin] = Value(name, g.values[twin].shape, "int64"), Value(twin, g.values[name].shape,
+                                                                                              "int64")
+    assert g.values["a"].shape == [1, "unk__1"] and g.values["b"].shape == [1, 17]
+    assert fill_from_twins(g) == 2
+    assert g.values["a"].shape == [1, 17] and g.values["ta"].shape == [17, 1]
