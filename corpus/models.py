@@ -151,6 +151,10 @@ ENTRIES: tuple[Entry, ...] = (
           kwargs={"vocab": 8000, "dim": 256, "heads": 4, "layers": 4}),
     # session 37 sweep: a video classifier (3-D convs and pools: ORT runs them 4-6x slower than the host rules say)
     Entry("tv/r3d_18", "cnn", "torchvision", "r3d_18", (1, 3, 16, 112, 112)),
+    # session 37 sweep: whole detectors predicted on device targets (NMS shapes depend on the data; RetinaNet's
+    # NonZero twins kept by ORT under the later name)
+    _tv("ssd300_vgg16", "detector", 300, wrap="det"),
+    _tv("retinanet_resnet50_fpn", "detector", 512, wrap="det"),
     # session 37 sweep: shared weights read through Identity (ORT's shape fold merged the twin branches)
     Entry("torch/causal-decoder", "sequence", "torch", "causal-decoder", (1, 64),
           kwargs={"vocab": 4000, "dim": 256, "heads": 4, "layers": 3}),
