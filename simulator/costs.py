@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
+from simulator.einsum import contracts, einsum_macs
 from simulator.transposes import copy_runs, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
@@ -218,6 +219,8 @@ def kind_of(node: Node, graph: Graph) -> str:
         return "convsmall" if small else "conv"
     if op in _GEMM:
         return "gemm" if kernel_value(node, graph) is not None else "matmul"
+    if op == "Einsum" and contracts(node):
+        return "matmul"  # simulator/einsum.py
     if op in _RNN:
         return "matmul"  # a GEMM per gate and step (MLAS SGEMM on ORT's CPU), its weights options leave alone
     if op in _ATTENTION:
@@ -410,6 +413,8 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         if op == "FusedConv" and len(node.inputs) > 3 and node.inputs[3]:
             extra += out_e  # fused residual add (Z input)
         return out_e * per_out, extra
+    if op == "Einsum" and kind == "matmul":
+        return einsum_macs(node, graph) or 0.0, 0.0
     if kind in ("gemm", "matmul"):
         k = _reduction_dim(node, act_in, kernel)
         flops = out_e if node.op_type == "GemmFastGelu" else 0.0
