@@ -124,6 +124,27 @@ class _CausalDecoder(nn.Module):
         return self.out(self.dec(x, x, tgt_mask=mask, tgt_is_causal=True))
 
 
+class _EinsumAttention(nn.Module):
+    """Self-attention written with torch.einsum, as research code and many ports write it: both exporters
+    keep ONNX Einsum ops (two per layer)."""
+
+    def __init__(self, dim: int, heads: int, layers: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.qkv = nn.ModuleList([nn.Linear(dim, 3 * dim) for _ in range(layers)])
+        self.o = nn.ModuleList([nn.Linear(dim, dim) for _ in range(layers)])
+        self.n = nn.ModuleList([nn.LayerNorm(dim) for _ in range(layers)])
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        x = input
+        for qkv, o, n in zip(self.qkv, self.o, self.n):
+            b, t, d = x.shape
+            q, k, v = qkv(n(x)).reshape(b, t, 3, self.heads, d // self.heads).unbind(2)
+            a = torch.einsum("bqhd,bkhd->bhqk", q, k).mul(q.shape[-1] ** -0.5).softmax(-1)
+            x = x + o(torch.einsum("bhqk,bkhd->bqhd", a, v).reshape(b, t, d))
+        return x
+
+
 class _GreedyDecoder(nn.Module):
     """A recurrent greedy decoder (as in OCR / speech decoders): each step reads one encoder frame and feeds
     back its own argmax token. Scripted for the TorchScript exporter, the step loop over the frames is an
@@ -177,6 +198,8 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _GreedyDecoder(k["vocab"], k["dim"]), torch.randn(*e.shape)
     if e.name == "gated":
         return _Gated(), torch.randn(*e.shape)
+    if e.name == "einsum-attention":
+        return _EinsumAttention(k["dim"], k["heads"], k["layers"]), torch.randn(*e.shape)
     if e.name == "causal-decoder":
         m = _CausalDecoder(k["vocab"], k["dim"], k["heads"], k["layers"])
         return m, torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)

@@ -158,6 +158,9 @@ ENTRIES: tuple[Entry, ...] = (
     # session 37 sweep: shared weights read through Identity (ORT's shape fold merged the twin branches)
     Entry("torch/causal-decoder", "sequence", "torch", "causal-decoder", (1, 64),
           kwargs={"vocab": 4000, "dim": 256, "heads": 4, "layers": 3}),
+    # session 37 sweep: attention through torch.einsum (ONNX Einsum was priced as a data move)
+    Entry("torch/einsum-attention", "sequence", "torch", "einsum-attention", (1, 128, 256),
+          kwargs={"dim": 256, "heads": 8, "layers": 4}),
     # control flow: a scripted step loop (ONNX Loop via the TorchScript exporter) and torch.cond (ONNX If via dynamo)
     Entry("torch/greedy-decoder", "sequence", "torch", "greedy-decoder", (1, 24, 256),
           kwargs={"vocab": 1000, "dim": 256}),
