@@ -64,28 +64,28 @@ def _child(path: str, prepack: bool) -> None:
     import numpy as np  # noqa: F401 - imported before the baseline, as in the profiling child
     import onnxruntime as ort
 
-    from compiler.backends.ort import _inputs_graph, _run, _session_options
-    from compiler.host import _status_kb, peak_rss, reset_peak
+    from compiler.backends.ort import inputs_graph, run_session, session_options
+    from compiler.host import status_kb, peak_rss, reset_peak
     from compiler.inputs import generate_inputs
 
     base = reset_peak()
-    file0 = _status_kb("RssFile") * 1024  # pages of files (the libraries' code, a mapped model), not allocations
-    so = _session_options(ort, "disable", 1)
+    file0 = status_kb("RssFile") * 1024  # pages of files (the libraries' code, a mapped model), not allocations
+    so = session_options(ort, "disable", 1)
     if not prepack:
         so.add_session_config_entry("session.disable_prepacking", "1")
     sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
     load = peak_rss() - base
-    loaded_rss = _status_kb("VmRSS") * 1024 - base
-    loaded_file = _status_kb("RssFile") * 1024
-    graph = _inputs_graph(sess, path)
+    loaded_rss = status_kb("VmRSS") * 1024 - base
+    loaded_file = status_kb("RssFile") * 1024
+    graph = inputs_graph(sess, path)
     feeds = generate_inputs(graph, {}, {})
-    _run(sess, feeds, graph)
+    run_session(sess, feeds, graph)
     first = peak_rss() - base
     for _ in range(RUNS - 1):
-        _run(sess, feeds, graph)
+        run_session(sess, feeds, graph)
     print(json.dumps({"peak": peak_rss() - base, "load_peak": load, "loaded_rss": loaded_rss, "first_run": first,
-                      "final_rss": _status_kb("VmRSS") * 1024 - base, "file_pages": [file0, loaded_file,
-                                                                                     _status_kb("RssFile") * 1024]}))
+                      "final_rss": status_kb("VmRSS") * 1024 - base, "file_pages": [file0, loaded_file,
+                                                                                     status_kb("RssFile") * 1024]}))
 
 
 def _state_rows(pred: dict[str, Any]) -> list[list[Any]]:
@@ -161,13 +161,13 @@ def repredict(row: dict[str, Any], constants: dict[str, Any]) -> float:
     import numpy as np
 
     from simulator.peak_memory import ORT_HOST
-    from simulator.totals import _peak
+    from simulator.totals import peak_bytes
 
     wb = np.array([x[2] for x in row["state"]], dtype=np.float64)
     act = np.array([x[3] for x in row["state"]], dtype=np.float64)
     names = [x[1] for x in row["state"]]
     const = {k: v for k, v in {**constants, **ORT_HOST}.items() if k != "decoded_at_load"}  # fp32 / int8 states
-    return _peak(float(row["size_bytes"]), wb, act, names, {"constants": const})
+    return peak_bytes(float(row["size_bytes"]), wb, act, names, {"constants": const})
 
 
 def report(rows: list[dict[str, Any]]) -> None:

@@ -14,11 +14,11 @@ def reset_peak() -> int:
             fh.write("5")
     except OSError:
         pass
-    return _status_kb("VmRSS") * 1024
+    return status_kb("VmRSS") * 1024
 
 
 def peak_rss() -> int:
-    hwm = _status_kb("VmHWM")
+    hwm = status_kb("VmHWM")
     if hwm:
         return hwm * 1024
     import resource
@@ -26,7 +26,7 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-def _status_kb(key: str) -> int:
+def status_kb(key: str) -> int:
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(key + ":"):

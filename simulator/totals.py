@@ -136,7 +136,7 @@ def totals(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mappin
     return evaluate(bulk, per_op, model_wide, overrides, name_units=False).totals
 
 
-def _peak(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bulk: Mapping[str, Any]) -> float:
+def peak_bytes(size: float, wb: np.ndarray, act: np.ndarray, names: Sequence[str], bulk: Mapping[str, Any]) -> float:
     """Peak memory (rule 3 of docs/option-table.md): the file, the runtime's own copies of the weights (XNNPACK's
     packed buffers), constants the upload makes at run time, then the larger of the load's peak (the library pages
     read at load and the copy of the largest weights made while loading) and the run's (all the runtime's own
@@ -266,7 +266,7 @@ def evaluate(bulk: Mapping[str, Any], per_op: Sequence[Mapping[str, Any]] | Mapp
     conv_bytes = _in_order(np.column_stack((conv_b, cross_b)).ravel())
     size = _in_order(wb, np.array([const["size_overhead_bytes"]], dtype=np.float64))
     dram_total = _in_order(dram, np.array([conv_bytes]))
-    peak = _peak(size, wb, act, names, bulk)
+    peak = peak_bytes(size, wb, act, names, bulk)
     power = memory_power_mw(dram_total, const["dram_pj_per_byte"], latency)
     tot = {"latency_ms": latency, "peak_memory_bytes": peak, "memory_power_mw": power, "size_bytes": size,
            "fps": 1000.0 / latency if latency > 0 else 0.0}

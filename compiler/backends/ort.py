@@ -109,7 +109,7 @@ def fold(src: str | os.PathLike[str], out: str | os.PathLike[str], timeout_s: fl
     return Path(out)
 
 
-def _session_options(ort: Any, opt_level: str, threads: int = 1) -> Any:
+def session_options(ort: Any, opt_level: str, threads: int = 1) -> Any:
     so = ort.SessionOptions()
     so.graph_optimization_level = {
         "disable": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
@@ -135,7 +135,7 @@ def _open(ort: Any, path: str, so: Any, disabled: list[str] | None = None) -> An
 def _compile_child(payload: dict[str, Any]) -> dict[str, Any]:
     import onnxruntime as ort
 
-    so = _session_options(ort, payload["opt_level"])
+    so = session_options(ort, payload["opt_level"])
     so.optimized_model_filepath = payload["out"]
     _open(ort, payload["src"], so, payload.get("disabled"))
     return {"version": ort.__version__}
@@ -173,7 +173,7 @@ def _fp16_plain_norms(ort: Any, src: str, opt_level: str) -> list[str] | None:
     try:
         with tempfile.TemporaryDirectory() as td:
             half = export_onnx(src, Path(td) / "fp16.onnx", "fp16", check=False).path
-            so = _session_options(ort, opt_level)
+            so = session_options(ort, opt_level)
             so.optimized_model_filepath = os.path.join(td, "fp16.opt.onnx")
             ort.InferenceSession(os.fspath(half), so, providers=["CPUExecutionProvider"])
             model = onnx.load(so.optimized_model_filepath, load_external_data=False)
@@ -217,17 +217,17 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     # Baseline before anything model-sized exists; inputs come from the session, not from a
     # second parse of the file, whose freed memory would hide part of ORT's own.
     base_rss = reset_peak()
-    sess = _open(ort, path, _session_options(ort, "disable", s.threads))
-    graph = _inputs_graph(sess, path)
+    sess = _open(ort, path, session_options(ort, "disable", s.threads))
+    graph = inputs_graph(sess, path)
     shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
     feeds = generate_inputs(graph, s.input_shapes, s.input_values, ranges=s.input_ranges)
     for _ in range(s.warmup):
-        _run(sess, feeds, graph)
+        run_session(sess, feeds, graph)
     # Warm-up has grown the arenas to their working size; a second session must not count.
     peak = max(0, peak_rss() - base_rss)
 
     with tempfile.TemporaryDirectory() as tmp:
-        so = _session_options(ort, "disable", s.threads)
+        so = session_options(ort, "disable", s.threads)
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, "ort_profile")
         psess = _open(ort, path, so)
@@ -235,18 +235,18 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         n_nodes = len(names)
         prof_runs, prof_warmup = profiled_runs(s.runs, s.warmup, n_nodes)
         for _ in range(prof_warmup):
-            _run(psess, feeds, graph)
+            run_session(psess, feeds, graph)
         # Plain (timed) and profiled runs alternate, so load from other processes on a shared
         # machine hits both alike and the sum of task medians stays comparable to the whole.
-        rounds = [timed_runs(lambda: _run(sess, feeds, graph), s.runs,
-                             between=lambda i: _run(psess, feeds, graph) if i < prof_runs else None)]
+        rounds = [timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
+                             between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)]
         trace, seen_shapes = read_trace(Path(psess.end_profiling()))
         del psess
         # A noisy round is timed again while that is cheap; the quietest round counts.
         while rounds[-1].noisy and len(rounds) < REMEASURE_ROUNDS and \
                 sum(r.wall_s for r in rounds) < REMEASURE_BUDGET_S:
             time.sleep(REMEASURE_PAUSE_S)
-            rounds.append(timed_runs(lambda: _run(sess, feeds, graph), s.runs))
+            rounds.append(timed_runs(lambda: run_session(sess, feeds, graph), s.runs))
         del sess
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
     # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).
@@ -264,7 +264,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
 _ORT_TYPES = {"float": "float32", "double": "float64"}
 
 
-def _inputs_graph(sess: Any, path: str) -> Graph:
+def inputs_graph(sess: Any, path: str) -> Graph:
     """A node-less Graph declaring the session's inputs (enough for `compiler.inputs`)."""
     from compiler.graph import Value
 
@@ -427,7 +427,7 @@ def task_timings(trace: list[dict[str, Any]], runs: int, parents: Collection[str
                              calls=calls[node] / len(by_run)) for node, by_run in per_node.items()}
 
 
-def _run(sess: Any, feeds: dict[str, Any], graph: Graph) -> None:
+def run_session(sess: Any, feeds: dict[str, Any], graph: Graph) -> None:
     try:
         sess.run(None, feeds)
     except Exception as e:
