@@ -127,6 +127,16 @@ ORT_INT8_SPAN = "ort_int8_span="
 # ResNet-18's 512x1000 0.084 ms, 1.8x. Its own figure (`gemm.int8gemv`), fitted by calibration on a one-row chain.
 ORT_INT8_ONE_ROW = "ort_int8_one_row"
 ONE_ROW_TAG = "int8gemv"
+# A Conv whose output's innermost axis is 1 (a 1-D conv written as 2-D over [N, C, L, 1], as tf2onnx / jax2tf write
+# them: magika's) under dynamic int8: quantize_dynamic's scale Mul multiplies the ConvInteger's [N, C, L, 1] output
+# by a scalar, and ORT's Broadcaster (onnxruntime core/providers/cpu/math/element_wise_ops.h) starts its spans at that
+# innermost axis of 1, so the kernel is called once per element. Measured on this Zen 4 (ORT 1.32, 1 thread, CPU
+# time, 2026-12-04, load ~5 per CPU): a Mul of [1, 512, 508, 1] by a scalar 2.58-2.67 ms per run (with or without the
+# Cast before it, the scalar as [] or [1]), about 10 ns per element, where the same Mul over [1, 512, 508] in magika's
+# fp32 file profiled 0.03 ms; in magika's int8-dynamic file the scale Mul profiled 9.25 ms (wall, load ~6 per CPU) of a
+# 12.5 ms CPU run, the ConvInteger before it 22 ms. Priced per call (`elementwise.fp32.span`, host-cpu.yaml).
+ORT_INT8DYN_UNIT_SPAN = "ort_int8dyn_unit_span"
+UNIT_SPAN_KEY = "elementwise.fp32.span"
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
@@ -277,6 +287,16 @@ def _one_row(nd: Node, g: Graph) -> bool:
     return math.prod(rows) == 1 if not trans else int(x.shape[-1]) == 1  # type: ignore[index]
 
 
+def _unit_innermost(nd: Node, g: Graph) -> bool:
+    """A Conv whose output has rank 3 or more, more than one element and an innermost axis of 1
+    (ORT_INT8DYN_UNIT_SPAN)."""
+    v = g.values.get(nd.outputs[0]) if nd.op_type in ("Conv", "FusedConv") and nd.outputs else None
+    if v is None or not v.is_static or not v.shape or len(v.shape) < 3:
+        return False
+    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    return dims[-1] == 1 and math.prod(dims) > 1
+
+
 def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: the activation ORT fused into it that int8 activations cannot fold (`_ACT_PASSES`), and
     whether it is a depthwise Conv that static int8 runs on MLAS's generic depthwise kernel (ORT_INT8_DW_GENERIC).
@@ -297,6 +317,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(f"{ORT_INT8_NHWC_REDUCE}{reduces[nd.id]}")
         if _one_row(nd, compiled):
             facts.add(ORT_INT8_ONE_ROW)
+        if _unit_innermost(nd, compiled):
+            facts.add(ORT_INT8DYN_UNIT_SPAN)
         if (span := _spans(nd, compiled, producer)) is not None:
             facts.add(f"{ORT_INT8_SPAN}{span}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
@@ -340,6 +362,10 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
                                    fp32_equivalent=False, note="; ".join(
                                        [*([p.note] if p.note else []), "reduces H and W of NHWC data (the int8 "
                                         "graph's layout): strided reads"]))
+    if ORT_INT8DYN_UNIT_SPAN in facts and p.tag == "int8dyn" and not p.eliminated:
+        return dataclasses.replace(p, span_elements=1.0, span_key=UNIT_SPAN_KEY, note="; ".join(
+            [*([p.note] if p.note else []), "output's innermost axis is 1: the scale Mul's kernel is called once per "
+             "element"]))
     if p.resolved.output != "int8" or p.eliminated:
         return p
     if ORT_INT8_WALK in facts and p.tag == "int8":

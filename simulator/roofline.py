@@ -68,6 +68,7 @@ class Path:
     # an element-wise kernel called once per this many output elements (a broadcast operand's length: ORT's QLinear
     # binary kernels over NHWC data with a per-channel operand), `<kind>.<tag>.span` s per call (0: not so)
     span_elements: float = 0.0
+    span_key: str = ""  # the figure of that cost per call where not the path's own (`<kind>.<tag>.span`)
     # a fixed cost per output element (`<kind>.<tag>.out` s each): XNNPACK's QS8 GEMMs requantize and store every
     # output in the micro-kernel's epilogue, a cost the MACs do not carry (simulator.litert_paths.QS8_OUT)
     out_cost: bool = False
@@ -191,7 +192,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         l2=u.l2_share_bytes,
         row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
-        span_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.span", 0.0) / p.span_elements if p.span_elements else 0.0,
+        span_s=u.kind_overhead_s.get(p.span_key or f"{rate}.{p.tag}.span", 0.0) / p.span_elements if p.span_elements else 0.0,
         out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),
