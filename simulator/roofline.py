@@ -192,7 +192,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         l2=u.l2_share_bytes,
         row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
-        span_s=u.kind_overhead_s.get(p.span_key or f"{rate}.{p.tag}.span", 0.0) / p.span_elements if p.span_elements else 0.0,
+        span_s=(u.kind_overhead_s.get(p.span_key or f"{rate}.{p.tag}.span", 0.0) / p.span_elements
+                if p.span_elements else 0.0),
         out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),

@@ -37,7 +37,8 @@ def test_a_conv_with_an_innermost_axis_of_one_is_a_task_fact(tmp_path: Path) -> 
     from simulator import calibration_bench
 
     for width, unit in ((1, True), (8, False)):
-        g = calibration_bench.compile_for_host(_conv(tmp_path / f"c{width}.onnx", width), tmp_path / f"c{width}.opt.onnx")
+        src = _conv(tmp_path / f"c{width}.onnx", width)
+        g = calibration_bench.compile_for_host(src, tmp_path / f"c{width}.opt.onnx")
         facts = [f for nd, f in zip(g.nodes, ort_task_facts(g)) if nd.op_type in ("Conv", "FusedConv")]
         assert facts and all((ORT_INT8DYN_UNIT_SPAN in f) is unit for f in facts), (width, facts)
 
@@ -47,7 +48,8 @@ def test_dynamic_int8_pays_one_call_per_element_there_only() -> None:
     from simulator.roofline import rates
 
     fact = frozenset({ORT_INT8DYN_UNIT_SPAN})
-    dyn, static, fp32 = Combo("fp32", "fp32", "int8", 0), Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "fp32", 0)
+    dyn, static = Combo("fp32", "fp32", "int8", 0), Combo("int8", "int8", "int8", 0)
+    fp32 = Combo("fp32", "fp32", "fp32", 0)
     p = plan(HOST, HW, "Conv", "conv", dyn, True, False, facts=fact)
     assert (p.span_elements, p.span_key) == (1.0, UNIT_SPAN_KEY)
     assert rates(HW, p, "conv", False).span_s == HW.units[p.unit].kind_overhead_s[UNIT_SPAN_KEY] > 0
