@@ -43,6 +43,8 @@ def observe_once(concrete: Path | None, source: Graph, graphs: Sequence[Graph], 
         if out is None:
             return 0
         seen = observed_shapes(host, for_target(HOST).profile(out, settings).output_shapes or {})
-    except (ModelRunError, SandboxError):
+    except (ModelRunError, SandboxError, ImportError, OSError, RuntimeError):
+        # Best effort: a runtime that cannot run here (missing, refused, out of memory) leaves those shapes unknown,
+        # as before, and the prediction says how much of its time is in tasks of unknown work.
         return 0
     return sum(fill_by_name(g, seen) + fill_from_twins(g) for g in [source, *graphs])

@@ -190,3 +190,31 @@ def test_predicting_a_device_target_sees_data_dependent_shapes_in_one_run(tmp_pa
     kept = compiled.values["kept"].shape
     assert compiled.values["nz"].is_static and kept is not None and len(kept) == 1 and 0 <= kept[0] <= 64
     assert source.values["idx"].shape == [kept[0], 2]
+
+
+def test_a_runtime_that_cannot_run_leaves_data_dependent_shapes_unknown(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one run is best effort: where ONNX Runtime cannot run the model here, the prediction is still made, with
+    those tasks of unknown work (as before the run was added), never an error."""
+    import compiler.backends as backends
+    from simulator.model import compile_for
+
+    real = backends.for_target
+
+    def refusing(target: str) -> object:
+        backend = real(target)
+        if target != "ort-cpu/host":
+            return backend
+
+        class Refuses:
+            def __getattr__(self, name: str) -> object:
+                return getattr(backend, name)
+
+            def profile(self, *_: object, **__: object) -> object:
+                raise ImportError("onnxruntime cannot run here")
+        return Refuses()
+
+    monkeypatch.setattr(backends, "for_target", refusing)
+    path = _data_dependent_model(tmp_path / "nz.onnx")
+    _, compiled, _ = compile_for(path, "ort-qnn/snapdragon-8g3", tmp_path / "w")
+    assert not compiled.values["nz"].is_static
