@@ -46,6 +46,7 @@ class Stored:
     made: np.ndarray  # bytes of its float constants the upload makes at run time (ExportRecords.made): not in the
     # file as uploaded (the float state), in the export's once an option rewrites the file (ORT folds them)
     uploaded: np.ndarray  # bytes of a kernel an ONNX upload stores as integers itself (0: none): the file as uploaded
+    in_body: np.ndarray  # bool: an If / Loop / Scan body's task in an ONNX export (its kernel stays float but fp16)
 
     def at(self, rows: np.ndarray) -> Stored:
         return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
@@ -71,7 +72,9 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   bias_copies=_static_bias_copies(t, works),
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
                   biased=_conv_biases(compiled, source),
-                  made=_made_per_task(records, k_store, aux_store, works, source, uploaded), uploaded=uploaded)
+                  made=_made_per_task(records, k_store, aux_store, works, source, uploaded), uploaded=uploaded,
+                  in_body=records.in_body if records is not None and records.in_body is not None
+                  else np.zeros(len(works), dtype=bool))
 
 
 def fp16_stored(g: Graph) -> bool:
@@ -147,13 +150,17 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
         # (compiler/optimize/litert_prepare.py): stored as is under every other option only.
         kept = s.as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(s.as_is), dtype=bool)
         kern[:, j] = np.where(kept, s.as_is, cache[key]) + (s.bias_copies if static and kf == "int8" else 0.0)
+        if kf not in ("fp32", "fp16"):  # the ONNX quantizers leave a body's weights float (onnx_file._body_tasks)
+            kern[:, j] = np.where(s.in_body, s.kernel * 4.0, kern[:, j])
         if static and kf == "int8" and s.as_stored.any():
             # A fully int8 upload is int8-static as it is: the exporter writes it as stored (litert_export), so
             # its int8 kernels keep their bytes (their scales are in the file's own overhead) and its biases;
             # so is an ONNX QDQ file on a target that runs its node units (simulator.qdq).
             kern[:, j] = np.where(s.as_stored > 0, s.as_stored, kern[:, j])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
-    out = kern + s.aux[:, None] * aux_file_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+    # A body's other float constants (a Gather's table) stay float too, but under fp16, which converts bodies.
+    aux_b = np.where(s.in_body[:, None], np.where(aux_file_b == 2.0, 2.0, 4.0)[None, :], aux_file_b[None, :])
+    out = kern + s.aux[:, None] * aux_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
     # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes, and kernels
     # it stores as integers count as stored.
     as_uploaded = np.array([c.input == c.output == "fp32" and kf in ("fp32", "-") and not sp
