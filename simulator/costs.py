@@ -210,7 +210,10 @@ def kind_of(node: Node, graph: Graph) -> str:
         # Fewer input channels per group than one 16-wide NCHWc block: a different (slower) kernel on ORT.
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
             and w.shape[1] < 16
-        if nchw and not small:
+        # ORT's NCHWc transformer takes 2-D convs only (4-D weights): a 3-D Conv (5-D weights; r3d_18's 3-channel
+        # stem too) runs MLAS's NCHW Conv, vol2col + SGEMM, whatever its channels.
+        volumetric = w is not None and w.shape is not None and len(w.shape) > 4
+        if nchw and (volumetric or not small):
             # A dense Conv left in NCHW (channels ORT did not block: 27, 38, 61, 117 in ReXNet; 1-D convs): MLAS's plain
             # Conv, one SGEMM on the input for a 1x1 unit-stride kernel, im2col + SGEMM otherwise (MlasConv,
             # onnxruntime/core/mlas/lib/convolve.cpp), the path of the grouped ones with one group. Single-op chains
