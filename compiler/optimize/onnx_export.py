@@ -106,13 +106,9 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
 
 def _read_in_bodies(graph: onnx.GraphProto) -> set[str]:
     """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
-    out: set[str] = set()
-    for n in graph.node:
-        for a in n.attribute:
-            for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
-                out.update(i for b in body.node for i in b.input)
-                out |= _read_in_bodies(body)
-    return out
+    from compiler.frontends.onnx_scopes import all_bodies
+
+    return {i for body in all_bodies(graph) for n in body.node for i in n.input}
 
 
 def prune(w: np.ndarray, sparsity: int) -> np.ndarray:
