@@ -208,7 +208,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
     run_ms = hw.units[0].run_overhead_s * 1e3
     gap_ms = unexplained_ms(profile, measured, cols.metrics["latency_ms"], presets, run_ms)
-    src, dst, elements = _edges(compiled, folded, execs)
+    src, dst, elements = _edges(compiled, folded, execs, bodies_on_cpu=t.backend == "coreml")
     cross_c = crossing_constants(hw)
     _charge_crossings(cols, cross_c, src, dst, elements, execs)
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
@@ -520,11 +520,12 @@ def _el(g: Graph, name: str) -> float:
     return float(e or 0)
 
 
-def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | None = None
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | None = None,
+           bodies_on_cpu: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights, and a
     folded consumer (a Shape of a tensor of known shape) reads nothing at run time. An edge into a body task moves
-    its tensor once per execution of that task (none if it never runs)."""
+    its tensor once per execution of that task (none if it never runs), or, where the runtime runs bodies on the
+    CPU with their loop (`bodies_on_cpu`: Core ML, whatever the file's format), once per run of that loop."""
     index = {nd.id: i for i, nd in enumerate(g.nodes)}
     seen: set[tuple[int, int, str]] = set()
     src, dst, el = [], [], []
@@ -532,7 +533,7 @@ def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | N
         if s in folded or d in folded:
             continue
         key = (index[s], index[d], v)
-        at = _handed_by(g, index, key[0], key[1]) if g.format == "coreml" else key[1]
+        at = _handed_by(g, index, key[0], key[1]) if bodies_on_cpu else key[1]
         runs = 1.0 if execs is None else float(execs[at]) if execs[key[0]] > 0 else 0.0
         key = (key[0], at, v)
         if key in seen or runs == 0:

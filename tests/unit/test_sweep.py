@@ -294,3 +294,22 @@ def test_a_busy_round_sets_the_tasks_against_the_models_cpu_time() -> None:
     assert busy.bulk["base"]["latency_ms"] == pytest.approx(1.0, rel=1e-9)
     assert busy.bulk["constants"]["per_inference_ms"] < quiet.bulk["constants"]["per_inference_ms"] - 0.8
     assert "CPU time" in busy.bulk["label"]["text"] and "CPU time" not in quiet.bulk["label"]["text"]
+
+
+def test_an_outer_tensor_reaches_a_loop_body_once_per_loop_run_where_bodies_run_on_the_cpu() -> None:
+    """Core ML runs a loop and its body on the CPU: a tensor from outside crosses to the body once per run of the
+    loop, whatever the file's format (an ONNX Loop on coreml/* too); elsewhere once per execution of the body task."""
+    import numpy as np
+
+    from simulator.sweep import _edges
+
+    nodes = [Node("relu", "relu", "Relu", inputs=["x"], outputs=["r"]),
+             Node("loop", "loop", "Loop", inputs=["n", "", "s0"], outputs=["s"]),
+             Node("add", "add", "Add", inputs=["s_in", "r"], outputs=["s_out"], parent="loop", branch="body")]
+    g = graph(nodes, [act("x", [1, 64]), act("r", [1, 64]), act("s0", [1, 64]), act("s_in", [1, 64]),
+                      act("s_out", [1, 64]), act("s", [1, 64])], ["x", "s0"], ["s"])
+    execs = np.array([1.0, 1.0, 200.0])
+    src, dst, el = _edges(g, execs=execs, bodies_on_cpu=True)
+    assert (src.tolist(), dst.tolist(), el.tolist()) == ([0], [1], [64.0])
+    src, dst, el = _edges(g, execs=execs)
+    assert (src.tolist(), dst.tolist(), el.tolist()) == ([0], [2], [64.0 * 200])
