@@ -19,7 +19,7 @@ from simulator.costs import base_kind, fold_constants
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
-from simulator.profiles import HardwareProfile, Unit
+from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
 
 # Compiled op types -> the op type placement rules (EP op lists) talk about.
@@ -519,7 +519,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     # A depthwise Conv in NCHW runs the fp32 kernel of its NCHW path between the Casts: at that path's figures, or at
     # its own where calibration fitted them on fp16 exports (`dwconvnchw.cast16nchw`: depthwise chains sharing one
     # bias, 3x3 and 5x5; the fp32 figures, fitted on 3x3 only, priced MobileNetV3's 5x5 ones 1.6-1.7x too fast).
-    own = p.tag == "nchw" and f"{p.rate_kind}.cast16nchw" in profile.units[p.unit].efficiency
+    own = p.tag == "nchw" and f"{p.rate_kind}.{CAST16NCHW}" in profile.units[p.unit].efficiency
     tag = ("cast16nchw" if own else p.tag) if p.tag == "nchw" else ("cast16nchw" if nchw else "cast16") \
         if has_kernel else p.tag
     # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.

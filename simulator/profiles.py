@@ -145,7 +145,12 @@ class HardwareProfile:
         for u in self.units:
             o = dict(overrides.get("units", {}).get(u.name, {}))
             structural |= bool(_STRUCTURAL & o.keys())
-            eff = {**u.efficiency, **o.pop("efficiency", {})}
+            new_eff = o.pop("efficiency", {})
+            # The planner tests some efficiency keys' presence (simulator.backends: the fp16 NCHW path takes
+            # `<kind>.cast16nchw` only where it is fitted): a new one of those changes a path, a new figure does not.
+            structural |= any(k.rsplit(".", 1)[-1] in PATH_EFFICIENCY_TAGS
+                              for k in new_eff.keys() - u.efficiency.keys())
+            eff = {**u.efficiency, **new_eff}
             new_kov = o.pop("kind_overhead_s", {})
             # A path exists only where its cost is known (the NCHW depthwise path needs
             # `conv.cast16nchw.im2col`): a key the base lacks changes which paths are planned.
@@ -159,6 +164,11 @@ class HardwareProfile:
         return dataclasses.replace(self, units=tuple(units), calibrated=True,
                                    plan_base=None if structural else (self.plan_base or self), **top)
 
+
+# Efficiency tags whose key's presence decides a path (simulator.backends), not only its cost: the fp16 NCHW
+# depthwise path runs at `<kind>.cast16nchw` where calibration fitted it, else at the fp32 NCHW figures.
+CAST16NCHW = "cast16nchw"
+PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW})
 
 # Unit fields that change which path a task takes (not only its figures).
 _STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",

@@ -43,3 +43,14 @@ def test_overrides_apply_without_touching_the_yaml() -> None:
     assert efficiency(cal.units[0], "conv", "fp32") == 0.9 and cal.units[0].dispatch_overhead_s == 1e-7
     assert efficiency(base.units[0], "conv", "fp32") != 0.9
     assert cal.error_pct_median == 8.0
+
+
+def test_a_new_path_deciding_figure_replans_and_a_new_plain_figure_does_not() -> None:
+    """The fp16 NCHW depthwise path exists where `dwconvnchw.cast16nchw` is fitted (simulator.backends): a profile
+    that gains it by overrides alone must not share its base's plans (simulator.sweep plans on `plan_base`)."""
+    base = load_profile("host-cpu")
+    assert "dwconvnchw.cast16nchw" not in base.units[0].efficiency
+    gains_path = base.with_overrides({"units": {"cpu": {"efficiency": {"dwconvnchw.cast16nchw": 0.5}}}})
+    assert gains_path.plan_base is None
+    figure_only = base.with_overrides({"units": {"cpu": {"efficiency": {"elementwise.fp32.Tanh": 0.3}}}})
+    assert figure_only.plan_base is base
