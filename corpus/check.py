@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 # Kinds (simulator.costs.kind_of) that always do arithmetic: no MACs there is a silent zero.
-COMPUTE_KINDS = frozenset({"conv", "dwconv", "dwconvnchw", "convsmall", "convnchw", "gconvnchw", "gemm", "matmul",
-                           "attention"})
+COMPUTE_KINDS = frozenset({"conv", "dwconv", "dwconvnchw", "convsmall", "convnchw", "conv3d", "gconvnchw", "gemm",
+                           "matmul", "attention"})
 
 
 def _one_line(e: BaseException) -> str:

@@ -414,27 +414,27 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
 
 # Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW
 # figures do not apply (other options, other backends, a profile without them).
-_NCHW_AS = {"dwconvnchw": "dwconv", "gconvnchw": "convsmall", "convnchw": "conv"}
+_NCHW_AS = {"dwconvnchw": "dwconv", "gconvnchw": "convsmall", "convnchw": "conv", "conv3d": "conv"}
+_NCHW_GROUPED = frozenset({"dwconvnchw", "gconvnchw"})  # a setup per group (dense ones: one per task)
 
 
 def _nchw_grouped(target: Target, ui: int, unit: Unit, kind: str, c: Combo, has_kernel: bool) -> Path | None:
     """fp32 grouped Conv that ORT leaves in NCHW (costs.kind_of: `dwconvnchw` depthwise, `gconvnchw` other grouped;
     under fp16 also a depthwise one behind a shared Cast, _ort_fp16): MLAS's plain NCHW Conv, group by group: im2col
-    of the group's taps + an SGEMM, so a cost per im2col element (its buffer every group's taps:
-    Work.im2col_elements) and one per group, figures of the kind's own (`<kind>.nchw*`, host-cpu.yaml, measured on
-    single-op models). Depthwise: 3-7x the NCHWc kernel's time at 14-112 pixels (ShuffleNet v2's 19 depthwise convs,
-    all after a channel shuffle: 0.10 ms predicted at the NCHWc rate, 0.49 measured). Other grouped: RegNetX-002's
-    group width 8 at 0.13-0.5x of measured at the NCHWc rate. Only where the profile has that figure; elsewhere the
-    NCHWc figures stand."""
+    of the group's taps + an SGEMM, so a cost per im2col element (its buffer every group's taps: Work.im2col_elements)
+    and one per group, the kind's own figures (`<kind>.nchw*`). Depthwise: 3-7x the NCHWc kernel's time at 14-112
+    pixels (ShuffleNet v2's 19 depthwise convs: 0.10 ms predicted at the NCHWc rate, 0.49 measured). Other grouped:
+    RegNetX-002's group width 8 at 0.13-0.5x of measured at the NCHWc rate. Only where the profile has them."""
     # fp16 weights are decoded to fp32 at load (fp16 activations reach here as fp32 from _ort_fp16).
-    # A dense Conv left in NCHW (`convnchw`) is the same MLAS Conv with one group: the grouped figures, one setup.
-    rate = "gconvnchw" if kind == "convnchw" else kind
+    # A dense NCHW Conv (`convnchw`: one group) takes the grouped figures; a 3-D one (`conv3d`) its own once fitted.
+    own = kind != "conv3d" or "conv3d.nchw.im2col" in unit.kind_overhead_s
+    rate = kind if own and kind != "convnchw" else "gconvnchw"
     if (target.backend != "ort-cpu" or c.input != "fp32" or c.output != "fp32" or c.kernel not in ("fp32", "fp16", "-")
             or not has_kernel or f"{rate}.nchw.im2col" not in unit.kind_overhead_s):  # pruned: zeros computed
         return None
-    what = {"dwconvnchw": "depthwise", "convnchw": "dense"}.get(kind, "grouped")
+    what = {"dwconvnchw": "depthwise", "convnchw": "dense", "conv3d": "3-D"}.get(kind, "grouped")
     return Path(ui, c, True, "fp32", "nchw", 4.0, 4.0, 4.0, False, 4.0, 0.0, 0.0, 0, 0.0, False, True,
-                f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=kind != "convnchw",
+                f"{what} Conv left in NCHW by ORT: im2col + GEMM per group", setup_per_channel=kind in _NCHW_GROUPED,
                 im2col=True, rate_kind=rate, padded_sgemm=kind == "gconvnchw")
 
 
@@ -470,7 +470,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     from simulator.costs import base_kind
 
     f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
-    kind = "conv" if kind == "convnchw" else kind  # a dense NCHW Conv keeps the fp16 Conv paths' own figures
+    kind = "conv" if kind in ("convnchw", "conv3d") else kind  # a dense NCHW Conv keeps the fp16 Conv paths' figures
     # A depthwise Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, channel by channel, as a
     # depthwise Conv ORT already leaves in NCHW runs (_nchw_grouped). At the NCHWc kernel's rate it was 10x too
     # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at

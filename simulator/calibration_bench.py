@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.profiles import load_profile
 
@@ -480,6 +481,7 @@ CASES: tuple[Case, ...] = (
     Case("resize-linear-1024x7", "resize", lambda p: _side_by_side(
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
+    *(Case(n, k, lambda p, b=b: _save(*b(), p), v) for n, k, b, v in VIDEO_CASES),  # 3-D convs, far walks
 )
 
 

@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 57  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 58  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -53,6 +53,8 @@ CACHE_VERSION = 57  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
 # 56: a cost per run a Transpose copies (layout.fp32.run, three head-transpose cases); recurrent MACs priced by reads
 # 57: fp32 stems (3-channel convs) in the bench, convsmall.fp32 fitted jointly with a setup per task (JOINT_FP32)
+# 58: 3-D convs' own figures (conv3d.nchw: calibration_video); walks fitted jointly with a cost per byte beyond the L2
+#     of those that miss the cache (walk.fp32.far)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -79,7 +81,11 @@ _SPILL_FITTED = frozenset({"layout.fp32"})
 # convs of few input channels, whose cases are 8-channel convs on 24-48 px maps (mostly fixed cost: 0.27 and 0.68 of the
 # peak on a Sapphire Rapids, 2026-12-04) and the stems real CNNs have (3 channels, 16-64 outputs, 100M+ MACs), which the
 # median of the two small ones priced at 1.5-2.3x their profile.
-JOINT_FP32 = frozenset({"convsmall.fp32"})
+JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32"})
+
+# Paths with a cost per byte beyond the core's L2 of walks that miss the cache (transposes.far_walk): ORT's walks,
+# fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video).
+_FAR_FITTED = frozenset({"walk.fp32"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -124,7 +130,8 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
     subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap", key + ".span",
             *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else []),
-            *([key + ".im2col.strided"] if key in _STRIDED_FITTED else [])]
+            *([key + ".im2col.strided"] if key in _STRIDED_FITTED else []),
+            *([key + ".far"] if key in _FAR_FITTED else [])]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
@@ -377,7 +384,9 @@ def _fit_joint(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: Ha
         effs[key] = eff
         # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
         # (a fitted row cost of 0 too: the profile's own figure would otherwise stand in for it)
-        joint_setups.update({k: v for k, v in setups.items() if k == key or v or k.endswith(".im2col.row")})
+        # (an NCHW path's im2col cost of 0 too: backends._nchw_grouped takes the path where the profile has it)
+        joint_setups.update({k: v for k, v in setups.items() if k == key or v or k.endswith((".im2col.row",
+                                                                                             ".nchw.im2col"))})
         for c in cs:
             c["efficiency"], c["setup_s"] = eff, setups[key]
             c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})

@@ -50,7 +50,7 @@ def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     return 0.0
 
 
-_IM2COL_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"})
+_IM2COL_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw"})
 
 
 def strided_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:

@@ -13,19 +13,21 @@ from dataclasses import dataclass, field
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
 from simulator.einsum import contracts, einsum_macs
-from simulator.transposes import copy_runs, walks
+from simulator.transposes import copy_runs, far_walk, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
-KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
-                          "matmul", "attention", "pool", "poolnchw", "elementwise", "norm", "skipnorm", "softmax",
-                          "reduce", "layout", "walk", "resize", "view", "quant", "other")
+KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
+                          "gemm", "matmul", "attention", "pool", "poolnchw", "elementwise", "norm", "skipnorm",
+                          "softmax", "reduce", "layout", "walk", "resize", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
-WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw", "gemm", "attention"})
+WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
+                            "attention"})
 
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
-                               "convnchw": "conv", "poolnchw": "pool", "walk": "layout", "resize": "layout"}
+                               "convnchw": "conv", "conv3d": "conv", "poolnchw": "pool", "walk": "layout",
+                               "resize": "layout"}
 
 
 def base_kind(kind: str) -> str:
@@ -136,6 +138,7 @@ class Work:
     igemm_taps: float = 0.0
     # Runs of contiguous elements a Transpose copies one memcpy each (simulator.transposes.copy_runs; 0: none)
     copy_runs: float = 0.0
+    far_walk: float = 0.0  # elements of a walk whose input lines leave the cache between reads (transposes.far_walk)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -211,9 +214,11 @@ def kind_of(node: Node, graph: Graph) -> str:
         small = w is not None and w.shape is not None and len(w.shape) > 1 and isinstance(w.shape[1], int) \
             and w.shape[1] < 16
         # ORT's NCHWc transformer takes 2-D convs only (4-D weights): a 3-D Conv (5-D weights; r3d_18's 3-channel
-        # stem too) runs MLAS's NCHW Conv, vol2col + SGEMM, whatever its channels.
-        volumetric = w is not None and w.shape is not None and len(w.shape) > 4
-        if nchw and (volumetric or not small):
+        # stem too) runs MLAS's NCHW Conv whatever its channels, whose vol2col copies element by element where 2-D
+        # im2col copies rows: `conv3d`, figures of its own (calibration cases conv3d-*; the conv's elsewhere).
+        if nchw and w is not None and w.shape is not None and len(w.shape) > 4:
+            return "conv3d"
+        if nchw and not small:
             # A dense Conv left in NCHW (channels ORT did not block: 27, 38, 61, 117 in ReXNet; 1-D convs): MLAS's plain
             # Conv, one SGEMM on the input for a 1x1 unit-stride kernel, im2col + SGEMM otherwise (MlasConv,
             # onnxruntime/core/mlas/lib/convolve.cpp), the path of the grouped ones with one group. Single-op chains
@@ -372,6 +377,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 im2col_strided=strided_im2col(node, kind, macs, k_rows),
                 reread_elements=reread, reread_set=reread_set,
                 copy_runs=copy_runs(node, graph) if kind == "layout" else 0.0,
+                far_walk=far_walk(node, graph) if kind == "walk" else 0.0,
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
@@ -404,7 +410,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     op = node.op_type
     out0 = outs[0] if outs else None
     out_e = _elements(out0) or 0.0
-    if kind in ("conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"):
+    if kind in ("conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw"):
         if kernel is None or kernel.shape is None:
             return 0.0, 0.0
         per_out = math.prod(int(d) for d in kernel.shape[1:])  # C_in/group * kh * kw

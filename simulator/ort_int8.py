@@ -338,7 +338,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
                 ch = _depthwise_channels(nd, compiled)
             if ch is not None and ch % SYM_DEPTHWISE_ALIGN:
                 facts.add(ORT_INT8_DW_GENERIC)
-        elif kind in ("conv", "convsmall", "convnchw", "gconvnchw") and nd.op_type in ("Conv", "FusedConv"):
+        elif kind in ("conv", "convsmall", "convnchw", "conv3d", "gconvnchw") and nd.op_type in ("Conv", "FusedConv"):
             # The source's Conv where known (the compiled NCHWc one holds its kernel padded), else the compiled one.
             off = _off_symmetric_conv(origin[0], source) if origin and source is not None else \
                 _off_symmetric_conv(nd, compiled)

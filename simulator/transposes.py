@@ -57,3 +57,28 @@ def copy_runs(node: Node, graph: Graph) -> float:
             break
         run *= dims[i]
     return math.prod(dims) / run if run > 1 else 0.0
+
+
+# Output elements a walk writes between two steps of the input's innermost axis (so between two reads of one input
+# cache line) from which those lines no longer stay cached (`far_walk`).
+FAR_RUN = 1024
+
+
+def far_walk(node: Node, graph: Graph) -> float:
+    """Elements of a walk (`walks`) that reads a cache line of its input again only after FAR_RUN or more output
+    elements: the output elements after the position the input's innermost axis (of more than one element) takes in
+    the output, each on a line (and a page, past a few KB of stride) of its own. Beyond the core's L2 each element
+    then misses it: `<kind>.<tag>.far` per output byte beyond the L2 (roofline). Single-op models on a Zen 4 (thread
+    CPU time, 2026-12-04, load ~7): [1, 1, A, B] by [3, 1, 2, 0] 3.3-3.6 ns per element up to 512 x 512, 4.7 at 1024
+    x 1024, 6.2-7.5 from 4 MB (MViT-v2-S's 25088 x 393 attention maps: 7.5); the same data read the other way round
+    ([393, 1, 25088, 1] by [2, 1, 3, 0]: 393 elements between reuses) 3.5. 0 for other ops and near walks."""
+    v = graph.values.get(node.inputs[0]) if node.inputs else None
+    perm = [int(p) for p in node.attributes.get("perm") or ()]
+    if not walks(node) or v is None or not v.is_static or len(perm) != len(v.shape or ()):  # type: ignore[arg-type]
+        return 0.0
+    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    inner = max((i for i, d in enumerate(dims) if d > 1), default=-1)
+    if inner < 0:
+        return 0.0
+    after = math.prod(dims[p] for p in perm[perm.index(inner) + 1:])
+    return float(math.prod(dims)) if after >= FAR_RUN else 0.0

@@ -55,12 +55,12 @@ def test_pools_and_batchnorm_over_5d() -> None:
     assert (w.kind, w.flops, w.aux_weight_elements) == ("norm", 8.0 * 2 * 16 * 8 * 16 * 20, 64)
 
 
-def test_a_3d_conv_takes_the_nchw_path_whatever_its_channels() -> None:
+def test_a_3d_conv_takes_its_own_nchw_kind_whatever_its_channels() -> None:
     # ORT blocks 2-D convs only: a 3-channel 2-D stem is the NCHWc small-channel kernel, a 3-D one MLAS's NCHW Conv.
     node, g = _one("Conv", [1, 3, 16, 112, 112], [64, 3, 3, 7, 7],
                    {"kernel_shape": [3, 7, 7], "strides": [1, 2, 2], "pads": [1, 3, 3, 1, 3, 3]})
-    assert kind_of(node, g) == "convnchw"
+    assert kind_of(node, g) == "conv3d"
     node, g = _one("Conv", [1, 64, 8, 28, 28], [64, 64, 3, 3, 3], {"kernel_shape": [3, 3, 3], "pads": [1] * 6})
-    assert kind_of(node, g) == "convnchw"
+    assert kind_of(node, g) == "conv3d"
     node, g = _one("Conv", [1, 3, 112, 112], [64, 3, 7, 7], {"kernel_shape": [7, 7], "pads": [3] * 4})
     assert kind_of(node, g) == "convsmall"
