@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from compiler.graph import Graph, Value
+from compiler.graph import Graph, Node, Value
 from compiler.vocabulary.targets import Target
 from simulator.costs import FOLDED
 
@@ -74,6 +74,23 @@ def _q_dtype(g: Graph, q_inputs: list[str], out: Value | None) -> str:
     return out.dtype if out is not None and (out.dtype in _INT8 or out.dtype in _INT16) else "uint8"
 
 
+# Cast `to` codes of the integer types a QuantizeLinear writes (onnx.TensorProto: UINT8 2, INT8 3, UINT16 4, INT16 5)
+_INT_CAST = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16"}
+
+
+def _quantize_behind(g: Graph, producer: dict[str, Node], name: str) -> tuple[Node | None, Node | None]:
+    """(the QuantizeLinear that writes `name`, the Cast between them or None), or (None, None). torch's TorchScript
+    exporter writes a quantized torch module (torch.ao / torchvision.models.quantization) as Q -> Cast(to the type Q
+    writes) -> DQ on every activation: the same node unit with a no-op Cast inside (ORT removes it)."""
+    p = producer.get(name)
+    cast = None
+    if p is not None and p.op_type == "Cast" and not p.parent and p.inputs and p.inputs[0]:
+        cast, p = p, producer.get(p.inputs[0])
+    if p is None or p.op_type != _Q or p.domain not in _DOMAINS or p.parent or not p.inputs[0]:
+        return None, None
+    return p, cast
+
+
 def _pairs(g: Graph, sixteen: bool) -> tuple[dict[str, str], set[str], set[str]]:
     """({DequantizeLinear output: the float tensor its QuantizeLinear read}, ids of the Q / DQ nodes of those
     pairs that no float reader needs, the integer types of all pairs); 16-bit pairs bypassed only if `sixteen`."""
@@ -86,22 +103,27 @@ def _pairs(g: Graph, sixteen: bool) -> tuple[dict[str, str], set[str], set[str]]
     alias: dict[str, str] = {}
     fused: set[str] = set()
     types: set[str] = set()
-    dq_of: dict[str, list[str]] = {}  # Q id -> ids of the DQs that read it
+    links: dict[str, list[str]] = {}  # Q or Cast id -> ids of the pair nodes that read it
     for n in g.nodes:
         if n.op_type != _DQ or n.domain not in _DOMAINS or n.parent or not n.inputs or len(n.outputs) != 1:
             continue
-        q = producer.get(n.inputs[0])
-        if q is None or q.op_type != _Q or q.domain not in _DOMAINS or q.parent or not q.inputs[0]:
+        q, cast = _quantize_behind(g, producer, n.inputs[0])
+        if q is None:
             continue
-        dtype = _q_dtype(g, q.inputs, g.values.get(n.inputs[0]))
+        dtype = _q_dtype(g, q.inputs, g.values.get(q.outputs[0]) or g.values.get(n.inputs[0]))
+        if cast is not None and _INT_CAST.get(cast.attributes.get("to")) != dtype:
+            continue  # a Cast to another type converts the integers: no pair
         types.add(dtype)
         if dtype in _INT16 and not sixteen:
             continue
         alias[n.outputs[0]] = q.inputs[0]
         fused.add(n.id)
-        dq_of.setdefault(q.id, []).append(n.id)
-    for n in g.nodes:
-        if n.id in dq_of and n.outputs[0] not in g.outputs and set(readers.get(n.outputs[0], [])) <= set(dq_of[n.id]):
+        for reader, node in ((n.id, cast), (cast.id if cast else n.id, q)):
+            if node is not None:
+                links.setdefault(node.id, []).append(reader)
+    for n in reversed(g.nodes):  # a Cast is settled before the Q it reads
+        if n.id in links and n.outputs[0] not in g.outputs and \
+                set(readers.get(n.outputs[0], [])) <= {r for r in links[n.id] if r in fused}:
             fused.add(n.id)
     return alias, fused, types
 

@@ -1,0 +1,80 @@
+"""A quantized torch module (torch.ao eager quantization, as torchvision.models.quantization builds them) exported
+with torch's TorchScript ONNX exporter writes every activation pair as QuantizeLinear -> Cast(to uint8) ->
+DequantizeLinear. The session-38 sweep found torchvision's quantized MobileNetV2 predicted on ort-qnn/snapdragon-8g3
+as int8-dynamic with every Q, Cast and DQ a task of its own (1.07 ms, half of it conversions): the Cast hid the node
+units (simulator/qdq.py). The file is int8-static, its pairs inside the quantized ops, as a QDQ file without Casts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+
+import corpus  # noqa: F401  (torch pinned as the corpus pins it)
+import torch
+from torch import nn
+
+from compiler.frontends import load
+from compiler.vocabulary.targets import get_target
+from simulator.qdq import qdq_preset, qdq_view
+
+
+class _Net(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.quant, self.dequant = torch.ao.quantization.QuantStub(), torch.ao.quantization.DeQuantStub()
+        self.c1, self.r1 = nn.Conv2d(3, 32, 3, padding=1), nn.ReLU()
+        self.c2, self.r2 = nn.Conv2d(32, 32, 1), nn.ReLU()
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.r2(self.c2(self.r1(self.c1(self.quant(x)))))
+        return self.dequant(self.fc(y.mean((2, 3))))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    torch.manual_seed(0)
+    m = _Net().eval()
+    m.qconfig = torch.ao.quantization.get_default_qconfig("x86")
+    torch.ao.quantization.prepare(m, inplace=True)
+    m(torch.randn(2, 3, 32, 32))
+    torch.ao.quantization.convert(m, inplace=True)
+    out = tmp_path_factory.mktemp("tsq") / "q.onnx"
+    torch.onnx.export(m, (torch.randn(1, 3, 32, 32),), str(out), dynamo=False, opset_version=17,
+                      input_names=["x"], output_names=["y"])
+    return out
+
+
+def test_the_torchscript_exporters_q_cast_dq_is_a_node_unit(exported: Path) -> None:
+    ops = [n.op_type for n in onnx.load(exported).graph.node]
+    assert "Cast" in ops and "QuantizeLinear" in ops  # the exporter's form this test is about
+    g = load(exported)
+    qnn = get_target("ort-qnn/snapdragon-8g3")
+    assert qdq_preset(g, qnn) == "int8-static" and qdq_preset(g, get_target("ort-nnapi/pixel-8")) == "int8-static"
+    view, fused = qdq_view(g, qnn)
+    by_id = {n.id: n for n in g.nodes}
+    producer = {o: n for n in g.nodes for o in n.outputs}
+    # every Cast between a Q and a DQ runs inside the unit, as do both ends of the pair
+    casts = {n.id for n in g.nodes if n.op_type == "Cast" and producer.get(n.inputs[0]) is not None
+             and producer[n.inputs[0]].op_type == "QuantizeLinear"}
+    assert casts and casts <= fused
+    assert {by_id[i].op_type for i in fused} == {"QuantizeLinear", "Cast", "DequantizeLinear"}
+    # the convs read the float tensors (no DequantizeLinear of an activation in front of them)
+    for n in view.nodes:
+        if n.op_type == "Conv" and n.inputs[0] != "x":
+            src = {o: m for m in view.nodes for o in m.outputs}.get(n.inputs[0])
+            assert src is not None and src.op_type != "DequantizeLinear", n.name
+
+
+def test_the_file_predicts_as_int8_static_without_conversion_tasks(exported: Path, tmp_path: Path) -> None:
+    from simulator.predict import AS_UPLOADED, predict_model
+
+    got, _, _ = predict_model(exported, "ort-qnn/snapdragon-8g3", AS_UPLOADED, {}, tmp_path / "a")
+    assert got["model_wide"] == "int8-static"
+    convs = [r for r in got["ops"] if r["type"] in ("Conv", "Gemm", "MatMul")]
+    assert convs and all(r["combo"].startswith("int8/int8/int8") for r in convs)
+    # only the model input's Q costs anything among the conversions
+    conv_ms = [r["latency_ms"] for r in got["ops"] if r["type"] in ("Cast", "DequantizeLinear")]
+    assert conv_ms and max(conv_ms) == 0
