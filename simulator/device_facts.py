@@ -11,6 +11,7 @@ import dataclasses
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
+from simulator.costs import fold_constants
 from simulator.profiles import HardwareProfile
 from simulator.roofline import Path
 
@@ -295,6 +296,9 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
     shuffle = _shuffle_layouts(compiled) if target.backend == "litert-qnn" else set()
     norms = set().union(*norm_islands(compiled)) if target.backend == "litert-qnn" else set()
     silu = _silu_sigmoids(compiled) if target.backend == "litert-qnn" else set()
+    # A weight behind Identity / Cast / Transpose is a weight: ORT folds them before the EP takes the graph (the
+    # TorchScript exporter reads a weight several layers share through Identity: nn.TransformerEncoder's copies)
+    values = fold_constants(compiled)[0].values
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""
@@ -303,7 +307,7 @@ def qnn_task_facts(target: Target, compiled: Graph) -> list[frozenset[str]]:
         if nd.op_type in _QDQ_FOLDED_OPS and src is not None and src.op_type in _QDQ_PRODUCERS \
                 and readers.get(x, 0) == 1 and x not in compiled.outputs:
             facts.add("folded_activation")
-        wv = compiled.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+        wv = values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
         if wv is not None and wv.weight is not None and (
                 nd.op_type == "Gemm" or (nd.op_type == "MatMul" and wv.shape is not None and len(wv.shape) == 2)):
             facts.add("fully_connected")

@@ -134,6 +134,33 @@ def test_a_fully_connected_runs_at_the_conv_rate_on_the_htp(target: str) -> None
     assert latency_ms(lp, hw17.with_overrides({"units": {"ane": {"efficiency": {"conv": 0.01}}}})) == latency_ms(lp, hw17)
 
 
+
+@pytest.mark.parametrize("target", QNN)
+def test_a_weight_read_through_identity_is_a_fully_connected_on_the_htp(target: str) -> None:
+    """The TorchScript exporter writes a weight several layers share once and reads it through Identity
+    (nn.TransformerEncoder's deep-copied layers): ORT folds the Identity before the QNN EP takes the graph, so the
+    second MatMul is a FullyConnected too (the session-38 sweep's padded-mask encoder: 0.188 ms per such MatMul
+    against 0.011 for the first layer's, 2.38 ms in all against 0.78 for its dynamo export)."""
+    from simulator.device_facts import qnn_task_facts
+
+    values = [act("x", [1, 64, 256]), weight("w", [256, 256]), act("w2", [256, 256]), act("h", [1, 64, 256]),
+              act("y", [1, 64, 256])]
+    nodes = [Node("mm1", "mm1", "MatMul", inputs=["x", "w"], outputs=["h"]),
+             Node("id", "id", "Identity", inputs=["w"], outputs=["w2"]),
+             Node("mm2", "mm2", "MatMul", inputs=["h", "w2"], outputs=["y"])]
+    g = graph(nodes, values, ["x"], ["y"])
+    t = get_target(target)
+    facts = qnn_task_facts(t, g)
+    assert "fully_connected" in facts[0] and "fully_connected" in facts[2]
+    hw = load_profile(t.profile, t.backend)
+    lp = plan_latency(g, t, hw, "fp32")
+    slow = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 0.01}}}})
+    fast = hw.with_overrides({"units": {"htp": {"efficiency": {"conv.fp16": 1.0}}}})
+    # both MatMuls at the conv rate: slowing it slows the model about twice what one MatMul would
+    one = plan_latency(graph(nodes[:1], values[:2] + values[3:4], ["x"], ["h"]), t, hw, "fp32")
+    grow = latency_ms(lp, slow) - latency_ms(lp, fast)
+    assert grow > 1.8 * (latency_ms(one, slow) - latency_ms(one, fast))
+
 def _batchnorm():
     values = [act("x", [1, 64, 28, 28]), weight("s", [64]), weight("b", [64]), weight("m", [64]), weight("v", [64]),
               act("y", [1, 64, 28, 28])]
