@@ -22,12 +22,14 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.optimize.choices import Choice, node_choices
 from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
                                              drop_cast_pairs, named_copy, one_line, opset, quant_ready, topo_sort)
+from compiler.optimize.onnx_qdq import restore_float
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
 
 WEIGHTED_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 
 
 @dataclass
@@ -103,6 +105,15 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
         model.graph.node.extend(nodes)
     return changed
 
+
+
+def _restore_float(model: onnx.ModelProto) -> bool:
+    """A QDQ upload's float graph (compiler.optimize.onnx_qdq), its Gemms by weights it now holds as MatMuls as
+    preprocess makes them (else quantize_dynamic renames them and the option misses them); False if not QDQ."""
+    if not restore_float(model):
+        return False
+    _gemm_to_matmul(model)
+    return True
 
 def _read_in_bodies(graph: onnx.GraphProto) -> set[str]:
     """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
@@ -233,6 +244,11 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         notes: list[str] = []
         named = named_copy(model_path, tmp / "named.onnx", notes=notes)
         pre = preprocess(named, tmp / "pre.onnx")
+        # A QDQ upload: its float graph, as it is predicted (compiler/optimize/onnx_qdq.py)
+        restored = model_wide != "int8-static" and _restore_float(pre)
+        if restored:
+            notes.append("the upload's QDQ quantization was undone first (weights dequantized, activation pairs "
+                         "removed): the option is applied to the float model")
         ch = _choices(pre, model_wide, overrides or {})
         need = max([OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0 for c in ch.values()]
                    + [OPSET_DYNAMIC_INT8 if c.dynamic and c.combo.kernel == "int8" else 0 for c in ch.values()]
@@ -241,6 +257,8 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
             notes.append(f"converted from ONNX opset {opset(pre)} to {need}, which the option's ops need")
             named = named_copy(model_path, tmp / "named.onnx", need)
             pre = preprocess(named, tmp / "pre.onnx")
+            if restored:
+                _restore_float(pre)
             ch = _choices(pre, model_wide, overrides or {})
         ops = {n.name: n.op_type for n in pre.graph.node}
         kept = sorted(n for n, c in ch.items() if c.combo.kernel == "int4" and ops[n] != "MatMul"
@@ -351,12 +369,15 @@ def _step(what: str, fn: Callable[[], None]) -> None:
 
 def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
     """fp16 per node, through the converter's block list (every other node)."""
-    from onnxruntime.transformers.float16 import convert_float_to_float16
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
 
     def to_fp16() -> None:
         m = onnx.load(os.fspath(current))
         block = [n.name for n in m.graph.node if n.name not in set(fp16)]
-        m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block)
+        # A quantized upload's Q / DQ keep their float32 scales (fp16 scales are ONNX opset 19+; converted, ORT
+        # refuses the file: torchvision's quantized models exported by torch's TorchScript exporter, opset 17)
+        m = convert_float_to_float16(m, keep_io_types=True, node_block_list=block,
+                                     op_block_list=[*DEFAULT_OP_BLOCK_LIST, *QDQ_OPS])
         drop_cast_pairs(m)
         topo_sort(m.graph)  # its Casts come last: the quantizers that may follow need producers first
         onnx.save(m, os.fspath(out))

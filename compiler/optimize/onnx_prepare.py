@@ -87,13 +87,13 @@ def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes
     return out
 
 
-def _reads(node: onnx.NodeProto) -> Iterable[str]:
+def reads(node: onnx.NodeProto) -> Iterable[str]:
     """Every value `node` reads, with those its subgraphs (If / Loop / Scan bodies) read from the outer scope."""
     yield from node.input
     for a in node.attribute:
         for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
             for n in g.node:
-                yield from _reads(n)
+                yield from reads(n)
 
 
 def topo_sort(graph: onnx.GraphProto) -> bool:
@@ -104,7 +104,7 @@ def topo_sort(graph: onnx.GraphProto) -> bool:
     its Cast a second producer (a DequantizeLinear), and ORT refuses the file ("Duplicate definition of name")."""
     nodes = list(graph.node)
     producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
-    deps = [{producer[x] for x in _reads(n) if x in producer and producer[x] != i} for i, n in enumerate(nodes)]
+    deps = [{producer[x] for x in reads(n) if x in producer and producer[x] != i} for i, n in enumerate(nodes)]
     users: list[list[int]] = [[] for _ in nodes]
     for i, d in enumerate(deps):
         for j in d:
@@ -175,7 +175,7 @@ def drop_cast_pairs(model: onnx.ModelProto) -> int:
         for i, v in enumerate(n.output):
             n.output[i] = renamed.get(v, v)
     while True:  # a first Cast read only by the pairs removed goes too
-        read = {v for n in keep for v in _reads(n)} | outputs
+        read = {v for n in keep for v in reads(n)} | outputs
         left = [n for n in keep if n.op_type != "Cast" or any(o in read for o in n.output)]
         if len(left) == len(keep):
             break
