@@ -36,6 +36,7 @@ from compiler.errors import InputSpecError, ModelRunError, SandboxError
 from compiler.graph import ModelFormatError
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
+IN_CHILD = "EDGESCOPE_SANDBOX_CHILD"  # set in a sandbox child's environment
 _ROOT = str(Path(__file__).resolve().parent.parent)  # directory holding the `compiler` package
 _PASSED_ERRORS: dict[str, type[Exception]] = {
     "ModelRunError": ModelRunError, "InputSpecError": InputSpecError, "ModelFormatError": ModelFormatError,
@@ -80,6 +81,7 @@ class Limits:
 def _child_env(tmp: str) -> dict[str, str]:
     env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
     env["PYTHONPATH"] = _ROOT
+    env[IN_CHILD] = "1"  # work inside a child needs no child of its own (compiler.optimize.onnx_verify)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["TMPDIR"] = tmp  # the child's temporary files live and die with its folder
     return env

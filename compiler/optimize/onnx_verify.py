@@ -18,6 +18,41 @@ _DYNAMIC_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul
 
 
 def check_runs(path: Path, feed: Mapping[str, np.ndarray]) -> None:
+    """The written file loads and runs in ONNX Runtime, in a sandboxed child: ORT can crash on a file it should
+    refuse (the fp16 export of a CRNN's LSTM segfaulted in InferenceSession, taking `edgescope optimize` and the
+    server's embedded worker down with it); a crash is then an OptionError like any refusal."""
+    import tempfile
+
+    from compiler import sandbox
+    from compiler.errors import SandboxError
+
+    if os.environ.get(sandbox.IN_CHILD):  # already in a child (the analysis' export check)
+        return run_here(path, feed)
+    with tempfile.TemporaryDirectory(prefix="edgescope-check-", dir=sandbox.scratch()) as d:
+        f = Path(d) / "feed.npz"
+        np.savez(f, **dict(feed))
+        payload = {"model": os.fspath(Path(path).resolve()), "feed": os.fspath(f)}
+        try:
+            why = sandbox.run("compiler.optimize.onnx_verify:check_child", payload,
+                              sandbox.Limits(timeout_s=600, what="the written file's check run"))
+        except SandboxError as e:
+            raise OptionError(f"the written file crashes ONNX Runtime ({e})") from e
+    if why:
+        raise OptionError(why)
+
+
+def check_child(payload: dict[str, str]) -> str | None:
+    """Sandbox child of check_runs: None, or why the file does not load or run."""
+    with np.load(payload["feed"]) as z:
+        feed = {k: z[k] for k in z.files}
+    try:
+        run_here(Path(payload["model"]), feed)
+    except OptionError as e:
+        return str(e)
+    return None
+
+
+def run_here(path: Path, feed: Mapping[str, np.ndarray]) -> None:
     import onnxruntime as ort
 
     so = ort.SessionOptions()
