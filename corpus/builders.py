@@ -190,6 +190,53 @@ class _Gated(nn.Module):
         return self.head(x.mean((2, 3)))
 
 
+class _CondWhile(nn.Module):
+    """torch.cond and a while_loop through torch.export (the dynamo exporter: ONNX If and Loop): a data-dependent
+    branch, then a block refined a fixed number of times by a loop-carried counter (its trip count is the data's to
+    ONNX: the bound is read in the body). Both bodies read weights of the outer model; dynamo writes its debug
+    records (stack traces) on the body nodes too."""
+
+    def __init__(self, c: int = 32, steps: int = 4) -> None:
+        super().__init__()
+        self.steps = steps
+        self.stem = nn.Conv2d(3, c, 3, 2, 1)
+        self.a, self.b, self.step = nn.Conv2d(c, c, 1), nn.Conv2d(c, c, 3, 1, 1), nn.Conv2d(c, c, 3, 1, 1)
+        self.head = nn.Linear(c, 10)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        from torch._higher_order_ops.while_loop import while_loop
+
+        x = self.stem(input)
+        x = torch.cond(x.mean() > 0, lambda t: torch.relu(self.a(t)), lambda t: torch.relu(self.b(t)), (x,))
+        _, x = while_loop(lambda i, t: i < self.steps, lambda i, t: (i + 1, torch.relu(self.step(t)) + t),
+                          (torch.zeros((), dtype=torch.int64), x))
+        return self.head(x.mean((2, 3)))
+
+
+class _IndexOps(nn.Module):
+    """int64 index ops as point-cloud and voxel models use them: a point MLP, features summed into a 32x32 grid
+    (ScatterElements with reduction add), read back per point (GatherElements), the top-k cells (TopK + Gather),
+    an occupancy mask written with index_put (ScatterND)."""
+
+    def __init__(self, c: int = 64, side: int = 32, k: int = 64) -> None:
+        super().__init__()
+        self.side, self.k = side, k
+        self.mlp = nn.Sequential(nn.Linear(3, c), nn.ReLU(), nn.Linear(c, c))
+        self.head = nn.Linear(c, 10)
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        f = self.mlp(input)  # N, P, C; points in [0, 1)
+        s = self.side
+        cell = (input[..., 0] * s).long().clamp(0, s - 1) * s + (input[..., 1] * s).long().clamp(0, s - 1)
+        grid = torch.zeros(f.shape[0], s * s, f.shape[2]).scatter_add(1, cell.unsqueeze(-1).expand_as(f), f)
+        back = torch.gather(grid, 1, cell.unsqueeze(-1).expand_as(f))
+        top = torch.topk(back.norm(dim=-1), self.k, dim=1).indices
+        sel = torch.gather(back, 1, top.unsqueeze(-1).expand(-1, -1, f.shape[2]))
+        occupied = torch.zeros(f.shape[0], s * s).index_put(
+            (torch.zeros_like(cell[0]), cell[0]), torch.ones_like(cell[0], dtype=torch.float32))
+        return self.head(sel.mean(1)) + occupied.sum(1, keepdim=True)
+
+
 def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
     k = e.kwargs
     if e.name in ("lstm", "gru"):
@@ -198,6 +245,10 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _GreedyDecoder(k["vocab"], k["dim"]), torch.randn(*e.shape)
     if e.name == "gated":
         return _Gated(), torch.randn(*e.shape)
+    if e.name == "cond-while":
+        return _CondWhile(), torch.randn(*e.shape)
+    if e.name == "index-ops":
+        return _IndexOps(), torch.rand(*e.shape)
     if e.name == "einsum-attention":
         return _EinsumAttention(k["dim"], k["heads"], k["layers"]), torch.randn(*e.shape)
     if e.name == "causal-decoder":

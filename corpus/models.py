@@ -165,6 +165,13 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("torch/greedy-decoder", "sequence", "torch", "greedy-decoder", (1, 24, 256),
           kwargs={"vocab": 1000, "dim": 256}),
     Entry("torch/gated-cnn", "cnn", "torch", "gated", (1, 3, 224, 224)),
+    # session 38 sweep: torchvision's quantized model (quantize=True, weights=None), a QDQ file through the
+    # TorchScript exporter with a Cast inside each pair (torch.export cannot trace it: its dynamo export fails)
+    _tv("quantized_mobilenet_v2", "mobile-cnn", extra=TS_DYN, kwargs={"quantize": True}),
+    # session 38 sweep: torch.cond + while_loop (ONNX If + Loop through dynamo; debug records on body nodes)
+    Entry("torch/cond-while", "cnn", "torch", "cond-while", (1, 3, 128, 128), PT2),
+    # session 38 sweep: int64 index ops (ScatterElements add, GatherElements, TopK, ScatterND) of a point-cloud MLP
+    Entry("torch/index-ops", "mlp", "torch", "index-ops", (1, 2048, 3), OP12 + PT2),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
