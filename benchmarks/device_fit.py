@@ -162,16 +162,21 @@ TARGETS: dict[str, FitSpec] = {s.target: s for s in (
     # the same 16-core ANE at fp16 (the tables' fp16 / weight-only columns of MobileViTv2 agree within 1-4%:
     # 1.38 / 1.36 ms, 1.43 / 1.37 ms), which adds MobileNetV3-small (fp16, 2-8 bit palettized, 50 / 75% sparse) as
     # a second family; not their W8A8 rows (the A17 Pro's int8 x int8 path is new: C4 in apple-a17.yaml).
-    # Parameters: the share of the memory rate activations beyond the chip move at, and of weight traffic on the
-    # critical path (the palettized / sparse rows: time flat from 2-bit to fp16 weights); the other ANE figures stay
-    # the YAML's. With one SiLU / GELU pass (simulator/coreml_rules.py) these two cross-validate at 11.0%, 84.2% within
-    # +-25% (19 rows, 5 families); refitting more of them held out worse: every efficiency went to its cap in every
-    # fold, the per-call cost is seen in MobileNetV3-small alone (held out, the prior's 0.2 ms decides: +138..+175%),
-    # and the on-chip size, element-wise rate and per-task cost traded against each other (all seven figures 42.4%,
-    # 21.1%; the subsets tried: README "Device profiles fitted to published measurements").
+    # Parameters (README "The A17 Pro's activations through memory"): the rate every task's activations move at on
+    # the ANE (`kind_bandwidth_bytes_per_s` default; an element-wise op in a conv's output stage too, coreml_rules
+    # "conv_stage"), the rate of its other element-wise ops, the share of weight traffic on the critical path (the
+    # palettized / sparse rows: time flat from 2-bit to fp16 weights) and its memory rate, one GEMM / MatMul
+    # efficiency (the transformers' Linears and attention products) and the per-run cost (the A16's MobileNetV3-small
+    # rows, 0.12-0.13 ms, bound it from above; start 10 us). Cross-validated 7.0%, 84.2% within +-25% (19 rows, 5
+    # families); the former two figures with the on-chip rate by size 10.8%, 84.2%, and the per-task cost freed too
+    # 9.9%, 73.7% (it stays the YAML's).
     FitSpec("coreml/apple-a17", "apple-a17", ("coreml",),
-            (Param("ane", "bandwidth_efficiency", "", 0.05, 1.0, 0.7),  # starts: the 0.7 estimate, every weight shown
-             Param("ane", "weights_exposed_share", "", 1e-3, 1.0, 1.0)),
+            (Param("ane", "kind_bandwidth_bytes_per_s", "default", 1e10, 2e12, 2e11),  # starts: the 200 GB/s on-chip
+             Param("ane", "kind_bandwidth_bytes_per_s", "elementwise", 1e10, 5e12, 2e11),  # estimate
+             Param("ane", "weights_exposed_share", "", 1e-3, 1.0, 1.0),  # every weight shown, at 0.7 of the memory
+             Param("ane", "bandwidth_efficiency", "", 0.05, 1.0, 0.7),
+             Param("ane", "efficiency", "gemm+matmul", 0.02, 1.0, 0.5),
+             Param("ane", "run_overhead_s", "", 1e-6, 2e-4, 1e-5)),
             stand_ins=_AS_A17, chip_profiles={"apple-a15": "apple-a15"}),
     # The A14's ANE from the papers' iPhone 12 tables (5 families, fp16 only): the NPU's free figures, no int8 one.
     FitSpec("coreml/apple-a14", "apple-a14", ("coreml",),

@@ -14,7 +14,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, on_cpu
+from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_stage, on_cpu
 from simulator.costs import base_kind, fold_constants
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
@@ -182,7 +182,7 @@ def _coreml_plan(target: Target, profile: HardwareProfile, op_type: str, kind: s
         return dataclasses.replace(p, eliminated=True, note="part of one Core ML silu / gelu / hardswish op")
     if "ane_fused" in facts and profile.units[p.unit].name == "ane":
         p = dataclasses.replace(p, eliminated=True, note="; ".join([*([p.note] if p.note else []), ANE_FUSED_WHY]))
-    return p
+    return in_conv_stage(p, kind, facts, profile.units[p.unit].name)
 
 
 def _float_compute(unit: Unit, fmt: str) -> str | None:

@@ -42,6 +42,14 @@ from simulator.device_facts import gelu_parts
 #   (repo apple/coremltools, issue #2208: a while_loop of matmul + sigmoid never ran on the ANE nor the GPU; #1780,
 #   Apple's reply: RNN / LSTM ops are not supported on the neural engine). Placed by op type, each tiny step op of a
 #   GRU's loop went to the GPU, with a partition crossing per trip.
+# - "conv_stage": a task that reads the output of a conv or linear (a Conv, ConvTranspose, Gemm or MatMul by a constant)
+#   that only it reads: an element-wise one (a residual Add after a block's last conv, a Linear's bias Add) moves its
+#   activations at the rate of the conv's, which go through memory, not at the on-chip rate of the ANE's other
+#   element-wise ops (apple-a17.yaml `kind_bandwidth_bytes_per_s`: `convstage` has no figure of its own, so it takes the
+#   `default` one). The ANE is a DMA engine around its convolutions that works out of memory or a manually managed
+#   L2 for inputs and outputs (repo tinygrad/tinygrad, extra/accel/ane/README.md); which tensors stay on chip is not
+#   published, so this is placed by the published times (the A17 fit, leave one family out: 7.0%, 84.2% within
+#   +-25% with it; element-wise ops all at one rate 19.7%, 68.4%, or all at the activation rate 34.3%, 31.6%; README).
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 A8_WHY = {"a8_weights_only": "int8 activations need calibration: an uploaded ML Program runs on macOS only",
           "a8_float": "coremltools quantizes activations around conv, linear, add and pools only"}
@@ -73,6 +81,32 @@ def _silus(g: Graph) -> dict[int, tuple[str, set[int]]]:
     return found
 
 
+_CONV_STAGE_SRC = frozenset({"Conv", "ConvTranspose", "Gemm", "conv", "conv_transpose", "linear"})
+_BY_CONSTANT = frozenset({"MatMul", "matmul"})
+CONV_STAGE_RATE = "convstage"  # the rate kind of a "conv_stage" element-wise task (simulator.backends)
+
+
+def _conv_stage(g: Graph) -> set[int]:
+    """Tasks with an input that is a conv's or linear's output only they read (not a graph output)."""
+    producer = {o: nd for nd in g.nodes for o in nd.outputs}
+    readers: dict[str, int] = {}
+    for nd in g.nodes:
+        for v in dict.fromkeys(nd.inputs):
+            readers[v] = readers.get(v, 0) + 1
+
+    def weight(v: str) -> bool:
+        val = g.values.get(v)
+        return val is not None and val.weight is not None
+
+    def conv_out(v: str) -> bool:
+        src = producer.get(v)
+        if src is None or readers.get(v, 0) != 1 or v in g.outputs:
+            return False
+        return src.op_type in _CONV_STAGE_SRC or (src.op_type in _BY_CONSTANT and any(weight(u) for u in src.inputs))
+
+    return {i for i, nd in enumerate(g.nodes) if any(conv_out(v) for v in nd.inputs if v)}
+
+
 def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task, the Core ML facts above."""
     uploaded = compiled.format == "coreml" and "converted_from" not in compiled.metadata
@@ -102,6 +136,7 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
                                                                             "avg_pool"} and quantized(nd)
 
     silus = _silus(compiled)
+    stage = _conv_stage(compiled)
     parts = gelu_parts(compiled) | {j for m, (_, grp) in silus.items() for j in grp if j != m}
     out = []
     for i, nd in enumerate(compiled.nodes):
@@ -114,6 +149,8 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
             x, grp = silus[i]
             in_stage = linear(x) and x not in compiled.outputs and readers.get(x, 0) == len(grp)
         facts = {"ane_fused"} if in_stage else set()
+        if i in stage:
+            facts.add("conv_stage")
         if i in parts or nd.attributes.get("act_part"):  # the latter: a HardSwish's (compiler/frontends/onnx_view.py)
             facts.add("act_part")
         if nd.op_type in ("Cast", "cast") and nd.inputs and nd.outputs and (
@@ -145,3 +182,11 @@ def on_cpu(p: Any, profile: Any, combo: Combo, fallbacks: Sequence[Combo], plan_
         return p
     note = "; ".join(x for x in (p.note, "in a loop or branch body: Core ML runs control flow on the CPU") if x)
     return dataclasses.replace(q, supported=p.supported, note=note)
+
+
+def in_conv_stage(p: Any, kind: str, facts: frozenset[str], unit: str) -> Any:
+    """Path `p` of a "conv_stage" element-wise task on the ANE at the conv's activation rate (`CONV_STAGE_RATE`: a
+    profile without a figure of that name moves it at its `default` one); `p` itself otherwise."""
+    if "conv_stage" in facts and kind == "elementwise" and unit == "ane" and not p.eliminated:
+        return dataclasses.replace(p, rate_kind=CONV_STAGE_RATE)
+    return p

@@ -63,8 +63,9 @@ class Unit:
     # task reads its weights in its own time (a roofline per task); below 1, the rest streams in ahead, while
     # earlier tasks compute (the ANE fetches weights off the critical path).
     weights_exposed_share: float = 1.0
-    # The rate a kind's activations move at on this unit whatever their size ({kind: bytes/s}; a kind without one
-    # moves them at the cache or memory rate by size): the ANE runs element-wise ops in its conv's output stage.
+    # The rate a kind's activations move at on this unit whatever their size ({kind: bytes/s}; "default": every kind
+    # without its own; none: the cache or memory rate by size): the ANE moves every task's activations through memory
+    # at one rate, its chains of element-wise ops at another (apple-a17.yaml).
     kind_bandwidth_bytes_per_s: dict[str, float] = dataclasses.field(default_factory=dict)
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
     # Op types that, with a constant weight in a quantized model (int8 weights or activations), the runtime leaves

@@ -209,7 +209,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         decode_s=_decode_s(u, p, p.tag), decode_rows_s=_decode_s(u, p, p.tag + "rows"),
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
-        kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(PARENT_KIND.get(rate, rate), 0.0)),
+        kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(
+            PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get("default", 0.0))),
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
         llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,

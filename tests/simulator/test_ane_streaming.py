@@ -62,9 +62,10 @@ def test_a_kind_with_its_own_rate_moves_its_activations_at_it_whatever_their_siz
     """An Add too large for the on-chip memory moves its activations at the memory rate; with an element-wise rate
     in `kind_bandwidth_bytes_per_s` (the ANE chains element-wise ops to their producer), at that rate; other kinds
     keep theirs."""
+    plain = HW.with_overrides({"units": {"ane": {"kind_bandwidth_bytes_per_s": {}}}})  # rates by size only
     add = Node("add", "add", "Add", inputs=["a", "b"], outputs=["y"])
     values = [act("a", [1, 64, 256, 256]), act("b", [1, 64, 256, 256]), act("y", [1, 64, 256, 256])]
-    w, r, _, slow = _cost(add, values)
+    w, r, _, slow = _cost(add, values, plain)
     assert w.kind == "elementwise" and float(r.kind_bw[0]) == 0.0
     moved = float(slow.activation_bytes[0, 0])
     assert moved > HW.units[0].onchip_memory_bytes
@@ -72,7 +73,12 @@ def test_a_kind_with_its_own_rate_moves_its_activations_at_it_whatever_their_siz
     _, _, _, fast = _cost(add, values, chained)
     assert float(fast.latency_s[0, 0]) == pytest.approx(moved / 1e12 + HW.units[0].dispatch_overhead_s, rel=1e-6)
     node, gv = _gemv()
-    assert float(_cost(node, gv, chained)[3].latency_s[0, 0]) == float(_cost(node, gv)[3].latency_s[0, 0])
+    assert float(_cost(node, gv, chained)[3].latency_s[0, 0]) == float(_cost(node, gv, plain)[3].latency_s[0, 0])
+    # "default": the rate of every kind without its own (the A17's ANE: every task's activations through memory).
+    both = HW.with_overrides({"units": {"ane": {"kind_bandwidth_bytes_per_s": {"elementwise": 1e12, "default": 5e10}}}})
+    conv = Node("conv", "conv", "Conv", inputs=["x", "k"], outputs=["c"], attributes={"kernel_shape": [1, 1]})
+    cv = [act("x", [1, 8, 16, 16]), weight("k", [8, 8, 1, 1]), act("c", [1, 8, 16, 16])]
+    assert float(_cost(conv, cv, both)[1].kind_bw[0]) == 5e10 and float(_cost(add, values, both)[1].kind_bw[0]) == 1e12
 
 
 def test_the_profile_keys_need_a_source() -> None:
@@ -97,9 +103,14 @@ def test_the_fit_sets_one_kinds_rate_and_keeps_the_others() -> None:
     ov = df.overrides(params, [3e11, 0.1], base)
     assert ov == {"units": {"ane": {"kind_bandwidth_bytes_per_s": {"pool": 5e11, "elementwise": 3e11},
                                     "weights_exposed_share": 0.1}}}
-    assert df._value(HW, params[0]) == HW.units[0].cache_bandwidth_bytes_per_s  # no rate of its own: a small task's
-    # The A17's fit frees the weights' share (and the memory-rate share); the LiteRT QNN fits the element-wise rate.
-    assert {p.field for p in df.TARGETS["coreml/apple-a17"].params} == {"weights_exposed_share", "bandwidth_efficiency"}
+    plain = HW.with_overrides({"units": {"ane": {"kind_bandwidth_bytes_per_s": {}}}})
+    assert df._value(plain, params[0]) == HW.units[0].cache_bandwidth_bytes_per_s  # no rate of its own: a small task's
+    # The A17's fit frees the weights' share, the memory-rate share, its two activation rates, a GEMM efficiency and the
+    # per-run cost; the LiteRT QNN fits the element-wise rate.
+    a17 = df.TARGETS["coreml/apple-a17"].params
+    assert {p.field for p in a17} == {"weights_exposed_share", "bandwidth_efficiency", "kind_bandwidth_bytes_per_s",
+                                      "efficiency", "run_overhead_s"}
+    assert {p.key for p in a17 if p.field == "kind_bandwidth_bytes_per_s"} == {"default", "elementwise"}
     assert "kind_bandwidth_bytes_per_s" in {p.field for p in df.TARGETS["litert-qnn/snapdragon-8g3"].params}
 
 
@@ -113,6 +124,10 @@ def test_a_fitted_kind_rate_is_written_under_a_new_map_with_its_source(tmp_path,
     monkeypatch.setattr("simulator.profiles.HARDWARE_DIR", tmp_path)
     load_profile.cache_clear()
     try:
+        text = (tmp_path / "apple-a17.yaml").read_text()
+        start = text.index("    kind_bandwidth_bytes_per_s:\n")  # the fitted map, taken out: a unit without one
+        end = text.index("    bandwidth_efficiency:", start)
+        (tmp_path / "apple-a17.yaml").write_text(text[:start] + text[end:])
         df.write_yaml("apple-a17", {"ane.kind_bandwidth_bytes_per_s.elementwise": 7.4e11}, "fitted (test)")
         hw = load_profile("apple-a17")
         assert hw.units[0].kind_bandwidth_bytes_per_s == {"elementwise": 7.4e11}
