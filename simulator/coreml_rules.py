@@ -44,12 +44,14 @@ from simulator.device_facts import gelu_parts
 #   GRU's loop went to the GPU, with a partition crossing per trip.
 # - "conv_stage": a task that reads the output of a conv or linear (a Conv, ConvTranspose, Gemm or MatMul by a constant)
 #   that only it reads: an element-wise one (a residual Add after a block's last conv, a Linear's bias Add) moves its
-#   activations at the rate of the conv's, which go through memory, not at the on-chip rate of the ANE's other
-#   element-wise ops (apple-a17.yaml `kind_bandwidth_bytes_per_s`: `convstage` has no figure of its own, so it takes the
-#   `default` one). The ANE is a DMA engine around its convolutions that works out of memory or a manually managed
-#   L2 for inputs and outputs (repo tinygrad/tinygrad, extra/accel/ane/README.md); which tensors stay on chip is not
-#   published, so this is placed by the published times (the A17 fit, leave one family out: 7.0%, 84.2% within
-#   +-25% with it; element-wise ops all at one rate 19.7%, 68.4%, or all at the activation rate 34.3%, 31.6%; README).
+#   activations at the rate of the conv's, through memory, not at the on-chip rate of the ANE's other element-wise
+#   ops (apple-a17.yaml `kind_bandwidth_bytes_per_s`: `convstage` has no figure of its own, so it takes `default`). An
+#   ANE op is a conv with a post stage (bias / nonlinearity) between an input and an output DMA, with two read streams
+#   "used for things like sum", each from RAM or a manually managed L2 (repo commaai/openpilot @9a5d7db,
+#   tinygrad_repo/extra/accel/ane/README.md): such an Add is the conv's op reading a second tensor. Which tensors
+#   stay in the L2 is the compiler's choice, not published, so the rates are placed by the published times (the A17
+#   fit, leave one family out: 6.5%, 94.7% within +-25% with the rule; every element-wise op at the chained rate
+#   16.6%, 68.4%; all at the activation rate 41.3%, 31.6%; README "The A17 Pro's activations through memory").
 # Op types are ONNX's (a model predicted from its ONNX graph) or MIL's (a .pt2 converted to Core ML here).
 A8_WHY = {"a8_weights_only": "int8 activations need calibration: an uploaded ML Program runs on macOS only",
           "a8_float": "coremltools quantizes activations around conv, linear, add and pools only"}
