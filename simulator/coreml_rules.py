@@ -43,7 +43,7 @@ from simulator.device_facts import gelu_parts
 #   Apple's reply: RNN / LSTM ops are not supported on the neural engine). Placed by op type, each tiny step op of a
 #   GRU's loop went to the GPU, with a partition crossing per trip.
 # - "conv_stage": a task that reads the output of a conv or linear (a Conv, ConvTranspose, Gemm or MatMul by a constant)
-#   that only it reads: an element-wise one (a residual Add after a block's last conv, a Linear's bias Add) moves its
+#   that only it reads: an arithmetic one (a residual Add after a block's last conv, a Linear's bias Add) moves its
 #   activations at the rate of the conv's, through memory, not at the on-chip rate of the ANE's other element-wise
 #   ops (apple-a17.yaml `kind_bandwidth_bytes_per_s`: `convstage` has no figure of its own, so it takes `default`). An
 #   ANE op is a conv with a post stage (bias / nonlinearity) between an input and an output DMA, with two read streams
@@ -85,11 +85,15 @@ def _silus(g: Graph) -> dict[int, tuple[str, set[int]]]:
 
 _CONV_STAGE_SRC = frozenset({"Conv", "ConvTranspose", "Gemm", "conv", "conv_transpose", "linear"})
 _BY_CONSTANT = frozenset({"MatMul", "matmul"})
+# An activation function (HardSwish, a GELU's Erf, an ML Program's gelu / silu) is not one: the same network's ONNX
+# export and ML Program write it as different ops, which read the conv's output differently.
+_ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "add", "sub", "mul", "real_div"})
 CONV_STAGE_RATE = "convstage"  # the rate kind of a "conv_stage" element-wise task (simulator.backends)
 
 
-def _conv_stage(g: Graph) -> set[int]:
-    """Tasks with an input that is a conv's or linear's output only they read (not a graph output)."""
+def _conv_stage(g: Graph, parts: set[int]) -> set[int]:
+    """Arithmetic tasks (Add, Sub, Mul, Div; not part of a silu / gelu / hardswish, `parts`) with an input that is a
+    conv's or linear's output only they read (not a graph output)."""
     producer = {o: nd for nd in g.nodes for o in nd.outputs}
     readers: dict[str, int] = {}
     for nd in g.nodes:
@@ -106,7 +110,8 @@ def _conv_stage(g: Graph) -> set[int]:
             return False
         return src.op_type in _CONV_STAGE_SRC or (src.op_type in _BY_CONSTANT and any(weight(u) for u in src.inputs))
 
-    return {i for i, nd in enumerate(g.nodes) if any(conv_out(v) for v in nd.inputs if v)}
+    return {i for i, nd in enumerate(g.nodes)
+            if nd.op_type in _ARITHMETIC and i not in parts and any(conv_out(v) for v in nd.inputs if v)}
 
 
 def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
@@ -138,8 +143,8 @@ def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
                                                                             "avg_pool"} and quantized(nd)
 
     silus = _silus(compiled)
-    stage = _conv_stage(compiled)
     parts = gelu_parts(compiled) | {j for m, (_, grp) in silus.items() for j in grp if j != m}
+    stage = _conv_stage(compiled, parts | {i for i, nd in enumerate(compiled.nodes) if nd.attributes.get("act_part")})
     out = []
     for i, nd in enumerate(compiled.nodes):
         x = nd.inputs[0] if nd.inputs else ""

@@ -64,6 +64,16 @@ def test_an_add_after_its_conv_moves_at_the_activation_rate_others_at_the_chaine
     two = graph([Node("add", "add", "Add", inputs=["x", "r"], outputs=["y"])],
                 [act("x", SHAPE), act("r", SHAPE), act("y", SHAPE)], ["x", "r"], ["y"])
     assert "conv_stage" not in coreml_facts(two)[0]
+    # An activation function is not one (its ONNX export and ML Program write different ops; a HardSwish as one op or
+    # three, tests/formats/test_coreml_as_shipped.py); a Linear's bias Add is.
+    hs = graph([_conv_add().nodes[0], Node("hs", "hs", "HardSwish", inputs=["c"], outputs=["y"])],
+               [act("x", SHAPE), weight("w", [64, 64, 1, 1]), act("c", SHAPE), act("y", SHAPE)], ["x"], ["y"])
+    assert "conv_stage" not in coreml_facts(hs)[1]
+    linear = graph([Node("mm", "mm", "MatMul", inputs=["t", "k"], outputs=["m"]),
+                    Node("bias", "bias", "Add", inputs=["m", "b"], outputs=["y"])],
+                   [act("t", [1, 196, 384]), weight("k", [384, 384]), weight("b", [384]), act("m", [1, 196, 384]),
+                    act("y", [1, 196, 384])], ["t"], ["y"])
+    assert "conv_stage" in coreml_facts(linear)[1]
     # Priced: the residual Add's three tensors at the activation rate, against the chained rate on its own.
     moved = 3 * 2.0 * 64 * 56 * 56  # fp16
     ms = _task_ms(two, plan_latency(two, A17, HW, "fp16"))["add"]
