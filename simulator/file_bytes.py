@@ -47,6 +47,7 @@ class Stored:
     # file as uploaded (the float state), in the export's once an option rewrites the file (ORT folds them)
     uploaded: np.ndarray  # bytes of a kernel an ONNX upload stores as integers itself (0: none): the file as uploaded
     in_body: np.ndarray  # bool: an If / Loop / Scan body's task in an ONNX export (its kernel stays float but fp16)
+    int4_float: np.ndarray  # bool: int4 leaves its kernel float in an ONNX export (no MatMul reads it there)
 
     def at(self, rows: np.ndarray) -> Stored:
         return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
@@ -73,8 +74,12 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
                   biased=_conv_biases(compiled, source),
                   made=_made_per_task(records, k_store, aux_store, works, source, uploaded), uploaded=uploaded,
-                  in_body=records.in_body if records is not None and records.in_body is not None
-                  else np.zeros(len(works), dtype=bool))
+                  in_body=_flags(records.in_body if records is not None else None, len(works)),
+                  int4_float=_flags(records.int4_float if records is not None else None, len(works)))
+
+
+def _flags(a: np.ndarray | None, n: int) -> np.ndarray:
+    return a if a is not None else np.zeros(n, dtype=bool)
 
 
 def fp16_stored(g: Graph) -> bool:
@@ -152,6 +157,8 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
         kern[:, j] = np.where(kept, s.as_is, cache[key]) + (s.bias_copies if static and kf == "int8" else 0.0)
         if kf not in ("fp32", "fp16"):  # the ONNX quantizers leave a body's weights float (onnx_file._body_tasks)
             kern[:, j] = np.where(s.in_body, s.kernel * 4.0, kern[:, j])
+        if kf == "int4":  # MatMulNBits replaces MatMuls only: a Gemm the exporter keeps (a shared weight) stays float
+            kern[:, j] = np.where(s.int4_float, s.kernel * 4.0, kern[:, j])
         if static and kf == "int8" and s.as_stored.any():
             # A fully int8 upload is int8-static as it is: the exporter writes it as stored (litert_export), so
             # its int8 kernels keep their bytes (their scales are in the file's own overhead) and its biases;

@@ -68,8 +68,12 @@ def exported_nodes(source: Graph, dropped: set[str], task_of: Mapping[str, int],
     BatchNormalization after a Conv folded into it (weights renamed ConvBnFusion_W_ / ConvBnFusion_BN_B_),
     a Gemm with a constant B split into MatMul + `<name>/bias` Add (compiler.optimize.onnx_export), its
     weight transposed to [K, N] if transB. Also returns the names of those transposed weights; `vals`
-    learns the tensors it names."""
+    learns the tensors it names. As the exporter does, a Gemm inside an If / Loop / Scan body stays a Gemm, and so
+    does a top-level transB Gemm whose weight a body or an untransposed Gemm also reads (its layout is kept)."""
     transposed: set[str] = set()
+    keep_layout = {v for nd in source.nodes if nd.parent for v in nd.inputs}
+    keep_layout |= {nd.inputs[1] for nd in source.nodes if nd.op_type == "Gemm" and not nd.parent
+                    and len(nd.inputs) > 1 and not nd.attributes.get("transB", 0)}
     made: set[str] = set()
     alias: dict[str, str] = {}
     out: list[XNode] = []
@@ -106,7 +110,8 @@ def exported_nodes(source: Graph, dropped: set[str], task_of: Mapping[str, int],
             continue
         a = dict(nd.attributes)
         if (nd.op_type == "Gemm" and len(ins) > 1 and ins[1] in consts and not a.get("transA", 0)
-                and a.get("alpha", 1.0) == 1.0 and a.get("beta", 1.0) == 1.0):
+                and a.get("alpha", 1.0) == 1.0 and a.get("beta", 1.0) == 1.0 and not nd.parent
+                and not (a.get("transB", 0) and keep_layout & {ins[1], nd.inputs[1]})):
             has_c = len(ins) > 2 and ins[2]
             mm_out = nd.outputs[0] + "__matmul" if has_c else nd.outputs[0]
             if a.get("transB", 0):

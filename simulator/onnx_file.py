@@ -45,7 +45,9 @@ class ExportRecords:
     every weight a `ConstantOfShape` of a stored shape), so the file as uploaded lacks them where the export, which
     ORT's constant folding writes, holds them (see made_at_run_time); `made_data`: their sum, which the runtime
     holds (simulator.file_bytes sizes the file as uploaded from them). `in_body[i]`: task i runs a node of an If /
-    Loop / Scan body, which the exporter's quantizers do not enter (see _body_tasks)."""
+    Loop / Scan body, which the exporter's quantizers do not enter (see _body_tasks). `int4_float[i]`: task i's
+    kernel is read by an exported node MatMulNBits does not replace (a Gemm the exporter keeps, a Conv), so int4
+    writes it float."""
 
     base: float
     events: np.ndarray
@@ -54,6 +56,7 @@ class ExportRecords:
     made: np.ndarray | None = None
     made_data: float = 0.0
     in_body: np.ndarray | None = None
+    int4_float: np.ndarray | None = None
 
 
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
@@ -94,7 +97,9 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     mapped = np.zeros(n, dtype=bool)
     mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
     made = _made_bytes(xs, inits, made_at_run_time(source, consts), n)
-    return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()), in_body)
+    int4_float = np.zeros(n, dtype=bool)
+    int4_float[[x.task for x in xs if x.task >= 0 and x.op != "MatMul" and kernel_of(x, inits) is not None]] = True
+    return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()), in_body, int4_float)
 
 
 # The events of the tools that act on the top-level graph's nodes only (compiler.optimize.onnx_export passes them

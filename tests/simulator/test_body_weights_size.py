@@ -64,3 +64,43 @@ def test_body_weights_are_sized_as_the_exporter_writes_them(tmp_path: Path, opti
         assert inits["w_body"].data_type == TensorProto.FLOAT
     assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"],
                                                                             r["size_bytes"])
+
+
+def _shared_gemm_model(path: Path) -> Path:
+    """A transB Gemm whose weight a Loop body's Gemm reads too (the greedy decoder's output layer), then a MatMul:
+    the exporter keeps that Gemm (its weight's layout is the body's), which MatMulNBits does not replace."""
+    rng = np.random.default_rng(1)
+    w_out = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_out")
+    b_out = numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), "b_out")
+    w_mid = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_mid")
+    state = helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1, D])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
+         helper.make_node("Gemm", ["s_in", "w_out", "b_out"], ["h"], name="body_gemm", transB=1),
+         helper.make_node("Tanh", ["h"], ["s_out"], name="body_tanh")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), state],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1, D])])
+    nodes = [helper.make_node("Gemm", ["x", "w_out", "b_out"], ["a"], name="top_gemm", transB=1),
+             helper.make_node("MatMul", ["a", "w_mid"], ["b"], name="mid_mm"),
+             helper.make_node("Loop", ["trips", "cond", "b"], ["y"], name="loop", body=body)]
+    consts = [w_out, b_out, w_mid, numpy_helper.from_array(np.array(3, np.int64), "trips"),
+              numpy_helper.from_array(np.array(True), "cond")]
+    g = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, D])], consts)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+@pytest.mark.parametrize("option", ["int4-weights", "int8-static"])
+def test_a_gemm_kept_for_a_body_is_sized_as_written(tmp_path: Path, option: str) -> None:
+    src = _shared_gemm_model(tmp_path / "shared.onnx")
+    (tmp_path / "w").mkdir()
+    r = optimize_model(src, tmp_path / f"shared-{option}.onnx", HOST, option, {}, tmp_path / "w")
+    written = onnx.load(str(tmp_path / f"shared-{option}.onnx"))
+    ops = {n.name: n.op_type for n in written.graph.node}
+    if option == "int4-weights":  # the shared weight stays float under its Gemm; the MatMul's is 4-bit
+        assert ops.get("top_gemm") == "Gemm" and "MatMulNBits" in ops.values()
+    assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"],
+                                                                            r["size_bytes"])
