@@ -14,7 +14,7 @@ table lists. Run: `nice -n 10 .venv/bin/python benchmarks/exports.py [--slice te
 
 `--repredict rows.json --calibration C --json new.json` predicts the rows' exports again with this checkout's code
 and the calibration cache as written (never refitted), without measuring anything: the rules alone
-(`predicted_unmeasured_ms`, `predicted_change`) are replaced, the measurements kept (the earlier figures move to
+(`predicted_unmeasured_ms`, `predicted_change`) and the predicted size are replaced, the measurements kept (the earlier figures move to
 `before_*`), so a rule's before / after is read on the same measured exports (`--report new.json`).
 """
 
@@ -155,10 +155,11 @@ def run_one(item: dict[str, Any], spec: dict[str, Any], timeout_s: float) -> lis
 
 
 def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, options: list[str], workdir: Path,
-                  profile: dict[str, Any] | None = None) -> tuple[dict[str, float], dict[str, float]]:
+                  profile: dict[str, Any] | None = None
+                  ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """({option: latency_ms} from the rules alone (no measured profile), the same with the analysis' measured
-    `profile` where given (the dialog's prediction; else empty)), compiled as the worker compiles it, with the
-    calibration cache as written (a cache of another code version is not refitted)."""
+    `profile` where given (the dialog's prediction; else empty), {option: predicted size in bytes}), compiled as the
+    worker compiles it, with the calibration cache as written (a cache of another code version is not refitted)."""
     from compiler.profile import Profile
     from simulator.calibration import profile_from_cache
     from simulator.model import compile_for
@@ -170,10 +171,11 @@ def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, o
     names = list(dict.fromkeys(["fp32", *options]))
     r = sweep(compiled, TARGET, None, hardware=hw, source=source)
     pure = {o: float(totals(r.bulk, r.per_op, o, {})["latency_ms"]) for o in names}
+    sizes = {o: float(totals(r.bulk, r.per_op, o, {})["size_bytes"]) for o in names}
     if profile is None:
-        return pure, {}
+        return pure, {}, sizes
     m = sweep(compiled, TARGET, Profile.from_json(profile), hardware=hw, source=source)
-    return pure, {o: float(totals(m.bulk, m.per_op, o, {})["latency_ms"]) for o in names}
+    return pure, {o: float(totals(m.bulk, m.per_op, o, {})["latency_ms"]) for o in names}, sizes
 
 
 def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list[dict[str, Any]]:
@@ -195,7 +197,7 @@ def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list
         inputs = rs[0].get("inputs") or (rec.inputs if rec is not None else {})
         profile = next((r["baseline_profile"] for r in rs if r.get("baseline_profile")), None)
         with tempfile.TemporaryDirectory(prefix="repredict-") as d:
-            pred, dialog = predict_again(path, inputs, calibration, [r["option"] for r in rs if r["option"] != "*"],
+            pred, dialog, sizes = predict_again(path, inputs, calibration, [r["option"] for r in rs if r["option"] != "*"],
                                          Path(d), profile)
         for r in rs:
             if r["option"] in pred and r.get("predicted_unmeasured_ms") is not None:
@@ -203,6 +205,8 @@ def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list
                      "before_predicted_change": r.get("predicted_change"),
                      "predicted_unmeasured_ms": pred[r["option"]],
                      "predicted_change": pred[r["option"]] / pred["fp32"]}
+            if r["option"] in sizes and r.get("predicted_size") is not None:
+                r = {**r, "before_predicted_size": r["predicted_size"], "predicted_size": sizes[r["option"]]}
             if r["option"] in dialog:
                 r = {**r, "before_predicted_ms": r["predicted_ms"], "predicted_ms": dialog[r["option"]]}
             out.append(r)
