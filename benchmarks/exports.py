@@ -262,6 +262,10 @@ def report(rows: list[dict[str, Any]]) -> None:
     size = [abs(r["predicted_size"] / r["size"] - 1) * 100 for r in done]
     print(f"size: median |error| {statistics.median(size):.2f}%, within 2%: "
           f"{sum(s <= 2 for s in size)}/{len(size)}, max {max(size):.1f}%")
+    if any("before_predicted_size" in r for r in done):
+        was = [abs(r.get("before_predicted_size", r["predicted_size"]) / r["size"] - 1) * 100 for r in done]
+        print(f"  before (the rows' earlier prediction): within 2%: {sum(s <= 2 for s in was)}/{len(was)}, "
+              f"max {max(was):.1f}%")
     big = [r for r in done if _measured(r) >= MIN_MS]
     if big:
         errs = [_lat_err(r) for r in big]
