@@ -106,7 +106,6 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
     return changed
 
 
-
 def _restore_float(model: onnx.ModelProto) -> bool:
     """A QDQ upload's float graph (compiler.optimize.onnx_qdq), its Gemms by weights it now holds as MatMuls as
     preprocess makes them (else quantize_dynamic renames them and the option misses them); False if not QDQ."""
@@ -114,6 +113,7 @@ def _restore_float(model: onnx.ModelProto) -> bool:
         return False
     _gemm_to_matmul(model)
     return True
+
 
 def _read_in_bodies(graph: onnx.GraphProto) -> set[str]:
     """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
