@@ -286,17 +286,19 @@ def _side_by_side(op: str, shape: list[int], out: list[int], path: Path, consts:
 
 
 REUSE_CONVS = (2, 8, 24, 72)  # run lengths of the reuse cases: ~0.1 ms of arithmetic per conv at a nominal peak
+SPILL_CONVS = (1, 2, 4, 8)  # ... of those whose own traffic goes beyond the L2 (3.2 MB or more per conv, ~0.1 ms)
 
 
-def _reuse(k: int, convs: int, path: Path) -> Path:
+def _reuse(k: int, convs: int, path: Path, spill: bool = False) -> Path:
     """R batch-1 k x k MatMuls (their weights read once per run), then `convs` 3x3 Convs of 64 channels on a 16x16
     map sharing one weight (a 150 KB footprint that stays in L2): the convs set how long the run is before the
-    MatMuls read their weights again; k = 0 leaves the MatMuls out (the run without them)."""
+    MatMuls read their weights again; k = 0 leaves the MatMuls out (the run without them). `spill`: depthwise 3x3
+    Convs on 32x112x112 maps instead, as short a run whose own traffic beyond the L2 evicts weights from the L3."""
     from onnx import TensorProto, helper, numpy_helper
 
-    w = _rng_w([k, k])
-    inits = [numpy_helper.from_array(_rng_w([64, 64, 3, 3])(0), "cw")]
-    nodes, ins, outs = [], [helper.make_tensor_value_info("c0", TensorProto.FLOAT, [1, 64, 16, 16])], []
+    w, (c, size, group) = _rng_w([k, k]), ((32, 112, 32) if spill else (64, 16, 1))
+    inits = [numpy_helper.from_array(_rng_w([c, c // group, 3, 3])(0), "cw")]
+    nodes, ins, outs = [], [helper.make_tensor_value_info("c0", TensorProto.FLOAT, [1, c, size, size])], []
     if k:
         ins.append(helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, k]))
         outs.append(helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, k]))
@@ -304,8 +306,8 @@ def _reuse(k: int, convs: int, path: Path) -> Path:
             inits.append(numpy_helper.from_array(w(i), f"w{i}"))
             nodes.append(helper.make_node("MatMul", [f"v{i}", f"w{i}"], [f"v{i + 1}"], name=f"mm{i}"))
     for i in range(convs):
-        nodes.append(helper.make_node("Conv", [f"c{i}", "cw"], [f"c{i + 1}"], name=f"conv{i}", pads=[1, 1, 1, 1]))
-    outs.append(helper.make_tensor_value_info(f"c{convs}", TensorProto.FLOAT, [1, 64, 16, 16]))
+        nodes.append(helper.make_node("Conv", [f"c{i}", "cw"], [f"c{i + 1}"], name=f"c{i}", pads=[1] * 4, group=group))
+    outs.append(helper.make_tensor_value_info(f"c{convs}", TensorProto.FLOAT, [1, c, size, size]))
     return _save(nodes, ins, outs, inits, path)
 
 
@@ -556,13 +558,12 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
                                                  "memory": (memory, "all", 6)}
     # Weights read again after a run of some length: the stream chain's weights (half this core's share of the
     # last-level cache) before a chain of convs that sets the run's length, against the convs alone; the fit reads
-    # how much of the weights other tenants evicted meanwhile (roofline.evicted_share) from the difference.
+    # how much of them other tenants or the run's own traffic evicted (roofline.evicted_share) from the difference.
     graphs: dict[str, Graph] = {}
-    for n in REUSE_CONVS:
-        src = _reuse(k, n, tmp / f"reuse-{n}.onnx")
-        graphs[f"reuse-{n}"] = compile_for_host(src, tmp / f"reuse-{n}.opt.onnx")
-        timings[f"reuse-{n}"] = (src, "all", 6)
-        timings[f"reuse-{n}-base"] = (_reuse(0, n, tmp / f"reuse-{n}-base.onnx"), "all", 6)
+    for name, n in [(f"reuse-{n}", n) for n in REUSE_CONVS] + [(f"reuse-spill-{n}", n) for n in SPILL_CONVS]:
+        src, base = (_reuse(kk, n, tmp / f"{name}{tail}.onnx", "spill" in name) for kk, tail in ((k, ""), (0, "-base")))
+        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+        timings.update({name: (src, "all", 6), f"{name}-base": (base, "all", 6)})
     # 2. Efficiency per kind and path: every case and variant.
     variants: list[tuple[Case, str, str, str]] = []
     for case in CASES:

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_bench import R, Bench, Case
+from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.calibration_timing import machine, profiler_overhead
@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 58  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 59  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -55,6 +55,7 @@ CACHE_VERSION = 58  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 57: fp32 stems (3-channel convs) in the bench, convsmall.fp32 fitted jointly with a setup per task (JOINT_FP32)
 # 58: 3-D convs' own figures (conv3d.nchw: calibration_video); walks fitted jointly with a cost per byte beyond the L2
 #     of those that miss the cache (walk.fp32.far)
+# 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill cases, llc_spill_*_bytes)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -264,13 +265,11 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
     if mem_bw and bench.reuse:
         peak = over["units"]["cpu"].get("peak_ops_per_s", {}).get("fp32") or load_profile("host-cpu").units[0] \
             .peak_ops_per_s["fp32"]
-        reuse = reuse_shares(bench, wall, dispatch_s, t_stream / bench.k_stream ** 2,
-                             t_mem / bench.k_memory ** 2, peak, cache_bw)
-        hold, evict = eviction_ramp(*([r[k] for r in reuse] for k in ("run_estimate_s", "evicted_share", "sigma")))
-        over["units"]["cpu"].update({"llc_hold_s": hold, "llc_evict_s": evict})
-        progress("weights evicted between runs: " + ", ".join(
-            f"{r['evicted_share']:.2f} after {r['run_estimate_s'] * 1e3:.2f} ms" for r in reuse)
-            + f": held up to {hold * 1e3:.2f} ms, " + (f"all gone after {evict * 1e3:.2f} ms" if evict else "none gone"))
+        over["units"]["cpu"].update(_eviction(bench, wall, dispatch_s, (t_stream / bench.k_stream ** 2,
+                                                                         t_mem / bench.k_memory ** 2),
+                                              peak, cache_bw, l2=over["units"]["cpu"].get("onchip_memory_bytes") or
+                                              float(load_profile("host-cpu").units[0].onchip_memory_bytes),
+                                              progress=progress))
     if "description" in facts:
         over["description"] = facts["description"]
     # One core's L2, past which a layout task's output costs its spill figure (calibration_fit._fit_layout).
@@ -279,27 +278,52 @@ def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str],
     return over, run_s, prof_over
 
 
+def _eviction(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_cold: tuple[float, float],
+              peak: float, cache_bw: float, l2: float, progress: Callable[[str], None]) -> dict[str, float]:
+    """The unit's eviction figures (roofline.evicted_share): the time ramp on the reuse cases whose own traffic stays
+    in the L2, then the ramp in the run's own traffic beyond the L2 on those whose maps spill (given the time ramp)."""
+    reuse = reuse_shares(bench, wall, dispatch_s, *hot_cold, peak, cache_bw)
+    hold, evict = eviction_ramp(*([r[k] for r in reuse] for k in ("run_estimate_s", "evicted_share", "sigma")))
+    progress("weights evicted between runs: " + ", ".join(
+        f"{r['evicted_share']:.2f} after {r['run_estimate_s'] * 1e3:.2f} ms" for r in reuse)
+        + f": held up to {hold * 1e3:.2f} ms, " + (f"all gone after {evict * 1e3:.2f} ms" if evict else "none gone"))
+    out = {"llc_hold_s": hold, "llc_evict_s": evict}
+    spill = reuse_shares(bench, wall, dispatch_s, *hot_cold, peak, cache_bw, l2=l2, spill=True)
+    if spill:
+        by_time = [float(np.clip((r["run_estimate_s"] - hold) / max(evict - hold, 1e-12), 0.0, 1.0)) if evict else 0.0
+                   for r in spill]
+        lo, hi = spill_ramp(by_time, *([r[k] for r in spill] for k in ("spill_bytes", "evicted_share", "sigma")))
+        out.update({"llc_spill_hold_bytes": lo, "llc_spill_evict_bytes": hi})
+        progress("... after runs moving beyond the L2: " + ", ".join(
+            f"{r['evicted_share']:.2f} after {r['spill_bytes'] / 1e6:.1f} MB ({r['run_estimate_s'] * 1e3:.2f} ms)"
+            for r in spill) + (f": held up to {lo / 1e6:.1f} MB, all gone after {hi / 1e6:.1f} MB" if hi else
+                               ": none gone"))
+    return out
+
+
 def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_per_w: float,
-                 cold_s_per_w: float, peak_ops_per_s: float, cache_bw: float) -> list[dict[str, float]]:
-    """Per reuse case (calibration_bench._reuse): the run's length as the sweep estimates it (roofline.run_estimate_s,
-    the figure evicted_share reads) and the share of the MatMuls' weights read from memory: their time per weight
-    (the run with them less the run without) between the stream chain's (weights in the last-level cache, runs back to
-    back) and the memory chain's (weights beyond the whole cache), clipped to [0, 1]."""
+                 cold_s_per_w: float, peak_ops_per_s: float, cache_bw: float, l2: float = 0.0,
+                 spill: bool = False) -> list[dict[str, float]]:
+    """Per reuse case (calibration_bench._reuse; `spill`: those whose maps outgrow the L2, `l2` bytes): the run's
+    length and its own traffic beyond the L2 as the sweep estimates them (roofline.run_estimate_s,
+    spill_estimate_bytes: the figures evicted_share reads) and the share of the MatMuls' weights read from memory:
+    their time per weight (the run with them less the run without) between the stream chain's (weights in the
+    last-level cache, runs back to back) and the memory chain's (weights beyond the whole cache), clipped to [0, 1]."""
     from simulator.costs import FOLDED, fold_constants, work_of
-    from simulator.roofline import run_estimate_s
+    from simulator.roofline import run_estimate_s, spill_estimate_bytes
 
     out = []
-    for n in bench.reuse:
-        g = bench.graphs[f"reuse-{n}"]
+    for n in [n for n in SPILL_CONVS if f"reuse-spill-{n}" in bench.graphs] if spill else bench.reuse:
+        key = f"reuse-spill-{n}" if spill else f"reuse-{n}"
+        g = bench.graphs[key]
         view, folded = fold_constants(g)
-        works = [work_of(nd, view) for nd in g.nodes if nd.id not in folded]
-        per_w = ((wall[f"reuse-{n}"] - wall[f"reuse-{n}-base"]) * 1e-3 / R - dispatch_s) / bench.k_stream ** 2
+        works = [w for w in (work_of(nd, view) for nd in g.nodes if nd.id not in folded) if w is not FOLDED]
+        per_w = ((wall[key] - wall[f"{key}-base"]) * 1e-3 / R - dispatch_s) / bench.k_stream ** 2
         span = max(cold_s_per_w - hot_s_per_w, 1e-15) * R * bench.k_stream ** 2  # all evicted less none, s per run
-        out.append({"convs": n, "run_estimate_s": run_estimate_s([w for w in works if w is not FOLDED],
-                                                                 peak_ops_per_s, cache_bw),
-                    "ns_per_weight": per_w * 1e9,
+        out.append({"convs": n, "run_estimate_s": run_estimate_s(works, peak_ops_per_s, cache_bw),
+                    "spill_bytes": spill_estimate_bytes(works, l2), "ns_per_weight": per_w * 1e9,
                     "evicted_share": float(np.clip((per_w - hot_s_per_w) * R * bench.k_stream ** 2 / span, 0.0, 1.0)),
-                    "sigma": REPEAT * wall[f"reuse-{n}"] * 1e-3 / span})
+                    "sigma": REPEAT * wall[key] * 1e-3 / span})
     return out
 
 
@@ -325,6 +349,26 @@ def eviction_ramp(run_s: list[float], shares: list[float], sigmas: list[float]) 
             if err < best[0]:
                 best = (err, float(hold), float(evict))
     return (best[1], best[2]) if none[0] - best[0] > 4.0 else none[1:]
+
+
+def spill_ramp(by_time: list[float], spill_bytes: list[float], shares: list[float], sigmas: list[float]
+               ) -> tuple[float, float]:
+    """(llc_spill_hold_bytes, llc_spill_evict_bytes) of roofline.evicted_share's ramp in the run's own traffic beyond
+    the L2 (none evicted up to hold, all after evict, linear between; a weight stays if neither the time ramp,
+    `by_time` per case, nor this one evicts it), fitted as eviction_ramp fits the time ramp; (0, 0): none by traffic."""
+    x, y = np.asarray(spill_bytes, dtype=np.float64), np.asarray(shares, dtype=np.float64)
+    t = np.asarray(by_time, dtype=np.float64)
+    wt = 1 / np.maximum(np.asarray(sigmas, dtype=np.float64), 1e-3) ** 2
+    none = float((wt * (t - y) ** 2).sum())
+    best = (none, 0.0, 0.0)
+    grid = np.geomspace(max(x.min(), 1.0) / 4, x.max() * 4, 64) if len(x) and x.max() > 0 else np.array([])
+    for i, hold in enumerate(grid):
+        for evict in grid[i + 1:]:
+            pred = 1 - (1 - t) * (1 - np.clip((x - hold) / (evict - hold), 0.0, 1.0))
+            err = float((wt * (pred - y) ** 2).sum())
+            if err < best[0]:
+                best = (err, float(hold), float(evict))
+    return (best[1], best[2]) if none - best[0] > 4.0 else (0.0, 0.0)
 
 
 def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile, run_s: float

@@ -58,6 +58,10 @@ class Unit:
     # come back from memory at `evicted_bandwidth_bytes_per_s` (0: not modelled, they all stay).
     llc_hold_s: float = 0.0
     llc_evict_s: float = 0.0
+    # ... and only so many bytes of the run's own traffic beyond the core's L2 (activations spilling into the shared
+    # cache): all of them up to `llc_spill_hold_bytes`, none after `llc_spill_evict_bytes` (0: not modelled).
+    llc_spill_hold_bytes: float = 0.0
+    llc_spill_evict_bytes: float = 0.0
     evicted_bandwidth_bytes_per_s: float = 0.0
     # Share of a task's weight traffic from memory that shows in its latency (simulator.roofline.task_cost): 1 = the
     # task reads its weights in its own time (a roofline per task); below 1, the rest streams in ahead, while
@@ -235,7 +239,8 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_share_bytes=_figure(d["llc_share_bytes"], f"{where}.llc_share_bytes") if "llc_share_bytes" in d else 0.0,
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
-        **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "evicted_bandwidth_bytes_per_s",
+        **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "llc_spill_hold_bytes",
+                                                     "llc_spill_evict_bytes", "evicted_bandwidth_bytes_per_s",
                                                      "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
                                                      "int8_k_block", "int8_n_block")
            if k in d},

@@ -146,6 +146,8 @@ class Rates:
     llc_all: Num  # the whole last-level cache (<= llc: a step at llc)
     llc_hold_s: Num  # weights re-read within this long stay in the shared last-level cache
     llc_evict_s: Num  # ... and none after this long (linear between; 0: they all stay)
+    spill_hold: Num  # ... and within this many bytes of the run's own traffic beyond the L2 (Unit.llc_spill_hold_bytes)
+    spill_evict: Num  # ... none after this many (linear between; 0: not modelled)
     evicted_bw: Num  # the rate evicted weights come back from memory at
     w_exposed: Num  # share of the weights' time from memory on the task's critical path (the rest streams in ahead)
     eliminated: Num  # bool: the task disappears on this path
@@ -213,6 +215,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
             PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get("default", 0.0))),
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
         llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
+        spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         w_exposed=u.weights_exposed_share,
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
@@ -316,6 +319,15 @@ class Residency:
     resident: bool  # all of them stay in the unit's own cache between runs
     weights_fp32_bytes: float  # the model's weights at fp32 (how much of them the last-level cache holds)
     run_s: float = 0.0  # the run's length (run_estimate_s): how long each weight waits to be read again
+    spill_bytes: float = 0.0  # the run's own traffic beyond the core's L2 (spill_estimate_bytes) meanwhile
+
+
+def residency(works: Sequence[Work], weights_fp32_bytes: float, u: Unit) -> Residency:
+    """Where a model's weights are between runs on unit `u` (the sweep's and published.latency's one rule)."""
+    peak = u.peak_ops_per_s.get("fp32") or max(u.peak_ops_per_s.values(), default=0.0)
+    return Residency(weights_fp32_bytes <= u.onchip_memory_bytes, weights_fp32_bytes,
+                     run_estimate_s(works, peak, u.cache_bandwidth_bytes_per_s),
+                     spill_estimate_bytes(works, u.l2_share_bytes or u.onchip_memory_bytes))
 
 
 def run_estimate_s(works: Sequence[Work], peak_ops_per_s: float, cache_bw: float) -> float:
@@ -327,17 +339,34 @@ def run_estimate_s(works: Sequence[Work], peak_ops_per_s: float, cache_bw: float
     return (ops / peak_ops_per_s if peak_ops_per_s else 0.0) + (moved / cache_bw if cache_bw else 0.0)
 
 
-def evicted_share(r: Rates, run_s: float) -> Num:
-    """Share of a model's weights (those beyond the unit's own cache) that other cores' and tenants' traffic
-    evicts from the shared last-level cache before the next run reads them: none for runs up to `llc_hold_s`,
-    all beyond `llc_evict_s`, linear between; calibration fits both on the machine (calibration_fit.eviction_ramp).
+def spill_estimate_bytes(works: Sequence[Work], l2_bytes: float) -> float:
+    """The bytes a run moves beyond the core's L2 between two reads of a weight (one run later): the activations
+    (fp32) of every task whose inputs and outputs together outgrow the L2 (0: no L2 known). On a Zen 4 (1 MB L2,
+    32 MB L3) they pass through the shared L3 and evict the model's own weights from it: 8 MB of batch-1 MatMul
+    weights came back 65% from memory after 8 depthwise convs on 32x112x112 maps (0.72 ms), 4% after 8 on 32x56x56
+    ones within the L2 (0.21 ms), 13% after 24 of them (0.57 ms) (/work/notes/h38host-data/probe1.json)."""
+    if l2_bytes <= 0:
+        return 0.0
+    each = [(w.in_elements + w.out_elements) * 4.0 for w in works]
+    return float(sum(b for b in each if b > l2_bytes))
+
+
+def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
+    """Share of a model's weights (those beyond the unit's own cache) evicted from the shared last-level cache
+    before the next run reads them. By other cores' and tenants' traffic: none for runs up to `llc_hold_s`, all
+    beyond `llc_evict_s`, linear between; by the run's own traffic beyond the L2 (`spill_bytes`), the same way
+    between `spill_hold` and `spill_evict` bytes; a weight stays only if neither evicts it (independent chances).
+    Calibration fits both ramps on the machine (calibration_fit.eviction_ramp, spill_ramp).
     Measured on a Zen 3 VM (host-cpu.yaml's own figures): eight 1 MB batch-1 MatMuls
     read again after a run of 0.10-0.40 ms at 0.046-0.050 ns per weight (the cache's rate), 0.75 ms 0.077,
     1.5 ms 0.131, 2.8 ms 0.161, 5.3 ms 0.133 (a compute-only Conv chain beside them sets the run's length;
     its own footprint 150 KB). Real models are such runs: their classifiers and squeeze-excitation convs read
     0.11-0.15 ns per weight (MobileNet, MNASNet, ShuffleNet, EfficientNet), 2.3-2.9x the cache's rate."""
     span = np.maximum(r.llc_evict_s - r.llc_hold_s, 1e-12)
-    return np.where(r.llc_evict_s > 0, np.clip((run_s - r.llc_hold_s) / span, 0.0, 1.0), 0.0)
+    by_time = np.where(r.llc_evict_s > 0, np.clip((run_s - r.llc_hold_s) / span, 0.0, 1.0), 0.0)
+    spill_span = np.maximum(r.spill_evict - r.spill_hold, 1.0)
+    by_spill = np.where(r.spill_evict > 0, np.clip((spill_bytes - r.spill_hold) / spill_span, 0.0, 1.0), 0.0)
+    return 1.0 - (1.0 - by_time) * (1.0 - by_spill)
 
 
 def _padded_macs(w: Counts, r: Rates) -> Num:
@@ -376,7 +405,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     moved = act - hot + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
-    evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s), outgrown(r, res.weights_fp32_bytes))
+    evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
+                                                  outgrown(r, res.weights_fp32_bytes))
     s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
     t_mem = (act - hot) / bw + hot / r.cache_bw + w_all * s_per_w_byte
@@ -442,7 +472,7 @@ def weights_from_memory(r: Rates, res: Residency) -> Num:
     cache only (the rest are read from it); all of them where no such cache is known (the device profiles)."""
     if res.resident:
         return 0.0
-    gone = np.maximum(evicted_share(r, res.run_s), outgrown(r, res.weights_fp32_bytes))
+    gone = np.maximum(evicted_share(r, res.run_s, res.spill_bytes), outgrown(r, res.weights_fp32_bytes))
     return np.where((r.llc_all > 0) | (r.llc > 0), gone, 1.0)
 
 

@@ -55,7 +55,7 @@ from simulator.roofline import (
     dram_bytes,
     io_bytes,
     rates,
-    run_estimate_s,
+    residency,
     stack,
     task_cost,
 )
@@ -339,9 +339,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
     total_w = float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works)
     u0 = hw.units[0]
-    res = Residency(total_w <= u0.onchip_memory_bytes, total_w,
-                    run_estimate_s(works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
-                                   u0.cache_bandwidth_bytes_per_s))
+    res = residency(works, total_w, u0)
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
     i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
     pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor

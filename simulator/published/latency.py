@@ -35,14 +35,13 @@ from simulator.roofline import (
     Counts,
     Path,
     Rates,
-    Residency,
     conversion_constants,
     conversion_ms,
     crossing_bytes,
     crossing_constants,
     crossing_ms,
     rates,
-    run_estimate_s,
+    residency,
     stack,
     task_cost,
 )
@@ -167,9 +166,7 @@ def latency_ms(lp: LatencyPlan, hw: HardwareProfile) -> float:
     """The whole model's latency under `hw` (a profile with the structure `lp` was planned with)."""
     r = _task_rates(lp, hw)
     u0 = hw.units[0]
-    res = Residency(lp.weights_fp32_bytes <= u0.onchip_memory_bytes, lp.weights_fp32_bytes,
-                    run_estimate_s(lp.works, u0.peak_ops_per_s.get("fp32") or max(u0.peak_ops_per_s.values(), default=0.0),
-                                   u0.cache_bandwidth_bytes_per_s))
+    res = residency(lp.works, lp.weights_fp32_bytes, u0)
     cost = task_cost(lp.counts, r, res)
     each = np.where(lp.gone[:, None], 0.0, cost.latency_s * 1e3)
     tasks = float(each.sum())
