@@ -91,14 +91,20 @@ _ARITHMETIC = frozenset({"Add", "Sub", "Mul", "Div", "add", "sub", "mul", "real_
 CONV_STAGE_RATE = "convstage"  # the rate kind of a "conv_stage" element-wise task (simulator.backends)
 
 
-def _conv_stage(g: Graph, parts: set[int]) -> set[int]:
-    """Arithmetic tasks (Add, Sub, Mul, Div; not part of a silu / gelu / hardswish, `parts`) with an input that is a
-    conv's or linear's output only they read (not a graph output)."""
+def _wiring(g: Graph) -> tuple[dict[str, Node], dict[str, int]]:
+    """Each value's producer, and how many tasks read it (a task reading it twice counts once)."""
     producer = {o: nd for nd in g.nodes for o in nd.outputs}
     readers: dict[str, int] = {}
     for nd in g.nodes:
         for v in dict.fromkeys(nd.inputs):
             readers[v] = readers.get(v, 0) + 1
+    return producer, readers
+
+
+def _conv_stage(g: Graph, parts: set[int]) -> set[int]:
+    """Arithmetic tasks (Add, Sub, Mul, Div; not part of a silu / gelu / hardswish, `parts`) with an input that is a
+    conv's or linear's output only they read (not a graph output)."""
+    producer, readers = _wiring(g)
 
     def weight(v: str) -> bool:
         val = g.values.get(v)
@@ -117,11 +123,7 @@ def _conv_stage(g: Graph, parts: set[int]) -> set[int]:
 def coreml_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task, the Core ML facts above."""
     uploaded = compiled.format == "coreml" and "converted_from" not in compiled.metadata
-    producer = {o: nd for nd in compiled.nodes for o in nd.outputs}
-    readers: dict[str, int] = {}
-    for nd in compiled.nodes:
-        for v in dict.fromkeys(nd.inputs):
-            readers[v] = readers.get(v, 0) + 1
+    producer, readers = _wiring(compiled)
 
     def live(v: str) -> bool:
         val = compiled.values.get(v)
