@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value, WeightStats
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
 from simulator.einsum import contracts, einsum_macs
+from simulator.index_ops import indexed_elements
 from simulator.transposes import copy_runs, far_walk, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
@@ -139,6 +140,7 @@ class Work:
     # Runs of contiguous elements a Transpose copies one memcpy each (simulator.transposes.copy_runs; 0: none)
     copy_runs: float = 0.0
     far_walk: float = 0.0  # elements of a walk whose input lines leave the cache between reads (transposes.far_walk)
+    indexed: float = 0.0  # elements an index op looks up one at a time (simulator.index_ops; 0: none)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -378,6 +380,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 reread_elements=reread, reread_set=reread_set,
                 copy_runs=copy_runs(node, graph) if kind == "layout" else 0.0,
                 far_walk=far_walk(node, graph) if kind == "walk" else 0.0,
+                indexed=indexed_elements(node, graph),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))

@@ -130,6 +130,7 @@ class Rates:
     igemm_s: Num  # seconds per output element and kernel tap (Path.tap_cost, Counts.igemm_taps)
     run_s: Num  # seconds per run a Transpose copies with its own memcpy (`<kind>.<tag>.run`, Counts.copy_runs)
     far_s: Num  # seconds per byte beyond `l2` of a walk that misses the cache (`<kind>.<tag>.far`, Counts.far_walk)
+    index_s: Num  # seconds per element an index op looks up (`<kind>.<tag>.index.<op>`, Counts.indexed)
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
@@ -201,6 +202,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),
         far_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.far", 0.0) if u.l2_share_bytes else 0.0,
+        index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -281,6 +283,7 @@ class Counts:
     im2col_strided: Num = 0.0
     copy_runs: Num = 0.0
     far_walk: Num = 0.0
+    indexed: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -300,7 +303,7 @@ class Counts:
             sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
             reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
             im2col_strided=col([w.im2col_strided for w in works]), copy_runs=col([w.copy_runs for w in works]),
-            far_walk=col([w.far_walk for w in works]))
+            far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,7 +427,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
     row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
     (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run a Transpose
-    copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk)."""
+    copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
+    an index op looks up (Counts.indexed)."""
     setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
     pixels = w.out_elements / np.maximum(w.kernel_rows, 1.0)
     setup = setup + r.pixel_s * pixels
@@ -438,7 +442,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.repack_s * w.kernel_elements * np.ceil(pixels / QGEMM_STRIDE_N)
             + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
-            + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0))
+            + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
