@@ -21,7 +21,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler.optimize.choices import Choice, node_choices
 from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
-                                             drop_cast_pairs, named_copy, one_line, opset, quant_ready, topo_sort)
+                                             drop_cast_pairs, named_copy, one_line, opset, quant_ready, read_in_bodies,
+                                             topo_sort)
 from compiler.optimize.onnx_qdq import restore_float
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
@@ -79,7 +80,7 @@ def _gemm_to_matmul(model: onnx.ModelProto) -> bool:
                            any(x.name == "transB" and helper.get_attribute_value(x) for x in n.attribute)}
     # A weight an If / Loop / Scan body reads too (a scripted decoder's output layer, run before and inside its
     # loop) keeps its layout: transposed here, the body's Gemm read it the wrong way round and no option exported.
-    transposed_by_other |= _read_in_bodies(model.graph)
+    transposed_by_other |= read_in_bodies(model.graph)
     for n in model.graph.node:
         a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
         if (n.op_type != "Gemm" or len(n.input) < 2 or n.input[1] not in inits or a.get("transA", 0)
@@ -113,13 +114,6 @@ def _restore_float(model: onnx.ModelProto) -> bool:
         return False
     _gemm_to_matmul(model)
     return True
-
-
-def _read_in_bodies(graph: onnx.GraphProto) -> set[str]:
-    """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
-    from compiler.frontends.onnx_scopes import all_bodies
-
-    return {i for body in all_bodies(graph) for n in body.node for i in n.input}
 
 
 def prune(w: np.ndarray, sparsity: int) -> np.ndarray:

@@ -96,6 +96,11 @@ def reads(node: onnx.NodeProto) -> Iterable[str]:
                 yield from reads(n)
 
 
+def read_in_bodies(graph: onnx.GraphProto) -> set[str]:
+    """Every value name a node inside one of `graph`'s subgraphs (at any depth) reads."""
+    return {i for body in all_bodies(graph) for n in body.node for i in n.input}
+
+
 def topo_sort(graph: onnx.GraphProto) -> bool:
     """Put `graph`'s nodes in dependency order, keeping the given order where it already holds; True if moved.
 

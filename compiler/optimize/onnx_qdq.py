@@ -17,7 +17,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from compiler.optimize.onnx_prepare import reads
+from compiler.optimize.onnx_prepare import read_in_bodies, reads
 
 _Q, _DQ = "QuantizeLinear", "DequantizeLinear"
 _DOMAINS = ("", "ai.onnx")
@@ -50,19 +50,13 @@ def _pair_source(n: onnx.NodeProto, producer: dict[str, onnx.NodeProto]) -> str 
     return p.input[0] if p is not None and p.op_type == _Q and p.domain in _DOMAINS else None
 
 
-def has_qdq(model: onnx.ModelProto) -> bool:
-    """A top-level DequantizeLinear: the upload is (partly) quantized in QDQ form."""
-    return any(n.op_type == _DQ and n.domain in _DOMAINS for n in model.graph.node)
-
-
 def restore_float(model: onnx.ModelProto) -> int:
     """Fold `model`'s weight DequantizeLinears into float initializers and bypass its activation pairs, in place;
     the number of DequantizeLinear nodes removed (0: nothing changed)."""
     g = model.graph
     inits = {t.name: t for t in g.initializer}
     producer = {o: n for n in g.node for o in n.output}
-    in_bodies = {v for n in g.node for a in n.attribute for b in ([a.g] if a.HasField("g") else []) + list(a.graphs)
-                 for m in b.node for v in reads(m)}
+    in_bodies = read_in_bodies(g)
     alias: dict[str, str] = {}
     folded: list[onnx.TensorProto] = []
     gone: set[int] = set()

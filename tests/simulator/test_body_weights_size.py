@@ -23,6 +23,25 @@ HOST = "ort-cpu/host"
 D = 256
 
 
+def _save_looped(path: Path, name: str, body_nodes: list[onnx.NodeProto], top_nodes: list[onnx.NodeProto],
+                 consts: list[onnx.TensorProto]) -> Path:
+    """`top_nodes` (x -> b), then a Loop of 3 trips over state b whose body is `body_nodes` (s_in -> s_out)."""
+    state = helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1, D])
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"), *body_nodes],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), state],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1, D])])
+    nodes = [*top_nodes, helper.make_node("Loop", ["trips", "cond", "b"], ["y"], name="loop", body=body)]
+    consts = [*consts, numpy_helper.from_array(np.array(3, np.int64), "trips"),
+              numpy_helper.from_array(np.array(True), "cond")]
+    g = helper.make_graph(nodes, name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, D])], consts)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
 def _loop_model(path: Path) -> Path:
     """x @ w_top, then a Loop of 3 trips whose body runs state @ w_body and state @ w_top (a weight shared with the
     top level, as a scripted decoder's output layer): 3 float kernels of 256 x 256 (768 KB), two of them the body's."""
@@ -30,25 +49,12 @@ def _loop_model(path: Path) -> Path:
     w_top = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_top")
     w_body = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_body")
     w_mid = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_mid")
-    state = helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1, D])
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
-         helper.make_node("MatMul", ["s_in", "w_body"], ["h"], name="body_mm"),
-         helper.make_node("MatMul", ["h", "w_top"], ["h2"], name="body_shared_mm"),
-         helper.make_node("Tanh", ["h2"], ["s_out"], name="body_tanh")],
-        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), state],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1, D])])
-    nodes = [helper.make_node("MatMul", ["x", "w_top"], ["a"], name="top_mm"),
-             helper.make_node("MatMul", ["a", "w_mid"], ["b"], name="mid_mm"),
-             helper.make_node("Loop", ["trips", "cond", "b"], ["y"], name="loop", body=body)]
-    consts = [w_top, w_body, w_mid, numpy_helper.from_array(np.array(3, np.int64), "trips"),
-              numpy_helper.from_array(np.array(True), "cond")]
-    g = helper.make_graph(nodes, "looped", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, D])], consts)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
+    body = [helper.make_node("MatMul", ["s_in", "w_body"], ["h"], name="body_mm"),
+            helper.make_node("MatMul", ["h", "w_top"], ["h2"], name="body_shared_mm"),
+            helper.make_node("Tanh", ["h2"], ["s_out"], name="body_tanh")]
+    top = [helper.make_node("MatMul", ["x", "w_top"], ["a"], name="top_mm"),
+           helper.make_node("MatMul", ["a", "w_mid"], ["b"], name="mid_mm")]
+    return _save_looped(path, "looped", body, top, [w_top, w_body, w_mid])
 
 
 @pytest.mark.parametrize("option", ["int8-static", "int8-dynamic", "fp16", "palettize-4bit"])
@@ -73,24 +79,11 @@ def _shared_gemm_model(path: Path) -> Path:
     w_out = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_out")
     b_out = numpy_helper.from_array(rng.standard_normal(D).astype(np.float32), "b_out")
     w_mid = numpy_helper.from_array(rng.standard_normal((D, D)).astype(np.float32), "w_mid")
-    state = helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [1, D])
-    body = helper.make_graph(
-        [helper.make_node("Identity", ["c_in"], ["c_out"], name="keep_going"),
-         helper.make_node("Gemm", ["s_in", "w_out", "b_out"], ["h"], name="body_gemm", transB=1),
-         helper.make_node("Tanh", ["h"], ["s_out"], name="body_tanh")],
-        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-                 helper.make_tensor_value_info("c_in", TensorProto.BOOL, []), state],
-        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [1, D])])
-    nodes = [helper.make_node("Gemm", ["x", "w_out", "b_out"], ["a"], name="top_gemm", transB=1),
-             helper.make_node("MatMul", ["a", "w_mid"], ["b"], name="mid_mm"),
-             helper.make_node("Loop", ["trips", "cond", "b"], ["y"], name="loop", body=body)]
-    consts = [w_out, b_out, w_mid, numpy_helper.from_array(np.array(3, np.int64), "trips"),
-              numpy_helper.from_array(np.array(True), "cond")]
-    g = helper.make_graph(nodes, "shared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, D])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, D])], consts)
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
-    return path
+    body = [helper.make_node("Gemm", ["s_in", "w_out", "b_out"], ["h"], name="body_gemm", transB=1),
+            helper.make_node("Tanh", ["h"], ["s_out"], name="body_tanh")]
+    top = [helper.make_node("Gemm", ["x", "w_out", "b_out"], ["a"], name="top_gemm", transB=1),
+           helper.make_node("MatMul", ["a", "w_mid"], ["b"], name="mid_mm")]
+    return _save_looped(path, "shared", body, top, [w_out, b_out, w_mid])
 
 
 @pytest.mark.parametrize("option", ["int4-weights", "int8-static"])
