@@ -13,16 +13,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from compiler.graph import Graph
+from simulator.calibration_models import (
+    R, REUSE_CONVS, SPILL_CONVS, activation_chain, compile_for_host, conv_act, conv_chain, dw_strided,
+    layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, op_chain, reuse_model, save_model,
+    side_by_side, skip_layernorm_chain, stem_act, strided_own,
+)
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.profiles import load_profile
-
-R = 8  # ops per chain
 
 
 @dataclass(frozen=True)
@@ -33,457 +35,179 @@ class Case:
     variants: tuple[tuple[str, str], ...]  # (preset, efficiency tag) pairs fitted on this model
 
 
-def _save(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: list[Any], path: Path) -> Path:
-    import onnx
-    from onnx import helper
-
-    g = helper.make_graph(nodes, path.stem, inputs, outputs, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
-    m.ir_version = 9
-    onnx.save(m, os.fspath(path))
-    return path
-
-
-def _chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str, Any] | None = None,
-           weight: Callable[[int], Any] | None = None, binary_self: bool = False) -> Path:
-    from onnx import TensorProto, helper, numpy_helper
-
-    nodes, inits = [], []
-    for i in range(r):
-        ins = [f"v{i}"]
-        if weight is not None:
-            w = weight(i)
-            inits.append(numpy_helper.from_array(w, f"w{i}"))
-            ins.append(f"w{i}")
-        elif binary_self:
-            # x_{i+1} = x_i (op) x_0: a fixed second operand keeps values bounded for the quantizer.
-            ins.append("v0")
-        nodes.append(helper.make_node(op, ins, [f"v{i + 1}"], name=f"{op}_{i}", **(attrs or {})))
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"v{r}", TensorProto.FLOAT, shape)], inits, path)
-
-
-def _rng_w(shape: list[int]) -> Callable[[int], Any]:
-    rng = np.random.default_rng(0)
-    return lambda i: (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)
-
-
-def _layernorm_chain(shape: list[int], path: Path) -> Path:
-    from onnx import TensorProto, helper, numpy_helper
-
-    c = shape[-1]
-    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
-    nodes = [helper.make_node("LayerNormalization", [f"v{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")
-             for i in range(R)]
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
-
-
-def _mixed(c: int, size: int, path: Path, blocks: int = 12) -> Path:
-    """Conv -> Sigmoid -> Mul -> Transpose -> Add blocks: ORT turns them into NCHWc convs with fused
-    activations, reorders and transposes, the data-movement tasks real CNN and transformer graphs have."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    nodes, inits, x = [], [], "v0"
-    for i in range(blocks):
-        inits += [numpy_helper.from_array((rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32), f"w{i}"),
-                  numpy_helper.from_array(rng.standard_normal((1, c, 1, 1)).astype(np.float32), f"b{i}")]
-        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], name=f"conv{i}"),
-                  helper.make_node("Sigmoid", [f"c{i}"], [f"s{i}"], name=f"sig{i}"),
-                  helper.make_node("Mul", [f"s{i}", f"b{i}"], [f"m{i}"], name=f"mul{i}"),
-                  helper.make_node("Transpose", [f"m{i}"], [f"t{i}"], perm=[0, 1, 3, 2], name=f"tr{i}"),
-                  helper.make_node("Add", [f"t{i}", x], [f"a{i}"], name=f"add{i}")]
-        x = f"a{i}"
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, size, size])],
-                 [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, size, size])], inits, path)
-
-
-def _mixed_split(c: int, mid: int, groups: int, size: int, path: Path, blocks: int = 4) -> Path:
-    """MixNet-shaped blocks: a 1x1 Conv widens `c` channels to `mid`, a channel Split feeds `groups` depthwise 3x3
-    Convs, a Concat joins them and a 1x1 Conv narrows back. ORT keeps the Split and Concat in NCHW with a reorder
-    around each group's NCHWc conv: layout tasks whose tensors outgrow the core's L2 at 56 px (1.8 MB each)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    rng = np.random.default_rng(0)
-    w = lambda shape: (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)  # noqa: E731
-    g = mid // groups
-    inits = [numpy_helper.from_array(np.array([g] * groups, np.int64), "split")]
-    nodes, x = [], "v0"
-    for i in range(blocks):
-        inits += [numpy_helper.from_array(w([mid, c, 1, 1]), f"wa{i}"), numpy_helper.from_array(w([c, mid, 1, 1]), f"wb{i}")]
-        parts = [f"s{i}_{j}" for j in range(groups)]
-        nodes += [helper.make_node("Conv", [x, f"wa{i}"], [f"a{i}"], name=f"expand{i}"),
-                  helper.make_node("Relu", [f"a{i}"], [f"r{i}"], name=f"relu{i}"),
-                  helper.make_node("Split", [f"r{i}", "split"], parts, axis=1, name=f"split{i}")]
-        for j, part in enumerate(parts):
-            inits.append(numpy_helper.from_array(w([g, 1, 3, 3]), f"wd{i}_{j}"))
-            nodes.append(helper.make_node("Conv", [part, f"wd{i}_{j}"], [f"d{i}_{j}"], name=f"dw{i}_{j}", group=g,
-                                          pads=[1, 1, 1, 1]))
-        nodes += [helper.make_node("Concat", [f"d{i}_{j}" for j in range(groups)], [f"m{i}"], axis=1, name=f"cat{i}"),
-                  helper.make_node("Conv", [f"m{i}", f"wb{i}"], [f"v{i + 1}"], name=f"project{i}")]
-        x = f"v{i + 1}"
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, size, size])],
-                 [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, c, size, size])], inits, path)
-
-
-def _skip_layernorm_chain(shape: list[int], path: Path) -> Path:
-    """x_{i+1} = LayerNorm(x_i + x_0): ORT fuses each Add + LayerNormalization into SkipLayerNormalization,
-    as it does for every post-norm transformer's residual."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    c = shape[-1]
-    inits = [numpy_helper.from_array(np.ones(c, np.float32), "g"), numpy_helper.from_array(np.zeros(c, np.float32), "b")]
-    nodes = []
-    for i in range(R):
-        nodes += [helper.make_node("Add", [f"v{i}", "v0"], [f"a{i}"], name=f"add_{i}"),
-                  helper.make_node("LayerNormalization", [f"a{i}", "g", "b"], [f"v{i + 1}"], axis=-1, name=f"LN_{i}")]
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, shape)], inits, path)
-
-
-def _conv(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path]:
-    return lambda p: _chain("Conv", [1, c, hw, hw], p, attrs={"pads": [k // 2] * 4, "group": group},
-                            weight=_rng_w([c, c // group, k, k]))
-
-
-def _stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Path]:
-    """A CNN's first conv, R times side by side on one image: 3 input channels, `co` outputs, a k x k kernel at
-    stride 2 over an hw x hw image, + bias + Relu. The few-channel cases below (8 channels on 24-48 px maps) are all
-    fixed cost, so the convsmall paths' rates were fitted on nothing (convsmall.int8dyn came out at the 3.0 bound);
-    a stem has the MACs (ResNet's 7x7: 118M). Measured before these cases (CPU time, 4 stems per file, load ~10,
-    2026-12-03): 3x32 3x3 at 224 under int8-dynamic 0.43 ms per stem, predicted 0.30; 3x64 7x7 2.49 ms, predicted
-    0.81. Under int8-static each stem here ends in its own DequantizeLinear (a graph output; the totals rule charges
-    it); QLinearConv's stem time (0.37-0.87 ms at 3x3 for 16-64 outputs, 1.6 ms at 7x7) was not fitted by a rate,
-    setup and im2col per element within 30%: it runs the per-group GEMM path of grouped convs (3 input channels),
-    costed per GEMM row and im2col copy (simulator/ort_int8.py), and is fitted with them."""
-    def build(path: Path) -> Path:
-        from onnx import TensorProto, helper, numpy_helper
-
-        rng = np.random.default_rng(0)
-        w = _rng_w([co, 3, k, k])
-        o = (hw + 2 * (k // 2) - k) // stride + 1
-        inits, nodes, outs = [], [], []
-        for i in range(R):
-            inits += [numpy_helper.from_array(w(i), f"w{i}"),
-                      numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}")]
-            nodes += [helper.make_node("Conv", ["v0", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
-                                       pads=[k // 2] * 4, strides=[stride, stride]),
-                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
-            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, co, o, o]))
-        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, 3, hw, hw])], outs, inits,
-                     path)
-    return build
-
-
-def _dw_strided(c: int, hw: int, k: int) -> Callable[[Path], Path]:
-    """R depthwise k x k Convs at stride 2 side by side on one c x hw x hw input (a chain would halve the map each
-    time), each reading one shared bias (so fp16 keeps them NCHW, as _conv_act's shared cases) + Relu: the stride-2
-    depthwise convs that open MobileNet / EfficientNet / MNASNet stages."""
-    def build(path: Path) -> Path:
-        from onnx import TensorProto, helper, numpy_helper
-
-        w = _rng_w([c, 1, k, k])
-        o = (hw + 2 * (k // 2) - k) // 2 + 1
-        inits = [numpy_helper.from_array((0.1 * np.random.default_rng(0).standard_normal(c)).astype(np.float32), "b")]
-        nodes, outs = [], []
-        for i in range(R):
-            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
-            nodes += [helper.make_node("Conv", ["v0", f"w{i}", "b"], [f"c{i}"], name=f"conv{i}", pads=[k // 2] * 4,
-                                       group=c, strides=[2, 2]),
-                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
-            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, c, o, o]))
-        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])], outs, inits,
-                     path)
-    return build
-
-
-def _strided_own(ci: int, co: int, hw: int, k: int, group: int = 1, r: int = 4) -> Callable[[Path], Path]:
-    """`r` k x k Convs at stride 2 (ci -> co channels, `group` groups) + bias + Relu, each on an input of its own
-    (ci x hw x hw): quantize_dynamic quantizes each input once, so every ConvInteger has its own DynamicQuantizeLinear,
-    as in a model (side by side on one input, as _dw_strided, they would share one). Four, not R: eight 96x112x112
-    fp32 inputs would outgrow the last-level cache, where a model's stage-opening conv reads a map just written."""
-    def build(path: Path) -> Path:
-        from onnx import TensorProto, helper, numpy_helper
-
-        rng = np.random.default_rng(0)
-        w = _rng_w([co, ci // group, k, k])
-        o = (hw + 2 * (k // 2) - k) // 2 + 1
-        inits, nodes, ins, outs = [], [], [], []
-        for i in range(r):
-            inits += [numpy_helper.from_array(w(i), f"w{i}"),
-                      numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}")]
-            nodes += [helper.make_node("Conv", [f"x{i}", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
-                                       pads=[k // 2] * 4, group=group, strides=[2, 2]),
-                      helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
-            ins.append(helper.make_tensor_value_info(f"x{i}", TensorProto.FLOAT, [1, ci, hw, hw]))
-            outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, co, o, o]))
-        return _save(nodes, ins, outs, inits, path)
-    return build
-
-
-def _conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False) -> Callable[[Path], Path]:
-    """Conv + bias + activation blocks as CNNs have them (Relu and Clip 0..6 alternating): what the quantizers and the
-    fp16 converter rewrite, so the fitted paths include the kernels they add (Casts, DynamicQuantizeLinear, scale Mul /
-    bias Add) and the fusions they lose. `shared_bias`: every Conv reads one bias tensor (as deduplicated BatchNorm-
-    folded biases are), which fp16 keeps behind a run-time Cast, so ORT leaves the Convs in NCHW (fp16_shared_casts)."""
-    def build(path: Path) -> Path:
-        from onnx import TensorProto, helper, numpy_helper
-
-        rng = np.random.default_rng(0)
-        w = _rng_w([c, c // group, k, k])
-        inits = [numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
-                 numpy_helper.from_array(np.array(6.0, np.float32), "hi")]
-        nodes = []
-        for i in range(R):
-            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
-            if not shared_bias or i == 0:
-                inits.append(numpy_helper.from_array((0.1 * rng.standard_normal(c)).astype(np.float32), f"b{i}"))
-            b = "b0" if shared_bias else f"b{i}"
-            nodes.append(helper.make_node("Conv", [f"v{i}", f"w{i}", b], [f"c{i}"], name=f"conv{i}",
-                                          pads=[k // 2] * 4, group=group))
-            nodes.append(helper.make_node("Relu", [f"c{i}"], [f"v{i + 1}"], name=f"act{i}") if i % 2 == 0 else
-                         helper.make_node("Clip", [f"c{i}", "lo", "hi"], [f"v{i + 1}"], name=f"act{i}"))
-        return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])],
-                     [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, c, hw, hw])], inits, path)
-    return build
-
-
-def _matmul_w(m: int, k: int) -> Callable[[Path], Path]:
-    return lambda p: _chain("MatMul", [m, k], p, weight=_rng_w([k, k]))
-
-
-def _activation_chain(form: str, n: int, path: Path) -> Path:
-    """R activations on [1, n] written as exporters write them, which ORT fuses into one kernel each: `swish`
-    (x * Sigmoid(x): QuickGelu, EfficientNet's SiLU), `gelu` (x * 0.5 * (1 + Erf(x / sqrt 2)): Gelu, a ViT's)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    consts = {"sqrt2": 2 ** 0.5, "one": 1.0, "half": 0.5}
-    inits = [numpy_helper.from_array(np.array(v, np.float32), k) for k, v in consts.items()] if form == "gelu" else []
-    nodes = []
-    for i in range(R):
-        x, y = f"v{i}", f"v{i + 1}"
-        if form == "swish":
-            nodes += [helper.make_node("Sigmoid", [x], [f"s{i}"]), helper.make_node("Mul", [x, f"s{i}"], [y])]
-        else:
-            nodes += [helper.make_node("Div", [x, "sqrt2"], [f"d{i}"]), helper.make_node("Erf", [f"d{i}"], [f"e{i}"]),
-                      helper.make_node("Add", [f"e{i}", "one"], [f"a{i}"]),
-                      helper.make_node("Mul", [x, f"a{i}"], [f"m{i}"]), helper.make_node("Mul", [f"m{i}", "half"], [y])]
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, n])],
-                 [helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, n])], inits, path)
-
-
-def _side_by_side(op: str, shape: list[int], out: list[int], path: Path, consts: tuple[Any, ...] = (), **attrs: Any
-                  ) -> Path:
-    """R `op`s of one input side by side (ORT cancels a chain of transposes); `consts`: other inputs (None: empty)."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    names = ["v0"] + [f"c{j}" if c is not None else "" for j, c in enumerate(consts)]
-    nodes = [helper.make_node(op, names, [f"y{i}"], name=f"{op}_{i}", **attrs) for i in range(R)]
-    return _save(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, shape)],
-                 [helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, out) for i in range(R)],
-                 [numpy_helper.from_array(c, f"c{j}") for j, c in enumerate(consts) if c is not None], path)
-
-
-REUSE_CONVS = (2, 8, 24, 72)  # run lengths of the reuse cases: ~0.1 ms of arithmetic per conv at a nominal peak
-SPILL_CONVS = (1, 2, 4, 8)  # ... of those whose own traffic goes beyond the L2 (3.2 MB or more per conv, ~0.1 ms)
-
-
-def _reuse(k: int, convs: int, path: Path, spill: bool = False) -> Path:
-    """R batch-1 k x k MatMuls (their weights read once per run), then `convs` 3x3 Convs of 64 channels on a 16x16
-    map sharing one weight (a 150 KB footprint that stays in L2): the convs set how long the run is before the
-    MatMuls read their weights again; k = 0 leaves the MatMuls out (the run without them). `spill`: depthwise 3x3
-    Convs on 32x112x112 maps instead, as short a run whose own traffic beyond the L2 evicts weights from the L3."""
-    from onnx import TensorProto, helper, numpy_helper
-
-    w, (c, size, group) = _rng_w([k, k]), ((32, 112, 32) if spill else (64, 16, 1))
-    inits = [numpy_helper.from_array(_rng_w([c, c // group, 3, 3])(0), "cw")]
-    nodes, ins, outs = [], [helper.make_tensor_value_info("c0", TensorProto.FLOAT, [1, c, size, size])], []
-    if k:
-        ins.append(helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, k]))
-        outs.append(helper.make_tensor_value_info(f"v{R}", TensorProto.FLOAT, [1, k]))
-        for i in range(R):
-            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
-            nodes.append(helper.make_node("MatMul", [f"v{i}", f"w{i}"], [f"v{i + 1}"], name=f"mm{i}"))
-    for i in range(convs):
-        nodes.append(helper.make_node("Conv", [f"c{i}", "cw"], [f"c{i + 1}"], name=f"c{i}", pads=[1] * 4, group=group))
-    outs.append(helper.make_tensor_value_info(f"c{convs}", TensorProto.FLOAT, [1, c, size, size]))
-    return _save(nodes, ins, outs, inits, path)
-
-
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
 # Static int8 Convs off MLAS's symmetric kernels (simulator/ort_int8.py): grouped ones and stems, each its own figures.
 QGEMM = ("int8-static", "convgemm.int8")
 QSTEM = ("int8-static", "stemgemm.int8")
 CASES: tuple[Case, ...] = (
-    Case("conv-64x28-3x3", "conv", _conv(64, 28, 3), (("fp32", "fp32"),)),
-    Case("conv-256x14-1x1", "conv", _conv(256, 14, 1), (("fp32", "fp32"),)),
-    Case("conv-32x56-1x1", "conv", _conv(32, 56, 1), (("fp32", "fp32"),)),
+    Case("conv-64x28-3x3", "conv", conv_chain(64, 28, 3), (("fp32", "fp32"),)),
+    Case("conv-256x14-1x1", "conv", conv_chain(256, 14, 1), (("fp32", "fp32"),)),
+    Case("conv-32x56-1x1", "conv", conv_chain(32, 56, 1), (("fp32", "fp32"),)),
     # Few input channels (< one 16-wide NCHWc block): ORT's NCHWc conv reads plain NCHW input, a slower kernel.
-    Case("convsmall-8x48-1x1", "convsmall", _conv(8, 48, 1), (("fp32", "fp32"),)),
-    Case("convsmall-8x48-3x3", "convsmall", _conv(8, 48, 3), (("fp32", "fp32"),)),
-    Case("dwconv-64x56", "dwconv", _conv(64, 56, 3, group=64), (("fp32", "fp32"),)),
-    Case("dwconv-256x14", "dwconv", _conv(256, 14, 3, group=256), (("fp32", "fp32"),)),
+    Case("convsmall-8x48-1x1", "convsmall", conv_chain(8, 48, 1), (("fp32", "fp32"),)),
+    Case("convsmall-8x48-3x3", "convsmall", conv_chain(8, 48, 3), (("fp32", "fp32"),)),
+    Case("dwconv-64x56", "dwconv", conv_chain(64, 56, 3, group=64), (("fp32", "fp32"),)),
+    Case("dwconv-256x14", "dwconv", conv_chain(256, 14, 3, group=256), (("fp32", "fp32"),)),
     # 5x5 depthwise at MobileNetV3's shapes (EfficientNet, MixNet have them too), fitted into the same key: single-op
     # chains on a Zen 3 (AVX2, thread CPU time, load 2.6, 2026-12-03) take the same time per MAC at 3x3 and 5x5 on one
     # map (0.045-0.062 ns at 14-56 px, 0.078 / 0.092 at 7 px), rising as the map shrinks; fitted on the 56 and 14 px
     # 3x3 cases alone, MobileNetV3-Small's 5x5 ones (14 and 7 px) profiled at 1.25-1.44x their prediction.
-    *(Case(f"dwconv-{c}x{s}-5x5", "dwconv", _conv(c, s, 5, group=c), (("fp32", "fp32"),))
+    *(Case(f"dwconv-{c}x{s}-5x5", "dwconv", conv_chain(c, s, 5, group=c), (("fp32", "fp32"),))
       for c, s in ((120, 28), (240, 14), (576, 7))),
     # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
-    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k), QF)
+    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", conv_act(c, s, k), QF)
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),
     # Many weights on a small map: ConvInteger's per-run weight packing against its per-row im2col, which the cases
     # above cannot tell apart (fitted without it, the packing went to 0 and a 512x7 3x3 ConvInteger came out -31%).
-    Case("convact-256x7-3x3", "conv", _conv_act(256, 7, 3), (("int8-dynamic", "int8dyn"),)),
+    Case("convact-256x7-3x3", "conv", conv_act(256, 7, 3), (("int8-dynamic", "int8dyn"),)),
     # fp16 Convs sharing one bias stay NCHW (im2col + SGEMM): their own path, `cast16nchw`.
-    *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", _conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
+    *(Case(f"convact-shared-{c}x{s}-{k}x{k}", "conv", conv_act(c, s, k, shared_bias=True), (("fp16", "cast16nchw"),))
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (256, 14, 1))),
     # Depthwise Convs sharing one bias: under fp16 ORT runs them as its NCHW grouped Conv between Casts (simulator.
     # backends._ort_fp16), 3x3 and 5x5 as MobileNetV3 and EfficientNet have them: `dwconvnchw.cast16nchw`, with a
     # cost per im2col row (MLAS copies the expansion row by row; fitted for this key only, _ROW_FITTED).
-    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}", "dwconvnchw", _conv_act(c, s, k, group=c, shared_bias=True),
+    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}", "dwconvnchw", conv_act(c, s, k, group=c, shared_bias=True),
            (("fp16", "cast16nchw"),))
       for c, s, k in ((32, 56, 3), (96, 28, 3), (144, 14, 3), (72, 28, 5), (240, 14, 5), (576, 7, 5))),
     # The same at stride 2 on the large maps that open a stage: fitted on stride 1 alone, EfficientNet-B0's 96x112 3x3
     # and 144x56 5x5 ones were predicted at 0.49x and 0.6x their time in single-op files (Zen 4, CPU time, load ~10,
     # 2026-12-04), 96x56 3x3 at stride 1 0.88x: ORT's NCHW im2col gathers a strided row element by element.
-    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}-s2", "dwconvnchw", _dw_strided(c, s, k), (("fp16", "cast16nchw"),))
+    *(Case(f"dwconvact-shared-{c}x{s}-{k}x{k}-s2", "dwconvnchw", dw_strided(c, s, k), (("fp16", "cast16nchw"),))
       for c, s, k in ((96, 112, 3), (144, 56, 5), (32, 112, 3))),
-    *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", _conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
-    # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: _stem_act). Their
+    *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
+    # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: stem_act). Their
     # static int8 path has four figures (rate, setup, per GEMM row, per im2col copy): four shapes, as CNNs have them
     # (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet v2 3x24).
     # fp32 too: the 8-channel cases alone priced real stems at 1.5-2.3x their ORT profile on a Sapphire Rapids (ResNet-18
     # 7x7 1.39 ms, 3.13 predicted; MobileNetV4 / MNASNet / EfficientNet-Lite0 / SqueezeNet 3x3 1.4-1.9x, 2026-12-04);
     # fitted jointly with them (calibration_fit.JOINT_FP32).
-    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", _stem_act(co, hw, k), (("fp32", "fp32"), Q[1], QF[2], QSTEM))
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k), (("fp32", "fp32"), Q[1], QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
-    Case("stemact-3x24-224-3x3", "convsmall", _stem_act(24, 224, 3), (QSTEM,)),
-    *(Case(f"dwconvact-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), QF)
+    Case("stemact-3x24-224-3x3", "convsmall", stem_act(24, 224, 3), (QSTEM,)),
+    *(Case(f"dwconvact-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
     # 5x5 depthwise ConvIntegers (EfficientNet's, MobileNetV3's): im2col copies 25 taps per output pixel, which the
     # 3x3 cases above cannot tell from the per-channel and per-pixel costs. Fitted on 3x3 only, EfficientNet-B0's 5x5
     # ones (144x56 .. 1152x7) profiled 1.1-1.3x their prediction on this Zen 4 (int8-dynamic file, wall, load 10,
     # 2026-12-03), its 3x3 ones 0.7-1.0x.
-    *(Case(f"dwconvact-{c}x{s}-5x5", "dwconv", _conv_act(c, s, 5, group=c), (Q[1],)) for c, s in ((240, 28), (672, 7))),
+    *(Case(f"dwconvact-{c}x{s}-5x5", "dwconv", conv_act(c, s, 5, group=c), (Q[1],)) for c, s in ((240, 28), (672, 7))),
     # Stride 2 under int8-dynamic, the convs that open a stage: ConvInteger's Im2col<uint8_t> (onnxruntime core/util/
     # math_cpu.cc, NCHW) copies a stride-1 row in one block but a strided one element by element, so their buffer costs
     # more per element (`<kind>.int8dyn.im2col.strided`, calibration_fit._STRIDED_FITTED). Depthwise at MobileNetV2's
     # and EfficientNet-B0's shapes, dense at ResNet-18's.
-    *(Case(f"dwconvact-{c}x{s}-{k}x{k}-s2", "dwconv", _strided_own(c, c, s, k, group=c), (Q[1],))
+    *(Case(f"dwconvact-{c}x{s}-{k}x{k}-s2", "dwconv", strided_own(c, c, s, k, group=c), (Q[1],))
       for c, s, k in ((96, 112, 3), (144, 56, 5), (192, 28, 3))),
-    *(Case(f"convact-{c}x{s}-3x3-s2", "conv", _strided_own(c, 2 * c, s, 3), (Q[1],)) for c, s in ((64, 56), (128, 28))),
+    *(Case(f"convact-{c}x{s}-3x3-s2", "conv", strided_own(c, 2 * c, s, 3), (Q[1],)) for c, s in ((64, 56), (128, 28))),
     # Depthwise channels not a multiple of 16: static int8 runs MLAS's generic depthwise kernel, not the symmetric one
     # (simulator/ort_int8.py), its own path. Counts not a multiple of 4 either, so ORT leaves the fp32 Convs in NCHW
     # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.
-    *(Case(f"dwconvact-gen-{c}x{s}", "dwconv", _conv_act(c, s, 3, group=c), (("int8-static", "int8gen"),))
+    *(Case(f"dwconvact-gen-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), (("int8-static", "int8gen"),))
       for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
     # Grouped Convs ORT leaves in NCHW (costs.kind_of): group width 8 (< one 16-wide NCHWc block) as RegNetX / RegNetY
     # have them, and depthwise ones with channels not a multiple of 4 as ShuffleNet v2 has; MLAS runs them group by
     # group (im2col + SGEMM), so efficiency, a cost per group and one per im2col element are fitted jointly.
     # Width 24 (RegNetY-1.6GF) and a 1x1 (no im2col buffer) tell the MACs, the im2col and the per-group costs apart.
-    *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", _conv_act(c, s, k, group=c // w), (("fp32", "nchw"), QGEMM))
+    *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", conv_act(c, s, k, group=c // w), (("fp32", "nchw"), QGEMM))
       for c, s, k, w in ((48, 56, 3, 8), (104, 28, 3, 8), (208, 14, 3, 8), (440, 7, 3, 8), (96, 28, 3, 24),
                          (128, 28, 1, 8))),
     # Widths 8 and 24 fill whole 8-wide NCHWc blocks, so with AVX2 ORT runs those NCHWc and they leave the NCHW path
     # (calibration_fit.off_path): width 12 (and 132 below) stays NCHW with AVX2 and AVX-512 alike.
-    *(Case(f"gconvact-{c}x{s}-3x3-g12", "gconvnchw", _conv_act(c, s, 3, group=c // 12), (("fp32", "nchw"),))
+    *(Case(f"gconvact-{c}x{s}-3x3-g12", "gconvnchw", conv_act(c, s, 3, group=c // 12), (("fp32", "nchw"),))
       for c, s in ((96, 28), (192, 14))),
     # Wide groups, 1x1: 4 groups of 34-136 channels on 28-7 px maps, as ShuffleNet v1 has them. MLAS runs a 1x1
     # unit-stride Conv as one SGEMM per group straight on its input (MlasConvAlgorithmGemmDirect, onnxruntime/core/
     # mlas/lib/convolve.cpp: no im2col), so their time is the GEMMs' MACs: the cases above are mostly im2col and
     # per-group cost and left the MAC rate unpinned (fitted 1.67 on this Zen 4; these measured 1.23-1.45x their
     # prediction at it; with them 1.13-1.18 in three calibrations, every case within 15%).
-    *(Case(f"gconvact-{c}x{s}-1x1-g{c // 4}", "gconvnchw", _conv_act(c, s, 1, group=4), (("fp32", "nchw"),))
+    *(Case(f"gconvact-{c}x{s}-1x1-g{c // 4}", "gconvnchw", conv_act(c, s, 1, group=4), (("fp32", "nchw"),))
       for c, s in ((136, 28), (272, 14), (544, 7), (528, 7))),
-    *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", _conv_act(c, s, 3, group=c), (("fp32", "nchw"),))
+    *(Case(f"dwconvact-nchw-{c}x{s}", "dwconvnchw", conv_act(c, s, 3, group=c), (("fp32", "nchw"),))
       for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
     # 5x5-9x9 ones at MixNet-S's shape (4 groups of 90 channels at 14 px; 90 is not a multiple of 4, so NCHW) and a 7x7
     # on a 7 px map: im2col copies kernel-width rows of a few pixels each, so the path fits a cost per copied row too
     # (calibration_fit._ROW_FITTED), as fp16's NCHW depthwise path does. Fitted on the 3x3 cases alone (a Sapphire
     # Rapids, thread CPU time, 2026-12-03), these chains were predicted at 0.38-0.64x their time; with them 0.85-1.08x
     # (the 3x3 ones 0.84-1.16x).
-    *(Case(f"dwconvact-nchw-{c}x{s}-{k}x{k}", "dwconvnchw", _conv_act(c, s, k, group=c), (("fp32", "nchw"),))
+    *(Case(f"dwconvact-nchw-{c}x{s}-{k}x{k}", "dwconvnchw", conv_act(c, s, k, group=c), (("fp32", "nchw"),))
       for c, s, k in ((90, 14, 5), (90, 14, 7), (90, 14, 9), (234, 7, 7))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
-    Case("gemm-1x768", "gemm", _matmul_w(1, 768), (("int4-weights", "decode.int4w"),)),
+    Case("gemm-1x768", "gemm", matmul_chain(1, 768), (("int4-weights", "decode.int4w"),)),
     # With several rows MatMulNBits dequantizes B to fp32 and runs SGEMM: the dequantization costs about the same per
     # weight whatever M is (measured M = 4..128 at K = N = 1024: +0.13..0.21 ns per weight over fp32), so it is fitted
     # where it is a large share of the time (K >= 768), the compute taking the fp32 GEMM efficiency these cases fit.
-    Case("gemm-32x512", "gemm", _matmul_w(32, 512), (("fp32", "fp32"), *Q)),
-    Case("gemm-128x256", "gemm", _matmul_w(128, 256), (("fp32", "fp32"), *Q)),
-    Case("gemm-16x768", "gemm", _matmul_w(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
-    Case("gemm-64x896", "gemm", _matmul_w(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
-    Case("gemm-16x128", "gemm", _matmul_w(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
+    Case("gemm-32x512", "gemm", matmul_chain(32, 512), (("fp32", "fp32"), *Q)),
+    Case("gemm-128x256", "gemm", matmul_chain(128, 256), (("fp32", "fp32"), *Q)),
+    Case("gemm-16x768", "gemm", matmul_chain(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
+    Case("gemm-64x896", "gemm", matmul_chain(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
+    Case("gemm-16x128", "gemm", matmul_chain(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
     # One row (a CNN classifier at batch 1) under static int8: its own rate (simulator/ort_int8.py ORT_INT8_ONE_ROW).
-    Case("gemm-1x1024", "gemm", _matmul_w(1, 1024), (("int8-static", "gemm.int8gemv"),)),
-    Case("matmul-4x32x32", "matmul", lambda p: _chain("MatMul", [4, 32, 32], p, binary_self=True),
+    Case("gemm-1x1024", "gemm", matmul_chain(1, 1024), (("int8-static", "gemm.int8gemv"),)),
+    Case("matmul-4x32x32", "matmul", lambda p: op_chain("MatMul", [4, 32, 32], p, binary_self=True),
          (("int8-static", "int8"),)),
-    Case("matmul-8x64x64", "matmul", lambda p: _chain("MatMul", [8, 64, 64], p, binary_self=True),
+    Case("matmul-8x64x64", "matmul", lambda p: op_chain("MatMul", [8, 64, 64], p, binary_self=True),
          (("fp32", "fp32"), ("int8-static", "int8"))),
-    Case("matmul-4x128x128", "matmul", lambda p: _chain("MatMul", [4, 128, 128], p, binary_self=True),
+    Case("matmul-4x128x128", "matmul", lambda p: op_chain("MatMul", [4, 128, 128], p, binary_self=True),
          (("fp32", "fp32"), ("int8-static", "int8"))),
-    Case("maxpool-64x56", "pool", lambda p: _chain("MaxPool", [1, 64, 56, 56], p,
+    Case("maxpool-64x56", "pool", lambda p: op_chain("MaxPool", [1, 64, 56, 56], p,
                                                    attrs={"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
          (("fp32", "fp32"), ("int8-static", "int8"))),
-    *(Case(f"layernorm-{r}x{c}", "norm", lambda p, s=[r, c]: _layernorm_chain(s, p), (("fp32", "fp32"),))
+    *(Case(f"layernorm-{r}x{c}", "norm", lambda p, s=[r, c]: layernorm_chain(s, p), (("fp32", "fp32"),))
       for r, c in ((128, 768), (4096, 32))),  # wide rows and many narrow ones (costs.LAYERNORM_ROW_FLOPS)
-    Case("skipnorm-32x128", "skipnorm", lambda p: _skip_layernorm_chain([1, 32, 128], p), (("fp32", "fp32"),)),
-    Case("skipnorm-64x256", "skipnorm", lambda p: _skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
-    Case("softmax-12x128x128", "softmax", lambda p: _chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
+    Case("skipnorm-32x128", "skipnorm", lambda p: skip_layernorm_chain([1, 32, 128], p), (("fp32", "fp32"),)),
+    Case("skipnorm-64x256", "skipnorm", lambda p: skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
+    Case("softmax-12x128x128", "softmax", lambda p: op_chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
          (("fp32", "fp32"), ("int8-static", "int8"))),
-    Case("softmax-2x48x48", "softmax", lambda p: _chain("Softmax", [2, 48, 48], p, attrs={"axis": -1}),
+    Case("softmax-2x48x48", "softmax", lambda p: op_chain("Softmax", [2, 48, 48], p, attrs={"axis": -1}),
          (("int8-static", "int8"),)),
     # Small shapes: what they cost beyond the roofline is the kind's fixed setup per task.
-    Case("small-conv-16x24-1x1", "conv", _conv(16, 24, 1), (("fp32", "setup"),)),
-    Case("small-conv-32x12-3x3", "conv", _conv(32, 12, 3), (("fp32", "setup"),)),
-    Case("small-dwconv-32x24", "dwconv", _conv(32, 24, 3, group=32), (("fp32", "setup"),)),
-    Case("small-gemm-1x128", "gemm", _matmul_w(1, 128), (("fp32", "setup"),)),
-    Case("small-layernorm-32x128", "norm", lambda p: _layernorm_chain([32, 128], p), (("fp32", "setup"),)),
-    Case("small-softmax-4x32x32", "softmax", lambda p: _chain("Softmax", [4, 32, 32], p, attrs={"axis": -1}),
+    Case("small-conv-16x24-1x1", "conv", conv_chain(16, 24, 1), (("fp32", "setup"),)),
+    Case("small-conv-32x12-3x3", "conv", conv_chain(32, 12, 3), (("fp32", "setup"),)),
+    Case("small-dwconv-32x24", "dwconv", conv_chain(32, 24, 3, group=32), (("fp32", "setup"),)),
+    Case("small-gemm-1x128", "gemm", matmul_chain(1, 128), (("fp32", "setup"),)),
+    Case("small-layernorm-32x128", "norm", lambda p: layernorm_chain([32, 128], p), (("fp32", "setup"),)),
+    Case("small-softmax-4x32x32", "softmax", lambda p: op_chain("Softmax", [4, 32, 32], p, attrs={"axis": -1}),
          (("fp32", "setup"),)),
-    Case("sigmoid-1x262144", "elementwise", lambda p: _chain("Sigmoid", [1, 262144], p), (("fp32", "fp32"),)),
+    Case("sigmoid-1x262144", "elementwise", lambda p: op_chain("Sigmoid", [1, 262144], p), (("fp32", "fp32"),)),
     # Activations ORT runs with kernels of their own, whose time per element the rate fitted on Sigmoid does not give
     # (this Zen 5, [1, 262144] chains, CPU time, 2026-12-03: Sigmoid 0.23 ns per element, the fused x * Sigmoid(x)
     # 0.14, predicted 0.35 at Sigmoid's rate): each fits its own, `elementwise.fp32.<op>` (roofline.efficiency).
     *(Case(f"{op.lower()}-1x262144", "elementwise", build, (("fp32", f"elementwise.fp32.{op}"),)) for op, build in (
-        ("Gelu", lambda p: _activation_chain("gelu", 262144, p)),
-        ("HardSigmoid", lambda p: _chain("HardSigmoid", [1, 262144], p)),
-        ("Tanh", lambda p: _chain("Tanh", [1, 262144], p)))),
+        ("Gelu", lambda p: activation_chain("gelu", 262144, p)),
+        ("HardSigmoid", lambda p: op_chain("HardSigmoid", [1, 262144], p)),
+        ("Tanh", lambda p: op_chain("Tanh", [1, 262144], p)))),
     # Under static int8 the same SiLU runs QLinearSigmoid + QLinearMul on uint8 (simulator.backends._INT8_ELEMENTWISE):
     # their own rate, `elementwise.int8.QuickGelu`.
-    Case("quickgelu-1x262144", "elementwise", lambda p: _activation_chain("swish", 262144, p),
+    Case("quickgelu-1x262144", "elementwise", lambda p: activation_chain("swish", 262144, p),
          (("fp32", "elementwise.fp32.QuickGelu"), ("int8-static", "elementwise.int8.QuickGelu"))),
     # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT computes a power per element, ~100x LayerNorm's
     # time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the norm rate).
-    Case("lrn-64x28", "norm", lambda p: _chain("LRN", [1, 64, 28, 28], p, attrs={
+    Case("lrn-64x28", "norm", lambda p: op_chain("LRN", [1, 64, 28, 28], p, attrs={
         "size": 5, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}), (("fp32", "norm.fp32.LRN"),)),
     # ReduceL2 (ConvNeXt-V2's global response norm): 1.9 ns per element over a 56x56 map, 7x the reduce rate's figure.
-    Case("reducel2-40x56", "reduce", lambda p: _side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
+    Case("reducel2-40x56", "reduce", lambda p: side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
                                                               keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
-    Case("add-1x262144", "elementwise", lambda p: _chain("Add", [1, 262144], p, binary_self=True),
+    Case("add-1x262144", "elementwise", lambda p: op_chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
     # A Mul by a per-channel operand along the innermost axis (a squeeze-excite gate over NHWC data): ORT calls its
     # QLinearMul once per C elements (simulator/ort_int8.py ORT_INT8_SPAN). Several C at several sizes tell the cost
     # per call from the per-element one (fitted jointly with the Add chain above: elementwise.int8.span).
-    *(Case(f"mul-span-{c}x{hw}", "elementwise", lambda p, s=[1, hw, hw, c]: _chain(
+    *(Case(f"mul-span-{c}x{hw}", "elementwise", lambda p, s=[1, hw, hw, c]: op_chain(
         "Mul", s, p, weight=lambda i, w=[1, 1, 1, s[-1]]: (0.5 + np.random.default_rng(i).random(w)).astype(np.float32)),
         (("int8-static", "int8"),)) for c, hw in ((16, 56), (96, 28), (32, 112))),
     # A GlobalAveragePool ORT leaves in NCHW (100 channels fill no NCHWc block, 8 or 16 wide): its own kernel, ~3.5x
     # the NCHWc one's time per element (costs.kind_of: `poolnchw`), squeeze-excite pools after NCHW-path Convs.
-    Case("gap-nchw-100x28", "poolnchw", lambda p: _side_by_side("GlobalAveragePool", [1, 100, 28, 28], [1, 100, 1, 1], p),
+    Case("gap-nchw-100x28", "poolnchw", lambda p: side_by_side("GlobalAveragePool", [1, 100, 28, 28], [1, 100, 1, 1], p),
          (("fp32", "poolnchw.fp32.GlobalAveragePool"),)),
     # A Transpose ORT walks element by element (transposes.walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
-    Case("transpose-walk-196x128", "walk", lambda p: _side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
+    Case("transpose-walk-196x128", "walk", lambda p: side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),
     # A linear Resize (EfficientFormerV2's upsampling): 1.15-1.3 ns per output element here, 25x the layout rate's.
-    Case("resize-linear-1024x7", "resize", lambda p: _side_by_side(
+    Case("resize-linear-1024x7", "resize", lambda p: side_by_side(
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
-    *(Case(n, k, lambda p, b=b: _save(*b(), p), v) for n, k, b, v in VIDEO_CASES),  # 3-D convs, far walks
+    *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in VIDEO_CASES),  # 3-D convs, far walks
 )
 
 
@@ -492,21 +216,6 @@ CASES: tuple[Case, ...] = (
 # bytes, which the layout rate (fitted on reorders and channel splits that stream) does not hold: fitted after it,
 # a cost per run alone (`layout.fp32.run`, calibration_fit._fit_runs).
 TRANSPOSE_RUNS = ((197, 3, 64), (3136, 2, 32), (196, 4, 16))
-
-
-def compile_for_host(path: Path, out: Path) -> Graph:
-    """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
-    import onnxruntime as ort
-
-    from compiler.frontends import onnx as onnx_frontend
-    from simulator.shapes import fill_shapes
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = 1
-    so.log_severity_level = 3
-    so.optimized_model_filepath = os.fspath(out)
-    ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
-    return fill_shapes(onnx_frontend.load(out), onnx_frontend.load(path))
 
 
 @dataclass
@@ -537,10 +246,10 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     t_start = time.perf_counter()
     base = load_profile("host-cpu")
     # 1. Fixed cost per inference, per-kernel dispatch, bandwidths (elementwise chains, fp32).
-    one = _chain("Relu", [1, 8], tmp / "one.onnx", r=1)
-    many = _chain("Relu", [1, 8], tmp / "many.onnx", r=64)
+    one = op_chain("Relu", [1, 8], tmp / "one.onnx", r=1)
+    many = op_chain("Relu", [1, 8], tmp / "many.onnx", r=64)
     n_mid = 131072  # 3 x 512 KiB per Add: 1.5 MiB, beyond a Zen 4's 1 MiB L2 (its L3 serves part of it there)
-    mid = _chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
+    mid = op_chain("Add", [1, n_mid], tmp / "mid.onnx", r=16, binary_self=True)
     # Weights that do not stay in L2 between inferences: a batch-1 MatMul chain streams 8 k x k weights
     # per run from the last-level cache (k = 768: 19 MB). The chain must fit in half this core's share
     # of that cache: 19 MB on a 32 MB L3 shared by 2 vCPUs measured anywhere from 28 to 41 GB/s.
@@ -548,11 +257,11 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     if not llc:
         llc, llc_all = int(base.units[0].llc_share_bytes), int(base.units[0].llc_bytes)
     k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
-    stream = _matmul_w(1, k)(tmp / "stream.onnx")
+    stream = matmul_chain(1, k)(tmp / "stream.onnx")
     # Weights no cache holds: 8 k x k at 4x the whole last-level cache (this VM: 134 MB), read from memory on every
     # run, the rate of weights other tenants evicted between runs (roofline.evicted_share) and of models beyond the L3.
     k_mem = max(256, min(4096, int(np.sqrt(4 * llc_all / R / 4)) // 64 * 64)) if llc_all else 2048
-    memory = _matmul_w(1, k_mem)(tmp / "memory.onnx")
+    memory = matmul_chain(1, k_mem)(tmp / "memory.onnx")
     timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
                                                  "mid": (mid, "disable", 20), "stream": (stream, "all", 20),
                                                  "memory": (memory, "all", 6)}
@@ -561,7 +270,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     # how much of them other tenants or the run's own traffic evicted (roofline.evicted_share) from the difference.
     graphs: dict[str, Graph] = {}
     for name, n in [(f"reuse-{n}", n) for n in REUSE_CONVS] + [(f"reuse-spill-{n}", n) for n in SPILL_CONVS]:
-        src, base = (_reuse(kk, n, tmp / f"{name}{tail}.onnx", "spill" in name) for kk, tail in ((k, ""), (0, "-base")))
+        src, base = (reuse_model(kk, n, tmp / f"{name}{tail}.onnx", "spill" in name) for kk, tail in ((k, ""), (0, "-base")))
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings.update({name: (src, "all", 6), f"{name}-base": (base, "all", 6)})
     # 2. Efficiency per kind and path: every case and variant.
@@ -580,8 +289,8 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     # blocks on small maps, and MixNet-shaped channel-group blocks on 28 and 56 px maps, whose Split, Concat and
     # reorders move tensors beyond the core's L2 (calibration_fit._fit_layout: an efficiency, a setup per task and a
     # cost per output byte beyond the L2, jointly).
-    builds = {f"mixed-{c}x{size}": (lambda p, c=c, size=size: _mixed(c, size, p)) for c, size in ((32, 16), (64, 28))}
-    builds.update({f"mixed-split-{mid}x{size}-g{groups}": (lambda p, a=(c, mid, groups, size): _mixed_split(*a, p))
+    builds = {f"mixed-{c}x{size}": (lambda p, c=c, size=size: mixed_blocks(c, size, p)) for c, size in ((32, 16), (64, 28))}
+    builds.update({f"mixed-split-{mid}x{size}-g{groups}": (lambda p, a=(c, mid, groups, size): mixed_split_blocks(*a, p))
                    for c, mid, groups, size in ((40, 240, 3, 28), (24, 144, 2, 56))})
     for name, build in builds.items():
         src = build(tmp / f"{name}.onnx")
@@ -591,7 +300,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     transposes: list[str] = []
     for t, h, d in TRANSPOSE_RUNS:
         name = f"transpose-runs-{t}x{h}x{d}"
-        src = _side_by_side("Transpose", [1, t, h, d], [1, h, t, d], tmp / f"{name}.onnx", perm=[0, 2, 1, 3])
+        src = side_by_side("Transpose", [1, t, h, d], [1, h, t, d], tmp / f"{name}.onnx", perm=[0, 2, 1, 3])
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings[name] = (src, "all", 6)
         transposes.append(name)

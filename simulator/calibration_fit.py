@@ -304,7 +304,7 @@ def _eviction(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_cold:
 def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_per_w: float,
                  cold_s_per_w: float, peak_ops_per_s: float, cache_bw: float, l2: float = 0.0,
                  spill: bool = False) -> list[dict[str, float]]:
-    """Per reuse case (calibration_bench._reuse; `spill`: those whose maps outgrow the L2, `l2` bytes): the run's
+    """Per reuse case (calibration_models.reuse_model; `spill`: those whose maps outgrow the L2, `l2` bytes): the run's
     length and its own traffic beyond the L2 as the sweep estimates them (roofline.run_estimate_s,
     spill_estimate_bytes: the figures evicted_share reads) and the share of the MatMuls' weights read from memory:
     their time per weight (the run with them less the run without) between the stream chain's (weights in the

@@ -352,7 +352,7 @@ def test_machine_key_tells_machines_with_one_model_name_apart(tmp_path: Path, mo
 def test_weights_beyond_the_last_level_cache_are_timed_from_memory(tmp_path: Path) -> None:
     """The fixed-cost stage reads the rate of weights no cache holds from the chain 4x the last-level cache (the
     rate evicted weights come back at), and leaves the profile's figure when that chain was not timed."""
-    many = calibration_bench._chain("Relu", [1, 8], tmp_path / "many.onnx", r=64)
+    many = calibration_bench.op_chain("Relu", [1, 8], tmp_path / "many.onnx", r=64)
     bench = calibration_bench.Bench(tmp_path, 0.0, {"many": (many, "disable", 10)}, {}, [], [], 1024, 768,
                                     16 << 20, 32 << 20, k_memory=2048)
     run_s, dispatch_s = 5e-6, 2e-7

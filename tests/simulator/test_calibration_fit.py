@@ -21,7 +21,7 @@ def test_joint_fit_recovers_efficiency_and_setup(tmp_path: Path) -> None:
     """Synthetic measurements made by the model itself with known figures: the fit finds them again."""
     from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, 1)(tmp_path / f"{c}x{s}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench.conv_act(c, s, 1)(tmp_path / f"{c}x{s}.onnx"),
                                            tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((16, 8), (64, 28), (128, 14))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.07},
                                                  "kind_overhead_s": {"conv.int8dyn": 6e-6}}}})
@@ -36,7 +36,7 @@ def test_joint_fit_recovers_a_per_pixel_setup(tmp_path: Path) -> None:
     """Static int8 depthwise pays a fixed cost per task and per output pixel: the fit separates the two."""
     from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, 3, group=c)(tmp_path / f"{c}x{s}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench.conv_act(c, s, 3, group=c)(tmp_path / f"{c}x{s}.onnx"),
                                            tmp_path / f"{c}x{s}.opt.onnx") for c, s in ((32, 48), (256, 12), (64, 24))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"dwconv.int8": 0.1},
                                                  "kind_overhead_s": {"dwconv.int8": 2e-6, "dwconv.int8.pixel": 5e-9}}}})
@@ -52,7 +52,7 @@ def test_joint_fit_recovers_im2col_and_weight_packing_costs(tmp_path: Path) -> N
     the expansion and the packing from the GEMM rate."""
     from simulator import calibration_bench, calibration_fit
 
-    graphs = [calibration_bench.compile_for_host(calibration_bench._conv_act(c, s, k)(tmp_path / f"{c}x{s}x{k}.onnx"),
+    graphs = [calibration_bench.compile_for_host(calibration_bench.conv_act(c, s, k)(tmp_path / f"{c}x{s}x{k}.onnx"),
                                            tmp_path / f"{c}x{s}x{k}.opt.onnx")
               for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1))]
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"conv.int8dyn": 0.2}, "kind_overhead_s": {

@@ -30,9 +30,9 @@ def _mixed_graphs(tmp_path: Path) -> tuple[list[str], dict]:  # type: ignore[typ
     from simulator import calibration_bench as cb
 
     graphs = {}
-    for name, build in (("mixed-64x28", lambda p: cb._mixed(64, 28, p)),
-                        ("split-240x28", lambda p: cb._mixed_split(40, 240, 3, 28, p)),
-                        ("split-144x56", lambda p: cb._mixed_split(24, 144, 2, 56, p))):
+    for name, build in (("mixed-64x28", lambda p: cb.mixed_blocks(64, 28, p)),
+                        ("split-240x28", lambda p: cb.mixed_split_blocks(40, 240, 3, 28, p)),
+                        ("split-144x56", lambda p: cb.mixed_split_blocks(24, 144, 2, 56, p))):
         graphs[name] = cb.compile_for_host(build(tmp_path / f"{name}.onnx"), tmp_path / f"{name}.opt.onnx")
     return list(graphs), graphs
 

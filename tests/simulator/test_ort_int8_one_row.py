@@ -19,7 +19,7 @@ def test_one_row_gemms_are_a_task_fact(tmp_path: Path) -> None:
     from simulator import calibration_bench
 
     for rows, one in ((1, True), (16, False)):
-        g = calibration_bench.compile_for_host(calibration_bench._matmul_w(rows, 128)(tmp_path / f"m{rows}.onnx"),
+        g = calibration_bench.compile_for_host(calibration_bench.matmul_chain(rows, 128)(tmp_path / f"m{rows}.onnx"),
                                                tmp_path / f"m{rows}.opt.onnx")
         facts = [f for nd, f in zip(g.nodes, ort_task_facts(g)) if nd.op_type == "MatMul"]
         assert facts and all((ORT_INT8_ONE_ROW in f) is one for f in facts), (rows, facts)

@@ -22,9 +22,9 @@ def test_convs_off_the_symmetric_kernel_are_task_facts_with_their_rows_and_copie
     from simulator import calibration_bench
     from simulator.costs import work_of
 
-    for name, build, fact in (("grouped", calibration_bench._conv_act(48, 28, 3, group=6), ORT_INT8_QGEMM),
-                              ("stem", calibration_bench._stem_act(32, 64, 3), ORT_INT8_QGEMM_DENSE),
-                              ("dense", calibration_bench._conv_act(64, 28, 3), None)):
+    for name, build, fact in (("grouped", calibration_bench.conv_act(48, 28, 3, group=6), ORT_INT8_QGEMM),
+                              ("stem", calibration_bench.stem_act(32, 64, 3), ORT_INT8_QGEMM_DENSE),
+                              ("dense", calibration_bench.conv_act(64, 28, 3), None)):
         g = calibration_bench.compile_for_host(build(tmp_path / f"{name}.onnx"), tmp_path / f"{name}.opt.onnx")
         convs = [i for i, nd in enumerate(g.nodes) if nd.op_type in ("Conv", "FusedConv")]
         facts = ort_task_facts(g)

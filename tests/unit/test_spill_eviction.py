@@ -12,7 +12,7 @@ from compiler.graph import Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.calibration_bench import R, Bench, _reuse, compile_for_host
+from simulator.calibration_bench import R, Bench, reuse_model, compile_for_host
 from simulator.calibration_fit import reuse_shares, spill_ramp
 from simulator.costs import work_of
 from simulator.profiles import load_profile
@@ -82,7 +82,7 @@ def test_calibration_fits_the_traffic_ramp_where_shares_rise_beyond_the_time_ram
 
 def test_a_spill_case_moves_more_beyond_the_l2_the_more_convs_it_runs(tmp_path: Path) -> None:
     k, convs = 64, (1, 4)
-    graphs = {f"reuse-spill-{n}": compile_for_host(_reuse(k, n, tmp_path / f"s{n}.onnx", spill=True),
+    graphs = {f"reuse-spill-{n}": compile_for_host(reuse_model(k, n, tmp_path / f"s{n}.onnx", spill=True),
                                                    tmp_path / f"s{n}.opt.onnx") for n in convs}
     bench = Bench(tmp_path, 0.0, {}, graphs, [], [], 0, k, 16e6, 32e6, 256)
     hot, cold, dispatch = 0.01e-9, 0.03e-9, 1e-7

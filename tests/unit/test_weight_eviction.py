@@ -11,7 +11,7 @@ from compiler.graph import Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.calibration_bench import R, Bench, _reuse, compile_for_host
+from simulator.calibration_bench import R, Bench, reuse_model, compile_for_host
 from simulator.calibration_fit import eviction_ramp, reuse_shares
 from simulator.costs import work_of
 from simulator.profiles import load_profile
@@ -88,7 +88,7 @@ def test_calibration_evicts_none_where_the_shares_stay_within_their_noise() -> N
 
 def test_a_reuse_case_reads_its_share_between_the_cache_and_memory_rates(tmp_path: Path) -> None:
     k, convs = 64, (2, 8)
-    graphs = {f"reuse-{n}": compile_for_host(_reuse(k, n, tmp_path / f"r{n}.onnx"), tmp_path / f"r{n}.opt.onnx")
+    graphs = {f"reuse-{n}": compile_for_host(reuse_model(k, n, tmp_path / f"r{n}.onnx"), tmp_path / f"r{n}.opt.onnx")
               for n in convs}
     bench = Bench(tmp_path, 0.0, {}, graphs, [], [], 0, k, 16e6, 32e6, 256, convs)
     hot, cold, dispatch = 0.01e-9, 0.03e-9, 1e-7  # s per weight kept / evicted; per kernel
