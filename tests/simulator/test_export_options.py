@@ -34,6 +34,16 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return src, {"entry": r.per_op[i], "bulk": r.bulk, "dir": d}
 
 
+def _sampled(entry: dict) -> set[str]:
+    """The exportable combos this test writes: every format (the combo without its sparsity) unpruned and at one
+    sparsity, the levels taken in turn so each is written for some format. Pruning zeroes weights before any format
+    is written, so the other 45 files differ from these only in their mask (writing all 75 took 29 s of the suite)."""
+    ok = [c for c, x in zip(entry["combos"], entry["exportable"]) if x]
+    formats = list(dict.fromkeys(c.rsplit("/", 1)[0] for c in ok))
+    levels = sorted({int(c.rsplit("/", 1)[1]) for c in ok})
+    return {f"{f}/{s}" for i, f in enumerate(formats) for s in (levels[0], levels[1 + i % (len(levels) - 1)])}
+
+
 def test_every_offered_conv_option_exports_exactly_or_is_marked(tiny: tuple[Path, dict]) -> None:
     src, ctx = tiny
     e = ctx["entry"]
@@ -41,6 +51,8 @@ def test_every_offered_conv_option_exports_exactly_or_is_marked(tiny: tuple[Path
     exported = refused = 0
     for combo, ok in zip(e["combos"], e["exportable"]):
         out = ctx["dir"] / "out.onnx"
+        if ok and combo not in _sampled(e):
+            continue
         if not ok:
             with pytest.raises(OptionError) as err:
                 export_onnx(src, out, "fp32", {CONV: combo})
@@ -61,8 +73,8 @@ def test_every_offered_conv_option_exports_exactly_or_is_marked(tiny: tuple[Path
             w = next(t for t in m.graph.initializer if t.name == conv.input[1]) if c.kernel == "fp16" else None
             assert w is None or w.data_type == onnx.TensorProto.FLOAT16, combo
         exported += 1
-    # fp32, fp16 and int8 (static and dynamic) at every sparsity are among the exported ones; the rest refused.
-    assert exported >= 4 * 5 and refused > 0
+    # Each of the 15 formats (fp32, fp16, int8 static and dynamic, int4, palettized) exported twice; the rest refused.
+    assert exported == 2 * 15 and refused > 0
     for combo in ("fp32/fp32/fp32/0", "fp16/fp16/fp16/50", "int8/int8/int8/0", "fp32/fp32/int8/25"):
         assert e["exportable"][e["combos"].index(combo)], combo
     for combo in ("fp32/int8/int8/0", "fp16/int8/int8/0", "int8/int8/fp32/0", "fp16/fp16/int8/0"):
