@@ -401,15 +401,15 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
     # packing its weights again on every run, once per 256 output pixels (no pre-packing, unlike QLinearConv;
     # roofline.QGEMM_STRIDE_N). Fitted on `conv` only: the few-channel cases cannot tell the packing from the fixed
     # setup (fitted there, it came out at 15 ns per weight, a setup in disguise).
-    # Each of those passes is an fp32 element-wise kernel: its bytes above and its arithmetic at the calibrated fp32
-    # element-wise rate (ORT 1.32 dynamicquantizelinear.cc: MlasFindMinMaxElement, then MlasQuantizeLinear: 2 ops per
-    # input element; Cast, Mul, Add and an unfused activation: 1 per output element each), where the bytes alone at
-    # the cache's rate priced them at half of their time: MobileNetV2's int8-dynamic file (this Zen 4, profiled wall,
-    # load 10, 2026-12-03): Cast 0.11, Clip 0.13, Add 0.19, Mul 0.26 ns per output element, DynamicQuantizeLinear
-    # 0.21 per input element, 5.7 ms of an 18 ms run, predicted 3.7 (calibration fitted the rest into the convs).
+    # DynamicQuantizeLinear (ORT 1.32 dynamicquantizelinear.cc: MlasFindMinMaxElement, MlasQuantizeLinear): its bytes
+    # and 2 ops per input element at the fp32 element-wise rate. The Cast, Mul, Add, activation after a ConvInteger:
+    # bytes. Single-op files, a Zen 4 (thread CPU time, medians, load 2.5 per CPU, 2026-12-04): Conv + bias + Relu less
+    # its ConvInteger alone 0.53-0.59 ns per output for stems, 0.76-0.84 for 3x3 convs with as many inputs; their ops at
+    # the element-wise rate on top priced them 1.5-1.9x, and calibration made up for it with free depthwise MACs
+    # (dwconv.int8dyn fitted at its 6x bound).
     conv = kind in ("conv", "convsmall", "dwconv")
     return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv", im2col=conv, repack=kind == "conv",
-                   extra_ops=(3.0 + fused) if conv else 0.0, extra_in_ops=2.0, extra_format="fp32")
+                   extra_in_ops=2.0, extra_format="fp32")
 
 
 # Conv kinds ORT leaves in NCHW (simulator.costs.kind_of) -> the NCHWc kind whose paths they take where MLAS's NCHW

@@ -22,6 +22,7 @@ from simulator.calibration_models import (
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, op_chain, reuse_model, save_model,
     side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
+from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.profiles import load_profile
@@ -81,8 +82,8 @@ CASES: tuple[Case, ...] = (
     # (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet v2 3x24).
     # fp32 too: the 8-channel cases alone priced real stems at 1.5-2.3x their ORT profile on a Sapphire Rapids (ResNet-18
     # 7x7 1.39 ms, 3.13 predicted; MobileNetV4 / MNASNet / EfficientNet-Lite0 / SqueezeNet 3x3 1.4-1.9x, 2026-12-04);
-    # fitted jointly with them (calibration_fit.JOINT_FP32).
-    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k), (("fp32", "fp32"), Q[1], QF[2], QSTEM))
+    # fitted jointly with them (calibration_fit.JOINT_FP32). int8-dynamic stems: calibration_int8dyn.
+    *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k), (("fp32", "fp32"), QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     Case("stemact-3x24-224-3x3", "convsmall", stem_act(24, 224, 3), (QSTEM,)),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), QF)
@@ -208,6 +209,8 @@ CASES: tuple[Case, ...] = (
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
     *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in VIDEO_CASES),  # 3-D convs, far walks
+    # Dynamic int8 stems and ResNet-shaped 3x3 convs (their int8-dynamic figures, calibration_int8dyn).
+    *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in INT8DYN_CASES),
 )
 
 

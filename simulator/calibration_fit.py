@@ -25,7 +25,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 59  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 60  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -56,6 +56,8 @@ CACHE_VERSION = 59  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 58: 3-D convs' own figures (conv3d.nchw: calibration_video); walks fitted jointly with a cost per byte beyond the L2
 #     of those that miss the cache (walk.fp32.far)
 # 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill cases, llc_spill_*_bytes)
+# 60: dynamic int8 stems' own figures (stemgemm.int8dyn) and ResNet-shaped 3x3 ConvInteger cases
+#     (calibration_int8dyn); the Cast / Mul / Add after a ConvInteger cost their bytes alone
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

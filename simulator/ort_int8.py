@@ -7,6 +7,7 @@ beyond its op type and kind (simulator.backends.task_facts; paths in simulator.b
   into an int32 buffer and requantizes it in a second pass (own path `int8gen`).
 - Other Convs off the symmetric kernel's alignment (grouped ones, stems) run an im2col and a GEMM per group (own
   rate kinds: `convgemm` for grouped ones, `stemgemm` for dense ones).
+- Under dynamic int8, an image stem's ConvInteger runs at its own figures too (`stemgemm.int8dyn`).
 """
 
 from __future__ import annotations
@@ -67,6 +68,14 @@ QGEMM_RATE_KIND = "convgemm"
 ORT_INT8_QGEMM_DENSE = "ort_int8_qgemm_dense"
 STEM_RATE_KIND = "stemgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
+# An image stem (a dense Conv of fewer than 4 input channels) under dynamic int8: ConvInteger's QGEMM reduces over
+# only 3 x kh x kw (27 for 3x3), so it runs at its own rate, far from the dense convs' (and the few-channel NCHWc
+# Convs' `convsmall`, which are 8-channel chains here). Single-op files on a Zen 4 (thread CPU time, medians, load 2.5
+# per CPU, 2026-12-04): ConvInteger alone 0.12 / 0.16 / 0.19 ms for 3x16 / 3x24 / 3x32 3x3 at 224 px, 1.77 ms for
+# ResNet's 3x64 7x7, 85-95% of it the GEMM (timed on its input expanded ahead, as a 1x1 ConvInteger); the 7x7 stem's
+# file predicted at 0.49x with the stems fitted into `convsmall.int8dyn` beside 8-channel chains. Own figures
+# (`stemgemm.int8dyn`: rate, setup, im2col), fitted by calibration on stems (simulator/calibration_int8dyn.py).
+ORT_INT8DYN_STEM = "ort_int8dyn_stem"
 
 # A Concat between Q/DQ pairs runs as QLinearConcat (ORT 1.32 contrib_ops/cpu/quantization/qlinear_concat.cc): every
 # input whose scale or zero point differs from the output's (the usual case: each input has its own range) goes
@@ -202,6 +211,14 @@ def _off_symmetric_conv(nd: Node, g: Graph) -> str | None:
         return ORT_INT8_QGEMM
     off = c_in % _SYM_IN_ALIGN != 0 or c_out % _SYM_OUT_ALIGN != 0 or c_out < _SYM_OUT_MIN
     return ORT_INT8_QGEMM_DENSE if off else None
+
+
+def _image_stem(nd: Node, g: Graph) -> bool:
+    """A dense Conv of fewer than 4 input channels (ORT_INT8DYN_STEM)."""
+    w = kernel_value(nd, g)
+    if w is None or not w.shape or len(w.shape) < 3 or not isinstance(w.shape[1], int):
+        return False
+    return int(nd.attributes.get("group", 1) or 1) == 1 and w.shape[1] < _SYM_IN_ALIGN
 
 
 def _walked_shuffles(g: Graph) -> set[str]:
@@ -340,10 +357,12 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
                 facts.add(ORT_INT8_DW_GENERIC)
         elif kind in ("conv", "convsmall", "convnchw", "conv3d", "gconvnchw") and nd.op_type in ("Conv", "FusedConv"):
             # The source's Conv where known (the compiled NCHWc one holds its kernel padded), else the compiled one.
-            off = _off_symmetric_conv(origin[0], source) if origin and source is not None else \
-                _off_symmetric_conv(nd, compiled)
+            conv, g = (origin[0], source) if origin and source is not None else (nd, compiled)
+            off = _off_symmetric_conv(conv, g)
             if off is not None:
                 facts.add(off)
+            if _image_stem(conv, g):
+                facts.add(ORT_INT8DYN_STEM)
         out.append(frozenset(facts))
     return out
 
@@ -362,6 +381,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
                                    fp32_equivalent=False, note="; ".join(
                                        [*([p.note] if p.note else []), "reduces H and W of NHWC data (the int8 "
                                         "graph's layout): strided reads"]))
+    if ORT_INT8DYN_STEM in facts and p.tag == "int8dyn" and not p.eliminated:
+        p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND, note="; ".join(
+            [*([p.note] if p.note else []), "an image stem: ConvInteger's GEMM reduces over 3 x kh x kw (own rate)"]))
     if ORT_INT8DYN_UNIT_SPAN in facts and p.tag == "int8dyn" and not p.eliminated:
         return dataclasses.replace(p, span_elements=1.0, span_key=UNIT_SPAN_KEY, note="; ".join(
             [*([p.note] if p.note else []), "output's innermost axis is 1: the scale Mul's kernel is called once per "
