@@ -24,7 +24,8 @@ import numpy as np
 from compiler.graph import Graph, Value
 from simulator.costs import fold_constants
 from simulator.onnx_exported import (Const, XNode, exported_nodes, is_float_value, kernel_of, kernel_shape,
-                                     layout_chains, share_scalars, shape_dims, value_nbytes)
+                                     layout_chains, share_made, share_scalars, shape_dims,
+                                     value_nbytes)
 from simulator.onnx_proto import (TORCH_MODEL_FIELDS_BYTES, init_header_bytes, ort_saved_opset_bytes,
                                    value_info_bytes)
 from simulator.onnx_tools import charge_dynamic, charge_fp16, charge_int4, charge_lut, charge_static
@@ -84,6 +85,8 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     xs, transposed = exported_nodes(source, dropped, task_of, consts, vals)
     xs, made = layout_chains(xs, vals, consts, set(source.outputs))
     share_scalars(xs, consts)
+    made_names = made_at_run_time(source, consts)
+    share_made(xs, source, made_names)
 
     inits = _initializers(xs, consts, vals, transposed)
     read = {v for x in xs for v in x.inputs}
@@ -96,7 +99,7 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     in_body = _body_tasks(source, xs, inits, task_of, ev, n)
     mapped = np.zeros(n, dtype=bool)
     mapped[[x.task for x in xs if x.task >= 0 and kernel_of(x, inits) is not None]] = True
-    made = _made_bytes(xs, inits, made_at_run_time(source, consts), n)
+    made = _made_bytes(xs, inits, made_names, n)
     int4_float = np.zeros(n, dtype=bool)
     int4_float[[x.task for x in xs if x.task >= 0 and x.op != "MatMul" and kernel_of(x, inits) is not None]] = True
     return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()), in_body, int4_float)
