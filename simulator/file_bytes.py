@@ -20,7 +20,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind, fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
-from simulator.qdq import dq_weights, qdq_preset
+from simulator.qdq import dq_weights, fuses_qdq, qdq_preset
 from simulator.roofline import Path
 
 
@@ -69,7 +69,8 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
         k_store = np.where(records.mapped, records.kernel[:, 0], k_store)
         k_rows = np.where(records.mapped, records.kernel[:, 1], k_rows)
         k_depth = np.where(records.mapped, records.kernel[:, 2], k_depth)
-    made = _made_per_task(records, k_store, aux_store, works, source if source is not None else compiled, uploaded)
+    made = _made_per_task(t, records, k_store, aux_store, works, source if source is not None else compiled,
+                          uploaded)
     return Stored(kernel=k_store, aux=aux_store, rows=k_rows, depth=k_depth,
                   events=records.events if records is not None else np.zeros((len(works), len(EVENTS))),
                   as_is=_stored_as_is(t, compiled, folded, works), as_stored=_stored_int8(t, compiled, works),
@@ -129,8 +130,8 @@ def _rewrite_share(made: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return lone * kernel / total
 
 
-def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store: np.ndarray, works: list[Work],
-                   source: Graph | None, uploaded: np.ndarray) -> np.ndarray:
+def _made_per_task(t: Target, records: ExportRecords | None, k_store: np.ndarray, aux_store: np.ndarray,
+                   works: list[Work], source: Graph | None, uploaded: np.ndarray) -> np.ndarray:
     """Per task, its bytes in ORT's folded file (the file every option but fp32 writes) less its share of the file as
     uploaded, which is the float state and the fp32 export (compiler.optimize.onnx_export writes the upload itself
     where every node stays float and nothing needs restoring: `writes_upload`). Each task keeps its stored bytes but
@@ -139,7 +140,7 @@ def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store
     a table gathered by stored ids), else to every task by its bytes (debug records, names). Negative where the
     upload holds more than ORT folds to: `testkit.modelzoo.bert_like`'s 512 x 128 position table, gathered by 32
     constant ids, folds to 32 x 128 (its float state was sized 3.79 MB, the folded file, against 4.03 uploaded)."""
-    if records is None or source is None or not writes_upload(source):
+    if records is None or source is None or not writes_upload(source, t):
         return np.zeros(len(works))
     # A kernel as the sweep sizes it: tasks of other kinds (a Concat the compiled graph gave a conv's weight) have none
     weighted = np.array([w.kind in WEIGHTED_KINDS for w in works], dtype=bool)
@@ -163,15 +164,16 @@ def _made_per_task(records: ExportRecords | None, k_store: np.ndarray, aux_store
     return own - kept
 
 
-def writes_upload(source: Graph) -> bool:
+def writes_upload(source: Graph, t: Target) -> bool:
     """Whether the fp32 export of an ONNX upload is the upload itself (compiler.optimize.onnx_export): its size is
-    known, ORT runs its opset as it is, and it has no fp16 weights or DequantizeLinear to restore to float first."""
+    known, ORT runs its opset as it is, and it has no fp16 weights to restore to float first, nor a DequantizeLinear
+    where `t` runs a QDQ file's float graph (simulator.qdq.fuses_qdq; ort-cpu/host runs it as uploaded)."""
     if source.format != "onnx" or "file_size_bytes" not in source.metadata:
         return False
     imports = dict(item.rpartition(":")[::2] for item in source.metadata.get("opsets", "").split(",") if item)
     if int(imports.get("ai.onnx") or ORT_MIN_OPSET) < ORT_MIN_OPSET:  # none: ai.onnx.ml ops only
         return False
-    return not any(nd.op_type == "DequantizeLinear" for nd in source.nodes) and not any(
+    return not (fuses_qdq(t) and any(nd.op_type == "DequantizeLinear" for nd in source.nodes)) and not any(
         v.weight is not None and v.dtype == "float16" for v in source.values.values())
 
 

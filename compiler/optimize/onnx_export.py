@@ -231,10 +231,13 @@ class _RandomReader:
 def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[str], model_wide: str,
                 overrides: Mapping[str, str] | None = None,
                 input_shapes: Mapping[str, list[int]] | None = None, calibration_samples: int = 8,
-                input_values: Mapping[str, float] | None = None, check: bool = True) -> ExportResult:
+                input_values: Mapping[str, float] | None = None, check: bool = True,
+                qdq_float: bool = True) -> ExportResult:
     """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
     where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
-    has the ops each option promises) before it is returned; every failure is an OptionError in one sentence."""
+    has the ops each option promises) before it is returned; every failure is an OptionError in one sentence.
+    `qdq_float`: a QDQ upload's float state is its float graph (a target that runs its node units quantized,
+    simulator.qdq.fuses_qdq); False where it is the upload as it is (ort-cpu/host, which runs what ORT fuses)."""
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
@@ -243,7 +246,7 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         named = named_copy(model_path, tmp / "named.onnx", notes=notes)
         pre = preprocess(named, tmp / "pre.onnx")
         # A QDQ upload: its float graph, as it is predicted (compiler/optimize/onnx_qdq.py)
-        restored = model_wide != "int8-static" and _restore_float(pre)
+        restored = model_wide != "int8-static" and (qdq_float or model_wide != "fp32") and _restore_float(pre)
         if restored:
             notes.append("the upload's QDQ quantization was undone first (weights dequantized, activation pairs "
                          "removed): the option is applied to the float model")
