@@ -232,6 +232,8 @@ def size_overhead_bytes(t: Target, compiled: Graph, folded: frozenset[str], reco
     """File bytes beyond every task's: the ONNX exporter's records, else the upload's own overhead."""
     if records is not None:
         return records.base
+    if t.export == "onnx" and "onnx_overhead_bytes" in compiled.metadata:  # a .pt2's converted file's records
+        return float(compiled.metadata["onnx_overhead_bytes"])
     return _size_overhead(compiled) - _fp16_restored_bytes(t, compiled, folded)
 
 

@@ -232,12 +232,13 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
                 overrides: Mapping[str, str] | None = None,
                 input_shapes: Mapping[str, list[int]] | None = None, calibration_samples: int = 8,
                 input_values: Mapping[str, float] | None = None, check: bool = True,
-                qdq_float: bool = True) -> ExportResult:
+                qdq_float: bool = True, upload: bool = True) -> ExportResult:
     """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
     where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
     has the ops each option promises) before it is returned; every failure is an OptionError in one sentence.
     `qdq_float`: a QDQ upload's float state is its float graph (a target that runs its node units quantized,
-    simulator.qdq.fuses_qdq); False where it is the upload as it is (ort-cpu/host, which runs what ORT fuses)."""
+    simulator.qdq.fuses_qdq); False where it is the upload as it is (ort-cpu/host, which runs what ORT fuses).
+    `upload`: fp32 may write `model_path` itself (False: a file converted from the upload, such as a `.pt2`'s)."""
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
@@ -251,7 +252,7 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
             notes.append("the upload's QDQ quantization was undone first (weights dequantized, activation pairs "
                          "removed): the option is applied to the float model")
         ch = _choices(pre, model_wide, overrides or {})
-        if not notes and not restored and all(_float(c) for c in ch.values()):
+        if upload and not notes and not restored and all(_float(c) for c in ch.values()):
             # Every node stays float and the upload needs nothing restored (fp16 weights, QDQ pairs) or converted
             # (named_copy notes each): the file is the upload itself, as its float state is predicted
             # (simulator.file_bytes): ORT's folded file would hold the constants it makes at run time (the onnx
