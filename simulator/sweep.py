@@ -37,6 +37,7 @@ from simulator.file_bytes import (
 from simulator.onnx_file import ExportRecords
 from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
+from simulator.sweep_edges import activation_edges, io_elements
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, qdq_preset, qdq_view
@@ -208,7 +209,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
     run_ms = hw.units[0].run_overhead_s * 1e3
     gap_ms = unexplained_ms(profile, measured, cols.metrics["latency_ms"], presets, run_ms)
-    src, dst, elements = _edges(compiled, folded, execs, bodies_on_cpu=t.backend == "coreml")
+    src, dst, elements = activation_edges(compiled, folded, execs, bodies_on_cpu=t.backend == "coreml")
     cross_c = crossing_constants(hw)
     _charge_crossings(cols, cross_c, src, dst, elements, execs)
     # A measured whole-model time without per-task timings (LiteRT): every latency of this target is
@@ -334,7 +335,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
             cols: _Columns, own: str = "fp32") -> list[tuple[_Group, int]]:
     """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task.
     `own`: the preset whose combos the measured task times are (`fp32`, or `fp16` for an fp16 ONNX upload)."""
-    io_in, io_out = _io_elements(compiled)
+    io_in, io_out = io_elements(compiled)
     control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
     total_w = float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works)
@@ -391,22 +392,6 @@ def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Wo
         sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i])
         sig_rows.setdefault(sig, []).append(i)
     return sig_rows
-
-
-def _io_elements(g: Graph) -> tuple[np.ndarray, np.ndarray]:
-    """Elements each op reads from graph inputs / writes to graph outputs (the model's I/O stays fp32).
-    A graph input is converted once, by (and charged to) its first consumer."""
-    gin, gout = set(g.inputs), set(g.outputs)
-    io_in = np.zeros(len(g.nodes))
-    io_out = np.zeros(len(g.nodes))
-    seen_in: set[str] = set()
-    for i, nd in enumerate(g.nodes):
-        for v in dict.fromkeys(nd.inputs):
-            if v in gin and v not in seen_in:
-                seen_in.add(v)
-                io_in[i] += _el(g, v)
-        io_out[i] = sum(_el(g, v) for v in nd.outputs if v in gout)
-    return io_in, io_out
 
 
 def _charge_crossings(cols: _Columns, cross_c: dict[str, float] | None, src: np.ndarray, dst: np.ndarray,
@@ -512,47 +497,6 @@ def _preset_json(p: Any, t: Target) -> dict[str, Any]:
             "description": p.description}
 
 
-def _el(g: Graph, name: str) -> float:
-    v = g.values.get(name)
-    e = v.elements if v is not None else None
-    return float(e or 0)
-
-
-def _edges(g: Graph, folded: frozenset[str] = frozenset(), execs: np.ndarray | None = None,
-           bodies_on_cpu: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Activation edges, once per (producer, consumer, value); constant-folded producers carry weights, and a
-    folded consumer (a Shape of a tensor of known shape) reads nothing at run time. An edge into a body task moves
-    its tensor once per execution of that task (none if it never runs), or, where the runtime runs bodies on the
-    CPU with their loop (`bodies_on_cpu`: Core ML, whatever the file's format), once per run of that loop."""
-    index = {nd.id: i for i, nd in enumerate(g.nodes)}
-    seen: set[tuple[int, int, str]] = set()
-    src, dst, el = [], [], []
-    for s, d, v in g.edges():
-        if s in folded or d in folded:
-            continue
-        key = (index[s], index[d], v)
-        at = _handed_by(g, index, key[0], key[1]) if bodies_on_cpu else key[1]
-        runs = 1.0 if execs is None else float(execs[at]) if execs[key[0]] > 0 else 0.0
-        key = (key[0], at, v)
-        if key in seen or runs == 0:
-            continue
-        seen.add(key)
-        src.append(key[0])
-        dst.append(key[1])
-        el.append(_el(g, v) * runs)
-    return np.array(src, dtype=np.int64), np.array(dst, dtype=np.int64), np.array(el, dtype=np.float64)
-
-
-def _handed_by(g: Graph, index: dict[str, int], s: int, d: int) -> int:
-    """The task an outer tensor reaches a Core ML body task through: the loop / branch (at the producer's level)
-    that holds it, which runs on the CPU and hands its body the tensor once per run of its own
-    (simulator/coreml_rules.py `cpu_body`), not once per trip."""
-    outer = g.nodes[s].parent
-    while g.nodes[d].parent and g.nodes[d].parent != outer and g.nodes[d].parent in index:
-        d = index[g.nodes[d].parent]
-    return d
-
-
 def _metrics(t: Target, kind: str, works: list[Work], co: _Coeffs, conv: dict[str, Any], io_in: np.ndarray,
              io_out: np.ndarray, measured: np.ndarray, res: Residency,
              st: Stored, fp32_col: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -591,6 +535,3 @@ def graph_facts(compiled: Graph, source: Graph | None, t: Target
                 ) -> tuple[Graph, list[Work], frozenset[str], ExportRecords | None]:
     return _graph_facts(compiled, source, t, False)
 
-
-io_elements = _io_elements
-activation_edges = _edges

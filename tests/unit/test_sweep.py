@@ -301,7 +301,7 @@ def test_an_outer_tensor_reaches_a_loop_body_once_per_loop_run_where_bodies_run_
     loop, whatever the file's format (an ONNX Loop on coreml/* too); elsewhere once per execution of the body task."""
     import numpy as np
 
-    from simulator.sweep import _edges
+    from simulator.sweep_edges import activation_edges
 
     nodes = [Node("relu", "relu", "Relu", inputs=["x"], outputs=["r"]),
              Node("loop", "loop", "Loop", inputs=["n", "", "s0"], outputs=["s"]),
@@ -309,7 +309,7 @@ def test_an_outer_tensor_reaches_a_loop_body_once_per_loop_run_where_bodies_run_
     g = graph(nodes, [act("x", [1, 64]), act("r", [1, 64]), act("s0", [1, 64]), act("s_in", [1, 64]),
                       act("s_out", [1, 64]), act("s", [1, 64])], ["x", "s0"], ["s"])
     execs = np.array([1.0, 1.0, 200.0])
-    src, dst, el = _edges(g, execs=execs, bodies_on_cpu=True)
+    src, dst, el = activation_edges(g, execs=execs, bodies_on_cpu=True)
     assert (src.tolist(), dst.tolist(), el.tolist()) == ([0], [1], [64.0])
-    src, dst, el = _edges(g, execs=execs)
+    src, dst, el = activation_edges(g, execs=execs)
     assert (src.tolist(), dst.tolist(), el.tolist()) == ([0], [2], [64.0 * 200])
