@@ -20,7 +20,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from compiler.graph import Graph, Node
+from compiler.optimize.onnx_rules import FLOAT_FORMAT
 from compiler.profile import Profile
+from compiler.vocabulary.options import Preset
+from compiler.vocabulary.targets import Target
 from simulator.costs import Work
 from simulator.static_values import StaticValues
 
@@ -225,3 +228,22 @@ def control_dispatches(graph: Graph, execs: np.ndarray, tflite_s: float | None =
             secs[i] = (tflite_s or 0.0) * execs[i] if own else 0.0
             out[i] = (0.0 if own else _FIXED_DISPATCHES[op] * execs[i]) + _TRIP_DISPATCHES.get(op, 0.0) * trips[i]
     return out, secs
+
+
+# What the ONNX exporter writes inside an If / Loop / Scan body (compiler/optimize/onnx_export.py): ORT's static and
+# dynamic quantizers, its 4-bit MatMul quantizer and the exporter's own pruning and palettization act on the nodes
+# it names, all of the top-level graph, so a body keeps its float ops under every option; ORT's fp16 converter
+# converts bodies too.
+BODY_EXPORT_NOTE = ("in an If / Loop / Scan body: the ONNX exporter writes it float under every option but fp16 "
+                    "(ORT's quantizers act on the top-level graph), so each option prices it as written")
+
+
+def written_in_body(t: Target, graph: Graph) -> np.ndarray:
+    """[n] bool: task i runs in a body of an ONNX export, whose options leave it as `body_preset` says."""
+    return np.array([t.export == "onnx" and bool(nd.parent) for nd in graph.nodes], dtype=bool)
+
+
+def body_preset(preset: Preset) -> str:
+    """The preset a body task is written in under `preset`: fp16 where the fp16 converter runs (unpruned: pruning is
+    top-level too), else fp32."""
+    return "fp16" if preset.resolve(FLOAT_FORMAT, True).input == "fp16" else "fp32"

@@ -49,7 +49,6 @@ class Stored:
     uploaded: np.ndarray  # bytes of a kernel an ONNX upload stores as integers itself (0: none): the file as uploaded
     rewritten: np.ndarray  # bytes of kernel-less tasks' made constants it carries where a weight-only option
     # rewrites the file (ORT folds them into it) while those tasks stay float (see _rewrite_share)
-    in_body: np.ndarray  # bool: an If / Loop / Scan body's task in an ONNX export (its kernel stays float but fp16)
     int4_float: np.ndarray  # bool: int4 leaves its kernel float in an ONNX export (no MatMul reads it there)
 
     def at(self, rows: np.ndarray) -> Stored:
@@ -79,7 +78,6 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
                   biased=_conv_biases(compiled, source),
                   made=made, uploaded=uploaded, rewritten=_rewrite_share(made, k_store),
-                  in_body=_flags(records.in_body if records is not None else None, len(works)),
                   int4_float=_flags(records.int4_float if records is not None else None, len(works)))
 
 
@@ -196,8 +194,6 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
         # (compiler/optimize/litert_prepare.py): stored as is under every other option only.
         kept = s.as_is > 0 if not (static and t.export == "tflite") else np.zeros(len(s.as_is), dtype=bool)
         kern[:, j] = np.where(kept, s.as_is, cache[key]) + (s.bias_copies if static and kf == "int8" else 0.0)
-        if kf not in ("fp32", "fp16"):  # the ONNX quantizers leave a body's weights float (onnx_file._body_tasks)
-            kern[:, j] = np.where(s.in_body, s.kernel * 4.0, kern[:, j])
         if kf == "int4":  # MatMulNBits replaces MatMuls only: a Gemm the exporter keeps (a shared weight) stays float
             kern[:, j] = np.where(s.int4_float, s.kernel * 4.0, kern[:, j])
         if static and kf == "int8" and s.as_stored.any():
@@ -206,9 +202,9 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
             # so is an ONNX QDQ file on a target that runs its node units (simulator.qdq).
             kern[:, j] = np.where(s.as_stored > 0, s.as_stored, kern[:, j])
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
-    # A body's other float constants (a Gather's table) stay float too, but under fp16, which converts bodies.
-    aux_b = np.where(s.in_body[:, None], np.where(aux_file_b == 2.0, 2.0, 4.0)[None, :], aux_file_b[None, :])
-    out = kern + s.aux[:, None] * aux_b + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+    # An If / Loop / Scan body's task is sized by the combo the sweep prices it in under each option, the one the
+    # exporter writes it in (simulator.control_flow.body_preset): its weights float but under fp16.
+    out = kern + s.aux[:, None] * aux_file_b[None, :] + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
     # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes, and kernels
     # it stores as integers count as stored.
     # A task asked to change its kernel is sized as the folded file holds it, even where the runtime runs it float

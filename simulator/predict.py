@@ -60,6 +60,7 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     """(result, source, compiled): predicted totals and per-op values at the given input shapes and values
     (defaults for the rest, as the worker's), without running the model."""
     from simulator.calibrated import hardware_for
+    from simulator.control_flow import body_preset, written_in_body
     from simulator.model import compile_for
     from simulator.sweep import sweep
     from simulator.table_schema import per_inference_ms
@@ -74,8 +75,9 @@ def predict_model(model_path: str | os.PathLike[str], target: str, model_wide: s
     names = [p["name"] for p in r.bulk["presets"]]
     if preset in names:
         base, overrides = preset, task_overrides(compiled, r.per_op, ops, t.float_format)
-    else:  # a valid combination outside the bulk table: every op becomes an override
-        every = {n.id: preset for n in compiled.nodes}
+    else:  # a valid combination outside the bulk table: every op becomes an override (a body's, as it is written)
+        body, written = written_in_body(t, compiled), body_preset(parse_preset(preset))
+        every = {n.id: written if b else preset for n, b in zip(compiled.nodes, body)}
         base = "fp32"
         overrides = {**task_overrides(compiled, r.per_op, every, t.float_format),
                      **task_overrides(compiled, r.per_op, ops, t.float_format)}

@@ -21,7 +21,8 @@ from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan, task_facts
-from simulator.control_flow import TFLITE_CONTROL_KEY, control_dispatches, executions, scale_by_executions
+from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
+                                    scale_by_executions, written_in_body)
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
 from simulator.file_bytes import (
     Stored,
@@ -253,10 +254,16 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         from simulator.exportable import mark_tflite
 
         exportable = mark_tflite(works, presets, bulk, compiled, source)
-    notes = [list(w.notes) + ([cf] if cf else []) for w, cf in zip(works, cf_notes)]
-    per_op = PerOpTable(bulk["ops"], where, notes, exportable)
+    per_op = PerOpTable(bulk["ops"], where, _op_notes(t, compiled, works, cf_notes), exportable)
     bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
+
+
+def _op_notes(t: Target, compiled: Graph, works: list[Work], cf_notes: list[str]) -> list[list[str]]:
+    """Each task's own notes: its work's, its executions' (control_flow) and, in an exported body, how it is written."""
+    body = written_in_body(t, compiled)
+    return [list(w.notes) + ([cf] if cf else []) + ([BODY_EXPORT_NOTE] if b else [])
+            for w, cf, b in zip(works, cf_notes, body)]
 
 
 # (id(compiled), id(source), target) -> (compiled, source, graph-only facts); used by presets_only sweeps only.
@@ -345,9 +352,12 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
     pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
     built: list[tuple[_Group, np.ndarray]] = []
-    for (op_type, kind, has_k, fused, shared, plain, facts), rows in _signatures(t, compiled, source, works).items():
-        combos = tuple(dict.fromkeys(p.resolve(t.float_format, has_k) for p in presets)) if presets_only \
-            else tuple(all_combos(has_k))
+    for (op_type, kind, has_k, fused, shared, plain, facts, body), rows in _signatures(t, compiled, source,
+                                                                                      works).items():
+        asked = [p.resolve(t.float_format, has_k) for p in presets]
+        # Each preset's bulk cells: the combo the exporter writes the task in (a body's stays float, control_flow)
+        state = [parse_preset(body_preset(p)).resolve(t.float_format, has_k) for p in presets] if body else asked
+        combos = tuple(dict.fromkeys(asked + state)) if presets_only else tuple(all_combos(has_k))
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain, facts)
         if own == "fp16":  # the measured times are those of each task's fp16 combo, the others predicted (a copy:
             # _coeffs is cached)
@@ -355,7 +365,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
                 [c.input == c.output == "fp16" and c.kernel in ("fp16", "-") and not c.sparsity for c in combos])))
         g = _Group(np.array(rows), co)
         idx = {c: j for j, c in enumerate(combos)}
-        pick = np.array([idx[p.resolve(t.float_format, has_k)] for p in presets])
+        pick = np.array([idx[c] for c in state])
         g.metrics, pure32[rows] = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                                            measured[rows], res, st.at(rows), int(pick[i32]))
         scale_by_executions(g.metrics, execs[rows])
@@ -379,17 +389,19 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
 
 
 def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Work]
-                ) -> dict[tuple[str, str, bool, bool, bool, bool, frozenset[str]], list[int]]:
+                ) -> dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]]:
     """Tasks by what their paths depend on: op type, kind, weights, fused activation, two fp16 facts of ORT's
     (a Conv behind a run-time Cast of a shared constant, backends.fp16_shared_casts; a SkipLayerNormalization not
-    formed in the fp16 graph, backends.fp16_unfused_norms) and a device runtime's own (backends.task_facts)."""
+    formed in the fp16 graph, backends.fp16_unfused_norms) and a device runtime's own (backends.task_facts); and
+    whether the exporter writes the task as the presets ask (a body of an ONNX export stays float: control_flow)."""
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)
     facts = task_facts(t, compiled, source)
-    sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str]], list[int]] = {}
+    body = written_in_body(t, compiled)
+    sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]] = {}
     for i, (nd, w) in enumerate(zip(compiled.nodes, works)):
         has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
-        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i])
+        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i], bool(body[i]))
         sig_rows.setdefault(sig, []).append(i)
     return sig_rows
 

@@ -463,8 +463,14 @@ def _to_int4(current: Path, out: Path, matmuls: list[str]) -> Path:
     from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
     def to_int4() -> None:
-        q = MatMulNBitsQuantizer(onnx.load(os.fspath(current)), block_size=128, is_symmetric=False,
-                                 nodes_to_include=matmuls)
+        m = onnx.load(os.fspath(current))
+        # Its node list adds to the MatMuls it quantizes, it does not limit them: every other MatMul with a constant
+        # weight, a body's too, was written 4-bit (an fp32 override on a MatMul was not honoured). Excluded by name.
+        asked = set(matmuls)
+        others = [n.name for g in [m.graph, *all_bodies(m.graph)] for n in g.node
+                  if n.op_type == "MatMul" and n.name not in asked]
+        q = MatMulNBitsQuantizer(m, block_size=128, is_symmetric=False, nodes_to_include=matmuls,
+                                 nodes_to_exclude=others)
         q.process()
         q.model.save_model_to_file(os.fspath(out))
 
