@@ -6,8 +6,9 @@ Where the count comes from, first found wins:
    a body task with no event did not run (a branch not taken, a loop of zero trips);
 2. `observed`: executions per run of source nodes seen on another target's profiled run of the same model
    (the host run, handed to the predicted targets), by the task's source nodes;
-3. the model itself (simulator.static_values): a Loop's trip count `M` and an If's condition where they follow
-   from constants, static shapes and the input values the user gave; a Scan's sequence length;
+3. the model itself (simulator.static_values): a Loop's trip count (`M`, or its body's condition worked out trip by
+   trip) and an If's condition where they follow from constants, static shapes and the input values the user
+   gave; a Scan's sequence length;
 4. a stated default: a Loop of unknown trip count runs its body `DEFAULT_TRIPS` times, an If of unknown
    condition runs its heavier branch (the larger bound of the two).
 Each body task's note says which it was.
@@ -25,7 +26,7 @@ from compiler.profile import Profile
 from compiler.vocabulary.options import Preset
 from compiler.vocabulary.targets import Target
 from simulator.costs import Work
-from simulator.static_values import StaticValues
+from simulator.static_values import StaticValues, counted_trips
 
 DEFAULT_TRIPS = 1
 # TFLite's control-flow operators as their ONNX kin (compiler/frontends/tflite.py reads IF's `then_branch` /
@@ -101,6 +102,10 @@ def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequen
         cond = values.scalar(parent.inputs[1]) if len(parent.inputs) > 1 else None
         if cond == 0:
             return 0.0, "the Loop's initial condition is false"
+        counted = counted_trips(parent, values)
+        if counted is not None:
+            return float(counted), (f"the Loop's trip count follows from constants ({counted}: its condition, "
+                                    "worked out trip by trip)")
         if first is not None and first < _NO_LIMIT:
             return float(max(0, int(first))), (f"the Loop's trip count is known before the run ({int(first)}; "
                                                "it may stop earlier)")

@@ -36,6 +36,14 @@ class StaticValues:
         self.producer = {v: n for n in graph.nodes for v in n.outputs if v}
         self._memo: dict[str, np.ndarray | None] = {}
 
+    def fork(self, known: Mapping[str, np.ndarray]) -> StaticValues:
+        """The same graph with `known` values set (a loop body's inputs on one trip), nothing else memoised."""
+        other = StaticValues.__new__(StaticValues)
+        other.graph, other.inputs, other.branch_of = self.graph, self.inputs, self.branch_of
+        other.producer = self.producer
+        other._memo = dict(known)
+        return other
+
     def scalar(self, name: str) -> float | None:
         v = self.value(name)
         return float(v.reshape(-1)[0]) if v is not None and v.size == 1 else None
@@ -105,3 +113,31 @@ class StaticValues:
         if op == "Gather" and len(ins) == 2 and ins[0].ndim == 1:
             return np.take(ins[0], ins[1].astype(np.int64))
         return None
+
+
+def counted_trips(loop: Node, values: StaticValues, limit: int = 10_000) -> int | None:
+    """Trips of an ONNX `Loop` whose condition its body computes from values known before the run: a counter
+    carried from a constant and compared with a constant (torch's `while_loop(lambda i, x: i < n, ...)` through
+    dynamo: M empty, the bound read inside the body). The body's condition and carried values are evaluated trip
+    by trip; None when any of them is unknown or the loop runs beyond `limit` trips."""
+    body = loop.attributes.get("body") or {}
+    ins, outs = body.get("inputs") or [], body.get("outputs") or []
+    if len(ins) < 2 or len(outs) < len(ins) - 1:
+        return None
+    m = values.scalar(loop.inputs[0]) if loop.inputs and loop.inputs[0] else None
+    bound = limit if m is None else min(limit, int(m))
+    cond = values.value(loop.inputs[1]) if len(loop.inputs) > 1 and loop.inputs[1] else np.array(True)
+    carried = [values.value(v) if v else None for v in loop.inputs[2:len(ins)]]
+    trips = 0
+    while trips < bound:
+        if cond is None:
+            return None
+        if not bool(cond.reshape(-1)[0]):
+            return trips
+        known = {ins[0]: np.array(trips, dtype=np.int64), ins[1]: cond}
+        known.update({name: v for name, v in zip(ins[2:], carried) if v is not None})
+        step = values.fork(known)
+        cond = step.value(outs[0])
+        carried = [step.value(v) for v in outs[1:len(ins) - 1]]
+        trips += 1
+    return trips if trips < limit else None

@@ -376,7 +376,8 @@ def _add_body_values(body: Body, parent: Node, values: dict[str, Value]) -> set[
         if name not in values or (values[name].shape is None and values[name].weight is None):
             values[name] = Value(name=name, shape=shape, dtype=dtype)
     summary = parent.attributes.get(body.branch)
-    if isinstance(summary, dict):  # what the body hands back to its parent (graph views draw it)
+    if isinstance(summary, dict):  # what the body takes and hands back (graph views; a Loop's counted trips)
+        summary["inputs"] = [r.get(i.name, i.name) for i in g.input]
         summary["outputs"] = [r.get(o.name, o.name) for o in g.output]
     inputs = set()
     for k, vi in enumerate(g.input):
