@@ -103,7 +103,7 @@ def _static_trips(parent: Node, branch: str, values: StaticValues, works: Sequen
         if cond == 0:
             return 0.0, "the Loop's initial condition is false"
         counted = counted_trips(parent, values)
-        if counted is not None:
+        if counted is not None and (first is None or counted != int(first)):
             return float(counted), (f"the Loop's trip count follows from constants ({counted}: its condition, "
                                     "worked out trip by trip)")
         if first is not None and first < _NO_LIMIT:

@@ -77,6 +77,35 @@ def loop_model(path: Path, trips: int | None = 3, width: int = 64) -> Path:
     return path
 
 
+def while_model(path: Path, steps: int | None = 4, width: int = 16) -> Path:
+    """torch's `while_loop(lambda k, h: k < steps, lambda k, h: (k + 1, tanh(h @ Wl)), (0, h))` as dynamo writes
+    it: M empty, the counter carried from a constant, the condition computed in the body from the counter and a
+    constant bound (or, with None, the int64 input `n`: the data's)."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["k_in", "one"], ["k_out"], name="count"),
+         helper.make_node("MatMul", ["h_in", "Wl"], ["hm"], name="body_mm"),
+         helper.make_node("Tanh", ["hm"], ["h_out"], name="body_tanh"),
+         helper.make_node("Less", ["k_out", "n"], ["cond_out"], name="body_less")],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("k_in", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("h_in", F, None)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("k_out", TensorProto.INT64, []), helper.make_tensor_value_info("h_out", F, None)])
+    init = [_w("Wl", width, width, seed=7), numpy_helper.from_array(np.array(True), "true"),
+            numpy_helper.from_array(np.array(0, np.int64), "zero"), numpy_helper.from_array(np.array(1, np.int64), "one")]
+    inputs = [helper.make_tensor_value_info("h", F, [2, width])]
+    if steps is None:
+        inputs.append(helper.make_tensor_value_info("n", TensorProto.INT64, []))
+    else:
+        init.append(numpy_helper.from_array(np.array(steps, np.int64), "n"))
+    g = helper.make_graph([helper.make_node("Loop", ["", "true", "zero", "h"], ["k", "y"], body=body, name="loop")],
+                          "with_while", inputs, [helper.make_tensor_value_info("k", TensorProto.INT64, []),
+                                                 helper.make_tensor_value_info("y", F, [2, width])], init)
+    onnx.save(helper.make_model(g, opset_imports=OPSET), path)
+    return path
+
+
 def scan_model(path: Path, steps: int = 5, width: int = 16) -> Path:
     """A Scan over xs[steps, 1, width]: state s = s + xs[t] @ Ws, each step's s also scanned out."""
     body = helper.make_graph(

@@ -64,6 +64,20 @@ def test_unknown_trip_counts_take_a_stated_default(tmp_path: Path) -> None:
     assert (e["then_mm"][0], e["else_mm2"][0]) == (0.0, 1.0) and "heavier branch (else_branch)" in e["else_mm2"][1]
 
 
+def test_a_while_loops_trip_count_is_worked_out_from_its_bodys_condition(tmp_path: Path) -> None:
+    """dynamo's while_loop: M empty, the bound read in the body; its trips follow from constants."""
+    import onnxruntime as ort
+
+    path = cm.while_model(tmp_path / "w.onnx", steps=4)
+    k, _ = ort.InferenceSession(str(path)).run(None, {"h": np.ones((2, 16), np.float32)})
+    e = _execs(_tasks(path))
+    assert e["body_mm"][0] == float(k) == 4.0 and "follows from constants (4" in e["body_mm"][1]
+    e = _execs(_tasks(cm.while_model(tmp_path / "n.onnx", steps=None)))  # the bound is an input: the data's
+    assert e["body_mm"][0] == 1.0 and "depends on the data" in e["body_mm"][1]
+    e = _execs(_tasks(cm.while_model(tmp_path / "n.onnx", steps=None)), input_values={"n": 7})
+    assert e["body_mm"][0] == 7.0
+
+
 def test_observations_win_over_the_model(tmp_path: Path) -> None:
     g = _tasks(cm.loop_model(tmp_path / "l.onnx", trips=3))
     e = _execs(g, observed={"body_mm": 7.0, "body_tanh": 7.0})
