@@ -4,8 +4,11 @@ A user's shapes and values come first. Every other symbolic dim gets a default b
 from the graph itself, and the same dim name gets the same size in every input:
 
 - batch: a dim named like a batch, or the first dim of an input of rank 2 or more that no other axis shares: 1
-  (single-inference latency);
-- image: a 4-D float input with a fixed channel axis of 1 to 4 (NCHW or NHWC): height and width 224, or the size
+  (single-inference latency). A KV cache ([layers, batch, heads, past, head_dim] or [batch, heads, past, head_dim])
+  leads with its batch too: a dim that is the first symbolic one (fixed dims before it) of every input it
+  sits in, at axis 0 of one of them or before another symbolic dim of a 4-D or larger one, is a batch;
+- image: a 4-D float input with a fixed channel axis of 1 to 4 (NCHW or NHWC), not named like a cache or state
+  (`past_key_values.0.key`, `cache_k`: [batch, 4 heads, past, 64] is none): height and width 224, or the size
   the model's metadata gives (`image_size`, `input_size`, `img_size`, `resolution`: `640` or `640x480`);
 - audio: a waveform input (named audio, wav, waveform, pcm, speech, samples, input_values, or any float
   [samples], [batch, samples] or [batch, 1, samples] input beside one named like a sample rate): 16000 samples
@@ -45,6 +48,8 @@ _BATCH_SHORT = re.compile(r"^(n|bs|b|unk__0)$", re.IGNORECASE)  # a batch only a
 _AUDIO = re.compile(r"audio|wav|waveform|pcm|speech|samples|input_values|signal", re.IGNORECASE)
 _RATE = re.compile(r"^(sr|fs|sample_?rate|sampling_?rate|rate)$", re.IGNORECASE)
 _MASK = re.compile(r"mask", re.IGNORECASE)
+# A decoder's cache or recurrent state: [batch, heads, past, head_dim] is no image, even with 1-4 heads.
+_STATE = re.compile(r"past|cache|present|(^|[._])(kv|state|h|c)($|[._])", re.IGNORECASE)
 _IMAGE_META = re.compile(r"(image|img|input)_?(size|shape|resolution)|resolution", re.IGNORECASE)
 # Ops an integer input passes through unchanged in value on its way to a Gather's indices.
 _INDEX_PASS = frozenset({"Cast", "Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand", "Slice",
@@ -100,6 +105,7 @@ def plan_inputs(graph: Graph, shapes: Mapping[str, Sequence[int]] | None = None,
             raise InputSpecError(f"the model has no input '{name}'; its inputs are: {', '.join(graph.inputs)}")
     dims = _pinned_dims(graph, shapes)
     axes_of = _axes_by_dim(graph)
+    leading = _leading_dims(graph)
     image = _image_size(graph.metadata)
     roles = {n: _role(n, graph) for n in graph.inputs}
     # The most specific roles claim shared dim names first.
@@ -126,7 +132,7 @@ def plan_inputs(graph: Graph, shapes: Mapping[str, Sequence[int]] | None = None,
                 if key in dims:
                     plan.shape.append(dims[key])
                     continue
-                size = _default_dim(d, axis, v.shape, plan.role, axes_of, image)
+                size = _default_dim(d, axis, v.shape, plan.role, axes_of, leading, image)
                 if d not in ("?", ""):
                     dims[key] = size
                 plan.shape.append(size)
@@ -168,7 +174,8 @@ def _role(name: str, g: Graph) -> str:
         return "parameter"
     if _MASK.search(name):
         return "mask"
-    if shape is not None and len(shape) == 4 and dtype in _FLOAT and (_channels(shape[1]) or _channels(shape[3])):
+    if shape is not None and len(shape) == 4 and dtype in _FLOAT and (_channels(shape[1]) or _channels(shape[3])) \
+            and not _STATE.search(name):
         return "image"
     if dtype in _FLOAT and _AUDIO.search(name) and shape is not None and len(shape) <= 3:
         return "audio"
@@ -194,10 +201,10 @@ def _channels(d: Dim) -> bool:
 
 
 def _default_dim(d: str, axis: int, shape: list[Dim], role: str, axes_of: dict[str, set[int]],
-                 image: tuple[int, int] | None) -> int:
+                 leading: frozenset[str], image: tuple[int, int] | None) -> int:
     named = d not in ("?", "")
     if (named and is_batch_name(d, axis)) or (axis == 0 and len(shape) >= 2 and (
-            not named or axes_of.get(dim_key(d, axis)) == {0})):
+            not named or axes_of.get(dim_key(d, axis)) == {0})) or (named and dim_key(d, axis) in leading):
         return BATCH_DEFAULT
     if role == "image":
         spatial = [i for i, x in enumerate(shape) if i not in (0, 1 if _channels(shape[1]) else 3)]
@@ -218,6 +225,28 @@ def _axes_by_dim(g: Graph) -> dict[str, set[int]]:
             if isinstance(d, str) and d not in ("?", ""):
                 out.setdefault(dim_key(d, axis), set()).add(axis)
     return out
+
+
+def _leading_dims(g: Graph) -> frozenset[str]:
+    """Dims (dim_key) that lead every input they sit in, as a batch does: the first symbolic dim there (all dims
+    before it fixed), at axis 0 of one of them or, in an input of rank 4 or more, before another symbolic dim
+    (a stacked KV cache [layers, batch, heads, past, head_dim] beside ids [batch, 1]). A dim named like a batch
+    elsewhere in an input is its batch instead; a time-major [T, B, F] beside a mask [B, T] leads nowhere."""
+    leads_all: dict[str, bool] = {}  # the first symbolic dim of every input it sits in
+    strong: set[str] = set()  # ... and at axis 0 of one, or before another symbolic dim of a 4-D+ one
+    for n in g.inputs:
+        shape = g.values[n].shape or []
+        sym = [(a, d) for a, d in enumerate(shape) if not isinstance(d, int)]
+        named_batch = any(is_batch_name(d, a) for a, d in sym if d not in ("?", ""))
+        for i, (a, d) in enumerate(sym):
+            if d in ("?", ""):
+                continue
+            key = dim_key(d, a)
+            ok = i == 0 and len(shape) >= 2 and not named_batch
+            leads_all[key] = leads_all.get(key, True) and ok
+            if ok and (a == 0 or (len(shape) >= 4 and len(sym) >= 2)):
+                strong.add(key)
+    return frozenset(k for k, v in leads_all.items() if v and k in strong)
 
 
 def _image_size(meta: Mapping[str, str]) -> tuple[int, int] | None:

@@ -95,6 +95,25 @@ def test_a_signal_beside_a_sample_rate_is_audio_whatever_its_name() -> None:
     assert plan_inputs(without_rate)["input"].shape == [1, SEQ_DEFAULT]
 
 
+def test_a_kv_cache_leads_with_its_batch() -> None:
+    """A decoder step's stacked KV cache [layers, batch, heads, past, head_dim] beside ids [batch, 1] (session 39
+    sweep): dynamo shares the batch symbol between them, the TorchScript exporter names each input's axes on its
+    own. Both planned batch 128 (one as the ids' first dim), so ids and cache disagreed and every task after the
+    concat was of unknown work on device targets."""
+    dyn = graph({"input_ids": (["s0", 1], "int64"), "past_key": ([4, "s0", 4, "s1", 64], "float32"),
+                 "past_value": ([4, "s0", 4, "s1", 64], "float32")})
+    assert concrete_shapes(plan_inputs(dyn)) == {"input_ids": [1, 1], "past_key": [4, 1, 4, SEQ_DEFAULT, 64],
+                                                 "past_value": [4, 1, 4, SEQ_DEFAULT, 64]}
+    ts = graph({"input_ids": (["input_ids_dim0", 1], "int64"),
+                "past_key": ([4, "past_key_dim1", 4, "past_key_dim3", 64], "float32"),
+                "cache": (["cache_dim0", 4, "cache_dim2", 64], "float32")})
+    plans = plan_inputs(ts)
+    assert plans["past_key"].shape == [4, 1, 4, SEQ_DEFAULT, 64] and plans["cache"].shape == [1, 4, SEQ_DEFAULT, 64]
+    # Time-major frames [T, B, F] beside a mask [B, T]: neither dim leads both, so neither is taken for the batch.
+    tm = graph({"frames": (["T", "B", 80], "float32"), "mask": (["B", "T"], "bool")})
+    assert plan_inputs(tm)["frames"].shape == [SEQ_DEFAULT, SEQ_DEFAULT, 80]
+
+
 def test_user_shapes_pin_shared_dims_and_are_checked() -> None:
     g = graph({"input_ids": (["batch", "seq"], "int64"), "mask": (["batch", "seq"], "bool")})
     assert concrete_shapes(plan_inputs(g, {"input_ids": [2, 7]})) == {"input_ids": [2, 7], "mask": [2, 7]}
