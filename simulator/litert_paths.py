@@ -58,6 +58,17 @@ BUILTIN_INT8_TAG = "builtin8"
 # an element-wise op was costed at (convnext_atto int8-static, Zen 4, load 5.4: its 12 `TFLite GELU` 0.74 ms, 2.34
 # predicted).
 BUILTIN_INT8_OPS = frozenset({"SQUARED_DIFFERENCE", "RSQRT", "GELU"})
+# A BATCH_MATMUL of two activations (attention's Q x K^T and its weights x V) on int8 data: XNNPACK's QS8 batch matmul
+# takes it only where the right-hand side's zero point is 0, which ai-edge-quantizer's asymmetric activation ranges
+# give by chance only, so TFLite's own int8 kernel runs it, at `matmul.builtin8` (host-cpu.yaml). Profiled (LiteRT
+# 2.3.0, 1 thread, Zen 4, 2026-12-04, session 39 sweep): a Whisper-like encoder's int8-static file (4 heads, 500
+# frames, 64 per head), 5 of its 6 attention BATCH_MATMULs `TFLite BATCH_MATMUL` at 10.4-13.6 ms of CPU time each
+# (64 M MACs), the one whose right-hand zero point was 0 `Batch Matrix Multiply (NC, QS8) GEMM` 0.16 ms; the fp32
+# file's (XNNPACK's F32) 1.1-1.8 ms. Predicted 0.88 ms each at XNNPACK's int8 GEMM rate: the file 29.6 ms against
+# 71.3 measured, its fp32 original 34.8. Task fact BUILTIN_BMM: such a BATCH_MATMUL, unless the file stores its
+# right-hand side's zero point as 0 (an int8 upload whose ranges gave it).
+BUILTIN_INT8_MATMUL = "matmul.builtin8"
+BUILTIN_BMM = "builtin_bmm"
 # (litert-qnn: ops the QNN delegate does not take run on LiteRT's CPU kernels, as on these.)
 LITERT_BACKENDS = frozenset({"litert-cpu", "litert", "litert-qnn"})
 _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
@@ -187,6 +198,15 @@ def _xnnpack_slice(nd: Node, g: Graph, computed: set[str]) -> bool:
     return strides is not None and all(s == 1 for s in strides)
 
 
+def _activation_rhs(nd: Node, g: Graph) -> bool:
+    """A BATCH_MATMUL whose right-hand side is computed (no weight), unless the file quantizes it with zero point 0."""
+    v = g.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
+    if v is None or v.weight is not None:
+        return False
+    zp = v.quant.zero_point if v.quant is not None else []
+    return not zp or any(int(z) != 0 for z in zp)
+
+
 def _pointwise(nd: Node, g: Graph) -> bool:
     """A CONV_2D with a 1x1 kernel and stride 1: a GEMM over the input's pixels as they are (GEMM_CONV)."""
     k = g.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
@@ -209,7 +229,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
     CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
     int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only
-    depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2."""
+    depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2; BUILTIN_BMM for a BATCH_MATMUL of two
+    activations (applied under static int8 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -257,6 +278,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(BUILTIN_SLICE)
         if nd.op_type == "PADV2":
             facts.setdefault(nd.id, set()).add(BUILTIN_PAD)
+        if nd.op_type == "BATCH_MATMUL" and _activation_rhs(nd, compiled):
+            facts.setdefault(nd.id, set()).add(BUILTIN_BMM)
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
@@ -271,6 +294,10 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         if SILU_LUT in facts:
             return dataclasses.replace(p, tag=LUT_TAG, note="SiLU on int8 data: XNNPACK runs LOGISTIC and the MUL "
                                        "after it as one 256-entry table lookup")
+    if BUILTIN_BMM in facts and p.tag == "int8" and p.compute == "int8" and BUILTIN_INT8_MATMUL in unit.efficiency:
+        return dataclasses.replace(p, tag=BUILTIN_INT8_TAG, rate_kind="matmul", note="; ".join([*([p.note] if p.note
+                                   else []), "int8 BATCH_MATMUL of two activations: XNNPACK takes it only with a "
+                                   "right-hand zero point of 0, so TFLite's own int8 kernel runs it"]))
     if QS8_OUT in facts and p.tag == "int8" and p.compute == "int8":
         # XNNPACK's QS8 GEMM: its epilogue per output element, its cost per output element and tap where it is an
         # indirect GEMM (Work.igemm_taps), and its blocks (Unit.int8_k_block / int8_n_block): each tap's input channels

@@ -122,3 +122,45 @@ def test_gelu_chains_run_xnnpacks_fp32_and_tflites_int8_kernel_at_rates_of_their
     assert efficiency(fitted, "elementwise", "fp32", "HARD_SWISH") == efficiency(hw.units[0], "elementwise", "fp32",
                                                                                 "HARD_SWISH")
 
+
+
+def _attention_bmm(path: Path, rhs_zero_point: int | None) -> Path:
+    """q [4, 64, 32] x k^T [4, 32, 64] (two activations) and q x a constant [32, 16]; `rhs_zero_point`: the int8
+    file's zero point of k^T (None: an fp32 file)."""
+    w = TfliteWriter(description="bmm")
+    dt, q = ("float32", None) if rhs_zero_point is None else ("int8", ([0.02], [3], 0))
+    qx = w.tensor("q", [4, 64, 32], dt, quant=q)
+    kt = w.tensor("kt", [4, 32, 64], dt, quant=None if q is None else ([0.02], [rhs_zero_point], 0))
+    s = w.tensor("scores", [4, 64, 64], dt, quant=q)
+    w.op("BATCH_MATMUL", [qx, kt], [s], w.options("BatchMatMulOptions"))
+    p = w.tensor("proj", [4, 64, 16], dt, quant=q)
+    const = np.full([32, 16], 0.01 if q is None else 1, np.float32 if q is None else np.int8)
+    w.op("BATCH_MATMUL", [qx, w.const("wk", const)], [p], w.options("BatchMatMulOptions"))
+    return w.save(path, [qx, kt], [s, p])
+
+
+def test_an_int8_batch_matmul_of_two_activations_is_tflites_own(tmp_path: Path) -> None:
+    """Session 39 sweep: XNNPACK's QS8 batch matmul takes a right-hand side of zero point 0 only, so under static
+    int8 attention's Q x K^T runs TFLite's own kernel at `matmul.builtin8` (a Whisper-like encoder's int8-static file
+    was predicted at 29.6 ms against 71.3 measured, its fp32 file's 34.8). fp32 and a constant right-hand side keep
+    XNNPACK's rates; an int8 upload whose right-hand zero point is 0 keeps XNNPACK's QS8 one."""
+    from simulator.litert_paths import BUILTIN_BMM, BUILTIN_INT8_MATMUL
+    from simulator.sweep import sweep
+
+    g = tflite.load(_attention_bmm(tmp_path / "f.tflite", None))
+    assert [BUILTIN_BMM in f for f in litert_task_facts(g)] == [True, False]
+    hw = load_profile("host-cpu", "litert-cpu")
+    assert BUILTIN_INT8_MATMUL in hw.units[0].efficiency
+    slow = hw.with_overrides({"units": {"cpu": {"efficiency": {BUILTIN_INT8_MATMUL: 1e-4}}}})
+
+    def ms(graph, h, preset):  # type: ignore[no-untyped-def]
+        r = sweep(graph, "litert-cpu/host", hardware=h, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+    base, after = ms(g, hw, "int8-static"), ms(g, slow, "int8-static")
+    assert after[0] > 5 * base[0] and after[1] == base[1]
+    assert ms(g, slow, "fp32") == ms(g, hw, "fp32")
+    zero = tflite.load(_attention_bmm(tmp_path / "z.tflite", 0))
+    assert not any(BUILTIN_BMM in f for f in litert_task_facts(zero))
+    assert BUILTIN_BMM in litert_task_facts(tflite.load(_attention_bmm(tmp_path / "n.tflite", 5)))[0]
