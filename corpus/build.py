@@ -71,7 +71,7 @@ def build_one(e: Entry, exporter: str, root: Path, timeout_s: float, built: Any 
             convert(exporter, root / src.path, tmp, timeout_s)
         tmp.replace(out)
         rec.status, rec.path, rec.size_bytes = "built", rel.as_posix(), out.stat().st_size
-        if x.dynamic:
+        if x.dynamic and not e.plan_defaults:
             rec.inputs = {"input": list(e.shape)}
     except Exception as err:  # noqa: BLE001  (any exporter error is data)
         rec.reason = _one_line(err)

@@ -237,6 +237,70 @@ class _IndexOps(nn.Module):
         return self.head(sel.mean(1)) + occupied.sum(1, keepdim=True)
 
 
+class _AudioEncoder(nn.Module):
+    """A Whisper-like encoder: two Conv1d (the second stride 2) over log-mel frames [batch, mels, frames], sinusoidal
+    positions, pre-LayerNorm attention blocks (nn.MultiheadAttention) and a final LayerNorm."""
+
+    def __init__(self, mels: int, dim: int, heads: int, layers: int) -> None:
+        super().__init__()
+        self.c1 = nn.Conv1d(mels, dim, 3, padding=1)
+        self.c2 = nn.Conv1d(dim, dim, 3, stride=2, padding=1)
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(dim, heads, 4 * dim, 0.0, "gelu", batch_first=True,
+                                                               norm_first=True) for _ in range(layers))
+        self.ln = nn.LayerNorm(dim)
+        self.dim = dim
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        x = nn.functional.gelu(self.c2(nn.functional.gelu(self.c1(input)))).transpose(1, 2)
+        pos = torch.arange(x.shape[1], dtype=torch.float32).unsqueeze(1)
+        inv = torch.exp(torch.arange(0, self.dim, 2, dtype=torch.float32) * (-9.2103 / self.dim))  # 10000^(-2i/d)
+        x = x + torch.cat([torch.sin(pos * inv), torch.cos(pos * inv)], 1)
+        for b in self.blocks:
+            x = b(x)
+        return self.ln(x)
+
+
+class _KVDecoder(nn.Module):
+    """One step of a GPT-2-like decoder with its KV cache as inputs: ids [batch, 1], past keys and values stacked
+    [layers, batch, heads, past, head_dim]; returns the logits (tied embedding) and the caches with this step's."""
+
+    def __init__(self, vocab: int, dim: int, heads: int, layers: int) -> None:
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab, dim), nn.Embedding(1024, dim)
+        self.heads, self.layers = heads, layers
+        self.ln = nn.ModuleList(nn.LayerNorm(dim) for _ in range(2 * layers + 1))
+        self.qkv = nn.ModuleList(nn.Linear(dim, 3 * dim) for _ in range(layers))
+        self.proj = nn.ModuleList(nn.Linear(dim, dim) for _ in range(layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(approximate="tanh"),
+                                               nn.Linear(4 * dim, dim)) for _ in range(layers))
+
+    def forward(self, input_ids: torch.Tensor, past_key: torch.Tensor,  # type: ignore[no-untyped-def]
+                past_value: torch.Tensor):
+        b, t = input_ids.shape
+        past = past_key.shape[3]
+        x = self.wte(input_ids) + self.wpe(torch.arange(past, past + t).unsqueeze(0))
+        keys, values = [], []
+        for i in range(self.layers):
+            q, k, v = self.qkv[i](self.ln[2 * i](x)).view(b, t, 3, self.heads, -1).permute(2, 0, 3, 1, 4)
+            keys.append(torch.cat([past_key[i], k], 2))
+            values.append(torch.cat([past_value[i], v], 2))
+            a = nn.functional.scaled_dot_product_attention(q, keys[-1], values[-1])
+            x = x + self.proj[i](a.transpose(1, 2).reshape(b, t, -1))
+            x = x + self.mlp[i](self.ln[2 * i + 1](x))
+        return self.ln[-1](x) @ self.wte.weight.t(), torch.stack(keys), torch.stack(values)
+
+
+def _kv_built(e: Entry) -> Built:
+    """The KV decoder with its three inputs (the only multi-input entry): batch and past length dynamic."""
+    k = e.kwargs
+    m = _KVDecoder(k["vocab"], k["dim"], k["heads"], k["layers"]).eval()
+    ids = torch.randint(0, k["vocab"], e.shape, dtype=torch.int64)
+    cache = torch.randn(k["layers"], e.shape[0], k["heads"], k["past"], k["dim"] // k["heads"])
+    return Built(m, (ids, cache, cache.clone()), ["input_ids", "past_key", "past_value"],
+                 ["logits", "present_key", "present_value"],
+                 {"input_ids": [0], "past_key": [1, 3], "past_value": [1, 3]})
+
+
 def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
     k = e.kwargs
     if e.name in ("lstm", "gru"):
@@ -249,6 +313,8 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _CondWhile(), torch.randn(*e.shape)
     if e.name == "index-ops":
         return _IndexOps(), torch.rand(*e.shape)
+    if e.name == "audio-encoder":
+        return _AudioEncoder(e.shape[1], k["dim"], k["heads"], k["layers"]), torch.randn(*e.shape)
     if e.name == "einsum-attention":
         return _EinsumAttention(k["dim"], k["heads"], k["layers"]), torch.randn(*e.shape)
     if e.name == "causal-decoder":
@@ -277,6 +343,8 @@ def randomise_zero_weights(m: nn.Module, std: float = 0.02) -> int:
 
 def build(e: Entry) -> Built:
     torch.manual_seed(0)
+    if e.name == "kv-decoder":
+        return _kv_built(e)
     if e.source == "torchvision":
         import torchvision
 

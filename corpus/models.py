@@ -31,6 +31,7 @@ class Entry:
     wrap: str = "logits"
     kwargs: dict[str, Any] = field(default_factory=dict)
     reparam: bool = False  # timm's reparameterize_model (MobileOne, RepViT, FastViT deploy form)
+    plan_defaults: bool = False  # dynamic exports analysed at the input plan's defaults, not at `shape`
 
     @property
     def exports(self) -> tuple[str, ...]:
@@ -172,6 +173,14 @@ ENTRIES: tuple[Entry, ...] = (
     Entry("torch/cond-while", "cnn", "torch", "cond-while", (1, 3, 128, 128), PT2),
     # session 38 sweep: int64 index ops (ScatterElements add, GatherElements, TopK, ScatterND) of a point-cloud MLP
     Entry("torch/index-ops", "mlp", "torch", "index-ops", (1, 2048, 3), OP12 + PT2),
+    # session 39 sweep: a decoder step with a stacked KV cache as inputs [layers, batch, heads, past, head_dim] beside
+    # ids [batch, 1] (the input plan took the batch for a sequence: 128), analysed at the plan's defaults
+    Entry("torch/kv-decoder", "sequence", "torch", "kv-decoder", (1, 1), TS_DYN + DYN + PT2,
+          kwargs={"vocab": 2000, "dim": 128, "heads": 4, "layers": 2, "past": 63}, plan_defaults=True),
+    # session 39 sweep: a Whisper-like audio encoder; in its int8-static .tflite the attention BATCH_MATMULs of two
+    # activations run TFLite's own int8 kernel (predicted at XNNPACK's: 29.6 ms against 71.3)
+    Entry("torch/audio-encoder", "sequence", "torch", "audio-encoder", (1, 80, 1000), TFL,
+          kwargs={"dim": 256, "heads": 4, "layers": 3}),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
