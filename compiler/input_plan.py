@@ -106,6 +106,7 @@ def plan_inputs(graph: Graph, shapes: Mapping[str, Sequence[int]] | None = None,
     dims = _pinned_dims(graph, shapes)
     axes_of = _axes_by_dim(graph)
     leading = _leading_dims(graph)
+    counted = _counted_dims(graph)
     image = _image_size(graph.metadata)
     roles = {n: _role(n, graph) for n in graph.inputs}
     # The most specific roles claim shared dim names first.
@@ -132,14 +133,26 @@ def plan_inputs(graph: Graph, shapes: Mapping[str, Sequence[int]] | None = None,
                 if key in dims:
                     plan.shape.append(dims[key])
                     continue
-                size = _default_dim(d, axis, v.shape, plan.role, axes_of, leading, image)
+                size = _default_dim(d, axis, v.shape, plan.role, axes_of, leading, counted, image)
                 if d not in ("?", ""):
                     dims[key] = size
                 plan.shape.append(size)
                 plan.defaulted[label] = size
         _fill(plan, graph, values)
         out[name] = plan
+    for name, plan in out.items():
+        _bound_by_dims(plan, graph, dims)
     return {n: out[n] for n in graph.inputs}
+
+
+def _bound_by_dims(plan: InputPlan, g: Graph, dims: Mapping[str, int]) -> None:
+    """Integer indices of a computed tensor's symbolic axis are drawn below that axis' planned size."""
+    if plan.value is not None or plan.high is None:
+        return
+    sizes = [dims[b] for b in _gather_bounds(plan.name, g) if isinstance(b, str) and b in dims]
+    if sizes and min(sizes) < plan.high:
+        plan.high = min(sizes)
+        plan.note = "; ".join(x for x in (plan.note, f"indices below the {plan.high} rows they gather") if x)
 
 
 def concrete_shapes(plans: Mapping[str, InputPlan]) -> Shapes:
@@ -181,7 +194,7 @@ def _role(name: str, g: Graph) -> str:
         return "audio"
     if dtype in _FLOAT and _waveform_shape(shape) and any(_RATE.match(i) for i in g.inputs):
         return "audio"  # beside a sample-rate input, a float signal of samples is the waveform, whatever its name
-    if integer and _gather_tables(name, g):
+    if integer and _gather_bounds(name, g):
         return "ids"
     if shape is not None and any(isinstance(d, str) for d in shape[1:]):
         return "sequence"
@@ -201,8 +214,10 @@ def _channels(d: Dim) -> bool:
 
 
 def _default_dim(d: str, axis: int, shape: list[Dim], role: str, axes_of: dict[str, set[int]],
-                 leading: frozenset[str], image: tuple[int, int] | None) -> int:
+                 leading: frozenset[str], counted: Mapping[str, str], image: tuple[int, int] | None) -> int:
     named = d not in ("?", "")
+    if named and dim_key(d, axis) in counted:
+        return SEQ_DEFAULT
     if (named and is_batch_name(d, axis)) or (axis == 0 and len(shape) >= 2 and (
             not named or axes_of.get(dim_key(d, axis)) == {0})) or (named and dim_key(d, axis) in leading):
         return BATCH_DEFAULT
@@ -300,8 +315,15 @@ def _consumers(g: Graph) -> dict[str, list[Node]]:
 
 def _gather_tables(name: str, g: Graph) -> list[int]:
     """Rows of every constant table that `name`'s values index (Gather's indices, through value-preserving ops)."""
+    return [b for b in _gather_bounds(name, g) if isinstance(b, int)]
+
+
+def _gather_bounds(name: str, g: Graph) -> list[int | str]:
+    """What `name`'s values index through Gathers (as indices, through value-preserving ops and row selections):
+    the rows of a constant table, or the dim key of a computed tensor's symbolic axis (a GNN's edge list indexing
+    node features [nodes, F] made from another input)."""
     cons = _consumers(g)
-    rows: list[int] = []
+    rows: list[int | str] = []
     seen, stack = set(), [name]
     while stack:
         v = stack.pop()
@@ -312,12 +334,33 @@ def _gather_tables(name: str, g: Graph) -> list[int]:
             if n.op_type == "Gather" and len(n.inputs) > 1 and n.inputs[1] == v:
                 table = g.values.get(n.inputs[0])
                 axis = int(n.attributes.get("axis", 0))
-                if table is not None and table.shape and isinstance(table.shape[axis], int) and (
-                        table.weight is not None or table.is_static):
-                    rows.append(int(table.shape[axis]))
-            elif n.op_type in _INDEX_PASS and n.inputs and n.inputs[0] == v:
+                d = table.shape[axis] if table is not None and table.shape and -len(table.shape) <= axis < len(
+                    table.shape) else None
+                if isinstance(d, int) and (table.weight is not None or table.is_static):
+                    rows.append(d)
+                elif isinstance(d, str) and d not in ("?", ""):
+                    rows.append(dim_key(d, axis % len(table.shape)))
+            elif (n.op_type in _INDEX_PASS and n.inputs and n.inputs[0] == v) or _row_select(n, v, g):
                 stack.extend(o for o in n.outputs if o)
     return rows
+
+
+def _row_select(n: Node, v: str, g: Graph) -> bool:
+    """A Gather of constant indices from `v` (`edge_index[0]`): the values it passes on are `v`'s."""
+    idx = g.values.get(n.inputs[1]) if n.op_type == "Gather" and len(n.inputs) > 1 else None
+    return n.inputs[0] == v and idx is not None and idx.weight is not None
+
+
+def _counted_dims(g: Graph) -> dict[str, str]:
+    """Symbolic dims an integer input's values index (dim key -> that input): a count of items (a GNN's nodes),
+    not a batch; their default is a sequence's."""
+    out: dict[str, str] = {}
+    for n in g.inputs:
+        if g.values[n].dtype.startswith(("int", "uint")):
+            for b in _gather_bounds(n, g):
+                if isinstance(b, str):
+                    out.setdefault(b, n)
+    return out
 
 
 def _compared_constant(name: str, g: Graph) -> int | None:

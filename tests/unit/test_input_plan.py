@@ -114,6 +114,25 @@ def test_a_kv_cache_leads_with_its_batch() -> None:
     assert plan_inputs(tm)["frames"].shape[0] == SEQ_DEFAULT
 
 
+def test_an_edge_list_indexes_node_features_made_from_another_input() -> None:
+    """A GNN at dynamic node and edge counts (session 39 sweep): x [nodes, 32] and edge_index [2, edges] whose rows
+    index the node features (Gather of a computed [nodes, 64]). The node count was planned as a batch of 1 and the
+    edges drawn from [0, 100): ONNX Runtime failed (index out of bounds) and the hint asked for x=1x32 again. The
+    node count is a count of items (128), and indices stay below the rows they gather (the user's 50 too)."""
+    g = graph({"x": (["x_dim0", 32], "float32"), "edge_index": ([2, "edge_index_dim1"], "int64")},
+              [Node("fc", "fc", "MatMul", inputs=["x", "w"], outputs=["h"]),
+               Node("src", "src", "Gather", inputs=["edge_index", "zero"], outputs=["s"]),
+               Node("g", "g", "Gather", inputs=["h", "s"], outputs=["y"])],
+              consts={"w": _w([32, 64]), "zero": _w([])})
+    g.values["h"] = Value("h", ["x_dim0", 64], "float32")
+    plans = plan_inputs(g)
+    assert plans["x"].shape == [SEQ_DEFAULT, 32] and plans["edge_index"].role == "ids"
+    assert plans["edge_index"].high <= SEQ_DEFAULT
+    few = plan_inputs(g, {"x": [50, 32]})
+    assert few["edge_index"].high == 50 and few["edge_index"].shape == [2, SEQ_DEFAULT]
+    assert generate_inputs(g, concrete_shapes(few), ranges=value_ranges(few))["edge_index"].max() < 50
+
+
 def test_user_shapes_pin_shared_dims_and_are_checked() -> None:
     g = graph({"input_ids": (["batch", "seq"], "int64"), "mask": (["batch", "seq"], "bool")})
     assert concrete_shapes(plan_inputs(g, {"input_ids": [2, 7]})) == {"input_ids": [2, 7], "mask": [2, 7]}
