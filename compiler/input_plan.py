@@ -331,9 +331,9 @@ def _gather_bounds(name: str, g: Graph) -> list[int | str]:
             continue
         seen.add(v)
         for n in cons.get(v, []):
-            if n.op_type == "Gather" and len(n.inputs) > 1 and n.inputs[1] == v:
+            axis = _indexed_axis(n, v, g)
+            if axis is not None:
                 table = g.values.get(n.inputs[0])
-                axis = int(n.attributes.get("axis", 0))
                 d = table.shape[axis] if table is not None and table.shape and -len(table.shape) <= axis < len(
                     table.shape) else None
                 if isinstance(d, int) and (table.weight is not None or table.is_static):
@@ -343,6 +343,19 @@ def _gather_bounds(name: str, g: Graph) -> list[int | str]:
             elif (n.op_type in _INDEX_PASS and n.inputs and n.inputs[0] == v) or _row_select(n, v, g):
                 stack.extend(o for o in n.outputs if o)
     return rows
+
+
+def _indexed_axis(n: Node, v: str, g: Graph) -> int | None:
+    """The axis of its data that `n` indexes with `v`'s values: Gather's and the *Elements ops' `axis`; GatherND's and
+    ScatterND's first axis where `v`'s last dim is 1 (dynamo writes `h[src]` and `index_put` so); else None."""
+    if len(n.inputs) < 2 or n.inputs[1] != v:
+        return None
+    if n.op_type in ("Gather", "GatherElements", "ScatterElements"):
+        return int(n.attributes.get("axis", 0))
+    shape = g.values[v].shape if v in g.values else None
+    if n.op_type in ("GatherND", "ScatterND") and shape and shape[-1] == 1 and not n.attributes.get("batch_dims"):
+        return 0
+    return None
 
 
 def _row_select(n: Node, v: str, g: Graph) -> bool:

@@ -131,6 +131,15 @@ def test_an_edge_list_indexes_node_features_made_from_another_input() -> None:
     few = plan_inputs(g, {"x": [50, 32]})
     assert few["edge_index"].high == 50 and few["edge_index"].shape == [2, SEQ_DEFAULT]
     assert generate_inputs(g, concrete_shapes(few), ranges=value_ranges(few))["edge_index"].max() < 50
+    # dynamo writes h[src] as GatherND with indices [edges, 1] (and index_put as ScatterND)
+    nd = graph({"x": (["s77", 32], "float32"), "edge_index": ([2, "s43"], "int64")},
+               [Node("fc", "fc", "MatMul", inputs=["x", "w"], outputs=["h"]),
+                Node("src", "src", "Gather", inputs=["edge_index", "zero"], outputs=["s"]),
+                Node("u", "u", "Unsqueeze", inputs=["s", "one"], outputs=["s1"]),
+                Node("g", "g", "GatherND", inputs=["h", "s1"], outputs=["y"])],
+               consts={"w": _w([32, 64]), "zero": _w([]), "one": _w([1])})
+    nd.values["h"], nd.values["s1"] = Value("h", ["s77", 64], "float32"), Value("s1", ["s43", 1], "int64")
+    assert plan_inputs(nd)["x"].shape == [SEQ_DEFAULT, 32]
 
 
 def test_user_shapes_pin_shared_dims_and_are_checked() -> None:
