@@ -301,6 +301,35 @@ def _kv_built(e: Entry) -> Built:
                  {"input_ids": [0], "past_key": [1, 3], "past_value": [1, 3]})
 
 
+class _GraphNet(nn.Module):
+    """Message passing over an edge list: node features x [nodes, F], edge_index [2, edges] (source, target rows);
+    each layer gathers both ends, and adds the messages into the targets (index_put accumulate: ONNX ScatterND add)."""
+
+    def __init__(self, features: int, dim: int, layers: int) -> None:
+        super().__init__()
+        self.inp = nn.Linear(features, dim)
+        self.msg = nn.ModuleList(nn.Linear(2 * dim, dim) for _ in range(layers))
+        self.upd = nn.ModuleList(nn.Linear(2 * dim, dim) for _ in range(layers))
+
+    def forward(self, x: torch.Tensor, edge_index: torch.Tensor):  # type: ignore[no-untyped-def]
+        h = torch.relu(self.inp(x))
+        src, dst = edge_index[0], edge_index[1]
+        for m, u in zip(self.msg, self.upd):
+            msg = torch.relu(m(torch.cat([h[src], h[dst]], 1)))
+            agg = torch.zeros_like(h).index_put((dst,), msg, accumulate=True)
+            h = torch.relu(u(torch.cat([h, agg], 1)))
+        return h.mean(0, keepdim=True)
+
+
+def _gnn_built(e: Entry) -> Built:
+    """The graph net with its two inputs: node and edge counts dynamic."""
+    k = e.kwargs
+    nodes, features = e.shape
+    edges = torch.randint(0, nodes, (2, k["edges"]), dtype=torch.int64)
+    return Built(_GraphNet(features, k["dim"], k["layers"]).eval(), (torch.randn(nodes, features), edges),
+                 ["x", "edge_index"], ["output"], {"x": [0], "edge_index": [1]})
+
+
 def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
     k = e.kwargs
     if e.name in ("lstm", "gru"):
@@ -343,8 +372,8 @@ def randomise_zero_weights(m: nn.Module, std: float = 0.02) -> int:
 
 def build(e: Entry) -> Built:
     torch.manual_seed(0)
-    if e.name == "kv-decoder":
-        return _kv_built(e)
+    if e.name in ("kv-decoder", "gnn"):  # the entries of several inputs
+        return _kv_built(e) if e.name == "kv-decoder" else _gnn_built(e)
     if e.source == "torchvision":
         import torchvision
 

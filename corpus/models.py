@@ -179,6 +179,10 @@ ENTRIES: tuple[Entry, ...] = (
           kwargs={"vocab": 2000, "dim": 128, "heads": 4, "layers": 2, "past": 63}, plan_defaults=True),
     # session 39 sweep: a Whisper-like audio encoder; in its int8-static .tflite the attention BATCH_MATMULs of two
     # activations run TFLite's own int8 kernel (predicted at XNNPACK's: 29.6 ms against 71.3)
+    # session 39 sweep: a GNN at dynamic node and edge counts (edge_index rows gather node features: the input plan
+    # took the node count for a batch of 1 and drew indices from [0, 100)), analysed at the plan's defaults
+    Entry("torch/gnn", "mlp", "torch", "gnn", (500, 32), TS_DYN + DYN, kwargs={"dim": 64, "layers": 3, "edges": 4000},
+          plan_defaults=True),
     Entry("torch/audio-encoder", "sequence", "torch", "audio-encoder", (1, 80, 1000), TFL,
           kwargs={"dim": 256, "heads": 4, "layers": 3}),
 )
