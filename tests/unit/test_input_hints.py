@@ -53,6 +53,9 @@ def test_examples_fit_rank_and_dtype() -> None:
     assert example(plans["audio"]) == "--input audio=1x<N>"
     assert example(plans["sr"]) == "--input-value sr=16000"  # a scalar parameter gets a value, not a shape
     assert example(plans["state"]) == "--input state=2x1x64"  # a batch dim anywhere is 1
+    # A first dim taken for a batch by its place only, which ran at 1 (a GNN's node count): named, not 1 again.
+    nodes = plan_inputs(Graph("g", "onnx", [], {"x": Value("x", ["x_dim0", 32], "float32")}, ["x"], []))
+    assert example(nodes["x"]) == "--input x=<x_dim0>x32"
 
 
 def test_an_integer_shape_input_with_made_up_values_is_blamed_before_a_fixed_float_input() -> None:
