@@ -79,8 +79,9 @@ def example(plan: InputPlan) -> str:
             dims.append("1")
         else:
             dims.append(f"<{d if d not in ('?', '') else f'axis{axis}'}>")
-    if plan.shape and dims == [str(x) for x in plan.shape] and plan.shape[0] == 1 and isinstance(plan.declared[0], str) \
-            and not is_batch_name(plan.declared[0], 0):
+    first = plan.declared[0] if plan.declared else None
+    if plan.shape and dims == [str(x) for x in plan.shape] and plan.shape[0] == 1 and isinstance(first, str) \
+            and not is_batch_name(first, 0):
         # The first dim, taken for a batch by its place only, ran at 1 and that is what failed (a GNN's node count):
         # name it rather than repeat the shape that failed.
         dims[0] = f"<{plan.declared[0] if plan.declared[0] not in ('?', '') else 'axis0'}>"
