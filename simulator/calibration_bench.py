@@ -23,6 +23,7 @@ from simulator.calibration_models import (
     side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
 from simulator.calibration_int8dyn import INT8DYN_CASES
+from simulator.calibration_index import build_index_cases
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.profiles import load_profile
@@ -239,6 +240,7 @@ class Bench:
     k_memory: int = 0  # k of the chain whose weights are 4x the whole last-level cache (0: not timed)
     reuse: tuple[int, ...] = ()  # conv counts of the weight-reuse cases timed (keys reuse-<n>, reuse-<n>-base)
     transposes: tuple[str, ...] = ()  # keys of the head-transpose cases (TRANSPOSE_RUNS)
+    index: tuple[str, ...] = ()  # keys of the index cases (calibration_index: Expand, ScatterND, ...)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -307,6 +309,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings[name] = (src, "all", 6)
         transposes.append(name)
+    index = build_index_cases(tmp, timings, graphs)  # a cost per lookup each (calibration_index.fit_index)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes))
+                 REUSE_CONVS, tuple(transposes), index)

@@ -17,6 +17,7 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
+from simulator.calibration_index import fit_index
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.calibration_timing import machine, profiler_overhead
@@ -25,7 +26,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 60  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 61  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -58,6 +59,7 @@ CACHE_VERSION = 60  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill cases, llc_spill_*_bytes)
 # 60: dynamic int8 stems' own figures (stemgemm.int8dyn) and ResNet-shaped 3x3 ConvInteger cases
 #     (calibration_int8dyn); the Cast / Mul / Add after a ConvInteger cost their bytes alone
+# 61: index ops' cost per lookup fitted (layout.fp32.index.<op>: Expand per memcpy call, ScatterND per index tuple)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -220,6 +222,9 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     effs["layout.fp32"], layout_setups = _fit_layout(bench, wall, run_s, cases_out, base.with_overrides(over))
     over["units"]["cpu"]["kind_overhead_s"].update(layout_setups)
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
+    over["units"]["cpu"]["kind_overhead_s"].update(fit_index(
+        bench.index, bench.graphs, {n: wall[n] - run_s * 1e3 for n in bench.index if n in wall},
+        base.with_overrides(over), lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     hw = base.with_overrides(over)
     # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
     for c in cases_out:
