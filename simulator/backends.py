@@ -15,7 +15,7 @@ from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_stage, on_cpu
-from simulator.costs import base_kind, fold_constants
+from simulator.costs import ALIASED_VIEWS, base_kind, fold_constants
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
@@ -222,11 +222,11 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     eliminated = any_int8 and op_type in ("ReorderInput", "ReorderOutput")  # ORT has no NCHWc int8 path
     if not has_kernel:
         tag = "int8" if any_int8 else ("cast16" if d.via_cast else d.fcompute)
-        # Float constants of weightless ops (Add's bias, Gather's table) are stored in the op's activation format (the
-        # QDQ quantizer quantizes them); ORT's fp32 data movement pays `layout.fp32.spill` per output byte beyond the L2.
-        return Path(ui, c, True, "int8" if any_int8 else d.fcompute, tag, d.in_b, d.out_b, 0.0, False,
-                    {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), d.extra_in, d.extra_out, d.dispatches, 0.0,
-                    eliminated, (not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32"),
+        # Weightless ops' float constants take the activation format (QDQ); ORT's fp32 layout pays `layout.fp32.spill`.
+        moves = not (target.backend == "ort-cpu" and op_type in ALIASED_VIEWS)  # aliased views move nothing (costs)
+        return Path(ui, c, True, "int8" if any_int8 else d.fcompute, tag, d.in_b * moves, d.out_b * moves, 0.0,
+                    False, {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), d.extra_in, d.extra_out, d.dispatches, 0.0,
+                    eliminated, not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32",
                     "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32")
     k = _kernel(target, unit, op_type, kind, c, fused, d)
     if k is None:
