@@ -24,6 +24,7 @@ from simulator.calibration_models import (
 )
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
+from simulator.calibration_layout import LAYOUT_CASES
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.profiles import load_profile
@@ -297,6 +298,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     builds = {f"mixed-{c}x{size}": (lambda p, c=c, size=size: mixed_blocks(c, size, p)) for c, size in ((32, 16), (64, 28))}
     builds.update({f"mixed-split-{mid}x{size}-g{groups}": (lambda p, a=(c, mid, groups, size): mixed_split_blocks(*a, p))
                    for c, mid, groups, size in ((40, 240, 3, 28), (24, 144, 2, 56))})
+    builds.update({n: (lambda p, b=b: save_model(*b(), p)) for n, b in LAYOUT_CASES})  # PVT's MLPs: strided moves
     for name, build in builds.items():
         src = build(tmp / f"{name}.onnx")
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")

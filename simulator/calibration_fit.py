@@ -59,7 +59,9 @@ CACHE_VERSION = 61  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill cases, llc_spill_*_bytes)
 # 60: dynamic int8 stems' own figures (stemgemm.int8dyn) and ResNet-shaped 3x3 ConvInteger cases
 #     (calibration_int8dyn); the Cast / Mul / Add after a ConvInteger cost their bytes alone
-# 61: index ops' cost per lookup fitted (layout.fp32.index.<op>: Expand per memcpy call, ScatterND per index tuple)
+# 61: index ops' cost per lookup fitted (layout.fp32.index.<op>: Expand per memcpy call, ScatterND per index tuple);
+#     blocked Transposes and NCHWc reorders beyond the L2 (layout.fp32.far): PVT-shaped MLP blocks among the mixed
+#     graphs
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -89,8 +91,10 @@ _SPILL_FITTED = frozenset({"layout.fp32"})
 JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32"})
 
 # Paths with a cost per byte beyond the core's L2 of walks that miss the cache (transposes.far_walk): ORT's walks,
-# fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video).
-_FAR_FITTED = frozenset({"walk.fp32"})
+# fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video); and of its
+# blocked Transposes and NCHWc reorders (transposes.strided_move), with the layout rate on the mixed graphs
+# (calibration_layout).
+_FAR_FITTED = frozenset({"walk.fp32", "layout.fp32"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.

@@ -15,7 +15,7 @@ from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm
 from simulator.einsum import contracts, einsum_macs
 from simulator.folding import fold_constants  # noqa: F401  (kept importable from here: its users import it so)
 from simulator.index_ops import indexed_elements
-from simulator.transposes import copy_runs, far_walk, walks
+from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
@@ -145,7 +145,9 @@ class Work:
     igemm_taps: float = 0.0
     # Runs of contiguous elements a Transpose copies one memcpy each (simulator.transposes.copy_runs; 0: none)
     copy_runs: float = 0.0
-    far_walk: float = 0.0  # elements of a walk whose input lines leave the cache between reads (transposes.far_walk)
+    # elements of a walk whose input lines leave the cache between reads (transposes.far_walk), or of a blocked
+    # Transpose / NCHWc reorder that reads or writes across lines (transposes.strided_move): `.far` per byte beyond L2
+    far_walk: float = 0.0
     indexed: float = 0.0  # elements an index op looks up one at a time (simulator.index_ops; 0: none)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
@@ -336,7 +338,8 @@ def work_of(node: Node, graph: Graph) -> Work:
                 im2col_strided=strided_im2col(node, kind, macs, k_rows),
                 reread_elements=reread, reread_set=reread_set,
                 copy_runs=copy_runs(node, graph) if kind == "layout" else 0.0,
-                far_walk=far_walk(node, graph) if kind == "walk" else 0.0,
+                far_walk=(far_walk(node, graph) if kind == "walk"
+                          else strided_move(node, graph) if kind == "layout" else 0.0),
                 indexed=indexed_elements(node, graph),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),

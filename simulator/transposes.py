@@ -82,3 +82,29 @@ def far_walk(node: Node, graph: Graph) -> float:
         return 0.0
     after = math.prod(dims[p] for p in perm[perm.index(inner) + 1:])
     return float(math.prod(dims)) if after >= FAR_RUN else 0.0
+
+
+# ORT's NCHWc reorders: NCHW (or NHWC, `channels_last`) to and from blocks of 8 / 16 channels, each read or written
+# across 8-16 channel planes at once.
+REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
+
+
+def strided_move(node: Node, graph: Graph) -> float:
+    """Output elements of a data move that reads or writes across lines of its own: a blocked Transpose moving the
+    innermost axis (not a walk: `walks`; not a copy of runs: `copy_runs`; not a plain copy) and an NCHWc reorder. Beyond
+    the core's L2 each such element costs `<kind>.<tag>.far` per output byte (roofline, as a far walk's): PVT-v2-B0's
+    [1, 3136, 256] <-> [1, 256, 3136] Transposes and 3.2 MB reorders profiled 0.38-0.57 ms inside the model on a Zen 4
+    (2026-12-04, load ~7), 0.16 alone, priced 0.085 at the cache's rate. 0 for other ops."""
+    out = graph.values.get(node.outputs[0]) if node.outputs else None
+    if out is None or not out.is_static:
+        return 0.0
+    n = float(math.prod(int(d) for d in out.shape))  # type: ignore[union-attr]
+    if node.op_type in REORDERS:
+        return n
+    v = graph.values.get(node.inputs[0]) if node.op_type == "Transpose" and node.inputs else None
+    perm = [int(p) for p in node.attributes.get("perm") or ()]
+    if v is None or not v.is_static or len(perm) != len(v.shape or ()) or walks(node):  # type: ignore[arg-type]
+        return 0.0
+    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    moved = [p for p in perm if dims[p] > 1]
+    return n if moved != sorted(moved) and not copy_runs(node, graph) else 0.0

@@ -11,6 +11,7 @@ import pytest
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
+from simulator.calibration_layout import mlp_blocks
 from simulator.profiles import load_profile
 
 L2 = 1 << 20  # the spill threshold the tests set: 1 MiB, whatever this machine's L2 is
@@ -32,7 +33,8 @@ def _mixed_graphs(tmp_path: Path) -> tuple[list[str], dict]:  # type: ignore[typ
     graphs = {}
     for name, build in (("mixed-64x28", lambda p: cb.mixed_blocks(64, 28, p)),
                         ("split-240x28", lambda p: cb.mixed_split_blocks(40, 240, 3, 28, p)),
-                        ("split-144x56", lambda p: cb.mixed_split_blocks(24, 144, 2, 56, p))):
+                        ("split-144x56", lambda p: cb.mixed_split_blocks(24, 144, 2, 56, p)),
+                        ("mlp-64x28", lambda p: cb.save_model(*mlp_blocks(64, 28, 512, 1), p))):
         graphs[name] = cb.compile_for_host(build(tmp_path / f"{name}.onnx"), tmp_path / f"{name}.opt.onnx")
     return list(graphs), graphs
 
@@ -53,20 +55,22 @@ def test_channel_group_blocks_move_tensors_beyond_the_l2(tmp_path: Path) -> None
 
 
 def test_joint_layout_fit_recovers_the_spill(tmp_path: Path) -> None:
-    """Synthetic measurements made by the cost model with a known layout efficiency and spill cost: _fit_layout finds
-    the spill again and reproduces every case."""
+    """Synthetic measurements made by the cost model with a known layout efficiency, spill cost and cost of strided
+    moves (transposes.strided_move): _fit_layout finds both again and reproduces every case."""
     from simulator import calibration_bench as cb
     from simulator import calibration_fit as cf
 
     names, graphs = _mixed_graphs(tmp_path)
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.3},
-                                                 "kind_overhead_s": {"layout.fp32.spill": 4e-11}}}})
+                                                 "kind_overhead_s": {"layout.fp32.spill": 4e-11,
+                                                                     "layout.fp32.far": 1e-10}}}})
     run_s = HW.units[0].run_overhead_s
     wall = {n: cf._predict_ms(graphs[n], truth, "fp32") + run_s * 1e3 for n in names}
     bench = cb.Bench(tmp_path, time.perf_counter(), {}, graphs, [], names, 0, 0, 0.0, 0.0)
     out: list[dict] = []  # type: ignore[type-arg]
     eff, setups = cf._fit_layout(bench, wall, run_s, out, HW)
     assert setups["layout.fp32.spill"] == pytest.approx(4e-11, rel=0.15)
+    assert setups["layout.fp32.far"] == pytest.approx(1e-10, rel=0.15)
     fitted = HW.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": eff}, "kind_overhead_s": setups}}})
     for n in names:
         assert cf._predict_ms(graphs[n], fitted, "fp32") == pytest.approx(wall[n] - run_s * 1e3, rel=0.05)
