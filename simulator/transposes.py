@@ -84,17 +84,18 @@ def far_walk(node: Node, graph: Graph) -> float:
     return float(math.prod(dims)) if after >= FAR_RUN else 0.0
 
 
-# ORT's NCHWc reorders: NCHW (or NHWC, `channels_last`) to and from blocks of 8 / 16 channels, each read or written
-# across 8-16 channel planes at once.
-REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
+# ORT's NCHWc reorder into blocks of 8 / 16 channels, reading 8-16 channel planes (or NHWC rows, `channels_last`) at
+# once. Not the reorder back (ReorderOutput): inside PVT-v2-B0 its 3.2 MB ones profiled 0.12-0.15 ms, near the 0.085
+# priced, where ReorderInput's took 0.38-0.48 (a Zen 4, 2026-12-04, load ~7).
+REORDERS = frozenset({"ReorderInput"})
 
 
 def strided_move(node: Node, graph: Graph) -> float:
     """Output elements of a data move that reads or writes across lines of its own: a blocked Transpose moving the
-    innermost axis (not a walk: `walks`; not a copy of runs: `copy_runs`; not a plain copy) and an NCHWc reorder. Beyond
+    innermost axis (not a walk: `walks`; not a copy of runs: `copy_runs`; not a plain copy) and an NCHWc ReorderInput. Beyond
     the core's L2 each such element costs `<kind>.<tag>.far` per output byte (roofline, as a far walk's): PVT-v2-B0's
-    [1, 3136, 256] <-> [1, 256, 3136] Transposes and 3.2 MB reorders profiled 0.38-0.57 ms inside the model on a Zen 4
-    (2026-12-04, load ~7), 0.16 alone, priced 0.085 at the cache's rate. 0 for other ops."""
+    [1, 256, 3136] -> [1, 3136, 256] Transposes and 3.2 MB ReorderInputs profiled 0.38-0.57 ms inside the model on a
+    Zen 4 (2026-12-04, load ~7), 0.16 alone, priced 0.085 at the cache's rate. 0 for other ops."""
     out = graph.values.get(node.outputs[0]) if node.outputs else None
     if out is None or not out.is_static:
         return 0.0
