@@ -42,8 +42,9 @@ REDIS_URL = _worker_redis_url(os.environ.get("EDGESCOPE_TEST_REDIS_URL", "redis:
 _CALIBRATION_SOURCES = ("simulator/calibration.py", "simulator/calibration_bench.py", "simulator/calibration_fit.py",
                         "simulator/host_machine.py", "simulator/calibration_models.py", "simulator/calibration_video.py",
                         "simulator/calibration_int8dyn.py", "simulator/calibration_index.py",
-                        "simulator/calibration_timing.py", "simulator/litert_calibration.py", "simulator/litert_cases.py",
-                        "simulator/litert_lut.py", "simulator/litert_signal.py", "simulator/litert_control.py",
+                        "simulator/calibration_timing.py", "simulator/litert_calibration.py",
+                        "simulator/litert_cases.py", "simulator/litert_lut.py", "simulator/litert_signal.py",
+                        "simulator/litert_control.py",
                         "simulator/hardware/host-cpu.yaml")
 
 
