@@ -212,20 +212,23 @@ def share_made(xs: list[XNode], source: Graph, made: frozenset[str]) -> None:
     equal inputs compute one value, so constants the upload makes by the same recipe from equal stored values are one
     initializer (the onnx wheel's light_squeezenet makes its 26 conv weights by `ConstantOfShape` of 22 distinct
     shapes: 18 stored, and every option's file was predicted 33% large). A stored input counts by its value where
-    the graph keeps it (small integer tensors: shapes, axes), else by name. The graph keeps no tensor attribute's
-    values (a `ConstantOfShape` fill), so recipes differing only there are taken as equal."""
+    the graph keeps it (small integer tensors: shapes, axes), else by name, as an activation is. The graph keeps no
+    tensor attribute's values (a `ConstantOfShape` fill), so recipes differing only there are taken as equal. Keys are
+    numbered as they are made: nested whole, a key reaching back through the network (PiT-Ti's) hung the analysis."""
     producer = {o: nd for nd in source.nodes if not nd.parent for o in nd.outputs}
-    keys: dict[str, Any] = {}
+    keys: dict[str, int] = {}
+    interned: dict[Any, int] = {}  # a recipe's key holds its inputs' numbers, never their whole recipes
 
-    def key(v: str) -> Any:
+    def key(v: str) -> int:
         if v not in keys:
             nd, val = producer.get(v), source.values.get(v)
-            if nd is None or nd.op_type == "Constant":
+            if v in made and nd is not None:
+                k: Any = (nd.op_type, nd.domain, repr(sorted(nd.attributes.items())),
+                          tuple(key(i) for i in nd.inputs), nd.outputs.index(v))
+            else:  # stored, or a value made at run time from activations (Shape of a static map): itself
                 ints = val.weight.ints if val is not None and val.weight is not None else None
-                keys[v] = ("stored", val.dtype, tuple(val.shape or ()), ints) if ints is not None and val else v
-            else:
-                keys[v] = (nd.op_type, nd.domain, repr(sorted(nd.attributes.items())),
-                           tuple(key(i) for i in nd.inputs), nd.outputs.index(v))
+                k = ("stored", val.dtype, tuple(val.shape or ()), ints) if ints is not None and val else ("value", v)
+            keys[v] = interned.setdefault(k, len(interned))
         return keys[v]
 
     first: dict[Any, str] = {}

@@ -7,6 +7,8 @@ int8-dynamic and palettized files were predicted 17% and 25% small."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -116,3 +118,25 @@ def test_equal_recipes_are_one_weight_and_int4_on_convs_writes_the_folded_file(t
         weights = [t for t in onnx.load(str(written.path)).graph.initializer if len(t.dims) == 4]
         assert len(weights) == (0 if option == "fp32" else 1)
     assert written.size_bytes > 64 * 1024 and (tmp_path / "fp32.onnx").stat().st_size == src.stat().st_size
+
+
+def test_a_constant_made_from_a_deep_residual_maps_shape_is_sized_at_once(tmp_path: Path) -> None:
+    """`Shape` of a static map folds to a made constant; its recipe's key stops at the map (an activation is
+    itself). Keyed through the network, 40 residual blocks nest 2^40 sub-keys: PiT-Ti's analysis hung."""
+    nodes = []
+    for i in range(40):
+        nodes += [helper.make_node("Relu", [f"h{i}"], [f"r{i}"], name=f"relu{i}"),
+                  helper.make_node("Add", [f"h{i}", f"r{i}"], [f"h{i + 1}"], name=f"add{i}")]
+    nodes += [helper.make_node("Shape", ["h40"], ["s"], name="shape"),
+              helper.make_node("ConstantOfShape", ["s"], ["c"], name="fill",
+                               value=numpy_helper.from_array(np.full(1, 1.0, np.float32))),
+              helper.make_node("Add", ["h40", "c"], ["y"], name="out")]
+    g = helper.make_graph(nodes, "deep", [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [1, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "deep.onnx")
+    # In a child: a hashing that never ends holds the interpreter, so a thread could not time it out.
+    code = ("import sys; from simulator.predict import predict_model; "
+            f"r = predict_model(sys.argv[1], {HOST!r}, 'fp32', {{}}, sys.argv[2])[0]; print(r['totals']['size_bytes'])")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "deep.onnx"), str(tmp_path)], capture_output=True,
+                         text=True, timeout=120, cwd=Path(__file__).resolve().parents[2], check=True)
+    assert float(out.stdout.split()[-1]) > 0
