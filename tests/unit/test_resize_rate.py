@@ -25,3 +25,22 @@ def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
     assert host_fp32_ms(linear, lay) == pytest.approx(host_fp32_ms(nearest, lay))
     assert host_fp32_ms(nearest, own) == pytest.approx(host_fp32_ms(nearest, lay))
     assert host_fp32_ms(linear, own) > 3 * host_fp32_ms(linear, lay)
+
+
+def test_a_cubic_resize_costs_its_measured_multiple_of_a_linear_one() -> None:
+    from simulator.costs import CUBIC_RESIZE_OPS
+
+    cubic, linear = _resize("cubic"), _resize("linear")
+    assert kind_of(cubic.nodes[0], cubic) == "resize"
+    own = load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {"resize.fp32": 0.01}}}})
+    assert host_fp32_ms(cubic, own) / host_fp32_ms(linear, own) == pytest.approx(CUBIC_RESIZE_OPS, rel=0.1)
+
+
+def test_depth_to_space_walks_and_space_to_depth_does_not() -> None:
+    def move(op: str, blocksize: int, shape: list[int], out: list[int]):  # type: ignore[no-untyped-def]
+        return graph([Node("m", "m", op, inputs=["x"], outputs=["y"], attributes={"blocksize": blocksize})],
+                     [act("x", shape), act("y", out)], ["x"], ["y"])
+
+    d2s = move("DepthToSpace", 3, [1, 27, 56, 56], [1, 3, 168, 168])
+    s2d = move("SpaceToDepth", 2, [1, 16, 56, 56], [1, 64, 28, 28])
+    assert kind_of(d2s.nodes[0], d2s) == "walk" and kind_of(s2d.nodes[0], s2d) == "layout"
