@@ -117,6 +117,11 @@ def _accuracy(rows: list[dict[str, Any]], measure: str = "measured_ms") -> str:
             f"{within}/{len(errs)} ({within / len(errs) * 100:3.0f}%)")
 
 
+def _ran(row: dict[str, Any]) -> float:
+    """Bytes of the file the target ran (corpus.check: a .pt2's converted ONNX file); rows before it: the upload's."""
+    return float(row.get("runs_bytes") or row.get("file_bytes") or 0)
+
+
 def _pct(x: float | None) -> str:
     return f"{x:+6.1f}%" if x is not None else "-"
 
@@ -129,7 +134,7 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
     print(f"\n{'id':46s} {'exporter':11s} {'status':8s} {'meas ms':>9s} {'cpu ms':>9s} {'pred ms':>9s} "
           f"{'err/meas':>8s} {'err/cpu':>8s} {'unk':>4s} {'zero':>4s} {'size err':>8s} {'wall s':>6s}")
     for r in rows:
-        size = (r["predicted_size"] / r["file_bytes"] - 1) * 100 if r.get("predicted_size") and r.get("file_bytes") else None
+        size = (r["predicted_size"] / _ran(r) - 1) * 100 if r.get("predicted_size") and _ran(r) else None
         print(f"{r['id']:46s} {r['exporter']:11s} {r['status']:8s} {_ms(r.get('measured_ms'))} {_ms(r.get('cpu_ms'))} "
               f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} "
               f"{r.get('unknown_tasks', '-'):>4} {r.get('zero_tasks', '-'):>4} {_pct(size):>8s} {r['wall_s']:6.1f}"
@@ -156,7 +161,7 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
           f", max {max([r['unknown_share'] for r in unk], default=0) * 100:.1f}%")
     zero = [r for r in ok if r.get("zero_tasks")]
     print(f"tasks silently at zero work: {sum(r['zero_tasks'] for r in ok)} in {len(zero)}/{len(ok)} models")
-    sizes = [abs(r["predicted_size"] / r["file_bytes"] - 1) * 100 for r in ok if r.get("file_bytes")]
+    sizes = [abs(r["predicted_size"] / _ran(r) - 1) * 100 for r in ok if _ran(r)]
     if sizes:
         print(f"predicted size vs file: median abs error {statistics.median(sizes):.2f}%, within 5% "
               f"{sum(s <= 5 for s in sizes)}/{len(sizes)}")

@@ -131,7 +131,8 @@ def test_branches_of_constants_add_no_nodes(tmp_path) -> None:
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
     graph = frontends.load(path)
     assert [n.op_type for n in graph.nodes] == ["If"]  # the branches' Constants are values, not nodes
-    assert graph.nodes[0].attributes["then_branch"] == {"graph": "then", "nodes": 1, "outputs": ["then_out"]}
+    then = {"graph": "then", "nodes": 1, "inputs": [], "outputs": ["then_out"]}
+    assert graph.nodes[0].attributes["then_branch"] == then
     assert graph.values["else_out"].weight is not None and graph.values["else_out"].weight.max == 0.0
 
 

@@ -143,7 +143,7 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
     assert row["per_task"] and all(len(t) == 5 and t[3] >= 0 for t in row["per_task"]), row["per_task"][:3]
     assert row["zero_tasks"] == 0, row["zero_examples"]
     assert row["unknown_tasks"] == 0, row["unknown_examples"]
-    assert abs(row["predicted_size"] / row["file_bytes"] - 1) <= 0.05, (row["predicted_size"], row["file_bytes"])
+    assert abs(row["predicted_size"] / row["runs_bytes"] - 1) <= 0.05, (row["predicted_size"], row["runs_bytes"])
 
 
 def test_torchvision_ops_check_compiles_when_a_detector_is_traced() -> None:
