@@ -15,8 +15,9 @@ from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_stage, on_cpu
-from simulator.costs import ALIASED_VIEWS, base_kind, fold_constants
+from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
+from simulator.folding import fold_constants
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
@@ -403,10 +404,9 @@ def _dynamic_int8_kernel(kind: str, fused: bool, d: _Draft) -> _Kernel:
     # setup (fitted there, it came out at 15 ns per weight, a setup in disguise).
     # DynamicQuantizeLinear (ORT 1.32 dynamicquantizelinear.cc: MlasFindMinMaxElement, MlasQuantizeLinear): its bytes
     # and 2 ops per input element at the fp32 element-wise rate. The Cast, Mul, Add, activation after a ConvInteger:
-    # bytes. Single-op files, a Zen 4 (thread CPU time, medians, load 2.5 per CPU, 2026-12-04): Conv + bias + Relu less
-    # its ConvInteger alone 0.53-0.59 ns per output for stems, 0.76-0.84 for 3x3 convs with as many inputs; their ops at
-    # the element-wise rate on top priced them 1.5-1.9x, and calibration made up for it with free depthwise MACs
-    # (dwconv.int8dyn fitted at its 6x bound).
+    # bytes (Conv + bias + Relu less its ConvInteger alone, single-op files on a Zen 4, thread CPU time, load 2.5 per
+    # CPU, 2026-12-04: 0.53-0.59 ns per output for stems, 0.76-0.84 for 3x3 convs; their ops on top cost 1.5-1.9x that,
+    # and calibration made up for it with free depthwise MACs: dwconv.int8dyn fitted at its 6x bound).
     conv = kind in ("conv", "convsmall", "dwconv")
     return _Kernel("int8", "int8dyn", 1.0, 4.0, per_channel=kind == "dwconv", im2col=conv, repack=kind == "conv",
                    extra_in_ops=2.0, extra_format="fp32")

@@ -320,7 +320,8 @@ def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_
     spill_estimate_bytes: the figures evicted_share reads) and the share of the MatMuls' weights read from memory:
     their time per weight (the run with them less the run without) between the stream chain's (weights in the
     last-level cache, runs back to back) and the memory chain's (weights beyond the whole cache), clipped to [0, 1]."""
-    from simulator.costs import FOLDED, fold_constants, work_of
+    from simulator.costs import FOLDED, work_of
+    from simulator.folding import fold_constants
     from simulator.roofline import run_estimate_s, spill_estimate_bytes
 
     out = []

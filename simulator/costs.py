@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from compiler.graph import Graph, Node, Value
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
 from simulator.einsum import contracts, einsum_macs
-from simulator.folding import fold_constants  # noqa: F401  (kept importable from here: its users import it so)
 from simulator.index_ops import indexed_elements
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 

@@ -11,7 +11,7 @@ import dataclasses
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.costs import fold_constants
+from simulator.folding import fold_constants
 from simulator.profiles import HardwareProfile
 from simulator.roofline import Path
 

@@ -18,7 +18,8 @@ from compiler.opset import ORT_MIN_OPSET
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
-from simulator.costs import WEIGHTED_KINDS, Work, base_kind, fold_constants
+from simulator.costs import WEIGHTED_KINDS, Work, base_kind
+from simulator.folding import fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
 from simulator.qdq import dq_weights, fuses_qdq, qdq_preset
 from simulator.roofline import Path

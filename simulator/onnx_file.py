@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler.graph import Graph, Value
-from simulator.costs import fold_constants
+from simulator.folding import fold_constants
 from simulator.onnx_exported import (Const, XNode, exported_nodes, is_float_value, kernel_of, kernel_shape,
                                      layout_chains, share_made, share_scalars, shape_dims,
                                      value_nbytes)

@@ -12,7 +12,7 @@ int8-dynamic (int8 weights, float or 16-bit activations) where only weights are 
 16-bit, on the targets whose int8-dynamic is that. Where a target keeps an op float inside an int8 graph (the
 QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the DequantizeLinear and QuantizeLinear
 around it, as they do for the int8-static option on a float file. Weight DequantizeLinear nodes are
-constant-folded as every constant op is (simulator.costs.fold_constants).
+constant-folded as every constant op is (simulator.folding.fold_constants).
 
 The host target (ort-cpu/host) is costed on ORT's own optimized graph, in which ORT has fused the node units
 itself (QLinearConv, QGemm): it does not use this view.

@@ -23,7 +23,8 @@ from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_p
 from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan, task_facts
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
                                     scale_by_executions, written_in_body)
-from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants, work_of
+from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, work_of
+from simulator.folding import fold_constants
 from simulator.file_bytes import (
     Stored,
     export_events,

@@ -13,7 +13,7 @@ constant). Both run once, when the model is prepared, not per inference: TFLite'
 kernels evaluate a constant input in Prepare, and the XNNPACK delegate packs the dequantized or densified
 weights at init (the delegate README: sparse weights are stored "using DENSIFY operators"). Measured here
 with LiteRT 2.3.0's profiler: an fp16-weight MobileNetV2 runs the same F32 XNNPACK operators as the fp32
-file, and no DEQUANTIZE runs. So those ops are folded (`costs.fold_constants`), and the consumer's kernel
+file, and no DEQUANTIZE runs. So those ops are folded (`folding.fold_constants`), and the consumer's kernel
 is the dequantized constant, with the shape the consumer reads.
 
 A sparse constant read by FULLY_CONNECTED itself (no DENSIFY) is counted dense: LiteRT 2.3's XNNPACK delegate
@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value
-from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, fold_constants
+from simulator.costs import FOLDED, WEIGHTED_KINDS, Work
+from simulator.folding import fold_constants
 
 _CONV = {"CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV", "CONV_3D", "CONV_3D_TRANSPOSE"}
 _MATRIX = {"FULLY_CONNECTED", "BATCH_MATMUL"}

@@ -17,7 +17,8 @@ from compiler.frontends import coreml
 from compiler.frontends.coreml_control import trips
 from compiler.frontends.onnx_view import onnx_view
 from simulator.control_flow import executions
-from simulator.costs import fold_constants, work_of
+from simulator.costs import work_of
+from simulator.folding import fold_constants
 from testkit import coreml_builder as cb
 
 STEPS, FEATURES, HIDDEN = 10, 8, 16

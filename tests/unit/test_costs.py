@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from compiler.graph import Node
-from simulator.costs import Estimate, fold_constants, work_of
+from simulator.costs import Estimate, work_of
+from simulator.folding import fold_constants
 from tests.simulator.helpers import act, conv_chain, graph, weight
 
 
