@@ -17,9 +17,9 @@ from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_stage, on_cpu
 from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
-from simulator.folding import fold_constants
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
-from simulator.ort_int8 import ORT_INT8_DW_GENERIC, ORT_INT8_UNFOLDED, ort_fact_path, ort_task_facts  # noqa: F401
+from simulator.ort_fp16 import CONV_OPS, FP16_KERNELS
+from simulator.ort_int8 import ort_fact_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
 
@@ -51,18 +51,6 @@ _LOAD_DECODE: dict[str, frozenset[str]] = {
 }
 
 
-# Op types ORT's x86 CPU EP (1.32) has fp16 kernels for: data movement, Clip and LayerNormalization
-# (probed with single-op fp16 models: their optimized graphs have no Cast). Every other fp16 node runs
-# its fp32 kernel between Casts ORT inserts, and a Cast pair between two such nodes cancels; so under
-# fp16 those ops run as fp32 and only edges to these fp16 ops pay a Cast (the totals rule's conversion).
-_FP16_KERNELS: dict[str, frozenset[str]] = {
-    "ort-cpu": frozenset({"Clip", "LayerNormalization", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
-                          "Identity", "Concat", "Split", "Slice", "Gather", "Expand", "Tile"}),
-}
-
-
-_CONV_OPS = frozenset({"Conv", "FusedConv"})
-
 # Backends whose fused activations run as an element-wise pass over the kernel's output (ORT's CPU EP: MLAS
 # applies every activation of FusedConv / FusedGemm, and all but Relu in NCHWc convs, after the kernel), at the
 # element-wise rate (simulator.roofline.rates); elsewhere at the task's own rate.
@@ -86,65 +74,6 @@ _INT8_ELEMENTWISE: dict[str, frozenset[str]] = {
 # ViT and MLP fp16 and int8-static profiles): four more passes, each reading and writing the tensor.
 _GELU_SPLIT_PASSES = 4
 _GELU_SPLIT_NOTE = "Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels"
-
-
-def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
-    """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
-    through a Cast ORT keeps at run time, so ORT leaves it a plain NCHW Conv (im2col + SGEMM) instead of
-    an NCHWc one.
-
-    ORT (x86 CPU EP) inserts one Cast per fp16 tensor that nodes without an fp16 kernel read, whatever the
-    number of such readers. FuseInitializersTransformer folds a Cast of an initializer back into an fp32
-    initializer only when that Cast has exactly one consumer; the NCHWc transformer converts only Convs
-    whose weight and bias are constant initializers. So a constant read by two or more Cast-needing nodes
-    (after Identity wrappers, which ORT removes) keeps its Cast and its Convs stay NCHW. Seen in the
-    optimized graph of an fp16 ResNet: the untrained BatchNorms fold into one zero bias per stage that
-    TorchScript's exporter deduplicates (Identity per use), and the 12 Convs reading them run as
-    Conv / FusedConv at 1.3-1.5x the NCHWc time. Real models hit it the same way: deduplicated constant
-    biases (zero-initialised or frozen layers, BN-folded copies), and tied weights read by several Convs.
-    Trained models whose Convs each own their bias keep NCHWc; so the rule reads the graph, never names.
-    Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
-    native = _FP16_KERNELS.get(target.backend)
-    if native is None:
-        return [False] * len(compiled.nodes)
-    g = source if source is not None else compiled
-    view, folded = fold_constants(g)
-    alias: dict[str, str] = {}  # Identity output -> the tensor it forwards
-    for nd in g.nodes:
-        if nd.op_type == "Identity" and nd.inputs and nd.outputs:
-            alias[nd.outputs[0]] = alias.get(nd.inputs[0], nd.inputs[0])
-    readers: dict[str, set[str]] = {}  # float constant -> nodes that read it through a Cast
-    for nd in g.nodes:
-        if nd.id in folded or nd.op_type in native or nd.op_type == "Identity":  # no Cast: folded or fp16 itself
-            continue
-        for v in dict.fromkeys(nd.inputs):
-            r = alias.get(v, v)
-            val = view.values.get(r)
-            if val is not None and val.weight is not None and val.dtype.startswith("float"):
-                readers.setdefault(r, set()).add(nd.id)
-    shared = {r for r, ns in readers.items() if len(ns) > 1}
-    hit = {nd.id for nd in g.nodes if nd.op_type in _CONV_OPS
-           and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v)}
-    if source is None:
-        return [nd.id in hit for nd in compiled.nodes]
-    return [nd.op_type in _CONV_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
-
-
-def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
-    """Per compiled task: whether it is a SkipLayerNormalization that ORT does not form in the model's fp16
-    graph, where the residual Add runs alone (fp32, between Casts) and the LayerNormalization runs fp16 with
-    its own kernel. The compile step asks ORT (compiler.backends.ort._fp16_plain_norms) and records the
-    LayerNormalization nodes left plain; without that record every fusion is assumed kept. Seen in a BERT
-    fp16 export: the attention block's Add + LayerNormalization stay apart (the norm's output feeds the FFN
-    through an fp16 Reshape), the FFN block's fuse; the plain norm is several times faster on this host."""
-    import json
-
-    names = compiled.metadata.get("fp16_plain_norms") if target.backend in _FP16_KERNELS else None
-    if not names:
-        return [False] * len(compiled.nodes)
-    plain = set(json.loads(names))
-    return [nd.op_type == "SkipLayerNormalization" and any(s in plain for s in nd.source_nodes)
-            for nd in compiled.nodes]
 
 
 def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
@@ -454,17 +383,17 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
 
 def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
                   has_kernel: bool, fused: bool, shared_cast: bool = False, plain_norm: bool = False) -> Path | None:
-    """fp16 activations on a backend with fp16 kernels for a few ops only (_FP16_KERNELS). Those ops run
+    """fp16 activations on a backend with fp16 kernels for a few ops only (FP16_KERNELS). Those ops run
     fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
     of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
     fp16 graph loses. A fused activation runs as its own kernel: its fp16 constants reach it through Casts
     (Clip) or it is inlined as a function (Relu -> Max), so ORT cannot fuse it; an NCHWc Conv then needs
     reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div.
-    `shared_cast` (fp16_shared_casts): a Conv whose weight or bias ORT keeps behind a run-time Cast stays
-    a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate. `plain_norm` (fp16_unfused_norms): a
+    `shared_cast` (ort_fp16.fp16_shared_casts): a Conv whose weight or bias ORT keeps behind a run-time Cast stays
+    a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate. `plain_norm` (ort_fp16.fp16_unfused_norms): a
     SkipLayerNormalization ORT does not form in the fp16 graph runs as its Add (fp32) and a fp16
     LayerNormalization."""
-    native = _FP16_KERNELS.get(target.backend)
+    native = FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
     from simulator.costs import base_kind
@@ -475,7 +404,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     # depthwise Conv ORT already leaves in NCHW runs (_nchw_grouped). At the NCHWc kernel's rate it was 10x too
     # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at
     # 12.6x their fp32 time, predicted 1.2x (benchmarks/export_ops.py).
-    dw_nchw = has_kernel and op_type in _CONV_OPS and base_kind(kind) == "dwconv" and shared_cast
+    dw_nchw = has_kernel and op_type in CONV_OPS and base_kind(kind) == "dwconv" and shared_cast
     p = plan(target, profile, op_type, "dwconvnchw" if dw_nchw else kind, f32, has_kernel, fused)
     if not p.supported:
         return None
@@ -495,7 +424,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
 
     extra_in, extra_out, disp = 0.0, 0.0, 0
     notes = ["no fp16 kernel on this CPU: runs as fp32 between Casts"]
-    nchw = shared_cast and has_kernel and op_type in _CONV_OPS
+    nchw = shared_cast and has_kernel and op_type in CONV_OPS
     if nchw:
         notes.append("weight or bias shared with other nodes keeps a run-time Cast: plain NCHW Conv, no NCHWc")
     if fused and has_kernel:
@@ -560,8 +489,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
          fused: bool, shared_cast: bool = False, plain_norm: bool = False, facts: frozenset[str] = frozenset(),
          npu_refused: bool = False) -> Path:
     """The path of one task under one combo; falls back (supported=False) if no unit can run it.
-    `shared_cast`: the task reads a constant other nodes read too (fp16_shared_casts); `plain_norm`: ORT does
-    not form this SkipLayerNormalization in the fp16 graph (fp16_unfused_norms); `facts`: the device runtime's
+    `shared_cast`: the task reads a constant other nodes read too (ort_fp16.fp16_shared_casts); `plain_norm`: ORT does
+    not form this SkipLayerNormalization in the fp16 graph (ort_fp16.fp16_unfused_norms); `facts`: the device runtime's
     (task_facts); `npu_refused`: the runtime's builder refuses this node, so only the last (catch-all) unit runs it."""
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
     if p16 is not None:

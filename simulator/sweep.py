@@ -20,7 +20,8 @@ from compiler.graph import Graph
 from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
-from simulator.backends import EPILOGUE_PASS_BACKENDS, fp16_shared_casts, fp16_unfused_norms, plan, task_facts
+from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
+from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
                                     scale_by_executions, written_in_body)
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, work_of
@@ -392,8 +393,8 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
 def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Work]
                 ) -> dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]]:
     """Tasks by what their paths depend on: op type, kind, weights, fused activation, two fp16 facts of ORT's
-    (a Conv behind a run-time Cast of a shared constant, backends.fp16_shared_casts; a SkipLayerNormalization not
-    formed in the fp16 graph, backends.fp16_unfused_norms) and a device runtime's own (backends.task_facts); and
+    (a Conv behind a run-time Cast of a shared constant, ort_fp16.fp16_shared_casts; a SkipLayerNormalization not
+    formed in the fp16 graph, ort_fp16.fp16_unfused_norms) and a device runtime's own (backends.task_facts); and
     whether the exporter writes the task as the presets ask (a body of an ONNX export stays float: control_flow)."""
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)

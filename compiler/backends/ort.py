@@ -68,7 +68,7 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     if any(not n.name or n.name != n.id for n in source.nodes) and _name_nodes(src, named):
         src = named  # ORT sees the source with names = ids, so its fused names point at ids
     # Models with LayerNormalization: also optimize their fp16 export, to record which LayerNormalizations
-    # ORT leaves unfused there (simulator.backends.fp16_unfused_norms).
+    # ORT leaves unfused there (simulator.ort_fp16.fp16_unfused_norms).
     probe = opt_level == "all" and any(n.op_type == "LayerNormalization" for n in source.nodes)
     payload = {"src": os.path.abspath(src), "out": os.path.abspath(out_path), "opt_level": opt_level}
     timeout_s = max(timeout_s, COMPILE_S_PER_NODE * len(source.nodes))

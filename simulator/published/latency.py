@@ -20,16 +20,11 @@ from compiler.graph import Graph
 from compiler.vocabulary.formats import BITS, FLOAT_FORMATS
 from compiler.vocabulary.options import Combo, parse_preset
 from compiler.vocabulary.targets import Target, get_target
-from simulator.backends import (
-    EPILOGUE_PASS_BACKENDS,
-    fp16_shared_casts,
-    fp16_unfused_norms,
-    plan,
-    task_facts,
-)
+from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
 from simulator.control_flow import executions
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work
 from simulator.file_bytes import stored
+from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.profiles import HardwareProfile
 from simulator.roofline import (
     Counts,

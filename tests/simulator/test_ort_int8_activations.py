@@ -10,7 +10,8 @@ import numpy as np
 
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
-from simulator.backends import ORT_INT8_UNFOLDED, ort_task_facts, plan
+from simulator.backends import plan
+from simulator.ort_int8 import ORT_INT8_UNFOLDED, ort_task_facts
 from simulator.profiles import load_profile
 
 HOST = get_target("ort-cpu/host")

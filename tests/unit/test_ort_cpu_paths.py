@@ -105,7 +105,7 @@ def _convs_sharing_a_bias() -> tuple:
 def test_fp16_convs_reading_a_shared_constant_stay_nchw() -> None:
     """ORT keeps the Cast of an fp16 constant that several fp32-only nodes read, so those Convs have a
     non-constant bias and no NCHWc form: a plain Conv with its own rate (`cast16nchw`) and no reorders."""
-    from simulator.backends import fp16_shared_casts
+    from simulator.ort_fp16 import fp16_shared_casts
 
     g, convs = _convs_sharing_a_bias()
     flags = dict(zip([nd.id for nd in g.nodes], fp16_shared_casts(HOST, g)))
@@ -248,7 +248,7 @@ def test_fp16_skip_layernorm_that_ort_leaves_unfused_runs_as_add_and_fp16_norm()
     without a probe) it keeps the fused fp32 kernel between Casts. fp32 is the same either way."""
     import json
 
-    from simulator.backends import fp16_unfused_norms
+    from simulator.ort_fp16 import fp16_unfused_norms
 
     values = [act("x", [1, 64, 256]), act("s", [1, 64, 256]), act("y", [1, 64, 256]), act("z", [1, 64, 256])]
     nodes = [Node("sk", "sk", "SkipLayerNormalization", inputs=["x", "s"], outputs=["y"], source_nodes=["add", "ln"]),

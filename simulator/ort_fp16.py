@@ -1,0 +1,80 @@
+"""ONNX Runtime's fp16 on its x86 CPU EP: which ops have fp16 kernels, and the two graph facts an fp16 model's
+run depends on that its op types do not tell (a Conv behind a run-time Cast of a shared constant; a
+SkipLayerNormalization ORT does not form in the fp16 graph). simulator.backends plans paths from them."""
+
+from __future__ import annotations
+
+from compiler.graph import Graph
+from compiler.vocabulary.targets import Target
+from simulator.folding import fold_constants
+
+# Op types ORT's x86 CPU EP (1.32) has fp16 kernels for: data movement, Clip and LayerNormalization
+# (probed with single-op fp16 models: their optimized graphs have no Cast). Every other fp16 node runs
+# its fp32 kernel between Casts ORT inserts, and a Cast pair between two such nodes cancels; so under
+# fp16 those ops run as fp32 and only edges to these fp16 ops pay a Cast (the totals rule's conversion).
+FP16_KERNELS: dict[str, frozenset[str]] = {
+    "ort-cpu": frozenset({"Clip", "LayerNormalization", "Transpose", "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+                          "Identity", "Concat", "Split", "Slice", "Gather", "Expand", "Tile"}),
+}
+
+
+CONV_OPS = frozenset({"Conv", "FusedConv"})
+
+
+def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
+    """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
+    through a Cast ORT keeps at run time, so ORT leaves it a plain NCHW Conv (im2col + SGEMM) instead of
+    an NCHWc one.
+
+    ORT (x86 CPU EP) inserts one Cast per fp16 tensor that nodes without an fp16 kernel read, whatever the
+    number of such readers. FuseInitializersTransformer folds a Cast of an initializer back into an fp32
+    initializer only when that Cast has exactly one consumer; the NCHWc transformer converts only Convs
+    whose weight and bias are constant initializers. So a constant read by two or more Cast-needing nodes
+    (after Identity wrappers, which ORT removes) keeps its Cast and its Convs stay NCHW. Seen in the
+    optimized graph of an fp16 ResNet: the untrained BatchNorms fold into one zero bias per stage that
+    TorchScript's exporter deduplicates (Identity per use), and the 12 Convs reading them run as
+    Conv / FusedConv at 1.3-1.5x the NCHWc time. Real models hit it the same way: deduplicated constant
+    biases (zero-initialised or frozen layers, BN-folded copies), and tied weights read by several Convs.
+    Trained models whose Convs each own their bias keep NCHWc; so the rule reads the graph, never names.
+    Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
+    native = FP16_KERNELS.get(target.backend)
+    if native is None:
+        return [False] * len(compiled.nodes)
+    g = source if source is not None else compiled
+    view, folded = fold_constants(g)
+    alias: dict[str, str] = {}  # Identity output -> the tensor it forwards
+    for nd in g.nodes:
+        if nd.op_type == "Identity" and nd.inputs and nd.outputs:
+            alias[nd.outputs[0]] = alias.get(nd.inputs[0], nd.inputs[0])
+    readers: dict[str, set[str]] = {}  # float constant -> nodes that read it through a Cast
+    for nd in g.nodes:
+        if nd.id in folded or nd.op_type in native or nd.op_type == "Identity":  # no Cast: folded or fp16 itself
+            continue
+        for v in dict.fromkeys(nd.inputs):
+            r = alias.get(v, v)
+            val = view.values.get(r)
+            if val is not None and val.weight is not None and val.dtype.startswith("float"):
+                readers.setdefault(r, set()).add(nd.id)
+    shared = {r for r, ns in readers.items() if len(ns) > 1}
+    hit = {nd.id for nd in g.nodes if nd.op_type in CONV_OPS
+           and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v)}
+    if source is None:
+        return [nd.id in hit for nd in compiled.nodes]
+    return [nd.op_type in CONV_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
+
+
+def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
+    """Per compiled task: whether it is a SkipLayerNormalization that ORT does not form in the model's fp16
+    graph, where the residual Add runs alone (fp32, between Casts) and the LayerNormalization runs fp16 with
+    its own kernel. The compile step asks ORT (compiler.backends.ort._fp16_plain_norms) and records the
+    LayerNormalization nodes left plain; without that record every fusion is assumed kept. Seen in a BERT
+    fp16 export: the attention block's Add + LayerNormalization stay apart (the norm's output feeds the FFN
+    through an fp16 Reshape), the FFN block's fuse; the plain norm is several times faster on this host."""
+    import json
+
+    names = compiled.metadata.get("fp16_plain_norms") if target.backend in FP16_KERNELS else None
+    if not names:
+        return [False] * len(compiled.nodes)
+    plain = set(json.loads(names))
+    return [nd.op_type == "SkipLayerNormalization" and any(s in plain for s in nd.source_nodes)
+            for nd in compiled.nodes]
