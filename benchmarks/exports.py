@@ -110,7 +110,7 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
             out = Path(d) / f"{option}.onnx"
             t1 = time.perf_counter()
             try:
-                e = export_onnx(path, out, option, {}, input_shapes=shapes, input_values=values, qdq_float=False)
+                e = export_onnx(path, out, option, {}, input_shapes=shapes, input_values=values)
             except OptionError as err:  # offered as exportable, refused at export: the table was wrong
                 rows.append({**row, "status": "failed", "error": str(err)})
                 continue

@@ -21,7 +21,7 @@ from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind
 from simulator.folding import fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
-from simulator.qdq import dq_weights, fuses_qdq, qdq_preset
+from simulator.qdq import dq_weights, float_view, qdq_preset
 from simulator.roofline import Path
 
 
@@ -73,7 +73,7 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                           uploaded)
     return Stored(kernel=k_store, aux=aux_store, rows=k_rows, depth=k_depth,
                   events=records.events if records is not None else np.zeros((len(works), len(EVENTS))),
-                  as_is=_stored_as_is(t, compiled, folded, works), as_stored=_stored_int8(t, compiled, works),
+                  as_is=_stored_as_is(t, compiled, folded, works), as_stored=_stored_int8(t, compiled, works, source),
                   other_dup=_shared_other_constants(compiled, folded, works),
                   bias_copies=_static_bias_copies(t, works),
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
@@ -166,13 +166,13 @@ def _made_per_task(t: Target, records: ExportRecords | None, k_store: np.ndarray
 def writes_upload(source: Graph, t: Target) -> bool:
     """Whether the fp32 export of an ONNX upload is the upload itself (compiler.optimize.onnx_export): its size is
     known, ORT runs its opset as it is, and it has no fp16 weights to restore to float first, nor a DequantizeLinear
-    where `t` runs a QDQ file's float graph (simulator.qdq.fuses_qdq; ort-cpu/host runs it as uploaded)."""
+    (a QDQ file's fp32 export is its float graph)."""
     if source.format != "onnx" or "file_size_bytes" not in source.metadata:
         return False
     imports = dict(item.rpartition(":")[::2] for item in source.metadata.get("opsets", "").split(",") if item)
     if int(imports.get("ai.onnx") or ORT_MIN_OPSET) < ORT_MIN_OPSET:  # none: ai.onnx.ml ops only
         return False
-    return not (fuses_qdq(t) and any(nd.op_type == "DequantizeLinear" for nd in source.nodes)) and not any(
+    return not any(nd.op_type == "DequantizeLinear" and not nd.parent for nd in source.nodes) and not any(
         v.weight is not None and v.dtype == "float16" for v in source.values.values())
 
 
@@ -371,11 +371,13 @@ def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: 
     if t.export != "onnx" or src.format != "onnx" or compiled.format != "onnx":
         return None
     weighted = [w.kind in WEIGHTED_KINDS and w.kernel_elements > 0 for w in works]
-    native = qdq_preset(src, t)
-    if native is None:  # no QDQ file, or one the target runs as a float graph (weights dequantized at load)
-        return export_records(src, compiled, weighted)
-    records = export_records(src, compiled, weighted, frozenset(dq_weights(src)))
-    if native == "int8-static":
+    # A QDQ upload's exports but its own int8-static start from its float graph (compiler.optimize.onnx_qdq): pairs
+    # removed, weights dequantized into float initializers named as the DequantizeLinear outputs (the pairs' records
+    # were 42 KB of torchvision's quantized MobileNetV2's fp32 file, +0.3%, on ort-cpu/host); the int8-static file is
+    # the upload, sized as it (simulator.sweep)
+    view, pairs = float_view(src)
+    records = export_records(view, compiled, weighted, gone=pairs)
+    if qdq_preset(src, t) == "int8-static":
         # A QDQ file is int8-static as it is: its Q/DQ records are the file's own (in `base`), none to add.
         records.events[:, EVENTS.index("static")] = 0.0
     return records
@@ -423,18 +425,34 @@ def _shared_other_constants(g: Graph, folded: frozenset[str], works: list[Work])
     return np.minimum(out, np.array([w.other_const_bytes for w in works]))
 
 
-def _stored_int8(t: Target, g: Graph, works: list[Work]) -> np.ndarray:
+def _source_kernels(g: Graph, source: Graph, by_output: dict[str, float]) -> dict[str, str]:
+    """{task id: the DequantizeLinear output its source op reads as its kernel}, for a compiled graph whose tasks
+    renamed their kernels (ORT's NCHWc reorders them: `reorder_token_<n>` on ort-cpu/host)."""
+    by_id = {nd.id: nd for nd in source.nodes}
+    out: dict[str, str] = {}
+    for nd in g.nodes:
+        for s in (by_id.get(i) for i in nd.source_nodes):
+            if s is not None and len(s.inputs) > 1 and s.inputs[1] in by_output:
+                out[nd.id] = s.inputs[1]
+                break
+    return out
+
+
+def _stored_int8(t: Target, g: Graph, works: list[Work], source: Graph | None = None) -> np.ndarray:
     """Bytes of each task's kernel where a fully int8 upload (compiler.frontends.tflite.fully_int8: int8 weights and
     activations, as microWakeWord's models are) stores it int8 itself: the file as stored is its int8-static state.
     Priced afresh (a float32 scale, an int64 zero point per channel, and the int32 bias's copy of them), its two
     models came out at +23% / +24% of their 56-81 KB files. 0 elsewhere."""
     out = np.zeros(len(works))
-    if t.export == "onnx" and g.format == "onnx" and qdq_preset(g, t) == "int8-static":
-        # An ONNX QDQ file on a target that runs its node units: int8-static as it is, its kernels at their bytes,
-        # and the scales and zero points of its int32 biases (whose values are priced as float constants, 4 B each).
-        by_output = dq_weights(g)
-        return np.array([(by_output.get(w.kernel_name, 0.0) if w.kernel_elements else 0.0)
-                         + sum(by_output[a] - 4.0 * el for a, el in w.aux_weights if a in by_output) for w in works])
+    src = source if source is not None else g
+    if t.export == "onnx" and src.format == "onnx" and qdq_preset(src, t) == "int8-static":
+        # An ONNX QDQ file: int8-static as it is, its kernels at their bytes, and the scales and zero points of its
+        # int32 biases (whose values are priced as float constants, 4 B each).
+        by_output = dq_weights(src)
+        kernels = _source_kernels(g, src, by_output) if src is not g else {}
+        return np.array([(by_output.get(kernels.get(nd.id, w.kernel_name), 0.0) if w.kernel_elements else 0.0)
+                         + sum(by_output[a] - 4.0 * el for a, el in w.aux_weights if a in by_output)
+                         for nd, w in zip(g.nodes, works)])
     if t.export != "tflite" or g.format != "tflite":
         return out
     from compiler.frontends.tflite import fully_int8

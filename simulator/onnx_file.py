@@ -61,11 +61,11 @@ class ExportRecords:
 
 
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
-                   stored: frozenset[str] = frozenset()) -> ExportRecords:
+                   stored: frozenset[str] = frozenset(), gone: frozenset[str] = frozenset()) -> ExportRecords:
     """Records of the ONNX export of `source`, charged to the tasks of `compiled` (`weighted[i]`: task i
     holds a kernel, so a source node it shares with a weightless task, e.g. an NCHWc reorder, is its).
-    `stored`: constants the runtime reads as the file stores them, though a node makes them (a QDQ file's
-    dequantized weights on a target that runs its node units): not made at run time, their nodes kept."""
+    `stored`: constants the runtime reads as the file stores them, though a node makes them: not made at run time,
+    their nodes kept. `gone`: source nodes the export removes (a QDQ file's activation pairs, simulator.qdq)."""
     n = len(compiled.nodes)
     task_of: dict[str, int] = {}
     for i, nd in enumerate(compiled.nodes):
@@ -78,7 +78,7 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     consts = {k: v for k, v in vals.items() if v.weight is not None and k not in stored}
     # a `stored` constant's node stays in the file with its integer, scale and zero-point initializers
     outputs = {nd.id: nd.outputs for nd in source.nodes}
-    dropped = {i for i in folded if not set(outputs[i]) & stored} | set(compiled.eliminated)
+    dropped = {i for i in folded if not set(outputs[i]) & stored} | set(compiled.eliminated) | gone
     for nd in source.nodes:  # what the runtime folds at load is an initializer of the file
         if nd.id in dropped:
             consts.update({o: vals[o] for o in nd.outputs if o in vals and o not in consts})

@@ -14,8 +14,9 @@ QNN EP's LayerNorm, simulator.device_facts), that preset's rules charge the Dequ
 around it, as they do for the int8-static option on a float file. Weight DequantizeLinear nodes are
 constant-folded as every constant op is (simulator.folding.fold_constants).
 
-The host target (ort-cpu/host) is costed on ORT's own optimized graph, in which ORT has fused the node units
-itself (QLinearConv, QGemm): it does not use this view.
+The host target (ort-cpu/host) compiles and measures the file's float graph (compiler.backends.ort.quantized_upload),
+the one its exporter starts every option from but int8-static, which writes the upload as it is: the same preset,
+no pairs left to bypass.
 """
 
 from __future__ import annotations
@@ -43,12 +44,6 @@ QDQ_FUSED = dataclasses.replace(FOLDED, notes=("QDQ node unit: runs inside the q
 # graph it is there (weights dequantized at load), and a 16-bit pair, which those runtimes have no kernels for, stays
 # two tasks.
 _WEIGHT_ONLY = frozenset({"ort-qnn", "coreml"})
-
-
-def fuses_qdq(t: Target) -> bool:
-    """The target runs an uploaded QDQ file's node units as quantized ops: every predicted one. ort-cpu/host is
-    costed on ORT's own optimized graph, in which ORT fused them (QLinearConv, QGemm) and measured the rest."""
-    return t.backend != "ort-cpu"
 
 
 def dq_weights(g: Graph) -> dict[str, float]:
@@ -137,7 +132,7 @@ def _int_weight_dq(g: Graph) -> bool:
 def qdq_preset(g: Graph, t: Target) -> str | None:
     """The preset a QDQ file stores on `t`: int8-static (8-bit activation pairs), int8-dynamic (int8 weights with
     float or 16-bit activations) where `t`'s int8-dynamic is that, None for a file without QDQ node units."""
-    if g.format != "onnx" or not fuses_qdq(t):
+    if g.format != "onnx":
         return None
     _, _, types = _pairs(g, t.backend in _WEIGHT_ONLY)
     if types & _INT8:
@@ -149,9 +144,19 @@ def qdq_view(g: Graph, t: Target) -> tuple[Graph, frozenset[str]]:
     """(`g` with every activation QuantizeLinear -> DequantizeLinear pair bypassed: the DQ's readers and the graph
     outputs read the float tensor the Q read; ids of the pairs' nodes, which the device runs inside the node unit).
     Same nodes, ids and order (per-op tables index them); `g` itself when it has no pairs."""
-    if g.format != "onnx" or not fuses_qdq(t):
+    return _bypassed(g, t.backend in _WEIGHT_ONLY)
+
+
+def float_view(g: Graph) -> tuple[Graph, frozenset[str]]:
+    """`g` with every activation pair bypassed, 16-bit ones too, and the ids of the pairs' nodes: the float graph the
+    ONNX exporter writes for every option of a QDQ upload but int8-static (compiler.optimize.onnx_qdq)."""
+    return _bypassed(g, True)
+
+
+def _bypassed(g: Graph, sixteen: bool) -> tuple[Graph, frozenset[str]]:
+    if g.format != "onnx":
         return g, frozenset()
-    alias, fused, _ = _pairs(g, t.backend in _WEIGHT_ONLY)
+    alias, fused, _ = _pairs(g, sixteen)
     if not alias:
         return g, frozenset()
     nodes = [n if n.id in fused or not any(i in alias for i in n.inputs)

@@ -43,7 +43,7 @@ from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
-from simulator.qdq import QDQ_FUSED, qdq_preset, qdq_view
+from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
 from simulator.labels import label_text
 from simulator.published import heldout
 from simulator.roofline import (
@@ -120,6 +120,7 @@ class _Group:
     rows: np.ndarray  # op indices
     co: _Coeffs
     metrics: dict[str, np.ndarray] = field(default_factory=dict)  # [n, C]
+    pick: np.ndarray | None = None  # per preset, the combo column its bulk cells take
 
 
 class PerOpTable(Sequence[dict[str, Any]]):
@@ -210,6 +211,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
     # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
+    _size_as_uploaded(t, source, base, names, cols, where, size_overhead_bytes(t, compiled, folded, records))
     run_ms = hw.units[0].run_overhead_s * 1e3
     gap_ms = unexplained_ms(profile, measured, cols.metrics["latency_ms"], presets, run_ms)
     src, dst, elements = activation_edges(compiled, folded, execs, bodies_on_cpu=t.backend == "coreml")
@@ -259,6 +261,28 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     per_op = PerOpTable(bulk["ops"], where, _op_notes(t, compiled, works, cf_notes), exportable)
     bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}
     return SweepResult(bulk=bulk, per_op=per_op, works=works, executions=execs.tolist())
+
+
+def _size_as_uploaded(t: Target, source: Graph | None, base: str, names: Sequence[str], cols: _Columns,
+                      where: list[tuple[_Group, int]], overhead: float) -> None:
+    """A QDQ upload's int8-static file is the upload itself (compiler.optimize.onnx_export): its cells are sized to
+    the file's bytes, the difference shared by each task's bytes (the records of its Constant-node scales, Casts and
+    zero points made at run time, which the QDQ sizing of simulator.file_bytes does not count one by one: torchvision's
+    quantized MobileNetV2, TorchScript-exported, was sized 2.2% under its 3.71 MB on ort-cpu/host)."""
+    if source is None or t.export != "onnx" or base != "int8-static" or qdq_preset(source, t) != base \
+            or "file_size_bytes" not in source.metadata:
+        return
+    i = list(names).index(base)
+    wb = cols.metrics["weight_bytes"]
+    total = float(wb[:, i].sum())
+    gap = float(source.metadata["file_size_bytes"]) - total - overhead
+    if total <= 0 or gap == 0:
+        return
+    share = gap * wb[:, i] / total
+    for g in {id(g): g for g, _ in where}.values():
+        j = g.pick[i]
+        g.metrics["weight_bytes"][:, j] += share[g.rows]
+        wb[g.rows] += np.where(g.pick[None, :] == j, share[g.rows][:, None], 0.0)
 
 
 def _op_notes(t: Target, compiled: Graph, works: list[Work], cf_notes: list[str]) -> list[list[str]]:
@@ -365,9 +389,9 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
             # _coeffs is cached)
             co = dataclasses.replace(co, rates=dataclasses.replace(co.rates, fp32_equiv=np.array(
                 [c.input == c.output == "fp16" and c.kernel in ("fp16", "-") and not c.sparsity for c in combos])))
-        g = _Group(np.array(rows), co)
         idx = {c: j for j, c in enumerate(combos)}
         pick = np.array([idx[c] for c in state])
+        g = _Group(np.array(rows), co, pick=pick)
         g.metrics, pure32[rows] = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                                            measured[rows], res, st.at(rows), int(pick[i32]))
         scale_by_executions(g.metrics, execs[rows])
@@ -396,6 +420,10 @@ def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Wo
     (a Conv behind a run-time Cast of a shared constant, ort_fp16.fp16_shared_casts; a SkipLayerNormalization not
     formed in the fp16 graph, ort_fp16.fp16_unfused_norms) and a device runtime's own (backends.task_facts); and
     whether the exporter writes the task as the presets ask (a body of an ONNX export stays float: control_flow)."""
+    # a QDQ upload's ops read as in its float graph, the one ort-cpu/host compiles, weights dequantized (an input
+    # pair and a weight DequantizeLinear hid the stem conv of torchvision's quantized MobileNetV2)
+    if source is not None and source.format == "onnx" and any(nd.op_type == "DequantizeLinear" for nd in source.nodes):
+        source = fold_constants(float_view(source)[0], static_shapes=True)[0]
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)
     facts = task_facts(t, compiled, source)

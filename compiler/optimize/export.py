@@ -129,8 +129,7 @@ def _write_onnx(model_path: Path, out_path: Path, prediction: Mapping[str, Any],
     return export_onnx(model_path, out_path, prediction["model_wide"],
                        {k: v for k, v in src_over.items() if k in known}, input_shapes=used,
                        input_values={p["name"]: p["value"] for p in prediction["inputs"] if p["value"] is not None},
-                       # ort-cpu/host runs a QDQ upload as ORT fuses it, predicted as uploaded (simulator.qdq.fuses_qdq)
-                       qdq_float=get_target(prediction["target"]).backend != "ort-cpu", upload=source.format != "pt2")
+                       upload=source.format != "pt2")
 
 
 def _tflite_source(pt2: Path, source: Graph, compiled: Graph, overrides: Mapping[str, str],

@@ -26,7 +26,7 @@ from compiler.optimize.choices import Choice, node_choices
 from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
                                              drop_cast_pairs, named_copy, one_line, opset, quant_ready, read_in_bodies,
                                              topo_sort)
-from compiler.optimize.onnx_qdq import restore_float
+from compiler.optimize.onnx_qdq import activation_pairs, restore_float
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
@@ -34,6 +34,8 @@ from compiler.vocabulary.options import OptionError
 
 WEIGHTED_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"})
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+QDQ_AS_UPLOADED = ("the upload is already quantized in QDQ form: its int8-static file is the upload as it is "
+                   "(its own quantization)")
 _NO_KINDS: dict[str, list[str]] = {"static": [], "dynamic": [], "fp16": [], "int4": [], "lut": []}
 
 
@@ -232,12 +234,12 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
                 overrides: Mapping[str, str] | None = None,
                 input_shapes: Mapping[str, list[int]] | None = None, calibration_samples: int = 8,
                 input_values: Mapping[str, float] | None = None, check: bool = True,
-                qdq_float: bool = True, upload: bool = True) -> ExportResult:
+                upload: bool = True) -> ExportResult:
     """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
     where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
     has the ops each option promises) before it is returned; every failure is an OptionError in one sentence.
-    `qdq_float`: a QDQ upload's float state is its float graph (a target that runs its node units quantized,
-    simulator.qdq.fuses_qdq); False where it is the upload as it is (ort-cpu/host, which runs what ORT fuses).
+    A QDQ upload's int8-static is the upload as it is (its own quantization, as predicted: simulator.qdq); every
+    other option starts from its float graph (compiler.optimize.onnx_qdq), which is its fp32 export.
     `upload`: fp32 may write `model_path` itself (False: a file converted from the upload, such as a `.pt2`'s)."""
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as td:
@@ -246,8 +248,11 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         notes: list[str] = []
         named = named_copy(model_path, tmp / "named.onnx", notes=notes)
         pre = preprocess(named, tmp / "pre.onnx")
+        if upload and model_wide == "int8-static" and not overrides and activation_pairs(pre):
+            return _checked(_write_upload(model_path, out_path), _NO_KINDS, {}, _choices(pre, model_wide, {}),
+                            [QDQ_AS_UPLOADED], input_shapes, input_values, check)
         # A QDQ upload: its float graph, as it is predicted (compiler/optimize/onnx_qdq.py)
-        restored = model_wide != "int8-static" and (qdq_float or model_wide != "fp32") and _restore_float(pre)
+        restored = model_wide != "int8-static" and _restore_float(pre)
         if restored:
             notes.append("the upload's QDQ quantization was undone first (weights dequantized, activation pairs "
                          "removed): the option is applied to the float model")

@@ -50,6 +50,34 @@ def _pair_source(n: onnx.NodeProto, producer: dict[str, onnx.NodeProto]) -> str 
     return p.input[0] if p is not None and p.op_type == _Q and p.domain in _DOMAINS else None
 
 
+def activation_pairs(model: onnx.ModelProto) -> int:
+    """The 8-bit QuantizeLinear -> DequantizeLinear pairs on activations in `model`'s top-level graph: a file
+    quantized static with int8 activations (as simulator.qdq.qdq_preset calls it int8-static), whose int8-static
+    export is the file as it is."""
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    producer = {o: n for n in g.node for o in n.output}
+    return sum(1 for n in g.node if n.op_type == _DQ and n.domain in _DOMAINS and n.input[0] not in inits
+               and _pair_source(n, producer) is not None and _eight_bit(n, producer, inits))
+
+
+def _eight_bit(dq: onnx.NodeProto, producer: dict[str, onnx.NodeProto], inits: dict[str, onnx.TensorProto]) -> bool:
+    """Whether the pair ending in `dq` carries 8-bit integers: its Cast's type, else its QuantizeLinear's zero
+    point's (uint8 where it has none)."""
+    q = producer[dq.input[0]]
+    if q.op_type == "Cast":
+        return next((a.i for a in q.attribute if a.name == "to"), 0) in _INT_TYPES[:2]
+    zp = q.input[2] if len(q.input) > 2 else ""
+    if not zp:
+        return True
+    if zp in inits:
+        return inits[zp].data_type in _INT_TYPES[:2]
+    c = producer.get(zp)
+    value = next((a.t for a in c.attribute if a.name == "value"), None) if c is not None and c.op_type == "Constant" \
+        else None
+    return value is not None and value.data_type in _INT_TYPES[:2]
+
+
 def restore_float(model: onnx.ModelProto) -> int:
     """Fold `model`'s weight DequantizeLinears into float initializers and bypass its activation pairs, in place;
     the number of DequantizeLinear nodes removed (0: nothing changed)."""

@@ -16,8 +16,10 @@ import torch
 from torch import nn
 
 from compiler.frontends import load
+from compiler.graph import Graph
 from compiler.vocabulary.targets import get_target
 from simulator.qdq import qdq_preset, qdq_view
+from simulator.sweep import SweepResult
 
 
 class _Net(nn.Module):
@@ -106,22 +108,53 @@ def test_options_export_the_float_graph_they_are_predicted_on(exported: Path, tm
         assert np.abs(a - b).max() <= 0.1 * np.abs(a).max() + 1e-3
 
 
-def test_on_the_host_the_fp32_export_of_a_qdq_upload_is_the_upload(exported: Path, tmp_path: Path) -> None:
-    """ort-cpu/host runs a QDQ upload as ORT fuses it (QLinearConv, QGemm), so its float state is the file as
-    uploaded: the fp32 export writes it as it is, sized to the byte (torchvision's quantized MobileNetV2 was
-    predicted 22.8% under its file, then written as the 3.8x larger float graph); a device target's is the float
-    graph, which the exporter restores."""
+@pytest.fixture(scope="module")
+def host(exported: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Graph, SweepResult]:
+    from compiler.backends import compile_for_target
+    from simulator.profiles import load_profile
+    from simulator.sweep import sweep
+
+    source = load(exported)
+    compiled, _ = compile_for_target(exported, "ort-cpu/host", tmp_path_factory.mktemp("host"), source)
+    return compiled, sweep(compiled, "ort-cpu/host", hardware=load_profile("host-cpu", "ort-cpu"), source=source)
+
+
+def test_on_the_host_a_qdq_upload_is_predicted_on_the_float_graph_it_exports(
+        exported: Path, host: tuple[Graph, SweepResult], tmp_path: Path) -> None:
+    """ort-cpu/host compiles (and measures) a QDQ upload's float graph, the file its fp32 export writes and every
+    option but int8-static starts from; int8-static, the upload as it is, is its as-uploaded state. Compiled as
+    uploaded (QLinearConv, QGemm), the options were scaled from the int8 kernels' times: torchvision's quantized
+    MobileNetV2's fp16, int8-dynamic and int4 exports measured 49-64% off (slower than) their prediction."""
     from compiler.backends import compile_for_target
     from compiler.optimize.onnx_export import export_onnx
     from simulator.profiles import load_profile
     from simulator.sweep import sweep
     from simulator.totals import totals
 
-    source = load(exported)
-    compiled, _ = compile_for_target(exported, "ort-cpu/host", tmp_path, source)
-    r = sweep(compiled, "ort-cpu/host", hardware=load_profile("host-cpu", "ort-cpu"), source=source)
-    written = export_onnx(exported, tmp_path / "host.onnx", "fp32", qdq_float=False, check=False)
-    assert written.size_bytes == exported.stat().st_size
-    assert totals(r.bulk, r.per_op, "fp32", {})["size_bytes"] == pytest.approx(written.size_bytes)
-    restored = export_onnx(exported, tmp_path / "device.onnx", "fp32", check=False)
-    assert restored.size_bytes > 2 * exported.stat().st_size  # int8 weights back to fp32
+    compiled, r = host
+    assert not {n.op_type for n in compiled.nodes} & {"QLinearConv", "QGemm", "QuantizeLinear", "DequantizeLinear"}
+    assert r.bulk["base"]["preset"] == "int8-static"
+    flt = export_onnx(exported, tmp_path / "float.onnx", "fp32", check=False).path
+    fsrc = load(flt)
+    (tmp_path / "f").mkdir()
+    fcomp, _ = compile_for_target(flt, "ort-cpu/host", tmp_path / "f", fsrc)
+    rf = sweep(fcomp, "ort-cpu/host", hardware=load_profile("host-cpu", "ort-cpu"), source=fsrc)
+    for option in ("fp32", "fp16", "int8-dynamic", "int4-weights"):
+        got = totals(r.bulk, r.per_op, option, {})["latency_ms"]
+        assert got == pytest.approx(totals(rf.bulk, rf.per_op, option, {})["latency_ms"], rel=0.02), option
+
+
+@pytest.mark.parametrize("preset", ["fp32", "fp16", "int8-static", "palettize-4bit"])
+def test_on_the_host_every_option_of_a_qdq_upload_is_sized_as_written(
+        exported: Path, host: tuple[Graph, SweepResult], tmp_path: Path, preset: str) -> None:
+    """Sized as the file each export writes: int8-static is the upload itself, to the byte (it was ORT's
+    quantize_static run over the QDQ file, priced afresh: MobileNetV2 +8.2%); the others the float graph's files,
+    without the pairs' records (the fp32 export was the 3.7 MB upload, then +0.3% of its float graph)."""
+    from compiler.optimize.onnx_export import export_onnx
+    from simulator.totals import totals
+
+    _, r = host
+    res = export_onnx(exported, tmp_path / "o.onnx", preset, check=False)
+    assert totals(r.bulk, r.per_op, preset, {})["size_bytes"] == pytest.approx(res.size_bytes, rel=0.005)
+    if preset == "int8-static":
+        assert res.path.read_bytes() == exported.read_bytes()

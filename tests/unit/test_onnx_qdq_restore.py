@@ -7,7 +7,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.optimize.onnx_qdq import restore_float
+from compiler.optimize.onnx_qdq import activation_pairs, restore_float
 
 
 def _model() -> onnx.ModelProto:
@@ -48,3 +48,17 @@ def test_a_float_model_is_left_alone() -> None:
     m = helper.make_model(g)
     before = m.SerializeToString()
     assert restore_float(m) == 0 and m.SerializeToString() == before
+
+
+def test_activation_pairs_counts_the_8_bit_ones() -> None:
+    """A file whose int8-static export is the upload as it is: 8-bit activation pairs (through torch's Cast too);
+    weight DequantizeLinears and 16-bit pairs (w8a16, whose int8-static is not the file) do not count."""
+    m = _model()
+    assert activation_pairs(m) == 2
+    for t in m.graph.initializer:
+        if t.name == "z":  # zero point of every pair: 16-bit activations
+            t.CopyFrom(numpy_helper.from_array(np.array(32768, np.uint16), "z"))
+    for n in m.graph.node:
+        if n.op_type == "Cast":
+            n.attribute[0].i = TensorProto.UINT16
+    assert activation_pairs(m) == 0
