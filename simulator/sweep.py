@@ -269,8 +269,8 @@ def _size_as_uploaded(t: Target, source: Graph | None, base: str, names: Sequenc
     the file's bytes, the difference shared by each task's bytes (the records of its Constant-node scales, Casts and
     zero points made at run time, which the QDQ sizing of simulator.file_bytes does not count one by one: torchvision's
     quantized MobileNetV2, TorchScript-exported, was sized 2.2% under its 3.71 MB on ort-cpu/host)."""
-    if source is None or t.export != "onnx" or base != "int8-static" or qdq_preset(source, t) != base \
-            or "file_size_bytes" not in source.metadata:
+    if source is None or t.export != "onnx" or base != "int8-static" or base not in names \
+            or qdq_preset(source, t) != base or "file_size_bytes" not in source.metadata:
         return
     i = list(names).index(base)
     wb = cols.metrics["weight_bytes"]
