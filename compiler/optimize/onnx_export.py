@@ -251,8 +251,9 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         if upload and model_wide == "int8-static" and not overrides and activation_pairs(pre):
             return _checked(_write_upload(model_path, out_path), _NO_KINDS, {}, _choices(pre, model_wide, {}),
                             [QDQ_AS_UPLOADED], input_shapes, input_values, check)
-        # A QDQ upload: its float graph, as it is predicted (compiler/optimize/onnx_qdq.py)
-        restored = model_wide != "int8-static" and _restore_float(pre)
+        # A QDQ upload: its float graph, as it is predicted (compiler/optimize/onnx_qdq.py); int8-static with per-op
+        # overrides too (quantize_static over the QDQ file left an op asked to stay float quantized as uploaded)
+        restored = (model_wide != "int8-static" or bool(overrides)) and _restore_float(pre)
         if restored:
             notes.append("the upload's QDQ quantization was undone first (weights dequantized, activation pairs "
                          "removed): the option is applied to the float model")

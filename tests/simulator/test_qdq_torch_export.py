@@ -158,3 +158,16 @@ def test_on_the_host_every_option_of_a_qdq_upload_is_sized_as_written(
     assert totals(r.bulk, r.per_op, preset, {})["size_bytes"] == pytest.approx(res.size_bytes, rel=0.005)
     if preset == "int8-static":
         assert res.path.read_bytes() == exported.read_bytes()
+
+
+def test_an_op_kept_float_under_int8_static_is_exported_float(exported: Path, tmp_path: Path) -> None:
+    """int8-static with a per-op override starts from the float graph too, as it is predicted: run over the QDQ file,
+    quantize_static left the op asked to stay fp32 quantized as uploaded (its weight behind a DequantizeLinear)."""
+    from compiler.optimize.onnx_export import export_onnx
+
+    convs = [n.name for n in onnx.load(exported).graph.node if n.op_type == "Conv"]
+    res = export_onnx(exported, tmp_path / "o.onnx", "int8-static", {convs[1]: "fp32/fp32/fp32/0"}, check=False)
+    g = onnx.load(res.path).graph
+    inits = {t.name for t in g.initializer}
+    kernel = {n.name: n.input[1] for n in g.node if n.op_type == "Conv"}
+    assert kernel[convs[1]] in inits and kernel[convs[0]] not in inits  # float weight; the other behind its DQ
