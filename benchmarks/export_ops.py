@@ -56,6 +56,7 @@ def _latency(bulk: dict[str, Any], option: str) -> list[float]:
 def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calibration: Path, runs: int,
              warmup: int, workdir: Path) -> dict[str, Any]:
     from compiler.backends import compile_for_target, for_target
+    from compiler.backends.ort import AS_WRITTEN
     from compiler.frontends import onnx as onnx_frontend
     from compiler.input_plan import concrete_shapes, fill_values
     from compiler.optimize.onnx_export import export_onnx
@@ -88,7 +89,9 @@ def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calib
         export_onnx(path, f, option, {}, input_shapes=shapes, input_values=values)
         cdir = workdir / f"{option}-compiled"
         cdir.mkdir()
-        compiled, cpath = compile_for_target(f, TARGET, cdir, onnx_frontend.load(f))
+        written = onnx_frontend.load(f)
+        written.metadata[AS_WRITTEN] = "true"  # an int8-static export profiled as written, not its float graph
+        compiled, cpath = compile_for_target(f, TARGET, cdir, written)
         prof = for_target(TARGET).profile(cpath or f, settings)
         mo = _task_ms(prof)
         # Each exported node -> the task that implements its source node (the exporters keep node names);

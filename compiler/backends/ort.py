@@ -100,13 +100,20 @@ def compile(src_model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     return compiled
 
 
+# Graph.metadata key: compile the file as it is written, QDQ pairs included (an export being measured:
+# compiler.optimize.export.measure_export), not its float graph
+AS_WRITTEN = "compile_as_written"
+
+
 def quantized_upload(source: Graph) -> bool:
     """An ONNX upload with a DequantizeLinear in its top-level graph (a QDQ file: quantize_static's, AI Hub's, torch's
     TorchScript export of a quantized module): ort-cpu/host compiles and measures its float graph, as the exporter
     writes it for fp32 and starts every option from but int8-static, which writes the upload as it is. Compiled as
     uploaded (ORT's QLinearConv / QGemm), every option's prediction was scaled from the int8 kernels' measured times
     and its files, written float, measured 49-64% slower (torchvision's quantized MobileNetV2)."""
-    return source.format == "onnx" and any(n.op_type == "DequantizeLinear" and not n.parent for n in source.nodes)
+    if source.format != "onnx" or source.metadata.get(AS_WRITTEN) == "true":
+        return False
+    return any(n.op_type == "DequantizeLinear" and not n.parent for n in source.nodes)
 
 
 def _float_graph(src: Path, out: Path, timeout_s: float, memory_limit_bytes: int | None) -> Path:

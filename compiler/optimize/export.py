@@ -180,7 +180,11 @@ def measure_export(path: Path, target: str, kind: str, workdir: Path, settings: 
         return for_target(target).profile(path, settings)
     from compiler.frontends import onnx as onnx_frontend
 
+    from compiler.backends.ort import AS_WRITTEN
+
     compiled_dir = Path(workdir) / "measure"
     compiled_dir.mkdir(parents=True, exist_ok=True)
-    _, compiled_path = compile_for_target(path, target, compiled_dir, onnx_frontend.load(path))
+    source = onnx_frontend.load(path)
+    source.metadata[AS_WRITTEN] = "true"  # a QDQ export runs as written, not as the float graph an upload's table is
+    _, compiled_path = compile_for_target(path, target, compiled_dir, source)
     return for_target(target).profile(compiled_path or path, settings)
