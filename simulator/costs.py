@@ -19,7 +19,7 @@ from simulator.transposes import copy_runs, far_walk, strided_move, walks
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
                           "gemm", "matmul", "attention", "pool", "poolnchw", "elementwise", "norm", "skipnorm",
-                          "softmax", "reduce", "layout", "walk", "resize", "view", "quant", "other")
+                          "softmax", "reduce", "layout", "walk", "resize", "nearest", "view", "quant", "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
 WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
@@ -28,7 +28,7 @@ WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv",
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
                                "convnchw": "conv", "conv3d": "conv", "poolnchw": "pool", "walk": "layout",
-                               "resize": "layout"}
+                               "resize": "layout", "nearest": "layout"}
 
 
 def base_kind(kind: str) -> str:
@@ -213,6 +213,8 @@ def kind_of(node: Node, graph: Graph) -> str:
         # Interpolation: ORT computes each output element from 4 (linear, 2-D) or 16 (cubic) inputs and their weights,
         # 1.15-1.3 ns per element on this Zen 5 where nearest copies at 0.05-0.15 (single-op models, CPU time).
         return "resize"
+    if op in ("Resize", "Upsample") and node.domain in ("", "ai.onnx") and not _nearest_2x(node, graph):
+        return "nearest"
     if op in _LAYOUT:
         return "layout"
     if op in _VIEW:
@@ -407,7 +409,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return 0.0, _ELEMENTWISE_FLOPS.get(op, 1.0) * out_e
     if kind == "quant":
         return 0.0, 2.0 * out_e
-    if kind in ("layout", "walk", "resize"):
+    if kind in ("layout", "walk", "resize", "nearest"):
         # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies, and
         # the layout efficiency (calibrated) turns this into time.
         if kind == "walk" and op == "DepthToSpace":
@@ -428,9 +430,30 @@ CUBIC_RESIZE_OPS = 48.0
 DEPTH_TO_SPACE_WALK = 0.54
 
 
+def _nearest_2x(node: Node, graph: Graph) -> bool:
+    """Whether ORT (1.32, CPU) runs this nearest Resize as its 2x upsampling copy (`UpsampleNearest2x`): a 4-D
+    input scaled by exactly [1, 1, 2, 2], from an opset-9 Upsample or with asymmetric coordinates and floor rounding
+    (torch's exporters write both). Other nearest Resizes (3x, `interpolate(size=)`, half-pixel coordinates) run
+    the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on a Sapphire
+    Rapids against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a linear
+    Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
+    if node.op_type == "Resize" and (_attr(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric"
+                                     or _attr(node, "nearest_mode", "round_prefer_floor") != "floor"):
+        return False
+    src = graph.values.get(node.inputs[0]) if node.inputs else None
+    out = graph.values.get(node.outputs[0]) if node.outputs else None
+    if src is None or out is None or not src.is_static or not out.is_static or len(src.shape) != 4:
+        return False  # shapes unknown: the generic kernel, the slower guess
+    return list(out.shape) == [src.shape[0], src.shape[1], 2 * src.shape[2], 2 * src.shape[3]]
+
+
+def _attr(node: Node, name: str, default: str) -> str:
+    v = node.attributes.get(name, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
 def _mode(node: Node) -> str:
-    mode = node.attributes.get("mode", "nearest")
-    return mode.decode() if isinstance(mode, bytes) else str(mode)
+    return _attr(node, "mode", "nearest")
 
 
 # Per element, a reduction over axes that are not the innermost ones (ReduceSum over dim 1 of [1, 512, 256]; a

@@ -1,4 +1,5 @@
-"""Interpolating Resizes (kind `resize`, their own calibrated rate) against nearest ones (layout moves)."""
+"""Interpolating Resizes (kind `resize`, their own calibrated rate), nearest ones on ORT's generic kernel (kind
+`nearest`, their own rate) and ORT's 2x nearest copy (a layout move)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from simulator.profiles import load_profile
 from tests.simulator.helpers import act, graph, host_fp32_ms
 
 
-def _resize(mode: str):  # type: ignore[no-untyped-def]
-    return graph([Node("r", "r", "Resize", inputs=["x", "", "s"], outputs=["y"], attributes={"mode": mode})],
-                 [act("x", [1, 256, 28, 28]), act("y", [1, 256, 56, 56])], ["x"], ["y"])
+def _resize(mode: str, out: int = 56, op: str = "Resize", domain: str = "", **attrs: str):  # type: ignore[no-untyped-def]
+    return graph([Node("r", "r", op, inputs=["x", "", "s"], outputs=["y"], attributes={"mode": mode, **attrs},
+                       domain=domain)], [act("x", [1, 256, 28, 28]), act("y", [1, 256, out, out])], ["x"], ["y"])
 
 
-def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
-    linear, nearest = _resize("linear"), _resize("nearest")
+_TORCH = {"coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}  # torch's exporters write these
+
+
+def test_linear_resize_takes_its_own_rate_and_the_2x_nearest_copy_the_layout_rate() -> None:
+    linear, nearest = _resize("linear"), _resize("nearest", **_TORCH)
     assert kind_of(linear.nodes[0], linear) == "resize" and kind_of(nearest.nodes[0], nearest) == "layout"
     base = load_profile("host-cpu")
     lay = base.with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
@@ -25,6 +29,26 @@ def test_linear_resize_takes_its_own_rate_and_nearest_the_layout_rate() -> None:
     assert host_fp32_ms(linear, lay) == pytest.approx(host_fp32_ms(nearest, lay))
     assert host_fp32_ms(nearest, own) == pytest.approx(host_fp32_ms(nearest, lay))
     assert host_fp32_ms(linear, own) > 3 * host_fp32_ms(linear, lay)
+
+
+@pytest.mark.parametrize("resize", [
+    _resize("nearest", out=84, **_TORCH),  # by 3
+    _resize("nearest", out=50, **_TORCH),  # interpolate(size=)
+    _resize("nearest"),  # half-pixel coordinates, round_prefer_floor: ONNX's defaults
+])
+def test_nearest_resizes_off_the_2x_copy_take_the_generic_kernels_rate(resize) -> None:  # type: ignore[no-untyped-def]
+    assert kind_of(resize.nodes[0], resize) == "nearest"
+    base = load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {"layout.fp32": 0.2}}}})
+    own = base.with_overrides({"units": {"cpu": {"efficiency": {"nearest.fp32": 0.05}}}})
+    assert host_fp32_ms(resize, base) == pytest.approx(host_fp32_ms(resize, base.with_overrides(
+        {"units": {"cpu": {"efficiency": {"nearest.fp32": 0.2}}}})))  # uncalibrated: the layout rate, as before
+    assert host_fp32_ms(resize, own) > 2 * host_fp32_ms(resize, base)
+
+
+def test_opset9_upsample_and_ort_nchwc_upsample_are_the_2x_copy() -> None:
+    upsample = _resize("nearest", op="Upsample")
+    nchwc = _resize("nearest", out=84, op="Upsample", domain="com.microsoft.nchwc")  # MLAS's NCHWc kernel
+    assert kind_of(upsample.nodes[0], upsample) == "layout" and kind_of(nchwc.nodes[0], nchwc) == "layout"
 
 
 def test_a_cubic_resize_costs_its_measured_multiple_of_a_linear_one() -> None:
