@@ -434,9 +434,9 @@ def _nearest_2x(node: Node, graph: Graph) -> bool:
     """Whether ORT (1.32, CPU) runs this nearest Resize as its 2x upsampling copy (`UpsampleNearest2x`): a 4-D
     input scaled by exactly [1, 1, 2, 2], from an opset-9 Upsample or with asymmetric coordinates and floor rounding
     (torch's exporters write both). Other nearest Resizes (3x, `interpolate(size=)`, half-pixel coordinates) run
-    the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on a Sapphire
-    Rapids against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a linear
-    Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
+    the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on an Emerald
+    Rapids Xeon against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a
+    linear Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
     if node.op_type == "Resize" and (_attr(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric"
                                      or _attr(node, "nearest_mode", "round_prefer_floor") != "floor"):
         return False
