@@ -68,23 +68,52 @@ def _copy_in(src: Path, dst: Path) -> None:
         part.replace(dst)  # atomic: another worker never reads half a file
 
 
-@pytest.fixture(scope="session")
-def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This machine's host calibration (ONNX Runtime's, and LiteRT's beside it), made once per run before any test
-    that analyses a model: tests that start servers then never spend their own deadline in the worker's
-    `calibrate` stage (4-8 min on a busy 2-core machine). Shared by pytest-xdist workers through the loaders' file
-    locks (`simulator.calibration.load_or_calibrate`). It starts from EDGESCOPE_TEST_CALIBRATION_SEED (a cache
-    from `edgescope calibrate --out FILE`, with its LiteRT cache beside it: `cache_path`) or from the machine's test cache
-    (`_machine_cache`), used only if current (same calibration version, ORT/LiteRT version and CPU), and leaves
-    what it measured in that cache for the next run."""
-    from simulator.calibration import is_cached, load_or_calibrate
-    from simulator.litert_calibration import cache_path, with_litert
-
+def _calibration_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.getbasetemp()
     if "PYTEST_XDIST_WORKER" in os.environ:
         root = root.parent  # the workers' common folder
     folder = root / "calibration"
     folder.mkdir(exist_ok=True)
+    return folder
+
+
+def _needs_calibration(item: pytest.Item) -> bool:
+    """The test uses this machine's calibration: through its fixtures, or through the live server the browser tests
+    ask for at run time (tests/browser/conftest.py `ui_server`)."""
+    return "calibration_dir" in getattr(item, "fixturenames", ()) or "tests/browser/" in item.nodeid
+
+
+_CALIBRATION_STASH = pytest.StashKey[bool]()  # some collected test needs the calibration
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules whose tests need the calibration run after all others (each module's tests stay together and in
+    order, so module-scoped fixtures are made once): when no calibration is cached, `calibration_started` makes it in
+    a child process on the second core while the tests that need none run (on 2 cores: ~190 s of a run hidden)."""
+    needs = {item.nodeid.split("::")[0] for item in items if _needs_calibration(item)}  # by test file
+    config.stash[_CALIBRATION_STASH] = bool(needs)
+    items.sort(key=lambda item: item.nodeid.split("::")[0] in needs)  # stable: each group keeps its order
+
+
+_CALIBRATING: dict[str, subprocess.Popen[bytes]] = {}
+_CALIBRATE = ("import sys; from simulator.calibration import load_or_calibrate; "
+              "from simulator.litert_calibration import with_litert; "
+              "with_litert(load_or_calibrate(sys.argv[1]), sys.argv[1])")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def calibration_started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """At the run's first test: this machine's host calibration (ONNX Runtime's, and LiteRT's beside it) starts
+    from EDGESCOPE_TEST_CALIBRATION_SEED (a cache from `edgescope calibrate --out FILE`, with its LiteRT cache beside
+    it: `cache_path`) or from the machine's test cache (`_machine_cache`), each used only if current (same
+    calibration version, ORT/LiteRT version and CPU). If neither is and some test needs it, the calibration is made
+    in a child process (`edgescope calibrate`'s code, its own thread CPU time on the second core) while the tests that
+    need none run first; `calibration_dir` waits for it. Nothing is started for a run that needs no calibration."""
+    from simulator.calibration import is_cached
+    from simulator.litert_calibration import cache_path, is_cached as litert_cached
+
+    folder = _calibration_folder(tmp_path_factory)
     host = folder / "host-cpu.json"
     machine_cache = _machine_cache() if os.environ.get("EDGESCOPE_TEST_CALIBRATION_CACHE") != "off" else None
     for start in (os.environ.get("EDGESCOPE_TEST_CALIBRATION_SEED"), machine_cache and machine_cache / "host-cpu.json"):
@@ -92,7 +121,38 @@ def calibration_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _copy_in(Path(start), host)
             _copy_in(cache_path(start), cache_path(host))
             break
+    if not request.config.stash.get(_CALIBRATION_STASH, False) or (is_cached(host) and litert_cached(host)):
+        yield
+        return
+    with open(folder / f"calibrate.{XDIST_WORKER}.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-c", _CALIBRATE, str(host)], cwd=ROOT, stdout=log,
+                                stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    _CALIBRATING["proc"] = proc
+    try:
+        yield
+    finally:
+        if proc.poll() is None:  # the run ended (or was interrupted) before any test needed it
+            proc.terminate()
+            proc.wait(30)
+
+
+@pytest.fixture(scope="session")
+def calibration_dir(tmp_path_factory: pytest.TempPathFactory, calibration_started: None) -> Path:
+    """This machine's host calibration (see `calibration_started`), ready before any test that analyses a model:
+    tests that start servers then never spend their own deadline in the worker's `calibrate` stage (4-8 min on a busy
+    2-core machine). Shared by pytest-xdist workers through the loaders' file locks
+    (`simulator.calibration.load_or_calibrate`). What it measured is left in the machine's test cache for the next
+    runs."""
+    from simulator.calibration import load_or_calibrate
+    from simulator.litert_calibration import cache_path, with_litert
+
+    folder = _calibration_folder(tmp_path_factory)
+    host = folder / "host-cpu.json"
+    if (proc := _CALIBRATING.pop("proc", None)) is not None and proc.wait() != 0:
+        log = Path(folder / f"calibrate.{XDIST_WORKER}.log").read_text(errors="replace")
+        pytest.fail(f"the host calibration failed (exit {proc.returncode}):\n{log[-4000:]}")
     with_litert(load_or_calibrate(host), host)  # a no-op when both caches are current
+    machine_cache = _machine_cache() if os.environ.get("EDGESCOPE_TEST_CALIBRATION_CACHE") != "off" else None
     if machine_cache is not None:
         machine_cache.mkdir(parents=True, exist_ok=True)
         for src in (host, cache_path(host)):
