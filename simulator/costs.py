@@ -14,6 +14,7 @@ from compiler.graph import Graph, Node, Value
 from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
+from simulator.other_ops import other_flops
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
@@ -415,7 +416,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         if kind == "walk" and op == "DepthToSpace":
             return 0.0, out_e * DEPTH_TO_SPACE_WALK
         return 0.0, out_e * (CUBIC_RESIZE_OPS if kind == "resize" and _mode(node) == "cubic" else 1.0)
-    return 0.0, 0.0
+    return 0.0, other_flops(node, graph, outs)  # STFT, GridSample (simulator/other_ops.py); 0 for the rest
 
 
 # A cubic Resize against a linear one at the same shapes, per output element: ORT's bicubic kernel (the only one: LiteRT

@@ -1,0 +1,76 @@
+"""Work of ops of kind `other` that compute: ONNX STFT (an audio model's spectrogram front end) and GridSample (a
+spatial transformer's warp, RAFT's correlation lookups). Without a count they were tasks of no work: a keyword
+spotter's STFT 0.003 ms predicted against ~3.5 ms run (the model -92%), a spatial transformer's GridSample 51x under.
+
+The counts follow ONNX Runtime's CPU kernels, and each op's rate is its own figure (`other.fp32.<op>` in host-cpu.yaml,
+measured with single-op models), as LiteRT's RFFT2D has (simulator/litert_signal.py):
+- STFT (onnxruntime/core/providers/cpu/signal/dft.cc): per frame, a radix-2 FFT where the frame length is a power of
+  two (log2 n passes over n samples, `FFT_PASS_FLOPS` per sample and pass), and otherwise a naive DFT of every output
+  bin over every sample, each term its own cos and sin (`dft_naive`): bins x n terms, `NAIVE_TERM_FLOPS` each.
+- GridSample (onnxruntime/core/providers/cpu/tensor/grid_sample.cc): per output pixel its source coordinates
+  (`GRID_PIXEL_FLOPS`), then per output element the taps of its mode (4 bilinear, 16 bicubic, 1 nearest).
+Both are priced at the host's `default` rate (the kind `other`), the figures below fitted to it: single-op models on
+this Xeon (ORT 1.32, 1 thread, thread CPU time, load 4-6, 2026-12-05), at 0.0575 ns per FLOP:
+STFT n=400 hop 160 over 16,000 and 48,000 samples 3.42 / 10.3 ms (naive, 0.43 ns per term); radix-2 n=256, 512, 1024,
+2048: 1.42-1.59 ns per sample and pass (0.40, 0.68, 1.82, 2.88 ms); GridSample bilinear [1024, 1, 32, 32] by a
+[1024, 7, 7, 2] grid (RAFT's lookup) 0.87 ms, [1, 3, 192, 192] by [1, 192, 192, 2] 0.69, [1, 64, 56, 56] 0.36.
+"""
+
+from __future__ import annotations
+
+import math
+
+from compiler.graph import Graph, Node, Value
+
+# FLOPs of one naive-DFT term (its cos and sin, vectorised by the compiler over the inner loop, and a complex
+# multiply-add) and of a radix-2 pass per sample (bit-reversed indexing, a complex multiply-add per half), fitted.
+NAIVE_TERM_FLOPS = 7.5
+FFT_PASS_FLOPS = 25.0
+# FLOPs of a GridSample output pixel's coordinates (unnormalise, clamp or reflect, floor, weights: ~17 ns) and of
+# each tap of an output element (~1.5 ns for bilinear's 4), fitted likewise.
+GRID_PIXEL_FLOPS = 296.0
+GRID_TAP_FLOPS = 6.5
+_TAPS = {"linear": 4, "bilinear": 4, "cubic": 16, "bicubic": 16, "nearest": 1}
+
+
+def other_flops(node: Node, graph: Graph, outs: list[Value | None]) -> float:
+    """FLOPs of an `other` task this module counts (0 for the rest)."""
+    out = outs[0] if outs else None
+    if out is None or not out.is_static or not out.shape:
+        return 0.0
+    dims = [int(d) for d in out.shape]  # type: ignore[union-attr]
+    if node.op_type == "STFT" and len(dims) == 4:
+        return _stft_flops(node, graph, dims)
+    if node.op_type == "GridSample" and len(dims) >= 3:
+        mode = node.attributes.get("mode", "linear")
+        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        pixels = dims[0] * math.prod(dims[2:])
+        return pixels * GRID_PIXEL_FLOPS + math.prod(dims) * GRID_TAP_FLOPS * _TAPS.get(mode, 4)
+    return 0.0
+
+
+def _stft_flops(node: Node, graph: Graph, dims: list[int]) -> float:
+    """STFT output [batch, frames, bins, 2]: the frame length from the frame_length input, else the window's, else
+    from the bins (onesided: n // 2 + 1)."""
+    batch, frames, bins, _ = dims
+    n = _frame_length(node, graph)
+    onesided = int(node.attributes.get("onesided", 1) or 0)
+    if n is None:
+        n = 2 * (bins - 1) if onesided else bins
+    n = max(n, 1)
+    if n & (n - 1) == 0:
+        per_frame = FFT_PASS_FLOPS * n * math.log2(max(n, 2))
+    else:
+        per_frame = NAIVE_TERM_FLOPS * bins * n
+    return batch * frames * per_frame
+
+
+def _frame_length(node: Node, graph: Graph) -> int | None:
+    names = list(node.inputs) + ["", "", "", ""]
+    length = graph.values.get(names[3]) if names[3] else None
+    if length is not None and length.weight is not None and length.weight.ints:
+        return int(length.weight.ints[0])
+    window = graph.values.get(names[2]) if names[2] else None
+    if window is not None and window.is_static and window.shape:
+        return int(window.shape[0])  # type: ignore[arg-type]
+    return None
