@@ -18,6 +18,7 @@ import math
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
+from simulator.ort_broadcast import short_reduce_block, short_span
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
@@ -146,6 +147,11 @@ ONE_ROW_TAG = "int8gemv"
 # 12.5 ms CPU run, the ConvInteger before it 22 ms. Priced per call (`elementwise.fp32.span`, host-cpu.yaml).
 ORT_INT8DYN_UNIT_SPAN = "ort_int8dyn_unit_span"
 UNIT_SPAN_KEY = "elementwise.fp32.span"
+# A float Add / Sub / Mul / Div whose broadcast gives short spans (simulator/ort_broadcast.py): a call per span.
+ORT_FP32_SPAN = "ort_fp32_span="
+# A float Reduce* whose kept block after the reduced axes is short (simulator/ort_broadcast.py): a call per block.
+ORT_REDUCE_BLOCK = "ort_reduce_block="
+REDUCE_SPAN_KEY = "reduce.fp32.span"
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
@@ -338,6 +344,10 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(ORT_INT8DYN_UNIT_SPAN)
         if (span := _spans(nd, compiled, producer)) is not None:
             facts.add(f"{ORT_INT8_SPAN}{span}")
+        if (fspan := short_span(nd, compiled)) is not None:
+            facts.add(f"{ORT_FP32_SPAN}{fspan}")
+        if (block := short_reduce_block(nd, compiled)) is not None:
+            facts.add(f"{ORT_REDUCE_BLOCK}{block}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
@@ -371,6 +381,14 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     """`p` under its task's facts where the task runs int8 activations (static int8): an unfolded activation's
     kernels; a depthwise Conv on the generic kernel at its own figures (`dwconv.int8gen`, fitted by calibration on
     depthwise chains of such channel counts)."""
+    short = [(f[:f.index("=") + 1], int(f[f.index("=") + 1:])) for f in facts
+             if f.startswith((ORT_FP32_SPAN, ORT_REDUCE_BLOCK))]
+    if short and p.tag in ("fp32", "cast16") and not p.eliminated:
+        fact, n = short[0]
+        what = "broadcast in spans" if fact == ORT_FP32_SPAN else "reduces blocks"
+        return dataclasses.replace(p, span_elements=float(n), note="; ".join([*([p.note] if p.note else []),
+                                   f"{what} of {n}: one kernel call each"]),
+                                   span_key=UNIT_SPAN_KEY if fact == ORT_FP32_SPAN else REDUCE_SPAN_KEY)
     if ORT_INT8_REORDER in facts and p.eliminated and p.resolved.output == "int8":
         return dataclasses.replace(p, eliminated=False, note="; ".join(
             [*([p.note] if p.note else []), "a uint8 Transpose where the fp32 graph reorders to NCHWc (ORT's NHWC "

@@ -1,0 +1,92 @@
+"""STFT and GridSample count their work (they were tasks of no work); ORT's element-wise kernels over short broadcast
+spans and Reduce* over short kept blocks pay a cost per kernel call (simulator/other_ops.py, ort_broadcast.py)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from compiler.graph import Node, Value, WeightStats
+from simulator.costs import work_of
+from simulator.ort_broadcast import short_reduce_block, short_span
+from simulator.other_ops import FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NAIVE_TERM_FLOPS
+from simulator.profiles import load_profile
+from tests.simulator.helpers import act, graph, host_fp32_ms
+
+
+def _int(name: str, v: int) -> Value:
+    return Value(name, [], "int64", weight=WeightStats(1, 8, v, v, 0.0, ints=(v,)))
+
+
+def _stft(n: int, samples: int = 16000, hop: int = 160):  # type: ignore[no-untyped-def]
+    frames, bins = (samples - n) // hop + 1, n // 2 + 1
+    node = Node("s", "s", "STFT", inputs=["x", "step", "", "len"], outputs=["y"], attributes={"onesided": 1})
+    return graph([node], [act("x", [1, samples, 1]), _int("step", hop), _int("len", n), act("y", [1, frames, bins, 2])],
+                 ["x"], ["y"]), frames, bins
+
+
+def test_stft_counts_a_naive_dft_or_a_radix2_fft_as_ort_runs_it() -> None:
+    g, frames, bins = _stft(400)  # not a power of two: every bin over every sample
+    assert work_of(g.nodes[0], g).flops == pytest.approx(frames * bins * 400 * NAIVE_TERM_FLOPS)
+    g2, frames2, _ = _stft(512)
+    assert work_of(g2.nodes[0], g2).flops == pytest.approx(frames2 * 512 * 9 * FFT_PASS_FLOPS)
+    hw = load_profile("host-cpu")
+    # a 16,000-sample spectrogram at n=400: milliseconds, where it was a task of no work (dispatch only)
+    assert host_fp32_ms(g, hw) > 1.0 and host_fp32_ms(g, hw) > 3 * host_fp32_ms(g2, hw)
+
+
+def test_grid_sample_counts_a_pixel_cost_and_its_taps() -> None:
+    def gs(mode: str):  # type: ignore[no-untyped-def]
+        node = Node("g", "g", "GridSample", inputs=["x", "grid"], outputs=["y"], attributes={"mode": mode})
+        return graph([node], [act("x", [1024, 1, 32, 32]), act("grid", [1024, 7, 7, 2]), act("y", [1024, 1, 7, 7])],
+                     ["x", "grid"], ["y"])
+
+    lin, cubic = gs("linear"), gs("cubic")
+    px = 1024 * 49
+    assert work_of(lin.nodes[0], lin).flops == pytest.approx(px * GRID_PIXEL_FLOPS + px * 4 * GRID_TAP_FLOPS)
+    assert work_of(cubic.nodes[0], cubic).flops > work_of(lin.nodes[0], lin).flops
+    assert host_fp32_ms(lin, load_profile("host-cpu")) > 0.3  # RAFT's lookup: 0.87 ms measured, 0.013 before
+
+
+@pytest.mark.parametrize("a, b, span", [
+    ([1024, 7, 7, 1], [], 1),  # innermost axis 1: a call per element (RAFT's coordinate normalisation)
+    ([1, 36864, 3, 1], [1, 1, 3, 2], 2),  # affine_grid's product
+    ([1, 16384, 4, 1], [1, 1, 4, 4], 4),
+    ([1, 256, 16], [1, 1, 16], None),  # a span of 16: not short
+    ([50176], [], None),  # one call
+    ([1, 64, 56, 56], [1, 64, 56, 56], None),  # same shapes
+])
+def test_short_broadcast_spans(a: list[int], b: list[int], span: int | None) -> None:
+    out = [max(x, y) for x, y in zip([1] * (len(b) - len(a)) + a, [1] * (len(a) - len(b)) + b)]
+    g = graph([Node("m", "m", "Mul", inputs=["a", "b"], outputs=["y"])], [act("a", a), act("b", b), act("y", out)],
+              ["a", "b"], ["y"])
+    assert short_span(g.nodes[0], g) == span
+
+
+def test_a_short_span_costs_a_call_per_span_on_the_host() -> None:
+    def mul(a: list[int]):  # type: ignore[no-untyped-def]
+        return graph([Node("m", "m", "Mul", inputs=["a", "s"], outputs=["y"])],
+                     [act("a", a), Value("s", [], "float32", weight=WeightStats(1, 4, 2.0, 2.0, 0.0)), act("y", a)],
+                     ["a"], ["y"])
+
+    hw = load_profile("host-cpu")
+    unit, flat = mul([1024, 7, 7, 1]), mul([50176])
+    per_call = hw.units[0].kind_overhead_s["elementwise.fp32.span"]
+    assert host_fp32_ms(unit, hw) >= 50176 * per_call * 1e3  # 0.49 ms measured; 0.006 before
+    assert host_fp32_ms(flat, hw) < 0.1 * host_fp32_ms(unit, hw)
+
+
+def test_a_reduce_over_a_short_kept_block_costs_a_call_per_block() -> None:
+    def rsum(shape: list[int], axis: int):  # type: ignore[no-untyped-def]
+        out = [d for i, d in enumerate(shape) if i != axis]
+        axes = Value("ax", [1], "int64", weight=WeightStats(1, 8, axis, axis, 0.0, ints=(axis,)))
+        return graph([Node("r", "r", "ReduceSum", inputs=["x", "ax"], outputs=["y"], attributes={"keepdims": 0})],
+                     [act("x", shape), axes, act("y", out)], ["x"], ["y"])
+
+    stn, inner = rsum([1, 36864, 3, 2], 2), rsum([1, 36864, 6], 2)
+    assert short_reduce_block(stn.nodes[0], stn) == 2 and short_reduce_block(inner.nodes[0], inner) is None
+    hw = load_profile("host-cpu")
+    per_call = hw.units[0].kind_overhead_s["reduce.fp32.span"]
+    assert host_fp32_ms(stn, hw) >= 36864 * per_call * 1e3  # 2.61 ms measured; 0.21 before
+    assert math.isfinite(host_fp32_ms(inner, hw)) and host_fp32_ms(inner, hw) < 0.2
