@@ -330,6 +330,44 @@ def _gnn_built(e: Entry) -> Built:
                  ["x", "edge_index"], ["output"], {"x": [0], "edge_index": [1]})
 
 
+class _MelKWS(nn.Module):
+    """A keyword spotter with its front end in the graph: STFT (n_fft 400, hop 160: ONNX STFT through the dynamo
+    exporter; the TorchScript exporter cannot export a complex STFT), power, a mel matrix, log, a small CNN."""
+
+    def __init__(self, mels: int = 40, classes: int = 12) -> None:
+        super().__init__()
+        self.register_buffer("window", torch.hann_window(400))
+        self.register_buffer("fb", torch.rand(mels, 201))
+        self.cnn = nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                 nn.Linear(64, classes))
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        spec = torch.stft(input, 400, 160, window=self.window, center=False, return_complex=True)
+        mel = torch.log(self.fb @ (spec.real ** 2 + spec.imag ** 2) + 1e-6)
+        return self.cnn(mel.unsqueeze(1))
+
+
+class _SpatialTransformer(nn.Module):
+    """A spatial transformer: a localisation CNN regresses an affine theta, affine_grid + grid_sample warp the image
+    (ONNX GridSample; dynamo decomposes affine_grid into a broadcast Mul and a ReduceSum over blocks of 2; the
+    TorchScript exporter needs opset 20 for it), then a classifier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loc = nn.Sequential(nn.Conv2d(3, 16, 7, 2, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(16, 32, 5, 2, 2),
+                                 nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 6))
+        self.cls = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU(),
+                                 nn.Conv2d(64, 128, 3, 2, 1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                                 nn.Linear(128, 10))
+
+    def forward(self, input: torch.Tensor):  # type: ignore[no-untyped-def]
+        theta = self.loc(input).view(-1, 2, 3) + torch.tensor([[1.0, 0, 0], [0, 1.0, 0]])
+        grid = nn.functional.affine_grid(theta, list(input.shape), align_corners=False)
+        return self.cls(nn.functional.grid_sample(input, grid, align_corners=False))
+
+
 def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
     k = e.kwargs
     if e.name in ("lstm", "gru"):
@@ -342,6 +380,10 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _CondWhile(), torch.randn(*e.shape)
     if e.name == "index-ops":
         return _IndexOps(), torch.rand(*e.shape)
+    if e.name == "mel-kws":
+        return _MelKWS(), torch.randn(*e.shape)
+    if e.name == "stn":
+        return _SpatialTransformer(), torch.randn(*e.shape)
     if e.name == "audio-encoder":
         return _AudioEncoder(e.shape[1], k["dim"], k["heads"], k["layers"]), torch.randn(*e.shape)
     if e.name == "einsum-attention":

@@ -185,6 +185,11 @@ ENTRIES: tuple[Entry, ...] = (
           plan_defaults=True),
     Entry("torch/audio-encoder", "sequence", "torch", "audio-encoder", (1, 80, 1000), TFL,
           kwargs={"dim": 256, "heads": 4, "layers": 3}),
+    # session 40 sweep: a keyword spotter computing its spectrogram in the graph (ONNX STFT, a task of no work before:
+    # the model 0.31 ms predicted against 3.96 measured) and a spatial transformer (GridSample; affine_grid's short
+    # broadcast spans and its ReduceSum over blocks of 2: 1.36 against 5.93). Their TorchScript exports fail in torch.
+    Entry("torch/mel-kws", "sequence", "torch", "mel-kws", (1, 16000), PT2),
+    Entry("torch/stn", "cnn", "torch", "stn", (1, 3, 192, 192), PT2),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
