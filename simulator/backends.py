@@ -19,7 +19,7 @@ from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_fp16 import CONV_OPS, FP16_KERNELS
-from simulator.ort_int8 import ort_fact_path, ort_task_facts
+from simulator.ort_int8 import ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
 
@@ -493,8 +493,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     not form this SkipLayerNormalization in the fp16 graph (ort_fp16.fp16_unfused_norms); `facts`: the device runtime's
     (task_facts); `npu_refused`: the runtime's builder refuses this node, so only the last (catch-all) unit runs it."""
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
-    if p16 is not None:
-        return p16
+    if p16 is not None:  # a float op ORT runs over short spans pays its calls under fp16 too
+        return ort_span_path(p16, facts) if facts and target.backend == "ort-cpu" else p16
     if facts and target.backend == "coreml":
         return _coreml_plan(target, profile, op_type, kind, combo, has_kernel, fused, facts)
     if facts:

@@ -377,18 +377,31 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     return out
 
 
+def ort_span_path(p: Path, facts: frozenset[str]) -> Path:
+    """`p` with a cost per kernel call where its task is a float op over short broadcast spans or short reduce blocks
+    (ORT_FP32_SPAN, ORT_REDUCE_BLOCK), under every float option (fp16 too: ORT runs these in fp32); else `p`."""
+    short = [(f[:f.index("=") + 1], int(f[f.index("=") + 1:])) for f in facts
+             if f.startswith((ORT_FP32_SPAN, ORT_REDUCE_BLOCK))]
+    if not short or p.eliminated:
+        return p
+    fact, n = short[0]
+    if p.tag == "int8" and fact == ORT_FP32_SPAN and p.resolved.input == "int8":  # QLinearMul / QLinearAdd: the
+        return dataclasses.replace(p, span_elements=float(n), note="; ".join(  # int8 kernel's own cost per call
+            [*([p.note] if p.note else []), f"broadcast in spans of {n}: one kernel call each"]))
+    if p.tag.startswith("int8"):
+        return p
+    what = "broadcast in spans" if fact == ORT_FP32_SPAN else "reduces blocks"
+    return dataclasses.replace(p, span_elements=float(n), note="; ".join([*([p.note] if p.note else []),
+                               f"{what} of {n}: one kernel call each"]),
+                               span_key=UNIT_SPAN_KEY if fact == ORT_FP32_SPAN else REDUCE_SPAN_KEY)
+
+
 def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     """`p` under its task's facts where the task runs int8 activations (static int8): an unfolded activation's
     kernels; a depthwise Conv on the generic kernel at its own figures (`dwconv.int8gen`, fitted by calibration on
     depthwise chains of such channel counts)."""
-    short = [(f[:f.index("=") + 1], int(f[f.index("=") + 1:])) for f in facts
-             if f.startswith((ORT_FP32_SPAN, ORT_REDUCE_BLOCK))]
-    if short and p.tag in ("fp32", "cast16") and not p.eliminated:
-        fact, n = short[0]
-        what = "broadcast in spans" if fact == ORT_FP32_SPAN else "reduces blocks"
-        return dataclasses.replace(p, span_elements=float(n), note="; ".join([*([p.note] if p.note else []),
-                                   f"{what} of {n}: one kernel call each"]),
-                                   span_key=UNIT_SPAN_KEY if fact == ORT_FP32_SPAN else REDUCE_SPAN_KEY)
+    if p is not (q := ort_span_path(p, facts)):
+        return q
     if ORT_INT8_REORDER in facts and p.eliminated and p.resolved.output == "int8":
         return dataclasses.replace(p, eliminated=False, note="; ".join(
             [*([p.note] if p.note else []), "a uint8 Transpose where the fp32 graph reorders to NCHWc (ORT's NHWC "
