@@ -411,8 +411,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     if kind == "quant":
         return 0.0, 2.0 * out_e
     if kind in ("layout", "walk", "resize", "nearest"):
-        # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies, and
-        # the layout efficiency (calibrated) turns this into time.
+        # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies (layout rate).
         if kind == "walk" and op == "DepthToSpace":
             return 0.0, out_e * DEPTH_TO_SPACE_WALK
         return 0.0, out_e * (CUBIC_RESIZE_OPS if kind == "resize" and _mode(node) == "cubic" else 1.0)
