@@ -210,7 +210,7 @@ CASES: tuple[Case, ...] = (
     Case("resize-linear-1024x7", "resize", lambda p: side_by_side(
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
-    # A nearest Resize by 3 (costs._nearest_2x: not the 2x copy): ORT's generic kernel, 0.37x the linear one's time.
+    # A nearest Resize by 3 (resizes.nearest_2x: not the 2x copy): ORT's generic kernel, 0.37x the linear one's time.
     Case("nearest-32x40-by3", "nearest", lambda p: side_by_side(
         "Resize", [1, 32, 40, 40], [1, 32, 120, 120], p, (None, np.array([1, 1, 3, 3], np.float32)), mode="nearest",
         coordinate_transformation_mode="asymmetric", nearest_mode="floor"), (("fp32", "nearest.fp32"),)),

@@ -15,6 +15,7 @@ from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
+from simulator.resizes import moves_per_element, resize_kind
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
@@ -209,13 +210,9 @@ def kind_of(node: Node, graph: Graph) -> str:
     if op in _REDUCE:
         return "reduce"
     if op == "Transpose" and walks(node) or op == "DepthToSpace" and int(node.attributes.get("blocksize", 1)) > 1:
-        return "walk"  # DepthToSpace: DEPTH_TO_SPACE_WALK
-    if op in ("Resize", "Upsample") and node.attributes.get("mode") in ("linear", "cubic", b"linear", b"cubic"):
-        # Interpolation: ORT computes each output element from 4 (linear, 2-D) or 16 (cubic) inputs and their weights,
-        # 1.15-1.3 ns per element on this Zen 5 where nearest copies at 0.05-0.15 (single-op models, CPU time).
-        return "resize"
-    if op in ("Resize", "Upsample") and node.domain in ("", "ai.onnx") and not _nearest_2x(node, graph):
-        return "nearest"
+        return "walk"  # DepthToSpace: resizes.DEPTH_TO_SPACE_WALK
+    if op in ("Resize", "Upsample"):
+        return resize_kind(node, graph) or "layout"
     if op in _LAYOUT:
         return "layout"
     if op in _VIEW:
@@ -412,48 +409,8 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return 0.0, 2.0 * out_e
     if kind in ("layout", "walk", "resize", "nearest"):
         # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies (layout rate).
-        if kind == "walk" and op == "DepthToSpace":
-            return 0.0, out_e * DEPTH_TO_SPACE_WALK
-        return 0.0, out_e * (CUBIC_RESIZE_OPS if kind == "resize" and _mode(node) == "cubic" else 1.0)
+        return 0.0, out_e * moves_per_element(node, kind)
     return 0.0, other_flops(node, graph, outs)  # STFT, GridSample (simulator/other_ops.py); 0 for the rest
-
-
-# A cubic Resize against a linear one at the same shapes, per output element: ORT's bicubic kernel (the only one: LiteRT
-# and Core ML have no bicubic resize) took 45.7-48.9x the linear one's time on this Zen 4 ([1, 3, 224, 224] by 3: 84.4
-# against 1.85 ms; [1, 64, 56, 56] by 2: 54.6 / 1.12; [1, 256, 14, 14] by 2: 14.3 / 0.29; thread CPU time, load 2,
-# 2026-12-04), 62-71 ns per output element: an ESPCN's bicubic skip was predicted at 2 ms against 100.
-CUBIC_RESIZE_OPS = 48.0
-# DepthToSpace is a 6-D transpose whose innermost axis interleaves with the block's, which ORT walks element by
-# element, at about half a Transpose walk's time per element: 1.73-1.85 ns on this Zen 4 ([1, 27, 224, 224] by 3,
-# [1, 64, 56, 56] by 2; thread CPU time, load 2, 2026-12-04) where walks take 3.3-3.6 (transposes.far_walk); priced
-# at the layout rate it was 18x under (ESPCN). SpaceToDepth by 2 took 0.34 ns per element: a layout move, as before.
-DEPTH_TO_SPACE_WALK = 0.54
-
-
-def _nearest_2x(node: Node, graph: Graph) -> bool:
-    """Whether ORT (1.32, CPU) runs this nearest Resize as its 2x upsampling copy (`UpsampleNearest2x`): a 4-D
-    input scaled by exactly [1, 1, 2, 2], from an opset-9 Upsample or with asymmetric coordinates and floor rounding
-    (torch's exporters write both). Other nearest Resizes (3x, `interpolate(size=)`, half-pixel coordinates) run
-    the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on an Emerald
-    Rapids Xeon against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a
-    linear Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
-    if node.op_type == "Resize" and (_attr(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric"
-                                     or _attr(node, "nearest_mode", "round_prefer_floor") != "floor"):
-        return False
-    src = graph.values.get(node.inputs[0]) if node.inputs else None
-    out = graph.values.get(node.outputs[0]) if node.outputs else None
-    if src is None or out is None or not src.is_static or not out.is_static or len(src.shape) != 4:
-        return False  # shapes unknown: the generic kernel, the slower guess
-    return list(out.shape) == [src.shape[0], src.shape[1], 2 * src.shape[2], 2 * src.shape[3]]
-
-
-def _attr(node: Node, name: str, default: str) -> str:
-    v = node.attributes.get(name, default)
-    return v.decode() if isinstance(v, bytes) else str(v)
-
-
-def _mode(node: Node) -> str:
-    return _attr(node, "mode", "nearest")
 
 
 # Per element, a reduction over axes that are not the innermost ones (ReduceSum over dim 1 of [1, 512, 256]; a

@@ -52,7 +52,7 @@ def test_opset9_upsample_and_ort_nchwc_upsample_are_the_2x_copy() -> None:
 
 
 def test_a_cubic_resize_costs_its_measured_multiple_of_a_linear_one() -> None:
-    from simulator.costs import CUBIC_RESIZE_OPS
+    from simulator.resizes import CUBIC_RESIZE_OPS
 
     cubic, linear = _resize("cubic"), _resize("linear")
     assert kind_of(cubic.nodes[0], cubic) == "resize"

@@ -1,0 +1,63 @@
+"""How ONNX Runtime's CPU kernels resize and rearrange maps, per output element: which Resizes interpolate (kind
+`resize`), which map each output back to its input on the generic nearest kernel (kind `nearest`), which are a
+plain copy (a layout move), and how many moves each element costs against its kind's rate. costs.py counts the
+work with these; the rates are calibrated (`resize.fp32`, `nearest.fp32`)."""
+
+from __future__ import annotations
+
+from compiler.graph import Graph, Node
+
+# A cubic Resize against a linear one at the same shapes, per output element: ORT's bicubic kernel (the only one: LiteRT
+# and Core ML have no bicubic resize) took 45.7-48.9x the linear one's time on this Zen 4 ([1, 3, 224, 224] by 3: 84.4
+# against 1.85 ms; [1, 64, 56, 56] by 2: 54.6 / 1.12; [1, 256, 14, 14] by 2: 14.3 / 0.29; thread CPU time, load 2,
+# 2026-12-04), 62-71 ns per output element: an ESPCN's bicubic skip was predicted at 2 ms against 100. (An Emerald
+# Rapids Xeon: 39.6-42.2x at the first two shapes, load 4, 2026-12-05.)
+CUBIC_RESIZE_OPS = 48.0
+# DepthToSpace is a 6-D transpose whose innermost axis interleaves with the block's, which ORT walks element by
+# element, at about half a Transpose walk's time per element: 1.73-1.85 ns on this Zen 4 ([1, 27, 224, 224] by 3,
+# [1, 64, 56, 56] by 2; thread CPU time, load 2, 2026-12-04) where walks take 3.3-3.6 (transposes.far_walk); priced
+# at the layout rate it was 18x under (ESPCN). SpaceToDepth by 2 took 0.34 ns per element: a layout move, as before.
+DEPTH_TO_SPACE_WALK = 0.54
+
+
+def resize_kind(node: Node, graph: Graph) -> str | None:
+    """`resize` for an interpolating Resize / Upsample (ORT computes each output element from 4 (linear, 2-D) or 16
+    (cubic) inputs and their weights, 1.15-1.5 ns per element where a copy moves one at 0.05-0.2), `nearest` for a
+    nearest one on ORT's generic kernel, None for the 2x copy and MLAS's NCHWc Upsample (layout moves)."""
+    mode = _attr(node, "mode", "nearest")
+    if mode in ("linear", "cubic"):
+        return "resize"
+    if node.domain in ("", "ai.onnx") and not nearest_2x(node, graph):
+        return "nearest"
+    return None
+
+
+def moves_per_element(node: Node, kind: str) -> float:
+    """Moves per output element of a layout-like task against its kind's rate."""
+    if kind == "walk" and node.op_type == "DepthToSpace":
+        return DEPTH_TO_SPACE_WALK
+    if kind == "resize" and _attr(node, "mode", "nearest") == "cubic":
+        return CUBIC_RESIZE_OPS
+    return 1.0
+
+
+def nearest_2x(node: Node, graph: Graph) -> bool:
+    """Whether ORT (1.32, CPU) runs this nearest Resize as its 2x upsampling copy (`UpsampleNearest2x`): a 4-D
+    input scaled by exactly [1, 1, 2, 2], from an opset-9 Upsample or with asymmetric coordinates and floor rounding
+    (torch's exporters write both). Other nearest Resizes (3x, `interpolate(size=)`, half-pixel coordinates) run
+    the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on an Emerald
+    Rapids Xeon against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a
+    linear Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
+    if node.op_type == "Resize" and (_attr(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric"
+                                     or _attr(node, "nearest_mode", "round_prefer_floor") != "floor"):
+        return False
+    src = graph.values.get(node.inputs[0]) if node.inputs else None
+    out = graph.values.get(node.outputs[0]) if node.outputs else None
+    if src is None or out is None or not src.is_static or not out.is_static or len(src.shape) != 4:
+        return False  # shapes unknown: the generic kernel, the slower guess
+    return list(out.shape) == [src.shape[0], src.shape[1], 2 * src.shape[2], 2 * src.shape[3]]
+
+
+def _attr(node: Node, name: str, default: str) -> str:
+    v = node.attributes.get(name, default)
+    return v.decode() if isinstance(v, bytes) else str(v)
