@@ -150,6 +150,10 @@ class Work:
     # Transpose / NCHWc reorder that reads or writes across lines (transposes.strided_move): `.far` per byte beyond L2
     far_walk: float = 0.0
     indexed: float = 0.0  # elements an index op looks up one at a time (simulator.index_ops; 0: none)
+    # Output elements a Gemm first fills with its broadcast bias C, which the GEMM then reads back and accumulates
+    # into (beta 1): ORT's CPU Gemm / FusedGemm (GemmBroadcastBias, then MLAS SGEMM), one more pass over the output
+    # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
+    bias_pass: float = 0.0
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -340,9 +344,15 @@ def work_of(node: Node, graph: Graph) -> Work:
                 far_walk=(far_walk(node, graph) if kind == "walk"
                           else strided_move(node, graph) if kind == "layout" else 0.0),
                 indexed=indexed_elements(node, graph),
+                bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
+
+
+def op_has_bias(node: Node) -> bool:
+    """A Gemm / FusedGemm with a C input (a Linear's bias)."""
+    return node.op_type in ("Gemm", "FusedGemm") and len(node.inputs) > 2 and bool(node.inputs[2])
 
 
 def _epilogue_flops(node: Node, out_elements: float) -> float:

@@ -112,6 +112,7 @@ class Rates:
     aux_b: Num  # bytes per bias / gamma element read
     extra_in: Num  # extra traffic per input / output element
     extra_out: Num
+    bias_b: Num  # bytes per element of a Gemm's bias pass over its output (Counts.bias_pass): written, then read back
     cached_extra_in: Num  # extra bytes per input element at the cache rate (Path.cached_extra_in_bytes)
     dispatches: Num  # kernels launched (1 + extra)
     dispatch_s: Num  # launch cost per kernel
@@ -180,6 +181,9 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0,
         rt_mask=1 / 8 if p.runtime_sparse else 0.0,
         aux_b=p.aux_bytes, extra_in=p.extra_in_bytes, extra_out=p.extra_out_bytes,
+        # ORT's CPU EP fills a Gemm's output with its bias before the float GEMM accumulates into it (the backends
+        # whose activations are passes over the output too); its int8 kernels add the bias in their epilogue.
+        bias_b=2 * p.out_bytes if epilogue_pass and p.compute != "int8" else 0.0,
         cached_extra_in=p.cached_extra_in_bytes,
         dispatches=1 + p.extra_dispatches,
         # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
@@ -284,6 +288,7 @@ class Counts:
     copy_runs: Num = 0.0
     far_walk: Num = 0.0
     indexed: Num = 0.0
+    bias_pass: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -303,7 +308,8 @@ class Counts:
             sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
             reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
             im2col_strided=col([w.im2col_strided for w in works]), copy_runs=col([w.copy_runs for w in works]),
-            far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]))
+            far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
+            bias_pass=col([w.bias_pass for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -411,7 +417,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
                                                   outgrown(r, res.weights_fp32_bytes))
     s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
-    extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out
+    extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out + w.bias_pass * r.bias_b
     t_mem = (act - hot) / bw + hot / r.cache_bw + w_all * s_per_w_byte
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
