@@ -3,6 +3,7 @@ found whenever exhaustive search finds one, and the fewest-changes proposal is a
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 
@@ -32,16 +33,23 @@ def _random_budget(seed: int, states: list[tuple[dict[str, str], dict[str, float
     return Budget.of(**kw)
 
 
+@functools.cache
+def _exhaustive(seed: int) -> tuple[dict, dict, frozenset[str], str, list, Budget]:  # type: ignore[type-arg]
+    """A random table, the ops kept float, the model-wide option, every state's totals and a budget: the exhaustive
+    side of the two agreement tests below (3125 states per seed, most of their time), enumerated once per run."""
+    bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0,
+                                float_graph_ms=0.5 if seed % 4 == 3 else 0.0)  # a float-graph term: 10 of 40
+    rng = np.random.default_rng(seed)
+    keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
+    mw = ["fp32", "fp16", "int8-static"][seed % 3]
+    states = list(every_state(bulk, per_op, mw, keep))
+    return bulk, per_op, keep, mw, states, _random_budget(seed, states)
+
+
 def test_agrees_with_exhaustive_search_on_random_tables() -> None:
     feasible = optimal = 0
     for seed in range(40):
-        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0,
-                                    float_graph_ms=0.5 if seed % 4 == 3 else 0.0)  # a float-graph term: 10 of 40
-        rng = np.random.default_rng(seed)
-        keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
-        mw = ["fp32", "fp16", "int8-static"][seed % 3]
-        states = list(every_state(bulk, per_op, mw, keep))
-        budget = _random_budget(seed, states)
+        bulk, per_op, keep, mw, states, budget = _exhaustive(seed)
         meets = [ov for ov, t in states if not budget.unmet(t)]
         sol = solve(prepare(bulk, per_op), mw, {}, budget, keep)
         assert sol.feasible == bool(meets), f"seed {seed}: solver {sol.feasible}, exhaustive {bool(meets)}"
@@ -219,13 +227,7 @@ def test_repair_rounds_agree_with_exhaustive_search(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(proposals, "SMALL_MODEL_OPS", 0)
     agree = 0
     for seed in range(40):
-        bulk, per_op = random_table(seed, n=5, combos_per_op=4, units=seed % 2 == 0,
-                                    float_graph_ms=0.5 if seed % 4 == 3 else 0.0)  # a float-graph term: 10 of 40
-        rng = np.random.default_rng(seed)
-        keep = frozenset(o for o in bulk["ops"] if rng.random() < 0.2)
-        mw = ["fp32", "fp16", "int8-static"][seed % 3]
-        states = list(every_state(bulk, per_op, mw, keep))
-        budget = _random_budget(seed, states)
+        bulk, per_op, keep, mw, states, budget = _exhaustive(seed)
         sol = solve(prepare(bulk, per_op), mw, {}, budget, keep)
         agree += sol.feasible == any(not budget.unmet(t) for _, t in states)
         for p in sol.proposals:
