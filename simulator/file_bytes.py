@@ -21,6 +21,7 @@ from compiler.vocabulary.targets import Target
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind
 from simulator.folding import fold_constants
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
+from simulator.onnx_tools import static_keeps_float
 from simulator.qdq import dq_weights, float_view, qdq_preset
 from simulator.roofline import Path
 
@@ -309,15 +310,18 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
     return body
 
 
-def stored_aux_bytes(target: Target, p: Path, asked: Combo, has_kernel: bool) -> float:
+def stored_aux_bytes(target: Target, p: Path, asked: Combo, has_kernel: bool, op_type: str = "") -> float:
     """File bytes per float constant of a task (a bias; Add's constant, Gather's table, LayerNorm's gamma
     where the task has no kernel). An ONNX exporter stores a kernel-less task's as asked, whatever the
-    runtime then runs (QDQ quantizes a LayerNorm the CPU EP runs in fp32); elsewhere they are stored as
-    the path runs them, but for TFLite's fp16 biases."""
+    runtime then runs (QDQ quantizes a LayerNorm the CPU EP runs in fp32), but for ops quantize_static does
+    not quantize (a ScatterND's data: fp32); elsewhere they are stored as the path runs them, but for
+    TFLite's fp16 biases."""
     if target.export == "tflite" and has_kernel and p.resolved.kernel == "fp16":
         return 4.0  # ai-edge-quantizer's fp16 casts the kernel only; the bias stays float32
     if has_kernel or target.export != "onnx":
         return p.aux_bytes
+    if asked.input == "int8" and static_keeps_float(op_type):
+        return 4.0
     return {"fp16": 2.0, "int8": 1.0}.get(asked.input, 4.0)
 
 

@@ -108,7 +108,7 @@ def _coeffs(target: Target, hw: HardwareProfile, op_type: str, kind: str, has_ke
         supported=np.array([p.supported for p in paths]), resolved=[p.resolved.name for p in paths],
         notes=[p.note for p in paths], unit=np.array([p.unit for p in paths], dtype=np.int64),
         rates=stack([rates(hw, p, kind, epilogue_pass, op_type) for p in paths]),
-        aux_file_b=np.array([stored_aux_bytes(target, p, c, has_kernel) for p, c in zip(paths, combos)]),
+        aux_file_b=np.array([stored_aux_bytes(target, p, c, has_kernel, op_type) for p, c in zip(paths, combos)]),
         export_events=np.array([export_events(target, c) for c in combos], dtype=np.float64),
         kernel=[p.resolved.kernel for p in paths],
         sparsity=np.array([p.resolved.sparsity for p in paths], dtype=np.float64),
