@@ -33,6 +33,7 @@ def apply_plan(model_path: Path, source: Graph, plans: Mapping[str, InputPlan],
     shape arithmetic folded into constants), whose shapes filled the source's."""
     source.metadata.setdefault("file_size_bytes", str(Path(model_path).stat().st_size))
     source.metadata.setdefault("source_weight_bytes", str(source.weight_bytes))
+    source.metadata.setdefault(SYMBOLIC_SHAPE_READS, ",".join(symbolic_shape_reads(source)))
     for name, plan in plans.items():
         v = source.values.get(name)
         if v is not None:
@@ -53,6 +54,28 @@ def apply_plan(model_path: Path, source: Graph, plans: Mapping[str, InputPlan],
         return out, None  # the compile step reports why ONNX Runtime cannot load it
     fill_by_name(source, static_shapes(folded))
     return out, folded
+
+
+# Source metadata: ids of the Shape / Size nodes that read a dim left symbolic in the upload (comma-separated)
+SYMBOLIC_SHAPE_READS = "symbolic_shape_reads"
+
+
+def symbolic_shape_reads(graph: Graph) -> list[str]:
+    """Ids of the Shape / Size nodes of `graph` (as declared, before a plan fixes its inputs) that read a dim left
+    symbolic: ONNX Runtime folds them at the analysed shapes, but a file written from the upload keeps them, and
+    what they feed (a KV decoder's position ids, Range(past, past + 1), gathering its position table)."""
+    out = []
+    for nd in graph.nodes:
+        v = graph.values.get(nd.inputs[0]) if nd.op_type in ("Shape", "Size") and nd.inputs else None
+        if v is None:
+            continue
+        dims = v.shape
+        if dims is not None and nd.op_type == "Shape":
+            start, end = int(nd.attributes.get("start", 0)), nd.attributes.get("end")
+            dims = dims[start:int(end) if end is not None else None]
+        if dims is None or not all(isinstance(d, int) and d >= 0 for d in dims):
+            out.append(nd.id)
+    return out
 
 
 def unknown_values(graph: Graph) -> list[str]:

@@ -65,6 +65,8 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
     uploaded = _uploaded_integers(t, compiled, works, k_store)
     k_rows = np.array([w.kernel_out_channels for w in works], dtype=np.float64)
     k_depth = np.where(k_rows > 0, k_store / np.maximum(k_rows, 1), 0.0)
+    if records is not None and records.unfolded is not None:
+        aux_store = aux_store + records.unfolded
     if records is not None:
         # The file stores the source's kernels, once (the compiled graph may pad them, e.g. NCHWc channels,
         # or copy a shared one); tasks without an exported kernel keep the compiled figures.

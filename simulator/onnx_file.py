@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.concrete import SYMBOLIC_SHAPE_READS
 from compiler.graph import Graph, Value
 from simulator.folding import fold_constants
 from simulator.onnx_exported import (Const, XNode, exported_nodes, is_float_value, kernel_of, kernel_shape,
@@ -48,7 +49,9 @@ class ExportRecords:
     holds (simulator.file_bytes sizes the file as uploaded from them). `in_body[i]`: task i runs a node of an If /
     Loop / Scan body, which the exporter's quantizers do not enter (see _body_tasks). `int4_float[i]`: task i's
     kernel is read by an exported node MatMulNBits does not replace (a Gemm the exporter keeps, a Conv), so int4
-    writes it float."""
+    writes it float. `unfolded[i]`: elements of the float constants the file keeps that only nodes without a
+    compiled task read (a position table gathered by ids made from a dynamic input's shape: ORT folds the gather at
+    the analysed shapes, the file keeps the table), charged to task i, the first task their result reaches."""
 
     base: float
     events: np.ndarray
@@ -58,6 +61,7 @@ class ExportRecords:
     made_data: float = 0.0
     in_body: np.ndarray | None = None
     int4_float: np.ndarray | None = None
+    unfolded: np.ndarray | None = None
 
 
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
@@ -78,7 +82,8 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     consts = {k: v for k, v in vals.items() if v.weight is not None and k not in stored}
     # a `stored` constant's node stays in the file with its integer, scale and zero-point initializers
     outputs = {nd.id: nd.outputs for nd in source.nodes}
-    dropped = {i for i in folded if not set(outputs[i]) & stored} | set(compiled.eliminated) | gone
+    dropped = ({i for i in folded if not set(outputs[i]) & stored} | (set(compiled.eliminated) - _shape_bound(source))
+               | gone)
     for nd in source.nodes:  # what the runtime folds at load is an initializer of the file
         if nd.id in dropped:
             consts.update({o: vals[o] for o in nd.outputs if o in vals and o not in consts})
@@ -102,7 +107,65 @@ def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
     made = _made_bytes(xs, inits, made_names, n)
     int4_float = np.zeros(n, dtype=bool)
     int4_float[[x.task for x in xs if x.task >= 0 and x.op != "MatMul" and kernel_of(x, inits) is not None]] = True
-    return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()), in_body, int4_float)
+    return ExportRecords(float(base), ev, kern, mapped, made, float(made.sum()), in_body, int4_float,
+                         _unfolded(xs, inits, n))
+
+
+def _unfolded(xs: list[XNode], inits: dict[str, Const], n: int) -> np.ndarray:
+    """[n] elements of the float initializers read only by exported nodes no compiled task implements (the
+    runtime folds them at the analysed shapes, where the file computes them from a dynamic shape: the KV
+    decoder's 1024 x 128 position table, gathered at Range(past, past + 1); its dynamic exports were sized
+    without it, int8-dynamic -23.7%), charged to the first task downstream, which stores them as its own."""
+    by_task = {v for x in xs if x.task >= 0 for v in x.inputs}
+    readers: dict[str, list[XNode]] = {}
+    for x in xs:
+        for v in x.inputs:
+            readers.setdefault(v, []).append(x)
+    out = np.zeros(n)
+    seen: set[str] = set()
+    for x in xs:
+        if x.task >= 0:
+            continue
+        for v in x.inputs:
+            c = inits.get(v)
+            if c is None or not c.floating or v in by_task or v in seen:
+                continue
+            seen.add(v)
+            t = _first_task(x, readers)
+            if t >= 0:
+                out[t] += c.data_bytes / 4.0  # fp32 elements (the exporter restores fp16 files to fp32)
+    return out
+
+
+def _first_task(x: XNode, readers: dict[str, list[XNode]]) -> int:
+    """The task of the first node with one that the outputs of `x` reach (breadth first), -1 if none."""
+    todo, seen = [x], {id(x)}
+    while todo:
+        nxt: list[XNode] = []
+        for y in todo:
+            for o in y.outputs:
+                for r in readers.get(o, []):
+                    if r.task >= 0:
+                        return r.task
+                    if id(r) not in seen:
+                        seen.add(id(r))
+                        nxt.append(r)
+        todo = nxt
+    return -1
+
+
+def _shape_bound(source: Graph) -> set[str]:
+    """Ids of the nodes that compute from a dim the upload leaves symbolic (compiler.concrete.symbolic_shape_reads,
+    and every node downstream): the compiled graph folds them at the analysed shapes, the exporter's file, written
+    from the upload, keeps them and the constants they read."""
+    reads = set(filter(None, source.metadata.get(SYMBOLIC_SHAPE_READS, "").split(",")))
+    tainted: set[str] = set()
+    out: set[str] = set()
+    for nd in source.nodes:
+        if nd.id in reads or tainted.intersection(nd.inputs):
+            out.add(nd.id)
+            tainted.update(nd.outputs)
+    return out
 
 
 # The events of the tools that act on the top-level graph's nodes only (compiler.optimize.onnx_export passes them
