@@ -23,9 +23,11 @@ import numpy as np
 from compiler.graph import Graph, Node
 from compiler.optimize.onnx_rules import FLOAT_FORMAT
 from compiler.profile import Profile
-from compiler.vocabulary.options import Preset
+from compiler.vocabulary.options import Combo, Preset
 from compiler.vocabulary.targets import Target
 from simulator.costs import Work
+from simulator.profiles import HardwareProfile
+from simulator.ort_fp16 import FP16_KERNELS
 from simulator.static_values import StaticValues, counted_trips
 
 DEFAULT_TRIPS = 1
@@ -252,3 +254,39 @@ def body_preset(preset: Preset) -> str:
     """The preset a body task is written in under `preset`: fp16 where the fp16 converter runs (unpruned: pruning is
     top-level too), else fp32."""
     return "fp16" if preset.resolve(FLOAT_FORMAT, True).input == "fp16" else "fp32"
+
+
+def fp16_body_casts(t: Target, graph: Graph) -> list[tuple[float, ...]]:
+    """Per task: the element counts of the float constants (its weight, bias, an Add's operand) it reads through a
+    Cast ORT runs at every execution under fp16, () for none. ORT's x86 CPU EP runs an fp16 op without an fp16 kernel
+    (simulator.ort_fp16.FP16_KERNELS) as fp32 between Casts it inserts; at the top level a Cast of an initializer
+    is folded at load, but inside an If / Loop / Scan body it is not, whether the constant is the body's own or read
+    from the outer scope: the corpus's greedy decoder's fp16 body casts its three weight matrices (768 x 256 twice,
+    1000 x 256) and their biases back to fp32 on every trip (12 Casts in ORT's optimized body)."""
+    native = FP16_KERNELS.get(t.backend)
+    out: list[tuple[float, ...]] = [()] * len(graph.nodes)
+    if native is None or t.export != "onnx":
+        return out
+    for i, nd in enumerate(graph.nodes):
+        if not nd.parent or nd.op_type in native:
+            continue
+        vals = [graph.values.get(v) for v in dict.fromkeys(nd.inputs) if v]
+        out[i] = tuple(float(v.weight.elements) for v in vals if v is not None and v.weight is not None
+                       and v.dtype in ("float32", "float16") and v.weight.elements)
+    return out
+
+
+def body_cast_ms(hw: HardwareProfile, elements: float) -> float:
+    """One run-time Cast of an fp16 constant of `elements` values in a body: a dispatch, the fp16 values read as
+    weights are (streamed: a body that casts its weights every trip outgrows the L2 with their fp32 copies; the
+    greedy decoder's 1.3 MB of fp16 weights and 2.6 MB of copies per trip) and the fp32 copy written to cache.
+    Its Gemm then reads the copy hot, which its own figure ignores (the weight-streaming read is the net cost). The
+    greedy decoder's fp16 export (thread CPU time, 300 runs, load 7): 3.66 ms against 2.19 for its fp32 export."""
+    u = hw.units[0]
+    return (u.dispatch_overhead_s + elements * (2.0 / hw.dram_bandwidth_bytes_per_s
+                                                + 4.0 / u.cache_bandwidth_bytes_per_s)) * 1e3
+
+
+def stores_fp16(c: Combo, has_kernel: bool) -> bool:
+    """Whether the exporter writes a task's constants fp16 under combo `c` (the fp16 converter's work)."""
+    return c.kernel == "fp16" if has_kernel else c.input == "fp16"

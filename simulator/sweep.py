@@ -23,7 +23,8 @@ from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_p
 from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
-                                    scale_by_executions, written_in_body)
+                                    body_cast_ms, fp16_body_casts, scale_by_executions, stores_fp16,
+                                    written_in_body)
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, work_of
 from simulator.folding import fold_constants
 from simulator.file_bytes import (
@@ -369,6 +370,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task.
     `own`: the preset whose combos the measured task times are (`fp32`, or `fp16` for an fp16 ONNX upload)."""
     io_in, io_out = io_elements(compiled)
+    casts = fp16_body_casts(t, compiled)
     control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
     # Weights stay on chip between inferences only if all of them fit (else each run streams them).
     total_w = float((st.kernel + st.aux).sum()) * 4 + sum(w.other_const_bytes for w in works)
@@ -395,6 +397,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         g.metrics, pure32[rows] = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                                            measured[rows], res, st.at(rows), int(pick[i32]))
         scale_by_executions(g.metrics, execs[rows])
+        g.metrics["latency_ms"] += _body_cast_ms(casts, rows, combos, has_k, hw, execs)
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
         g.metrics["latency_ms"] += (control[rows][:, None] * co.rates.dispatch_s[None, :]
@@ -412,6 +415,17 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
         cols.fill(g, pick)
     return where
+
+
+def _body_cast_ms(casts: list[tuple[float, ...]], rows: list[int], combos: tuple[Combo, ...], has_k: bool,
+                  hw: HardwareProfile, execs: np.ndarray) -> np.ndarray | float:
+    """[len(rows), C] ms per inference of the Casts of fp16 constants body tasks run at every execution
+    (control_flow.fp16_body_casts), in the combos whose constants the exporter writes fp16; 0.0 if none."""
+    if not any(casts[i] for i in rows):
+        return 0.0
+    each = np.array([sum(body_cast_ms(hw, e) for e in casts[i]) * execs[i] for i in rows])
+    on = np.array([stores_fp16(c, has_k) for c in combos], dtype=np.float64)
+    return each[:, None] * on[None, :]
 
 
 def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Work]
