@@ -42,7 +42,13 @@ _GEMM = {"Gemm", "FusedGemm", "QGemm", "MatMulNBits", "DynamicQuantizeMatMul", "
          "QLinearMatMul", "MatMulInteger", "MatMul", "FusedMatMul", "MatMulFp4", "GemmFastGelu"}
 # Recurrent ops: gates per step (each a GEMM over [input, hidden] -> hidden) and FLOPs per hidden unit and step
 # of their gate activations and state update (sigmoid 4, tanh 6, element-wise 1; ONNX LSTM / GRU / RNN defaults).
-_RNN: dict[str, tuple[int, float]] = {"LSTM": (4, 3 * 4 + 2 * 6 + 5), "GRU": (3, 2 * 4 + 6 + 6), "RNN": (1, 6 + 1)}
+_RNN: dict[str, tuple[int, float]] = {"LSTM": (4, 3 * 4 + 2 * 6 + 5), "GRU": (3, 2 * 4 + 6 + 6), "RNN": (1, 6 + 1),
+                                      "DynamicQuantizeLSTM": (4, 3 * 4 + 2 * 6 + 5)}
+# ORT's DynamicQuantizeLSTM (quantize_dynamic's LSTM: ddddocr's older recognizer ships one) stores W and R as int8
+# [dirs, input or hidden, 4 * hidden], transposed against LSTM's, and runs them with MLAS's int8 GEMMs: each step's
+# H x R reads R a byte per element, a quarter of a float R's bytes. Its recurrent reads and MACs are counted in
+# float elements (a quarter of R's), which the roofline prices as the float LSTM's.
+_INT8_RNN = frozenset({"DynamicQuantizeLSTM"})
 _ATTENTION = {"Attention", "MultiHeadAttention", "GroupQueryAttention", "QAttention", "PackedAttention",
               "SparseAttention", "DecoderMaskedMultiHeadAttention"}
 _NCHW_POOLS = frozenset({"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool"})
@@ -495,7 +501,7 @@ def _rnn_arithmetic(node: Node, graph: Graph) -> tuple[float, float]:
     gates, act_flops = _RNN[node.op_type]
     layout = int(node.attributes.get("layout", 0) or 0)
     hidden = int(node.attributes.get("hidden_size", 0) or 0)
-    n_in = w[2] if len(w) == 3 else (x[-1] if len(x) == 3 else None)
+    n_in = (w[1] if node.op_type in _INT8_RNN else w[2]) if len(w) == 3 else (x[-1] if len(x) == 3 else None)
     steps = x[layout] if len(x) == 3 else None
     batch = next((b for b in (x[1 - layout] if len(x) == 3 else None, h0[1 - layout] if len(h0) == 3 else None)
                   if isinstance(b, int)), None)
@@ -503,7 +509,8 @@ def _rnn_arithmetic(node: Node, graph: Graph) -> tuple[float, float]:
         return 0.0, 0.0
     dirs = 2 if node.attributes.get("direction") == "bidirectional" else 1
     rows = float(steps * batch * dirs)  # type: ignore[operator]
-    return rows * gates * hidden * (n_in + hidden), rows * hidden * act_flops  # type: ignore[operator]
+    recurrent = hidden * (0.25 if node.op_type in _INT8_RNN else 1.0)
+    return rows * gates * hidden * (n_in + recurrent), rows * hidden * act_flops  # type: ignore[operator]
 
 
 def _rnn_recurrent_reads(node: Node, graph: Graph) -> tuple[float, float]:
@@ -523,7 +530,9 @@ def _rnn_recurrent_reads(node: Node, graph: Graph) -> tuple[float, float]:
     steps = x.shape[int(node.attributes.get("layout", 0) or 0)]
     if not all(isinstance(d, int) for d in (*r.shape, steps)):
         return 0.0, 0.0
-    return float(steps) * math.prod(int(d) for d in r.shape), float(int(r.shape[1]) * int(r.shape[2]))  # type: ignore[arg-type]
+    share = 0.25 if node.op_type in _INT8_RNN else 1.0  # an int8 R: a quarter of the bytes (_INT8_RNN)
+    return (share * float(steps) * math.prod(int(d) for d in r.shape),  # type: ignore[arg-type]
+            share * float(int(r.shape[1]) * int(r.shape[2])))
 
 
 def _reduction_dim(node: Node, act_in: list[Value], kernel: Value | None) -> float:
