@@ -26,8 +26,8 @@ from compiler.profile import Profile
 from compiler.vocabulary.options import Combo, Preset
 from compiler.vocabulary.targets import Target
 from simulator.costs import Work
-from simulator.profiles import HardwareProfile
 from simulator.ort_fp16 import FP16_KERNELS
+from simulator.profiles import HardwareProfile
 from simulator.static_values import StaticValues, counted_trips
 
 DEFAULT_TRIPS = 1

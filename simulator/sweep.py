@@ -21,7 +21,6 @@ from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
-from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
                                     body_cast_ms, fp16_body_casts, scale_by_executions, stores_fp16,
                                     written_in_body)
@@ -42,6 +41,7 @@ from simulator.onnx_file import ExportRecords
 from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
+from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
