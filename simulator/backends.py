@@ -18,7 +18,7 @@ from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_
 from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
-from simulator.ort_fp16 import CONV_OPS, FP16_KERNELS
+from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS
 from simulator.ort_int8 import ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
@@ -382,17 +382,18 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
 
 
 def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
-                  has_kernel: bool, fused: bool, shared_cast: bool = False, plain_norm: bool = False) -> Path | None:
+                  has_kernel: bool, fused: bool, shared_cast: bool = False, plain_norm: bool = False,
+                  fusion_kept: bool = False) -> Path | None:
     """fp16 activations on a backend with fp16 kernels for a few ops only (FP16_KERNELS). Those ops run
     fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
     of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
-    fp16 graph loses. A fused activation runs as its own kernel: its fp16 constants reach it through Casts
-    (Clip) or it is inlined as a function (Relu -> Max), so ORT cannot fuse it; an NCHWc Conv then needs
-    reorders on both sides. Softmax has no fp16 kernel and is inlined as ReduceMax, Sub, Exp, ReduceSum, Div.
+    fp16 graph loses. A fused activation with an fp16 kernel (Clip) runs as its own kernel behind a Cast, and an
+    NCHWc Conv then needs reorders on both sides. Softmax has no fp16 kernel: ReduceMax, Sub, Exp, ReduceSum, Div.
     `shared_cast` (ort_fp16.fp16_shared_casts): a Conv whose weight or bias ORT keeps behind a run-time Cast stays
     a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate. `plain_norm` (ort_fp16.fp16_unfused_norms): a
     SkipLayerNormalization ORT does not form in the fp16 graph runs as its Add (fp32) and a fp16
-    LayerNormalization."""
+    LayerNormalization. `fusion_kept` (ort_fp16.FP16_FUSION_KEPT): the fused activation has no fp16 kernel either:
+    ORT fuses it again; such a Conv (or one without one) runs the fp32 graph's kernel: fp32 figures."""
     native = FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
@@ -427,7 +428,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     nchw = shared_cast and has_kernel and op_type in CONV_OPS
     if nchw:
         notes.append("weight or bias shared with other nodes keeps a run-time Cast: plain NCHW Conv, no NCHWc")
-    if fused and has_kernel:
+    if fused and has_kernel and not fusion_kept:
         extra_out += 2 * p.out_bytes  # the activation's own pass
         disp += 1
         notes.append("activation no longer fused: runs as its own kernel")
@@ -449,8 +450,8 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     # its own where calibration fitted them on fp16 exports (`dwconvnchw.cast16nchw`: depthwise chains sharing one
     # bias, 3x3 and 5x5; the fp32 figures, fitted on 3x3 only, priced MobileNetV3's 5x5 ones 1.6-1.7x too fast).
     own = p.tag == "nchw" and f"{p.rate_kind}.{CAST16NCHW}" in profile.units[p.unit].efficiency
-    tag = ("cast16nchw" if own else p.tag) if p.tag == "nchw" else ("cast16nchw" if nchw else "cast16") \
-        if has_kernel else p.tag
+    tag = ("cast16nchw" if own else p.tag) if p.tag == "nchw" else ("cast16nchw" if nchw else (
+        p.tag if fusion_kept or not fused else "cast16")) if has_kernel else p.tag
     # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.
     return dataclasses.replace(p, tag=tag, im2col=nchw or p.im2col, extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,
@@ -492,7 +493,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     `shared_cast`: the task reads a constant other nodes read too (ort_fp16.fp16_shared_casts); `plain_norm`: ORT does
     not form this SkipLayerNormalization in the fp16 graph (ort_fp16.fp16_unfused_norms); `facts`: the device runtime's
     (task_facts); `npu_refused`: the runtime's builder refuses this node, so only the last (catch-all) unit runs it."""
-    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm)
+    p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm,
+                    FP16_FUSION_KEPT in facts)
     if p16 is not None:  # a float op ORT runs over short spans pays its calls under fp16 too
         return ort_span_path(p16, facts) if facts and target.backend == "ort-cpu" else p16
     if facts and target.backend == "coreml":
@@ -518,7 +520,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
             return p
     for alt in _fallbacks(combo, target.float_format):
         # the fallback runs as its combo chosen itself would (fp16 on ORT CPU: behind its Casts)
-        p = _ort_fp16(target, profile, op_type, kind, alt, has_kernel, fused, shared_cast, plain_norm)
+        p = _ort_fp16(target, profile, op_type, kind, alt, has_kernel, fused, shared_cast, plain_norm,
+                      FP16_FUSION_KEPT in facts)
         if p is None:
             p = next((q for ui, unit in units
                       if (q := _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)) is not None), None)

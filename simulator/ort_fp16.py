@@ -20,6 +20,13 @@ FP16_KERNELS: dict[str, frozenset[str]] = {
 
 CONV_OPS = frozenset({"Conv", "FusedConv"})
 
+# A task fact (simulator.ort_int8.ort_task_facts): the activation ORT fused into this Conv / Gemm has no fp16 kernel
+# (Relu, Sigmoid, LeakyRelu...), so in the fp16 graph it too runs fp32 between Casts, the Cast pair between the two
+# cancels and ORT fuses them again: the fp16 file runs the fp32 graph (torchvision's quantized MobileNetV2, Relu
+# throughout: its fp16 export 3.684 ms against 3.686 for fp32, the optimized graphs alike, load 0.3, 2026-12-05). A
+# Clip (fp16 kernel) stays fp16 behind a real Cast, and the Conv runs unfused (MobileNetV2's ReLU6: 35 Clips apart).
+FP16_FUSION_KEPT = "fp16.fusion-kept"
+
 
 def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
     """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
