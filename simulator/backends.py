@@ -18,7 +18,7 @@ from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_
 from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
-from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS
+from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, fp16_task_facts
 from simulator.ort_int8 import ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
@@ -79,8 +79,8 @@ _GELU_SPLIT_NOTE = "Gelu not fused: Div, Erf, Add, Mul, Mul run as 5 kernels"
 def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> list[frozenset[str]]:
     """Per compiled task: what `target`'s runtime does with it that its op type and kind do not tell: the QNN
     runtimes' (simulator/device_facts.py), XNNPACK's PAD folding (simulator/litert_paths.py), Core ML's
-    (simulator/coreml_rules.py), ORT CPU's static int8 (simulator/ort_int8.py, reading `source` where given);
-    empty elsewhere."""
+    (simulator/coreml_rules.py), ORT CPU's static int8 (simulator/ort_int8.py, reading `source` where given) and
+    fp16 (simulator/ort_fp16.py); empty elsewhere."""
     if target.backend in QNN_FACT_BACKENDS:
         return qnn_task_facts(target, compiled)
     if target.backend in LITERT_BACKENDS:
@@ -88,7 +88,7 @@ def task_facts(target: Target, compiled: Graph, source: Graph | None = None) -> 
     if target.backend == "coreml":
         return coreml_facts(compiled)
     if target.backend == "ort-cpu":
-        return ort_task_facts(compiled, source)
+        return [a | b for a, b in zip(ort_task_facts(compiled, source), fp16_task_facts(compiled))]
     return [frozenset()] * len(compiled.nodes)
 
 

@@ -85,3 +85,13 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
     plain = set(json.loads(names))
     return [nd.op_type == "SkipLayerNormalization" and any(s in plain for s in nd.source_nodes)
             for nd in compiled.nodes]
+
+
+def fp16_task_facts(compiled: Graph) -> list[frozenset[str]]:
+    """Per compiled task of ORT's x86 CPU EP: FP16_FUSION_KEPT where the activation fused into it has no fp16 kernel."""
+    native = FP16_KERNELS["ort-cpu"]
+    out = []
+    for nd in compiled.nodes:
+        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
+        out.append(frozenset({FP16_FUSION_KEPT}) if act and act not in native else frozenset())
+    return out

@@ -19,7 +19,6 @@ from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
 from simulator.ort_broadcast import short_reduce_block, short_span
-from simulator.ort_fp16 import FP16_FUSION_KEPT, FP16_KERNELS
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
@@ -350,8 +349,6 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
         if (block := short_reduce_block(nd, compiled)) is not None:
             facts.add(f"{ORT_REDUCE_BLOCK}{block}")
         act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
-        if act and act not in FP16_KERNELS["ort-cpu"]:
-            facts.add(FP16_FUSION_KEPT)
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
         kind = kind_of(nd, compiled)

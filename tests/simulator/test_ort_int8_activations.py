@@ -11,7 +11,6 @@ import numpy as np
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.ort_fp16 import FP16_FUSION_KEPT
 from simulator.ort_int8 import ORT_INT8_UNFOLDED, ort_task_facts
 from simulator.profiles import load_profile
 
@@ -41,9 +40,7 @@ def test_fused_activations_int8_cannot_fold_are_task_facts(tmp_path: Path) -> No
         facts = ort_task_facts(g)
         convs = [i for i, n in enumerate(g.nodes) if n.op_type == "Conv"]
         assert len(convs) == 2 and len(g.nodes) == len(facts)
-        own = facts[convs[0]] - {FP16_FUSION_KEPT}  # (neither has an fp16 kernel: fused again under fp16 too)
-        assert FP16_FUSION_KEPT in facts[convs[0]]
-        assert own == (frozenset({ORT_INT8_UNFOLDED + act}) if unfolded else frozenset()), facts
+        assert facts[convs[0]] == (frozenset({ORT_INT8_UNFOLDED + act}) if unfolded else frozenset()), facts
         assert facts[convs[1]] == frozenset()
 
 
