@@ -97,6 +97,12 @@ class Node:
     parent: str = ""
     branch: str = ""
 
+    def text(self, name: str, default: str = "") -> str:
+        """A string attribute (`activation`, `mode`, `equation`...): the frontends store them decoded, and
+        an absent or empty one reads as `default`."""
+        v = self.attributes.get(name)
+        return default if v is None or v == "" else str(v)
+
 
 @dataclass(slots=True)
 class Graph:

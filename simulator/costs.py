@@ -367,8 +367,7 @@ def _epilogue_flops(node: Node, out_elements: float) -> float:
     FusedConv / FusedGemm, is a separate MlasActivation pass over the output."""
     if not _fused_activation(node):
         return 0.0
-    act = node.attributes.get("activation")
-    act = act.decode() if isinstance(act, bytes) else str(act)
+    act = node.text("activation")
     if node.domain == "com.microsoft.nchwc" and act == "Relu":
         return 0.0
     return _ELEMENTWISE_FLOPS.get(act, 2.0) * out_elements

@@ -15,9 +15,7 @@ from compiler.graph import Graph, Node
 
 
 def _terms(node: Node) -> tuple[list[str], str] | None:
-    eq = node.attributes.get("equation")
-    eq = eq.decode() if isinstance(eq, bytes) else str(eq or "")
-    eq = eq.replace(" ", "")
+    eq = node.text("equation").replace(" ", "")
     if "->" not in eq or "." in eq:  # implicit outputs and ellipses: left as they were
         return None
     lhs, out = eq.split("->")

@@ -92,6 +92,6 @@ def fp16_task_facts(compiled: Graph) -> list[frozenset[str]]:
     native = FP16_KERNELS["ort-cpu"]
     out = []
     for nd in compiled.nodes:
-        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
+        act = nd.text("activation")
         out.append(frozenset({FP16_FUSION_KEPT}) if act and act not in native else frozenset())
     return out

@@ -348,7 +348,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(f"{ORT_FP32_SPAN}{fspan}")
         if (block := short_reduce_block(nd, compiled)) is not None:
             facts.add(f"{ORT_REDUCE_BLOCK}{block}")
-        act = a.decode() if isinstance(a := nd.attributes.get("activation"), bytes) else a
+        act = nd.text("activation")
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
         kind = kind_of(nd, compiled)

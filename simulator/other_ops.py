@@ -42,8 +42,7 @@ def other_flops(node: Node, graph: Graph, outs: list[Value | None]) -> float:
     if node.op_type == "STFT" and len(dims) == 4:
         return _stft_flops(node, graph, dims)
     if node.op_type == "GridSample" and len(dims) >= 3:
-        mode = node.attributes.get("mode", "linear")
-        mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+        mode = node.text("mode", "linear")
         pixels = dims[0] * math.prod(dims[2:])
         return pixels * GRID_PIXEL_FLOPS + math.prod(dims) * GRID_TAP_FLOPS * _TAPS.get(mode, 4)
     return 0.0

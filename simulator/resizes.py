@@ -24,7 +24,7 @@ def resize_kind(node: Node, graph: Graph) -> str | None:
     """`resize` for an interpolating Resize / Upsample (ORT computes each output element from 4 (linear, 2-D) or 16
     (cubic) inputs and their weights, 1.15-1.5 ns per element where a copy moves one at 0.05-0.2), `nearest` for a
     nearest one on ORT's generic kernel, None for the 2x copy and MLAS's NCHWc Upsample (layout moves)."""
-    mode = _attr(node, "mode", "nearest")
+    mode = node.text("mode", "nearest")
     if mode in ("linear", "cubic"):
         return "resize"
     if node.domain in ("", "ai.onnx") and not nearest_2x(node, graph):
@@ -36,7 +36,7 @@ def moves_per_element(node: Node, kind: str) -> float:
     """Moves per output element of a layout-like task against its kind's rate."""
     if kind == "walk" and node.op_type == "DepthToSpace":
         return DEPTH_TO_SPACE_WALK
-    if kind == "resize" and _attr(node, "mode", "nearest") == "cubic":
+    if kind == "resize" and node.text("mode", "nearest") == "cubic":
         return CUBIC_RESIZE_OPS
     return 1.0
 
@@ -48,16 +48,11 @@ def nearest_2x(node: Node, graph: Graph) -> bool:
     the generic kernel, which maps every output element back to its input: 0.54-0.58 ns per element on an Emerald
     Rapids Xeon against 0.15-0.24 for the 2x copy (single-op models, thread CPU time, load 4, 2026-12-05), 0.37x a
     linear Resize's time (kind `nearest`, fitted by calibration: the `nearest-*` case)."""
-    if node.op_type == "Resize" and (_attr(node, "coordinate_transformation_mode", "half_pixel") != "asymmetric"
-                                     or _attr(node, "nearest_mode", "round_prefer_floor") != "floor"):
+    if node.op_type == "Resize" and (node.text("coordinate_transformation_mode", "half_pixel") != "asymmetric"
+                                     or node.text("nearest_mode", "round_prefer_floor") != "floor"):
         return False
     src = graph.values.get(node.inputs[0]) if node.inputs else None
     out = graph.values.get(node.outputs[0]) if node.outputs else None
     if src is None or out is None or not src.is_static or not out.is_static or len(src.shape) != 4:
         return False  # shapes unknown: the generic kernel, the slower guess
     return list(out.shape) == [src.shape[0], src.shape[1], 2 * src.shape[2], 2 * src.shape[3]]
-
-
-def _attr(node: Node, name: str, default: str) -> str:
-    v = node.attributes.get(name, default)
-    return v.decode() if isinstance(v, bytes) else str(v)

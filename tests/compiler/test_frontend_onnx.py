@@ -163,3 +163,19 @@ def test_name_by_id_renames_only_empty_or_repeated_names() -> None:
     for names, ids in ((["a", "a", "c"], ["Relu_0", "Relu_1", "c"]), (["a", "", "c"], ["a", "Relu_1", "c"])):
         m = model(names)
         assert name_by_id(m) and [n.name for n in m.graph.node] == ids
+
+
+def test_string_attributes_are_read_decoded_through_node_text(tmp_path) -> None:
+    """The frontend stores a STRING attribute as str, so the simulator's rules read it with Node.text and
+    never see bytes; an absent attribute reads as the default the rule gives."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    g = helper.make_graph([helper.make_node("GridSample", ["x", "g"], ["y"], name="gs", mode="nearest"),
+                           helper.make_node("Relu", ["x"], ["r"], name="r")], "g",
+                          [x, helper.make_tensor_value_info("g", TensorProto.FLOAT, [1, 8, 8, 2])], [y])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    ir = frontends.load(path)
+    gs, relu = (next(n for n in ir.nodes if n.op_type == t) for t in ("GridSample", "Relu"))
+    assert gs.attributes["mode"] == "nearest" and gs.text("mode", "linear") == "nearest"
+    assert relu.text("activation") == "" and relu.text("mode", "linear") == "linear"

@@ -8,7 +8,7 @@ from simulator.costs import kind_of, work_of
 
 def _einsum(equation: str, shapes: dict[str, list[int]], out: list[int]) -> tuple[Node, Graph]:
     names = list(shapes)
-    node = Node("e", "e", "Einsum", inputs=names, outputs=["y"], attributes={"equation": equation.encode()})
+    node = Node("e", "e", "Einsum", inputs=names, outputs=["y"], attributes={"equation": equation})
     values = {n: Value(n, s, "float32") for n, s in shapes.items()} | {"y": Value("y", out, "float32")}
     return node, Graph("g", "onnx", [node], values, names, ["y"])
 
