@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.graph import Graph, Value
-from simulator.onnx_proto import node_bytes
+from simulator.onnx_proto import node_bytes, subgraph_bytes
 
 WEIGHTED_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})  # the ops whose weight an option acts on
 
@@ -55,6 +55,16 @@ def value_nbytes(v: Value | None) -> int:
     if v.weight is not None:
         return int(v.weight.bytes)
     return int(v.bytes or 0)
+
+
+def _with_graph_bytes(v: Any, vals: Mapping[str, Value]) -> Any:
+    """A body attribute ({"graph", "inputs", "outputs"} from the frontend) with its record's bytes; others as they are."""
+    if not isinstance(v, dict) or "graph" not in v:
+        return v
+
+    def io(names: Any) -> list[tuple[str, Any]]:
+        return [(n, vals[n].shape if n in vals else None) for n in names or []]
+    return {**v, "graph_bytes": subgraph_bytes(str(v["graph"]), io(v.get("inputs")), io(v.get("outputs")))}
 
 
 def _float_cast(attributes: Mapping[str, object], v: Value | None) -> bool:
@@ -108,7 +118,7 @@ def exported_nodes(source: Graph, dropped: set[str], task_of: Mapping[str, int],
             p.outputs = list(nd.outputs)
             producer[nd.outputs[0]] = p
             continue
-        a = dict(nd.attributes)
+        a = {k: _with_graph_bytes(v, vals) for k, v in nd.attributes.items()}
         if (nd.op_type == "Gemm" and len(ins) > 1 and ins[1] in consts and not a.get("transA", 0)
                 and a.get("alpha", 1.0) == 1.0 and a.get("beta", 1.0) == 1.0 and not nd.parent
                 and not (a.get("transB", 0) and keep_layout & {ins[1], nd.inputs[1]})):

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper, numpy_helper
 from compiler.backends import compile_for_target
 from compiler.optimize.onnx_export import export_onnx
 from simulator.model import load_source
-from simulator.onnx_proto import init_header_bytes, node_bytes, value_info_bytes
+from simulator.onnx_proto import init_header_bytes, node_bytes, subgraph_bytes, value_info_bytes
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
 from simulator.totals import totals
@@ -59,6 +59,17 @@ def test_record_sizes_are_the_protobuf_encodings() -> None:
         assert _in_graph("initializer", t) == init_header_bytes(name, list(arr.shape), arr.nbytes) + arr.nbytes
     vi = helper.make_tensor_value_info("/enc/layers.0/Add_output_0", TensorProto.FLOAT, [1, "seq", 192])
     assert _in_graph("value_info", vi) == value_info_bytes(vi.name, [1, "seq", 192])
+    # A Loop node with its body: the body's nodes are records of their own; its name and io value_info are the node's
+    io = [("iter", []), ("state_in", [1, 32, 64, 64])], [("state_out", [1, 32, 64, 64])]
+    body = helper.make_graph([], "while_loop_body_graph_0", [helper.make_tensor_value_info(n, TensorProto.INT64
+                                                                                          if n == "iter" else
+                                                                                          TensorProto.FLOAT, d)
+                                                            for n, d in io[0]],
+                             [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in io[1]])
+    loop = helper.make_node("Loop", ["", "c", "s"], ["y"], name="loop", body=body)
+    assert _in_graph("node", loop) == node_bytes("loop", "Loop", loop.input, loop.output,
+                                                 {"body": {"graph": body.name,
+                                                           "graph_bytes": subgraph_bytes(body.name, *io)}})
 
 
 @pytest.mark.parametrize("imports", [{"": 17}, {"": 13, "ai.onnx.ml": 3}, {"ai.onnx.ml": 1}])
