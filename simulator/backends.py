@@ -137,7 +137,7 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         return None if p is None else dataclasses.replace(p, rate_kind=p.rate_kind or alt)
     if target.backend in LITERT_BACKENDS and unit.name == "cpu":  # XNNPACK's paths (simulator/litert_paths.py)
         p = litert_cpu_path(target, ui, unit, op_type, kind, c, has_kernel, fused,
-                            lambda alt: _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused))
+                            lambda alt, hk=has_kernel: _plan_on_unit(target, ui, unit, op_type, kind, alt, hk, fused))
         if p is not None:
             return p
     any_int8 = "int8" in (c.input, c.output)

@@ -156,6 +156,10 @@ class Work:
     # Transpose / NCHWc reorder that reads or writes across lines (transposes.strided_move): `.far` per byte beyond L2
     far_walk: float = 0.0
     indexed: float = 0.0  # elements an index op looks up one at a time (simulator.index_ops; 0: none)
+    # The constant table the task looks rows up in is the weight an option quantizes (a TFLite EMBEDDING_LOOKUP:
+    # ai-edge-quantizer's recipes list the op): `kernel_name` names it and `kernel_out_channels` counts its rows, but
+    # `kernel_elements` stays 0, since the lookup reads only the rows it picks (its `aux_weight_elements`).
+    lookup_table: bool = False
     # Output elements a Gemm first fills with its broadcast bias C, which the GEMM then reads back and accumulates
     # into (beta 1): ORT's CPU Gemm / FusedGemm (GemmBroadcastBias, then MLAS SGEMM), one more pass over the output
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
@@ -567,6 +571,12 @@ def _attention_macs(node: Node, act_in: list[Value], kernel: Value | None) -> tu
     macs += 2.0 * b * s * kv_len * hidden  # QK^T and AV over all heads
     heads = int(node.attributes.get("num_heads", 1))
     return macs, 5.0 * b * heads * s * kv_len  # softmax
+
+
+def takes_kernel_option(w: Work) -> bool:
+    """Whether an option's kernel format applies to the task: a weighted kind with a kernel, or a lookup table an
+    exporter quantizes (Work.lookup_table)."""
+    return (w.kind in WEIGHTED_KINDS and w.kernel_elements > 0) or w.lookup_table
 
 
 FOLDED = Work(kind="folded", macs=0.0, flops=0.0, in_elements=0.0, out_elements=0.0, kernel_elements=0.0,

@@ -24,7 +24,7 @@ from compiler.graph import Graph
 from compiler.optimize import litert_rules
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
 from compiler.vocabulary.options import Combo, Preset, all_combos
-from simulator.costs import WEIGHTED_KINDS, Work
+from simulator.costs import Work, takes_kernel_option
 
 # Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS),
 # and those whose kernel a file stores int8 already (judged with the option's kernel: only some keep it as stored).
@@ -60,7 +60,7 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
     cols = {k: [{c: j for j, c in enumerate(all_combos(k))}[p.resolve(FLOAT_FORMAT, k)] for p in presets]
             for k in (False, True)}
     for nd, w in zip(compiled.nodes, works):
-        has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
+        has_k = takes_kernel_option(w)
         ops = tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
         key = (ops, has_k)
         if key not in cache:
@@ -99,4 +99,4 @@ def mark_tflite(works: Sequence[Work], presets: Sequence[Preset], bulk: dict[str
                        or litert_rules.model_reason(c.input, c.output, c.kernel, int8, bodies))
     bulk["exportable"] = [r is None for r in reasons]
     bulk["export_reasons"] = reasons
-    return [masks[w.kind in WEIGHTED_KINDS and w.kernel_elements > 0] for w in works]
+    return [masks[takes_kernel_option(w)] for w in works]

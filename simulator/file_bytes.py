@@ -44,7 +44,7 @@ class Stored:
     as_is: np.ndarray  # bytes of a kernel the upload already stores quantized and the exporter keeps
     as_stored: np.ndarray  # bytes of a kernel a fully int8 upload stores int8 itself (kept under int8-static)
     other_dup: np.ndarray  # bytes of its non-float constants an earlier task stores (counted in its work, not stored)
-    bias_copies: np.ndarray  # bytes of its own copy of a shared bias under static int8 (TFLite)
+    bias_copies: np.ndarray  # bytes of its own copy of a shared bias or tied kernel under static int8 (TFLite)
     name_len: np.ndarray  # bytes of its kernel's name
     biased: np.ndarray  # bool: its conv has a bias
     made: np.ndarray  # bytes of its float constants the upload makes at run time (ExportRecords.made): not in the
@@ -283,6 +283,10 @@ def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, element
         # ai-edge-quantizer 0.10.0 has no 4-bit weight-only config for DEPTHWISE_CONV_2D (its default policy
         # lists BATCH_MATMUL, FULLY_CONNECTED, EMBEDDING_LOOKUP, CONV_2D): the kernel stays fp32.
         return elements * 4.0
+    if target.export == "tflite" and kind == "layout" and (static or kernel == "fp32"):
+        # A lookup table (Work.lookup_table): ai-edge-quantizer's static int8 recipe does not list EMBEDDING_LOOKUP,
+        # whose table stays float32 (simulator.litert_paths.lookup_path)
+        return elements * 4.0
     conv = base_kind(kind) in ("conv", "dwconv")
     bits = BITS[kernel]
     lb = lut_bits(kernel)
@@ -389,7 +393,8 @@ def _stored_elements(works: list[Work], not_stored: frozenset[str] = frozenset()
     k_store = np.empty(len(works))
     aux_store = np.empty(len(works))
     for i, w in enumerate(works):
-        k = w.kernel_elements
+        # A lookup table (Work.lookup_table) is stored as the task's kernel, which an option quantizes
+        k = dict(w.aux_weights).get(w.kernel_name, 0.0) if w.lookup_table else w.kernel_elements
         if w.kernel_name:
             if w.kernel_name in seen:
                 k = 0.0
@@ -517,11 +522,17 @@ def _static_bias_copies(t: Target, works: list[Work]) -> np.ndarray:
     if t.export != "tflite":
         return out
     seen: set[str] = set()
+    tables = {w.kernel_name for w in works if w.lookup_table}
     for i, w in enumerate(works):
         for name, el in w.aux_weights:
             if name in seen and w.kernel_elements:
                 out[i] += el * 4 + 75 + len(name.encode()) + len("_duplicated_000")
             seen.add(name)
+        if w.kernel_elements and w.kernel_name in tables:
+            # A kernel that is also a lookup table (a language model's output layer tied to its word embedding):
+            # the table stays float32 under static int8, so this operator gets an int8 copy of its own, with a scale
+            # per row (measured: a Llama-style LM with 8000 x 256 tied weights, 2.05 MB more than the float table)
+            out[i] += w.kernel_elements + w.kernel_out_channels * 12 + 48 + 75 + len(w.kernel_name.encode())
     return out
 
 

@@ -339,10 +339,37 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     return p
 
 
+# TFLite's EMBEDDING_LOOKUP with a table ai-edge-quantizer quantized (Work.lookup_table), as the exported files run it
+# (LiteRT 2.3.0's profiler, 1 thread, Zen 4, 2026-12-05): dynamic int8 stores the table int8 with a scale per row and
+# TFLite's hybrid kernel (kernels/embedding_lookup.cc, EvalHybrid) dequantizes each row it copies, element by element
+# (`layout.hybrid.out` s per output element; a Llama-style LM's 64 x 256 lookup 0.027-0.034 ms, 0.005 as fp32); fp16 and
+# int4 store it behind a DEQUANTIZE of a constant, run once at prepare, so the lookup copies fp32 rows; static int8
+# leaves the op float (the quantizer's static recipe does not list it: the table stays fp32, a QUANTIZE follows).
+LOOKUP_HYBRID_TAG = "hybrid"
+
+
+def lookup_path(ui: int, c: Combo, generic: Callable[..., Path | None]) -> Path | None:
+    """The path of an EMBEDDING_LOOKUP whose table an option's kernel format applies to (see LOOKUP_HYBRID_TAG);
+    `generic(combo, has_kernel)`: the generic path (the float lookup's is a weightless copy's)."""
+    f32 = Combo("fp32", "fp32", "fp32", 0)
+    p = generic(Combo("fp32", "fp32", "-", 0), False)
+    if "int8" in (c.input, c.output):
+        return p and dataclasses.replace(p, resolved=f32, supported=False, note=(
+            "ai-edge-quantizer's static int8 leaves EMBEDDING_LOOKUP float: its table stays fp32"))
+    if p is None or c.kernel != "int8":
+        return p and dataclasses.replace(p, resolved=c, note="" if c.kernel == "fp32" else (
+            f"{c.kernel} table behind a DEQUANTIZE run once at prepare: the lookup copies fp32 rows"))
+    return Path(ui, c, True, "fp32", LOOKUP_HYBRID_TAG, 4.0, 4.0, 0.0, False, 1.0, 0.0, 0.0, 0, 0.0, False, False,
+                "int8 table with a scale per row: TFLite's hybrid EMBEDDING_LOOKUP dequantizes each element it copies",
+                out_cost=True, rate_kind="layout")
+
+
 def litert_cpu_path(target: Target, ui: int, unit: Unit, op_type: str, kind: str, c: Combo, has_kernel: bool,
                     fused: bool, generic: Callable[[Combo], Path | None]) -> Path | None:
     """The path of an operator on LiteRT's CPU where it differs from the generic one, else None. `generic`: the
     generic path of the same operator on the same unit under another combo (simulator.backends)."""
+    if op_type == "EMBEDDING_LOOKUP" and has_kernel and c.kernel != "-":
+        return lookup_path(ui, c, generic)
     if "fp16" in (c.input, c.output):
         f32 = Combo(*("fp32" if f == "fp16" else f for f in (c.input, c.output)), c.kernel, c.sparsity)
         p = generic(f32)

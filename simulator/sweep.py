@@ -24,7 +24,7 @@ from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
                                     body_cast_ms, fp16_body_casts, scale_by_executions, stores_fp16,
                                     written_in_body)
-from simulator.costs import FOLDED, WEIGHTED_KINDS, Work, work_of
+from simulator.costs import FOLDED, Work, takes_kernel_option, work_of
 from simulator.folding import fold_constants
 from simulator.file_bytes import (
     Stored,
@@ -444,7 +444,7 @@ def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Wo
     body = written_in_body(t, compiled)
     sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]] = {}
     for i, (nd, w) in enumerate(zip(compiled.nodes, works)):
-        has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
+        has_k = takes_kernel_option(w)
         sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i], bool(body[i]))
         sig_rows.setdefault(sig, []).append(i)
     return sig_rows

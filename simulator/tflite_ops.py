@@ -155,11 +155,15 @@ def work_of(node: Node, graph: Graph) -> Work:
         # (BirdNET's STFT framing, 511 x 1024 indices, 1.7 ms against 0.1 predicted per element), 7.7 for 64 floats.
         flops = n_idx
     aux_read = sum(e for _, e in aux_names)
+    lookup: Value | None = None
     if op in ("GATHER", "GATHER_ND", "EMBEDDING_LOOKUP") and aux_names and out_e:
         # From a constant table (an embedding) it reads the rows it picks, not the table (costs._gathered_table_reads).
         table = graph.values.get(node.inputs[1] if op == "EMBEDDING_LOOKUP" else node.inputs[0])
         if table is not None and table.weight is not None and table.dtype in _FLOAT:
             aux_read -= table.weight.elements - min(float(table.weight.elements), out_e)
+            # EMBEDDING_LOOKUP's table is a weight ai-edge-quantizer quantizes (fp16, dynamic int8 with a scale per
+            # row, int4), GATHER's is not: an option's kernel format applies to it (Work.lookup_table).
+            lookup = table if op == "EMBEDDING_LOOKUP" and table.shape and len(table.shape) == 2 else None
     if op in _CONTROL:
         # TFLite's IF / WHILE hand a constant operand to the body as it is (a shallow copy): the body's operators
         # read it, not the IF. Measured (LiteRT 2.3, un-profiled): an IF handing a 0.4 MB constant to both branches,
@@ -181,13 +185,15 @@ def work_of(node: Node, graph: Graph) -> Work:
     elif act in ("TANH", "SIGN_BIT"):
         epilogue = _ELEMENTWISE_FLOPS.get(act, 1.0) * out0
     rows = _kernel_rows(op, kernel, node.attributes) if kernel is not None else 1
+    if lookup is not None and isinstance(lookup.shape[0], int):  # type: ignore[index]
+        rows = int(lookup.shape[0])  # type: ignore[index]
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_e, out_elements=out_e, gemm_k=_gemm_k(op, kernel),
                 igemm_taps=_igemm_taps(node, kernel, out0),
                 kernel_elements=float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0,
                 kernel_out_channels=rows, aux_weight_elements=aux_read,
                 other_const_bytes=other_const, fused_activation=act not in ("NONE", ""), shapes_known=known,
-                notes=tuple(notes), kernel_name=kernel.name if kernel is not None else "",
-                aux_weights=tuple(aux_names), epilogue_flops=epilogue)
+                notes=tuple(notes), kernel_name=kernel.name if kernel is not None else lookup.name if lookup else "",
+                aux_weights=tuple(aux_names), epilogue_flops=epilogue, lookup_table=lookup is not None)
 
 
 def _gemm_k(op: str, kernel: Value | None) -> float:

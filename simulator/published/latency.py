@@ -22,7 +22,7 @@ from compiler.vocabulary.options import Combo, parse_preset
 from compiler.vocabulary.targets import Target, get_target
 from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
 from simulator.control_flow import executions
-from simulator.costs import FOLDED, WEIGHTED_KINDS, Work
+from simulator.costs import FOLDED, Work, takes_kernel_option
 from simulator.file_bytes import stored
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.profiles import HardwareProfile
@@ -91,7 +91,7 @@ def plan_latency(compiled: Graph, target: str | Target, hw: HardwareProfile, pre
     distinct: dict[tuple[Path, str], int] = {}
     index, gone, units = [], [], []
     for i, (nd, w) in enumerate(zip(g.nodes, works)):
-        has_k = w.kind in WEIGHTED_KINDS and w.kernel_elements > 0
+        has_k = takes_kernel_option(w)
         path = plan(t, base, nd.op_type, w.kind, p.resolve(fmt, has_k), has_k, w.fused_activation, shared[i], plain[i],
                     facts[i])
         index.append(distinct.setdefault((path, w.kind), len(distinct)))
