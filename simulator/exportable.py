@@ -22,8 +22,10 @@ import numpy as np
 
 from compiler.graph import Graph
 from compiler.optimize import litert_rules
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
-from compiler.vocabulary.options import Combo, Preset, all_combos
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float
+from compiler.vocabulary.options import Combo, Preset, all_combos, parse_preset
+from compiler.vocabulary.targets import Target
+from simulator.control_flow import body_preset
 from simulator.costs import Work, takes_kernel_option
 
 # Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS),
@@ -47,6 +49,35 @@ def _reasons(sources: tuple[str, ...], has_k: bool) -> list[str | None]:
                 break
         out.append(why)
     return out
+
+
+def _left(ops: tuple[str, ...], has_k: bool, c: Combo) -> bool:
+    """Whether the preset's tool leaves a task of source ops `ops` float where the preset asks `c` (left_float)."""
+    return any(left_float(op, _on_source(has_k and op in _KERNEL_OPS, c)) for op in ops)
+
+
+def left_float_ops(t: Target, compiled: Graph, source: Graph | None, works: Sequence[Work]) -> list[tuple[str, ...]]:
+    """Per task of an ONNX export, the source op types it implements if a preset's tool may leave one of them float
+    (a ConvTranspose under int8-dynamic, an LSTM under int8-static: onnx_rules.left_float); () elsewhere."""
+    if t.export != "onnx":
+        return [()] * len(works)
+    src_ops = {n.id: n.op_type for n in source.nodes} if source is not None else {}
+    probes = [parse_preset(p).resolve(FLOAT_FORMAT, True) for p in ("int8-dynamic", "int8-static")]
+    out: list[tuple[str, ...]] = []
+    for nd, w in zip(compiled.nodes, works):
+        has_k = takes_kernel_option(w)
+        ops = tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+        out.append(ops if any(_left(ops, has_k, c) for c in probes) else ())
+    return out
+
+
+def written_combo(p: Preset, float_format: str, has_k: bool, body: bool, left_ops: tuple[str, ...]) -> Combo:
+    """The combo the ONNX exporter writes a task in under model-wide preset `p`: a body's as control_flow.body_preset
+    says, a task whose op the preset's tool leaves float (left_float_ops) float, else as the preset asks."""
+    if body:
+        return parse_preset(body_preset(p)).resolve(float_format, has_k)
+    c = p.resolve(float_format, has_k)
+    return as_written(c, float_format) if left_ops and _left(left_ops, has_k, c) else c
 
 
 def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], presets: Sequence[Preset],
@@ -74,7 +105,7 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
             continue
         per_task.append(ok)
         for p, j in enumerate(cols[has_k]):
-            r = why[j]
+            r = None if _left(ops, has_k, presets[p].resolve(FLOAT_FORMAT, has_k)) else why[j]
             if r is not None and preset_why[p] is None:
                 preset_why[p] = f"{r} on {nd.name or nd.id}"
     bulk["exportable"] = [r is None for r in preset_why]

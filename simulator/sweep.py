@@ -21,10 +21,11 @@ from compiler.profile import Profile
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
-from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, body_preset, control_dispatches, executions,
+from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, control_dispatches, executions,
                                     body_cast_ms, fp16_body_casts, scale_by_executions, stores_fp16,
                                     written_in_body)
 from simulator.costs import FOLDED, Work, takes_kernel_option, work_of
+from simulator.exportable import left_float_ops, mark_onnx, mark_tflite, written_combo
 from simulator.folding import fold_constants
 from simulator.file_bytes import (
     Stored,
@@ -252,12 +253,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
         bulk["constants"]["made_at_run_time_bytes"] = made
     exportable = None
     if t.export == "onnx":
-        from simulator.exportable import mark_onnx
-
         exportable = mark_onnx(compiled, source, works, presets, bulk)
     elif t.export == "tflite":
-        from simulator.exportable import mark_tflite
-
         exportable = mark_tflite(works, presets, bulk, compiled, source)
     per_op = PerOpTable(bulk["ops"], where, _op_notes(t, compiled, works, cf_notes), exportable)
     bulk["base"] = {"preset": base, **totals(bulk, per_op, base, {})}
@@ -380,11 +377,12 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
     pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
     built: list[tuple[_Group, np.ndarray]] = []
-    for (op_type, kind, has_k, fused, shared, plain, facts, body), rows in _signatures(t, compiled, source,
-                                                                                      works).items():
+    for (op_type, kind, has_k, fused, shared, plain, facts, (body, left)), rows in _signatures(t, compiled, source,
+                                                                                               works).items():
         asked = [p.resolve(t.float_format, has_k) for p in presets]
-        # Each preset's bulk cells: the combo the exporter writes the task in (a body's stays float, control_flow)
-        state = [parse_preset(body_preset(p)).resolve(t.float_format, has_k) for p in presets] if body else asked
+        # Each preset's bulk cells: the combo the exporter writes the task in (a body's, or an op the preset's tool
+        # leaves, stays float: exportable.written_combo)
+        state = [written_combo(p, t.float_format, has_k, body, left) for p in presets]
         combos = tuple(dict.fromkeys(asked + state)) if presets_only else tuple(all_combos(has_k))
         co = _coeffs(t, hw, op_type, kind, has_k, fused, combos, shared, plain, facts)
         if own == "fp16":  # the measured times are those of each task's fp16 combo, the others predicted (a copy:
@@ -428,12 +426,17 @@ def _body_cast_ms(casts: list[tuple[float, ...]], rows: list[int], combos: tuple
     return each[:, None] * on[None, :]
 
 
+# op type, kind, has a kernel, fused activation, two fp16 facts, task facts, (in a body, ops a tool may leave float)
+_Signature = tuple[str, str, bool, bool, bool, bool, frozenset[str], tuple[bool, tuple[str, ...]]]
+
+
 def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Work]
-                ) -> dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]]:
+                ) -> dict[_Signature, list[int]]:
     """Tasks by what their paths depend on: op type, kind, weights, fused activation, two fp16 facts of ORT's
     (a Conv behind a run-time Cast of a shared constant, ort_fp16.fp16_shared_casts; a SkipLayerNormalization not
     formed in the fp16 graph, ort_fp16.fp16_unfused_norms) and a device runtime's own (backends.task_facts); and
-    whether the exporter writes the task as the presets ask (a body of an ONNX export stays float: control_flow)."""
+    whether the exporter writes the task as the presets ask (a body of an ONNX export stays float: control_flow; so
+    does an op a preset's tool leaves: exportable.left_float_ops)."""
     # a QDQ upload's ops read as in its float graph, the one ort-cpu/host compiles, weights dequantized (an input
     # pair and a weight DequantizeLinear hid the stem conv of torchvision's quantized MobileNetV2)
     if source is not None and source.format == "onnx" and any(nd.op_type == "DequantizeLinear" for nd in source.nodes):
@@ -441,11 +444,12 @@ def _signatures(t: Target, compiled: Graph, source: Graph | None, works: list[Wo
     shared_cast = fp16_shared_casts(t, compiled, source)
     plain_norm = fp16_unfused_norms(t, compiled)
     facts = task_facts(t, compiled, source)
-    body = written_in_body(t, compiled)
-    sig_rows: dict[tuple[str, str, bool, bool, bool, bool, frozenset[str], bool], list[int]] = {}
+    body, left = written_in_body(t, compiled), left_float_ops(t, compiled, source, works)
+    sig_rows: dict[_Signature, list[int]] = {}
     for i, (nd, w) in enumerate(zip(compiled.nodes, works)):
         has_k = takes_kernel_option(w)
-        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i], bool(body[i]))
+        sig = (nd.op_type, w.kind, has_k, w.fused_activation, shared_cast[i], plain_norm[i], facts[i],
+               (bool(body[i]), left[i]))
         sig_rows.setdefault(sig, []).append(i)
     return sig_rows
 

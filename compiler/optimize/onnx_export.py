@@ -27,7 +27,7 @@ from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, O
                                              drop_cast_pairs, named_copy, one_line, opset, quant_ready, read_in_bodies,
                                              topo_sort)
 from compiler.optimize.onnx_qdq import activation_pairs, restore_float
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, combo_reason
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
@@ -327,6 +327,8 @@ def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, st
     ch = node_choices(has_k, model_wide, overrides, FLOAT_FORMAT)
     by_name = {n.name: n for n in model.graph.node}
     for name, c in ch.items():
+        if name not in overrides and left_float(by_name[name].op_type, c.combo):
+            ch[name] = c = Choice(as_written(c.combo), dynamic=False)  # the preset's tool leaves it float
         why = combo_reason(by_name[name].op_type, c.combo)
         if why is not None:
             raise OptionError(f"{why} ({name})")
@@ -459,8 +461,11 @@ def _quantize_dynamic(current: Path, tmp: Path, dynamic: list[str]) -> Path:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     ready = quant_ready(current, tmp / "ready-dyn.onnx")
+    # quantize_dynamic turns a Gemm the exporter kept (a weight a body reads in its layout) into `<name>_MatMul` + Add
+    # before it quantizes, so a Gemm's name is asked under that name too: else it stayed float, failing the check
+    names = [*dynamic, *(f"{n}_MatMul" for n in dynamic)]
     _step("ORT's dynamic quantization", lambda: quantize_dynamic(
-        os.fspath(ready), os.fspath(tmp / "dyn.onnx"), nodes_to_quantize=dynamic, weight_type=QuantType.QUInt8))
+        os.fspath(ready), os.fspath(tmp / "dyn.onnx"), nodes_to_quantize=names, weight_type=QuantType.QUInt8))
     return tmp / "dyn.onnx"
 
 

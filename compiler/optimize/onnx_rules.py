@@ -72,6 +72,24 @@ def combo_reason(op_type: str, combo: Combo) -> str | None:
     return None
 
 
+def left_float(op_type: str, combo: Combo) -> bool:
+    """Whether a model-wide preset's tool writes a node of `op_type` float where the preset asks `combo`, rather
+    than the export failing: ORT's dynamic quantization quantizes the weights of its registry's ops only (a
+    ConvTranspose, a DBNet-style text detector's upsampling head, keeps its float weights; the whole int8-dynamic
+    option was refused for it), and static quantization leaves recurrent ops float. A per-op override asking for it
+    is still refused (combo_reason): only the model-wide preset leaves the op as the tool does."""
+    op = _COMPILED.get(op_type, op_type)
+    if op_type in STORED_INT8_OPS:
+        return False
+    dynamic_left = combo.input == combo.output == "fp32" and combo.kernel == "int8" and op not in DYNAMIC_OPS
+    return dynamic_left or (combo.input == "int8" and op in _RECURRENT)
+
+
+def as_written(combo: Combo, float_format: str = FLOAT_FORMAT) -> Combo:
+    """The float combo a node left float by its tool is written in (left_float): its pruning still applies."""
+    return Combo(float_format, float_format, float_format if combo.kernel != "-" else "-", combo.sparsity)
+
+
 def preset_reason(preset: str, op_type: str, has_kernel: bool) -> str | None:
     """combo_reason of a model-wide preset on one node, as the exporter resolves it (fp32 as the float)."""
     return combo_reason(op_type, parse_preset(preset).resolve(FLOAT_FORMAT, has_kernel))

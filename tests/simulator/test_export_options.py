@@ -105,3 +105,44 @@ def test_body_tasks_of_control_flow_take_no_per_op_export(tmp_path: Path) -> Non
     assert all(any(r.per_op[i]["exportable"]) for i in top)
     with pytest.raises(OptionError, match="not a node of this model"):
         export_onnx(src, tmp_path / "o.onnx", "fp32", {g.nodes[body[0]].id: "fp16/fp16/-/0"})
+
+
+def _deconv_model(path: Path) -> Path:
+    """A Conv, then a stride-2 ConvTranspose (a DBNet-style text detector's upsampling head)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = numpy_helper.from_array(rng.standard_normal((32, 3, 3, 3)).astype(np.float32), "w1")
+    w2 = numpy_helper.from_array(rng.standard_normal((32, 16, 4, 4)).astype(np.float32), "w2")
+    g = helper.make_graph([helper.make_node("Conv", ["x", "w1"], ["a"], name="conv", pads=[1, 1, 1, 1]),
+                           helper.make_node("Relu", ["a"], ["b"], name="relu"),
+                           helper.make_node("ConvTranspose", ["b", "w2"], ["y"], name="deconv", strides=[2, 2],
+                                            pads=[1, 1, 1, 1])], "deconv",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 64, 64])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w1, w2])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+    return path
+
+
+def test_int8_dynamic_of_a_model_with_a_conv_transpose_writes_it_float(tmp_path: Path) -> None:
+    """The whole int8-dynamic option was refused for a model with one ConvTranspose (ORT's dynamic quantization has
+    no integer ConvTranspose). The preset now writes it float, as quantize_dynamic leaves it: offered, priced as the
+    fp32 deconv beside an int8 conv, exported and sized so; asked per op, it is still refused."""
+    from simulator.predict import optimize_model
+
+    src = _deconv_model(tmp_path / "deconv.onnx")
+    g = onnx_frontend.load(src)
+    r = sweep(g, "ort-cpu/host")
+    names = [p["name"] for p in r.bulk["presets"]]
+    p = names.index("int8-dynamic")
+    assert r.bulk["exportable"][p], r.bulk["export_reasons"][p]
+    combos = {n.name: r.bulk["combos"][i][p] for i, n in enumerate(g.nodes)}
+    assert combos["deconv"] == "fp32/fp32/fp32/0" and combos["conv"] == "fp32/fp32/int8/0"
+    (tmp_path / "w").mkdir()
+    out = optimize_model(src, tmp_path / "dyn.onnx", "ort-cpu/host", "int8-dynamic", {}, tmp_path / "w")
+    ops = {n.name: n.op_type for n in onnx.load(str(tmp_path / "dyn.onnx")).graph.node}
+    assert ops["deconv"] == "ConvTranspose" and "ConvInteger" in ops.values()
+    assert abs(out["predicted"]["size_bytes"] / out["size_bytes"] - 1) < 0.02
+    with pytest.raises(OptionError, match="ConvTranspose"):
+        export_onnx(src, tmp_path / "o.onnx", "fp32", {"deconv": "fp32/fp32/int8/0"})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from compiler.optimize.onnx_rules import combo_reason, preset_reason
+from compiler.optimize.onnx_rules import as_written, combo_reason, left_float, preset_reason
 from compiler.vocabulary.options import BULK_PRESETS, all_combos, parse_combo
 
 
@@ -47,9 +47,24 @@ def test_a_third_or_less_of_a_convs_combos_are_exportable() -> None:
 
 
 def test_recurrent_ops_have_no_static_int8_file() -> None:
-    """quantize_static leaves LSTM/GRU weights float (a 0.88 MB LSTM file against 0.23 MB predicted): marked."""
+    """quantize_static leaves LSTM/GRU weights float (a 0.88 MB LSTM file against 0.23 MB predicted): an override
+    asking int8 on one is refused; the model-wide int8-static preset writes it float (left_float)."""
     for op in ("LSTM", "GRU"):
         why = combo_reason(op, parse_combo("int8/int8/-/0", False))
         assert why is not None and op in why
         assert preset_reason("int8-static", op, False) is not None
         assert preset_reason("int8-dynamic", op, False) is None
+        assert left_float(op, parse_combo("int8/int8/-/0", False))
+        assert not left_float(op, parse_combo("fp32/fp32/-/0", False))
+
+
+def test_a_model_wide_preset_leaves_float_what_its_tool_leaves_float() -> None:
+    """ORT's dynamic quantization takes Conv and MatMul weights (a Gemm the exporter splits first): a ConvTranspose
+    (a text detector's upsampling head) made the whole int8-dynamic option unexportable; the preset now writes it float,
+    pruned as asked, and a per-op int8-dynamic on it is still refused."""
+    dyn, pruned = parse_combo("fp32/fp32/int8/0"), parse_combo("fp32/fp32/int8/50")
+    assert left_float("ConvTranspose", dyn) and combo_reason("ConvTranspose", dyn) is not None
+    assert as_written(pruned) == parse_combo("fp32/fp32/fp32/50")
+    assert not any(left_float(op, dyn) for op in ("Conv", "FusedConv", "MatMul", "Gemm", "ConvInteger"))
+    assert not left_float("ConvTranspose", parse_combo("int8/int8/int8/0"))  # QDQ has a ConvTranspose
+    assert not left_float("ConvTranspose", parse_combo("fp32/fp32/int4/0"))  # int4 keeps other ops float itself
