@@ -342,7 +342,7 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
 # TFLite's EMBEDDING_LOOKUP with a table ai-edge-quantizer quantized (Work.lookup_table), as the exported files run it
 # (LiteRT 2.3.0's profiler, 1 thread, Zen 4, 2026-12-05): dynamic int8 stores the table int8 with a scale per row and
 # TFLite's hybrid kernel (kernels/embedding_lookup.cc, EvalHybrid) dequantizes each row it copies, element by element
-# (`layout.hybrid.out` s per output element; a Llama-style LM's 64 x 256 lookup 0.027-0.034 ms, 0.005 as fp32); fp16 and
+# (`layout.hybrid.out` s per output element; a Llama-style LM's 64 x 256 lookup 0.030 ms, 0.006 as fp32); fp16 and
 # int4 store it behind a DEQUANTIZE of a constant, run once at prepare, so the lookup copies fp32 rows; static int8
 # leaves the op float (the quantizer's static recipe does not list it: the table stays fp32, a QUANTIZE follows).
 LOOKUP_HYBRID_TAG = "hybrid"
