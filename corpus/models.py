@@ -190,6 +190,11 @@ ENTRIES: tuple[Entry, ...] = (
     # broadcast spans and its ReduceSum over blocks of 2: 1.36 against 5.93). Their TorchScript exports fail in torch.
     Entry("torch/mel-kws", "sequence", "torch", "mel-kws", (1, 16000), PT2),
     Entry("torch/stn", "cnn", "torch", "stn", (1, 3, 192, 192), PT2),
+    # session 41 sweep: a selfie-segmentation-like encoder-decoder whose last layer is a 2x2 stride-2 ConvTranspose to
+    # one channel (LiteRT's XNNPACK Subconv2D pays a cost per output pixel: its .tflite -45% before), and a height-48
+    # text recognizer at dynamic width (the permute before its batch-first LSTM was sized into its exports).
+    Entry("torch/selfie-seg", "segmenter", "torch", "selfie-seg", (1, 3, 256, 256), TFL),
+    Entry("torch/crnn48", "sequence", "torch", "crnn48", (1, 3, 48, 320), TS_DYN),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
