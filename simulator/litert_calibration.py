@@ -27,8 +27,8 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
-from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DW_GROUPED_TAG, HSWISH_INT8, QD8_GEMM_TAG,
-                                    QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS)
+from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, HSWISH_INT8,
+                                    QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS)
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -52,7 +52,9 @@ from simulator.profiles import HardwareProfile
 # 19: GELU's own rates (`elementwise.fp32.GELU`, XNNPACK's; `elementwise.builtin8.GELU`, TFLite's int8 table), GELU
 # cases; TFLite's own PADV2 (`layout.builtin.PADV2` on fp32 data, `layout.builtin8.PADV2` on int8;
 # simulator.litert_signal's PADV2 cases).
-CACHE_VERSION = 19
+# 20: fp32 TRANSPOSE_CONV's own figures (`conv.deconv`, with a cost per output pixel: XNNPACK's Subconv2D), deconvolution
+# cases.
+CACHE_VERSION = 20
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -65,6 +67,7 @@ class Case:
     # SQUARED_DIFFERENCE (against a [1, H, H, 1] constant, broadcast over the channels, as a LayerNorm's) | RSQRT
     op: str
     # conv: (C, H, k[, stride]) (CONV_DW: the depthwise conv's); a stem: (C_in, H, k, stride, C_out), its R convs all reading the model's input;
+    # TRANSPOSE_CONV: (C_in, H, k, stride, C_out), its R deconvolutions all reading the model's input (SAME: H x stride);
     # FULLY_CONNECTED: (M, K); HARD_SWISH: (C, H)
     shape: tuple[int, ...]
     forms: tuple[str, ...] = FORMS  # the forms timed (an element-wise op: static8 only; int4: _INT4_OPS only)
@@ -119,6 +122,10 @@ CASES: tuple[Case, ...] = (
     # lookup), each far below the element-wise rate its 10 FLOPs per element were costed at; rates of their own,
     # `elementwise.fp32.GELU` and `elementwise.builtin8.GELU`. ConvNeXt's hidden maps (4x the channels).
     *(Case(f"gelu-{c}-{h}", "GELU", (c, h), ("fp32", "static8")) for c, h in ((160, 56), (640, 14))),
+    # fp32 deconvolutions (a segmenter's or text detector's upsampling head): XNNPACK's Subconv2D pays a cost per output
+    # pixel far above its MACs' time (simulator.litert_paths.DECONV): few and many channels, 2x2 and 3x3 kernels.
+    *(Case(f"deconv{k}x{k}-{c}x{co}-{h}", "TRANSPOSE_CONV", (c, h, k, 2, co), ("fp32",))
+      for c, h, k, co in ((16, 128, 2, 1), (16, 64, 2, 16), (32, 32, 2, 32), (16, 64, 3, 4))),
 )
 _ELEMENTWISE = frozenset({"HARD_SWISH", "SQUARED_DIFFERENCE", "RSQRT", "GELU"})
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
@@ -177,14 +184,18 @@ def build(case: Case, form: str, path: Path) -> Path:
         if case.op == "CONV_PAIR":  # 1x1 convs alternating C -> C2 and C2 -> C
             ci, co = (case.shape[0], case.shape[2]) if i % 2 == 0 else (case.shape[2], case.shape[0])
             shape, op_case = [1, h, h, co], Case(case.name, "CONV_2D", (ci, h, 1, 1, co))
-        if stem:  # each conv reads the image and writes its own output
-            x, shape = first, [1, -(-h // stride), -(-h // stride), case.shape[4]]
+        if stem:  # each conv reads the image and writes its own output (a deconvolution's: H x stride, SAME)
+            side = h * stride if case.op == "TRANSPOSE_CONV" else -(-h // stride)
+            x, shape = first, [1, side, side, case.shape[4]]
         elif stride > 1:  # each op halves the image (SAME padding): the next reads a smaller input
             shape = [1, -(-shape[1] // stride), -(-shape[2] // stride), shape[3]]
         y = w.tensor(f"op{i}/out", shape, **act)
         outs.append(y)
         weights, bias = _weights(w, op_case, i, form, rng)
-        if case.op == "FULLY_CONNECTED":
+        if case.op == "TRANSPOSE_CONV":
+            w.op("TRANSPOSE_CONV", [w.const(f"op{i}/shape", np.array(shape, np.int32)), weights, first, bias], [y],
+                 w.options("TransposeConvOptions", padding=0, strideW=stride, strideH=stride))
+        elif case.op == "FULLY_CONNECTED":
             w.op("FULLY_CONNECTED", [x, weights, bias], [y], w.options("FullyConnectedOptions"))
         elif case.op in ("CONV_2D", "CONV_PAIR"):
             w.op("CONV_2D", [x, weights, bias], [y],
@@ -202,7 +213,7 @@ def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator, pr
     if case.op == "FULLY_CONNECTED":
         _, k = case.shape
         shape, axis = [k, k], 0
-    elif case.op == "CONV_2D":
+    elif case.op in ("CONV_2D", "TRANSPOSE_CONV"):  # OHWI, as TRANSPOSE_CONV's [C_out, kh, kw, C_in]
         c, _, kk = case.shape[:3]
         shape, axis = [case.shape[4] if len(case.shape) == 5 else c, kk, kk, c], 0
     else:
@@ -257,7 +268,7 @@ TAGS: dict[tuple[str, str], str] = {
     ("static8", "elementwise"): HSWISH_INT8, ("int4", "conv"): "builtin", ("int4", "gemm"): "builtin",
     ("fp32", "elementwise"): "fp32",
 }
-_KIND = {"CONV_2D": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
+_KIND = {"CONV_2D": "conv", "TRANSPOSE_CONV": "conv", "DEPTHWISE_CONV_2D": "dwconv", "FULLY_CONNECTED": "gemm", "HARD_SWISH": "elementwise",
          "CONV_DW": "dwconv", "CONV_PAIR": "conv", "SQUARED_DIFFERENCE": "elementwise", "RSQRT": "elementwise",
          "GELU": "elementwise"}
 # Paths whose cases fit the op's own efficiency (`elementwise.fp32.HARD_SWISH`), not the kind's: the other fp32
@@ -317,6 +328,8 @@ def _tag(case: Case, form: str, kind: str) -> str:
     XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise
     conv of more than 25 taps a grouped IGEMM (DW_GROUPED)."""
     tag = TAGS[(form, kind)]
+    if case.op == "TRANSPOSE_CONV":
+        return DECONV_TAG
     stride = case.shape[3] if len(case.shape) > 3 else 1
     pointwise = case.op == "CONV_PAIR" or (case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1)
     if tag in ("qd8", "int8") and pointwise:

@@ -170,6 +170,16 @@ XNN_DWCONV_MAX_TAPS = 25
 # calibration on 1x1 conv + depthwise conv cases (0 where not calibrated: the chain's time). Applied under dynamic int8
 # only (the fact does not see per-operator options: a 1x1 conv kept fp32 before a hybrid depthwise conv counts too).
 DW_AFTER_GEMM = "dw_after_gemm"
+# Task fact of a TRANSPOSE_CONV: XNNPACK runs it as `Deconvolution (NHWC, F32) Subconv2D`, which pays a cost per
+# output pixel (whatever the channels) far above its MACs' time. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~5,
+# 2026-12-05; /work/notes/h41newuser-data/tconv41.py), 2x2 stride-2 deconvolutions of 128x128 inputs: 16 -> 1
+# channels 1.26 ms (1 M MACs, 0.031 predicted at the conv rate), 16 -> 16 1.69 ms (17 M MACs), 64x64 inputs 24 -> 24
+# 0.63 ms: 19 ns per output pixel beside ~0.03 ns per MAC; a 3x3 one 30 ns per output pixel. A selfie-segmentation-
+# like decoder's last layer (16 -> 1 channels to 256x256) was 1.1-2.3 ms of its 3.0 ms file, predicted 0.03. Its own
+# figures (`conv.deconv`, with `conv.deconv.pixel`), fitted by LiteRT's calibration on deconvolution cases; fp32
+# only (fp16 weights run fp32's kernels), and only where calibrated.
+DECONV = "deconv"
+DECONV_TAG = "deconv"
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -230,7 +240,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
     int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only
     depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2; BUILTIN_BMM for a BATCH_MATMUL of two
-    activations (applied under static int8 only)."""
+    activations (applied under static int8 only); DECONV for every TRANSPOSE_CONV (fp32 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -263,6 +273,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(GEMM_CONV)
         if nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_MAX_TAPS:
             facts.setdefault(nd.id, set()).add(DW_GROUPED)
+        if nd.op_type == "TRANSPOSE_CONV":
+            facts.setdefault(nd.id, set()).add(DECONV)
     after_gemm = False  # the last operator XNNPACK ran (in execution order) was its fully connected QD8 GEMM
     for nd in compiled.nodes:
         if all(v in compiled.values and compiled.values[v].weight is not None for v in nd.inputs):
@@ -321,6 +333,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
+    if DECONV in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"conv.{DECONV_TAG}" in unit.efficiency:
+        p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, note="; ".join(
+            [*([p.note] if p.note else []), "XNNPACK's Subconv2D deconvolution: a cost per output pixel"]))
     if DW_AFTER_GEMM in facts and p.tag == "hybrid":
         p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
             "after XNNPACK's fully connected QD8 GEMM, TFLite's hybrid depthwise kernel pays a cost per output element")]))
