@@ -180,6 +180,10 @@ CASES: tuple[Case, ...] = (
         ("Gelu", lambda p: activation_chain("gelu", 262144, p)),
         ("HardSigmoid", lambda p: op_chain("HardSigmoid", [1, 262144], p)),
         ("Tanh", lambda p: op_chain("Tanh", [1, 262144], p)))),
+    # Softplus (a Mamba-like scan's dt): ORT's kernel computes log1p(exp(x)) element by element, 0.18 ms for 16,384
+    # elements inside such a scan (Zen 4, wall, load ~7, 2026-12-05) where the kind's rate priced 0.007
+    Case("softplus-1x65536", "elementwise", lambda p: op_chain("Softplus", [1, 65536], p),
+         (("fp32", "elementwise.fp32.Softplus"),)),
     # Under static int8 the same SiLU runs QLinearSigmoid + QLinearMul on uint8 (simulator.backends._INT8_ELEMENTWISE):
     # their own rate, `elementwise.int8.QuickGelu`.
     Case("quickgelu-1x262144", "elementwise", lambda p: activation_chain("swish", 262144, p),

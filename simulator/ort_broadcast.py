@@ -15,6 +15,10 @@ A Reduce* over an axis followed by a short kept block (affine_grid's sum over [1
 works the same way: about 60-70 ns per outer index whatever the reduced length (`reduce.fp32.span`): [1, 36864, 3, 2]
 2.61 ms, [1, 16384, 3, 4] 1.16, [1, 8192, 3, 8] 0.54, [1, 8192, 9, 2] 0.63 (same machine and day), where the strided
 reduce rule (simulator.costs.STRIDED_REDUCE_FLOPS) said 0.14-0.21.
+
+A Reduce* over the innermost axes reduces row by row, a call per row (`reduce.fp32.row`, about 3 ns): a Mamba-like
+scan's 64 ReduceSums of [1, 256, 16] over the last axis, affine_grid's [1, 36864, 6] (0.09 ms measured, 0.02
+priced by the element rate). Rows of 128 and more hide it.
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ import math
 from compiler.graph import Graph, Node
 from simulator.costs import kind_of, reduce_axes
 
-SHORT_SPAN = 16  # elements: under one AVX-512 vector of fp32 a call's fixed cost is most of its time
+# Elements: spans shorter than this pay their calls. Chains of 16 Muls of [1, R, S] by [1, R, 1] (16,384 elements) on a
+# Zen 4 (ORT 1.32, 1 thread, thread CPU time, 2026-12-05, load ~5.5): S = 16, 32, 64 8.2-9.1 ns per call beyond the
+# element rate, S = 128 24, S = 256 3 (/work/notes/h41host-data/spans.py); a squeeze-excite gate's 196 stays out.
+SHORT_SPAN = 128
+# Elements of an innermost reduction's row under which its call's cost shows: on the same Zen 4 a ReduceSum over the
+# last axis of [1, 1024, 16] took 3.4 ns more per row than one of [1, 64, 256]; [1, 128, 128] no more than the latter.
+SHORT_ROW = 64
 _BINARY = frozenset({"Add", "Sub", "Mul", "Div"})
 
 
@@ -54,6 +64,21 @@ def short_span(node: Node, graph: Graph) -> int | None:
             break
         pattern, span = p, span * o
     return span if span < SHORT_SPAN and span < total else None
+
+
+def short_reduce_rows(node: Node, graph: Graph) -> int | None:
+    """The row length of a Reduce* over the innermost axes (contiguous rows) when shorter than SHORT_ROW and there is
+    more than one row, else None. ORT's reduction reduces each row with a call of its own (ReduceAggregator's
+    FastReduceKR), a fixed cost per row (`reduce.fp32.row`) that a short row's elements do not hide."""
+    x = graph.values.get(node.inputs[0]) if node.inputs else None
+    if kind_of(node, graph) != "reduce" or x is None or not x.is_static or not x.shape:
+        return None
+    shape = [int(d) for d in x.shape]  # type: ignore[union-attr]
+    axes = sorted(set(reduce_axes(node, len(shape), graph) or ()))
+    if not axes or axes != list(range(axes[0], len(shape))):
+        return None
+    row = math.prod(shape[a] for a in axes)
+    return row if 1 < row < SHORT_ROW and math.prod(shape) > row else None
 
 
 def short_reduce_block(node: Node, graph: Graph) -> int | None:

@@ -18,7 +18,7 @@ import math
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
-from simulator.ort_broadcast import short_reduce_block, short_span
+from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
@@ -152,6 +152,10 @@ ORT_FP32_SPAN = "ort_fp32_span="
 # A float Reduce* whose kept block after the reduced axes is short (simulator/ort_broadcast.py): a call per block.
 ORT_REDUCE_BLOCK = "ort_reduce_block="
 REDUCE_SPAN_KEY = "reduce.fp32.span"
+# A float Reduce* over short innermost rows (simulator/ort_broadcast.py short_reduce_rows): a call per row, i.e. per
+# output element (`reduce.fp32.row`).
+ORT_REDUCE_ROWS = "ort_reduce_rows="
+REDUCE_ROW_KEY = "reduce.fp32.row"
 # Ops the transpose optimizer pushes an NHWC Transpose through unchanged (element-wise, data movement along axes it
 # rewrites) on the way up from a reduction to the Conv that wrote NHWC.
 _NHWC_THROUGH = frozenset({"Slice", "Concat", "Split", "Add", "Mul", "Sub", "Div", "Relu", "Clip", "Sigmoid",
@@ -348,6 +352,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(f"{ORT_FP32_SPAN}{fspan}")
         if (block := short_reduce_block(nd, compiled)) is not None:
             facts.add(f"{ORT_REDUCE_BLOCK}{block}")
+        if (row := short_reduce_rows(nd, compiled)) is not None:
+            facts.add(f"{ORT_REDUCE_ROWS}{row}")
         act = nd.text("activation")
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
@@ -379,12 +385,17 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
 
 def ort_span_path(p: Path, facts: frozenset[str]) -> Path:
     """`p` with a cost per kernel call where its task is a float op over short broadcast spans or short reduce blocks
-    (ORT_FP32_SPAN, ORT_REDUCE_BLOCK), under every float option (fp16 too: ORT runs these in fp32); else `p`."""
+    (ORT_FP32_SPAN, ORT_REDUCE_BLOCK) or short innermost rows (ORT_REDUCE_ROWS), under every float option (fp16 too: ORT runs these in fp32); else `p`."""
     short = [(f[:f.index("=") + 1], int(f[f.index("=") + 1:])) for f in facts
-             if f.startswith((ORT_FP32_SPAN, ORT_REDUCE_BLOCK))]
+             if f.startswith((ORT_FP32_SPAN, ORT_REDUCE_BLOCK, ORT_REDUCE_ROWS))]
     if not short or p.eliminated:
         return p
     fact, n = short[0]
+    if fact == ORT_REDUCE_ROWS:  # one call per row: per output element
+        if p.tag.startswith("int8"):
+            return p
+        return dataclasses.replace(p, span_elements=1.0, span_key=REDUCE_ROW_KEY, note="; ".join(
+            [*([p.note] if p.note else []), f"reduces rows of {n}: one kernel call each"]))
     if p.tag == "int8" and fact == ORT_FP32_SPAN and p.resolved.input == "int8":  # QLinearMul / QLinearAdd: the
         return dataclasses.replace(p, span_elements=float(n), note="; ".join(  # int8 kernel's own cost per call
             [*([p.note] if p.note else []), f"broadcast in spans of {n}: one kernel call each"]))

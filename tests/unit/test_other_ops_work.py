@@ -9,7 +9,7 @@ import pytest
 
 from compiler.graph import Node, Value, WeightStats
 from simulator.costs import work_of
-from simulator.ort_broadcast import short_reduce_block, short_span
+from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
 from simulator.other_ops import FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NAIVE_TERM_FLOPS
 from simulator.profiles import load_profile
 from tests.simulator.helpers import act, graph, host_fp32_ms
@@ -53,7 +53,11 @@ def test_grid_sample_counts_a_pixel_cost_and_its_taps() -> None:
     ([1024, 7, 7, 1], [], 1),  # innermost axis 1: a call per element (RAFT's coordinate normalisation)
     ([1, 36864, 3, 1], [1, 1, 3, 2], 2),  # affine_grid's product
     ([1, 16384, 4, 1], [1, 1, 4, 4], 4),
-    ([1, 256, 16], [1, 1, 16], None),  # a span of 16: not short
+    ([1, 256, 16], [1, 1, 16], 16),  # a Mamba-like scan's step: 8-9 ns per call measured on a Zen 4
+    ([1, 256, 16], [1, 256, 1], 16),
+    ([1, 576, 7, 7], [1, 576, 1, 1], 49),  # a squeeze-excite gate at 7 x 7
+    ([1, 64, 256], [1, 64, 1], None),  # a span of 256: the element rate holds (3 ns per call measured)
+    ([1, 672, 14, 14], [1, 672, 1, 1], None),  # 196
     ([50176], [], None),  # one call
     ([1, 64, 56, 56], [1, 64, 56, 56], None),  # same shapes
 ])
@@ -90,6 +94,34 @@ def test_a_reduce_over_a_short_kept_block_costs_a_call_per_block() -> None:
     per_call = hw.units[0].kind_overhead_s["reduce.fp32.span"]
     assert host_fp32_ms(stn, hw) >= 36864 * per_call * 1e3  # 2.61 ms measured; 0.21 before
     assert math.isfinite(host_fp32_ms(inner, hw)) and host_fp32_ms(inner, hw) < 0.2
+
+
+def _rsum(shape: list[int], axes: list[int]):  # type: ignore[no-untyped-def]
+    out = [d for i, d in enumerate(shape) if i not in axes]
+    ax = Value("ax", [len(axes)], "int64", weight=WeightStats(len(axes), 8, min(axes), max(axes), 0.0, ints=tuple(axes)))
+    return graph([Node("r", "r", "ReduceSum", inputs=["x", "ax"], outputs=["y"], attributes={"keepdims": 0})],
+                 [act("x", shape), ax, act("y", out)], ["x"], ["y"])
+
+
+@pytest.mark.parametrize("shape, axes, row", [
+    ([1, 36864, 6], [2], 6),  # affine_grid's sum: 0.09 ms measured, 0.02 at the element rate
+    ([1, 256, 16], [2], 16),  # a Mamba-like scan's (h * C).sum(-1)
+    ([1, 64, 7, 7], [2, 3], 49),  # a spatial mean over the innermost axes
+    ([1, 128, 128], [2], None),  # a row of 128: no cost beyond the element rate measured
+    ([1, 36864, 3, 2], [2], None),  # not the innermost axis (short_reduce_block's case)
+    ([1, 16], [1], None),  # one row
+])
+def test_short_innermost_reduce_rows(shape: list[int], axes: list[int], row: int | None) -> None:
+    g = _rsum(shape, axes)
+    assert short_reduce_rows(g.nodes[0], g) == row
+
+
+def test_an_innermost_reduce_of_short_rows_costs_a_call_per_row() -> None:
+    hw = load_profile("host-cpu")
+    per_row = hw.units[0].kind_overhead_s["reduce.fp32.row"]
+    short, long_ = _rsum([1, 36864, 6], [2]), _rsum([1, 1728, 128], [2])  # the same 221,184 elements
+    assert host_fp32_ms(short, hw) >= 36864 * per_row * 1e3
+    assert host_fp32_ms(short, hw) > host_fp32_ms(long_, hw) + 0.8 * 36864 * per_row * 1e3
 
 
 def test_short_spans_are_paid_under_fp16_and_by_int8_kernels_too() -> None:
