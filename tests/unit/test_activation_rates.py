@@ -49,6 +49,7 @@ def test_an_ops_own_rate_comes_before_its_kinds() -> None:
 
 
 @pytest.mark.parametrize("name", ["quickgelu-1x262144", "gelu-1x262144", "hardsigmoid-1x262144", "tanh-1x262144",
+                                  "softplus-1x65536",
                                   "lrn-64x28", "reducel2-40x56", "resize-linear-1024x7", "nearest-32x40-by3",
                                   "transpose-walk-196x128"])
 def test_each_own_rate_case_fits_a_figure_its_tasks_read(name: str, tmp_path: Path) -> None:
