@@ -26,7 +26,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 68  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 69  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -74,6 +74,8 @@ CACHE_VERSION = 68  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     writes it, the int8 hybrid lookup at layout.hybrid.out per element (litert_paths.lookup_path); no figure refitted
 # 68: broadcast spans under 128 elements and innermost reduce rows under 64 pay a call each (ort_broadcast);
 #     Softplus fits its own rate (case softplus-1x65536)
+# 69: int8 Convs and fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
+#     (conv_work.nchwc_padding, roofline.Rates.plain)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -118,3 +118,30 @@ def sgemm_columns(node: Node, kind: str, kernel: Value | None, out: Value | None
     align = min(both & -both, _ALIGN_CAP) if both else 1
     return float(math.prod(int(d) for d in shape[2:])), float(align)
 
+
+
+# ORT's NCHWc transformer (x86, 1.32) pads a Conv's filter to whole NCHWc blocks (16 channels with AVX-512): its
+# output channels, its groups where depthwise, its input channels where the input is a blocked tensor of fewer. The
+# compiled graph holds the padded filter (GhostNet's 8-channel cheap operations: [16, 1, 3, 3], 16 groups; ShuffleNet
+# v2's 3 -> 24 stem: 32 outputs), so MACs, groups and im2col are counted on it; the tensors keep their own channels.
+# The fp32 NCHWc kernel computes the padding, but a path that runs the model's own Conv outside NCHWc does not:
+# ConvInteger (dynamic int8), QLinearConv (static int8, NHWC), and MLAS's NCHW Conv of an fp16 model whose constant a
+# run-time Cast keeps (roofline.Rates.plain). GhostNet's fp16 file on a Zen 4 (ORT's profiler, load 3 per CPU,
+# 2026-12-05): its 8-channel depthwise convs at 112 px 0.15-0.19 ms against 0.28 predicted on the padded 16 groups,
+# 12 -> 16 and 24 -> 32 ones 1.2-1.6x their prediction, the unpadded 480-channel ones 1.1x.
+def nchwc_padding(node: Node, kernel: Value | None, inp: Value | None, out: Value | None) -> tuple[float, float]:
+    """(Work.plain_macs, Work.plain_im2col): the shares of the compiled Conv's MACs and of its im2col work (elements,
+    rows, groups) that the model's own Conv has. (1, 1) where nothing is padded or a shape is unknown."""
+    if node.domain != "com.microsoft.nchwc" or kernel is None or not kernel.shape or len(kernel.shape) < 3:
+        return 1.0, 1.0
+    k_out, k_in = kernel.shape[0], kernel.shape[1]
+    c_out = out.shape[1] if out is not None and out.shape and len(out.shape) > 1 else None
+    c_in = inp.shape[1] if inp is not None and inp.shape and len(inp.shape) > 1 else None
+    if not all(isinstance(x, int) and x > 0 for x in (k_out, k_in, c_out)):
+        return 1.0, 1.0
+    out_share = min(1.0, c_out / k_out)
+    group = int(node.attributes.get("group", 1) or 1)
+    if group > 1:  # depthwise (NCHWc blocks no other grouped Conv): groups, MACs and im2col all go with the channels
+        return out_share, out_share
+    in_share = min(1.0, c_in / (k_in * group)) if isinstance(c_in, int) and c_in > 0 else 1.0
+    return out_share * in_share, in_share

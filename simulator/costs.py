@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import Graph, Node, Value
-from simulator.conv_work import grouped_im2col, im2col_rows, qgemm_counts, sgemm_columns, strided_im2col
+from simulator.conv_work import grouped_im2col, im2col_rows, nchwc_padding, qgemm_counts, sgemm_columns, strided_im2col
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
@@ -160,6 +160,10 @@ class Work:
     # ai-edge-quantizer's recipes list the op): `kernel_name` names it and `kernel_out_channels` counts its rows, but
     # `kernel_elements` stays 0, since the lookup reads only the rows it picks (its `aux_weight_elements`).
     lookup_table: bool = False
+    # Of a Conv ORT blocked (NCHWc, its filter padded to whole blocks): the shares of its MACs and of its im2col work
+    # that the model's own Conv has, which the paths running that Conv outside NCHWc pay (conv_work.nchwc_padding)
+    plain_macs: float = 1.0
+    plain_im2col: float = 1.0
     # Output elements a Gemm first fills with its broadcast bias C, which the GEMM then reads back and accumulates
     # into (beta 1): ORT's CPU Gemm / FusedGemm (GemmBroadcastBias, then MLAS SGEMM), one more pass over the output
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
@@ -355,6 +359,9 @@ def work_of(node: Node, graph: Graph) -> Work:
                           else strided_move(node, graph) if kind == "layout" else 0.0),
                 indexed=indexed_elements(node, graph),
                 bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
+                **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
+                    node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
+                    if node.op_type in _CONV else (1.0, 1.0))),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))

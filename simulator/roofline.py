@@ -22,7 +22,7 @@ import numpy as np
 from compiler.vocabulary.formats import ACTIVATION_FORMATS, BITS
 from compiler.vocabulary.options import Combo
 from simulator.costs import PARENT_KIND, Work
-from simulator.profiles import HardwareProfile, Unit
+from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 
 Num = Any  # a float, or a numpy array of them (the formulas broadcast)
 
@@ -158,6 +158,7 @@ class Rates:
     sgemm_block: Num  # columns MLAS's SGEMM pads to on this path (Path.padded_sgemm; 0: none)
     int8_kb: Num  # XNNPACK's integer GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none)
     int8_nb: Num
+    plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -166,7 +167,7 @@ class Rates:
 # pre-packing, so it packs its weights (uint8 widened to int16) once per 256 output pixels on every run
 # (MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp @9f69f5d0).
 QGEMM_STRIDE_N = 256.0
-_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm"})
+_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain"})
 
 
 def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type: str = "") -> Rates:
@@ -227,6 +228,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
         sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
         int8_kb=float(u.int8_k_block) if p.padded_sgemm else 0.0, int8_nb=float(u.int8_n_block) if p.padded_sgemm else 0.0,
+        # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
+        plain=p.compute == "int8" or p.tag == CAST16NCHW,
     )
 
 
@@ -289,6 +292,8 @@ class Counts:
     far_walk: Num = 0.0
     indexed: Num = 0.0
     bias_pass: Num = 0.0
+    plain_macs: Num = 1.0
+    plain_im2col: Num = 1.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -309,7 +314,8 @@ class Counts:
             reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
             im2col_strided=col([w.im2col_strided for w in works]), copy_runs=col([w.copy_runs for w in works]),
             far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
-            bias_pass=col([w.bias_pass for w in works]))
+            bias_pass=col([w.bias_pass for w in works]), plain_macs=col([w.plain_macs for w in works]),
+            plain_im2col=col([w.plain_im2col for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -400,7 +406,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
-    macs = _padded_macs(w, r)
+    macs = _padded_macs(w, r) * np.where(r.plain, w.plain_macs, 1.0)
     # A batch-1 recurrent step (h x R^T) does one MAC per element of R it reads: those MACs run at the rate R streams
     # (its reads, priced below), not beside them at the GEMM's. Single-op GRUs on a Zen 4 (thread CPU time, 200 steps,
     # hidden 256, 2026-12-04): 2.10 ms one direction, 4.41 two, 7.03 with 512 inputs; priced at both, +14..+33%.
@@ -435,17 +441,20 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run a Transpose
     copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
     an index op looks up (Counts.indexed)."""
-    setup = r.setup_s * np.where(r.setup_rows, w.groups, 1.0)
-    pixels = w.out_elements / np.maximum(w.kernel_rows, 1.0)
+    share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
+    setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
+    # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
+    pixels = w.out_elements / np.maximum(w.kernel_rows * w.plain_macs / np.maximum(w.plain_im2col, 1e-9), 1.0)
     setup = setup + r.pixel_s * pixels
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).
     cols = np.where(w.kernel_rows > 0, w.macs / np.maximum(w.kernel_rows, 1.0), 0.0)
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
     expanded = cols > 1.01 * w.in_elements
-    return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, w.im2col_rows, 0.0)
-            + r.im2col_strided_s * np.where(expanded, w.im2col_strided, 0.0)
-            + r.repack_s * w.kernel_elements * np.ceil(pixels / QGEMM_STRIDE_N)
+    cols, rows, strided = cols * share, w.im2col_rows * share, w.im2col_strided * share
+    return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, rows, 0.0)
+            + r.im2col_strided_s * np.where(expanded, strided, 0.0)
+            + r.repack_s * w.kernel_elements * np.where(r.plain, w.plain_macs, 1.0) * np.ceil(pixels / QGEMM_STRIDE_N)
             + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed)
