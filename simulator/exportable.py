@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.graph import Graph
+from compiler.graph import Graph, Node
 from compiler.optimize import litert_rules
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float
 from compiler.vocabulary.options import Combo, Preset, all_combos, parse_preset
@@ -51,6 +51,11 @@ def _reasons(sources: tuple[str, ...], has_k: bool) -> list[str | None]:
     return out
 
 
+def _source_ops(nd: Node, src_ops: dict[str, str]) -> tuple[str, ...]:
+    """The source op types a compiled task implements (its own type where the source is not known)."""
+    return tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+
+
 def _left(ops: tuple[str, ...], has_k: bool, c: Combo) -> bool:
     """Whether the preset's tool leaves a task of source ops `ops` float where the preset asks `c` (left_float)."""
     return any(left_float(op, _on_source(has_k and op in _KERNEL_OPS, c)) for op in ops)
@@ -66,7 +71,7 @@ def left_float_ops(t: Target, compiled: Graph, source: Graph | None, works: Sequ
     out: list[tuple[str, ...]] = []
     for nd, w in zip(compiled.nodes, works):
         has_k = takes_kernel_option(w)
-        ops = tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+        ops = _source_ops(nd, src_ops)
         out.append(ops if any(_left(ops, has_k, c) for c in probes) else ())
     return out
 
@@ -92,7 +97,7 @@ def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], pres
             for k in (False, True)}
     for nd, w in zip(compiled.nodes, works):
         has_k = takes_kernel_option(w)
-        ops = tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+        ops = _source_ops(nd, src_ops)
         key = (ops, has_k)
         if key not in cache:
             why = _reasons(ops, has_k)

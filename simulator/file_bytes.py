@@ -197,11 +197,11 @@ def _body_made_moved(made: np.ndarray, kernel: np.ndarray, body: np.ndarray) -> 
     top-level kernels, which every option that quantizes leaves. A model without one (all its weights in If branches:
     a voice-activity model's `Equal` on its sample rate, then the `If`) moves it to every top-level task alike: the
     exporter writes the upload itself only where they all stay float (its dynamo export's int8-static file +14.5%)."""
-    takers = np.where(body, 0.0, kernel)
-    if body.any() and takers.sum() <= 0:
-        takers = (~body).astype(np.float64)
-    if not body.any() or takers.sum() <= 0:
+    if not body.any() or body.all():
         return made
+    takers = np.where(body, 0.0, kernel)
+    if takers.sum() <= 0:
+        takers = (~body).astype(np.float64)
     return np.where(body, 0.0, made + float(made[body].sum()) * takers / float(takers.sum()))
 
 
