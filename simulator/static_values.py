@@ -77,6 +77,12 @@ class StaticValues:
             if w.elements != 1 or w.min != w.max:
                 return None
             kind = bool if v.dtype == "bool" else np.int64 if v.dtype.startswith(("int", "uint")) else np.float64
+            if kind is np.int64:
+                # the exact integer where kept: a float min rounds INT64_MAX (a Slice's "to the end") out of range
+                if w.ints:
+                    return np.array(w.ints[0], dtype=np.int64)
+                lim = np.iinfo(np.int64)
+                return np.array(int(min(max(w.min, lim.min), lim.max)), dtype=np.int64) if np.isfinite(w.min) else None
             return np.array(w.min).astype(kind)
         if name in self.inputs and name in self.graph.inputs:
             return np.array(self.inputs[name])
