@@ -157,7 +157,9 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         return Path(ui, c, True, "int8" if any_int8 else d.fcompute, tag, d.in_b * moves, d.out_b * moves, 0.0,
                     False, {"fp16": 2.0, "int8": 1.0}.get(c.input, 4.0), d.extra_in, d.extra_out, d.dispatches, 0.0,
                     eliminated, not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32",
-                    "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32")
+                    "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32",
+                    # ORT's bicubic kernel: a cost per output element (its cache lookups) beside its misses' work
+                    out_cost=target.backend == "ort-cpu" and kind == "cubic")
     k = _kernel(target, unit, op_type, kind, c, fused, d)
     if k is None:
         return None

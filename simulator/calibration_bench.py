@@ -214,6 +214,13 @@ CASES: tuple[Case, ...] = (
     Case("resize-linear-1024x7", "resize", lambda p: side_by_side(
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
+    # Bicubic Resizes (kind cubic, resizes.cubic_misses): a 2x upscale, CrossViT's 15/14 downscale, a halving and a
+    # 14/15 upscale, 0.5-2 misses of ORT's interpolation cache per output element, fit its rate per miss and a cost per
+    # output element jointly (calibration_fit.JOINT_FP32).
+    *(Case(f"cubic-2x{a}-to{b}", "cubic", lambda p, a=a, b=b: side_by_side(
+        "Resize", [1, 2, a, a], [1, 2, b, b], p, (None, None, np.array([1, 2, b, b], np.int64)), mode="cubic",
+        coordinate_transformation_mode="pytorch_half_pixel", cubic_coeff_a=-0.75), (("fp32", "cubic.fp32"),))
+      for a, b in ((28, 56), (60, 56), (112, 56), (56, 60))),
     # A nearest Resize by 3 (resizes.nearest_2x: not the 2x copy): ORT's generic kernel, 0.37x the linear one's time.
     Case("nearest-32x40-by3", "nearest", lambda p: side_by_side(
         "Resize", [1, 32, 40, 40], [1, 32, 120, 120], p, (None, np.array([1, 1, 3, 3], np.float32)), mode="nearest",

@@ -26,7 +26,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 69  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 70  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -76,6 +76,7 @@ CACHE_VERSION = 69  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     Softplus fits its own rate (case softplus-1x65536)
 # 69: int8 Convs and fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
 #     (conv_work.nchwc_padding, roofline.Rates.plain)
+# 70: bicubic Resizes priced by their interpolation-cache misses and output elements (kind cubic, four cases)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -102,7 +103,7 @@ _SPILL_FITTED = frozenset({"layout.fp32"})
 # convs of few input channels, whose cases are 8-channel convs on 24-48 px maps (mostly fixed cost: 0.27 and 0.68 of the
 # peak on a Sapphire Rapids, 2026-12-04) and the stems real CNNs have (3 channels, 16-64 outputs, 100M+ MACs), which the
 # median of the two small ones priced at 1.5-2.3x their profile.
-JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32"})
+JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32"})
 
 # Paths with a cost per byte beyond the core's L2 of walks that miss the cache (transposes.far_walk): ORT's walks,
 # fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video); and of its
@@ -139,9 +140,9 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                    key: str) -> tuple[float, dict[str, float]]:
     """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
     element, key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM, key.span: per
-    call of a broadcasting element-wise kernel}) for `key` (e.g. conv.int8dyn) that fit several cases at once in
-    relative least squares: small shapes pin the fixed cost of the path's extra kernels, large ones its
-    rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
+    call of a broadcasting element-wise kernel, key.out: per output element}) for `key` (e.g. conv.int8dyn) that fit
+    several cases at once in relative least squares: small shapes pin the fixed cost of the path's extra kernels,
+    large ones its rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
     indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
     above 1x1; ConvInteger: its weights packed on every run); else 0.
     Non-negative least squares by trying every subset of the columns."""
@@ -152,6 +153,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     # (backends._ort_fp16's `cast16nchw` depthwise path), and the setups' slopes are read on that path.
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
     subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap", key + ".span",
+            key + ".out",
             *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else []),
             *([key + ".im2col.strided"] if key in _STRIDED_FITTED else []),
             *([key + ".far"] if key in _FAR_FITTED else [])]

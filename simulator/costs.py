@@ -15,13 +15,14 @@ from simulator.conv_work import grouped_im2col, im2col_rows, nchwc_padding, qgem
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
-from simulator.resizes import moves_per_element, resize_kind
+from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
                           "gemm", "matmul", "attention", "pool", "poolnchw", "elementwise", "norm", "skipnorm",
-                          "softmax", "reduce", "layout", "walk", "resize", "nearest", "view", "quant", "other")
+                          "softmax", "reduce", "layout", "walk", "resize", "cubic", "nearest", "view", "quant",
+                          "other")
 
 # Kinds whose largest constant input is a "kernel" that options quantize, palettize or prune.
 WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw", "gemm",
@@ -30,7 +31,7 @@ WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv",
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
                                "convnchw": "conv", "conv3d": "conv", "poolnchw": "pool", "walk": "layout",
-                               "resize": "layout", "nearest": "layout"}
+                               "resize": "layout", "nearest": "layout", "cubic": "resize"}
 
 
 def base_kind(kind: str) -> str:
@@ -433,6 +434,8 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return 0.0, _ELEMENTWISE_FLOPS.get(op, 1.0) * out_e
     if kind == "quant":
         return 0.0, 2.0 * out_e
+    if kind == "cubic":  # ORT's bicubic kernel: its 1-D interpolations computed (resizes.cubic_misses)
+        return 0.0, CUBIC_MISS_OPS * cubic_misses(node, graph)
     if kind in ("layout", "walk", "resize", "nearest"):
         # One "op" per element moved: transposes and reorders are gather-bound, not streaming copies (layout rate).
         return 0.0, out_e * moves_per_element(node, kind)

@@ -1,9 +1,11 @@
 """How ONNX Runtime's CPU kernels resize and rearrange maps, per output element: which Resizes interpolate (kind
-`resize`), which map each output back to its input on the generic nearest kernel (kind `nearest`), which are a
-plain copy (a layout move), and how many moves each element costs against its kind's rate. costs.py counts the
-work with these; the rates are calibrated (`resize.fp32`, `nearest.fp32`)."""
+`resize`; bicubic ones kind `cubic`), which map each output back to its input on the generic nearest kernel (kind
+`nearest`), which are a plain copy (a layout move), and how many moves each element costs against its kind's rate.
+costs.py counts the work with these; the rates are calibrated (`resize.fp32`, `cubic.fp32`, `nearest.fp32`)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 from compiler.graph import Graph, Node
 
@@ -25,6 +27,8 @@ def resize_kind(node: Node, graph: Graph) -> str | None:
     (cubic) inputs and their weights, 1.15-1.5 ns per element where a copy moves one at 0.05-0.2), `nearest` for a
     nearest one on ORT's generic kernel, None for the 2x copy and MLAS's NCHWc Upsample (layout moves)."""
     mode = node.text("mode", "nearest")
+    if mode == "cubic" and len(_spatial(node, graph)) == 4:
+        return "cubic"
     if mode in ("linear", "cubic"):
         return "resize"
     if node.domain in ("", "ai.onnx") and not nearest_2x(node, graph):
@@ -39,6 +43,60 @@ def moves_per_element(node: Node, kind: str) -> float:
     if kind == "resize" and node.text("mode", "nearest") == "cubic":
         return CUBIC_RESIZE_OPS
     return 1.0
+
+
+# ORT's bicubic kernel (ResizeBiCubic, onnxruntime/core/providers/cpu/tensor/upsample.cc) interpolates along x first
+# and keeps each 1-D result in a hash map keyed by its x fraction and grid position, cleared per channel: an output
+# element looks four of them up, and each one missing is computed from 4 taps and inserted. So the time follows the
+# misses (distinct x positions x input rows the output rows touch), not the output: a 2x upscale misses 0.5 per output
+# element, 240 -> 224 1.08, 448 -> 224 2. Single ops on an Emerald Rapids Xeon (thread CPU time, load ~7,
+# 2026-12-05): 110 ns per output element for 2x upscales, 180-295 for downscales and 224 -> 240; a cost per output
+# element plus one per miss fits all eight shapes within 26%, one per output element alone (as before) within 2.7x.
+# Calibration fits both (kind `cubic`: efficiency on CUBIC_MISS_OPS per miss, `cubic.fp32.out` per output element).
+CUBIC_MISS_OPS = 2 * CUBIC_RESIZE_OPS  # an upscale's uncalibrated cost (0.5 misses per output) stays 48 moves each
+
+
+def cubic_misses(node: Node, graph: Graph) -> float:
+    """The 1-D interpolations ORT's bicubic kernel computes for this Resize (its cache misses, all channels): per
+    channel, the distinct (x fraction, x position) pairs of the output columns times the input rows (from y - 1 to
+    y + 2 of each output row's y) the output rows touch. 0 where the shapes are unknown."""
+    dims = _spatial(node, graph)
+    if len(dims) != 4:
+        return 0.0
+    (h_in, w_in, h_out, w_out), planes = dims[:4], _planes(node, graph)
+    mode = node.text("coordinate_transformation_mode", "half_pixel")
+    ys, xs = _source_coords(h_out, h_in, mode), _source_coords(w_out, w_in, mode)
+    y0, x0 = np.floor(ys).astype(np.int64), np.floor(xs).astype(np.int64)
+    rows = np.unique(np.concatenate([y0 + d for d in (-1, 0, 1, 2)])).size
+    columns = len(set(zip((xs - x0).tolist(), x0.tolist())))
+    return float(planes * columns * rows)
+
+
+def _source_coords(n_out: int, n_in: int, mode: str) -> np.ndarray:
+    """Each output index's source coordinate along one axis, as ORT computes it in float32 (scale = out / in)."""
+    o, scale = np.arange(n_out, dtype=np.float32), np.float32(n_out / n_in)
+    if mode == "align_corners":
+        return (o * np.float32((n_in - 1) / max(n_out - 1, 1))).astype(np.float32)
+    if mode == "asymmetric":
+        return (o / scale).astype(np.float32)
+    if mode == "pytorch_half_pixel" and n_out <= 1:
+        return np.zeros(n_out, dtype=np.float32)
+    return ((o + np.float32(0.5)) / scale - np.float32(0.5)).astype(np.float32)
+
+
+def _spatial(node: Node, graph: Graph) -> tuple[int, ...]:
+    """(H in, W in, H out, W out) of a 4-D Resize with static shapes; () otherwise."""
+    src = graph.values.get(node.inputs[0]) if node.inputs else None
+    out = graph.values.get(node.outputs[0]) if node.outputs else None
+    if src is None or out is None or not src.is_static or not out.is_static or len(src.shape) != 4 \
+            or len(out.shape) != 4:
+        return ()
+    return (int(src.shape[2]), int(src.shape[3]), int(out.shape[2]), int(out.shape[3]))
+
+
+def _planes(node: Node, graph: Graph) -> int:
+    shape = graph.values[node.outputs[0]].shape
+    return int(shape[0]) * int(shape[1])
 
 
 def nearest_2x(node: Node, graph: Graph) -> bool:

@@ -88,7 +88,9 @@ def efficiency(unit: Unit, kind: str, path: str, op_type: str = "") -> float:
     (`elementwise.fp32.QuickGelu`: an activation calibration timed, whose kernel differs from the kind's)."""
     e = unit.efficiency
     parent = PARENT_KIND.get(kind, kind)
-    for key in ((f"{kind}.{path}.{op_type}",) if op_type else ()) + (f"{kind}.{path}", kind, f"{parent}.{path}", parent):
+    grand = PARENT_KIND.get(parent, parent)  # a cubic Resize: resize's figures, else layout's
+    for key in ((f"{kind}.{path}.{op_type}",) if op_type else ()) + (f"{kind}.{path}", kind, f"{parent}.{path}", parent,
+                                                                      f"{grand}.{path}", grand):
         if key in e:
             return e[key]
     if path == "cast16nchw":  # an fp16 Conv left in NCHW: the NCHWc path's figure until calibrated
