@@ -6,8 +6,10 @@ then fitted on the same measurements, and their predictions compared side by sid
     PYTHONPATH=. nice -n 10 .venv/bin/python benchmarks/calibration_refit.py CACHE.json --out NEW.json [--tree DIR]
 
 The bench is built and compiled by the tree's code (its cases; a timing it has no case for is ignored, a case with
-no timing is an error). The fixed costs, bandwidths and every efficiency come from the stored timings, so the new
-cache is what that code's `edgescope calibrate` would have written at that moment.
+no timing is an error unless `--time-missing` times it now: a new rule's cases, a minute of timing where the whole
+calibration takes ten; run that under the measurement lock). The fixed costs, bandwidths and every efficiency come
+from the stored timings, so the new cache is what that code's `edgescope calibrate` would have written at that
+moment (with `--time-missing`, the new cases' timings are of this one, which the cache records).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def main() -> int:
@@ -26,6 +29,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--tree", type=Path, default=Path(__file__).resolve().parents[1],
                     help="the checkout whose code fits (default: this one)")
+    ap.add_argument("--time-missing", action="store_true",
+                    help="time the cases the stored timings lack (a new rule's) instead of refusing")
+    ap.add_argument("--lock", type=Path, help="hold this lock file (flock) while timing them, and only then")
     a = ap.parse_args()
     sys.path.insert(0, os.fspath(a.tree.resolve()))
     from simulator.calibration import save_cache
@@ -39,15 +45,33 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="refit-") as td:
         bench = build_bench(Path(td), progress=lambda s: print(s, flush=True))
         missing = sorted(set(bench.timings) - set(wall))
-        if missing:
+        if missing and not a.time_missing:
             ap.error(f"no timing for {len(missing)} of this code's cases: {', '.join(missing[:6])}")
+        if missing:
+            wall = {**wall, **_time_now({k: bench.timings[k] for k in missing}, a.lock)}
         cache = fit_bench(bench, wall, progress=lambda s: print(s, flush=True))
     # The same machine, moment and ORT as the timings: the cache reads as current where they match.
     cache.update({"machine": src["machine"], "onnxruntime": src["onnxruntime"], "timings": wall,
-                  "refit_of": os.fspath(a.cache), "refit_tree": os.fspath(a.tree.resolve())})
+                  "refit_of": os.fspath(a.cache), "refit_tree": os.fspath(a.tree.resolve()),
+                  **({"timed_now": missing} if missing else {})})
     save_cache(a.out, cache)
     print(f"{a.out}: version {cache['version']}, fitted by {a.tree} on {a.cache}'s timings")
     return 0
+
+
+def _time_now(models: dict[str, Any], lock: Path | None) -> dict[str, float]:
+    """Time `models` as calibration does, holding `lock` (flock) meanwhile where one is named."""
+    import fcntl
+    import subprocess
+
+    from simulator.calibration_timing import time_interleaved
+
+    with open(lock or os.devnull, "a") as f:
+        if lock:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        print(f"timing {len(models)} cases the stored timings lack ({load}): {', '.join(models)}", flush=True)
+        return time_interleaved(models)
 
 
 if __name__ == "__main__":
