@@ -280,6 +280,11 @@ def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
                 getattr(modelzoo, builder)(p, **kwargs)
             return p
 
+        def copy(self, builder: str, dest: Path, **kwargs: Any) -> Path:
+            """The built file under the name a test uploads it as (a torch export costs seconds; a copy does not)."""
+            shutil.copyfile(self.path(builder, **kwargs), dest)
+            return dest
+
     return Zoo()
 
 

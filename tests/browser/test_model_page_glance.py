@@ -21,8 +21,9 @@ ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 
 @pytest.fixture(scope="module")
-def mobilenet(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    return ui_server.upload(modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("glance") / "mobilenet_glance.onnx"), timeout_s=900)
+def mobilenet(ui_server: Any, zoo: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return ui_server.upload(zoo.copy("mobilenet_v2_like", tmp_path_factory.mktemp("glance") / "mobilenet_glance.onnx"),
+                            timeout_s=900)
 
 
 def open_model(page: Any, url: str, mid: str) -> None:

@@ -11,7 +11,6 @@ from typing import Any
 
 import pytest
 
-from tests import modelzoo
 from tests.browser.conftest import shot
 
 pytestmark = pytest.mark.browser
@@ -20,11 +19,11 @@ ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 
 @pytest.fixture(scope="module")
-def model_id(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+def model_id(ui_server: Any, zoo: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
     """One analysis for the module: solving and downloading read it, applying a proposal changes only the page."""
     if ui_server.mock:
         pytest.skip("the solver and downloads need the real server")
-    path = modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("solve") / "mnv2_solve.onnx")
+    path = zoo.copy("mobilenet_v2_like", tmp_path_factory.mktemp("solve") / "mnv2_solve.onnx")
     return ui_server.upload(path, targets=["ort-cpu/host"], timeout_s=900)
 
 

@@ -27,8 +27,8 @@ def open_model(page: Any, url: str, mid: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def model_id(ui_server: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = modelzoo.mobilenet_v2_like(tmp_path_factory.mktemp("ui") / "mobilenet_v2_like.onnx")
+def model_id(ui_server: Any, zoo: Any, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = zoo.copy("mobilenet_v2_like", tmp_path_factory.mktemp("ui") / "mobilenet_v2_like.onnx")
     return ui_server.upload(path)
 
 
