@@ -50,6 +50,17 @@ def converted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any
     return src, package, compiled
 
 
+@pytest.fixture(scope="module")
+def w8a8(converted: tuple[Path, Path, Any], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    """The int8-static export of the converted program (a W8A8 export costs seconds): two tests read it."""
+    from compiler.optimize.coreml_export import export_coreml_file
+
+    src, package, compiled = converted
+    out = tmp_path_factory.mktemp("w8a8-out") / "w8a8.mlpackage.zip"
+    res = export_coreml_file(package, out, "int8-static", {}, compiled, pt2=src, input_shapes={"x": [1, 3, 16, 16]})
+    return out, res
+
+
 def _ops(package: Path) -> list[tuple[str, str]]:
     import coremltools as ct
 
@@ -61,12 +72,12 @@ def _ops(package: Path) -> list[tuple[str, str]]:
             for op in b.operations if "name" in op.attributes]
 
 
-def test_pt2_int8_static_writes_w8a8_that_loads_back(converted: tuple[Path, Path, Any], tmp_path: Path) -> None:
+def test_pt2_int8_static_writes_w8a8_that_loads_back(converted: tuple[Path, Path, Any], w8a8: tuple[Path, Any],
+                                                    tmp_path: Path) -> None:
     from compiler.optimize.coreml_export import export_coreml_file
 
     src, package, compiled = converted
-    out = tmp_path / "w8a8.mlpackage.zip"
-    res = export_coreml_file(package, out, "int8-static", {}, compiled, pt2=src, input_shapes={"x": [1, 3, 16, 16]})
+    out, res = w8a8
     kinds = Counter(t for t, _ in _ops(out))
     # Every conv (3), the linear, the add and the max pool read an int8 input: at least one dequantize each, and
     # the quantize ops coremltools pairs with them (shared between neighbours after pair elimination).
@@ -134,14 +145,13 @@ def test_tiny_and_huge_ranges_stay_representable_in_fp16() -> None:
     assert _stat(0.5, 2.0) == {"rmin": 0.0, "rmax": 2.0}  # ranges include 0, as the quantizer's do
 
 
-def test_option_table_predicts_the_written_w8a8(converted: tuple[Path, Path, Any], tmp_path: Path) -> None:
+def test_option_table_predicts_the_written_w8a8(converted: tuple[Path, Path, Any], w8a8: tuple[Path, Any]) -> None:
     """int8-static on the converted program: the tasks predicted with int8 activations are exactly the ops the
     written package gives an int8 input (plus the activations fused after them); the rest are predicted fp16,
     with the reason."""
-    from compiler.optimize.coreml_export import export_coreml_file
     from simulator.sweep import sweep
 
-    src, package, compiled = converted
+    _, _, compiled = converted
     r = sweep(compiled, "coreml/apple-a17", presets_only=["int8-static"])
     p = [x["name"] for x in r.bulk["presets"]].index("int8-static")
     combos = {nd.id: (nd.op_type, r.bulk["combos"][i][p]) for i, nd in enumerate(compiled.nodes)}
@@ -152,14 +162,13 @@ def test_option_table_predicts_the_written_w8a8(converted: tuple[Path, Path, Any
     silu = next(i for i, nd in enumerate(compiled.nodes) if nd.op_type == "silu")
     assert any("coremltools quantizes activations around conv, linear, add and pools only" in n
                for n in r.per_op[silu]["notes"])
-    out = tmp_path / "w8a8.mlpackage.zip"
-    export_coreml_file(package, out, "int8-static", {}, compiled, pt2=src, input_shapes={"x": [1, 3, 16, 16]})
+    out, _ = w8a8
     import coremltools as ct
 
     from compiler.optimize.coreml_w8a8 import ops_without_dequantized_input
 
-    kinds = {name: t for t, name in _ops(out)}  # (extracts the package under tmp_path / "unzipped")
-    spec = ct.models.MLModel(str(next((tmp_path / "unzipped").glob("*.mlpackage"))), skip_model_load=True).get_spec()
+    kinds = {name: t for t, name in _ops(out)}  # (extracts the package beside it, under "unzipped")
+    spec = ct.models.MLModel(str(next((out.parent / "unzipped").glob("*.mlpackage"))), skip_model_load=True).get_spec()
     every = [n for n, t in kinds.items() if t in ("conv", "linear", "add", "max_pool", "reduce_mean")]
     float_in = set(ops_without_dequantized_input(spec, every))
     written = Counter(kinds[n] for n in every if n not in float_in)
