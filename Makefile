@@ -9,8 +9,8 @@ PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lo
 run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
 
-# Serial: two pytest-xdist workers on 2 cores were slower (19 min 16 s against 16 min 39 s), the tests' own
-# child processes (servers, sandboxes, Chromium) already use the second core. `ARGS="-n 2"` still works.
+# Serial. `ARGS="-n 2 --dist loadfile"`: two pytest-xdist workers by whole file; a serial run keeps ~1.2 of the 2
+# cores busy (README "Tests and benchmarks": measured once under load, not yet proven free of flakes).
 test: install-dev converter web chromium services
 	$(PY) -m pytest $(ARGS)
 
