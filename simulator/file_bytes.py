@@ -160,7 +160,7 @@ def _made_per_task(t: Target, records: ExportRecords | None, k_store: np.ndarray
     where every node stays float and nothing needs restoring: `writes_upload`). Each task keeps its stored bytes but
     those the upload makes at run time (ExportRecords.made); what the upload holds beyond the tasks and the folded
     file's records (`base`) goes to the tasks with made constants (the recipe: `ConstantOfShape` nodes and shapes,
-    a table gathered by stored ids), else to every task by its bytes (debug records, names). Negative where the
+    a table gathered by stored ids), else to the tasks with a kernel by their bytes (debug records, names). Negative where the
     upload holds more than ORT folds to: `testkit.modelzoo.bert_like`'s 512 x 128 position table, gathered by 32
     constant ids, folds to 32 x 128 (its float state was sized 3.79 MB, the folded file, against 4.03 uploaded)."""
     if records is None or source is None or not writes_upload(source, t):
@@ -174,9 +174,12 @@ def _made_per_task(t: Target, records: ExportRecords | None, k_store: np.ndarray
     body = max(float(source.metadata["file_size_bytes"]) - records.base, 0.0)
     rest = body - float(kept.sum())
     # The kernels take it where they are made (a kernel-less task's made bytes may be a constant the sweep does not
-    # size as its own: light_inception_v2's Concats)
-    takers = next((m for m in ((made > 0) & (k_store * weighted > 0), made > 0) if m.any()),
-                  np.ones(len(works), dtype=bool))
+    # size as its own: light_inception_v2's Concats). Records no task's bytes explain (names, debug records) go to
+    # the kernels, which every option that rewrites the file changes: given to every task, a kernel-less one (an
+    # LSTM's, whose weights stay float) kept its share in its float state, which weight-only options take back from
+    # the kernels (_rewrite_share), and torch/lstm-kws's one small head Gemm was sized -2.6 KB under int8-dynamic.
+    kernels = k_store * weighted > 0
+    takers = next((m for m in ((made > 0) & kernels, made > 0, kernels) if m.any()), np.ones(len(works), dtype=bool))
     share = kept[takers] if kept[takers].sum() > 0 else own[takers]
     if rest < 0 and kept.sum() > 0:
         # Constants the upload makes that the records miss (light_densenet121's Mul / Add constants, made by
