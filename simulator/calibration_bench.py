@@ -18,7 +18,7 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.calibration_models import (
-    R, REUSE_CONVS, SPILL_CONVS, activation_chain, compile_for_host, conv_act, conv_chain, dw_strided,
+    R, REUSE_CONVS, SPILL_CONVS, activation_chain, cast_chain, compile_for_host, conv_act, conv_chain, dw_strided,
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, op_chain, reuse_model, save_model,
     side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
@@ -195,6 +195,10 @@ CASES: tuple[Case, ...] = (
     # ReduceL2 (ConvNeXt-V2's global response norm): 1.9 ns per element over a 56x56 map, 7x the reduce rate's figure.
     Case("reducel2-40x56", "reduce", lambda p: side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
                                                               keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
+    # ORT's Cast between fp32 and fp16 (an fp16 export's Casts at its fp32 / fp16 kernel boundaries, priced by
+    # simulator.conversions at this rate): at the element-wise rate they were charged ~2x their time (h41onnxexp).
+    *(Case(f"cast-1x{n}", "quant", lambda p, n=n: cast_chain(n, p), (("fp32", "quant.fp32.Cast"),))
+      for n in (50176, 200704, 802816)),
     Case("add-1x262144", "elementwise", lambda p: op_chain("Add", [1, 262144], p, binary_self=True),
          (("int8-static", "int8"),)),
     # A Mul by a per-channel operand along the innermost axis (a squeeze-excite gate over NHWC data): ORT calls its

@@ -21,12 +21,13 @@ from simulator.calibration_index import fit_index
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.calibration_timing import machine, profiler_overhead
+from simulator.conversions import CAST_KEY
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 70  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 71  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -77,6 +78,8 @@ CACHE_VERSION = 70  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 69: int8 Convs and fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
 #     (conv_work.nchwc_padding, roofline.Rates.plain)
 # 70: bicubic Resizes priced by their interpolation-cache misses and output elements (kind cubic, four cases)
+# 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases), which prices fp16's conversions
+#     (simulator.conversions)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -242,6 +245,7 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     effs["layout.fp32"], layout_setups = _fit_layout(bench, wall, run_s, cases_out, base.with_overrides(over))
     over["units"]["cpu"]["kind_overhead_s"].update(layout_setups)
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
+    over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_index(
         bench.index, bench.graphs, {n: wall[n] - run_s * 1e3 for n in bench.index if n in wall},
         base.with_overrides(over), lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
@@ -254,6 +258,23 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
         "machine": machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
         "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
     }
+
+
+def cast_element(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile) -> dict[str, float]:
+    """{`quant.fp32.Cast.element`: s per element of ORT's Cast between fp32 and fp16} read off the `cast-*` cases
+    (their time less a dispatch per task, over the Casts' elements; the median), the figure simulator.conversions
+    prices fp16's conversions at; {} without those cases."""
+    per_el = []
+    for c in cases_out:
+        if c["key"] != CAST_KEY:
+            continue
+        g = graphs[c["case"]]
+        casts = [nd for nd in g.nodes if nd.op_type == "Cast"]
+        n = float(np.prod(g.values[casts[0].inputs[0]].shape)) if casts else 0.0
+        if n > 0:
+            busy = c["measured_ms"] * 1e-3 - len(g.nodes) * hw.units[0].dispatch_overhead_s
+            per_el.append(max(busy, 0.0) / (len(casts) * n))
+    return {f"{CAST_KEY}.element": float(np.median(per_el))} if per_el else {}
 
 
 def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str], None]

@@ -47,6 +47,23 @@ def op_chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str,
                  [helper.make_tensor_value_info(f"v{r}", TensorProto.FLOAT, shape)], inits, path)
 
 
+def cast_chain(elements: int, path: Path, r: int = R) -> Path:
+    """Casts fp32 -> fp16 -> fp32 ... (r of them, r even): the conversions an fp16 export keeps at run time between
+    ORT's fp32 kernels and its fp16 ones (simulator.ort_fp16), timed as such (roofline.conversion_constants). A
+    Reshape (a view) between two Casts: ORT removes a Cast round trip (8 Casts in a row compiled to 2)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    shapes = [np.array([1, elements], np.int64), np.array([elements // 64, 64], np.int64)]
+    nodes = []
+    for i in range(r):
+        nodes.append(helper.make_node("Cast", [f"v{i}"], [f"c{i}"], name=f"Cast_{i}",
+                                      to=TensorProto.FLOAT16 if i % 2 == 0 else TensorProto.FLOAT))
+        nodes.append(helper.make_node("Reshape", [f"c{i}", f"s{(i + 1) % 2}"], [f"v{i + 1}"], name=f"Reshape_{i}"))
+    return save_model(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, elements])],
+                      [helper.make_tensor_value_info(f"v{r}", TensorProto.FLOAT, [1, elements])],
+                      [numpy_helper.from_array(s, f"s{k}") for k, s in enumerate(shapes)], path)
+
+
 def rng_weights(shape: list[int]) -> Callable[[int], Any]:
     rng = np.random.default_rng(0)
     return lambda i: (rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))).astype(np.float32)

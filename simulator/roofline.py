@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from compiler.vocabulary.formats import ACTIVATION_FORMATS, BITS
 from compiler.vocabulary.options import Combo
 from simulator.costs import PARENT_KIND, Work
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
@@ -512,33 +511,7 @@ def io_bytes(in_elements: Num, out_elements: Num) -> Num:
     return (in_elements + out_elements) * 4.0
 
 
-# --- between tasks: conversions and crossings ----------------------------------------------------------------------
-
-def conversion_constants(hw: HardwareProfile) -> dict[str, Any]:
-    """Cost of a quantize / dequantize / cast between two activation formats, run on the first unit:
-    `fixed_ms` per conversion and `ms_per_element` per pair `a>b`."""
-    u = hw.units[0]
-    per_el: dict[str, float] = {}
-    for a in ACTIVATION_FORMATS:
-        for b in ACTIVATION_FORMATS:
-            if a != b:
-                # Streaming read of one format + write of the other, plus ~2 ops (scale, round).
-                s = (BITS[a] + BITS[b]) / 8 / u.cache_bandwidth_bytes_per_s + 2 / (
-                    u.peak_ops_per_s.get("fp32", 0) or u.peak_ops_per_s.get("fp16")) / efficiency(u, "elementwise",
-                                                                                                   "fp32")
-                per_el[f"{a}>{b}"] = s * 1e3
-    return {"fixed_ms": u.dispatch_overhead_s * 1e3, "ms_per_element": per_el}
-
-
-def conversion_ms(fixed_ms: Num, ms_per_element: Num, elements: Num) -> Num:
-    """One conversion of `elements` values (constants from conversion_constants)."""
-    return fixed_ms + elements * ms_per_element
-
-
-def conversion_bytes(elements: Num, from_format: str, to_format: str) -> Num:
-    """Bytes a conversion moves: it reads one format and writes the other."""
-    return elements * (BITS[from_format] / 8 + BITS[to_format] / 8)
-
+# --- between tasks: crossings (conversions: simulator.conversions) --------------------------------------------
 
 def crossing_constants(hw: HardwareProfile) -> dict[str, float] | None:
     """Figures of one partition crossing (a sync + copy between compute units); None where the profile charges no

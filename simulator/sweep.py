@@ -39,6 +39,7 @@ from simulator.file_bytes import (
     weight_bytes,
 )
 from simulator.onnx_file import ExportRecords
+from simulator.conversions import conversion_constants, conversion_ms
 from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
@@ -53,8 +54,6 @@ from simulator.roofline import (
     Path,
     Rates,
     Residency,
-    conversion_constants,
-    conversion_ms,
     crossing_bytes,
     crossing_constants,
     crossing_ms,
