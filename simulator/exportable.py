@@ -6,7 +6,7 @@ A task's combo is exported on every source node it implements (a fused Relu take
 without its kernel: compiler.optimize.choices), so a combo is exportable for a task when the exporter's rule
 (compiler.optimize.onnx_rules) accepts it on each of them. A preset is exportable when every task's combo is.
 Failures only a real file shows (opset conversion, ORT's quantizer) are added by a dry run at analysis time
-(compiler.optimize.onnx_export.dry_run).
+(compiler.optimize.onnx_dry_run.dry_run).
 
 LiteRT (`mark_tflite`): ai-edge-quantizer's recipes (compiler.optimize.litert_rules), the same rule its exporter
 refuses by: no palettization, no pruning, int8 activations on both sides with int8 weights. A preset is judged

@@ -188,7 +188,7 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
             if skipped and get_target(r.target).export == "onnx":
                 r.sweep.bulk["export_check"] = skipped
         if export_check is not None:
-            from compiler.optimize.onnx_export import mark_dry_run
+            from compiler.optimize.onnx_dry_run import mark_dry_run
 
             reasons = export_check.result()
             for r in results:
@@ -226,7 +226,7 @@ def _start_export_check(model_path: Path, source: Graph, opts: AnalysisOptions,
     if export_check_skipped(source):
         return None
     from compiler.input_plan import concrete_shapes, fill_values
-    from compiler.optimize.onnx_export import dry_run
+    from compiler.optimize.onnx_dry_run import dry_run
 
     ctx = contextvars.copy_context()
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="export-check")

@@ -54,6 +54,13 @@ def one_line(e: BaseException, limit: int = MAX_CAUSE) -> str:
     return msg if ort or not msg else f"{type(e).__name__}: {msg}"
 
 
+def crash_sentence(what: str, e: BaseException) -> str:
+    """One sentence for a sandboxed child that died running ONNX Runtime: `<what> crashes ONNX Runtime (signal 11:
+    SIGSEGV)` where it crashed, else the sandbox's own sentence (a time or memory limit)."""
+    m = re.search(r"signal \d+: \w+", str(e))
+    return f"{what} crashes ONNX Runtime ({m.group(0)})" if m and "crashed" in str(e) else str(e)
+
+
 def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes: list[str] | None = None) -> Path:
     """`src` with every node named by its analysis id (a unique name stays; an empty or repeated one becomes
     `<op>_<index>`, as compiler.frontends.onnx names it, so per-op overrides keyed by the analysis reach the same

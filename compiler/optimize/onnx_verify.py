@@ -11,7 +11,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto
 
-from compiler.optimize.onnx_prepare import one_line
+from compiler.optimize.onnx_prepare import crash_sentence, one_line
 from compiler.vocabulary.options import OptionError
 
 _DYNAMIC_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul", "MatMulIntegerToFloat"})
@@ -36,7 +36,7 @@ def check_runs(path: Path, feed: Mapping[str, np.ndarray]) -> None:
             why = sandbox.run("compiler.optimize.onnx_verify:check_child", payload,
                               sandbox.Limits(timeout_s=600, what="the written file's check run"))
         except SandboxError as e:
-            raise OptionError(f"the written file crashes ONNX Runtime ({e})") from e
+            raise OptionError(crash_sentence("the written file", e)) from e
     if why:
         raise OptionError(why)
 

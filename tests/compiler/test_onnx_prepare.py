@@ -69,7 +69,7 @@ def test_override_keyed_by_analysis_id_reaches_its_node(messy: Path, tmp_path: P
 
 
 def test_dry_run_checks_each_way_of_writing_the_file_and_marks_the_table(messy: Path) -> None:
-    from compiler.optimize.onnx_export import DRY_RUN_OPTIONS, dry_run, dry_run_option, mark_dry_run
+    from compiler.optimize.onnx_dry_run import DRY_RUN_OPTIONS, dry_run, dry_run_option, mark_dry_run
     from compiler.vocabulary.options import BULK_PRESETS
 
     reasons = dry_run(messy, {"input": [1, 3, 16, 16]}, timeout_s=300)
