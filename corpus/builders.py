@@ -435,6 +435,10 @@ def _torch_model(e: Entry) -> tuple[nn.Module, torch.Tensor]:
         return _MelKWS(), torch.randn(*e.shape)
     if e.name == "stn":
         return _SpatialTransformer(), torch.randn(*e.shape)
+    if e.name in ("dbnet-det", "blazeface"):
+        from corpus.lookalikes import model
+
+        return model(e.name), torch.randn(*e.shape)
     if e.name in ("selfie-seg", "crnn48"):
         return (_SelfieSeg() if e.name == "selfie-seg" else _Crnn48()), torch.randn(*e.shape)
     if e.name == "audio-encoder":
@@ -469,6 +473,11 @@ def build(e: Entry) -> Built:
     torch.manual_seed(0)
     if e.name in ("kv-decoder", "gnn"):  # the entries of several inputs
         return _kv_built(e) if e.name == "kv-decoder" else _gnn_built(e)
+    if e.name == "vad-if":  # input, state and sample rate; scripted for the TorchScript exporter (ONNX If)
+        from corpus.lookalikes import model, vad_inputs
+
+        return Built(model(e.name).eval(), vad_inputs(e.shape[1]), ["input", "state", "sr"], ["output", "stateN"],
+                     {"input": [1]}, script=True)
     if e.source == "torchvision":
         import torchvision
 

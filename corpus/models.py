@@ -195,6 +195,13 @@ ENTRIES: tuple[Entry, ...] = (
     # text recognizer at dynamic width (the permute before its batch-first LSTM was sized into its exports).
     Entry("torch/selfie-seg", "segmenter", "torch", "selfie-seg", (1, 3, 256, 256), TFL),
     Entry("torch/crnn48", "sequence", "torch", "crnn48", (1, 3, 48, 320), TS_DYN),
+    # session 42: look-alikes of shipped edge models from their public descriptions (corpus.lookalikes): a DBNet-style
+    # text detector at dynamic H x W (nearest-upsampling FPN, ConvTranspose heads; analysed at 736 x 736), a
+    # voice-activity model whose `if sr == 16000` is an ONNX If (scripted TorchScript; torch.cond through dynamo), a
+    # BlazeFace-like detector (5x5 depthwise blocks, channel padding, anchor decoding) with its fp16-weight .tflite.
+    Entry("torch/dbnet-det", "detector", "torch", "dbnet-det", (1, 3, 736, 736), TS_DYN + TFL),
+    Entry("torch/vad-if", "sequence", "torch", "vad-if", (1, 576)),
+    Entry("torch/blazeface", "detector", "torch", "blazeface", (1, 3, 128, 128), TFL + ("tflite-fp16",)),
 )
 
 BY_ID: dict[str, Entry] = {e.id: e for e in ENTRIES}
