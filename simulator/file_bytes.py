@@ -25,6 +25,7 @@ from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_even
 from simulator.onnx_tools import static_keeps_float
 from simulator.qdq import dq_weights, float_view, qdq_preset
 from simulator.roofline import Path
+from simulator.tflite_ops import hybrid_quant_bytes
 
 
 _FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64"})  # as simulator.tflite_ops counts them
@@ -276,7 +277,7 @@ def size_overhead_bytes(t: Target, compiled: Graph, folded: frozenset[str], reco
         return records.base
     if t.export == "onnx" and "onnx_overhead_bytes" in compiled.metadata:  # a .pt2's converted file's records
         return float(compiled.metadata["onnx_overhead_bytes"])
-    return _size_overhead(compiled) - _fp16_restored_bytes(t, compiled, folded)
+    return _size_overhead(compiled) - _fp16_restored_bytes(t, compiled, folded) - hybrid_quant_bytes(compiled)
 
 
 def storage_bytes_per_kernel(target: Target, kernel: str, sparsity: int, elements: Any, rows: Any,
