@@ -19,8 +19,8 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_models import (
     R, REUSE_CONVS, SPILL_CONVS, activation_chain, cast_chain, compile_for_host, conv_act, conv_chain, dw_strided,
-    layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, op_chain, reuse_model, save_model,
-    side_by_side, skip_layernorm_chain, stem_act, strided_own,
+    layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, nchwc_upsample, op_chain, reuse_model,
+    save_model, side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
@@ -218,6 +218,12 @@ CASES: tuple[Case, ...] = (
     Case("resize-linear-1024x7", "resize", lambda p: side_by_side(
         "Resize", [1, 1024, 7, 7], [1, 1024, 14, 14], p, (None, np.array([1, 1, 2, 2], np.float32)), mode="linear"),
          (("fp32", "resize.fp32"),)),
+    # The same Resize after an NCHWc Conv: ORT's NCHWc transformer runs it as its blocked Upsample (MLAS's bilinear
+    # kernel over 16-channel blocks), 0.54-0.58 ns per output element against 2.0-2.2 for the NCHW Resize at the same
+    # shapes (an Emerald Rapids Xeon, ORT's profiler, load ~10, 2026-12-05): priced at resize.fp32, a selfie
+    # segmenter's three 2x upsamplings were 0.39 ms against 0.10 profiled.
+    Case("upsample-nchwc-16x64", "resize", lambda p: nchwc_upsample(16, 64, p), (("fp32", "resize.fp32.Upsample"),)),
+    Case("upsample-nchwc-64x32", "resize", lambda p: nchwc_upsample(64, 32, p), (("fp32", "resize.fp32.Upsample"),)),
     # Bicubic Resizes (kind cubic, resizes.cubic_misses): a 2x upscale, CrossViT's 15/14 downscale, a halving and a
     # 14/15 upscale, 0.5-2 misses of ORT's interpolation cache per output element, fit its rate per miss and a cost per
     # output element jointly (calibration_fit.JOINT_FP32).

@@ -81,7 +81,8 @@ CACHE_VERSION = 72  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases), which prices fp16's conversions
 #     (simulator.conversions)
 # 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is (sweep.native_preset), its int8
-#     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); no figure refitted
+#     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); ORT's NCHWc
+#     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

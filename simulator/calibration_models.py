@@ -325,3 +325,23 @@ def compile_for_host(path: Path, out: Path) -> Graph:
     so.optimized_model_filepath = os.fspath(out)
     ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
     return fill_shapes(onnx_frontend.load(out), onnx_frontend.load(path))
+
+
+def nchwc_upsample(c: int, hw: int, path: Path) -> Path:
+    """A 1x1 Conv (ORT's NCHWc transformer takes it) read by R linear Resizes by 2 side by side, each reduced by a
+    GlobalAveragePool: ORT runs the Resizes as NCHWc Upsamples (MLAS's blocked bilinear kernel, `resize.fp32.Upsample`)
+    on the Conv's blocked output, and the pools keep them so (the graph's outputs are 1 x 1 maps, no reorders)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inits = [numpy_helper.from_array(rng_weights([c, c, 1, 1])(0), "w"),
+             numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")]
+    nodes = [helper.make_node("Conv", ["v0", "w"], ["c"], name="conv")]
+    outs = []
+    for i in range(R):
+        # cubic_coeff_a, unread by a linear Resize, keeps ORT's common-subexpression pass from merging the R
+        nodes += [helper.make_node("Resize", ["c", "", "scales"], [f"u{i}"], name=f"resize{i}", mode="linear",
+                                   cubic_coeff_a=-0.75 + 0.01 * i),
+                  helper.make_node("GlobalAveragePool", [f"u{i}"], [f"y{i}"], name=f"gap{i}")]
+        outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, c, 1, 1]))
+    return save_model(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, c, hw, hw])], outs, inits,
+                      path)
