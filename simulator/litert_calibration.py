@@ -27,8 +27,9 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
-from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, HSWISH_INT8,
-                                    QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS)
+from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, DW_TILE25_TAG,
+                                    HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
+                                    XNN_DWCONV_TILE9_TAPS)
 from simulator.profiles import HardwareProfile
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
@@ -54,7 +55,8 @@ from simulator.profiles import HardwareProfile
 # simulator.litert_signal's PADV2 cases).
 # 20: fp32 TRANSPOSE_CONV's own figures (`conv.deconv`, with a cost per output pixel: XNNPACK's Subconv2D), deconvolution
 # cases.
-CACHE_VERSION = 20
+# 21: fp32 depthwise convs of 10 to 25 taps (XNNPACK's 25-tap tile: `dwconv.tile25`), 5x5 cases.
+CACHE_VERSION = 21
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
@@ -109,6 +111,9 @@ CASES: tuple[Case, ...] = (
     # 7x7 depthwise convs (ConvNeXt's maps): more taps than XNNPACK's depthwise kernels, so fp32 runs them as a grouped
     # IGEMM (simulator.litert_paths.DW_GROUPED) at a rate of its own; convnext_atto's 12 profiled 14.9 ms, 1.1 predicted.
     *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32", "static8")) for c, h in ((40, 56), (80, 28), (160, 14))),
+    # fp32 5x5 depthwise convs (BlazeFace's, MobileNetV3's): XNNPACK's 25-tap tile (simulator.litert_paths.DW_TILE25), a
+    # rate of its own; BlazeFace's maps and channels.
+    *(Case(f"dw5x5-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("fp32",)) for c, h in ((24, 64), (48, 32), (88, 16))),
     # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
     # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
@@ -326,7 +331,7 @@ def _without_output(case: Case, ms: list[float]) -> list[float]:
 def _tag(case: Case, form: str, kind: str) -> str:
     """The efficiency tag the case's operators run at: TAGS, but a dynamic (static) int8 1x1 stride-1 conv runs
     XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise
-    conv of more than 25 taps a grouped IGEMM (DW_GROUPED)."""
+    conv of more than 25 taps a grouped IGEMM (DW_GROUPED), an fp32 one of 10 to 25 the 25-tap tile (DW_TILE25)."""
     tag = TAGS[(form, kind)]
     if case.op == "TRANSPOSE_CONV":
         return DECONV_TAG
@@ -338,6 +343,8 @@ def _tag(case: Case, form: str, kind: str) -> str:
         return BUILTIN_INT8_TAG
     if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
         return DW_GROUPED_TAG + ("8" if tag == "int8" else "")
+    if tag == "fp32" and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_TILE9_TAPS:
+        return DW_TILE25_TAG
     return tag
 
 

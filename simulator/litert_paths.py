@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
+from simulator.profiles import TILE25
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
@@ -157,6 +158,14 @@ QS8_GEMM_TAG = "int8gemm"
 DW_GROUPED = "dw_grouped"
 DW_GROUPED_TAG = "grouped"
 XNN_DWCONV_MAX_TAPS = 25
+# Task fact of an fp32 DEPTHWISE_CONV_2D of 10 to 25 taps (a 5x5 kernel: BlazeFace's and MobileNetV3's blocks): the
+# same find_dwconv_ukernel picks the 25-tap unipass tile, which loads and multiplies all 25 taps per output whatever the
+# kernel, at a rate apart from the 9-tap tile's that the 3x3 cases fit. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load
+# 2-7, 2026-12-05): a BlazeFace-like file's 5x5 depthwise convs ran ~1.9x their prediction at the 3x3 figures (the
+# file -24%). Its own figure, `dwconv.tile25`, fitted by LiteRT's calibration on 5x5 cases; used where calibrated.
+DW_TILE25 = "dw_tile25"
+DW_TILE25_TAG = TILE25
+XNN_DWCONV_TILE9_TAPS = 9
 # Task fact of a DEPTHWISE_CONV_2D that runs after XNNPACK's fully connected QD8 GEMM (a 1x1 stride-1 CONV_2D, GEMM_CONV,
 # or a FULLY_CONNECTED) with only depthwise convs between them (MobileNetV2's expand conv -> depthwise conv, ShuffleNetV2's
 # and MobileOne's blocks): under dynamic int8, TFLite's hybrid depthwise kernel then ran 2.6-3.9x its time in a chain of
@@ -238,9 +247,10 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
     CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
-    int8); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only
-    depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2; BUILTIN_BMM for a BATCH_MATMUL of two
-    activations (applied under static int8 only); DECONV for every TRANSPOSE_CONV (fp32 only)."""
+    int8), DW_TILE25 for one of 10 to 25 (fp32); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1
+    CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
+    BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
+    TRANSPOSE_CONV (fp32 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -273,6 +283,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(GEMM_CONV)
         if nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_MAX_TAPS:
             facts.setdefault(nd.id, set()).add(DW_GROUPED)
+        elif nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_TILE9_TAPS:
+            facts.setdefault(nd.id, set()).add(DW_TILE25)
         if nd.op_type == "TRANSPOSE_CONV":
             facts.setdefault(nd.id, set()).add(DECONV)
     after_gemm = False  # the last operator XNNPACK ran (in execution order) was its fully connected QD8 GEMM
@@ -333,6 +345,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
+    if DW_TILE25 in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"dwconv.{DW_TILE25_TAG}" in unit.efficiency:
+        p = dataclasses.replace(p, tag=DW_TILE25_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "10 to 25 taps: XNNPACK's 25-tap depthwise tile")]))
     if DECONV in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"conv.{DECONV_TAG}" in unit.efficiency:
         p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, note="; ".join(
             [*([p.note] if p.note else []), "XNNPACK's Subconv2D deconvolution: a cost per output pixel"]))

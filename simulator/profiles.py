@@ -173,7 +173,8 @@ class HardwareProfile:
 # Efficiency tags whose key's presence decides a path (simulator.backends), not only its cost: the fp16 NCHW
 # depthwise path runs at `<kind>.cast16nchw` where calibration fitted it, else at the fp32 NCHW figures.
 CAST16NCHW = "cast16nchw"
-PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW})
+TILE25 = "tile25"  # LiteRT's fp32 5x5 depthwise convs take `dwconv.tile25` only where fitted (simulator.litert_paths)
+PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25})
 
 # Unit fields that change which path a task takes (not only its figures).
 _STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",
