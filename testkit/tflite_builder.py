@@ -12,7 +12,7 @@ import numpy as np
 from compiler.frontends.tflite_writer import TfliteWriter
 
 __all__ = ["TfliteWriter", "cnn", "transformer_block", "int8_add", "op_zoo", "with_custom_op", "shape_arithmetic",
-           "computed_reshape", "fp16_mlp"]
+           "computed_reshape", "fp16_mlp", "depthwise_trio"]
 
 
 def _w(rng: np.random.Generator, *shape: int, scale: float = 0.1) -> np.ndarray:
@@ -266,3 +266,18 @@ def fp16_mlp(path: str | os.PathLike[str], sizes: tuple[int, ...] = (64, 1024, 2
         w.op("FULLY_CONNECTED", [prev, fw, -1], [out], w.options("FullyConnectedOptions", fusedActivationFunction=1))
         prev = out
     return w.save(path, [x], [prev])
+
+
+def depthwise_trio(path: str | os.PathLike[str], taps: tuple[int, ...] = (7, 5, 3)) -> Path:
+    """fp32 DEPTHWISE_CONV_2D of each kernel size in `taps` side by side on one [1, 14, 14, 64] input (XNNPACK picks
+    its kernel by the tap count: 3x3 and 5x5 depthwise, 7x7 a grouped IGEMM)."""
+    w = TfliteWriter(description="dw")
+    x = w.tensor("x", [1, 14, 14, 64])
+    ys = []
+    for k in taps:
+        y = w.tensor(f"dw{k}", [1, 14, 14, 64])
+        w.op("DEPTHWISE_CONV_2D", [x, w.const(f"dw{k}/w", np.full([1, k, k, 64], 0.01, np.float32)),
+                                   w.const(f"dw{k}/b", np.zeros(64, np.float32))], [y],
+             w.options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=1))
+        ys.append(y)
+    return w.save(path, [x], ys)

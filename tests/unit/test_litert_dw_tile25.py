@@ -6,29 +6,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
 from compiler.frontends import tflite
-from compiler.frontends.tflite_writer import TfliteWriter
 from simulator.litert_calibration import CASES, _tag
 from simulator.litert_paths import DW_GROUPED, DW_TILE25, DW_TILE25_TAG, litert_task_facts
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
+from testkit.tflite_builder import depthwise_trio
 
 HOST = "litert-cpu/host"
 
 
 def _dw(tmp_path: Path):  # type: ignore[no-untyped-def]
-    w = TfliteWriter(description="dw")
-    x = w.tensor("x", [1, 14, 14, 64])
-    ys = []
-    for k in (7, 5, 3):
-        y = w.tensor(f"dw{k}", [1, 14, 14, 64])
-        w.op("DEPTHWISE_CONV_2D", [x, w.const(f"dw{k}/w", np.full([1, k, k, 64], 0.01, np.float32)),
-                                   w.const(f"dw{k}/b", np.zeros(64, np.float32))], [y],
-             w.options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=1))
-        ys.append(y)
-    return tflite.load(w.save(tmp_path / "dw.tflite", [x], ys))
+    return tflite.load(depthwise_trio(tmp_path / "dw.tflite"))
 
 
 def _ms(g, hw, preset: str) -> list[float]:  # type: ignore[no-untyped-def]

@@ -446,23 +446,12 @@ def test_a_depthwise_conv_beyond_xnnpacks_tiles_runs_as_a_grouped_igemm(tmp_path
     IGEMM at its own figure (`dwconv.grouped`, fitted by LiteRT's calibration on 7x7 cases), under fp32 and fp16
     (fp32's kernels), and so does QS8 under static int8 (`dwconv.grouped8`); 5x5 and 3x3 ones keep the depthwise
     figure, and the hybrid int8 kernel is not XNNPACK's."""
-    import numpy as np
-
     from compiler.frontends import tflite
-    from compiler.frontends.tflite_writer import TfliteWriter
     from simulator.litert_paths import DW_GROUPED, litert_task_facts
     from simulator.sweep import sweep
+    from testkit.tflite_builder import depthwise_trio
 
-    w = TfliteWriter(description="dw")
-    x = w.tensor("x", [1, 14, 14, 64])
-    ys = []
-    for k in (7, 5, 3):
-        y = w.tensor(f"dw{k}", [1, 14, 14, 64])
-        w.op("DEPTHWISE_CONV_2D", [x, w.const(f"dw{k}/w", np.full([1, k, k, 64], 0.01, np.float32)),
-                                   w.const(f"dw{k}/b", np.zeros(64, np.float32))], [y],
-             w.options("DepthwiseConv2DOptions", padding=0, strideW=1, strideH=1, depthMultiplier=1))
-        ys.append(y)
-    g = tflite.load(w.save(tmp_path / "dw.tflite", [x], ys))
+    g = tflite.load(depthwise_trio(tmp_path / "dw.tflite"))
     assert [DW_GROUPED in f for f in litert_task_facts(g)] == [True, False, False]
     base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
         "efficiency": {"dwconv.fp32": 0.2, "dwconv.grouped": 0.2, "dwconv.int8": 0.2, "dwconv.grouped8": 0.2}}}})
