@@ -27,11 +27,14 @@ import time
 import traceback
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.fspath(ROOT))
+
+from compiler.speed_probe import DRIFT_LIMIT  # noqa: E402  (a light module: no runtime imported)
 
 DEFAULT_TIMEOUT_S = 1200.0
 MIN_MS = 1.0  # the accuracy goal counts models of 1 ms or more
@@ -108,13 +111,55 @@ def _err(row: dict[str, Any], measure: str = "measured_ms") -> float | None:
     return (p / m - 1) * 100 if m and p is not None else None
 
 
+def _errors(rows: list[dict[str, Any]], measure: str) -> list[float]:
+    return [abs(e) for r in rows if (e := _err(r, measure)) is not None and r[measure] >= MIN_MS]
+
+
 def _accuracy(rows: list[dict[str, Any]], measure: str = "measured_ms") -> str:
-    errs = [abs(e) for r in rows if (e := _err(r, measure)) is not None and r[measure] >= MIN_MS]
+    errs = _errors(rows, measure)
     if not errs:
         return "no model of 1 ms or more"
     within = sum(e <= 10 for e in errs)
     return (f"{len(errs):3d} models >= 1 ms: median abs error {statistics.median(errs):6.1f}%, within ±10% "
             f"{within}/{len(errs)} ({within / len(errs) * 100:3.0f}%)")
+
+
+def speed_ratio(row: dict[str, Any]) -> float | None:
+    """The CPU's speed during the row's profile over its speed when the calibration was timed (compiler.speed_probe);
+    None for rows without a probe (measured before profiles recorded one, or not on ONNX Runtime)."""
+    return (row.get("speed") or {}).get("ratio")
+
+
+def drifted(row: dict[str, Any]) -> bool | None:
+    """Whether the row's speed probe drifted (from the calibration's, or during the profile); None: no probe."""
+    speed = row.get("speed")
+    return None if not speed else bool(speed.get("drifted"))
+
+
+def _ratio(row: dict[str, Any]) -> str:
+    r = speed_ratio(row)
+    return f"{r:.2f}x" + ("!" if drifted(row) else " ") if r is not None else "-"
+
+
+def within_share(rows: list[dict[str, Any]], measure: str) -> tuple[int, int]:
+    """(models within ±10%, models of MIN_MS or more) of `rows` against `measure`."""
+    errs = _errors(rows, measure)
+    return sum(e <= 10 for e in errs), len(errs)
+
+
+def drift_summary(rows: list[dict[str, Any]], measure: str = "cpu_ms") -> str:
+    """How many rows' probes drifted, and the share within ±10% over all rows and over those whose probe did not
+    drift: on a machine whose speed drifts, the steady rows still say how good the rates are."""
+    probed = [r for r in rows if drifted(r) is not None]
+    steady = [r for r in probed if not drifted(r)]
+
+    def share(rs: list[dict[str, Any]]) -> str:
+        k, n = within_share(rs, measure)
+        return f"{k}/{n} ({k / n * 100:.0f}%)" if n else "-"
+
+    return (f"speed probe drifted (beyond {DRIFT_LIMIT:.2f}x) in {len(probed) - len(steady)}/{len(probed)} rows "
+            f"with a probe ({len(rows) - len(probed)} without); within ±10% vs {measure}: all {share(rows)}, "
+            f"rows without drift {share(steady)}")
 
 
 def _ran(row: dict[str, Any]) -> float:
@@ -132,11 +177,11 @@ def _ms(x: float | None) -> str:
 
 def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
     print(f"\n{'id':46s} {'exporter':11s} {'status':8s} {'meas ms':>9s} {'cpu ms':>9s} {'pred ms':>9s} "
-          f"{'err/meas':>8s} {'err/cpu':>8s} {'unk':>4s} {'zero':>4s} {'size err':>8s} {'wall s':>6s}")
+          f"{'err/meas':>8s} {'err/cpu':>8s} {'speed':>6s} {'unk':>4s} {'zero':>4s} {'size err':>8s} {'wall s':>6s}")
     for r in rows:
         size = (r["predicted_size"] / _ran(r) - 1) * 100 if r.get("predicted_size") and _ran(r) else None
         print(f"{r['id']:46s} {r['exporter']:11s} {r['status']:8s} {_ms(r.get('measured_ms'))} {_ms(r.get('cpu_ms'))} "
-              f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} "
+              f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} {_ratio(r):>6s} "
               f"{r.get('unknown_tasks', '-'):>4} {r.get('zero_tasks', '-'):>4} {_pct(size):>8s} {r['wall_s']:6.1f}"
               + (f"  {r['error'][:150]}" if r["status"] != "analysed" else ""))
     by_status: dict[str, int] = defaultdict(int)
@@ -155,6 +200,8 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
                 groups[r[key]].append(r)
             for g, rs in sorted(groups.items()):
                 print(f"  {key:8s} {g:18s} {_accuracy(rs, measure)}")
+    for measure in ("measured_ms", "cpu_ms"):
+        print(drift_summary(ok, measure))
     unk = [r for r in ok if r.get("unknown_tasks")]
     print(f"tasks with unknown work: {sum(r['unknown_tasks'] for r in ok)} tasks in {len(unk)}/{len(ok)} models; "
           f"share of time in them: median {statistics.median([r['unknown_share'] for r in unk]) * 100 if unk else 0:.1f}%"
@@ -175,20 +222,26 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
             print(f"  {m['id']:50s} {m['exporter']:11s} {m['reason'][:160]}")
 
 
-_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms")
+_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms", "speed")
 
 
 def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path | None,
               timeout_s: float, out_json: str | None) -> int:
     """Rows of `old_json` predicted again by this code, with their measured figures kept; prints the report of the
     new rows and each model's error before -> after."""
+    from compiler.speed_probe import SpeedCheck
+    from simulator.calibration import speed_reference
+
     old = {(r["id"], r["exporter"]): r for r in json.loads(old_json.read_text())["rows"]}
+    reference = speed_reference(calibration)  # the kept measurements' speed, held against this calibration's
     todo = [it for it in items if (it["id"], it["exporter"]) in old]
     rows: list[dict[str, Any]] = []
     for i, it in enumerate(todo, 1):
         before = old[(it["id"], it["exporter"])]
         row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False)
         row.update({k: before.get(k) for k in _MEASURED})
+        if row.get("speed") and reference is not None:
+            row["speed"] = replace(SpeedCheck.from_json(row["speed"]), reference=reference).to_json()
         if row.get("per_task"):  # the earlier run's profile per task (this run profiled once, for the shapes)
             prof = {t[0]: t[4] for t in before.get("per_task") or ()}
             row["per_task"] = [[*t[:4], prof.get(t[0])] for t in row["per_task"]]
@@ -277,7 +330,7 @@ def main() -> int:
         row = run_one(it, calibration, a.runs, a.warmup, a.timeout, check_exports=not a.no_export_check)
         rows.append(row)
         print(f"[{i}/{len(items)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} "
-              f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} {row['wall_s']:6.1f} s  "
+              f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} speed {_ratio(row):>6s} {row['wall_s']:6.1f} s  "
               f"{row.get('error', '')[:160]}", flush=True)
         if a.json:  # kept up to date, so a long run that is stopped still leaves its rows
             Path(a.json).write_text(json.dumps({"rows": rows, "missing": missing}, indent=1))

@@ -119,6 +119,8 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             "status": "analysed", "format": res.source.format, "tasks": len(ids),
             "measured_ms": r.profile.latency_ms if r.profile else None,
             "measured_p90_ms": r.profile.latency_p90_ms if r.profile else None,
+            # the CPU's speed during the profile against the calibration's (compiler.speed_probe.SpeedCheck)
+            "speed": (r.profile.noise or {}).get("speed") if r.profile else None,
             "cpu_ms": cpu_ms(r, inputs) if r.profile and measure_cpu else None,
             "predicted_ms": float(tot["latency_ms"]), "predicted_size": float(tot["size_bytes"]),
             "runs_bytes": _runs_bytes(path, Path(d), r.target),

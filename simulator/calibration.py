@@ -33,13 +33,36 @@ from simulator.profiles import HardwareProfile, load_profile
 
 def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Measure and fit; returns the JSON-able cache (overrides for HardwareProfile.with_overrides)."""
+    from compiler.speed_probe import probe
+
     with tempfile.TemporaryDirectory() as td:
         bench = build_bench(Path(td), progress)
         progress("timing")
+        before = probe()
         wall = time_interleaved(bench.timings, progress=progress)
+        after = probe()
+        progress(f"speed probe {before:.0f} GFLOP/s before the timing, {after:.0f} after")
         # The raw timings stay in the cache: another checkout's fit can be made on the same measurements
         # (benchmarks/calibration_refit.py), so a rule's before / after is read without timing the machine twice.
-        return {**fit_bench(bench, wall, progress), "timings": wall}
+        return {**fit_bench(bench, wall, progress), "timings": wall, "speed_probe": speed_record(before, after)}
+
+
+def speed_record(before: float, after: float) -> dict[str, Any]:
+    """The cache's `speed_probe`: the CPU's speed (compiler.speed_probe) before and after the case timings, which
+    every profile is held against (`speed_reference`), and whether it drifted during them."""
+    from compiler.speed_probe import drifted
+
+    return {"before_gflops": round(before, 1), "after_gflops": round(after, 1),
+            "drifted": before > 0 and after > 0 and drifted(after / before)}
+
+
+def speed_reference(path: str | os.PathLike[str] | None) -> float | None:
+    """The speed probe figure (GFLOP/s) of the current calibration at `path`, or None: no path, no current cache
+    (nothing is timed here), or one made before calibrations recorded a probe."""
+    from compiler.speed_probe import reference_of
+
+    cache = _current_cache(Path(path)) if path is not None else None
+    return reference_of(cache.get("speed_probe")) if cache else None
 
 
 def profile_from_cache(cache: dict[str, Any]) -> HardwareProfile:

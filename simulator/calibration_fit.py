@@ -27,7 +27,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 72  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 73  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -83,6 +83,8 @@ CACHE_VERSION = 72  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is (sweep.native_preset), its int8
 #     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); ORT's NCHWc
 #     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
+# 73: the CPU's speed probe before and after the case timings (`speed_probe`, compiler/speed_probe.py), which every
+#     host profile is held against; no figure refitted
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

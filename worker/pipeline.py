@@ -91,6 +91,7 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
     from compiler.input_hints import explain
     from compiler.prepare import prepare
     from compiler.profile import ProfileSettings
+    from compiler.speed_probe import against
     from compiler.vocabulary.targets import get_target
     from simulator import sweep as sim_sweep
     from simulator.calibrated import hardware_for
@@ -156,6 +157,7 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                 input_shapes=concrete_shapes(plans) if same else dict(opts.input_shapes),
                 input_values=fill_values(plans) if same else dict(opts.input_values),
                 input_ranges=value_ranges(plans) if same else {},
+                speed_reference_gflops=host_speed_reference(r.target, opts.calibration_path),
             )
             try:
                 r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)
@@ -179,8 +181,10 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
         for r in results:
             observed.update(observed_executions(r.compiled, r.profile))
         for i, r in enumerate(results):
-            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile,
-                                      hardware=hardware_for(r.target, opts.calibration_path), source=source,
+            hardware = hardware_for(r.target, opts.calibration_path)  # calibrates first if there is no current cache
+            if r.profile is not None:  # the profile said how fast the CPU ran; now the rates' speed is known too
+                r.profile.noise = against(r.profile.noise, host_speed_reference(r.target, opts.calibration_path))
+            r.sweep = sim_sweep.sweep(r.compiled, r.target, r.profile, hardware=hardware, source=source,
                                       observed=observed, input_values=fill_values(plans))
             progress("simulate", (i + 1) / len(results))
         skipped = export_check_skipped(source) if source.format == "onnx" and opts.check_exports else None
@@ -196,6 +200,17 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                     mark_dry_run(r.sweep.bulk, reasons)
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)
+
+
+def host_speed_reference(target: str, calibration_path: Path | None) -> float | None:
+    """The speed probe figure of the host calibration `target` is predicted with (simulator.calibration
+    .speed_reference): None for a target not priced by it, or when no current calibration is there yet."""
+    from compiler.vocabulary.targets import get_target
+    from simulator.calibration import speed_reference
+
+    if calibration_path is None or get_target(target).profile != "host-cpu":
+        return None
+    return speed_reference(calibration_path)
 
 
 # The export check exports the file once per way of writing it (7 dry runs, ORT's quantizers with calibration):

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -36,8 +35,8 @@ from compiler.errors import ModelRunError, SandboxError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
 from compiler.host import cpu_name, peak_rss, reset_peak  # simulator.calibration takes cpu_name from here
-from compiler.profile import (REMEASURE_BUDGET_S, REMEASURE_PAUSE_S, REMEASURE_ROUNDS, Profile,
-                              ProfileSettings, TaskTiming, profile_in_sandbox, timed_runs)
+from compiler.profile import (Profile, ProfileSettings, Round, TaskTiming, measure_rounds, profile_in_sandbox,
+                              timed_runs)
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 
 TARGET = "ort-cpu/host"
@@ -280,27 +279,29 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         prof_runs, prof_warmup = profiled_runs(s.runs, s.warmup, n_nodes)
         for _ in range(prof_warmup):
             run_session(psess, feeds, graph)
-        # Plain (timed) and profiled runs alternate, so load from other processes on a shared
-        # machine hits both alike and the sum of task medians stays comparable to the whole.
-        rounds = [timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
-                             between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)]
-        trace, seen_shapes = read_trace(Path(psess.end_profiling()))
-        del psess
-        # A noisy round is timed again while that is cheap; the quietest round counts.
-        while rounds[-1].noisy and len(rounds) < REMEASURE_ROUNDS and \
-                sum(r.wall_s for r in rounds) < REMEASURE_BUDGET_S:
-            time.sleep(REMEASURE_PAUSE_S)
-            rounds.append(timed_runs(lambda: run_session(sess, feeds, graph), s.runs))
-        del sess
+        read: dict[str, Any] = {}
+
+        def first() -> Round:
+            # Plain (timed) and profiled runs alternate, so load from other processes on a shared
+            # machine hits both alike and the sum of task medians stays comparable to the whole.
+            r = timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
+                           between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)
+            read["trace"] = read_trace(Path(psess.end_profiling()))  # its events freed before any other round
+            return r
+
+        # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
+        best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
+                                     s.speed_reference_gflops)
+        del psess, sess
+    trace, seen_shapes = read["trace"]
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
     # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).
     tasks = {k: v for k, v in task_timings(trace, prof_runs, parents).items() if k in names}
-    best = min(rounds, key=lambda r: r.median_ms)
     return Profile(
         target=TARGET, runtime=f"onnxruntime {ort.__version__} CPUExecutionProvider", device=cpu_name(),
         threads=s.threads, runs=s.runs, warmup=s.warmup, latency_ms=best.median_ms,
         latency_p90_ms=best.p90_ms, peak_memory_bytes=peak,
-        input_shapes=shapes, tasks=tasks, noise=best.noise(len(rounds)),
+        input_shapes=shapes, tasks=tasks, noise=noise,
         output_shapes={k: v for k, v in seen_shapes.items() if k in names},
     ).to_json()
 

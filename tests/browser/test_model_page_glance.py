@@ -178,7 +178,7 @@ def test_noisy_measurement_and_work_unknown_are_marked(ui_server: Any, page: Any
     noisy = page.locator("[data-testid=noisy-mark]")
     assert float(noisy.get_attribute("data-spread")) == 1.62 and "1.62" in noisy.inner_text()
     assert "other load" in noisy.get_attribute("title")
-    assert "noisy measurement" in page.get_attribute(".tile[data-metric=latency]", "title")
+    assert "noisy measurement (other load" in page.get_attribute(".tile[data-metric=latency]", "title")
     unknown = page.locator("[data-testid=work-unknown]")
     assert unknown.get_attribute("data-count") == "2" and "% of the time" in unknown.inner_text()
     assert page.locator(f"{ROWS} [data-testid=work-unknown-op]").count() == 2

@@ -52,6 +52,21 @@ def test_profile_json_round_trip(mobilenet) -> None:
     assert Profile.from_json(prof.to_json()) == prof
 
 
+def test_the_profile_probes_the_cpu_speed_and_says_when_it_drifted(mobilenet, zoo, tmp_path) -> None:
+    """Every profile records the speed probe around its round; held against a calibration figure far off (1 GFLOP/s:
+    no CPU of today runs the probe that slowly) it is timed again and marked noisy with the ratio in its reason."""
+    from compiler.speed_probe import SpeedCheck
+
+    _, prof = mobilenet
+    check = SpeedCheck.from_json(prof.noise["speed"])
+    assert check.before > 1 and check.after > 1 and check.reference is None
+    compiled = tmp_path / "tiny.onnx"
+    ort.compile(zoo.path("tiny_cnn"), compiled, zoo.graph("tiny_cnn"))
+    slow = ort.profile(compiled, ort.ProfileSettings(warmup=1, runs=5, speed_reference_gflops=1.0))
+    assert slow.noise["noisy"] and slow.noise["rounds"] > 1 and slow.noise["speed"]["ratio"] > 10
+    assert "faster than when this machine's rates were measured" in slow.noise["reason"]
+
+
 def test_symbolic_inputs_with_overrides(zoo, tmp_path) -> None:
     out = tmp_path / "dyn.onnx"
     ort.compile(zoo.path("dynamic_dims"), out, zoo.graph("dynamic_dims"))

@@ -41,6 +41,17 @@ export interface Noise {
   cpu_latency_ms?: number | null;
   rounds?: number | null;
   reason?: string | null;
+  /** the CPU's speed (GFLOP/s of a 1-thread MatMul) before / after the timed runs and in the host calibration; ratio
+   * is this profile's over the calibration's (compiler/speed_probe.py) */
+  speed?: SpeedProbe | null;
+}
+
+export interface SpeedProbe {
+  before_gflops: number;
+  after_gflops: number;
+  reference_gflops: number | null;
+  ratio: number | null;
+  drifted: boolean;
 }
 
 export interface ModelSummary {

@@ -81,7 +81,7 @@ export function Header(p: Props) {
   const timeMeasured = p.unoptimized && m.latency;
   const spread = m.spread != null ? `p90/median ${m.spread.toFixed(2)}` : "";
   const timeLabel = timeMeasured
-    ? `${m.label}${m.wholeModelMs != null ? `; whole model ${m.wholeModelMs.toFixed(3)} ms median${m.p90Ms != null ? `, ${m.p90Ms.toFixed(3)} ms p90` : ""}` : ""}${m.noisy ? `; noisy measurement (${spread})` : ""}`
+    ? `${m.label}${m.wholeModelMs != null ? `; whole model ${m.wholeModelMs.toFixed(3)} ms median${m.p90Ms != null ? `, ${m.p90Ms.toFixed(3)} ms p90` : ""}` : ""}${m.noisy ? `; noisy measurement (${[m.noiseReason, spread].filter(Boolean).join("; ")})` : ""}`
     : p.predictedLabel;
   const noisyMark = timeMeasured && m.noisy && (
     <span className="badge badge-noisy" data-testid="noisy-mark" data-spread={m.spread ?? ""}

@@ -1,0 +1,167 @@
+"""The speed-drift guard (compiler/speed_probe.py): a profile timed while the CPU ran at another speed than when the
+host's rates were calibrated says so. Probe figures are injected: nothing here depends on this machine's speed."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from benchmarks.realworld import drift_summary, drifted, speed_ratio, within_share
+from compiler import profile as profile_mod
+from compiler.profile import Profile, Round, measure_rounds
+from compiler.speed_probe import DRIFT_LIMIT, SpeedCheck, against, mark, reference_of
+from simulator import calibration
+
+
+def test_a_profile_faster_than_the_calibration_is_marked_with_its_ratio() -> None:
+    check = SpeedCheck(150.0, 150.0, reference=105.0)
+    assert check.ratio == pytest.approx(150 / 105) and check.drifted
+    assert check.reasons() == ["the CPU ran 1.43x faster than when this machine's rates were measured "
+                               "(speed probe 150 vs 105 GFLOP/s)"]
+    slower = SpeedCheck(80.0, 80.0, reference=100.0)
+    assert slower.drifted and "1.25x slower" in slower.reasons()[0]
+
+
+def test_the_limit_is_ten_percent_either_way() -> None:
+    assert DRIFT_LIMIT == 1.10
+    for ratio, out in ((1.09, False), (1.11, True), (1 / 1.09, False), (1 / 1.11, True), (1.0, False)):
+        assert SpeedCheck(100 * ratio, 100 * ratio, reference=100.0).drifted is out, ratio
+    # Without a calibration figure only the probes around the timing are compared.
+    assert not SpeedCheck(100.0, 500.0 / 5.2).drifted
+    assert SpeedCheck(100.0, 120.0).reasons() == [
+        "the CPU's speed changed during the timing (speed probe 100 GFLOP/s before, 120 after)"]
+
+
+def _noise(**extra: Any) -> dict[str, Any]:
+    return {"noisy": False, "spread": 1.05, "cpu_share": 0.99, "load_per_cpu": 0.2, "cpu_latency_ms": 4.0,
+            "rounds": 1, "reason": "", **extra}
+
+
+def test_marking_keeps_other_reasons_and_is_idempotent() -> None:
+    busy = _noise(noisy=True, reason="runs spread wide (p90/median 1.50)")
+    once = mark(busy, SpeedCheck(140.0, 140.0, reference=100.0))
+    assert once["noisy"] and once["reason"].startswith("runs spread wide (p90/median 1.50); the CPU ran 1.40x faster")
+    assert mark(once, SpeedCheck(140.0, 140.0, reference=100.0)) == once
+    steady = mark(_noise(), SpeedCheck(100.0, 101.0, reference=99.0))
+    assert not steady["noisy"] and steady["reason"] == "" and steady["speed"]["ratio"] == pytest.approx(1.015, abs=1e-3)
+
+
+def test_a_profile_is_held_against_the_calibration_after_it_was_measured() -> None:
+    """The child records its probes without a reference (no calibration yet); the pipeline adds it afterwards."""
+    measured = mark(_noise(), SpeedCheck(150.0, 152.0))
+    assert not measured["noisy"] and measured["speed"]["reference_gflops"] is None
+    held = against(measured, 105.0)
+    assert held["noisy"] and held["speed"]["ratio"] == pytest.approx(151 / 105, abs=1e-3)
+    assert "speed probe 151 vs 105 GFLOP/s" in held["reason"]
+    assert against(measured, None) is measured  # no calibration figure: as it was
+
+
+def test_profile_json_round_trip_and_an_old_profile_without_the_field() -> None:
+    base = {"target": "ort-cpu/host", "runtime": "onnxruntime", "device": "cpu", "threads": 1, "runs": 30, "warmup": 5,
+            "latency_ms": 4.2, "latency_p90_ms": 4.5, "peak_memory_bytes": 1 << 20, "input_shapes": {"x": [1, 3]}}
+    p = Profile.from_json({**base, "noise": mark(_noise(), SpeedCheck(150.0, 150.0, reference=105.0))})
+    again = Profile.from_json(json.loads(json.dumps(p.to_json())))
+    assert again.noise == p.noise and again.noise["speed"]["drifted"] is True
+    assert SpeedCheck.from_json(again.noise["speed"]) == SpeedCheck(150.0, 150.0, 105.0)
+    old = Profile.from_json({**base, "noise": _noise()})  # stored before profiles recorded a probe
+    assert against(old.noise, 105.0) == _noise()
+    older = Profile.from_json(base)  # before the noise record itself
+    assert older.noise == {} and against(older.noise, 105.0) == {}
+
+
+def _round(median_ms: float, spread: float = 1.05) -> Round:
+    return Round(median_ms=median_ms, p90_ms=median_ms * spread, cpu_median_ms=median_ms, cpu_share=0.99,
+                 load_per_cpu=0.1, wall_s=0.2)
+
+
+def _probes(*values: float) -> Iterator[float]:
+    yield from values
+
+
+def test_a_round_at_another_speed_is_timed_again_and_a_steady_one_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profile_mod, "REMEASURE_PAUSE_S", 0.0)
+    probes = _probes(150.0, 150.0, 104.0, 106.0)
+    again = iter([_round(6.0)])
+    best, noise = measure_rounds(lambda: _round(4.0), lambda: next(again), reference=105.0, probe=lambda: next(probes))
+    # The first round ran 1.43x fast (4 ms); the second at the calibration's speed counts, though slower.
+    assert best.median_ms == 6.0 and noise["rounds"] == 2
+    assert not noise["noisy"] and noise["speed"]["before_gflops"] == 104.0 and noise["speed"]["after_gflops"] == 106.0
+
+
+def test_a_drift_that_lasts_is_reported_after_the_last_round(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(profile_mod, "REMEASURE_PAUSE_S", 0.0)
+    probes = _probes(150.0, 150.0, 151.0, 149.0, 150.0, 150.0)
+    again = iter([_round(4.2), _round(4.1)])
+    best, noise = measure_rounds(lambda: _round(4.0), lambda: next(again), reference=105.0, probe=lambda: next(probes))
+    assert best.median_ms == 4.0 and noise["rounds"] == 3  # REMEASURE_ROUNDS, then the fastest
+    assert noise["noisy"] and "1.43x faster" in noise["reason"]
+
+
+def test_a_steady_round_is_not_timed_again() -> None:
+    probes = _probes(100.0, 102.0)
+    best, noise = measure_rounds(lambda: _round(4.0), lambda: pytest.fail("timed again"), reference=101.0,
+                                 probe=lambda: next(probes))
+    assert best.median_ms == 4.0 and noise["rounds"] == 1 and not noise["noisy"]
+
+
+def test_calibration_records_the_probe_around_its_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`calibrate` probes before and after the case timings; the cache keeps both, and `speed_reference` reads their
+    mean back from a current cache (none from a cache made before the field)."""
+    import compiler.speed_probe as speed_probe
+
+    order: list[str] = []
+    probes = _probes(100.0, 110.0)
+
+    def probe() -> float:
+        order.append("probe")
+        return next(probes)
+
+    def timed(*args: Any, **kwargs: Any) -> dict[str, float]:
+        order.append("timing")
+        return {"case": 1.0}
+
+    monkeypatch.setattr(speed_probe, "probe", probe)
+    monkeypatch.setattr(calibration, "build_bench", lambda td, progress: SimpleNamespace(timings={}))
+    monkeypatch.setattr(calibration, "time_interleaved", timed)
+    monkeypatch.setattr(calibration, "fit_bench", lambda bench, wall, progress: _current_fields())
+    cache = calibration.calibrate()
+    assert order == ["probe", "timing", "probe"]
+    assert cache["speed_probe"] == {"before_gflops": 100.0, "after_gflops": 110.0, "drifted": False}
+    path = tmp_path / "host-cpu.json"
+    calibration.save_cache(path, cache)
+    assert calibration.speed_reference(path) == 105.0
+    del cache["speed_probe"]
+    calibration.save_cache(path, cache)
+    assert calibration.speed_reference(path) is None and calibration.speed_reference(None) is None
+    assert reference_of({"before_gflops": 90.0, "after_gflops": 130.0}) == 110.0
+    assert calibration.speed_record(100.0, 120.0)["drifted"] is True
+
+
+def _current_fields() -> dict[str, Any]:
+    import onnxruntime as ort
+
+    from simulator.calibration_timing import machine
+
+    return {"version": calibration.CACHE_VERSION, "onnxruntime": ort.__version__, "machine": machine(),
+            "overrides": {}}
+
+
+def _row(err_pct: float, ratio: float | None, ms: float = 10.0) -> dict[str, Any]:
+    speed = None if ratio is None else SpeedCheck(100 * ratio, 100 * ratio, 100.0).to_json()
+    return {"status": "analysed", "cpu_ms": ms, "predicted_ms": ms * (1 + err_pct / 100), "speed": speed}
+
+
+def test_realworld_counts_drifted_rows_and_the_share_without_them() -> None:
+    rows = [_row(2, 1.0), _row(-5, 1.05), _row(30, 1.4), _row(-25, 0.8), _row(4, None), _row(50, 1.0, ms=0.5)]
+    assert [drifted(r) for r in rows] == [False, False, True, True, None, False]
+    assert speed_ratio(rows[2]) == pytest.approx(1.4) and speed_ratio(rows[4]) is None
+    assert within_share(rows, "cpu_ms") == (3, 5)  # the 0.5 ms row is under MIN_MS
+    text = drift_summary(rows)
+    assert "drifted (beyond 1.10x) in 2/5 rows with a probe (1 without)" in text
+    assert "all 3/5 (60%)" in text and "rows without drift 2/2 (100%)" in text
+    assert "rows without drift -" in drift_summary([_row(2, None)])
