@@ -124,21 +124,31 @@ def _accuracy(rows: list[dict[str, Any]], measure: str = "measured_ms") -> str:
             f"{within}/{len(errs)} ({within / len(errs) * 100:3.0f}%)")
 
 
-def speed_ratio(row: dict[str, Any]) -> float | None:
-    """The CPU's speed during the row's profile over its speed when the calibration was timed (compiler.speed_probe);
-    None for rows without a probe (measured before profiles recorded one, or not on ONNX Runtime)."""
-    return (row.get("speed") or {}).get("ratio")
+# The speed probe record of each measure (compiler.speed_probe.SpeedCheck.to_json): the profile's round for the
+# pipeline's median, the probes around the thread CPU timing (corpus.check.probed_cpu_ms) for `cpu_ms`.
+_SPEED_OF = {"measured_ms": "speed", "cpu_ms": "cpu_speed"}
 
 
-def drifted(row: dict[str, Any]) -> bool | None:
-    """Whether the row's speed probe drifted (from the calibration's, or during the profile); None: no probe."""
-    speed = row.get("speed")
+def _speed(row: dict[str, Any], measure: str) -> dict[str, Any] | None:
+    return row.get(_SPEED_OF.get(measure, "speed"))
+
+
+def speed_ratio(row: dict[str, Any], measure: str = "measured_ms") -> float | None:
+    """The CPU's speed while `measure` was timed over its speed when the calibration was timed (compiler.speed_probe);
+    None for rows without a probe (measured before rows recorded one, or no calibration figure)."""
+    return (_speed(row, measure) or {}).get("ratio")
+
+
+def drifted(row: dict[str, Any], measure: str = "measured_ms") -> bool | None:
+    """Whether the speed probe around `measure` drifted (from the calibration's, or during the timing); None: no
+    probe."""
+    speed = _speed(row, measure)
     return None if not speed else bool(speed.get("drifted"))
 
 
-def _ratio(row: dict[str, Any]) -> str:
-    r = speed_ratio(row)
-    return f"{r:.2f}x" + ("!" if drifted(row) else " ") if r is not None else "-"
+def _ratio(row: dict[str, Any], measure: str) -> str:
+    r = speed_ratio(row, measure)
+    return f"{r:.2f}x" + ("!" if drifted(row, measure) else " ") if r is not None else "-"
 
 
 def within_share(rows: list[dict[str, Any]], measure: str) -> tuple[int, int]:
@@ -150,8 +160,8 @@ def within_share(rows: list[dict[str, Any]], measure: str) -> tuple[int, int]:
 def drift_summary(rows: list[dict[str, Any]], measure: str = "cpu_ms") -> str:
     """How many rows' probes drifted, and the share within ±10% over all rows and over those whose probe did not
     drift: on a machine whose speed drifts, the steady rows still say how good the rates are."""
-    probed = [r for r in rows if drifted(r) is not None]
-    steady = [r for r in probed if not drifted(r)]
+    probed = [r for r in rows if drifted(r, measure) is not None]
+    steady = [r for r in probed if not drifted(r, measure)]
 
     def share(rs: list[dict[str, Any]]) -> str:
         k, n = within_share(rs, measure)
@@ -177,11 +187,13 @@ def _ms(x: float | None) -> str:
 
 def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
     print(f"\n{'id':46s} {'exporter':11s} {'status':8s} {'meas ms':>9s} {'cpu ms':>9s} {'pred ms':>9s} "
-          f"{'err/meas':>8s} {'err/cpu':>8s} {'speed':>6s} {'unk':>4s} {'zero':>4s} {'size err':>8s} {'wall s':>6s}")
+          f"{'err/meas':>8s} {'err/cpu':>8s} {'spd/meas':>8s} {'spd/cpu':>7s} {'unk':>4s} {'zero':>4s} {'size err':>8s} "
+          f"{'wall s':>6s}")
     for r in rows:
         size = (r["predicted_size"] / _ran(r) - 1) * 100 if r.get("predicted_size") and _ran(r) else None
         print(f"{r['id']:46s} {r['exporter']:11s} {r['status']:8s} {_ms(r.get('measured_ms'))} {_ms(r.get('cpu_ms'))} "
-              f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} {_ratio(r):>6s} "
+              f"{_ms(r.get('predicted_ms'))} {_pct(_err(r)):>8s} {_pct(_err(r, 'cpu_ms')):>8s} "
+              f"{_ratio(r, 'measured_ms'):>8s} {_ratio(r, 'cpu_ms'):>7s} "
               f"{r.get('unknown_tasks', '-'):>4} {r.get('zero_tasks', '-'):>4} {_pct(size):>8s} {r['wall_s']:6.1f}"
               + (f"  {r['error'][:150]}" if r["status"] != "analysed" else ""))
     by_status: dict[str, int] = defaultdict(int)
@@ -222,7 +234,7 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
             print(f"  {m['id']:50s} {m['exporter']:11s} {m['reason'][:160]}")
 
 
-_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms", "speed")
+_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms", "speed", "cpu_speed")
 
 
 def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path | None,
@@ -240,8 +252,9 @@ def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[st
         before = old[(it["id"], it["exporter"])]
         row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False)
         row.update({k: before.get(k) for k in _MEASURED})
-        if row.get("speed") and reference is not None:
-            row["speed"] = replace(SpeedCheck.from_json(row["speed"]), reference=reference).to_json()
+        for key in ("speed", "cpu_speed"):
+            if row.get(key) and reference is not None:
+                row[key] = replace(SpeedCheck.from_json(row[key]), reference=reference).to_json()
         if row.get("per_task"):  # the earlier run's profile per task (this run profiled once, for the shapes)
             prof = {t[0]: t[4] for t in before.get("per_task") or ()}
             row["per_task"] = [[*t[:4], prof.get(t[0])] for t in row["per_task"]]
@@ -330,7 +343,8 @@ def main() -> int:
         row = run_one(it, calibration, a.runs, a.warmup, a.timeout, check_exports=not a.no_export_check)
         rows.append(row)
         print(f"[{i}/{len(items)}] {row['id']:46s} {row['exporter']:11s} {row['status']:8s} "
-              f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} speed {_ratio(row):>6s} {row['wall_s']:6.1f} s  "
+              f"{_pct(_err(row)):>8s} {_pct(_err(row, 'cpu_ms')):>8s} speed {_ratio(row, 'cpu_ms'):>6s} "
+              f"{row['wall_s']:6.1f} s  "
               f"{row.get('error', '')[:160]}", flush=True)
         if a.json:  # kept up to date, so a long run that is stopped still leaves its rows
             Path(a.json).write_text(json.dumps({"rows": rows, "missing": missing}, indent=1))

@@ -152,16 +152,20 @@ def _current_fields() -> dict[str, Any]:
 
 
 def _row(err_pct: float, ratio: float | None, ms: float = 10.0) -> dict[str, Any]:
+    """A realworld row measured at `ratio` times the calibration's speed (its CPU timing; its profile at 1.0)."""
     speed = None if ratio is None else SpeedCheck(100 * ratio, 100 * ratio, 100.0).to_json()
-    return {"status": "analysed", "cpu_ms": ms, "predicted_ms": ms * (1 + err_pct / 100), "speed": speed}
+    return {"status": "analysed", "cpu_ms": ms, "measured_ms": ms, "predicted_ms": ms * (1 + err_pct / 100),
+            "cpu_speed": speed, "speed": SpeedCheck(100.0, 100.0, 100.0).to_json()}
 
 
 def test_realworld_counts_drifted_rows_and_the_share_without_them() -> None:
     rows = [_row(2, 1.0), _row(-5, 1.05), _row(30, 1.4), _row(-25, 0.8), _row(4, None), _row(50, 1.0, ms=0.5)]
-    assert [drifted(r) for r in rows] == [False, False, True, True, None, False]
-    assert speed_ratio(rows[2]) == pytest.approx(1.4) and speed_ratio(rows[4]) is None
+    assert [drifted(r, "cpu_ms") for r in rows] == [False, False, True, True, None, False]
+    assert not any(drifted(r, "measured_ms") for r in rows)  # each measure has its own probes
+    assert speed_ratio(rows[2], "cpu_ms") == pytest.approx(1.4) and speed_ratio(rows[4], "cpu_ms") is None
     assert within_share(rows, "cpu_ms") == (3, 5)  # the 0.5 ms row is under MIN_MS
-    text = drift_summary(rows)
+    text = drift_summary(rows, "cpu_ms")
     assert "drifted (beyond 1.10x) in 2/5 rows with a probe (1 without)" in text
     assert "all 3/5 (60%)" in text and "rows without drift 2/2 (100%)" in text
-    assert "rows without drift -" in drift_summary([_row(2, None)])
+    assert "in 0/6 rows" in drift_summary(rows, "measured_ms")
+    assert "rows without drift -" in drift_summary([_row(2, None)], "cpu_ms")
