@@ -211,6 +211,10 @@ def calibrate(out_path: Path | None, force: bool, as_json: bool) -> None:
     click.echo(f"  per inference {cpu['run_overhead_s'] * 1e6:.1f} us, per kernel {cpu['dispatch_overhead_s'] * 1e6:.2f} us, "
                f"cache {cpu['cache_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, weights "
                f"{cache['overrides']['dram_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s")
+    if probe := cache.get("speed_probe"):  # compiler/speed_probe.py: what every profile is held against
+        click.echo(f"  speed probe {probe['before_gflops']:.0f} GFLOP/s before the timings, {probe['after_gflops']:.0f} "
+                   f"after" + ("; the CPU's speed changed during them: calibrate again (--force) at a steady moment"
+                               if probe.get("drifted") else ""))
     for k, v in sorted(cpu["efficiency"].items()):
         click.echo(f"  efficiency {k:18s} {v:.3f}")
     click.echo(f"litert-cpu (ai-edge-litert {litert['litert']}, XNNPACK) -> {cache_path(path)}")

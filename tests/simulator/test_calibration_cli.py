@@ -379,3 +379,24 @@ def test_the_cache_keeps_the_raw_timings_it_was_fitted_on(monkeypatch: pytest.Mo
     cache = calibration.calibrate()
     assert seen == [wall] and cache == {"version": 1, "timings": wall, "speed_probe": {
         "before_gflops": 100.0, "after_gflops": 100.0, "drifted": False}}
+
+
+def test_calibrate_reports_its_speed_probe_and_a_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`edgescope calibrate` prints the speed probe taken around its timings (compiler/speed_probe.py), and says to
+    calibrate again when the CPU's speed changed during them (the probes are injected: no timing here)."""
+    from simulator import litert_calibration
+    from edgescope.commands.simulate import calibrate
+
+    def fake(progress=lambda s: None):  # type: ignore[no-untyped-def]
+        cache = _fake_cache()
+        cache["overrides"]["units"]["cpu"]["cache_bandwidth_bytes_per_s"] = 1e11
+        return {**cache, "speed_probe": calibration.speed_record(150.0, 100.0)}
+
+    monkeypatch.setattr(calibration, "calibrate", fake)
+    monkeypatch.setattr(litert_calibration, "with_litert", lambda hw, path, progress=None: hw)
+    out = tmp_path / "host-cpu.json"
+    litert_calibration.cache_path(out).write_text(json.dumps(
+        {"litert": "x", "overrides": {"units": {"cpu": {"efficiency": {}}}}}))
+    r = CliRunner().invoke(calibrate, ["--out", str(out)])
+    assert r.exit_code == 0, r.output
+    assert "speed probe 150 GFLOP/s before the timings, 100 after; the CPU's speed changed during them" in r.stdout
