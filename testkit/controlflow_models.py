@@ -270,3 +270,31 @@ def rate_model(path: Path) -> Path:
          numpy_helper.from_array(np.array(16000, np.int64), "rate"), numpy_helper.from_array(np.array(2, np.int64), "two")])
     onnx.save(helper.make_model(g, opset_imports=OPSET), path)
     return path
+
+
+def squeeze_if_model(path: Path, width: int = 64, classes: int = 512) -> Path:
+    """What the TorchScript exporter writes for `x.squeeze(2)` at a dynamic height, as in a CRNN's head:
+    x[1,8,h,w] -> Conv 8->width 3x3 -> If(Shape[2] == 1): then Squeeze(axis 2), else Identity -> Transpose(2,0,1)
+    -> MatMul W[width,classes] -> y[w,1,classes]. At h = 1 the then branch runs; at a symbolic h, ORT's symbolic shape
+    inference took the condition for a constant false."""
+    then = helper.make_graph(
+        [_const("axes", np.array([2], np.int64), name="then_axes"),
+         helper.make_node("Squeeze", ["c", "axes"], ["sq"], name="then_squeeze")],
+        "then", [], [helper.make_tensor_value_info("sq", F, None)])
+    other = helper.make_graph([helper.make_node("Identity", ["c"], ["same"], name="else_id")],
+                              "else", [], [helper.make_tensor_value_info("same", F, None)])
+    nodes = [helper.make_node("Conv", ["x", "Wc", "bc"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Shape", ["c"], ["shape"], name="shape"),
+             _const("two", np.array(2, np.int64), name="two_const"),
+             helper.make_node("Gather", ["shape", "two"], ["h"], axis=0, name="gather"),
+             _const("one", np.array(1, np.int64), name="one_const"),
+             helper.make_node("Equal", ["h", "one"], ["is_one"], name="equal"),
+             helper.make_node("If", ["is_one"], ["s"], then_branch=then, else_branch=other, name="if"),
+             helper.make_node("Transpose", ["s"], ["t"], perm=[2, 0, 1], name="transpose"),
+             helper.make_node("MatMul", ["t", "Wm"], ["y"], name="fc")]
+    g = helper.make_graph(
+        nodes, "squeeze_if", [helper.make_tensor_value_info("x", F, [1, 8, "h", "w"])],
+        [helper.make_tensor_value_info("y", F, ["w", 1, classes])],
+        [_w("Wc", width, 8, 3, 3, seed=4), _w("bc", width, seed=5), _w("Wm", width, classes, seed=6)])
+    onnx.save(helper.make_model(g, opset_imports=OPSET), path)
+    return path

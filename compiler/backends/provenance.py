@@ -327,8 +327,13 @@ def _constant_values(source: Graph) -> set[str]:
     """Values a runtime can compute once at load: weights, Constant results, anything computed
     only from those, and Shape/Size of statically shaped tensors."""
     const = {k for k, v in source.values.items() if v.weight is not None}
+    outer = _body_reads(source)
     for n in source.nodes:
-        live = [u for u in n.inputs if u]
+        # An If / Loop / Scan reads what its bodies read from outside them too: an If whose condition alone is
+        # constant (a TorchScript `squeeze(2)` at a dynamic height, `If(H == 1)`, at a concrete H) still runs on the
+        # activation its branch reads. Taken as constant, every task after it lost its source nodes (a CRNN's LSTMs
+        # and classifier "constant-folded"), and its int8-dynamic file was sized +119%.
+        live = [u for u in n.inputs if u] + sorted(outer.get(n.id, ()))
         if n.op_type in ("Shape", "Size") and live and source.values.get(live[0]) is not None \
                 and source.values[live[0]].is_static:
             const.update(n.outputs)
@@ -337,6 +342,24 @@ def _constant_values(source: Graph) -> set[str]:
         elif not live and n.op_type == "Constant":
             const.update(n.outputs)
     return const
+
+
+def _body_reads(source: Graph) -> dict[str, set[str]]:
+    """Per If / Loop / Scan node, the values its bodies (at any depth) read that no node inside them makes."""
+    kids: dict[str, list[Node]] = {}
+    for n in source.nodes:
+        if n.parent:
+            kids.setdefault(n.parent, []).append(n)
+    reads: dict[str, set[str]] = {}
+    for parent in kids:
+        made, read, stack = set(), set(), [parent]
+        while stack:
+            for k in kids.get(stack.pop(), []):
+                made.update(k.outputs)
+                read.update(u for u in k.inputs if u)
+                stack.append(k.id)
+        reads[parent] = read - made
+    return reads
 
 
 def _hint(name: str, suffixes: Sequence[str], s_names: dict[str, str], s_prod: dict[str, str],

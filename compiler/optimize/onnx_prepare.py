@@ -215,7 +215,35 @@ def quant_ready(src: Path, out: Path) -> Path:
     except Exception:  # noqa: BLE001 - optional help, see docstring
         _remove_partial_model(started)
         return src
+    model = onnx.load(os.fspath(out))
+    if restore_if_branches(model, onnx.load(os.fspath(src))):
+        onnx.save(model, os.fspath(out))
     return out
+
+
+def _branch_ops(node: onnx.NodeProto) -> list[list[tuple[str, tuple[str, ...], tuple[str, ...]]]]:
+    return [[(n.op_type, tuple(n.input), tuple(n.output)) for n in a.g.node] for a in node.attribute if a.HasField("g")]
+
+
+def restore_if_branches(model: onnx.ModelProto, source: onnx.ModelProto) -> int:
+    """Put back `source`'s branches of every If whose branches `model` rewrote; the number restored.
+
+    ORT's symbolic shape inference copies the branch it thinks is taken over the other one when it finds the
+    condition constant, and it finds `dim == 1` false for any symbolic dim: a TorchScript `squeeze(2)` exported
+    with a dynamic height (`If(H == 1, Squeeze, Identity)`) lost its Squeeze, and every int8 export of a CRNN ran
+    into "perm size: 3 does not match input rank: 4"."""
+    originals = {n.name: n for g in [source.graph, *all_bodies(source.graph)] for n in g.node
+                 if n.op_type == "If" and n.name}
+    restored = 0
+    for g in [model.graph, *all_bodies(model.graph)]:
+        for n in g.node:
+            orig = originals.get(n.name)
+            if n.op_type != "If" or orig is None or _branch_ops(n) == _branch_ops(orig):
+                continue
+            del n.attribute[:]
+            n.attribute.extend(orig.attribute)
+            restored += 1
+    return restored
 
 
 # Where ORT's symbolic shape inference saves the model it could not finish (weights as external data) before it
