@@ -9,10 +9,11 @@ PIP    := $(PY) -m pip install --disable-pip-version-check -q -c requirements.lo
 run: install converter web
 	$(VENV)/bin/edgescope serve $(ARGS)
 
-# Serial. `ARGS="-n 2 --dist loadfile"`: two pytest-xdist workers by whole file; a serial run keeps ~1.2 of the 2
-# cores busy (README "Tests and benchmarks": measured once under load, not yet proven free of flakes).
+# Two pytest-xdist workers, each taking whole test files in tests/conftest.py's order (module fixtures made once;
+# README "Tests and benchmarks"): a serial run keeps only ~1.2 of 2 cores busy. `ARGS="-n 0"` runs serially.
+TEST_WORKERS ?= 2
 test: install-dev converter web chromium services
-	$(PY) -m pytest $(ARGS)
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(ARGS)
 
 # The fast tier alone: tests/unit, pure code (cost model, options, totals rule, parsers on bytes, import rules),
 # no process, server, database or browser; under a minute. `make test` runs it too, with everything else.

@@ -90,10 +90,14 @@ _CALIBRATION_STASH = pytest.StashKey[bool]()  # some collected test needs the ca
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Modules whose tests need the calibration run after all others (each module's tests stay together and in
     order, so module-scoped fixtures are made once): when no calibration is cached, `calibration_started` makes it in
-    a child process on the second core while the tests that need none run (on 2 cores: ~190 s of a run hidden)."""
+    a child process on the second core while the tests that need none run (on 2 cores: ~190 s of a run hidden).
+    Within each group the files with a `slow` test come first: `make test`'s two xdist workers take whole files in
+    this order (`--no-loadscope-reorder`), so a long file started last cannot leave one core idle at the end."""
     needs = {item.nodeid.split("::")[0] for item in items if _needs_calibration(item)}  # by test file
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     config.stash[_CALIBRATION_STASH] = bool(needs)
-    items.sort(key=lambda item: item.nodeid.split("::")[0] in needs)  # stable: each group keeps its order
+    # stable: each group keeps its order
+    items.sort(key=lambda item: (item.nodeid.split("::")[0] in needs, item.nodeid.split("::")[0] not in slow))
 
 
 _CALIBRATING: dict[str, subprocess.Popen[bytes]] = {}

@@ -131,6 +131,7 @@ def slice_cache() -> Path:
     return root
 
 
+@pytest.mark.slow  # the slice's exports (minutes on a new machine) and analyses: its file starts early
 @pytest.mark.parametrize(("entry_id", "exporter"), TEST_SLICE, ids=[f"{i}:{x}" for i, x in TEST_SLICE])
 def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, entry_id: str, exporter: str) -> None:
     from corpus.check import analyse
