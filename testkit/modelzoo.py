@@ -418,3 +418,29 @@ def pt2_net_with_sources(path: PathLike) -> Path:
     from edgescope.commands.export_pt2 import export_pt2
 
     return export_pt2(f"{PT2_SRC / 'net.py'}:build", Path(path))[0]
+
+
+# -- torchvision's MobileNetV3-Small (seed 0, 1x3x224x224): seconds per export, so tests share one per run ------
+
+def _mobilenet_v3_small():  # type: ignore[no-untyped-def]
+    import corpus  # noqa: F401  (torchvision importable beside CPU torch)
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    return torchvision.models.mobilenet_v3_small(weights=None).eval(), (torch.randn(1, 3, 224, 224),)
+
+
+def pt2_mobilenet_v3_small(path: PathLike) -> Path:
+    """`torch.export` of MobileNetV3-Small saved as a .pt2 (~4 s)."""
+    import torch
+
+    module, args = _mobilenet_v3_small()
+    torch.export.save(torch.export.export(module, args), os.fspath(path))
+    return Path(path)
+
+
+def mobilenet_v3_small_dynamo(path: PathLike) -> Path:
+    """The same network by the dynamo ONNX exporter, input `x`, output `y`, weights inside the file (~7 s)."""
+    module, args = _mobilenet_v3_small()
+    return torch_export(module, args, path, input_names=["x"], output_names=["y"], dynamo=True)

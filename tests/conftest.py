@@ -7,6 +7,7 @@ machine kind before every session and CI run; tests that need them fail loudly i
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
@@ -68,11 +69,14 @@ def _copy_in(src: Path, dst: Path) -> None:
         part.replace(dst)  # atomic: another worker never reads half a file
 
 
-def _calibration_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _workers_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run's temporary folder every pytest-xdist worker sees (each worker's own is inside it)."""
     root = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        root = root.parent  # the workers' common folder
-    folder = root / "calibration"
+    return root.parent if "PYTEST_XDIST_WORKER" in os.environ else root
+
+
+def _calibration_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = _workers_folder(tmp_path_factory) / "calibration"
     folder.mkdir(exist_ok=True)
     return folder
 
@@ -175,10 +179,7 @@ def shared_conversions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pat
     conversion is a child that imports torch: 5-20 s). tests/compiler/test_conversion_cache.py tests the cache."""
     from compiler import conversion_cache
 
-    root = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        root = root.parent
-    folder = root / "conversions"
+    folder = _workers_folder(tmp_path_factory) / "conversions"
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EDGESCOPE_CONVERSION_CACHE_DIR", str(folder))  # servers started as processes
         conversion_cache.configure(folder)
@@ -290,6 +291,39 @@ def zoo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
             return dest
 
     return Zoo()
+
+
+class SharedModels:
+    """Model files that cost a torch export (testkit.modelzoo builders, seconds each), built once per run for all
+    pytest-xdist workers: the first worker to ask builds one under a file lock, in a folder of its own renamed into
+    place whole; the others wait for it. Tests only read them (a .pt2 uploaded by several tests, the same bytes,
+    is also converted once: the run's conversion cache is keyed by content)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, builder: str) -> Path:
+        from testkit import modelzoo
+
+        ext = next((e for key, e in ZOO_EXTENSIONS.items() if key in builder), ".onnx")
+        folder = self.root / builder
+        if not folder.is_dir():
+            with open(self.root / f"{builder}.lock", "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                if not folder.is_dir():
+                    part = self.root / f"{builder}.part-{os.getpid()}"
+                    shutil.rmtree(part, ignore_errors=True)
+                    part.mkdir()
+                    getattr(modelzoo, builder)(part / f"{builder}{ext}")
+                    part.rename(folder)
+        return folder / f"{builder}{ext}"
+
+
+@pytest.fixture(scope="session")
+def shared_models(tmp_path_factory: pytest.TempPathFactory) -> SharedModels:
+    root = _workers_folder(tmp_path_factory) / "shared-models"
+    root.mkdir(exist_ok=True)
+    return SharedModels(root)
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------

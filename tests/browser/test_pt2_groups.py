@@ -3,7 +3,6 @@ labelled by each module's qualified name and class (`features.3 (InvertedResidua
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,22 +14,10 @@ NODES = "document.querySelector('[data-testid=graph]').dataset.nodes"
 ROWS = "[data-testid=op-table] [role=row][data-op-id]"
 
 
-def _mobilenet_v3_small_pt2(path: Path) -> Path:
-    import corpus  # noqa: F401  (torchvision importable beside CPU torch)
-    import torch
-    import torchvision
-
-    torch.manual_seed(0)
-    module = torchvision.models.mobilenet_v3_small(weights=None).eval()
-    torch.export.save(torch.export.export(module, (torch.randn(1, 3, 224, 224),)), str(path))
-    return path
-
-
-def test_pt2_model_page_shows_collapsible_module_groups(ui_server: Any, page: Any, tmp_path: Path) -> None:
+def test_pt2_model_page_shows_collapsible_module_groups(ui_server: Any, page: Any, shared_models: Any) -> None:
     if ui_server.mock:
         pytest.skip("module groups of a .pt2 need the real pipeline")
-    mid = ui_server.upload(_mobilenet_v3_small_pt2(tmp_path / "mnv3_small.pt2"), targets=["ort-cpu/host"],
-                           timeout_s=900)
+    mid = ui_server.upload(shared_models.path("pt2_mobilenet_v3_small"), targets=["ort-cpu/host"], timeout_s=900)
     page.goto(f"{ui_server.url}/m/{mid}")
     page.wait_for_selector(f"{GRAPH}[data-state=rendered]")
     page.wait_for_selector(ROWS)

@@ -32,14 +32,9 @@ def bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def mobilenet(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    import torch
-    import torchvision
-
-    p = tmp_path_factory.mktemp("mnv3") / "mnv3.onnx"
-    torch.onnx.export(torchvision.models.mobilenet_v3_small().eval(), (torch.randn(1, 3, 224, 224),), str(p),
-                      dynamo=True, input_names=["x"], external_data=False)
-    return p
+def mobilenet(shared_models) -> Path:  # type: ignore[no-untyped-def]
+    """MobileNetV3-Small by the dynamo exporter (tests/formats/test_pt2_modules.py reads the same file)."""
+    return shared_models.path("mobilenet_v3_small_dynamo")
 
 
 def _node(path: Path, op_type: str, k: int = 0) -> str:

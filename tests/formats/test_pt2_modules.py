@@ -17,30 +17,6 @@ from compiler.graph import Graph
 pytestmark = pytest.mark.slow
 
 
-def _mobilenet_v3_small():  # type: ignore[no-untyped-def]
-    import corpus  # noqa: F401  (torchvision importable beside CPU torch)
-    import torch
-    import torchvision
-
-    torch.manual_seed(0)
-    return torchvision.models.mobilenet_v3_small(weights=None).eval(), (torch.randn(1, 3, 224, 224),)
-
-
-def _export_pt2(path: Path) -> Path:
-    import torch
-
-    module, args = _mobilenet_v3_small()
-    torch.export.save(torch.export.export(module, args), str(path))
-    return path
-
-
-def _export_onnx(path: Path) -> Path:
-    from testkit.modelzoo import torch_export
-
-    module, args = _mobilenet_v3_small()
-    return torch_export(module, args, path, input_names=["x"], output_names=["y"], dynamo=True)
-
-
 def _compiled(path: Path, workdir: Path) -> tuple[Graph, Graph]:
     source = frontends.load(path)
     compiled, _ = compile_for_target(path, "ort-cpu/host", workdir, source)
@@ -59,10 +35,11 @@ def _top2_onnx(namespace: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def both(models, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """((source, compiled) of the .pt2, (source, compiled) of its dynamo ONNX export) on ort-cpu/host."""
-    pt2 = models.get("mobilenet_v3_small.pt2", _export_pt2)
-    onnx = models.get("mobilenet_v3_small.onnx", _export_onnx)
+def both(shared_models, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """((source, compiled) of MobileNetV3-Small's .pt2, (source, compiled) of its dynamo ONNX export) on
+    ort-cpu/host."""
+    pt2 = shared_models.path("pt2_mobilenet_v3_small")
+    onnx = shared_models.path("mobilenet_v3_small_dynamo")
     return _compiled(pt2, tmp_path_factory.mktemp("pt2")), _compiled(onnx, tmp_path_factory.mktemp("onnx"))
 
 
