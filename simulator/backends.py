@@ -168,10 +168,28 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
         d.notes.append("no sparse kernels: zeros are computed")
     if k.per_channel:
         d.notes.append("ConvInteger runs an im2col + GEMM per group: a fixed cost per channel")
-    return Path(ui, c, True, k.compute, k.tag, d.in_b, d.out_b, k.w_rt, runtime_sparse, k.aux_b, d.extra_in,
-                d.extra_out, d.dispatches, k.decode, eliminated, k.fp32_equiv, "; ".join(d.notes), k.per_channel,
-                k.extra_ops, k.per_pixel, k.im2col, k.repack, extra_ops_per_in=k.extra_in_ops,
-                extra_ops_format=k.extra_format)
+    return _ort_deconv(target, unit, op_type, Path(
+        ui, c, True, k.compute, k.tag, d.in_b, d.out_b, k.w_rt, runtime_sparse, k.aux_b, d.extra_in, d.extra_out,
+        d.dispatches, k.decode, eliminated, k.fp32_equiv, "; ".join(d.notes), k.per_channel, k.extra_ops, k.per_pixel,
+        k.im2col, k.repack, extra_ops_per_in=k.extra_in_ops, extra_ops_format=k.extra_format))
+
+
+# ORT's CPU ConvTranspose is no NCHWc Conv: an SGEMM into a column buffer, then col2im scatter-adds the columns into
+# the zeroed output and a bias pass follows (simulator.conv_work.col2im_elements). Where calibration fitted its
+# figures (the deconv-* cases, calibration_deconv; its cost per column known) it runs at them: `deconv.fp32` the GEMM's rate, `.col2im` per
+# column element, `.out` per output element (the zeroing and the bias), `.spill` per output byte beyond the core's L2
+# (its columns and output leave it); elsewhere at the conv kind's, as before.
+# A DBNet-like detector's two 2x2 stride-2 heads (24 -> 24 from 184 x 184) were priced 3.08 ms at the NCHWc rate,
+# ORT's profiler gave 16.6-19.4 (an Emerald Rapids Xeon, load ~10, session 42).
+DECONV_RATE = "deconv"
+
+
+def _ort_deconv(target: Target, unit: Unit, op_type: str, p: Path) -> Path:
+    if (target.backend != "ort-cpu" or op_type != "ConvTranspose" or p.compute != "fp32"
+            or f"{DECONV_RATE}.fp32.col2im" not in unit.kind_overhead_s):
+        return p
+    return dataclasses.replace(p, rate_kind=DECONV_RATE, col2im=True, out_cost=True, spill=True, note="; ".join(
+        [*([p.note] if p.note else []), "ORT's ConvTranspose: an SGEMM into columns, then col2im scatter-adds them"]))
 
 
 @dataclass

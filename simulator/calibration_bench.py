@@ -22,6 +22,7 @@ from simulator.calibration_models import (
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, nchwc_upsample, op_chain, reuse_model,
     save_model, side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
+from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
 from simulator.calibration_layout import LAYOUT_CASES
@@ -236,6 +237,7 @@ CASES: tuple[Case, ...] = (
         "Resize", [1, 32, 40, 40], [1, 32, 120, 120], p, (None, np.array([1, 1, 3, 3], np.float32)), mode="nearest",
         coordinate_transformation_mode="asymmetric", nearest_mode="floor"), (("fp32", "nearest.fp32"),)),
     *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in VIDEO_CASES),  # 3-D convs, far walks
+    *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in DECONV_CASES),  # ORT's ConvTranspose
     # Dynamic int8 stems and ResNet-shaped 3x3 convs (their int8-dynamic figures, calibration_int8dyn).
     *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in INT8DYN_CASES),
 )

@@ -27,7 +27,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 73  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 74  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -85,6 +85,7 @@ CACHE_VERSION = 73  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
 # 73: the CPU's speed probe before and after the case timings (`speed_probe`, compiler/speed_probe.py), which every
 #     host profile is held against; no figure refitted
+# 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -105,19 +106,24 @@ _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "dwconv.int
 _STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "conv.int8dyn", "convsmall.int8dyn", "dwconv.int8dyn"})
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
-_SPILL_FITTED = frozenset({"layout.fp32"})
+_SPILL_FITTED = frozenset({"layout.fp32", "deconv.fp32"})  # and ORT's ConvTranspose (its columns and output)
 
 # fp32 paths fitted jointly (efficiency and a setup per task) rather than as the median of per-case efficiencies: NCHWc
 # convs of few input channels, whose cases are 8-channel convs on 24-48 px maps (mostly fixed cost: 0.27 and 0.68 of the
 # peak on a Sapphire Rapids, 2026-12-04) and the stems real CNNs have (3 channels, 16-64 outputs, 100M+ MACs), which the
 # median of the two small ones priced at 1.5-2.3x their profile.
-JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32"})
+JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32", "deconv.fp32"})
 
 # Paths with a cost per byte beyond the core's L2 of walks that miss the cache (transposes.far_walk): ORT's walks,
 # fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video); and of its
 # blocked Transposes and NCHWc reorders (transposes.strided_move), with the layout rate on the mixed graphs
 # (calibration_layout).
 _FAR_FITTED = frozenset({"walk.fp32", "layout.fp32"})
+
+# Paths with a cost per column element ORT's ConvTranspose scatters back (Path.col2im, Work.col2im_elements), fitted
+# with its GEMM's rate, a setup, a cost per output element and one per output byte beyond the L2 on the deconv-* cases
+# (calibration_deconv).
+_COL2IM_FITTED = frozenset({"deconv.fp32"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);
 # turbo and a kernel's fused epilogue exceed it: a fit may reach this many times the peak.
@@ -164,7 +170,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
             key + ".out",
             *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else []),
             *([key + ".im2col.strided"] if key in _STRIDED_FITTED else []),
-            *([key + ".far"] if key in _FAR_FITTED else [])]
+            *([key + ".far"] if key in _FAR_FITTED else []), *([key + ".col2im"] if key in _COL2IM_FITTED else [])]
 
     def slope(sub: str) -> np.ndarray:
         # Setup units per case (tasks, channels or pixels, as the path pays it): the prediction's slope in s.
@@ -482,9 +488,10 @@ def _fit_joint(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: Ha
         effs[key] = eff
         # The task setup always (0 is a fit too); the per-pixel and im2col costs where the path has them.
         # (a fitted row cost of 0 too: the profile's own figure would otherwise stand in for it)
-        # (an NCHW path's im2col cost of 0 too: backends._nchw_grouped takes the path where the profile has it)
-        joint_setups.update({k: v for k, v in setups.items() if k == key or v or k.endswith((".im2col.row",
-                                                                                             ".nchw.im2col"))})
+        # (an NCHW path's im2col cost of 0 too: backends._nchw_grouped takes the path where the profile has it; and
+        # the ConvTranspose's col2im cost: backends._ort_deconv)
+        kept = (".im2col.row", ".nchw.im2col", ".col2im")
+        joint_setups.update({k: v for k, v in setups.items() if k == key or v or k.endswith(kept)})
         for c in cs:
             c["efficiency"], c["setup_s"] = eff, setups[key]
             c.update({f"{k.rsplit('.', 1)[1]}_setup_s": v for k, v in setups.items() if k != key and v})

@@ -145,3 +145,19 @@ def nchwc_padding(node: Node, kernel: Value | None, inp: Value | None, out: Valu
         return out_share, out_share
     in_share = min(1.0, c_in / (k_in * group)) if isinstance(c_in, int) and c_in > 0 else 1.0
     return out_share * in_share, in_share
+
+
+# ORT's CPU ConvTranspose (microsoft/onnxruntime, onnxruntime/core/providers/cpu/nn/conv_transpose.cc, the float
+# DoConvTranspose) runs, per image and group, one MLAS SGEMM of the filter (C_out / group x taps rows, prepacked
+# transposed) by the input (C_in / group x input pixels) into a column buffer of C_out / group x taps x input pixels,
+# then math::Col2imPar (Col2imNdPar for 1-D and 3-D) scatter-adds every column element into the output it lands on
+# after zeroing that output, then a bias pass over the output when there is a bias. Nothing skips the col2im: a
+# 1x1 stride-1 ConvTranspose pays it too (core/util/math_cpu.cc: Col2im's fast path without padding or dilation
+# adds a whole row at stride 1, element by element at stride 2; with padding, element by element with bounds).
+def col2im_elements(node: Node, macs: float, k_rows: int) -> float:
+    """Elements of the column buffer ORT's CPU ConvTranspose scatters back into its output (see above): every group's
+    C_out / group x kernel taps x input pixels = MACs x groups / input channels (the kernel's first dimension, `k_rows`,
+    of a ConvTranspose's [C_in, C_out / group, k...] weight). 0 for other ops."""
+    if node.op_type != "ConvTranspose" or k_rows <= 0:
+        return 0.0
+    return macs * int(node.attributes.get("group", 1) or 1) / k_rows

@@ -11,7 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import Graph, Node, Value
-from simulator.conv_work import grouped_im2col, im2col_rows, nchwc_padding, qgemm_counts, sgemm_columns, strided_im2col
+from simulator.conv_work import (col2im_elements, grouped_im2col, im2col_rows, nchwc_padding, qgemm_counts,
+                                 sgemm_columns, strided_im2col)
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
@@ -31,7 +32,8 @@ WEIGHTED_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv",
 # A kind without figures of its own uses its parent's (profiles need not list every kind).
 PARENT_KIND: dict[str, str] = {"convsmall": "conv", "skipnorm": "norm", "dwconvnchw": "dwconv", "gconvnchw": "conv",
                                "convnchw": "conv", "conv3d": "conv", "poolnchw": "pool", "walk": "layout",
-                               "resize": "layout", "nearest": "layout", "cubic": "resize"}
+                               "resize": "layout", "nearest": "layout", "cubic": "resize",
+                               "deconv": "conv"}  # deconv: ORT's CPU ConvTranspose's own rate (backends)
 
 
 def base_kind(kind: str) -> str:
@@ -169,6 +171,7 @@ class Work:
     # into (beta 1): ORT's CPU Gemm / FusedGemm (GemmBroadcastBias, then MLAS SGEMM), one more pass over the output
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
     bias_pass: float = 0.0
+    col2im_elements: float = 0.0  # a ConvTranspose's columns ORT's col2im scatters (conv_work.col2im_elements)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -360,6 +363,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                           else strided_move(node, graph) if kind == "layout" else 0.0),
                 indexed=indexed_elements(node, graph),
                 bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
+                col2im_elements=col2im_elements(node, macs, k_rows),
                 **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
                     node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
                     if node.op_type in _CONV else (1.0, 1.0))),
