@@ -153,7 +153,7 @@ def nchwc_padding(node: Node, kernel: Value | None, inp: Value | None, out: Valu
 # then math::Col2imPar (Col2imNdPar for 1-D and 3-D) scatter-adds every column element into the output it lands on
 # after zeroing that output, then a bias pass over the output when there is a bias. Nothing skips the col2im: a
 # 1x1 stride-1 ConvTranspose pays it too (core/util/math_cpu.cc: Col2im's fast path without padding or dilation
-# adds a whole row at stride 1, element by element at stride 2; with padding, element by element with bounds).
+# adds a whole row at stride 1, element by element at other strides; with padding, element by element with bounds).
 def col2im_elements(node: Node, macs: float, k_rows: int) -> float:
     """Elements of the column buffer ORT's CPU ConvTranspose scatters back into its output (see above): every group's
     C_out / group x kernel taps x input pixels = MACs x groups / input channels (the kernel's first dimension, `k_rows`,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from compiler.graph import Node
@@ -93,3 +95,25 @@ def test_output_beyond_the_l2_pays_the_spill_figure() -> None:
     assert host_fp32_ms(head, hw) - host_fp32_ms(head, base) == pytest.approx(beyond * 1e-9)
     small = _deconv(24, 24, 46, 2, 2)  # 0.8 MB: within it
     assert host_fp32_ms(small, hw) == pytest.approx(host_fp32_ms(small, base))
+
+
+def test_the_calibration_cases_run_ort_convtransposes_and_the_joint_fit_finds_their_figures(tmp_path: Path) -> None:
+    """The deconv-* cases compile to ConvTransposes as they are (ORT has no NCHWc or fused form of them), and the joint
+    fit separates the GEMM's rate from the cost per column element on measurements made with known figures."""
+    from simulator.calibration_bench import CASES, compile_for_host
+    from simulator.calibration_fit import JOINT_FP32, _fit_eff_setup, _predict_ms
+
+    assert "deconv.fp32" in JOINT_FP32
+    names = ("deconv-24x24-92-2x2", "deconv-128x64-28-2x2", "deconv-32x16-48-4x4-p1", "deconv-24x1-184-2x2")
+    graphs = []
+    for name in names:
+        case = next(c for c in CASES if c.name == name)
+        assert case.variants == (("fp32", "deconv.fp32"),)
+        g = compile_for_host(case.build(tmp_path / f"{name}.onnx"), tmp_path / f"{name}.opt.onnx")
+        assert {n.op_type for n in g.nodes} == {"ConvTranspose"}
+        graphs.append(g)
+    base = load_profile("host-cpu")
+    truth = base.with_overrides({"units": {"cpu": {"efficiency": {"deconv.fp32": 0.3},
+                                                   "kind_overhead_s": {"deconv.fp32.col2im": 6e-10}}}})
+    eff, s = _fit_eff_setup([(g, "fp32", _predict_ms(g, truth, "fp32")) for g in graphs], base, "deconv.fp32")
+    assert eff == pytest.approx(0.3, rel=0.05) and s["deconv.fp32.col2im"] == pytest.approx(6e-10, rel=0.1)
