@@ -18,7 +18,7 @@ from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_
 from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
-from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, fp16_task_facts
+from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, GEMM_OPS, fp16_task_facts
 from simulator.ort_int8 import ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
 from simulator.roofline import Path
@@ -464,16 +464,12 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
         extra_in += _GELU_SPLIT_PASSES * 2 * p.in_bytes
         disp += _GELU_SPLIT_PASSES
         notes.append(_GELU_SPLIT_NOTE)
-    # Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated on fp16 exports of
-    # Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those figures.
-    # A depthwise Conv in NCHW runs the fp32 kernel of its NCHW path between the Casts: at that path's figures, or at
-    # its own where calibration fitted them on fp16 exports (`dwconvnchw.cast16nchw`: depthwise chains sharing one
-    # bias, 3x3 and 5x5; the fp32 figures, fitted on 3x3 only, priced MobileNetV3's 5x5 ones 1.6-1.7x too fast).
-    own = p.tag == "nchw" and f"{p.rate_kind}.{CAST16NCHW}" in profile.units[p.unit].efficiency
-    tag = ("cast16nchw" if own else p.tag) if p.tag == "nchw" else ("cast16nchw" if nchw else (
-        p.tag if fusion_kept or not fused else "cast16")) if has_kernel else p.tag
+    tag, repacked = _fp16_tag(profile, p, op_type, has_kernel, fused, fusion_kept, nchw, shared_cast)
+    if repacked:
+        notes.append("weight shared with other nodes keeps a run-time Cast: cast and packed for the GEMM every run")
     # MLAS runs a plain NCHW Conv as im2col ("expand") + SGEMM for kernels larger than 1x1.
-    return dataclasses.replace(p, tag=tag, im2col=nchw or p.im2col, extra_in_bytes=p.extra_in_bytes + extra_in,
+    return dataclasses.replace(p, tag=tag, im2col=nchw or p.im2col, repack=p.repack or repacked,
+                               extra_in_bytes=p.extra_in_bytes + extra_in,
                                extra_out_bytes=p.extra_out_bytes + extra_out,
                                extra_dispatches=p.extra_dispatches + disp,
                                # (not where fp32 ran the NCHWc kernel: that measured time is not this path's)
@@ -481,6 +477,27 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
                                                 and not (dw_nchw and kind != "dwconvnchw")),
                                aux_bytes=2.0 if not has_kernel and combo.input == "fp16" else p.aux_bytes,
                                note="; ".join(notes + ([p.note] if p.note else [])))
+
+
+def _fp16_tag(profile: HardwareProfile, p: Path, op_type: str, has_kernel: bool, fused: bool, fusion_kept: bool,
+              nchw: bool, shared_cast: bool) -> tuple[str, bool]:
+    """(the efficiency tag of an fp16 task that runs its fp32 kernel between Casts (fp32 path `p`), whether its GEMM
+    packs its weight on every run). Weighted ops keep the fp16 path's own efficiency and setup (`cast16`, calibrated
+    on fp16 exports of Conv + bias + activation chains): the lost fusions and the load-time cast weights are in those
+    figures. A depthwise Conv in NCHW runs the fp32 kernel of its NCHW path between the Casts: at that path's figures,
+    or at its own where calibration fitted them on fp16 exports (`dwconvnchw.cast16nchw`: depthwise chains sharing one
+    bias, 3x3 and 5x5; the fp32 figures, fitted on 3x3 only, priced MobileNetV3's 5x5 ones 1.6-1.7x too fast).
+    A Gemm / MatMul whose weight a kept Cast hands it (`shared_cast`, ort_fp16.fp16_shared_casts) runs MLAS's SGEMM
+    on a B it cannot prepack: the weight is cast and packed on every run, at `<kind>.cast16.weights` s per weight
+    (calibration's `gemm-shared-*` cases: fp16 MatMul chains reading one weight)."""
+    if not has_kernel:
+        return p.tag, False
+    if p.tag == "nchw":
+        own = f"{p.rate_kind}.{CAST16NCHW}" in profile.units[p.unit].efficiency
+        return ("cast16nchw" if own else p.tag), False
+    if shared_cast and op_type in GEMM_OPS and p.tag == "fp32":
+        return "cast16", True
+    return ("cast16nchw" if nchw else (p.tag if fusion_kept or not fused else "cast16")), False
 
 
 def _int8_lost_fusion(target: Target, op_type: str, kind: str, asked: Combo, p: Path) -> Path:

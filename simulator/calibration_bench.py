@@ -20,7 +20,7 @@ from compiler.graph import Graph
 from simulator.calibration_models import (
     R, REUSE_CONVS, SPILL_CONVS, activation_chain, cast_chain, compile_for_host, conv_act, conv_chain, dw_strided,
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, nchwc_upsample, op_chain, reuse_model,
-    save_model, side_by_side, skip_layernorm_chain, stem_act, strided_own,
+    save_model, shared_matmul_chain, side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
 from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
@@ -28,6 +28,7 @@ from simulator.calibration_index import build_index_cases
 from simulator.calibration_layout import LAYOUT_CASES
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
+from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
 from simulator.profiles import load_profile
 
 
@@ -146,6 +147,10 @@ CASES: tuple[Case, ...] = (
     Case("gemm-16x768", "gemm", matmul_chain(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-64x896", "gemm", matmul_chain(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-16x128", "gemm", matmul_chain(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
+    # fp16 MatMuls reading one shared weight: its Cast is kept at run time, so every run casts it and the SGEMM packs
+    # it (backends._ort_fp16: `gemm.cast16.weights`, s per weight, calibration_fit.fit_weights).
+    *(Case(f"gemm-shared-{m}x{k}", "gemm", shared_matmul_chain(m, k), (("fp16", SHARED_WEIGHTS_KEY),))
+      for m, k in ((128, 256), (64, 512))),
     # One row (a CNN classifier at batch 1) under static int8: its own rate (simulator/ort_int8.py ORT_INT8_ONE_ROW).
     Case("gemm-1x1024", "gemm", matmul_chain(1, 1024), (("int8-static", "gemm.int8gemv"),)),
     Case("matmul-4x32x32", "matmul", lambda p: op_chain("MatMul", [4, 32, 32], p, binary_self=True),

@@ -20,6 +20,7 @@ from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
+from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
 from simulator.calibration_timing import machine, profiler_overhead
 from simulator.conversions import CAST_KEY
 from simulator.profiles import HardwareProfile, load_profile
@@ -27,7 +28,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 74  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 75  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -86,6 +87,8 @@ CACHE_VERSION = 74  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 73: the CPU's speed probe before and after the case timings (`speed_probe`, compiler/speed_probe.py), which every
 #     host profile is held against; no figure refitted
 # 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
+# 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it every run (gemm.cast16.weights,
+#     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -257,6 +260,7 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(layout_setups)
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
+    over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_index(
         bench.index, bench.graphs, {n: wall[n] - run_s * 1e3 for n in bench.index if n in wall},
         base.with_overrides(over), lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
@@ -286,6 +290,24 @@ def cast_element(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: 
             busy = c["measured_ms"] * 1e-3 - len(g.nodes) * hw.units[0].dispatch_overhead_s
             per_el.append(max(busy, 0.0) / (len(casts) * n))
     return {f"{CAST_KEY}.element": float(np.median(per_el))} if per_el else {}
+
+
+def fit_weights(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile) -> dict[str, float]:
+    """{SHARED_WEIGHTS_KEY: s per weight} from the `gemm-shared-*` cases (an fp16 MatMul chain reading one weight,
+    cast and packed on every run), the other figures already fitted: relative least squares, >= 0 (as _fit_runs);
+    {} without those cases."""
+    cs = [c for c in cases_out if c["key"] == SHARED_WEIGHTS_KEY]
+    if not cs:
+        return {}
+    meas = np.array([c["measured_ms"] for c in cs])
+    h1 = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {SHARED_WEIGHTS_KEY: 1e-6}}}})
+    pred0 = np.array([_predict_ms(graphs[c["case"]], hw, c["preset"]) for c in cs])
+    a = (np.array([_predict_ms(graphs[c["case"]], h1, c["preset"]) for c in cs]) - pred0) / 1e-6 / meas
+    b = 1 - pred0 / meas
+    s = max(float(a @ b / (a @ a)), 0.0) if float(a @ a) > 0 else 0.0
+    for c in cs:
+        c["weights_s"] = s
+    return {SHARED_WEIGHTS_KEY: s}
 
 
 def _fixed_costs(bench: Bench, wall: dict[str, float], progress: Callable[[str], None]
@@ -455,7 +477,7 @@ def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile,
         # jointly; setup and decode rates are fitted below, once the efficiencies they add to are known.
         joint = ((preset != "fp32" or key.endswith(".nchw") or key in JOINT_FP32) and not key.startswith("decode.")
                  and n_cases[key] >= 3)
-        later = tag == "setup" or key.startswith("decode.") or joint
+        later = tag == "setup" or key.startswith("decode.") or key.endswith(".weights") or joint
         eff = _fit_eff(g, hw, preset, key, meas) if not later else float("nan")
         if not later:
             fits.setdefault(key, []).append(eff)

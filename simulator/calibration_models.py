@@ -29,16 +29,18 @@ def save_model(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: l
 
 
 def op_chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str, Any] | None = None,
-           weight: Callable[[int], Any] | None = None, binary_self: bool = False) -> Path:
+           weight: Callable[[int], Any] | None = None, binary_self: bool = False, shared_weight: bool = False) -> Path:
+    """`r` ops in a chain; `weight(i)`: each op's second input, one initializer read by every op if `shared_weight`."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits = [], []
     for i in range(r):
         ins = [f"v{i}"]
         if weight is not None:
-            w = weight(i)
-            inits.append(numpy_helper.from_array(w, f"w{i}"))
-            ins.append(f"w{i}")
+            name = "w0" if shared_weight else f"w{i}"
+            if not (shared_weight and i):
+                inits.append(numpy_helper.from_array(weight(i), name))
+            ins.append(name)
         elif binary_self:
             # x_{i+1} = x_i (op) x_0: a fixed second operand keeps values bounded for the quantizer.
             ins.append("v0")
@@ -252,6 +254,12 @@ def conv_act(c: int, hw: int, k: int, group: int = 1, shared_bias: bool = False)
 
 def matmul_chain(m: int, k: int) -> Callable[[Path], Path]:
     return lambda p: op_chain("MatMul", [m, k], p, weight=rng_weights([k, k]))
+
+
+def shared_matmul_chain(m: int, k: int) -> Callable[[Path], Path]:
+    """R MatMuls reading one [k, k] weight, as TorchScript writes layers cloned from one (equal initializers
+    deduplicated): under fp16 ORT keeps that weight's Cast at run time (simulator.ort_fp16.fp16_shared_casts)."""
+    return lambda p: op_chain("MatMul", [m, k], p, weight=rng_weights([k, k]), shared_weight=True)
 
 
 def activation_chain(form: str, n: int, path: Path) -> Path:

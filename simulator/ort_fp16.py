@@ -19,6 +19,10 @@ FP16_KERNELS: dict[str, frozenset[str]] = {
 
 
 CONV_OPS = frozenset({"Conv", "FusedConv"})
+GEMM_OPS = frozenset({"Gemm", "FusedGemm", "MatMul", "FusedMatMul"})
+# s per weight a Gemm / MatMul of an fp16 file casts and packs on every run when its weight is shared
+# (fp16_shared_casts; roofline.Path.repack's `<kind>.<tag>.weights` for the `cast16` path of kind gemm)
+SHARED_WEIGHTS_KEY = "gemm.cast16.weights"
 
 # A task fact (simulator.ort_int8.ort_task_facts): the activation ORT fused into this Conv / Gemm has no fp16 kernel
 # (Relu, Sigmoid, LeakyRelu...), so in the fp16 graph it too runs fp32 between Casts, the Cast pair between the two
@@ -31,7 +35,7 @@ FP16_FUSION_KEPT = "fp16.fusion-kept"
 def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
     """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
     through a Cast ORT keeps at run time, so ORT leaves it a plain NCHW Conv (im2col + SGEMM) instead of
-    an NCHWc one.
+    an NCHWc one; or a Gemm / MatMul that reads its weight so (below).
 
     ORT (x86 CPU EP) inserts one Cast per fp16 tensor that nodes without an fp16 kernel read, whatever the
     number of such readers. FuseInitializersTransformer folds a Cast of an initializer back into an fp32
@@ -43,6 +47,10 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     Conv / FusedConv at 1.3-1.5x the NCHWc time. Real models hit it the same way: deduplicated constant
     biases (zero-initialised or frozen layers, BN-folded copies), and tied weights read by several Convs.
     Trained models whose Convs each own their bias keep NCHWc; so the rule reads the graph, never names.
+    A Gemm / MatMul whose weight (B) is shared the same way reads it through the kept Cast too: ORT cannot prepack
+    it, so MLAS's SGEMM packs it on every run (backends._ort_fp16). TorchScript deduplicates equal initializers, and
+    a transformer whose layers were cloned from one (nn.TransformerEncoder's deep copies, untrained) shares every
+    layer's weights: torch/transformer-encoder's 12 weights, read by 32 Gemms, keep 12 Casts in its fp16 file.
     Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
     native = FP16_KERNELS.get(target.backend)
     if native is None:
@@ -63,11 +71,12 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
             if val is not None and val.weight is not None and val.dtype.startswith("float"):
                 readers.setdefault(r, set()).add(nd.id)
     shared = {r for r, ns in readers.items() if len(ns) > 1}
-    hit = {nd.id for nd in g.nodes if nd.op_type in CONV_OPS
-           and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v)}
+    hit = {nd.id for nd in g.nodes if (nd.op_type in CONV_OPS
+                                       and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v))
+           or (nd.op_type in GEMM_OPS and len(nd.inputs) > 1 and alias.get(nd.inputs[1], nd.inputs[1]) in shared)}
     if source is None:
         return [nd.id in hit for nd in compiled.nodes]
-    return [nd.op_type in CONV_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
+    return [nd.op_type in CONV_OPS | GEMM_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
 
 
 def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
