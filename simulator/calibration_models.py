@@ -29,16 +29,17 @@ def save_model(nodes: list[Any], inputs: list[Any], outputs: list[Any], inits: l
 
 
 def op_chain(op: str, shape: list[int], path: Path, r: int = R, attrs: dict[str, Any] | None = None,
-           weight: Callable[[int], Any] | None = None, binary_self: bool = False, shared_weight: bool = False) -> Path:
-    """`r` ops in a chain; `weight(i)`: each op's second input, one initializer read by every op if `shared_weight`."""
+           weight: Callable[[int], Any] | None = None, binary_self: bool = False, shared_weights: int = 0) -> Path:
+    """`r` ops in a chain; `weight(i)`: each op's second input, or with `shared_weights` that many initializers
+    read in turn (op i reads weight i % shared_weights)."""
     from onnx import TensorProto, helper, numpy_helper
 
     nodes, inits = [], []
     for i in range(r):
         ins = [f"v{i}"]
         if weight is not None:
-            name = "w0" if shared_weight else f"w{i}"
-            if not (shared_weight and i):
+            name = f"w{i % shared_weights}" if shared_weights else f"w{i}"
+            if not shared_weights or i < shared_weights:
                 inits.append(numpy_helper.from_array(weight(i), name))
             ins.append(name)
         elif binary_self:
@@ -256,10 +257,11 @@ def matmul_chain(m: int, k: int) -> Callable[[Path], Path]:
     return lambda p: op_chain("MatMul", [m, k], p, weight=rng_weights([k, k]))
 
 
-def shared_matmul_chain(m: int, k: int) -> Callable[[Path], Path]:
-    """R MatMuls reading one [k, k] weight, as TorchScript writes layers cloned from one (equal initializers
-    deduplicated): under fp16 ORT keeps that weight's Cast at run time (simulator.ort_fp16.fp16_shared_casts)."""
-    return lambda p: op_chain("MatMul", [m, k], p, weight=rng_weights([k, k]), shared_weight=True)
+def shared_matmul_chain(m: int, k: int, weights: int = 2) -> Callable[[Path], Path]:
+    """R MatMuls reading `weights` [k, k] weights in turn, as TorchScript writes layers cloned from one (equal
+    initializers deduplicated; each weight read again after the others evicted it): under fp16 ORT keeps each
+    weight's Cast at run time (simulator.ort_fp16.fp16_shared_casts)."""
+    return lambda p: op_chain("MatMul", [m, k], p, weight=rng_weights([k, k]), shared_weights=weights)
 
 
 def activation_chain(form: str, n: int, path: Path) -> Path:

@@ -50,7 +50,8 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     A Gemm / MatMul whose weight (B) is shared the same way reads it through the kept Cast too: ORT cannot prepack
     it, so MLAS's SGEMM packs it on every run (backends._ort_fp16). TorchScript deduplicates equal initializers, and
     a transformer whose layers were cloned from one (nn.TransformerEncoder's deep copies, untrained) shares every
-    layer's weights: torch/transformer-encoder's 12 weights, read by 32 Gemms, keep 12 Casts in its fp16 file.
+    layer's weights: torch/transformer-encoder's fp16 file keeps 12 Casts of initializers, which all its 16 Gemms
+    read (as weight or bias).
     Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
     native = FP16_KERNELS.get(target.backend)
     if native is None:
