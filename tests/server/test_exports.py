@@ -52,6 +52,9 @@ def test_export_int8_predicted_vs_measured(live_server, zoo, tmp_path: Path) -> 
     assert e["status"] == "ready", e["error"]
     assert e["predicted"]["label"].startswith("predicted") and e["measured"]["label"].startswith("measured")
     assert e["measured"]["latency_ms"] > 0 and e["predicted"]["latency_ms"] > 0
+    # Timed as an analysis is: speed probes around it, held against the calibration's (worker.exports)
+    speed = e["measured"]["noise"]["speed"]
+    assert speed["reference_gflops"] and speed["before_gflops"] > 0 and speed["ratio"] is not None
     # What the UI predicted for the file size is what was written, within 2%: the exporter's records are
     # sized from the names it generates (simulator/onnx_file.py; benchmarks/fidelity.py --size-only).
     assert abs(e["predicted"]["size_bytes"] / e["size_bytes"] - 1) < 0.02

@@ -502,6 +502,8 @@ export interface ExportFigures {
   peak_memory_bytes?: number | null;
   memory_power_mw?: number | null;
   label?: string;
+  /** measured only: the timing's noise record (runs spread, other load, the CPU's speed against its calibration's) */
+  noise?: { noisy?: boolean; reason?: string } | null;
 }
 
 /** An optimized model file built from a state, with its prediction beside what was measured here. */

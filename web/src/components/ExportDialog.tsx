@@ -59,6 +59,7 @@ export function ExportResult({ e }: { e: ExportRecord }) {
       <p className="muted small-text">
         {p.label && <>predicted: {bare(p.label)}. </>}
         {e.measured ? <>measured: {bare(m.label ?? "on this server")}.</> : HOST_TARGETS.has(e.state.target) ? "Not measured." : `${e.state.target.split("/")[0]} does not run on this server: only the file size is measured.`}
+        {m.noise?.noisy && <> <span className="badge badge-noisy" data-testid="export-noisy">noisy</span> {m.noise.reason || "the runs were spread widely"}: take the measured latency with care.</>}
       </p>
       {e.notes.length > 0 && (
         <div className="notes" data-testid="export-notes">{e.notes.map((n) => <p key={n} className="note">{n}</p>)}</div>
