@@ -401,6 +401,15 @@ def is_cached(host_calibration: str | os.PathLike[str]) -> bool:
     return _current(cache_path(host_calibration)) is not None
 
 
+def speed_reference(host_calibration: str | os.PathLike[str] | None) -> float | None:
+    """The speed probe figure (GFLOP/s) of the current LiteRT calibration beside `host_calibration`, or None: no
+    path, no current LiteRT cache (nothing is timed here), or one made before LiteRT calibrations recorded a probe."""
+    from compiler.speed_probe import reference_of
+
+    cache = _current(cache_path(host_calibration)) if host_calibration is not None else None
+    return reference_of(cache.get("speed_probe")) if cache else None
+
+
 def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 progress: Callable[[str], None] = lambda s: None) -> HardwareProfile:
     """`hw` (the ORT-calibrated host profile) with LiteRT's kernels as calibrated on this machine, calibrating and
@@ -417,18 +426,26 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
         with open(p.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (cache := _current(p)) is None:
+                from compiler.speed_probe import probe
                 from simulator import litert_control, litert_lut, litert_signal
+                from simulator.calibration import speed_record
 
                 with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
+                    before = probe()
                     measured = measure(Path(tmp), progress)
                     signal = litert_signal.calibrate(Path(tmp), hw, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
+                    after = probe()
+                progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks())
                 for extra in (signal, lut):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 overrides["units"]["cpu"]["kind_overhead_s"].update(control["units"]["cpu"]["kind_overhead_s"])
+                # The CPU's speed while LiteRT's rates were timed (compiler.speed_probe), which a LiteRT profile is
+                # held against (`speed_reference`): the ORT calibration's may have run at another time and speed.
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),
-                         "platform": platform.platform(), "overrides": overrides}
+                         "platform": platform.platform(), "overrides": overrides,
+                         "speed_probe": speed_record(before, after)}
                 save_cache(p, cache)
     return hw.with_overrides(cache["overrides"])

@@ -203,14 +203,18 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
 
 
 def host_speed_reference(target: str, calibration_path: Path | None) -> float | None:
-    """The speed probe figure of the host calibration `target` is predicted with (simulator.calibration
-    .speed_reference): None for a target not priced by it, or when no current calibration is there yet."""
+    """The speed probe figure of the host calibration `target` is predicted with: ORT's (simulator.calibration
+    .speed_reference), or for LiteRT's CPU its own half's (simulator.litert_calibration.speed_reference, timed at
+    another moment); None for a target not priced by them, or when no current calibration is there yet."""
     from compiler.vocabulary.targets import get_target
-    from simulator.calibration import speed_reference
+    from simulator import calibration, litert_calibration
 
-    if calibration_path is None or get_target(target).profile != "host-cpu":
+    t = get_target(target)
+    if calibration_path is None or t.profile != "host-cpu":
         return None
-    return speed_reference(calibration_path)
+    if t.backend == "litert-cpu":
+        return litert_calibration.speed_reference(calibration_path)
+    return calibration.speed_reference(calibration_path)
 
 
 # The export check exports the file once per way of writing it (7 dry runs, ORT's quantizers with calibration):

@@ -48,3 +48,46 @@ def test_without_a_probe_in_the_calibration_nothing_is_compared(tmp_path: Path, 
     assert r.profile is not None
     speed = r.profile.noise["speed"]
     assert speed["reference_gflops"] is None and speed["ratio"] is None and speed["before_gflops"] > 1
+
+
+def _litert_calibration(host: Path, gflops: float | None) -> Path:
+    """A current LiteRT half beside `host` (this code's version, LiteRT and machine), no overrides, with a probe record."""
+    from simulator import litert_calibration
+    from simulator.calibration_timing import machine
+
+    cache: dict[str, Any] = {"version": litert_calibration.CACHE_VERSION, "litert": litert_calibration._litert_version(),
+                             "machine": machine(), "platform": "test", "overrides": {}}
+    if gflops is not None:
+        cache["speed_probe"] = calibration.speed_record(gflops, gflops)
+    p = litert_calibration.cache_path(host)
+    p.write_text(json.dumps(cache))
+    return p
+
+
+def test_a_litert_profile_is_held_against_litert_s_own_calibration(tmp_path: Path, zoo: Any) -> None:
+    """LiteRT's rates were timed at another moment than ORT's: its profile takes the LiteRT half's probe (1 GFLOP/s
+    here, the ORT half's 1000), so it reads as faster than when LiteRT's rates were measured, with its own probes."""
+    cal = _calibration(tmp_path / "host-cpu.json", 1000.0)
+    _litert_calibration(cal, 1.0)
+    assert host_speed_reference("litert-cpu/host", cal) == 1.0
+    assert host_speed_reference("ort-cpu/host", cal) == 1000.0
+    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    (r,) = analyze(zoo.path("tflite_cnn"), tmp_path / "work", opts).targets
+    assert r.target == "litert-cpu/host" and r.profile is not None and r.profile.measured
+    speed = r.profile.noise["speed"]
+    assert speed["reference_gflops"] == 1.0 and speed["before_gflops"] > 1 and speed["ratio"] > 1.1
+    assert r.profile.noise["rounds"] >= 2  # a drifted round is timed again while cheap
+    s = target_summary(r, ops_table(r))
+    assert s["noise"]["noisy"] and "faster than when this machine's rates were measured" in s["noise"]["reason"]
+
+
+def test_a_litert_half_without_a_probe_compares_nothing(tmp_path: Path, zoo: Any) -> None:
+    """A LiteRT calibration made before it recorded a probe: the ORT half's figure does not stand in for it."""
+    cal = _calibration(tmp_path / "host-cpu.json", 1.0)
+    _litert_calibration(cal, None)
+    assert host_speed_reference("litert-cpu/host", cal) is None
+    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    (r,) = analyze(zoo.path("tflite_cnn"), tmp_path / "work", opts).targets
+    assert r.profile is not None
+    speed = r.profile.noise["speed"]
+    assert speed["reference_gflops"] is None and speed["ratio"] is None and speed["before_gflops"] > 1
