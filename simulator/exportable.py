@@ -22,7 +22,7 @@ import numpy as np
 
 from compiler.graph import Graph, Node
 from compiler.optimize import litert_rules
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float
+from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float, rule_op
 from compiler.vocabulary.options import Combo, Preset, all_combos, parse_preset
 from compiler.vocabulary.targets import Target
 from simulator.control_flow import body_preset
@@ -51,9 +51,19 @@ def _reasons(sources: tuple[str, ...], has_k: bool) -> list[str | None]:
     return out
 
 
+def _rule_ops(g: Graph | None) -> dict[str, str]:
+    """Node id -> the op type the exporter's rules read it as (onnx_rules.rule_op: a node fp16 keeps fp32 marked so;
+    compiler.optimize.onnx_export.rule_ops, on the source graph)."""
+    if g is None:
+        return {}
+    readers = {v for n in g.nodes if n.op_type == "MatMul" for v in n.inputs[:2]}
+    return {n.id: rule_op(n.op_type, n.text("reduction"), [int(p) for p in n.attributes.get("perm") or []],  # type: ignore[union-attr]
+                          any(o in readers for o in n.outputs)) for n in g.nodes}
+
+
 def _source_ops(nd: Node, src_ops: dict[str, str]) -> tuple[str, ...]:
-    """The source op types a compiled task implements (its own type where the source is not known)."""
-    return tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (nd.op_type,)
+    """The source op types a compiled task implements as the rules read them (its own where the source is not known)."""
+    return tuple(sorted({src_ops[s] for s in nd.source_nodes if s in src_ops})) or (src_ops.get(nd.id, nd.op_type),)
 
 
 def _left(ops: tuple[str, ...], has_k: bool, c: Combo) -> bool:
@@ -63,11 +73,12 @@ def _left(ops: tuple[str, ...], has_k: bool, c: Combo) -> bool:
 
 def left_float_ops(t: Target, compiled: Graph, source: Graph | None, works: Sequence[Work]) -> list[tuple[str, ...]]:
     """Per task of an ONNX export, the source op types it implements if a preset's tool may leave one of them float
-    (a ConvTranspose under int8-dynamic, an LSTM under int8-static: onnx_rules.left_float); () elsewhere."""
+    (a ConvTranspose under int8-dynamic, an LSTM under int8-static, a batch Transpose into a MatMul under fp16:
+    onnx_rules.left_float); () elsewhere."""
     if t.export != "onnx":
         return [()] * len(works)
-    src_ops = {n.id: n.op_type for n in source.nodes} if source is not None else {}
-    probes = [parse_preset(p).resolve(FLOAT_FORMAT, True) for p in ("int8-dynamic", "int8-static")]
+    src_ops = _rule_ops(source if source is not None else compiled)
+    probes = [parse_preset(p).resolve(FLOAT_FORMAT, True) for p in ("int8-dynamic", "int8-static", "fp16")]
     out: list[tuple[str, ...]] = []
     for nd, w in zip(compiled.nodes, works):
         has_k = takes_kernel_option(w)
@@ -88,7 +99,7 @@ def written_combo(p: Preset, float_format: str, has_k: bool, body: bool, left_op
 def mark_onnx(compiled: Graph, source: Graph | None, works: Sequence[Work], presets: Sequence[Preset],
               bulk: dict[str, Any]) -> list[np.ndarray]:
     """Per task, a bool per combo of its per-op table; sets bulk["exportable"] / bulk["export_reasons"] per preset."""
-    src_ops = {n.id: n.op_type for n in source.nodes} if source is not None else {}
+    src_ops = _rule_ops(source if source is not None else compiled)
     cache: dict[tuple[tuple[str, ...], bool], tuple[np.ndarray, list[str | None]]] = {}
     per_task: list[np.ndarray] = []
     preset_why: list[str | None] = [None] * len(presets)

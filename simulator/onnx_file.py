@@ -17,7 +17,7 @@ then write value_info for every tensor, and a tensor between an int8 and a float
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,7 +29,8 @@ from simulator.onnx_exported import (Const, XNode, exported_nodes, is_float_valu
                                      value_nbytes)
 from simulator.onnx_proto import (TORCH_MODEL_FIELDS_BYTES, init_header_bytes, ort_saved_opset_bytes,
                                    value_info_bytes)
-from simulator.onnx_tools import charge_dynamic, charge_fp16, charge_int4, charge_lut, charge_static
+from simulator.onnx_tools import (charge_dynamic, charge_fp16, charge_fp16_kept, charge_int4, charge_lut,
+                                  charge_static, fp16_kept_nodes)
 
 # What an option makes the exporter do to a task (simulator.file_bytes.export_events says which apply).
 EVENTS: tuple[str, ...] = ("static", "dynamic", "fp16", "int4", "lut1", "lut2", "lut4", "lut6", "lut8", "shapes")
@@ -147,15 +148,16 @@ def _unfolded(xs: list[XNode], inits: dict[str, Const], n: int) -> np.ndarray:
     return out
 
 
-def _first_task(x: XNode, readers: dict[str, list[XNode]]) -> int:
-    """The task of the first node with one that the outputs of `x` reach (breadth first), -1 if none."""
+def _first_task(x: XNode, readers: dict[str, list[XNode]], skip: set[int] | frozenset[int] = frozenset()) -> int:
+    """The task of the first node with one (not in `skip`) that the outputs of `x` reach (breadth first), -1 if
+    none."""
     todo, seen = [x], {id(x)}
     while todo:
         nxt: list[XNode] = []
         for y in todo:
             for o in y.outputs:
                 for r in readers.get(o, []):
-                    if r.task >= 0:
+                    if r.task >= 0 and r.task not in skip:
                         return r.task
                     if id(r) not in seen:
                         seen.add(id(r))
@@ -285,10 +287,30 @@ def _initializers(xs: list[XNode], consts: dict[str, Value], vals: dict[str, Val
 
 def _charge(source: Graph, xs: list[XNode], inits: dict[str, Const], vals: dict[str, Value], n: int
             ) -> tuple[np.ndarray, np.ndarray]:
-    """(bytes each of n tasks gets under each of EVENTS [n, len(EVENTS)], the kernel each stores [n, 3])."""
+    """(bytes each of n tasks gets under each of EVENTS [n, len(EVENTS)], the kernel each stores [n, 3]).
+    A node no compiled task implements (a dynamic-shape file's `zeros_like`, Shape then Expand, which the runtime
+    folds at the analysed shapes) has its records charged to the first task downstream, as _unfolded charges its
+    constants: the value_info and Casts the tools write for it (torch/gnn's dynamo-dyn fp16 file: 0.8 KB of 110 KB)."""
     ev = np.zeros((n, len(EVENTS)))
     kern = np.zeros((n, 3))
     col = {e: j for j, e in enumerate(EVENTS)}
+    readers: dict[str, list[XNode]] = {}
+    for x in xs:
+        for v in x.inputs:
+            readers.setdefault(v, []).append(x)
+    # Stored kernels: the unpadded source weight, once, by the nodes' own tasks.
+    first: dict[str, int] = {}
+    for x in xs:
+        for v in x.inputs:
+            if v in inits:
+                first.setdefault(v, x.task)
+    for x in xs:
+        w = kernel_of(x, inits)
+        if w is not None and first.get(w) == x.task and x.task >= 0 and kern[x.task, 0] == 0:
+            kern[x.task] = kernel_shape(x, inits[w])
+    # fp16 writes a node it keeps fp32 without its fp16 events: a folded node's records go past it
+    kept = {x.task for x in fp16_kept_nodes(xs)}
+    xs = [x if x.task >= 0 else replace(x, task=_first_task(x, readers, kept)) for x in xs]
     consumers: dict[str, list[XNode]] = {}
     for x in xs:
         for v in x.inputs:
@@ -304,15 +326,11 @@ def _charge(source: Graph, xs: list[XNode], inits: dict[str, Const], vals: dict[
             ev[task, col[event]] += b
 
     graph_out = set(source.outputs)
-    # Stored kernels: the unpadded source weight, once.
-    for x in xs:
-        w = kernel_of(x, inits)
-        if w is not None and owner.get(w) == x.task and x.task >= 0 and kern[x.task, 0] == 0:
-            kern[x.task] = kernel_shape(x, inits[w])
     _charge_value_info(xs, inits, vals, graph_out, add)
     charge_static(xs, inits, consumers, graph_out, owner, vals, add)
     charge_dynamic(xs, inits, owner, add)
     charge_fp16(xs, source, consumers, vals, add)
+    charge_fp16_kept(xs, inits, consumers, vals, lambda x: _first_task(x, readers, kept), add)
     charge_int4(xs, inits, owner, add)
     for bits in (1, 2, 4, 6, 8):
         charge_lut(xs, inits, owner, bits, add)

@@ -227,6 +227,49 @@ def charge_fp16(xs: list[XNode], source: Graph, consumers: Mapping[str, list[XNo
                 + len(new) - len(v) + value_info_bytes(new, vals[v].shape))
 
 
+def fp16_kept_nodes(xs: list[XNode]) -> list[XNode]:
+    """The nodes fp16 keeps fp32 (compiler.optimize.onnx_rules.fp16_kept: a ScatterND with a reduction, a batch
+    Transpose into a MatMul), which the exporter blocks in ORT's fp16 converter."""
+    from compiler.optimize.onnx_rules import FP16_KEPT, rule_op
+
+    readers = {v for x in xs if x.op == "MatMul" for v in x.inputs[:2]}
+    out = []
+    for x in xs:
+        red = x.attrs.get("reduction")
+        op = rule_op(x.op, red.decode() if isinstance(red, bytes) else str(red or ""),
+                     [int(p) for p in x.attrs.get("perm") or []], any(o in readers for o in x.outputs))
+        if op.endswith(FP16_KEPT):
+            out.append(x)
+    return out
+
+
+def charge_fp16_kept(xs: list[XNode], inits: Mapping[str, Const], consumers: Mapping[str, list[XNode]],
+                     vals: Mapping[str, Value], next_task: Callable[[XNode], int], add: Charge) -> None:
+    """The Casts around each node fp16 keeps fp32 (fp16_kept_nodes): a float input v read through
+    `<v>_cast_to_fp32_node` (output `<v>_cast_to_fp32`), a float output o written as `<o>_cast_to_fp16` and cast back
+    to o by `<o>_cast_to_fp16_node`, each new tensor with its value_info. The node is written fp32, so no fp16 event
+    is its own: each Cast goes to its fp16 side, an input's to its producer's task (`next_task` of the node where
+    that is kept or folded) and an output's (with o's value_info, which the converter also writes) to
+    `next_task(node)`, the first task downstream that is not kept fp32."""
+    kept = fp16_kept_nodes(xs)
+    kept_tasks = {x.task for x in kept}
+    producer = {o: x for x in xs for o in x.outputs}
+    for x in kept:
+        down = next_task(x)
+        for v in dict.fromkeys(x.inputs):
+            p = producer.get(v)
+            if v and v not in inits and p is not None and is_float_value(vals.get(v)):
+                new = f"{v}_cast_to_fp32"
+                add(p.task if p.task >= 0 and p.task not in kept_tasks else down, "fp16",
+                    node_bytes(f"{new}_node", "Cast", [v], [new], {"to": 1})
+                    + value_info_bytes(new, vals[v].shape) + x.inputs.count(v) * (len(new) - len(v)))
+        for o in x.outputs:
+            if consumers.get(o) and is_float_value(vals.get(o)):
+                new = f"{o}_cast_to_fp16"
+                add(down, "fp16", node_bytes(f"{new}_node", "Cast", [new], [o], {"to": 10})
+                    + value_info_bytes(new, vals[o].shape) + value_info_bytes(o, vals[o].shape) + len(new) - len(o))
+
+
 def charge_int4(xs: list[XNode], inits: Mapping[str, Const], owner: Mapping[str, int], add: Charge) -> None:
     """MatMulNBitsQuantizer (block 128): each MatMul with a 2-D weight becomes `<name>_Q4` (com.microsoft),
     each weight `<w>_Q4` [N, blocks, 64], `<w>_scales` [N, blocks], `<w>_zero_points` [N, ceil(blocks/2)]."""

@@ -27,7 +27,8 @@ from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, O
                                              drop_cast_pairs, named_copy, one_line, opset, quant_ready, read_in_bodies,
                                              topo_sort)
 from compiler.optimize.onnx_qdq import activation_pairs, restore_float
-from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float
+from compiler.optimize.onnx_rules import (FLOAT_FORMAT, FP16_KEPT, STORED_INT8_OPS, as_written, combo_reason,
+                                          left_float, rule_op)
 from compiler.optimize.onnx_verify import check_ops, check_runs
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
@@ -281,6 +282,11 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         if kept:
             notes.append(f"int4 applies to MatMul only on ORT; kept float: {', '.join(kept[:5])}"
                          + (" ..." if len(kept) > 5 else ""))
+        kept16 = [f"{n} ({op.removesuffix(FP16_KEPT)})" for n, op in rule_ops(pre.graph).items()
+                  if op.endswith(FP16_KEPT) and n not in (overrides or {})]
+        if kept16 and any(c.combo.input == "fp16" for c in ch.values()):
+            notes.append(f"fp16 keeps {len(kept16)} node(s) fp32 between Casts, which ONNX Runtime cannot load or "
+                         f"run in fp16: {', '.join(kept16[:5])}" + (" ..." if len(kept16) > 5 else ""))
         res, kinds, kernels = _write(pre, tmp, ch, input_shapes, calibration_samples, input_values)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         onnx.save(onnx.load(os.fspath(res)), os.fspath(out_path))
@@ -325,11 +331,12 @@ def _choices(model: onnx.ModelProto, model_wide: str, overrides: Mapping[str, st
     # A kernel stored int8 is one too (its option decides whether it can be written as stored: combo_reason).
     has_k = [(n.name, kernel_input(n, inits) is not None or n.op_type in STORED_INT8_OPS) for n in model.graph.node]
     ch = node_choices(has_k, model_wide, overrides, FLOAT_FORMAT)
-    by_name = {n.name: n for n in model.graph.node}
+    rules = rule_ops(model.graph)
     for name, c in ch.items():
-        if name not in overrides and left_float(by_name[name].op_type, c.combo):
+        op = rules[name]
+        if name not in overrides and left_float(op, c.combo):
             ch[name] = c = Choice(as_written(c.combo), dynamic=False)  # the preset's tool leaves it float
-        why = combo_reason(by_name[name].op_type, c.combo)
+        why = combo_reason(op, c.combo)
         if why is not None:
             raise OptionError(f"{why} ({name})")
     return ch
@@ -418,6 +425,7 @@ def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
 
     def to_fp16() -> None:
         m = onnx.load(os.fspath(current))
+        # the nodes fp16 keeps fp32 (onnx_rules.fp16_kept) are fp32 in `ch` already (_choices)
         block = [n.name for n in m.graph.node if n.name not in set(fp16)]
         # A quantized upload's Q / DQ keep their float32 scales (fp16 scales are ONNX opset 19+; converted, ORT
         # refuses the file: torchvision's quantized models exported by torch's TorchScript exporter, opset 17)
@@ -428,6 +436,19 @@ def _to_fp16(current: Path, out: Path, fp16: list[str]) -> Path:
         onnx.save(m, os.fspath(out))
 
     _step("ORT's fp16 converter", to_fp16)
+    return out
+
+
+def rule_ops(g: onnx.GraphProto) -> dict[str, str]:
+    """Node name -> the op type the exporter's rules read it as (onnx_rules.rule_op: FP16_KEPT on a node the fp16
+    option keeps fp32, because ORT cannot load or run it in fp16)."""
+    readers = {v for n in g.node if n.op_type == "MatMul" for v in n.input[:2]}
+    out = {}
+    for n in g.node:
+        a = {x.name: helper.get_attribute_value(x) for x in n.attribute if x.name in ("reduction", "perm")}
+        red = a.get("reduction", b"")
+        out[n.name] = rule_op(n.op_type, red.decode() if isinstance(red, bytes) else str(red),
+                              list(a.get("perm") or []), any(o in readers for o in n.output))
     return out
 
 

@@ -14,6 +14,7 @@ What ONNX Runtime's tools can write for one node:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 
 from compiler.vocabulary.options import Combo, parse_preset
@@ -31,6 +32,17 @@ _RECURRENT = frozenset({"LSTM", "GRU", "RNN"})
 # writes these as stored, which is the fp32 and int8-dynamic options' file (file_bytes sizes them as stored).
 STORED_INT8_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeLSTM", "DynamicQuantizeMatMul",
                              "MatMulIntegerToFloat"})
+# The rules' op type for a node the fp16 option keeps fp32 (fp16_kept: ONNX Runtime cannot load or run it in fp16):
+# its op type with this suffix, so the option table, the exporter and a per-op override all read it as written.
+FP16_KEPT = "/fp32-under-fp16"
+# Why ORT cannot take each such op in fp16 (ORT 1.32, x86 CPU EP; fp16_kept says which nodes).
+_FP16_KEPT_WHY = {
+    "Transpose": "this Transpose moves the batch axis into a MatMul, and ONNX Runtime segfaults loading that in fp16 "
+                 "(its MatMul-Transpose fusion swaps the Cast it inserts before the MatMul, then the NCHWc "
+                 "transformer crashes)",
+    "ScatterND": "ONNX Runtime's CPU ScatterND has no fp16 kernel for a reduction (add, mul, max, min)",
+    "ScatterElements": "ONNX Runtime's CPU ScatterElements has no fp16 kernel for reduction add or mul",
+}
 # Compiled (fused) op types the option table prices, and the source op they export as.
 _COMPILED = {"FusedConv": "Conv", "NhwcFusedConv": "Conv", "FusedGemm": "Gemm", "FusedMatMul": "MatMul",
              "QLinearConv": "Conv", "ConvInteger": "Conv", "QGemm": "Gemm", "QLinearMatMul": "MatMul",
@@ -49,6 +61,11 @@ def combo_reason(op_type: str, combo: Combo) -> str | None:
         return (f"{combo.name}: {op_type} stores its weights int8 already (a file ORT's dynamic quantization wrote), "
                 f"and the exporter quantizes float weights only: fp32 and int8-dynamic write them as stored; "
                 f"export the float model for other options")
+    if op_type.endswith(FP16_KEPT):
+        base = op_type[:-len(FP16_KEPT)]
+        if "fp16" in (i, o):
+            return f"{combo.name}: {_FP16_KEPT_WHY[base]}; the fp16 option keeps it fp32 between Casts"
+        return combo_reason(base, combo)
     if i != o:
         return (f"{combo.name}: an ONNX file gives a node one activation format in and out ({i} in and {o} out "
                 f"cannot be written)")
@@ -77,7 +94,10 @@ def left_float(op_type: str, combo: Combo) -> bool:
     than the export failing: ORT's dynamic quantization quantizes the weights of its registry's ops only (a
     ConvTranspose, a DBNet-style text detector's upsampling head, keeps its float weights; the whole int8-dynamic
     option was refused for it), and static quantization leaves recurrent ops float. A per-op override asking for it
-    is still refused (combo_reason): only the model-wide preset leaves the op as the tool does."""
+    is still refused (combo_reason): only the model-wide preset leaves the op as the tool does. fp16 leaves the
+    nodes fp16_kept names fp32 (the exporter blocks them in ORT's fp16 converter, which puts Casts around them)."""
+    if op_type.endswith(FP16_KEPT):
+        return combo.input == "fp16" or left_float(op_type[:-len(FP16_KEPT)], combo)
     op = _COMPILED.get(op_type, op_type)
     if op_type in STORED_INT8_OPS:
         return False
@@ -88,6 +108,34 @@ def left_float(op_type: str, combo: Combo) -> bool:
 def as_written(combo: Combo, float_format: str = FLOAT_FORMAT) -> Combo:
     """The float combo a node left float by its tool is written in (left_float): its pruning still applies."""
     return Combo(float_format, float_format, float_format if combo.kernel != "-" else "-", combo.sparsity)
+
+
+def fp16_kept(op_type: str, reduction: str, perm: Sequence[int], read_by_matmul: bool) -> bool:
+    """Whether the fp16 option keeps a node fp32 because ONNX Runtime 1.32 (x86 CPU EP) cannot take it in fp16:
+    - a ScatterND with a reduction, a ScatterElements with reduction add / mul: their CPU kernels refuse fp16 at run
+      time ("MLFloat16 data type is not supported with ScatterND opset 16 when reduction is 'add'": torch/gnn's
+      message passing exported by dynamo, index_add_ as ScatterND(reduction=add));
+    - a Transpose a MatMul reads whose perm ORT's MatmulTransposeFusion folds as a batch transpose (transBatch:
+      rank 3+, perm[0] == 1, the batch axes in order, the last axis among the last two; its
+      GetTransposeNodeFromOutput). ORT has no fp16 MatMul, so it casts the MatMul's input to fp32 at load; the fusion
+      swaps that Cast with the Transpose (ReorderCastAndTranspose), and where the fold moves the batch axis the
+      NCHWc transformer that runs next segfaults in InferenceSession: the fp16 files of torch/crnn48 (its LSTM
+      output's (1, 0, 2) into the classifier) and torch/transformer-encoder (self-attention's (1, 0, 2)) at dynamic
+      shapes. Kept fp32 its Cast comes before it, no Cast after: ORT folds it as in the fp32 file.
+    A node kept fp32 runs its fp32 kernel between Casts, as ORT runs an fp16 node without an fp16 kernel."""
+    if op_type == "ScatterND":
+        return reduction not in ("", "none")
+    if op_type == "ScatterElements":
+        return reduction in ("add", "mul")
+    rank = len(perm)
+    if op_type != "Transpose" or not read_by_matmul or rank < 3 or perm[0] != 1 or rank - 1 not in perm[-2:]:
+        return False
+    return all(perm[i] + 1 == perm[i + 1] for i in range(rank - 3))
+
+
+def rule_op(op_type: str, reduction: str, perm: Sequence[int], read_by_matmul: bool) -> str:
+    """The op type the rules read a node as: FP16_KEPT added where fp16_kept holds."""
+    return op_type + FP16_KEPT if fp16_kept(op_type, reduction, perm, read_by_matmul) else op_type
 
 
 def preset_reason(preset: str, op_type: str, has_kernel: bool) -> str | None:

@@ -68,3 +68,32 @@ def test_a_model_wide_preset_leaves_float_what_its_tool_leaves_float() -> None:
     assert not any(left_float(op, dyn) for op in ("Conv", "FusedConv", "MatMul", "Gemm", "ConvInteger"))
     assert not left_float("ConvTranspose", parse_combo("int8/int8/int8/0"))  # QDQ has a ConvTranspose
     assert not left_float("ConvTranspose", parse_combo("fp32/fp32/int4/0"))  # int4 keeps other ops float itself
+
+
+@pytest.mark.parametrize("op,reduction,perm,matmul,kept", [
+    ("Transpose", "", [1, 0, 2], True, True),  # torch/crnn48's and the transformer encoder's: ORT segfaulted
+    ("Transpose", "", [1, 2, 0], True, True),  # batch moved, last axis second to last (transA and transBatchA)
+    ("Transpose", "", [1, 2, 0, 3], True, True),
+    ("Transpose", "", [1, 0, 2], False, False),  # no MatMul reads it: no fusion
+    ("Transpose", "", [0, 2, 1], True, False),  # a plain transA fold: loads in fp16
+    ("Transpose", "", [1, 0, 2, 3], True, False),  # batch axes out of order: ORT does not fold it
+    ("Transpose", "", [2, 0, 1], True, False),  # last axis first: no fold
+    ("Transpose", "", [1, 0], True, False),
+    ("ScatterND", "add", [], False, True), ("ScatterND", "max", [], False, True),
+    ("ScatterND", "none", [], False, False), ("ScatterND", "", [], False, False),
+    ("ScatterElements", "mul", [], False, True), ("ScatterElements", "max", [], False, False),
+])
+def test_fp16_keeps_fp32_what_onnx_runtime_cannot_take_in_fp16(op: str, reduction: str, perm: list[int],
+                                                                 matmul: bool, kept: bool) -> None:
+    """Probed on onnxruntime 1.32 with one-node models (compiler/optimize/onnx_rules.py: fp16_kept)."""
+    from compiler.optimize.onnx_rules import FP16_KEPT, fp16_kept, rule_op
+
+    assert fp16_kept(op, reduction, perm, matmul) is kept
+    rop = rule_op(op, reduction, perm, matmul)
+    assert rop == (op + FP16_KEPT if kept else op)
+    fp16, fp32 = parse_combo("fp16/fp16/-/0", False), parse_combo("fp32/fp32/-/0", False)
+    # the fp16 preset writes it fp32 (left_float), an fp16 override is refused in one sentence, fp32 is written
+    assert left_float(rop, fp16) is kept and not left_float(rop, fp32)
+    why = combo_reason(rop, fp16)
+    assert (why is not None and "fp32" in why and "\n" not in why) if kept else why is None
+    assert combo_reason(rop, fp32) is None
