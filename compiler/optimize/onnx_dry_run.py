@@ -9,7 +9,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from compiler.optimize.onnx_export import export_onnx
+from compiler.optimize.onnx_export import export_onnx, reuse_preparation
 from compiler.optimize.onnx_prepare import crash_sentence, one_line
 from compiler.optimize.onnx_rules import FLOAT_FORMAT
 from compiler.vocabulary.formats import lut_bits
@@ -43,7 +43,7 @@ def dry_run_child(payload: dict[str, object]) -> dict[str, str | None]:
     logging.disable(logging.WARNING)  # ORT's quantizers log advice on every call
     shapes, values = payload.get("shapes") or {}, payload.get("values") or {}
     out: dict[str, str | None] = {}
-    with tempfile.TemporaryDirectory() as td:
+    with tempfile.TemporaryDirectory() as td, reuse_preparation(Path(td)):
         for option in payload.get("options") or DRY_RUN_OPTIONS:  # type: ignore[attr-defined]
             try:
                 export_onnx(str(payload["model"]), Path(td) / f"{option}.onnx", option,

@@ -9,10 +9,11 @@ decode subgraph ORT constant-folds at load (so the file shrinks and run time is 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from compiler.frontends.onnx_scopes import all_bodies, name_by_id
-from compiler.optimize.choices import Choice, node_choices
+from compiler.optimize.choices import Choice, node_choices, resolve_option
 from compiler.optimize.onnx_prepare import (OPSET_DYNAMIC_INT8, OPSET_PALETTE, OPSET_STATIC_INT8, clear_value_info,
                                              drop_cast_pairs, named_copy, one_line, opset, quant_ready, read_in_bodies,
                                              topo_sort)
@@ -235,7 +236,7 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
                 overrides: Mapping[str, str] | None = None,
                 input_shapes: Mapping[str, list[int]] | None = None, calibration_samples: int = 8,
                 input_values: Mapping[str, float] | None = None, check: bool = True,
-                upload: bool = True) -> ExportResult:
+                upload: bool = True, _bound: bool = True) -> ExportResult:
     """Optimize `model_path` for ONNX Runtime CPU. Overrides are keyed by the analysis' node ids (a node's name
     where it is unique; compiler.frontends.onnx_scopes.assign_ids). The file written is checked (loads, runs,
     has the ops each option promises) before it is returned; every failure is an OptionError in one sentence.
@@ -245,10 +246,16 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
     out_path = Path(out_path)
     with tempfile.TemporaryDirectory() as td:
         tmp = Path(td)
-        # Options are resolved on the file's own nodes first, to know the opset the prepared model needs.
+        # The opset the option's ops need is known exactly once the options are resolved on the prepared model's
+        # nodes; it is at most the one its combos need (_opset_bound), so the model is prepared at that one first:
+        # preparing twice (load, convert, ORT's optimizations, save) took minutes on VGG-16's 528 MB opset-12 file.
         notes: list[str] = []
-        named = named_copy(model_path, tmp / "named.onnx", notes=notes)
-        pre = preprocess(named, tmp / "pre.onnx")
+        base, bound = [0], (_opset_bound(model_wide, overrides or {}) if _bound else 0)
+        try:
+            pre = _prepared(model_path, tmp, bound, notes, base)
+        except OptionError:  # the conversion failed: the option may need none (a QDQ upload's int8-static)
+            notes, base, bound = [], [0], 0
+            pre = _prepared(model_path, tmp, 0, notes, base)
         if upload and model_wide == "int8-static" and not overrides and activation_pairs(pre):
             return _checked(_write_upload(model_path, out_path), _NO_KINDS, {}, _choices(pre, model_wide, {}),
                             [QDQ_AS_UPLOADED], input_shapes, input_values, check)
@@ -269,13 +276,17 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
         need = max([OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0 for c in ch.values()]
                    + [OPSET_DYNAMIC_INT8 if c.dynamic and c.combo.kernel == "int8" else 0 for c in ch.values()]
                    + [OPSET_PALETTE if lut_bits(c.combo.kernel) else 0 for c in ch.values()])
-        if need > opset(pre):
-            notes.append(f"converted from ONNX opset {opset(pre)} to {need}, which the option's ops need")
+        if base[0] and bound > max(base[0], need):  # converted for nothing (every node asked left float): again as is
+            return export_onnx(model_path, out_path, model_wide, overrides, input_shapes, calibration_samples,
+                               input_values, check, upload, _bound=False)
+        if need > opset(pre):  # unbounded: converted now
             named = named_copy(model_path, tmp / "named.onnx", need)
             pre = preprocess(named, tmp / "pre.onnx")
             if restored:
                 _restore_float(pre)
             ch = _choices(pre, model_wide, overrides or {})
+        if base[0] and need > base[0]:  # (a file without the default domain gets ORT's newest: none converted)
+            notes.append(f"converted from ONNX opset {base[0]} to {need}, which the option's ops need")
         ops = {n.name: n.op_type for n in pre.graph.node}
         kept = sorted(n for n, c in ch.items() if c.combo.kernel == "int4" and ops[n] != "MatMul"
                       and ops[n] in WEIGHTED_OPS)
@@ -289,8 +300,78 @@ def export_onnx(model_path: str | os.PathLike[str], out_path: str | os.PathLike[
                          f"run in fp16: {', '.join(kept16[:5])}" + (" ..." if len(kept16) > 5 else ""))
         res, kinds, kernels = _write(pre, tmp, ch, input_shapes, calibration_samples, input_values)
         out_path.parent.mkdir(parents=True, exist_ok=True)
-        onnx.save(onnx.load(os.fspath(res)), os.fspath(out_path))
-    return _checked(out_path, kinds, kernels, ch, notes, input_shapes, input_values, check)
+        written = onnx.load(os.fspath(res), load_external_data=False)
+        if any(uses_external_data(t) for t in written.graph.initializer):  # into the one file
+            onnx.save(onnx.load(os.fspath(res)), os.fspath(out_path))
+            written = None
+        else:  # as written (loading and saving it again took ~10 s of each export of VGG-16)
+            shutil.copyfile(res, out_path)
+    return _checked(out_path, kinds, kernels, ch, notes, input_shapes, input_values, check, written)
+
+
+@dataclass
+class _Kept:
+    """The prepared files reuse_preparation keeps: upload -> (its base opset, {opset prepared at: (file, named_copy's
+    notes)})."""
+
+    workdir: Path
+    files: dict[str, tuple[int, dict[int, tuple[Path, list[str]]]]] = field(default_factory=dict)
+
+
+_KEPT: _Kept | None = None
+
+
+@contextlib.contextmanager
+def reuse_preparation(workdir: Path) -> Iterator[None]:
+    """Within: export_onnx prepares each upload once per opset, keeping the file in `workdir`, for the export check
+    that writes every option of one upload (compiler.optimize.onnx_dry_run): each option prepared it again (named
+    copy, fp16 restored, converted, ORT's optimizations, Gemms split: ~40 s of each on VGG-16's 528 MB)."""
+    global _KEPT
+    prev, _KEPT = _KEPT, _Kept(workdir)
+    try:
+        yield
+    finally:
+        for _, files in _KEPT.files.values():
+            for keep, _ in files.values():
+                keep.unlink(missing_ok=True)
+        _KEPT = prev
+
+
+def _prepared(model_path: str | os.PathLike[str], tmp: Path, min_opset: int, notes: list[str], base: list[int]
+              ) -> onnx.ModelProto:
+    """preprocess(named_copy(...)) (min_opset, notes, base: named_copy's), or the file reuse_preparation kept of the
+    upload at the opset that gives (the file's own where it is min_opset or newer)."""
+    key = os.fspath(Path(model_path).resolve())
+    known = _KEPT.files.get(key) if _KEPT is not None else None
+    if known is not None and (hit := known[1].get(max(known[0], min_opset) if known[0] else 0)) is not None:
+        notes.extend(hit[1])
+        base[:] = [known[0]]
+        return onnx.load(os.fspath(hit[0]))
+    n: list[str] = []
+    pre = preprocess(named_copy(model_path, tmp / "named.onnx", min_opset, notes=n, base=base), tmp / "pre.onnx")
+    if _KEPT is not None:
+        files = _KEPT.files.setdefault(key, (base[0], {}))[1]
+        keep = _KEPT.workdir / f"prepared-{sum(len(f) for _, f in _KEPT.files.values())}.onnx"
+        shutil.copyfile(tmp / "pre.onnx", keep)
+        files[max(base[0], min_opset) if base[0] else 0] = (keep, n)
+    notes.extend(n)
+    return pre
+
+
+def _opset_bound(model_wide: str, overrides: Mapping[str, str]) -> int:
+    """The opset export_onnx converts to if every node takes its option: the most any of the options' combos needs
+    (13 for int8 activations, 11 for dynamic int8 weights, 18 for palettes); 0 for an option it cannot resolve."""
+    need = 0
+    for option in {model_wide, *overrides.values()}:
+        for has_k in (False, True):
+            try:
+                c = resolve_option(option, FLOAT_FORMAT, has_k)
+            except OptionError:
+                return 0
+            need = max(need, OPSET_STATIC_INT8 if "int8" in (c.combo.input, c.combo.output) else 0,
+                       OPSET_DYNAMIC_INT8 if c.dynamic and c.combo.kernel == "int8" else 0,
+                       OPSET_PALETTE if lut_bits(c.combo.kernel) else 0)
+    return need
 
 
 def _float(c: Choice) -> bool:
@@ -316,13 +397,13 @@ def _write_upload(model_path: str | os.PathLike[str], out_path: Path) -> Path:
 
 def _checked(out_path: Path, kinds: Mapping[str, list[str]], kernels: Mapping[str, str], ch: Mapping[str, Choice],
              notes: list[str], input_shapes: Mapping[str, list[int]] | None, input_values: Mapping[str, float] | None,
-             check: bool) -> ExportResult:
+             check: bool, written: onnx.ModelProto | None = None) -> ExportResult:
     """The written file checked (loads, runs, has the ops each option promises) unless `check` is False (a probe of
-    ORT's own behaviour on the file, compiler.backends.ort, not an export)."""
+    ORT's own behaviour on the file, compiler.backends.ort, not an export). `written`: the file, loaded already."""
     if check:
-        check_ops(out_path, **kinds, kernels=kernels)
-        check_runs(out_path, _RandomReader(onnx.load(os.fspath(out_path), load_external_data=False), samples=1,
-                                           shapes=input_shapes, values=input_values).get_next() or {})
+        m = written if written is not None else onnx.load(os.fspath(out_path), load_external_data=False)
+        check_ops(out_path, **kinds, kernels=kernels, model=m)
+        check_runs(out_path, _RandomReader(m, samples=1, shapes=input_shapes, values=input_values).get_next() or {})
     return ExportResult(out_path, out_path.stat().st_size, {n: c.combo.name for n, c in ch.items()}, notes)
 
 

@@ -40,11 +40,30 @@ def restore_fp32(model: onnx.ModelProto) -> int:
     """Turn every fp16 value of `model` (and its subgraphs) into fp32, in place; the number of fp16 tensors
     (initializers and constant values) converted. 0: the model had none, and nothing changed but fp16 I/O.
     The main graph's Casts between float types are removed (_drop_float_casts)."""
+    if not _any_fp16(model.graph):
+        return 0  # no shape inference: on VGG-16's 528 MB it took 6-16 s per export, for nothing
     floats = _float_values(model)
     n = _graph(model.graph)
     if n:
         _drop_float_casts(model.graph, floats)
     return n
+
+
+def _any_fp16(g: onnx.GraphProto) -> bool:
+    """Whether `g` (or a subgraph) holds an fp16 value _graph would convert: an initializer, a graph input, output or
+    value_info, a constant, or a node attribute naming the fp16 type."""
+    if any(t.data_type == TensorProto.FLOAT16 for t in g.initializer):
+        return True
+    if any(vi.type.tensor_type.elem_type == TensorProto.FLOAT16 for vi in [*g.input, *g.output, *g.value_info]):
+        return True
+    for node in g.node:
+        for a in node.attribute:
+            if ((a.type == onnx.AttributeProto.TENSOR and a.t.data_type == TensorProto.FLOAT16)
+                    or (a.type == onnx.AttributeProto.INT and a.name in _TYPE_ATTRS and a.i == TensorProto.FLOAT16)
+                    or (a.type == onnx.AttributeProto.GRAPH and _any_fp16(a.g))
+                    or (a.type == onnx.AttributeProto.GRAPHS and any(_any_fp16(s) for s in a.graphs))):
+                return True
+    return False
 
 
 def _float_values(model: onnx.ModelProto) -> set[str]:

@@ -61,11 +61,13 @@ def crash_sentence(what: str, e: BaseException) -> str:
     return f"{what} crashes ONNX Runtime ({m.group(0)})" if m and "crashed" in str(e) else str(e)
 
 
-def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes: list[str] | None = None) -> Path:
+def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes: list[str] | None = None,
+               base: list[int] | None = None) -> Path:
     """`src` with every node named by its analysis id (a unique name stays; an empty or repeated one becomes
     `<op>_<index>`, as compiler.frontends.onnx names it, so per-op overrides keyed by the analysis reach the same
     node), its fp16 values restored to fp32 (compiler.optimize.onnx_fp16: what ORT's tools expect; said in
-    `notes`), converted to `min_opset` if it is older (onnx.version_converter), without stale value_info."""
+    `notes`), converted to `min_opset` if it is older (onnx.version_converter), without stale value_info.
+    `base` gets the opset the copy has without `min_opset` (the file's own, or the oldest ORT runs)."""
     model = onnx.load(os.fspath(src))
     name_by_id(model)
     if restore_fp32(model) and notes is not None:
@@ -73,9 +75,12 @@ def named_copy(src: str | os.PathLike[str], out: Path, min_opset: int = 0, notes
                      "fp16 -> fp32 loses nothing); inputs and outputs are fp32")
     have = opset(model)
     if have and have < ORT_MIN_OPSET:  # ORT runs none older (the onnx wheel's opset-6 BatchNormalization files)
-        min_opset = max(min_opset, ORT_MIN_OPSET)
         if notes is not None:
-            notes.append(f"converted from ONNX opset {have} to {min_opset}, the oldest ONNX Runtime runs")
+            notes.append(f"converted from ONNX opset {have} to {max(min_opset, ORT_MIN_OPSET)}, the oldest ONNX "
+                         f"Runtime runs")
+        min_opset = max(min_opset, ORT_MIN_OPSET)
+    if base is not None:
+        base[:] = [max(have, ORT_MIN_OPSET) if have else 0]
     if have and have < min_opset:
         try:
             model = convert_opset(model, min_opset)

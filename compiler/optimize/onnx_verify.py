@@ -69,10 +69,11 @@ def run_here(path: Path, feed: Mapping[str, np.ndarray]) -> None:
 
 
 def check_ops(path: Path, static: list[str], dynamic: list[str], fp16: list[str], int4: list[str],
-              lut: list[str], kernels: Mapping[str, str]) -> None:
+              lut: list[str], kernels: Mapping[str, str], model: onnx.ModelProto | None = None) -> None:
     """`static` ... `lut`: node names asked for each kind of option that have a weight (`kernels`: node name ->
-    its weight initializer in the prepared model). Raises naming the first node the file does not honour."""
-    m = onnx.load(os.fspath(path), load_external_data=False)
+    its weight initializer in the prepared model). Raises naming the first node the file does not honour.
+    `model`: the file at `path`, loaded already (without its external data)."""
+    m = model if model is not None else onnx.load(os.fspath(path), load_external_data=False)
     producer = {o: n for n in m.graph.node for o in n.output}
     inits = {t.name: t for t in m.graph.initializer}
     by_name = {n.name: n for n in m.graph.node}
