@@ -61,7 +61,8 @@ def test_the_check_prepares_each_opset_once_and_writes_the_same_files(tmp_path: 
     src = _cnn_opset12(tmp_path / "cnn12.onnx")
     reasons = dry_run_child({"model": str(src), "shapes": {"x": [1, 3, 32, 32]}, "values": {}})
     assert reasons == {o: None for o in DRY_RUN_OPTIONS}
-    # opset 12 (fp32, fp16, int4), 13 (int8-static), 18 (both palettes); int8-dynamic's 11 is under 12: 3, not 11
+    # opsets 12 (fp32, fp16, int4, int8-dynamic: its 11 is under 12), 13 (int8-static), 18 (both palettes): 3, not
+    # 10 (7 options, 3 of them prepared again converted)
     assert counted["preprocess"] == 3
     assert counted["float_values"] == 0  # no fp16 value: restore_fp32 skips its whole-model shape inference
     # one option exported alone, prepared once at the opset it needs, with the note as before
