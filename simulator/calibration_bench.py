@@ -196,6 +196,10 @@ CASES: tuple[Case, ...] = (
     # their own rate, `elementwise.int8.QuickGelu`.
     Case("quickgelu-1x262144", "elementwise", lambda p: activation_chain("swish", 262144, p),
          (("fp32", "elementwise.fp32.QuickGelu"), ("int8-static", "elementwise.int8.QuickGelu"))),
+    # A Gelu under static int8 (simulator.backends._INT8_OWN_RATE): the quantizer's split of it, Div and Erf in fp32
+    # between Q/DQ, QLinearAdd and two QLinearMuls, timed as one (`elementwise.int8.Gelu`).
+    Case("gelu-int8-1x262144", "elementwise", lambda p: activation_chain("gelu", 262144, p),
+         (("int8-static", "elementwise.int8.Gelu"),)),
     # Local response normalization (AlexNet, GoogLeNet-era CNNs): ORT computes a power per element, ~100x LayerNorm's
     # time per element (AlexNet's two LRNs profiled 17 ms of a 20 ms run, predicted 0.16 at the norm rate).
     Case("lrn-64x28", "norm", lambda p: op_chain("LRN", [1, 64, 28, 28], p, attrs={

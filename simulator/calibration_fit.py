@@ -28,7 +28,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 75  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 76  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -89,6 +89,7 @@ CACHE_VERSION = 75  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
 # 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it every run (gemm.cast16.weights,
 #     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
+# 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -153,7 +153,7 @@ class HardwareProfile:
             new_eff = o.pop("efficiency", {})
             # The planner tests some efficiency keys' presence (simulator.backends: the fp16 NCHW path takes
             # `<kind>.cast16nchw` only where it is fitted): a new one of those changes a path, a new figure does not.
-            structural |= any(k.rsplit(".", 1)[-1] in PATH_EFFICIENCY_TAGS
+            structural |= any(k.rsplit(".", 1)[-1] in PATH_EFFICIENCY_TAGS or k in PATH_EFFICIENCY_KEYS
                               for k in new_eff.keys() - u.efficiency.keys())
             eff = {**u.efficiency, **new_eff}
             new_kov = o.pop("kind_overhead_s", {})
@@ -175,6 +175,10 @@ class HardwareProfile:
 CAST16NCHW = "cast16nchw"
 TILE25 = "tile25"  # LiteRT's fp32 5x5 depthwise convs take `dwconv.tile25` only where fitted (simulator.litert_paths)
 PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25})
+# Whole efficiency keys whose presence decides a path: a Gelu under static int8 is one int8 task where calibration
+# timed the quantizer's split of it (simulator.backends._INT8_OWN_RATE), else the fp32 split between Q/DQ.
+INT8_GELU = "elementwise.int8.Gelu"
+PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU})
 
 # Unit fields that change which path a task takes (not only its figures).
 _STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",
