@@ -89,7 +89,8 @@ CACHE_VERSION = 76  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
 # 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it every run (gemm.cast16.weights,
 #     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
-# 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it)
+# 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it);
+#     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
