@@ -161,3 +161,51 @@ def col2im_elements(node: Node, macs: float, k_rows: int) -> float:
     if node.op_type != "ConvTranspose" or k_rows <= 0:
         return 0.0
     return macs * int(node.attributes.get("group", 1) or 1) / k_rows
+
+
+# MLAS's NCHWc float convolutions (onnxruntime core/mlas/lib/snchwc.cpp, MlasConvNchwcThreaded and its NCHW-input and
+# depthwise twins) compute only the taps that land inside the input: an output row whose kernel rows fall in the
+# padding runs with a shorter EffectiveKernelHeight, and the kernels' left / right padding columns test each tap
+# against the row's bounds and skip its multiply-adds, still paying the test. A Conv with "same" padding and no
+# dilation skips few taps (on 14 px maps 9% of a 3x3's), which calibration's cases hold within its rates; a dilated
+# one (DeepLabV3's ASPP: rates 12 / 24 / 36 on a 33 px map at 520 px) skips most, and priced by all its taps came out
+# several times its time. A column tap that is tested and skipped costs DILATED_SKIP_COST of a computed one: single-op
+# 3x3 Convs of 128-512 channels on 7-33 px maps at dilations 2-24 (1 thread, thread CPU time, a Zen 4 at load 5-6,
+# 2026-12-05, two sets) ran at 0.17-0.96x the undilated Conv's time, within a median 6-8% of this count at 0.4
+# (11-21% at 0.25, 0 and 0.7 worse). Depthwise Convs run in the same time at any dilation: left out.
+DILATED_SKIP_COST = 0.4
+
+
+def _taps_inside(size: int, out: int, k: int, stride: int, dilation: int, pad: int) -> tuple[int, int]:
+    """(taps inside the input, taps in the padding) over `out` positions of one spatial dimension."""
+    inside = sum(1 for o in range(out) for t in range(k) if 0 <= o * stride - pad + t * dilation < size)
+    return inside, out * k - inside
+
+
+def dilated_tap_share(node: Node, kernel: Value | None, inp: Value | None, out: Value | None) -> float:
+    """Work.dilated_taps: the share of a dilated NCHWc Conv's multiply-adds its kernel really runs, against the same
+    Conv undilated with "same" padding whose taps calibration's rates are fitted on (see above): 1.0 for any other
+    Conv, an unknown shape, or a Conv ORT did not block (its im2col copies every tap)."""
+    dil = [int(x) for x in node.attributes.get("dilations") or []]
+    grouped = int(node.attributes.get("group", 1) or 1) > 1  # depthwise: the same time at any dilation (memory-bound)
+    if node.domain != "com.microsoft.nchwc" or node.op_type not in ("Conv", "FusedConv") or grouped or \
+            not any(d > 1 for d in dil):
+        return 1.0
+    ks = [int(x) for x in node.attributes.get("kernel_shape") or []]
+    if not ks and kernel is not None and kernel.shape and all(isinstance(x, int) for x in kernel.shape[2:]):
+        ks = [int(x) for x in kernel.shape[2:]]  # kernel_shape is optional: the weight's spatial dims
+    if inp is None or out is None or not inp.shape or not out.shape or len(ks) != len(dil):
+        return 1.0
+    sizes, outs = list(inp.shape[2:]), list(out.shape[2:])
+    if len(sizes) != len(ks) or len(outs) != len(ks) or not all(isinstance(x, int) and x > 0 for x in sizes + outs):
+        return 1.0
+    strides = [int(x) for x in node.attributes.get("strides") or [1] * len(ks)]
+    pads = [int(x) for x in node.attributes.get("pads") or [0] * len(ks)]
+    run = ref = 1.0
+    for axis, (size, o, k, s, d) in enumerate(zip(sizes, outs, ks, strides, dil)):
+        inside, skipped = _taps_inside(size, o, k, s, d, pads[axis])
+        same_in, same_skipped = _taps_inside(size, o, k, s, 1, (k - 1) // 2)
+        last = axis == len(ks) - 1  # the innermost (width) axis tests its skipped taps; outer ones skip them whole
+        run *= inside + (DILATED_SKIP_COST * skipped if last else 0.0)
+        ref *= same_in + (DILATED_SKIP_COST * same_skipped if last else 0.0)
+    return min(1.0, run / ref) if ref > 0 else 1.0

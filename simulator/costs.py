@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import Graph, Node, Value
-from simulator.conv_work import (col2im_elements, grouped_im2col, im2col_rows, nchwc_padding, qgemm_counts,
-                                 sgemm_columns, strided_im2col)
+from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2col, im2col_rows, nchwc_padding,
+                                 qgemm_counts, sgemm_columns, strided_im2col)
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
@@ -167,6 +167,7 @@ class Work:
     # that the model's own Conv has, which the paths running that Conv outside NCHWc pay (conv_work.nchwc_padding)
     plain_macs: float = 1.0
     plain_im2col: float = 1.0
+    dilated_taps: float = 1.0  # a dilated NCHWc Conv's share of its taps MLAS runs (conv_work.dilated_tap_share)
     # Output elements a Gemm first fills with its broadcast bias C, which the GEMM then reads back and accumulates
     # into (beta 1): ORT's CPU Gemm / FusedGemm (GemmBroadcastBias, then MLAS SGEMM), one more pass over the output
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
@@ -364,6 +365,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 indexed=indexed_elements(node, graph),
                 bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
                 col2im_elements=col2im_elements(node, macs, k_rows),
+                dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
                 **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
                     node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
                     if node.op_type in _CONV else (1.0, 1.0))),
@@ -457,8 +459,7 @@ STRIDED_REDUCE_FLOPS = 16.0
 # ORT's LayerNormalization pays a fixed cost per row normalized, beside its time per element: single-op models on this
 # Zen 5 (CPU time) take 17.3 ns per row of 8, 25.8 of 32, 32.9 of 64, 271 of 768, i.e. 14.6 ns per row + 0.33 ns per
 # element, so a row costs what 44 elements do (8 FLOPs each). EdgeNeXt's LayerNorms over 32 channels of 4096 pixels
-# profiled 0.105 ms, predicted 0.046 at the element rate. Calibration's two LayerNorm cases (768- and 32-wide rows)
-# fit one rate with it.
+# profiled 0.105 ms, predicted 0.046 at the element rate. Calibration's two LayerNorm cases (768, 32 wide) fit one rate.
 LAYERNORM_ROW_FLOPS = 350.0
 
 

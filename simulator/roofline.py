@@ -302,6 +302,7 @@ class Counts:
     plain_macs: Num = 1.0
     plain_im2col: Num = 1.0
     col2im_elements: Num = 0.0
+    dilated_taps: Num = 1.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -323,7 +324,8 @@ class Counts:
             im2col_strided=col([w.im2col_strided for w in works]), copy_runs=col([w.copy_runs for w in works]),
             far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
             bias_pass=col([w.bias_pass for w in works]), plain_macs=col([w.plain_macs for w in works]),
-            plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]))
+            plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
+            dilated_taps=col([w.dilated_taps for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,7 +416,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
-    macs = _padded_macs(w, r) * np.where(r.plain, w.plain_macs, 1.0)
+    # NCHWc's kernels skip a dilated Conv's taps in the padding (Counts.dilated_taps); the model's own Conv runs them all
+    macs = _padded_macs(w, r) * np.where(r.plain, w.plain_macs, w.dilated_taps)
     # A batch-1 recurrent step (h x R^T) does one MAC per element of R it reads: those MACs run at the rate R streams
     # (its reads, priced below), not beside them at the GEMM's. Single-op GRUs on a Zen 4 (thread CPU time, 200 steps,
     # hidden 256, 2026-12-04): 2.10 ms one direction, 4.41 two, 7.03 with 512 inputs; priced at both, +14..+33%.
