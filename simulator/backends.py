@@ -19,7 +19,7 @@ from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, GEMM_OPS, fp16_task_facts
-from simulator.ort_int8 import ort_fact_path, ort_span_path, ort_task_facts
+from simulator.ort_int8 import ORT_INT8DYN_NATIVE, native_int8dyn_path, ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, INT8_GELU, HardwareProfile, Unit
 from simulator.roofline import Path
 
@@ -547,6 +547,12 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     `shared_cast`: the task reads a constant other nodes read too (ort_fp16.fp16_shared_casts); `plain_norm`: ORT does
     not form this SkipLayerNormalization in the fp16 graph (ort_fp16.fp16_unfused_norms); `facts`: the device runtime's
     (task_facts); `npu_refused`: the runtime's builder refuses this node, so only the last (catch-all) unit runs it."""
+    if ORT_INT8DYN_NATIVE in facts and has_kernel and combo.input == combo.output == combo.kernel == "fp32":
+        # the file's own dynamic int8 kernel (ort_int8.NATIVE_INT8DYN_OPS): as int8-dynamic runs it
+        dyn = dataclasses.replace(combo, kernel="int8")
+        p = plan(target, profile, op_type, kind, dyn, has_kernel, fused, shared_cast, plain_norm,
+                 facts - {ORT_INT8DYN_NATIVE}, npu_refused)
+        return dataclasses.replace(native_int8dyn_path(p, op_type), resolved=combo)
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm,
                     FP16_FUSION_KEPT in facts)
     if p16 is not None:  # a float op ORT runs over short spans pays its calls under fp16 too

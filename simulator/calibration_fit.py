@@ -28,7 +28,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 76  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 77  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -91,6 +91,8 @@ CACHE_VERSION = 76  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
 # 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it);
 #     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
+# 77: an uploaded file's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul run at the dynamic int8 figures in
+#     the file as uploaded (ort_int8.ORT_INT8DYN_NATIVE), not as fp32 kernels; no figure refitted
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -78,6 +78,29 @@ _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
 # (`stemgemm.int8dyn`: rate, setup, im2col), fitted by calibration on stems (simulator/calibration_int8dyn.py).
 ORT_INT8DYN_STEM = "ort_int8dyn_stem"
 
+# ORT's own dynamic int8 kernels in an uploaded file (onnxruntime.quantization.quantize_dynamic's output, as ORT
+# optimizes it): ConvInteger and MatMulInteger take uint8 input and write int32 (the DynamicQuantizeLinear before
+# them and the Cast / Mul / Add after them are tasks of their own in the file), DynamicQuantizeMatMul quantizes its
+# input and scales its output itself. They run MLAS's integer GEMMs whatever option the sweep prices, so the file as
+# uploaded (fp32) runs them at the dynamic int8 figures (`<kind>.int8dyn`, their weights a byte each), not as fp32
+# Convs / Gemms with 4-byte weights: ddddocr's old recognizer (ConvIntegers, a [24, 1024] x [1024, 8210]
+# DynamicQuantizeMatMul) was priced at 14.2 ms against 9.6 of thread CPU time (Zen 4, 2026-12-05, +48%).
+ORT_INT8DYN_NATIVE = "ort_int8dyn_native"
+NATIVE_INT8DYN_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul"})
+
+
+def native_int8dyn_path(p: Path, op_type: str) -> Path:
+    """`p`, the int8-dynamic path of a task the file already holds as one of ORT's dynamic int8 kernels: as it is for
+    a DynamicQuantizeMatMul (its own quantization and scaling), without the quantize and dequantize passes for a
+    ConvInteger / MatMulInteger (uint8 in, int32 out; those passes are the file's own tasks)."""
+    note = f"the file's own {op_type}: MLAS's integer GEMM at the dynamic int8 figures"
+    if op_type == "DynamicQuantizeMatMul":
+        return dataclasses.replace(p, note="; ".join([note, p.note] if p.note else [note]))
+    return dataclasses.replace(p, in_bytes=1.0, out_bytes=4.0, extra_in_bytes=0.0, extra_out_bytes=0.0,
+                               extra_dispatches=0, extra_ops_per_in=0.0, extra_ops_per_out=0.0,
+                               extra_fp32_ops_per_out=0.0, span_elements=0.0, span_key="", note=note)
+
+
 # A Concat between Q/DQ pairs runs as QLinearConcat (ORT 1.32 contrib_ops/cpu/quantization/qlinear_concat.cc): every
 # input whose scale or zero point differs from the output's (the usual case: each input has its own range) goes
 # through a 256-entry requantization table, one lookup per element, not a block copy. Profiled in this host's int8
@@ -358,6 +381,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
         if act in _ACT_PASSES:
             facts.add(ORT_INT8_UNFOLDED + act)
         kind = kind_of(nd, compiled)
+        if nd.op_type in NATIVE_INT8DYN_OPS:
+            facts.add(ORT_INT8DYN_NATIVE)
         if nd.op_type == "Concat":
             facts.add(ORT_INT8_CONCAT)
         elif nd.id in kept:
