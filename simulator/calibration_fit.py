@@ -93,6 +93,8 @@ CACHE_VERSION = 77  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
 # 77: an uploaded file's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul run at the dynamic int8 figures in
 #     the file as uploaded (ort_int8.ORT_INT8DYN_NATIVE), not as fp32 kernels; no figure refitted
+# 77: a reuse case's share uncertain by at most 0.5 (calibration_fit.SHARE_SIGMA_MAX): the longest case counts in the
+#     time ramp's fit
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -409,7 +411,7 @@ def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_
         out.append({"convs": n, "run_estimate_s": run_estimate_s(works, peak_ops_per_s, cache_bw),
                     "spill_bytes": spill_estimate_bytes(works, l2), "ns_per_weight": per_w * 1e9,
                     "evicted_share": float(np.clip((per_w - hot_s_per_w) * R * bench.k_stream ** 2 / span, 0.0, 1.0)),
-                    "sigma": REPEAT * wall[key] * 1e-3 / span})
+                    "sigma": min(REPEAT * wall[key] * 1e-3 / span, SHARE_SIGMA_MAX)})
     return out
 
 
@@ -417,6 +419,13 @@ def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_
 # the uncertainty of a reuse case's share, which in a long run is most of the share's range (its weights' time is a
 # few percent of the run).
 REPEAT = 0.02
+# ... at most 0.5: a share is clipped to [0, 1], and no quantity within [0, 1] spreads more than half that range
+# (Popoviciu's inequality). Uncapped, the longest reuse case (a 16.5 ms run, its weights' time 3% of it) weighed
+# almost nothing against "none evicted": a Zen 4's quiet calibration (2026-12-05, load 1.1) measured 0.04, 0.09,
+# 0.36 and 1.00 evicted after 0.5, 1.9, 5.5 and 16.5 ms, sigmas 0.04 / 0.13 / 0.36 / 1.07, and kept no ramp
+# (chi-square 3.2 -> 0.1, under the bar of 4); its classifiers then read their weights at the L3's rate, 2.1-3.3x
+# under their profile (ShuffleNet v2, LeViT-128S, MobileNetV4-Conv-S, MobileOne-S0, EfficientViT-B0).
+SHARE_SIGMA_MAX = 0.5
 
 
 def eviction_ramp(run_s: list[float], shares: list[float], sigmas: list[float]) -> tuple[float, float]:

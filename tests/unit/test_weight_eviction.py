@@ -12,7 +12,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.calibration_bench import R, Bench, reuse_model, compile_for_host
-from simulator.calibration_fit import eviction_ramp, reuse_shares
+from simulator.calibration_fit import SHARE_SIGMA_MAX, eviction_ramp, reuse_shares
 from simulator.costs import work_of
 from simulator.profiles import load_profile
 from simulator.roofline import Counts, Residency, evicted_share, rates, run_estimate_s, stack, task_cost
@@ -101,7 +101,8 @@ def test_a_reuse_case_reads_its_share_between_the_cache_and_memory_rates(tmp_pat
     assert [g["evicted_share"] for g in got] == pytest.approx([0.0, 0.5], abs=1e-6)
     # The run's length is the sweep's estimate (arithmetic at the nominal peak): four times the convs, ~4x as long.
     assert got[1]["run_estimate_s"] == pytest.approx(4 * got[0]["run_estimate_s"], rel=0.1)
-    assert got[0]["sigma"] > 0 and got[1]["sigma"] > got[0]["sigma"]  # a longer run: a noisier share
+    # a longer run: a noisier share, up to half the share's range (here both: 64 x 64 weights are a sliver of a run)
+    assert 0 < got[0]["sigma"] <= got[1]["sigma"] == SHARE_SIGMA_MAX
 
 
 def test_weights_beyond_the_whole_last_level_cache_come_from_memory_when_none_are_evicted() -> None:
@@ -114,3 +115,25 @@ def test_weights_beyond_the_whole_last_level_cache_come_from_memory_when_none_ar
     large = float(task_cost(c, keep, Residency(False, 244e6, run_s=1.0)).latency_s[0, 0])
     assert large - small == pytest.approx(w.kernel_elements * 4 * (1 / U.evicted_bandwidth_bytes_per_s
                                                                    - 1 / HW.dram_bandwidth_bytes_per_s), rel=0.2)
+
+
+def test_a_long_reuse_cases_uncertainty_is_capped_at_half_the_shares_range(tmp_path: Path) -> None:
+    # A share is clipped to [0, 1]: no spread beyond 0.5 (SHARE_SIGMA_MAX). Uncapped, a 16.5 ms case whose weights
+    # are 3% of its run weighed nothing: this Zen 4's quiet calibration (2026-12-05, load 1.1) read 0.04, 0.09, 0.36
+    # and 1.00 evicted after 0.5, 1.9, 5.5 and 16.5 ms (sigmas 0.04, 0.13, 0.36, 1.07) and kept no ramp; its batch-1
+    # classifiers then read their weights at the L3's rate, 2.1-3.3x under their profile.
+    k, convs = 64, (2, 72)
+    graphs = {f"reuse-{n}": compile_for_host(reuse_model(k, n, tmp_path / f"r{n}.onnx"), tmp_path / f"r{n}.opt.onnx")
+              for n in convs}
+    bench = Bench(tmp_path, 0.0, {}, graphs, [], [], 0, k, 16e6, 32e6, 256, convs)
+    hot, cold, dispatch = 1e-9, 3e-9, 1e-7  # s per weight: all gone costs 0.066 ms a run
+    wall = {}
+    for n in convs:
+        wall[f"reuse-{n}-base"] = 0.1 * n  # the long case (7.2 ms): the weights' time a sliver of its run
+        wall[f"reuse-{n}"] = 0.5 * n + (cold * k * k + dispatch) * R * 1e3
+    got = reuse_shares(bench, wall, dispatch, hot, cold, 1e11, 1e11)
+    assert got[0]["sigma"] < SHARE_SIGMA_MAX and got[1]["sigma"] == SHARE_SIGMA_MAX
+    runs, shares = [0.51e-3, 1.88e-3, 5.55e-3, 16.53e-3], [0.04, 0.09, 0.36, 1.0]
+    assert eviction_ramp(runs, shares, [0.04, 0.13, 0.36, 1.07]) == (16.53e-3, 0.0)  # uncapped: none
+    hold, evict = eviction_ramp(runs, shares, [0.04, 0.13, 0.36, SHARE_SIGMA_MAX])
+    assert hold < 1e-3 and 12e-3 < evict < 18e-3
