@@ -80,19 +80,21 @@ ORT_INT8DYN_STEM = "ort_int8dyn_stem"
 
 # ORT's own dynamic int8 kernels in an uploaded file (onnxruntime.quantization.quantize_dynamic's output, as ORT
 # optimizes it): ConvInteger and MatMulInteger take uint8 input and write int32 (the DynamicQuantizeLinear before
-# them and the Cast / Mul / Add after them are tasks of their own in the file), DynamicQuantizeMatMul quantizes its
-# input and scales its output itself. They run MLAS's integer GEMMs whatever option the sweep prices, so the file as
-# uploaded (fp32) runs them at the dynamic int8 figures (`<kind>.int8dyn`, their weights a byte each), not as fp32
-# Convs / Gemms with 4-byte weights: ddddocr's old recognizer (ConvIntegers, a [24, 1024] x [1024, 8210]
-# DynamicQuantizeMatMul) was priced at 14.2 ms against 9.6 of thread CPU time (Zen 4, 2026-12-05, +48%).
+# them and the Cast / Mul / Add after them are tasks of their own in the file), MatMulIntegerToFloat takes uint8
+# input and scales its own float output, DynamicQuantizeMatMul quantizes its input and scales its output itself.
+# They run MLAS's integer GEMMs whatever option the sweep prices, so the file as uploaded (fp32) runs them at the
+# dynamic int8 figures (`<kind>.int8dyn`, their weights a byte each), not as fp32 Convs / Gemms with 4-byte weights:
+# ddddocr's old recognizer (ConvIntegers, a [24, 1024] x [1024, 8210] DynamicQuantizeMatMul) was priced at 14.2 ms
+# against 9.6 of thread CPU time (Zen 4, 2026-12-05, +48%).
 ORT_INT8DYN_NATIVE = "ort_int8dyn_native"
-NATIVE_INT8DYN_OPS = frozenset({"ConvInteger", "MatMulInteger", "DynamicQuantizeMatMul"})
+NATIVE_INT8DYN_OPS = frozenset({"ConvInteger", "MatMulInteger", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"})
 
 
 def native_int8dyn_path(p: Path, op_type: str) -> Path:
     """`p`, the int8-dynamic path of a task the file already holds as one of ORT's dynamic int8 kernels: as it is for
     a DynamicQuantizeMatMul (its own quantization and scaling), without the quantize and dequantize passes for a
-    ConvInteger / MatMulInteger (uint8 in, int32 out; those passes are the file's own tasks)."""
+    ConvInteger / MatMulInteger / MatMulIntegerToFloat (uint8 in, 4-byte int32 or float out; the quantization is the
+    file's own task)."""
     note = f"the file's own {op_type}: MLAS's integer GEMM at the dynamic int8 figures"
     if op_type == "DynamicQuantizeMatMul":
         return dataclasses.replace(p, note="; ".join([note, p.note] if p.note else [note]))

@@ -62,6 +62,9 @@ def test_the_files_own_integer_kernels_run_at_the_dynamic_int8_figures_in_the_fi
     # ConvInteger reads uint8 and writes int32; its DynamicQuantizeLinear and Cast are tasks of the file's own
     assert (ci.in_bytes, ci.out_bytes, ci.extra_in_bytes, ci.extra_out_bytes, ci.extra_dispatches,
             ci.extra_ops_per_in) == (1.0, 4.0, 0.0, 0.0, 0, 0.0)
+    g.nodes[[n.id for n in g.nodes].index("ci")].op_type = "MatMulIntegerToFloat"  # uint8 in, its own scaling
+    assert ORT_INT8DYN_NATIVE in task_facts(HOST, g)[[n.id for n in g.nodes].index("ci")]
+    g = _recognizer()
     conv = _path(g, "conv", FP32)
     assert (conv.compute, conv.w_runtime_bytes) == ("fp32", 4.0)  # a float Conv beside them stays fp32
 
