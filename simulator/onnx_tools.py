@@ -292,7 +292,7 @@ def charge_int4(xs: list[XNode], inits: Mapping[str, Const], owner: Mapping[str,
 
 
 def charge_lut(xs: list[XNode], inits: Mapping[str, Const], owner: Mapping[str, int], bits: int, add: Charge) -> None:
-    """Palettization (compiler.optimize.onnx_export._palettize_nodes), once per weight."""
+    """Palettization (compiler.optimize.palette.palettize_nodes), once per weight."""
     done: set[str] = set()
     for x in xs:
         w = kernel_of(x, inits)

@@ -35,7 +35,7 @@ from compiler.backends.coreml import zip_package
 from compiler.graph import Graph, ModelFormatError
 from compiler.optimize.choices import Choice, resolve_option
 from compiler.optimize.coreml_w8a8 import ActivationPlan
-from compiler.optimize.onnx_export import kmeans_1d
+from compiler.optimize.palette import kmeans_1d
 from compiler.vocabulary.formats import lut_bits
 from compiler.vocabulary.options import OptionError
 

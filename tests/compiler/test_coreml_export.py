@@ -58,7 +58,7 @@ def test_package_check_refuses_a_weight_left_uncompressed(tmp_path: Path) -> Non
 def test_palettization_of_random_weights_needs_no_scikit_learn(tmp_path: Path) -> None:
     """coremltools' `kmeans` mode clusters with scikit-learn (or kmeans1d), neither of which Edgescope installs: a
     .pt2's Core ML palettize-4bit export failed with "Internal error ... scikit-learn is required" (timm convnext_atto,
-    random weights). The k-means is the ONNX exporter's own (compiler.optimize.onnx_export.kmeans_1d)."""
+    random weights). The k-means is the ONNX exporter's own (compiler.optimize.palette.kmeans_1d)."""
     import numpy as np
 
     torch = pytest.importorskip("torch")
