@@ -214,6 +214,11 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
                 print(f"  {key:8s} {g:18s} {_accuracy(rs, measure)}")
     for measure in ("measured_ms", "cpu_ms"):
         print(drift_summary(ok, measure))
+    for r in ok:  # a QDQ upload: the host measured its float graph; the file as written, timed apart
+        if r.get("uploaded_predicted_ms") is not None:
+            up = {"predicted_ms": r["uploaded_predicted_ms"], "cpu_ms": r.get("uploaded_cpu_ms")}
+            print(f"QDQ upload as written ({r['uploaded_preset']}): {r['id']} {r['exporter']} predicted "
+                  f"{_ms(r['uploaded_predicted_ms'])} ms, CPU {_ms(r.get('uploaded_cpu_ms'))} ms, {_pct(_err(up, 'cpu_ms'))}")
     unk = [r for r in ok if r.get("unknown_tasks")]
     print(f"tasks with unknown work: {sum(r['unknown_tasks'] for r in ok)} tasks in {len(unk)}/{len(ok)} models; "
           f"share of time in them: median {statistics.median([r['unknown_share'] for r in unk]) * 100 if unk else 0:.1f}%"
@@ -234,7 +239,7 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
             print(f"  {m['id']:50s} {m['exporter']:11s} {m['reason'][:160]}")
 
 
-_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms", "speed", "cpu_speed")
+_MEASURED = ("measured_ms", "measured_p90_ms", "cpu_ms", "speed", "cpu_speed", "uploaded_cpu_ms")
 
 
 def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[str, Any]], calibration: Path | None,

@@ -39,10 +39,12 @@ def work_rows(works: list[Any], ids: list[str], task_ms: dict[str, float]) -> di
             "unknown_examples": unknown[:5], "zero_tasks": len(zero), "zero_examples": zero[:5]}
 
 
-def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: float = 0.3, rounds: int = 3) -> float | None:
-    """The compiled model's run time as calibration times its kernels (simulator.calibration: thread CPU
-    time, 5th percentile over rounds, 1 thread): the uncontended figure the host profile is fitted to, which
-    load from other processes on a shared machine barely moves (the pipeline's median is wall-clock)."""
+def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: float = 0.3, rounds: int = 3,
+           path: Path | None = None) -> float | None:
+    """The compiled model's run time (or, on ONNX Runtime, that of the file at `path`, with the same feeds) as
+    calibration times its kernels (simulator.calibration: thread CPU time, 5th percentile over rounds, 1 thread):
+    the uncontended figure the host profile is fitted to, which load from other processes on a shared machine
+    barely moves (the pipeline's median is wall-clock)."""
     from compiler.inputs import generate_inputs
     from simulator.calibration_timing import clock, fast_ms
 
@@ -52,7 +54,7 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     if r.target.startswith("ort-"):
         from simulator.calibration_timing import session
 
-        sess = session(Path(r.compiled_model_path))
+        sess = session(Path(path or r.compiled_model_path))
         run = lambda: sess.run(None, feeds)  # noqa: E731
     else:
         from ai_edge_litert.interpreter import Interpreter
@@ -78,16 +80,19 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     return fast_ms(times)
 
 
-def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None) -> dict[str, Any]:
+def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None,
+                  upload: Path | None = None) -> dict[str, Any]:
     """`cpu_ms` with the speed probe before and after it, held against the calibration's (`cpu_speed`, as the
-    profile's `speed`): the figure the headline accuracy is read against says at what speed it was timed."""
+    profile's `speed`): the figure the headline accuracy is read against says at what speed it was timed. With
+    `upload` (a QDQ file, whose float graph the host measures), the upload as written is timed too."""
     from compiler.speed_probe import SpeedCheck, probe
     from simulator.calibration import speed_reference
 
     before = probe()
     ms = cpu_ms(r, inputs)
+    uploaded = {"uploaded_cpu_ms": cpu_ms(r, inputs, path=upload)} if upload is not None else {}
     check = SpeedCheck(before, probe(), speed_reference(calibration))
-    return {"cpu_ms": ms, "cpu_speed": check.to_json()}
+    return {"cpu_ms": ms, "cpu_speed": check.to_json(), **uploaded}
 
 
 COREML_TARGET = "coreml/apple-a17"  # Core ML does not run on Linux: its files are predicted on a Core ML device
@@ -104,6 +109,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             measure_cpu: bool = True, check_exports: bool = True) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
     `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read."""
+    from compiler.backends.ort import quantized_upload
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
     from simulator.totals import totals
@@ -120,7 +126,12 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             return {**row, "status": "error", "error": _one_line(e)}
         r = res.targets[0]
         pred = sweep(r.compiled, r.target, None, hardware=hardware_for(r.target, calibration), source=res.source)
-        tot = totals(pred.bulk, pred.per_op, pred.bulk["base"]["preset"], {})  # the file as uploaded
+        base = pred.bulk["base"]["preset"]
+        tot = totals(pred.bulk, pred.per_op, base, {})  # the file as uploaded
+        # A QDQ upload's host profile is of its float graph (compiler.backends.ort.quantized_upload): its measured
+        # figures are held against the fp32 prediction, the upload as written (timed apart) against its own preset.
+        qdq = target.startswith("ort-") and quantized_upload(res.source) and base != "fp32"
+        ran = totals(pred.bulk, pred.per_op, "fp32", {}) if qdq else tot
         ids = [n.id for n in r.compiled.nodes]
         if r.profile is not None and r.profile.tasks:
             task_ms = {k: t.median_ms for k, t in r.profile.tasks.items()}
@@ -133,8 +144,10 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             "measured_p90_ms": r.profile.latency_p90_ms if r.profile else None,
             # the CPU's speed during the profile against the calibration's (compiler.speed_probe.SpeedCheck)
             "speed": (r.profile.noise or {}).get("speed") if r.profile else None,
-            **(probed_cpu_ms(r, inputs, calibration) if r.profile and measure_cpu else {"cpu_ms": None}),
-            "predicted_ms": float(tot["latency_ms"]), "predicted_size": float(tot["size_bytes"]),
+            **(probed_cpu_ms(r, inputs, calibration, path if qdq else None) if r.profile and measure_cpu
+               else {"cpu_ms": None}),
+            "predicted_ms": float(ran["latency_ms"]), "predicted_size": float(tot["size_bytes"]),
+            **({"uploaded_preset": base, "uploaded_predicted_ms": float(tot["latency_ms"])} if qdq else {}),
             "runs_bytes": _runs_bytes(path, Path(d), r.target),
             "note": r.compiled.metadata.get("note", "") if r.profile is None else "",
             "stage_seconds": {k: round(v, 2) for k, v in res.stage_seconds.items()},
