@@ -159,7 +159,10 @@ def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, o
                   ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """({option: latency_ms} from the rules alone (no measured profile), the same with the analysis' measured
     `profile` where given (the dialog's prediction; else empty), {option: predicted size in bytes}), compiled as the
-    worker compiles it, with the calibration cache as written (a cache of another code version is not refitted)."""
+    worker compiles it (with a profile, the shapes its run saw overwrite the inferred ones, as the analysis does:
+    compiler.concrete.fill_observed), with the calibration cache as written (a cache of another code version is not
+    refitted)."""
+    from compiler.concrete import fill_from_twins, fill_observed
     from compiler.profile import Profile
     from simulator.calibration import profile_from_cache
     from simulator.model import compile_for
@@ -167,6 +170,10 @@ def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, o
     from simulator.totals import totals
 
     source, compiled, _ = compile_for(path, TARGET, workdir, input_shapes=inputs)
+    if profile is not None and profile.get("output_shapes"):  # the shapes the analysis' run saw, as it takes them
+        fill_observed(compiled, profile["output_shapes"], [source])
+        for g in (source, compiled):
+            fill_from_twins(g)
     hw = profile_from_cache(json.loads(calibration.read_text()))
     names = list(dict.fromkeys(["fp32", *options]))
     r = sweep(compiled, TARGET, None, hardware=hw, source=source)

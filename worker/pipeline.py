@@ -85,7 +85,7 @@ def analyze(model_path: Path, workdir: Path, opts: AnalysisOptions,
 def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: ProgressFn,
              on_plan: Callable[[dict[str, Any]], None]) -> AnalysisResult:
     from compiler import backends, frontends
-    from compiler.concrete import fill_by_name, fill_from_twins, observed_shapes
+    from compiler.concrete import fill_from_twins, fill_observed
     from compiler.input_plan import concrete_shapes, fill_values, value_ranges
     from compiler.errors import ModelRunError, SandboxError
     from compiler.input_hints import explain
@@ -168,10 +168,8 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
         # name in the source and the other targets' graphs.
         for r in measured:
             if r.profile is not None and r.profile.output_shapes:
-                seen = observed_shapes(r.compiled, r.profile.output_shapes)
-                fill_by_name(r.compiled, seen, overwrite=True)
-                for g in [source] + [o.compiled for o in results if o is not r]:
-                    fill_by_name(g, seen)
+                others = [source] + [o.compiled for o in results if o is not r]
+                fill_observed(r.compiled, r.profile.output_shapes, others)
         for g in [source] + [r.compiled for r in results]:
             fill_from_twins(g)  # what the measured runtime merged into one node, the other graphs keep twice
 
