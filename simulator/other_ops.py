@@ -9,6 +9,13 @@ measured with single-op models), as LiteRT's RFFT2D has (simulator/litert_signal
   bin over every sample, each term its own cos and sin (`dft_naive`): bins x n terms, `NAIVE_TERM_FLOPS` each.
 - GridSample (onnxruntime/core/providers/cpu/tensor/grid_sample.cc): per output pixel its source coordinates
   (`GRID_PIXEL_FLOPS`), then per output element the taps of its mode (4 bilinear, 16 bicubic, 1 nearest).
+- NonMaxSuppression (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc): per batch and class, every
+  box above the score threshold pushed on a heap and popped in score order, each popped box tested against the boxes
+  kept so far until one suppresses it. Its work is the data's: a kept box is tested against every box kept before it
+  (S^2 / 2 tests for S kept), a suppressed one until its suppressor (cheaper on average, `NMS_SUPPRESSED_FLOPS` per
+  kept box), so it is counted from the selection the profiled run made (the output's observed [S, 3]); without a
+  run the output's shape is unknown and so is the task's work. All N boxes are taken as candidates (the score
+  threshold's pass rate is the data's too; random weights pass every box).
 Both are priced at the host's `default` rate (the kind `other`), the figures below fitted to it: single-op models on
 this Xeon (ORT 1.32, 1 thread, thread CPU time, load 4-6, 2026-12-05), at 0.0575 ns per FLOP:
 STFT n=400 hop 160 over 16,000 and 48,000 samples 3.42 / 10.3 ms (naive, 0.43 ns per term); radix-2 n=256, 512, 1024,
@@ -31,6 +38,17 @@ FFT_PASS_FLOPS = 25.0
 GRID_PIXEL_FLOPS = 296.0
 GRID_TAP_FLOPS = 6.5
 _TAPS = {"linear": 4, "bilinear": 4, "cubic": 16, "bicubic": 16, "nearest": 1}
+# NonMaxSuppression's FLOPs per IoU test of a kept box (S^2 / 2 of them), per (suppressed box x kept box) and per heap
+# step (N log2 N), at the default rate, fitted by least squares on single-op files (benchmarks/nms.py: N 2,000-20,000,
+# IoU 0.3-0.8) on the session-45 Xeon (family 6 model 167, 0.065 ns per FLOP at its calibrated default rate). A test
+# exits at the first disjoint axis (non_max_suppression_helper.h), so its cost is the data's overlap: boxes of one
+# class on an anchor grid or spread at random, 3.0 / 0.44 / 27 ns (within ±25% on 17 of 18, median 12%); classes
+# moved apart before one NMS (torchvision's batched_nms adds a per-box offset: every test across classes exits at
+# once), 1.1 / 0.51 / 3.5 ns (9 of 9, median 6%).
+NMS_KEPT_FLOPS = 46.0
+NMS_SUPPRESSED_FLOPS = 7.0
+NMS_HEAP_FLOPS = 410.0
+NMS_APART_FLOPS = (17.5, 7.9, 53.0)  # (kept, suppressed, heap) where the classes were moved apart
 
 
 def other_flops(node: Node, graph: Graph, outs: list[Value | None]) -> float:
@@ -41,11 +59,45 @@ def other_flops(node: Node, graph: Graph, outs: list[Value | None]) -> float:
     dims = [int(d) for d in out.shape]  # type: ignore[union-attr]
     if node.op_type == "STFT" and len(dims) == 4:
         return _stft_flops(node, graph, dims)
+    if node.op_type == "NonMaxSuppression" and len(dims) == 2:
+        return _nms_flops(node, graph, dims[0])
     if node.op_type == "GridSample" and len(dims) >= 3:
         mode = node.text("mode", "linear")
         pixels = dims[0] * math.prod(dims[2:])
         return pixels * GRID_PIXEL_FLOPS + math.prod(dims) * GRID_TAP_FLOPS * _TAPS.get(mode, 4)
     return 0.0
+
+
+def _nms_flops(node: Node, graph: Graph, kept: int) -> float:
+    """Boxes [batch, N, 4] and scores [batch, classes, N]; `kept` selected in all, spread evenly over the classes."""
+    scores = graph.values.get(node.inputs[1]) if len(node.inputs) > 1 else None
+    if scores is None or not scores.is_static or len(scores.shape or ()) != 3:  # type: ignore[arg-type]
+        return 0.0
+    batch, classes, n = (int(d) for d in scores.shape)  # type: ignore[union-attr]
+    runs = max(batch * classes, 1)
+    s = kept / runs
+    k, sup, heap = NMS_APART_FLOPS if classes_apart(node, graph) else (NMS_KEPT_FLOPS, NMS_SUPPRESSED_FLOPS,
+                                                                       NMS_HEAP_FLOPS)
+    return runs * (k * s * s / 2 + sup * max(n - s, 0.0) * s + heap * n * math.log2(max(n, 2)))
+
+
+def classes_apart(node: Node, graph: Graph) -> bool:
+    """The NMS's boxes are an Add of one offset per box (shape [..., N, 1]), through casts and reshapes: the
+    coordinate trick of torchvision's batched_nms (and of YOLO exports), which runs every class in one NMS."""
+    producer = {o: n for n in graph.nodes for o in n.outputs}
+    name = node.inputs[0]
+    for _ in range(6):
+        p = producer.get(name)
+        if p is None or not p.inputs:
+            return False
+        if p.op_type not in ("Add", "Sum"):
+            if p.op_type not in ("Cast", "Unsqueeze", "Reshape", "Squeeze", "Identity", "Flatten"):
+                return False
+            name = p.inputs[0]
+            continue
+        shapes = [graph.values[i].shape for i in p.inputs if i in graph.values]
+        return any(sh is not None and len(sh) >= 2 and sh[-1] == 1 for sh in shapes)
+    return False
 
 
 def _stft_flops(node: Node, graph: Graph, dims: list[int]) -> float:
