@@ -129,17 +129,36 @@ def sgemm_columns(node: Node, kind: str, kernel: Value | None, out: Value | None
 # run-time Cast keeps (roofline.Rates.plain). GhostNet's fp16 file on a Zen 4 (ORT's profiler, load 3 per CPU,
 # 2026-12-05): its 8-channel depthwise convs at 112 px 0.15-0.19 ms against 0.28 predicted on the padded 16 groups,
 # 12 -> 16 and 24 -> 32 ones 1.2-1.6x their prediction, the unpadded 480-channel ones 1.1x.
+NCHWC_MAX_BLOCK = 16  # MLAS's NCHWc block: 16 floats with AVX-512, 8 with AVX2 (MlasNchwcGetBlockSize)
+
+
+def nchwc_output_padding(node: Node, kernel: Value | None, out: Value | None) -> float:
+    """Output channels an NCHWc Conv computes per channel of the model's own output: its padded filter's rows over
+    the output's channels (1 where nothing is padded or a shape is unknown). The output's shape is the model's own
+    (shape inference; the profiler's blocked shapes do not replace it: compiler.concrete.fill_observed), in NCHW
+    or, where the compiled output maps onto a channels-last source value (ConvNeXt's permute), NHWC: the channel
+    axis is the one within a block of the filter's rows."""
+    if node.domain != "com.microsoft.nchwc" or kernel is None or not kernel.shape or out is None or not out.shape:
+        return 1.0
+    rows = kernel.shape[0]
+    if not isinstance(rows, int) or len(out.shape) < 3:
+        return 1.0
+    for c in (out.shape[1], out.shape[-1]):
+        if isinstance(c, int) and rows - NCHWC_MAX_BLOCK < c <= rows:
+            return rows / c
+    return 1.0
+
+
 def nchwc_padding(node: Node, kernel: Value | None, inp: Value | None, out: Value | None) -> tuple[float, float]:
     """(Work.plain_macs, Work.plain_im2col): the shares of the compiled Conv's MACs and of its im2col work (elements,
     rows, groups) that the model's own Conv has. (1, 1) where nothing is padded or a shape is unknown."""
     if node.domain != "com.microsoft.nchwc" or kernel is None or not kernel.shape or len(kernel.shape) < 3:
         return 1.0, 1.0
     k_out, k_in = kernel.shape[0], kernel.shape[1]
-    c_out = out.shape[1] if out is not None and out.shape and len(out.shape) > 1 else None
     c_in = inp.shape[1] if inp is not None and inp.shape and len(inp.shape) > 1 else None
-    if not all(isinstance(x, int) and x > 0 for x in (k_out, k_in, c_out)):
+    if not all(isinstance(x, int) and x > 0 for x in (k_out, k_in)):
         return 1.0, 1.0
-    out_share = min(1.0, c_out / k_out)
+    out_share = 1.0 / nchwc_output_padding(node, kernel, out)
     group = int(node.attributes.get("group", 1) or 1)
     if group > 1:  # depthwise (NCHWc blocks no other grouped Conv): groups, MACs and im2col all go with the channels
         return out_share, out_share

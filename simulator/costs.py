@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import Graph, Node, Value
-from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2col, im2col_rows, nchwc_padding,
-                                 qgemm_counts, sgemm_columns, strided_im2col)
+from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2col, im2col_rows,
+                                 nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns, strided_im2col)
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
@@ -416,7 +416,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         extra = out_e if _fused_activation(node) and not _epilogue_flops(node, out_e) else 0.0
         if op == "FusedConv" and len(node.inputs) > 3 and node.inputs[3]:
             extra += out_e  # fused residual add (Z input)
-        return out_e * per_out, extra
+        return out_e * nchwc_output_padding(node, kernel, out0) * per_out, extra  # NCHWc: its padded rows too
     if op == "Einsum" and kind == "matmul":
         return einsum_macs(node, graph) or 0.0, 0.0
     if kind in ("gemm", "matmul"):

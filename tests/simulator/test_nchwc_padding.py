@@ -1,5 +1,6 @@
 """ORT's NCHWc transformer pads a Conv's filter to whole 16-channel blocks (GhostNet's 8-channel depthwise convs:
-[16, 1, 3, 3], 16 groups), and the compiled graph's MACs, groups and im2col are counted on it. The fp32 NCHWc kernel
+[16, 1, 3, 3], 16 groups), and the compiled graph's MACs (its every padded row: conv_work.nchwc_output_padding),
+groups and im2col are counted on it. The fp32 NCHWc kernel
 computes the padding; paths that run the model's own Conv outside NCHWc (dynamic and static int8, fp16's NCHW Conv
 behind a kept Cast) pay the model's channels only (simulator.conv_work.nchwc_padding, roofline.Rates.plain)."""
 
@@ -13,7 +14,7 @@ from compiler.graph import Graph, Node, Value, WeightStats
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.conv_work import nchwc_padding
+from simulator.conv_work import nchwc_output_padding, nchwc_padding
 from simulator.costs import work_of
 from simulator.profiles import load_profile
 from simulator.roofline import Counts, Residency, rates, stack, task_cost
@@ -53,6 +54,29 @@ def test_the_shares_are_the_model_channels_over_the_padded_filter() -> None:
     assert nchwc_padding(plain.nodes[0], plain.values["w"], plain.values["x"], plain.values["y"]) == (1.0, 1.0)
     w = work_of(nd, g)
     assert (w.plain_macs, w.plain_im2col) == (0.5, 0.5)
+
+
+def test_the_macs_count_the_padded_rows_on_the_models_own_output_shape() -> None:
+    """The output keeps the model's channels (shape inference; the profiler's blocked shapes no longer replace it:
+    compiler.concrete.fill_observed), so the MACs scale by the padded rows over them. They had counted them only
+    through the profiled shapes: without them GhostNet's 8-channel depthwise convs were priced at half their work
+    (host fp32 -3.1% -> -12.0% on a Sapphire Rapids, session 45)."""
+    g = _conv(8, 16, group=True)
+    assert nchwc_output_padding(g.nodes[0], g.values["w"], g.values["y"]) == 2.0
+    assert work_of(g.nodes[0], g).macs == 16 * 56 * 56 * 9
+    d = _conv(24, 32, group=False)
+    assert work_of(d.nodes[0], d).macs == 32 * 56 * 56 * 32 * 9
+    # an output mapped onto a channels-last source value (ConvNeXt's permute): the channel axis is the last
+    nhwc = dataclasses.replace(d.values["y"], shape=[1, 56, 56, 24])
+    assert nchwc_output_padding(d.nodes[0], d.values["w"], nhwc) == pytest.approx(32 / 24)
+    # a filter not padded, or a Conv outside NCHWc: its own rows (W = 4 is not a channel axis of 8 rows)
+    full = _conv(16, 16, group=True)
+    assert nchwc_output_padding(full.nodes[0], full.values["w"], full.values["y"]) == 1.0
+    small = dataclasses.replace(full.values["y"], shape=[1, 16, 4, 4])
+    assert nchwc_output_padding(full.nodes[0], full.values["w"], small) == 1.0
+    plain = _conv(8, 16, group=True, domain="")
+    assert nchwc_output_padding(plain.nodes[0], plain.values["w"], plain.values["y"]) == 1.0
+    assert work_of(plain.nodes[0], plain).macs == 8 * 56 * 56 * 9
 
 
 @pytest.mark.parametrize("combo,kind,shared,plain", [
