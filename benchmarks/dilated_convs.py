@@ -10,7 +10,6 @@ Prints one line per file; asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1]))
+from benchmarks.single_op import arguments, save_onnx  # noqa: E402
 
 # (channels, map size, kernel, dilation, depthwise)
 CASES: tuple[tuple[int, int, int, int, bool], ...] = (
@@ -32,7 +32,7 @@ CASES: tuple[tuple[int, int, int, int, bool], ...] = (
 
 def conv_file(path: Path, c: int, hw: int, k: int, dilation: int, depthwise: bool) -> Path:
     """A Conv ("same" padding at its dilation) + Relu on [1, c, hw, hw], random weights."""
-    from onnx import TensorProto, helper, numpy_helper, save
+    from onnx import TensorProto, helper, numpy_helper
 
     group = c if depthwise else 1
     rng = np.random.default_rng(0)
@@ -42,21 +42,14 @@ def conv_file(path: Path, c: int, hw: int, k: int, dilation: int, depthwise: boo
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], kernel_shape=[k, k], dilations=[dilation] * 2,
                               pads=[pad] * 4, group=group),
              helper.make_node("Relu", ["y"], ["z"])]
-    graph = helper.make_graph(nodes, "dilated", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
-                              [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, c, hw, hw])], [w, b])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    save(model, os.fspath(path))
-    return path
+    return save_onnx(path, "dilated", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+                     [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, c, hw, hw])], [w, b])
 
 
 def main() -> None:
     from corpus.check import analyse
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calibration", type=Path, required=True, help="host calibration of this code's CACHE_VERSION")
-    ap.add_argument("--runs", type=int, default=30)
-    args = ap.parse_args()
+    args = arguments(__doc__, 30)
     with tempfile.TemporaryDirectory(prefix="dilated-") as td:
         for c, hw, k, d, dw in CASES:
             name = f"{'dw' if dw else 'conv'}{k}x{k}-{c}-{hw}px-d{d}"

@@ -12,7 +12,6 @@ Prints one line per file and the median |error|; asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import os
 import statistics
@@ -23,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1]))
+from benchmarks.single_op import arguments, save_onnx  # noqa: E402
 
 KINDS = ("uniform", "anchors", "classes")
 CLASSES = 80  # "classes": torchvision's batched_nms (detection models' ONNX exports) offsets each class's boxes
@@ -53,7 +53,7 @@ def nms_file(path: Path, n: int, kind: str, iou: float, seed: int) -> Path:
     """NMS of constant boxes and scores, the scores plus the input (so that ORT cannot fold the op at load); for
     "classes", the boxes [n, 4] plus one offset per box (2 x its class index, plus the input), then unsqueezed, as
     torchvision's batched_nms exports."""
-    from onnx import TensorProto, helper, numpy_helper, save
+    from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(seed)
     b = boxes(n, kind, rng)
@@ -71,21 +71,14 @@ def nms_file(path: Path, n: int, kind: str, iou: float, seed: int) -> Path:
                      helper.make_node("Unsqueeze", ["apart", "axis0"], ["boxes"])]
     else:
         consts.append(numpy_helper.from_array(b, "boxes"))
-    graph = helper.make_graph(nodes, "nms", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("selected", TensorProto.INT64, ["S", 3])], consts)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8
-    save(model, os.fspath(path))
-    return path
+    return save_onnx(path, "nms", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                     [helper.make_tensor_value_info("selected", TensorProto.INT64, ["S", 3])], consts)
 
 
 def main() -> None:
     from corpus.check import analyse
 
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--calibration", type=Path, required=True, help="host calibration of this code's CACHE_VERSION")
-    ap.add_argument("--runs", type=int, default=5)
-    args = ap.parse_args()
+    args = arguments(__doc__, 5)
     errors: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="nms-") as td:
         for seed, (kind, n, iou) in enumerate(itertools.product(KINDS, SIZES, IOUS)):
