@@ -28,7 +28,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 79  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 80  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -97,6 +97,8 @@ CACHE_VERSION = 79  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     time ramp's fit
 # 79: an NCHWc Conv's MACs count its padded filter's every output row (conv_work.nchwc_output_padding): the profiled
 #     blocked shapes that had counted them no longer replace the inferred ones (compiler.concrete.fill_observed)
+# 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned between 3
+#     and 8 ms
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
