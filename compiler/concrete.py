@@ -197,7 +197,6 @@ def observed_shapes(graph: Graph, per_node: Mapping[str, list[Any]]) -> dict[str
     return out
 
 
-
 def fill_observed(measured: Graph, output_shapes: Mapping[str, list[Any]], others: Sequence[Graph] = ()) -> None:
     """What a profiled run saw, as the analysis takes it (worker.pipeline): its per-node output shapes fill the values
     of `measured` (the graph that ran) that inference left unknown, and by value name those the `others` (the source,
@@ -213,6 +212,7 @@ def fill_observed(measured: Graph, output_shapes: Mapping[str, list[Any]], other
     fill_by_name(measured, seen, overwrite=measured.format == "tflite")
     for g in others:
         fill_by_name(g, seen)
+
 
 def reshaped(x: list[int], target: list[int], allowzero: bool = False) -> list[int] | None:
     """Reshape's output shape (0 copies the input dim unless `allowzero`, one -1 takes the rest); None when the

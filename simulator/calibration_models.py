@@ -301,7 +301,7 @@ def side_by_side(op: str, shape: list[int], out: list[int], path: Path, consts: 
 # UTC, load 3, /work/wt/h45host-data/reuse_probe.py) read 0.04 / 0.15 / 0.24 / 0.36 / 1.00 / 1.00 evicted after
 # 1.0 / 2.8 / 4.2 / 5.6 / 8.3 / 12.5 ms; fitted on the four cases alone the ramp ran from 2.4 to 5.8 ms (0.94 at
 # 5.6 ms) and priced MobileNetV2, MNASNet and EfficientNet-B0 14-19% over their CPU time; with 36 and 48 convs
-# (4.2, 5.6 ms) among them, 2.0 to 9.4 ms.
+# (4.2, 5.6 ms) among them, about 2.2 to 7-8 ms (two refits of b1's timings: 2.2 -> 7.0 and 2.2 -> 7.7 ms).
 REUSE_CONVS = (2, 8, 24, 36, 48, 72)
 SPILL_CONVS = (1, 2, 4, 8)  # ... of those whose own traffic goes beyond the L2 (3.2 MB or more per conv, ~0.1 ms)
 
