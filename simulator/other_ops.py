@@ -12,11 +12,11 @@ measured with single-op models), as LiteRT's RFFT2D has (simulator/litert_signal
 - NonMaxSuppression (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc): per batch and class, every
   box above the score threshold pushed on a heap and popped in score order, each popped box tested against the boxes
   kept so far until one suppresses it. Its work is the data's: a kept box is tested against every box kept before it
-  (S^2 / 2 tests for S kept), a suppressed one until its suppressor (cheaper on average, `NMS_SUPPRESSED_FLOPS` per
+  (S^2 / 2 tests for S kept), a suppressed one until its suppressor (cheaper on average, `NMS_FLOPS[1]` per
   kept box), so it is counted from the selection the profiled run made (the output's observed [S, 3]); without a
   run the output's shape is unknown and so is the task's work. All N boxes are taken as candidates (the score
   threshold's pass rate is the data's too; random weights pass every box).
-Both are priced at the host's `default` rate (the kind `other`), the figures below fitted to it: single-op models on
+All three are priced at the host's `default` rate (the kind `other`), the figures below fitted to it: single-op models on
 this Xeon (ORT 1.32, 1 thread, thread CPU time, load 4-6, 2026-12-05), at 0.0575 ns per FLOP:
 STFT n=400 hop 160 over 16,000 and 48,000 samples 3.42 / 10.3 ms (naive, 0.43 ns per term); radix-2 n=256, 512, 1024,
 2048: 1.42-1.59 ns per sample and pass (0.40, 0.68, 1.82, 2.88 ms); GridSample bilinear [1024, 1, 32, 32] by a
@@ -45,10 +45,8 @@ _TAPS = {"linear": 4, "bilinear": 4, "cubic": 16, "bicubic": 16, "nearest": 1}
 # class on an anchor grid or spread at random, 3.0 / 0.44 / 27 ns (within ±25% on 17 of 18, median 12%); classes
 # moved apart before one NMS (torchvision's batched_nms adds a per-box offset: every test across classes exits at
 # once), 1.1 / 0.51 / 3.5 ns (9 of 9, median 6%).
-NMS_KEPT_FLOPS = 46.0
-NMS_SUPPRESSED_FLOPS = 7.0
-NMS_HEAP_FLOPS = 410.0
-NMS_APART_FLOPS = (17.5, 7.9, 53.0)  # (kept, suppressed, heap) where the classes were moved apart
+NMS_FLOPS = (46.0, 7.0, 410.0)  # (kept, suppressed, heap)
+NMS_APART_FLOPS = (17.5, 7.9, 53.0)  # the same where the classes were moved apart
 
 
 def other_flops(node: Node, graph: Graph, outs: list[Value | None]) -> float:
@@ -76,28 +74,27 @@ def _nms_flops(node: Node, graph: Graph, kept: int) -> float:
     batch, classes, n = (int(d) for d in scores.shape)  # type: ignore[union-attr]
     runs = max(batch * classes, 1)
     s = kept / runs
-    k, sup, heap = NMS_APART_FLOPS if classes_apart(node, graph) else (NMS_KEPT_FLOPS, NMS_SUPPRESSED_FLOPS,
-                                                                       NMS_HEAP_FLOPS)
+    k, sup, heap = NMS_APART_FLOPS if classes_apart(node, graph) else NMS_FLOPS
     return runs * (k * s * s / 2 + sup * max(n - s, 0.0) * s + heap * n * math.log2(max(n, 2)))
 
 
 def classes_apart(node: Node, graph: Graph) -> bool:
     """The NMS's boxes are an Add of one offset per box (shape [..., N, 1]), through casts and reshapes: the
     coordinate trick of torchvision's batched_nms (and of YOLO exports), which runs every class in one NMS."""
-    producer = {o: n for n in graph.nodes for o in n.outputs}
+    producer = graph.producers()
     name = node.inputs[0]
     for _ in range(6):
-        p = producer.get(name)
-        if p is None or not p.inputs:
+        p = graph.node(producer[name]) if name in producer else None
+        if p is None or not p.inputs or p.op_type not in _PASS_THROUGH | {"Add", "Sum"}:
             return False
-        if p.op_type not in ("Add", "Sum"):
-            if p.op_type not in ("Cast", "Unsqueeze", "Reshape", "Squeeze", "Identity", "Flatten"):
-                return False
-            name = p.inputs[0]
-            continue
-        shapes = [graph.values[i].shape for i in p.inputs if i in graph.values]
-        return any(sh is not None and len(sh) >= 2 and sh[-1] == 1 for sh in shapes)
+        if p.op_type in ("Add", "Sum"):
+            shapes = [graph.values[i].shape for i in p.inputs if i in graph.values]
+            return any(sh is not None and len(sh) >= 2 and sh[-1] == 1 for sh in shapes)
+        name = p.inputs[0]
     return False
+
+
+_PASS_THROUGH = frozenset({"Cast", "Unsqueeze", "Reshape", "Squeeze", "Identity", "Flatten"})
 
 
 def _stft_flops(node: Node, graph: Graph, dims: list[int]) -> float:

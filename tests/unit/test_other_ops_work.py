@@ -10,8 +10,7 @@ import pytest
 from compiler.graph import Node, Value, WeightStats
 from simulator.costs import work_of
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
-from simulator.other_ops import (FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NAIVE_TERM_FLOPS, NMS_HEAP_FLOPS,
-                                 NMS_KEPT_FLOPS, NMS_SUPPRESSED_FLOPS)
+from simulator.other_ops import FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NAIVE_TERM_FLOPS, NMS_FLOPS
 from simulator.profiles import load_profile
 from tests.simulator.helpers import act, graph, host_fp32_ms
 
@@ -62,7 +61,8 @@ def test_nms_counts_the_iou_tests_of_the_selection_the_run_made() -> None:
     5,760 kept, 88 ms profiled on a Xeon where it was priced 0.006 ms (the whole detector -85%)."""
     g = _nms([5760, 3])
     s, n = 5760, 27000
-    want = NMS_KEPT_FLOPS * s * s / 2 + NMS_SUPPRESSED_FLOPS * (n - s) * s + NMS_HEAP_FLOPS * n * math.log2(n)
+    kept, suppressed, heap = NMS_FLOPS
+    want = kept * s * s / 2 + suppressed * (n - s) * s + heap * n * math.log2(n)
     w = work_of(g.nodes[0], g)
     assert w.shapes_known and w.flops == pytest.approx(want)
     assert 20 < host_fp32_ms(g, load_profile("host-cpu")) < 400
