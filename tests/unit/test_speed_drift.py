@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.realworld import drift_summary, drifted, speed_ratio, within_share
+from benchmarks.realworld import drift_summary, drifted, keep_steadier, speed_ratio, within_share
 from compiler import profile as profile_mod
 from compiler.profile import Profile, Round, measure_rounds
 from compiler.speed_probe import DRIFT_LIMIT, SpeedCheck, against, mark, reference_of
@@ -206,3 +206,15 @@ def test_realworld_counts_drifted_rows_and_the_share_without_them() -> None:
     assert "all 3/5 (60%)" in text and "rows without drift 2/2 (100%)" in text
     assert "in 0/6 rows" in drift_summary(rows, "measured_ms")
     assert "rows without drift -" in drift_summary([_row(2, None)], "cpu_ms")
+
+
+def test_a_drifted_row_measured_again_keeps_the_steadier_of_the_two() -> None:
+    def tagged(ratio: float | None, tag: str, status: str = "analysed") -> dict[str, Any]:
+        return {**_row(0, ratio), "id": "tv/m", "exporter": "ts", "tag": tag, "status": status}
+
+    other = {**_row(0, 1.0), "id": "tv/other", "exporter": "ts"}
+    rows = [other, tagged(0.5, "first")]
+    assert [r.get("tag") for r in keep_steadier(rows, tagged(0.95, "again"))] == [None, "again"]
+    assert [r.get("tag") for r in keep_steadier(rows, tagged(0.4, "again"))] == [None, "first"]  # slower still
+    assert keep_steadier(rows, tagged(1.0, "again", status="crashed"))[1]["tag"] == "first"  # a failed retry
+    assert len(keep_steadier(rows, {**tagged(1.0, "new"), "id": "tv/new"})) == 3  # a model not there yet
