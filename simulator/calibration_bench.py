@@ -25,6 +25,7 @@ from simulator.calibration_models import (
 from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
+from simulator.calibration_rnn import build_rnn_cases
 from simulator.calibration_layout import LAYOUT_CASES
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
@@ -280,6 +281,7 @@ class Bench:
     reuse: tuple[int, ...] = ()  # conv counts of the weight-reuse cases timed (keys reuse-<n>, reuse-<n>-base)
     transposes: tuple[str, ...] = ()  # keys of the head-transpose cases (TRANSPOSE_RUNS)
     index: tuple[str, ...] = ()  # keys of the index cases (calibration_index: Expand, ScatterND, ...)
+    rnn: tuple[str, ...] = ()  # keys of the recurrent cases (calibration_rnn: GRU, LSTM)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -350,6 +352,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         timings[name] = (src, "all", 6)
         transposes.append(name)
     index = build_index_cases(tmp, timings, graphs)  # a cost per lookup each (calibration_index.fit_index)
+    rnn = build_rnn_cases(tmp, timings, graphs)  # a rate for recurrent reads (calibration_rnn.fit_rnn)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index)
+                 REUSE_CONVS, tuple(transposes), index, rnn)

@@ -18,6 +18,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
+from simulator.calibration_rnn import fit_rnn
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
@@ -28,7 +29,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 80  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 81  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -91,14 +92,12 @@ CACHE_VERSION = 80  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
 # 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it);
 #     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
-# 77: an uploaded file's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul run at the dynamic int8 figures in
-#     the file as uploaded (ort_int8.ORT_INT8DYN_NATIVE), not as fp32 kernels; no figure refitted
-# 78: a reuse case's share uncertain by at most 0.5 (calibration_fit.SHARE_SIGMA_MAX): the longest case counts in the
-#     time ramp's fit
+# 77: an upload's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul at dynamic int8's figures (ORT_INT8DYN_NATIVE)
+# 78: a reuse case's share uncertain by at most 0.5 (SHARE_SIGMA_MAX): the longest case counts in the time ramp's fit
 # 79: an NCHWc Conv's MACs count its padded filter's every output row (conv_work.nchwc_output_padding): the profiled
 #     blocked shapes that had counted them no longer replace the inferred ones (compiler.concrete.fill_observed)
-# 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned between 3
-#     and 8 ms
+# 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned at 3-8 ms
+# 81: a recurrent op's reads of R at a rate fitted on GRU / LSTM cases (matmul.fp32.reread, calibration_rnn)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -271,9 +270,10 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
-    over["units"]["cpu"]["kind_overhead_s"].update(fit_index(
-        bench.index, bench.graphs, {n: wall[n] - run_s * 1e3 for n in bench.index if n in wall},
-        base.with_overrides(over), lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
+    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn) if n in wall}  # less the per-run cost
+    for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn)):  # a cost per lookup; a rate per byte reread
+        over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
+                                                           lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     hw = base.with_overrides(over)
     # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
     for c in cases_out:

@@ -164,6 +164,7 @@ class Rates:
     int8_kb: Num  # XNNPACK's integer GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none)
     int8_nb: Num
     plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
+    reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -211,6 +212,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),
+        reread_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.reread", 0.0),  # calibration_rnn
         far_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.far", 0.0) if u.l2_share_bytes else 0.0,
         index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
@@ -435,7 +437,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
                                                   outgrown(r, res.weights_fp32_bytes))
     s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out + w.bias_pass * r.bias_b
-    t_mem = (act - hot) / bw + hot / r.cache_bw + w_all * s_per_w_byte
+    t_mem = (act - hot) / bw + hot * np.where(r.reread_s > 0, r.reread_s, 1 / r.cache_bw) + w_all * s_per_w_byte
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
