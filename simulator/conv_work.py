@@ -75,11 +75,25 @@ def im2col_rows(node: Node, kind: str, macs: float, k_rows: int, out: Value | No
     shape = out.shape if out is not None else None
     if kind not in _IM2COL_KINDS or not shape or len(shape) < 3 or k_rows <= 0:
         return 0.0
-    width = shape[-1]
+    width = shape[-2] if channels_last(shape, k_rows) else shape[-1]
     if not isinstance(width, int) or width <= 0:
         return 0.0
     group = int(node.attributes.get("group", 1) or 1)
     return macs * group / (k_rows * width)
+
+
+def channels_last(shape: list[int | str], k_rows: int) -> bool:
+    """Whether a Conv's inferred output `shape` is NHWC: its last axis, not axis 1, holds the filter's rows (within
+    one NCHWc block of padding). ORT fuses the permute after ConvNeXt's depthwise convs (`x.permute(0, 2, 3, 1)`) into
+    the compiled Conv, whose output then maps onto that channels-last source value; the kernels still run NCHW (or
+    NCHWc), so a row of the expansion is an output row of W pixels, not of C. Read on the last axis, ConvNeXt-V2-atto's
+    7x7 depthwise convs counted 49 x H x W rows in all where ConvInteger's Im2col copies 49 x H x C (320 channels at
+    7 x 7 px: 46x too few), and their dynamic int8 ConvIntegers were priced 0.08-0.17 ms against 1.0 ms each in ORT's
+    profile (Emerald Rapids, 2026-12-05, benchmarks/export_ops.py)."""
+    def near(c: int | str) -> bool:
+        return isinstance(c, int) and k_rows - NCHWC_MAX_BLOCK < c <= k_rows
+
+    return len(shape) >= 4 and not near(shape[1]) and near(shape[-1])
 
 
 # MLAS's fp32 SGEMM kernel runs C's columns a vector register pair at a time and the last partial block in one
