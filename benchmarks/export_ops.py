@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from collections import defaultdict
@@ -30,6 +31,8 @@ sys.path.insert(0, os.fspath(ROOT))
 
 TARGET = "ort-cpu/host"
 # Op types an exporter or ORT adds around a task: listed on their own, not charged to the task they serve.
+# ORT names a node its transformers make from one source node `<that node>_token_<n>` (the QDQ fusions' QLinearConv).
+_TOKEN = re.compile(r"_token_\d+$")
 _ADDED = frozenset({"Cast", "DynamicQuantizeLinear", "ReorderInput", "ReorderOutput", "QuantizeLinear",
                     "DequantizeLinear"})
 
@@ -46,6 +49,17 @@ def _owner(name: str, task_of: dict[str, int]) -> int | None:
             return task_of[name[:k]]
         k = name.rfind("_", 0, k)
     return None
+
+
+def matched_task(node_id: str, op_type: str, source_nodes: list[str], task_of: dict[str, int]) -> int | None:
+    """The task an exported file's compiled node implements: by its source nodes, else (a node ORT made from one, not
+    an added conversion) by its name less ORT's `_token_<n>` suffix. A static int8 file's QLinearConvs carry no source
+    node of the analysis (ORT fuses DequantizeLinear -> Conv -> QuantizeLinear into `<Conv>_token_<n>`): unmatched, the
+    per-kind table listed every QLinearConv as an added node and compared no int8 conv with its prediction."""
+    i = next((task_of[s] for s in source_nodes if s in task_of), None)
+    if i is None and op_type not in _ADDED:
+        i = task_of.get(_TOKEN.sub("", node_id))
+    return i
 
 
 def _latency(bulk: dict[str, Any], option: str) -> list[float]:
@@ -109,7 +123,7 @@ def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calib
         added_task = [0.0] * len(ids)
         for n in compiled.nodes:
             ms = mo.get(n.id, 0.0)
-            i = next((task_of[s] for s in n.source_nodes if s in task_of), None)
+            i = matched_task(n.id, n.op_type, n.source_nodes, task_of)
             if i is None or n.op_type in _ADDED:
                 e = extra[n.op_type]
                 e["n"] += 1

@@ -22,3 +22,14 @@ def test_a_cpu_time_prediction_is_not_rescaled_again() -> None:
     assert _cpu_predicted(BUSY) == 4.0
     quiet = {**BUSY, "baseline_cpu_time": False, "baseline_ms": 5.0}
     assert _cpu_predicted(quiet) == 4.0 * 4.0 / 5.0
+
+
+def test_export_ops_matches_qlinearconv_by_its_token_name() -> None:
+    from benchmarks.export_ops import matched_task
+
+    task_of = {"/m/features/features.0/Conv": 3, "/m/classifier/Gemm": 7}
+    assert matched_task("/m/features/features.0/Conv_token_1", "QLinearConv", [], task_of) == 3
+    assert matched_task("x", "FusedGemm", ["/m/classifier/Gemm"], task_of) == 7  # source nodes first
+    # an added conversion stays unmatched (listed by op type), and so does a name no task carries
+    assert matched_task("/m/features/features.0/Conv_token_2", "QuantizeLinear", [], task_of) is None
+    assert matched_task("/m/other/Conv_token_9", "QLinearConv", [], task_of) is None
