@@ -36,14 +36,14 @@ sys.path.insert(0, os.fspath(ROOT))
 def timings(path: Path, rounds: int, runs: int, flush_bytes: int) -> tuple[float, float]:
     """(back to back, after a flush): the 5th percentile of thread CPU time per run in ms (calibration's figure),
     pooled over `rounds` fresh sessions of `runs` runs each way."""
-    from simulator.calibration_timing import _feeds, fast_ms, session
+    from simulator.calibration_timing import default_feeds, fast_ms, session
 
     buf = np.ones(flush_bytes // 4, np.float32)
     hot: list[float] = []
     cold: list[float] = []
     for _ in range(rounds):
         s = session(path)
-        feeds = _feeds(s)
+        feeds = default_feeds(s)
         for _ in range(5):
             s.run(None, feeds)
         for _ in range(runs):

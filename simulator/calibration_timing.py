@@ -50,7 +50,8 @@ def session(path: Path, opt: str = "all") -> Any:
     return ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
 
 
-def _feeds(sess: Any) -> dict[str, np.ndarray]:
+def default_feeds(sess: Any) -> dict[str, np.ndarray]:
+    """Inputs for a session: small valid indices for integer inputs, random normals for float ones (symbolic dims 1)."""
     rng = np.random.default_rng(1)
     feeds = {}
     for i in sess.get_inputs():
@@ -68,7 +69,7 @@ def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "a
     `rounds` rounds, so a burst of load from other processes on a shared machine does not become the figure.
     `feeds`: the inputs to run with (default: calibration's own, symbolic dims at 1)."""
     sess = session(path, opt)
-    feeds = feeds if feeds is not None else _feeds(sess)
+    feeds = feeds if feeds is not None else default_feeds(sess)
     for _ in range(3):
         sess.run(None, feeds)
     times: list[float] = []
@@ -96,7 +97,7 @@ def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, 
         fresh = r in (0, rounds // 2)
         if fresh:
             sessions = {k: session(p, opt) for k, (p, opt, _) in models.items()}
-            feeds = {k: _feeds(sess) for k, sess in sessions.items()}
+            feeds = {k: default_feeds(sess) for k, sess in sessions.items()}
         for k, sess in sessions.items():
             min_runs = models[k][2]
             for _ in range(3 if fresh else 1):  # warm-up (then re-warm caches another model evicted)
@@ -123,7 +124,7 @@ def profiler_overhead(model: Path, dispatch_s: float, tmp: Path) -> float:
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
     sess = ort.InferenceSession(os.fspath(model), so, providers=["CPUExecutionProvider"])
-    feeds = _feeds(sess)
+    feeds = default_feeds(sess)
     for _ in range(20):
         sess.run(None, feeds)
     trace = json.loads(Path(sess.end_profiling()).read_text())
