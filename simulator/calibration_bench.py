@@ -27,6 +27,7 @@ from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
 from simulator.calibration_rnn import build_rnn_cases
 from simulator.calibration_layout import LAYOUT_CASES
+from simulator.calibration_subnormal import build_subnormal_cases
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
 from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
@@ -282,6 +283,7 @@ class Bench:
     transposes: tuple[str, ...] = ()  # keys of the head-transpose cases (TRANSPOSE_RUNS)
     index: tuple[str, ...] = ()  # keys of the index cases (calibration_index: Expand, ScatterND, ...)
     rnn: tuple[str, ...] = ()  # keys of the recurrent cases (calibration_rnn: GRU, LSTM)
+    subnormal: tuple[str, ...] = ()  # keys of the masked attention cases, each timed with its `-ref` (calibration_subnormal)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -353,6 +355,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         transposes.append(name)
     index = build_index_cases(tmp, timings, graphs)  # a cost per lookup each (calibration_index.fit_index)
     rnn = build_rnn_cases(tmp, timings, graphs)  # a rate for recurrent reads (calibration_rnn.fit_rnn)
+    subnormal = build_subnormal_cases(tmp, timings, graphs)  # subnormals' cost (calibration_subnormal.fit_subnormal)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn)
+                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal)

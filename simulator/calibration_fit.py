@@ -19,6 +19,7 @@ from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.calibration_rnn import fit_rnn
+from simulator.calibration_subnormal import fit_subnormal
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
@@ -29,7 +30,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 81  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 82  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
@@ -39,8 +40,7 @@ CACHE_VERSION = 81  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 42: 5x5 depthwise ConvInteger cases; 43: grouped NCHW Convs of wide groups, 1x1 (gconvnchw.nchw's MAC rate)
 # 44: grouped 1x1 NCHW Convs pay SGEMM columns padded to 16 (Work.sgemm_macs)
 # 45: static int8 SiLU (QLinearSigmoid + QLinearMul: elementwise.int8.QuickGelu)
-# 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block,
-#     Work.sgemm_columns)
+# 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block)
 # 47: NCHW-path cases fitted only where ORT leaves them in NCHW; grouped cases of widths 12 and 132
 # 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call
 #     (elementwise.int8.span)
@@ -85,8 +85,7 @@ CACHE_VERSION = 81  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is (sweep.native_preset), its int8
 #     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); ORT's NCHWc
 #     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
-# 73: the CPU's speed probe before and after the case timings (`speed_probe`, compiler/speed_probe.py), which every
-#     host profile is held against; no figure refitted
+# 73: the CPU's speed probe around the case timings (`speed_probe`), which host profiles are held against; none refitted
 # 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
 # 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it every run (gemm.cast16.weights,
 #     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
@@ -94,10 +93,10 @@ CACHE_VERSION = 81  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
 # 77: an upload's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul at dynamic int8's figures (ORT_INT8DYN_NATIVE)
 # 78: a reuse case's share uncertain by at most 0.5 (SHARE_SIGMA_MAX): the longest case counts in the time ramp's fit
-# 79: an NCHWc Conv's MACs count its padded filter's every output row (conv_work.nchwc_output_padding): the profiled
-#     blocked shapes that had counted them no longer replace the inferred ones (compiler.concrete.fill_observed)
+# 79: an NCHWc Conv's MACs count its padded filter's every output row (conv_work.nchwc_output_padding)
 # 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned at 3-8 ms
 # 81: a recurrent op's reads of R at a rate fitted on GRU / LSTM cases (matmul.fp32.reread, calibration_rnn)
+# 82: subnormals a -100 attention mask makes (simulator/subnormals.py): <kind>.fp32.subnormal, calibration_subnormal
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -270,8 +269,9 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
-    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn) if n in wall}  # less the per-run cost
-    for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn)):  # a cost per lookup; a rate per byte reread
+    sub = (*bench.subnormal, *(f"{n}-ref" for n in bench.subnormal))  # each masked case and its reference
+    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
+    for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     hw = base.with_overrides(over)

@@ -17,6 +17,7 @@ from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
 from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
+from simulator.subnormals import subnormals
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
@@ -173,6 +174,7 @@ class Work:
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
     bias_pass: float = 0.0
     col2im_elements: float = 0.0  # a ConvTranspose's columns ORT's col2im scatters (conv_work.col2im_elements)
+    subnormals: float = 0.0  # subnormals a Softmax writes or MACs a MatMul makes with them (simulator.subnormals)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -353,18 +355,16 @@ def work_of(node: Node, graph: Graph) -> Work:
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
-                kernel_name=k_name, aux_weights=tuple(aux_names),
-                epilogue_flops=epilogue, im2col_elements=grouped_im2col(node, kind, macs, k_rows),
+                kernel_name=k_name, aux_weights=tuple(aux_names), epilogue_flops=epilogue,
+                im2col_elements=grouped_im2col(node, kind, macs, k_rows),
                 groups=int(node.attributes.get("group", 1) or 1) if node.op_type in _CONV else 1,
                 im2col_rows=im2col_rows(node, kind, macs, k_rows, outs[0] if outs else None),
-                im2col_strided=strided_im2col(node, kind, macs, k_rows),
-                reread_elements=reread, reread_set=reread_set,
+                im2col_strided=strided_im2col(node, kind, macs, k_rows), reread_elements=reread, reread_set=reread_set,
                 copy_runs=copy_runs(node, graph) if kind == "layout" else 0.0,
-                far_walk=(far_walk(node, graph) if kind == "walk"
-                          else strided_move(node, graph) if kind == "layout" else 0.0),
-                indexed=indexed_elements(node, graph),
-                bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
+                far_walk=far_walk(node, graph) if kind == "walk" else strided_move(node, graph) if kind == "layout" else 0.0,
+                indexed=indexed_elements(node, graph), bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
                 col2im_elements=col2im_elements(node, macs, k_rows),
+                subnormals=subnormals(node, graph, kind, macs, out_elements),
                 dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
                 **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
                     node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)

@@ -137,6 +137,7 @@ class Rates:
     far_s: Num  # seconds per byte beyond `l2` of a walk that misses the cache (`<kind>.<tag>.far`, Counts.far_walk)
     index_s: Num  # seconds per element an index op looks up (`<kind>.<tag>.index.<op>`, Counts.indexed)
     col2im_s: Num  # seconds per column element a ConvTranspose scatters (Path.col2im, Counts.col2im_elements)
+    subnormal_s: Num  # seconds per subnormal written or multiplied (`<kind>.<tag>.subnormal`, Counts.subnormals)
     l2: Num  # the core's share of its L2 (0: no spill cost)
     extra_ops_s: Num  # seconds per output element of the path's extra element-wise kernels
     extra_in_ops_s: Num  # seconds per input element of the path's extra element-wise kernels
@@ -217,6 +218,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
         if p.col2im else 0.0,
+        subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -305,6 +307,7 @@ class Counts:
     plain_im2col: Num = 1.0
     col2im_elements: Num = 0.0
     dilated_taps: Num = 1.0
+    subnormals: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -327,7 +330,7 @@ class Counts:
             far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
             bias_pass=col([w.bias_pass for w in works]), plain_macs=col([w.plain_macs for w in works]),
             plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
-            dilated_taps=col([w.dilated_taps for w in works]))
+            dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -453,7 +456,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
     (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run a Transpose
     copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
-    an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements)."""
+    an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements), per
+    subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs)."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
@@ -471,7 +475,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
-            + r.col2im_s * w.col2im_elements)
+            + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
