@@ -51,7 +51,9 @@ def main() -> int:
             wall = {**wall, **_time_now({k: bench.timings[k] for k in missing}, a.lock)}
         cache = fit_bench(bench, wall, progress=lambda s: print(s, flush=True))
     # The same machine, moment and ORT as the timings: the cache reads as current where they match.
+    # (and its speed probe: the speed its timings ran at, which every profile and row is held against)
     cache.update({"machine": src["machine"], "onnxruntime": src["onnxruntime"], "timings": wall,
+                  **({"speed_probe": src["speed_probe"]} if src.get("speed_probe") else {}),
                   "refit_of": os.fspath(a.cache), "refit_tree": os.fspath(a.tree.resolve()),
                   **({"timed_now": missing} if missing else {})})
     save_cache(a.out, cache)
