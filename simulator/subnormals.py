@@ -35,16 +35,27 @@ _MATMUL = frozenset({"MatMul", "FusedMatMul"})
 _HOPS = 6  # producers walked back through views and Adds
 
 
-def _producer(graph: Graph, producers: dict[str, str], name: str) -> Node | None:
-    return graph.node(producers[name]) if name in producers else None
+_LAST: list[object] = [None, 0, {}]  # the graph last asked about, its node count and {value name: its producer}
 
 
-def mask_share(node: Node, graph: Graph, producers: dict[str, str] | None = None) -> float:
+def _producers(graph: Graph) -> dict[str, Node]:
+    """{value name: the node writing it}, kept for the graph last asked about: work_of asks once per task, and walking
+    every node for each MatMul of a large graph is quadratic."""
+    if _LAST[0] is not graph or _LAST[1] != len(graph.nodes):
+        _LAST[:] = [graph, len(graph.nodes), {v: n for n in graph.nodes for v in n.outputs if v}]
+    return _LAST[2]  # type: ignore[return-value]
+
+
+def _producer(graph: Graph, producers: dict[str, Node], name: str) -> Node | None:
+    return producers.get(name)
+
+
+def mask_share(node: Node, graph: Graph, producers: dict[str, Node] | None = None) -> float:
     """Share of a Softmax's outputs that are subnormal: the nonzero share of a constant in EXP_SUBNORMAL added to its
     input (through views and other Adds); 0 where there is none."""
     if node.op_type not in _SOFTMAX or not node.inputs:
         return 0.0
-    prod = graph.producers() if producers is None else producers
+    prod = _producers(graph) if producers is None else producers
     name = node.inputs[0]
     for _ in range(_HOPS):
         p = _producer(graph, prod, name)
@@ -72,7 +83,7 @@ def subnormals(node: Node, graph: Graph, kind: str, macs: float, out_elements: f
         return out_elements * mask_share(node, graph)
     if kind != "matmul" or node.op_type not in _MATMUL:
         return 0.0
-    prod = graph.producers()
+    prod = _producers(graph)
     share = 0.0
     for name in node.inputs[:2]:
         for _ in range(_HOPS):
