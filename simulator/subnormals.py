@@ -35,19 +35,20 @@ _MATMUL = frozenset({"MatMul", "FusedMatMul"})
 _HOPS = 6  # producers walked back through views and Adds
 
 
-_LAST: list[object] = [None, 0, {}]  # the graph last asked about, its node count and {value name: its producer}
+_LAST: tuple[object, int, dict[str, Node]] = (None, 0, {})  # the graph last asked about, its node count, its producers
 
 
 def _producers(graph: Graph) -> dict[str, Node]:
     """{value name: the node writing it}, kept for the graph last asked about: work_of asks once per task, and walking
-    every node for each MatMul of a large graph is quadratic."""
-    if _LAST[0] is not graph or _LAST[1] != len(graph.nodes):
-        _LAST[:] = [graph, len(graph.nodes), {v: n for n in graph.nodes for v in n.outputs if v}]
-    return _LAST[2]  # type: ignore[return-value]
-
-
-def _producer(graph: Graph, producers: dict[str, Node], name: str) -> Node | None:
-    return producers.get(name)
+    every node for each MatMul of a large graph is quadratic. One tuple replaced whole, so a caller on another thread
+    never reads one graph's map for another's."""
+    global _LAST
+    last = _LAST
+    if last[0] is graph and last[1] == len(graph.nodes):
+        return last[2]
+    prod = {v: n for n in graph.nodes for v in n.outputs if v}
+    _LAST = (graph, len(graph.nodes), prod)
+    return prod
 
 
 def mask_share(node: Node, graph: Graph, producers: dict[str, Node] | None = None) -> float:
@@ -58,7 +59,7 @@ def mask_share(node: Node, graph: Graph, producers: dict[str, Node] | None = Non
     prod = _producers(graph) if producers is None else producers
     name = node.inputs[0]
     for _ in range(_HOPS):
-        p = _producer(graph, prod, name)
+        p = prod.get(name)
         if p is None or not p.inputs or p.op_type not in _VIEWS | {"Add"}:
             return 0.0
         if p.op_type == "Add":
@@ -87,7 +88,7 @@ def subnormals(node: Node, graph: Graph, kind: str, macs: float, out_elements: f
     share = 0.0
     for name in node.inputs[:2]:
         for _ in range(_HOPS):
-            p = _producer(graph, prod, name)
+            p = prod.get(name)
             if p is None or p.op_type not in _VIEWS or not p.inputs:
                 break
             name = p.inputs[0]
