@@ -15,11 +15,8 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_models import compile_for_host, save_model
+from simulator.calibration_models import Parts, add_case
 from simulator.profiles import HardwareProfile
-
-Parts = tuple[list[Any], list[Any], list[Any], list[Any]]
-
 
 def expand_case(shape: list[int], to: list[int]) -> Parts:
     """One Expand of a [shape] input to [to] (a constant shape)."""
@@ -77,9 +74,7 @@ def build_index_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], grap
                       ) -> tuple[str, ...]:
     """Save and compile every index case into `tmp`, adding it to calibration's `timings` and `graphs`; its names."""
     for name, _, build in INDEX_CASES:
-        src = save_model(*build(), tmp / f"{name}.onnx")
-        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
-        timings[name] = (src, "all", 6)
+        add_case(tmp, timings, graphs, name, build())
     return tuple(name for name, _, _ in INDEX_CASES)
 
 

@@ -328,6 +328,19 @@ def reuse_model(k: int, convs: int, path: Path, spill: bool = False) -> Path:
     return save_model(nodes, ins, outs, inits, path)
 
 
+# An ONNX graph's parts as a case builder returns them: nodes, inputs, outputs, initializers (save_model's arguments).
+Parts = tuple[list[Any], list[Any], list[Any], list[Any]]
+
+
+def add_case(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs: dict[str, Graph], name: str,
+             parts: Parts) -> None:
+    """Save `parts` as `<tmp>/<name>.onnx`, compile it for the host into `graphs[name]` and queue its timing in
+    `timings` (6 runs a round at least), as calibration times its single-op cases."""
+    src = save_model(*parts, tmp / f"{name}.onnx")
+    graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
+    timings[name] = (src, "all", 6)
+
+
 def compile_for_host(path: Path, out: Path) -> Graph:
     """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
     import onnxruntime as ort

@@ -19,8 +19,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_index import Parts
-from simulator.calibration_models import compile_for_host, save_model
+from simulator.calibration_models import Parts, add_case
 from simulator.profiles import HardwareProfile
 
 KEY = "matmul.fp32.reread"
@@ -61,9 +60,7 @@ def build_rnn_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs
     """Save and compile every recurrent case into `tmp`, adding it to calibration's `timings` and `graphs`; its
     names."""
     for name, build in RNN_CASES:
-        src = save_model(*build(), tmp / f"{name}.onnx")
-        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
-        timings[name] = (src, "all", 6)
+        add_case(tmp, timings, graphs, name, build())
     return tuple(name for name, _ in RNN_CASES)
 
 

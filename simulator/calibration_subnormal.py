@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_models import R, compile_for_host, save_model
+from simulator.calibration_models import R, Parts, add_case
 from simulator.profiles import HardwareProfile
 
 KEYS = ("softmax.fp32.subnormal", "matmul.fp32.subnormal")
@@ -42,7 +42,7 @@ def shifted_window_mask(size: int, window: int = 7, shift: int = 3) -> np.ndarra
     return (win[:, None, :] != win[:, :, None])[:, None]
 
 
-def attention_case(fill: float, matmul: bool) -> tuple[list[Any], list[Any], list[Any], list[Any]]:
+def attention_case(fill: float, matmul: bool) -> Parts:
     """R blocks of Softmax(x * LOGIT_SCALE + c_i + mask) (the c_i keep ORT from merging them), each by V where
     `matmul`; the mask's masked pairs at `fill`."""
     from onnx import TensorProto, helper, numpy_helper
@@ -77,9 +77,7 @@ def build_subnormal_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], 
     the masked cases' names."""
     for name, matmul in SUBNORMAL_CASES:
         for key, fill in ((name, MASKED), (f"{name}-ref", NORMAL)):
-            src = save_model(*attention_case(fill, matmul), tmp / f"{key}.onnx")
-            graphs[key] = compile_for_host(src, tmp / f"{key}.opt.onnx")
-            timings[key] = (src, "all", 6)
+            add_case(tmp, timings, graphs, key, attention_case(fill, matmul))
     return tuple(name for name, _ in SUBNORMAL_CASES)
 
 
