@@ -16,9 +16,10 @@ from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2
 from simulator.einsum import contracts, einsum_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
+from simulator.reductions import STRIDED_REDUCE_FLOPS, strided_reduce
 from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
 from simulator.subnormals import subnormals
-from simulator.transposes import copy_runs, far_walk, strided_move, walks
+from simulator.transposes import copy_runs, far_walk, inner_axis_transposes, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
@@ -175,6 +176,12 @@ class Work:
     bias_pass: float = 0.0
     col2im_elements: float = 0.0  # a ConvTranspose's columns ORT's col2im scatters (conv_work.col2im_elements)
     subnormals: float = 0.0  # subnormals a Softmax writes or MACs a MatMul makes with them (simulator.subnormals)
+    # The Transposes ORT's Softmax runs inside its kernel over an inner axis: elements they walk element by element and
+    # move blocked, and how many are walks far from the cache (transposes.inner_axis_transposes; roofline prices them
+    # at the walk's and layout's rates)
+    inner_walked: float = 0.0
+    inner_moved: float = 0.0
+    inner_far: float = 0.0
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -365,6 +372,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 indexed=indexed_elements(node, graph), bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
                 col2im_elements=col2im_elements(node, macs, k_rows),
                 subnormals=subnormals(node, graph, kind, macs, out_elements),
+                **dict(zip(("inner_walked", "inner_moved", "inner_far"), inner_axis_transposes(node, graph))),
                 dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
                 **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
                     node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
@@ -435,7 +443,7 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
     if kind == "softmax":
         return 0.0, 5.0 * out_e
     if kind == "reduce":
-        return 0.0, in_elements * (STRIDED_REDUCE_FLOPS if _strided_reduce(node, act_in, graph) else 1.0)
+        return 0.0, in_elements * (STRIDED_REDUCE_FLOPS if strided_reduce(node, act_in, graph) else 1.0)
     if kind == "elementwise":
         return 0.0, _ELEMENTWISE_FLOPS.get(op, 1.0) * out_e
     if kind == "quant":
@@ -447,14 +455,6 @@ def _arithmetic(node: Node, kind: str, kernel: Value | None, act_in: list[Value]
         return 0.0, out_e * moves_per_element(node, kind)
     return 0.0, other_flops(node, graph, outs)  # STFT, GridSample (simulator/other_ops.py); 0 for the rest
 
-
-# Per element, a reduction over axes that are not the innermost ones (ReduceSum over dim 1 of [1, 512, 256]; a
-# channel mean of NCHW) against one over the innermost axes: ORT walks it element by element with strided reads.
-# Single-op models on this host, thread CPU time: 2.7x to 16x the time per element of the contiguous case ([1, 512,
-# 256] over dim 1: 0.11 ms, over dim 2: 0.0095 ms; [1, 64, 56, 56] over dim 1: 0.063 ms, over dims 2, 3: 0.016 ms).
-# 16 FLOPs per element at the reduce rate predicts seven such cases at 0.48-2.3x of measured, median 0.94 (1 FLOP:
-# 0.06-0.37x); the spread is the kernel's (the kept inner size and the stride decide it), not noise.
-STRIDED_REDUCE_FLOPS = 16.0
 
 # ORT's LayerNormalization pays a fixed cost per row normalized, beside its time per element: single-op models on this
 # Zen 5 (CPU time) take 17.3 ns per row of 8, 25.8 of 32, 32.9 of 64, 271 of 768, i.e. 14.6 ns per row + 0.33 ns per
@@ -471,40 +471,6 @@ def _layernorm_rows(node: Node, act_in: list[Value]) -> float:
         return 0.0
     axis = int(-1 if axis is None else axis) % len(x.shape)
     return float(math.prod(int(d) for d in x.shape[:axis]))
-_AXES_INPUT = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL2", "ReduceL1",
-                         "ReduceLogSumExp", "ReduceSumSquare"})  # axes as input 1 from opset 13 (ReduceSum) / 18
-
-
-def reduce_axes(node: Node, rank: int, graph: Graph) -> list[int] | None:
-    """Axes a Reduce* op reduces (non-negative), from its attribute or its constant `axes` input (whose values the
-    graph keeps only as min / max: enough for one axis or a run of consecutive ones); None if unknown."""
-    axes = node.attributes.get("axes")
-    if axes is None and node.op_type in ("ArgMax", "ArgMin"):
-        axes = [node.attributes.get("axis", 0)]
-    if axes is None and node.op_type in _AXES_INPUT and len(node.inputs) > 1 and node.inputs[1]:
-        v = graph.values.get(node.inputs[1])
-        w = v.weight if v is not None else None
-        if w is None or not w.elements:
-            return None
-        lo, hi = int(w.min), int(w.max)
-        if hi - lo + 1 != w.elements:
-            return None
-        axes = list(range(lo, hi + 1))
-    if axes is None:
-        return list(range(rank))  # no axes: all of them
-    return sorted(int(a) % rank for a in axes) if rank else []
-
-
-def _strided_reduce(node: Node, act_in: list[Value], graph: Graph) -> bool:
-    """The reduction reads its input with strides: some reduced axis is followed by a kept axis of size > 1."""
-    x = act_in[0] if act_in else None
-    if x is None or not x.is_static or node.op_type in ("TopK", "CumSum"):
-        return False
-    shape = [int(d) for d in x.shape]  # type: ignore[union-attr]
-    axes = reduce_axes(node, len(shape), graph)
-    if not axes:
-        return False
-    return any(shape[k] > 1 for k in range(min(axes), len(shape)) if k not in axes)
 
 
 def _rnn_arithmetic(node: Node, graph: Graph) -> tuple[float, float]:

@@ -14,7 +14,7 @@ calibration fitted on the element-wise rate).
 A Reduce* over an axis followed by a short kept block (affine_grid's sum over [1, 36864, 3, 2] axis 2: blocks of 2)
 works the same way: about 60-70 ns per outer index whatever the reduced length (`reduce.fp32.span`): [1, 36864, 3, 2]
 2.61 ms, [1, 16384, 3, 4] 1.16, [1, 8192, 3, 8] 0.54, [1, 8192, 9, 2] 0.63 (same machine and day), where the strided
-reduce rule (simulator.costs.STRIDED_REDUCE_FLOPS) said 0.14-0.21.
+reduce rule (simulator.reductions.STRIDED_REDUCE_FLOPS) said 0.14-0.21.
 
 A Reduce* over the innermost axes reduces row by row, a call per row (`reduce.fp32.row`, about 3 ns): a Mamba-like
 scan's 64 ReduceSums of [1, 256, 16] over the last axis, affine_grid's [1, 36864, 6] (0.09 ms measured, 0.02
@@ -26,7 +26,8 @@ from __future__ import annotations
 import math
 
 from compiler.graph import Graph, Node
-from simulator.costs import kind_of, reduce_axes
+from simulator.costs import kind_of
+from simulator.reductions import reduce_axes
 
 # Elements: spans shorter than this pay their calls. Chains of 16 Muls of [1, R, S] by [1, R, 1] (16,384 elements) on a
 # Zen 4 (ORT 1.32, 1 thread, thread CPU time, 2026-12-05, load ~5.5): S = 16, 32, 64 8.2-9.1 ns per call beyond the

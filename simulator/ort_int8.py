@@ -17,8 +17,9 @@ import math
 
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
-from simulator.costs import STRIDED_REDUCE_FLOPS, kernel_value, kind_of, reduce_axes
+from simulator.costs import kernel_value, kind_of
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
+from simulator.reductions import STRIDED_REDUCE_FLOPS, reduce_axes
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
@@ -132,8 +133,8 @@ _REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
 # NHWC pass's Transposes through it by rewriting its axes (onnxruntime/core/optimizer/transpose_optimization/
 # onnx_transpose_optimization.cc, HandleReduceOps): GhostNet's int8 file reduces axes [1, 2] of NHWC data. Those are
 # not the innermost axes, so ORT's reduction kernel (core/providers/cpu/reduction/reduction_ops.cc) reads with
-# strides: the fp32 rule's strided case (costs.STRIDED_REDUCE_FLOPS per element). Profiled in GhostNet's int8 file on
-# this host (Zen 4, wall, load 10, 2026-12-03): its 7 ReduceMeans (72x28x28 .. 960x7x7) 0.86-1.1 ns per element,
+# strides: the fp32 rule's strided case (reductions.STRIDED_REDUCE_FLOPS per element). Profiled in GhostNet's int8
+# file on this host (Zen 4, wall, load 10, 2026-12-03): its 7 ReduceMeans (72x28x28 .. 960x7x7) 0.86-1.1 ns per element,
 # 0.43 ms per run, predicted 0.058 ms at the contiguous rate (fp32: the same 7 profiled 0.08-0.09 ms). The fact
 # carries the elements reduced into each output (H x W): the extra FLOPs are per output element.
 ORT_INT8_NHWC_REDUCE = "ort_int8_nhwc_reduce="

@@ -166,6 +166,11 @@ class Rates:
     int8_nb: Num
     plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
+    # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
+    # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
+    inner_walk_s: Num = 0.0
+    inner_move_s: Num = 0.0
+    inner_far_s: Num = 0.0
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -214,6 +219,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),
         reread_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.reread", 0.0),  # calibration_rnn
+        **_inner_transposes(u, p, epilogue_pass),
         far_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.far", 0.0) if u.l2_share_bytes else 0.0,
         index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
@@ -242,6 +248,19 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
     )
+
+
+def _inner_transposes(u: Unit, p: Path, ort_cpu: bool) -> dict[str, float]:
+    """Rates of the Transposes inside ORT's fp32 Softmax over an inner axis (transposes.inner_axis_transposes): those
+    of a Transpose task that walks or moves blocked (kinds `walk`, `layout`) on the same unit. Only ORT's CPU EP (the
+    backends whose activations are passes, `ort_cpu`) runs such a kernel (its fp16 paths run the fp32 one's figures
+    plus their own passes); other runtimes' converters write such Transposes as ops of their own."""
+    peak = u.peak_ops_per_s.get("fp32", 0.0)
+    if not ort_cpu or p.tag != "fp32" or not peak:
+        return {}
+    return {"inner_walk_s": 1 / (peak * efficiency(u, "walk", "fp32")),
+            "inner_move_s": 1 / (peak * efficiency(u, "layout", "fp32")),
+            "inner_far_s": u.kind_overhead_s.get("walk.fp32.far", 0.0) if u.l2_share_bytes else 0.0}
 
 
 def _extra_op_s(u: Unit, p: Path) -> float:
@@ -308,6 +327,9 @@ class Counts:
     col2im_elements: Num = 0.0
     dilated_taps: Num = 1.0
     subnormals: Num = 0.0
+    inner_walked: Num = 0.0
+    inner_moved: Num = 0.0
+    inner_far: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -330,7 +352,9 @@ class Counts:
             far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
             bias_pass=col([w.bias_pass for w in works]), plain_macs=col([w.plain_macs for w in works]),
             plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
-            dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]))
+            dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]),
+            inner_walked=col([w.inner_walked for w in works]), inner_moved=col([w.inner_moved for w in works]),
+            inner_far=col([w.inner_far for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,7 +481,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run a Transpose
     copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
     an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements), per
-    subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs)."""
+    subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
+    Transposes inside a Softmax over an inner axis (Counts.inner_*; a far walk's bytes beyond the L2 as a Transpose's)."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
@@ -475,7 +500,9 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
-            + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals)
+            + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
+            + r.inner_move_s * w.inner_moved
+            + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:

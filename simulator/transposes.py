@@ -19,7 +19,11 @@ def walks(node: Node) -> bool:
     has a blocked kernel for moving one axis; it does not drop size-1 axes. Single-op models on this Zen 5 (CPU
     time): 2.2-2.6 ns per element walked vs 0.10-0.22 blocked ([1, 196, 1, 4, 32] by [2, 0, 3, 4, 1], XCiT's
     q/k/v split: 2.25; the same data as [1, 196, 4, 32] by [0, 2, 3, 1]: 0.15). Calibration case transpose-walk."""
-    perm = [int(p) for p in node.attributes.get("perm") or ()]
+    return walks_perm([int(p) for p in node.attributes.get("perm") or ()])
+
+
+def walks_perm(perm: list[int]) -> bool:
+    """`walks` of a permutation."""
     if len(perm) < 3:
         return False
     runs = [[perm[0]]]
@@ -76,7 +80,11 @@ def far_walk(node: Node, graph: Graph) -> float:
     perm = [int(p) for p in node.attributes.get("perm") or ()]
     if not walks(node) or v is None or not v.is_static or len(perm) != len(v.shape or ()):  # type: ignore[arg-type]
         return 0.0
-    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    return far_elements([int(d) for d in v.shape], perm)  # type: ignore[union-attr]
+
+
+def far_elements(dims: list[int], perm: list[int]) -> float:
+    """`far_walk` of a walk of `dims` by `perm`."""
     inner = max((i for i, d in enumerate(dims) if d > 1), default=-1)
     if inner < 0:
         return 0.0
@@ -109,3 +117,47 @@ def strided_move(node: Node, graph: Graph) -> float:
     dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
     moved = [p for p in perm if dims[p] > 1]
     return n if moved != sorted(moved) and not copy_runs(node, graph) else 0.0
+
+
+_INNER_AXIS_OPS = frozenset({"Softmax", "LogSoftmax"})
+
+
+def inner_axis_transposes(node: Node, graph: Graph) -> tuple[float, float, float]:
+    """The two Transposes ORT's Softmax / LogSoftmax (opset 13 on) runs inside its kernel over an axis that is not the
+    last one (onnxruntime/core/providers/cpu/math/softmax.cc): it swaps that axis with the last into a buffer
+    (TransposeBase::DoTranspose), runs its row kernel there, and swaps back. Returns (elements those two walk element
+    by element (`walks`), elements they move blocked, how many of them are far walks (`far_elements`)); zeros for
+    other ops, the last axis, and an opset before 13 (whose Softmax flattens the axes from `axis` into one row).
+    CoaT's factorized attention, `k.softmax(dim=2)` of [1, 8, tokens, 8]: ORT's transpose pass moves the heads out
+    and leaves Softmax(axis=1) of [1, 3137, 8, 8], whose swap [0, 3, 2, 1] walks (on an Emerald Rapids Xeon,
+    2026-12-05, eight of them profiled 10.7 ms in CoaT-Lite-Tiny, priced 0.32 as row kernels)."""
+    if node.op_type not in _INNER_AXIS_OPS or not node.inputs or _onnx_opset(graph) < 13:
+        return 0.0, 0.0, 0.0
+    v = graph.values.get(node.inputs[0])
+    if v is None or not v.is_static or not v.shape:
+        return 0.0, 0.0, 0.0
+    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    axis = int(node.attributes.get("axis", -1) if node.attributes.get("axis") is not None else -1) % len(dims)
+    if axis == len(dims) - 1:
+        return 0.0, 0.0, 0.0
+    perm = list(range(len(dims)))
+    perm[axis], perm[-1] = perm[-1], perm[axis]
+    n = float(math.prod(dims))
+    walked = moved = far = 0.0
+    for shape in (dims, [dims[p] for p in perm]):  # in, then back (a swap is its own inverse)
+        if walks_perm(perm):
+            walked += n
+            far += 1.0 if far_elements(shape, perm) else 0.0
+        else:
+            moved += n
+    return walked, moved, far
+
+
+def _onnx_opset(graph: Graph) -> int:
+    """The default domain's opset the graph declares (`Graph.metadata["opsets"]`, as the ONNX frontend writes it);
+    99 where it does not say (exports of today)."""
+    for item in graph.metadata.get("opsets", "").split(","):
+        domain, _, version = item.rpartition(":")
+        if domain in ("ai.onnx", "") and version.isdigit():
+            return int(version)
+    return 99

@@ -68,7 +68,7 @@ def test_int8_file_reduces_nhwc_axes_and_the_fact_follows_a_conv_only(tmp_path: 
 
 
 def test_the_nhwc_reduce_costs_strided_reads_under_int8_activations_only() -> None:
-    from simulator.costs import STRIDED_REDUCE_FLOPS
+    from simulator.reductions import STRIDED_REDUCE_FLOPS
 
     hw = load_profile("host-cpu")
     fact = frozenset({f"{ORT_INT8_NHWC_REDUCE}784"})

@@ -158,7 +158,7 @@ def test_reduction_over_outer_axes_is_strided() -> None:
     """ORT reduces the innermost axes in one streaming pass; over an outer axis (a channel mean of NCHW, magika's
     ReduceSum over dim 1) it reads with strides, many times slower per element (STRIDED_REDUCE_FLOPS)."""
     from compiler.graph import WeightStats, Value
-    from simulator.costs import STRIDED_REDUCE_FLOPS
+    from simulator.reductions import STRIDED_REDUCE_FLOPS
 
     def reduce(op: str, shape: list[int], axes: list[int], as_input: bool = False) -> float:
         out = [1 if i in axes else d for i, d in enumerate(shape)]
