@@ -137,7 +137,8 @@ def inner_axis_transposes(node: Node, graph: Graph) -> tuple[float, float, float
     if v is None or not v.is_static or not v.shape:
         return 0.0, 0.0, 0.0
     dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
-    axis = int(node.attributes.get("axis", -1) if node.attributes.get("axis") is not None else -1) % len(dims)
+    given = node.attributes.get("axis")
+    axis = int(-1 if given is None else given) % len(dims)  # type: ignore[arg-type]
     if axis == len(dims) - 1:
         return 0.0, 0.0, 0.0
     perm = list(range(len(dims)))
