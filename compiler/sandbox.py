@@ -34,6 +34,7 @@ from typing import Any
 
 from compiler.errors import InputSpecError, ModelRunError, SandboxError
 from compiler.graph import ModelFormatError
+from compiler.timing_lock import LOCK_ENV, lock_path
 
 DEFAULT_MEMORY_LIMIT = 8 * 1024**3
 IN_CHILD = "EDGESCOPE_SANDBOX_CHILD"  # set in a sandbox child's environment
@@ -84,6 +85,7 @@ def _child_env(tmp: str) -> dict[str, str]:
     env[IN_CHILD] = "1"  # work inside a child needs no child of its own (compiler.optimize.onnx_verify)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["TMPDIR"] = tmp  # the child's temporary files live and die with its folder
+    env[LOCK_ENV] = str(lock_path())  # the host's timing lock, not one in the child's own TMPDIR
     return env
 
 

@@ -430,7 +430,9 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 from simulator import litert_control, litert_lut, litert_signal
                 from simulator.calibration import speed_record
 
-                with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp:
+                from compiler.timing_lock import timing_alone
+
+                with tempfile.TemporaryDirectory(prefix="edgescope-litert-cal-") as tmp, timing_alone():
                     before = probe()
                     measured = measure(Path(tmp), progress)
                     signal = litert_signal.calibrate(Path(tmp), hw, progress)

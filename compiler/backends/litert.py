@@ -27,6 +27,7 @@ from compiler.errors import ModelRunError
 from compiler.graph import Graph
 from compiler.profile import Profile, ProfileSettings, measure_rounds, profile_in_sandbox, timed_runs
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+from compiler.timing_lock import timing_alone
 
 TARGET = "litert-cpu/host"
 PER_OP_NOTE = "per-op not measured ({why}): simulator-predicted, scaled to measured total"
@@ -227,18 +228,20 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         except Exception as e:
             raise ModelRunError(f"LiteRT could not run the model: {str(e).strip()[:800]}") from None
 
-    for _ in range(s.warmup):
-        invoke()
-    # Read before the timed rounds: the speed probe's ONNX Runtime session is not the model's memory.
-    peak = max(0, peak_rss() - base_rss)
-    # Wall and thread CPU time per run (1 thread: XNNPACK runs on the calling thread), with the noise record ORT's
-    # profile carries: on a busy machine the measured latency is the CPU time (simulator.measured.own_whole_ms), not
-    # the wall time that waited for the CPU (a convnext_atto int8-dynamic export read 46.0 ms against 11.9 predicted;
-    # its CPU time was 10.2 ms, its wall time 36 ms at load 11 on 2 vCPUs). The speed probe runs around each round
-    # as around ORT's (the CPU's speed, whichever runtime times it), held against the LiteRT calibration's probe: a
-    # round at another speed than XNNPACK's rates were timed at is timed again while cheap, else marked noisy.
-    r, noise = measure_rounds(lambda: timed_runs(invoke, s.runs), lambda: timed_runs(invoke, s.runs),
-                              s.speed_reference_gflops)
+    with timing_alone():  # warm-up and rounds: no other Edgescope timing beside them (compiler.timing_lock)
+        for _ in range(s.warmup):
+            invoke()
+        # Read before the timed rounds: the speed probe's ONNX Runtime session is not the model's memory.
+        peak = max(0, peak_rss() - base_rss)
+        # Wall and thread CPU time per run (1 thread: XNNPACK runs on the calling thread), with the noise record
+        # ORT's profile carries: on a busy machine the measured latency is the CPU time
+        # (simulator.measured.own_whole_ms), not the wall time that waited for the CPU (a convnext_atto int8-dynamic
+        # export read 46.0 ms against 11.9 predicted; its CPU time was 10.2 ms, its wall time 36 ms at load 11 on 2
+        # vCPUs). The speed probe runs around each round as around ORT's (the CPU's speed, whichever runtime times
+        # it), held against the LiteRT calibration's probe: a round at another speed than XNNPACK's rates were timed
+        # at is timed again while cheap, else marked noisy.
+        r, noise = measure_rounds(lambda: timed_runs(invoke, s.runs), lambda: timed_runs(invoke, s.runs),
+                                  s.speed_reference_gflops)
     return Profile(
         target=TARGET, runtime=f"ai-edge-litert {_version()} interpreter (XNNPACK delegate)",
         device=cpu_name(), threads=s.threads, runs=s.runs, warmup=s.warmup,

@@ -38,6 +38,7 @@ from compiler.host import cpu_name, peak_rss, reset_peak  # simulator.calibratio
 from compiler.profile import (Profile, ProfileSettings, Round, TaskTiming, measure_rounds, profile_in_sandbox,
                               timed_runs)
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
+from compiler.timing_lock import timing_alone
 
 TARGET = "ort-cpu/host"
 OPT_LEVELS = ("disable", "basic", "extended", "layout", "all")
@@ -264,35 +265,38 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
     graph = inputs_graph(sess, path)
     shapes = resolve_shapes(graph, s.input_shapes, s.input_values)
     feeds = generate_inputs(graph, s.input_shapes, s.input_values, ranges=s.input_ranges)
-    for _ in range(s.warmup):
-        run_session(sess, feeds, graph)
-    # Warm-up has grown the arenas to their working size; a second session must not count.
-    peak = max(0, peak_rss() - base_rss)
+    # Warm-up and timed rounds hold the host's timing lock: no other Edgescope timing beside them
+    # (compiler.timing_lock).
+    with timing_alone():
+        for _ in range(s.warmup):
+            run_session(sess, feeds, graph)
+        # Warm-up has grown the arenas to their working size; a second session must not count.
+        peak = max(0, peak_rss() - base_rss)
 
-    with tempfile.TemporaryDirectory() as tmp:
-        so = session_options(ort, "disable", s.threads)
-        so.enable_profiling = True
-        so.profile_file_prefix = os.path.join(tmp, "ort_profile")
-        psess = _open(ort, path, so)
-        names, parents = _node_names(path)
-        n_nodes = len(names)
-        prof_runs, prof_warmup = profiled_runs(s.runs, s.warmup, n_nodes)
-        for _ in range(prof_warmup):
-            run_session(psess, feeds, graph)
-        read: dict[str, Any] = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            so = session_options(ort, "disable", s.threads)
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tmp, "ort_profile")
+            psess = _open(ort, path, so)
+            names, parents = _node_names(path)
+            n_nodes = len(names)
+            prof_runs, prof_warmup = profiled_runs(s.runs, s.warmup, n_nodes)
+            for _ in range(prof_warmup):
+                run_session(psess, feeds, graph)
+            read: dict[str, Any] = {}
 
-        def first() -> Round:
-            # Plain (timed) and profiled runs alternate, so load from other processes on a shared
-            # machine hits both alike and the sum of task medians stays comparable to the whole.
-            r = timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
-                           between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)
-            read["trace"] = read_trace(Path(psess.end_profiling()))  # its events freed before any other round
-            return r
+            def first() -> Round:
+                # Plain (timed) and profiled runs alternate, so load from other processes on a shared
+                # machine hits both alike and the sum of task medians stays comparable to the whole.
+                r = timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
+                               between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)
+                read["trace"] = read_trace(Path(psess.end_profiling()))  # its events freed before any other round
+                return r
 
-        # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
-        best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
-                                     s.speed_reference_gflops)
-        del psess, sess
+            # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
+            best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
+                                         s.speed_reference_gflops)
+            del psess, sess
     trace, seen_shapes = read["trace"]
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
     # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).
