@@ -39,29 +39,33 @@ def lock_path() -> Path:
     return Path(os.environ.get(LOCK_ENV) or Path(tempfile.gettempdir()) / "edgescope-timing.lock")
 
 
+def _open_lock() -> int:
+    """A descriptor of the lock file, or -1 where none can be opened (then time as if alone rather than fail)."""
+    try:
+        path = lock_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # flock needs no write access: any user may wait
+    except OSError:
+        return -1
+
+
 @contextmanager
 def timing_alone() -> Iterator[float]:
     """Hold the host-wide timing lock for the block; yields the seconds waited for it (0 when nested)."""
     depth = getattr(_held, "depth", 0)
-    if depth or fcntl is None:
-        _held.depth = depth + 1
-        try:
-            yield 0.0
-        finally:
-            _held.depth = depth
-        return
-    path = lock_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o666)  # flock needs no write access: any user may wait
+    fd = -1 if depth or fcntl is None else _open_lock()
+    _held.depth = depth + 1
     try:
+        if fd < 0:
+            yield 0.0
+            return
         t0 = time.monotonic()
         fcntl.flock(fd, fcntl.LOCK_EX)
-        waited = time.monotonic() - t0
-        _held.depth = 1
         try:
-            yield waited
+            yield time.monotonic() - t0
         finally:
-            _held.depth = 0
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
-        os.close(fd)
+        _held.depth = depth
+        if fd >= 0:
+            os.close(fd)

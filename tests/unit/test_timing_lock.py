@@ -50,3 +50,11 @@ def test_the_lock_file_is_the_env_path_or_one_in_the_temp_dir(tmp_path, monkeypa
         assert (tmp_path / "sub" / "x.lock").exists()
     monkeypatch.delenv(timing_lock.LOCK_ENV)
     assert timing_lock.lock_path().name == "edgescope-timing.lock"
+
+
+def test_a_lock_file_that_cannot_be_opened_does_not_stop_the_timing(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv(timing_lock.LOCK_ENV, str(blocker / "under-a-file.lock"))  # its parent is a file
+    with timing_lock.timing_alone() as waited:
+        assert waited == 0.0
