@@ -33,3 +33,15 @@ def test_export_ops_matches_qlinearconv_by_its_token_name() -> None:
     # an added conversion stays unmatched (listed by op type), and so does a name no task carries
     assert matched_task("/m/features/features.0/Conv_token_2", "QuantizeLinear", [], task_of) is None
     assert matched_task("/m/other/Conv_token_9", "QLinearConv", [], task_of) is None
+
+
+def test_export_ops_matches_a_kernel_by_its_own_name_before_its_source_nodes() -> None:
+    """A static int8 file's QLinearSigmoid after a QLinearConv: the provenance walk gives it the Conv (which has no
+    source node of its own) among its source nodes; its own name says which task it is."""
+    from benchmarks.export_ops import matched_task
+
+    task_of = {"/b/Conv": 3, "/b/Sigmoid": 4, "/b/Mul": 4}
+    assert matched_task("/b/Sigmoid", "QLinearSigmoid", ["/b/Conv_DequantizeLinear", "/b/Conv", "/b/Sigmoid"],
+                        task_of) == 4
+    # an added conversion named after a source node still goes by its source nodes (none here: unmatched)
+    assert matched_task("/b/Conv", "QuantizeLinear", [], task_of) is None
