@@ -111,6 +111,11 @@ CASES: tuple[Case, ...] = (
     # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.
     *(Case(f"dwconvact-gen-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), (("int8-static", "int8gen"),))
       for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
+    # 7x7 static int8 depthwise convs (ConvNeXt's) on the symmetric kernel: 49 taps per output pixel, which the 3x3
+    # cases cannot tell from their cost per pixel. Fitted on 3x3 alone, ConvNeXt-V2-atto's int8-static ones profiled
+    # 2.5-3x their prediction on this Emerald Rapids (ORT's profiler, load 0.6 per CPU, 2026-12-05: 80x28 0.213 ms
+    # against 0.083, 320x7 0.063 against 0.022), their time per MAC the 3x3 cases' (0.06-0.07 ns).
+    *(Case(f"dwconvact-{c}x{s}-7x7", "dwconv", conv_act(c, s, 7, group=c), (Q[0],)) for c, s in ((80, 28), (320, 7))),
     # Grouped Convs ORT leaves in NCHW (costs.kind_of): group width 8 (< one 16-wide NCHWc block) as RegNetX / RegNetY
     # have them, and depthwise ones with channels not a multiple of 4 as ShuffleNet v2 has; MLAS runs them group by
     # group (im2col + SGEMM), so efficiency, a cost per group and one per im2col element are fitted jointly.

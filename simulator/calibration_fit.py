@@ -30,11 +30,11 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 82  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 83  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
-# 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN);
-# 37: ReduceL2's (reduce.fp32.ReduceL2); 38: Transposes ORT walks element by element (walk.fp32);
+# 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
+# 38: Transposes ORT walks element by element (walk.fp32);
 # 39: linear Resizes (resize.fp32); 40: LayerNorm rows (costs.LAYERNORM_ROW_FLOPS, a 32-wide case)
 # 41: dynamic int8's DynamicQuantizeLinear / Cast / Mul / Add passes priced at the fp32 element-wise rate;
 # 42: 5x5 depthwise ConvInteger cases; 43: grouped NCHW Convs of wide groups, 1x1 (gconvnchw.nchw's MAC rate)
@@ -42,8 +42,7 @@ CACHE_VERSION = 82  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 45: static int8 SiLU (QLinearSigmoid + QLinearMul: elementwise.int8.QuickGelu)
 # 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block)
 # 47: NCHW-path cases fitted only where ORT leaves them in NCHW; grouped cases of widths 12 and 132
-# 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call
-#     (elementwise.int8.span)
+# 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call (.span)
 # 49: fp32 5x5 depthwise cases in dwconv.fp32's median
 # 50: fp32 NCHW depthwise cases of 5x5-9x9 kernels, with a cost per im2col row (dwconvnchw.nchw.im2col.row)
 # 51: static int8 stems' own figures (stemgemm.int8), apart from grouped convs' (convgemm.int8); one-row static int8
@@ -97,6 +96,7 @@ CACHE_VERSION = 82  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned at 3-8 ms
 # 81: a recurrent op's reads of R at a rate fitted on GRU / LSTM cases (matmul.fp32.reread, calibration_rnn)
 # 82: subnormals a -100 attention mask makes (simulator/subnormals.py): <kind>.fp32.subnormal, calibration_subnormal
+# 83: 7x7 static int8 depthwise cases on the symmetric kernel beside the 3x3 ones (dwconvact-*-7x7: dwconv.int8)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
