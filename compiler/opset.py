@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # ONNX Runtime runs only opset 7 and later of the default domain (it refuses the opset-6 files of the onnx wheel's
@@ -12,6 +13,16 @@ ORT_MIN_OPSET = 7
 def opset(model: Any) -> int:
     """The model's default-domain opset (0 when it imports none, as a file of ai.onnx.ml ops only)."""
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+
+def declared_opset(metadata: Mapping[str, str]) -> int | None:
+    """The default-domain opset a Graph's `metadata["opsets"]` declares (as compiler.frontends.onnx writes it:
+    "ai.onnx:17,ai.onnx.ml:3"); None where it names none (not an ONNX graph, or ai.onnx.ml ops only)."""
+    for item in metadata.get("opsets", "").split(","):
+        domain, _, version = item.rpartition(":")
+        if domain in ("ai.onnx", "") and version.isdigit():
+            return int(version)
+    return None
 
 
 def upgrade_opset(model: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph, Node
-from compiler.opset import ORT_MIN_OPSET
+from compiler.opset import ORT_MIN_OPSET, declared_opset
 from compiler.vocabulary.formats import BITS, lut_bits
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
@@ -215,8 +215,7 @@ def writes_upload(source: Graph, t: Target) -> bool:
     (a QDQ file's fp32 export is its float graph)."""
     if source.format != "onnx" or "file_size_bytes" not in source.metadata:
         return False
-    imports = dict(item.rpartition(":")[::2] for item in source.metadata.get("opsets", "").split(",") if item)
-    if int(imports.get("ai.onnx") or ORT_MIN_OPSET) < ORT_MIN_OPSET:  # none: ai.onnx.ml ops only
+    if (declared_opset(source.metadata) or ORT_MIN_OPSET) < ORT_MIN_OPSET:  # none: ai.onnx.ml ops only
         return False
     return not any(nd.op_type == "DequantizeLinear" and not nd.parent for nd in source.nodes) and not any(
         v.weight is not None and v.dtype == "float16" for v in source.values.values())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from compiler.graph import Graph, Node
+from compiler.opset import declared_opset
 
 
 def walks(node: Node) -> bool:
@@ -131,7 +132,8 @@ def inner_axis_transposes(node: Node, graph: Graph) -> tuple[float, float, float
     CoaT's factorized attention, `k.softmax(dim=2)` of [1, 8, tokens, 8]: ORT's transpose pass moves the heads out
     and leaves Softmax(axis=1) of [1, 3137, 8, 8], whose swap [0, 3, 2, 1] walks (on an Emerald Rapids Xeon,
     2026-12-05, eight of them profiled 10.7 ms in CoaT-Lite-Tiny, priced 0.32 as row kernels)."""
-    if node.op_type not in _INNER_AXIS_OPS or not node.inputs or _onnx_opset(graph) < 13:
+    opset = declared_opset(graph.metadata) or 99  # a graph that declares none: an export of today
+    if node.op_type not in _INNER_AXIS_OPS or not node.inputs or opset < 13:
         return 0.0, 0.0, 0.0
     v = graph.values.get(node.inputs[0])
     if v is None or not v.is_static or not v.shape:
@@ -153,12 +155,3 @@ def inner_axis_transposes(node: Node, graph: Graph) -> tuple[float, float, float
             moved += n
     return walked, moved, far
 
-
-def _onnx_opset(graph: Graph) -> int:
-    """The default domain's opset the graph declares (`Graph.metadata["opsets"]`, as the ONNX frontend writes it);
-    99 where it does not say (exports of today)."""
-    for item in graph.metadata.get("opsets", "").split(","):
-        domain, _, version = item.rpartition(":")
-        if domain in ("ai.onnx", "") and version.isdigit():
-            return int(version)
-    return 99
