@@ -7,7 +7,6 @@ predicted vs file size. Used by benchmarks/realworld.py (each file in a child pr
 from __future__ import annotations
 
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +38,24 @@ def work_rows(works: list[Any], ids: list[str], task_ms: dict[str, float]) -> di
             "unknown_examples": unknown[:5], "zero_tasks": len(zero), "zero_examples": zero[:5]}
 
 
-def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: float = 0.3, rounds: int = 3,
-           path: Path | None = None) -> float | None:
+# Rounds of `cpu_ms` and the pause between them. Calibration interleaves its cases round by round over minutes, so
+# each case's 5th percentile comes from whichever rounds met the machine's fast state; three rounds back to back
+# (about 1 s) often met only the slow one. Seen on an Emerald Rapids VM (2026-12-06 02:09 UTC, nothing of ours on
+# the other vCPU): a single-thread GEMM switching every 1-3 s between ~95 and ~145 GFLOP/s; MobileNetV2's cpu_ms
+# timed six times alternately: 3 rounds back to back 6.29-10.27 ms (1.63x apart), 8 rounds 0.4 s apart 6.27-8.39
+# (1.34x); RegNetY-400MF 1.59x -> 1.43x, LeViT-128S 1.47x -> 1.22x (benchmarks/cpu_time_spread.py).
+CPU_ROUNDS = 8
+CPU_ROUND_GAP_S = 0.4
+
+
+def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: float = 0.3,
+           rounds: int = CPU_ROUNDS, path: Path | None = None, gap_s: float = CPU_ROUND_GAP_S) -> float | None:
     """The compiled model's run time (or, on ONNX Runtime, that of the file at `path`, with the same feeds) as
     calibration times its kernels (simulator.calibration: thread CPU time, 5th percentile over rounds, 1 thread):
     the uncontended figure the host profile is fitted to, which load from other processes on a shared machine
-    barely moves (the pipeline's median is wall-clock)."""
+    barely moves (the pipeline's median is wall-clock). Rounds `gap_s` apart (CPU_ROUNDS)."""
     from compiler.inputs import generate_inputs
-    from simulator.calibration_timing import clock, fast_ms
+    from simulator.calibration_timing import fast_ms, timed_rounds
 
     if r.compiled_model_path is None:
         return None
@@ -70,14 +79,7 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
         run = it.invoke
     for _ in range(3):
         run()
-    times: list[float] = []
-    for _ in range(rounds):
-        t_end, n = time.perf_counter() + budget_s, len(times)
-        while len(times) - n < min_runs or (time.perf_counter() < t_end and len(times) - n < 200):
-            t0 = clock()
-            run()
-            times.append(clock() - t0)
-    return fast_ms(times)
+    return fast_ms(timed_rounds(run, min_runs, budget_s, rounds, gap_s, cap=200))
 
 
 def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None,

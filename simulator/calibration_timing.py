@@ -72,15 +72,23 @@ def wall_ms(path: Path, min_runs: int = 6, budget_s: float = 0.08, opt: str = "a
     feeds = feeds if feeds is not None else default_feeds(sess)
     for _ in range(3):
         sess.run(None, feeds)
+    return fast_ms(timed_rounds(lambda: sess.run(None, feeds), min_runs, budget_s, rounds))
+
+
+def timed_rounds(run: Callable[[], Any], min_runs: int, budget_s: float, rounds: int, gap_s: float = 0.0,
+                 cap: int = 400, sleep: Callable[[float], None] = time.sleep) -> list[float]:
+    """`clock` times of `run()` over `rounds` rounds of at least `min_runs` runs (more while `budget_s` lasts, at
+    most `cap`), `gap_s` seconds apart: rounds spread over seconds meet more than one of the machine's states."""
     times: list[float] = []
-    for _ in range(rounds):
-        t_end = time.perf_counter() + budget_s
-        n = len(times)
-        while len(times) - n < min_runs or (time.perf_counter() < t_end and len(times) - n < 400):
+    for r in range(rounds):
+        if r and gap_s > 0:
+            sleep(gap_s)
+        t_end, n = time.perf_counter() + budget_s, len(times)
+        while len(times) - n < min_runs or (time.perf_counter() < t_end and len(times) - n < cap):
             t0 = clock()
-            sess.run(None, feeds)
+            run()
             times.append(clock() - t0)
-    return fast_ms(times)
+    return times
 
 
 def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, budget_s: float = 0.06,
