@@ -336,6 +336,8 @@ def work_of(node: Node, graph: Graph) -> Work:
     outs = [graph.values.get(o) for o in node.outputs if o]
     in_el = [_elements(v) for v in act_in]
     out_el = [_elements(v) for v in outs]
+    if node.op_type == "ZipMap" and in_el:  # a sequence of maps, no tensor: one entry per input element
+        out_el = in_el[:1]
     known = all(e is not None for e in in_el + out_el) and (kernel is None or kernel.weight is not None)
     in_elements = sum(e for e in in_el if e is not None)
     out_elements = sum(e for e in out_el if e is not None)

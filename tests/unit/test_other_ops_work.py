@@ -181,3 +181,14 @@ def test_short_spans_are_paid_under_fp16_and_by_int8_kernels_too() -> None:
     calls = 36864 * 3
     assert ms["fp32"] >= calls * 1e-8 * 1e3 and ms["fp16"] >= 0.8 * ms["fp32"]
     assert ms["int8-static"] > 0.5 * ms["fp32"]  # 1.27 ms predicted for the spatial transformer's, 0.02 before
+
+
+def test_zipmap_counts_one_map_entry_per_input_element() -> None:
+    """A ZipMap's output is a sequence of maps, which has no tensor shape: its work is its input's (scikit-learn
+    classifiers' probabilities), where it was a task of unknown work."""
+    node = Node("z", "z", "ZipMap", inputs=["p"], outputs=["m"], attributes={"classlabels_int64s": [0, 1, 2]})
+    g = graph([node], [act("p", [5, 3]), Value("m", None, "unknown")], ["p"], ["m"])
+    w = work_of(node, g)
+    assert w.shapes_known and w.in_elements == 15 and w.out_elements == 15
+    other = Node("n", "n", "Normalizer", inputs=["p"], outputs=["m"], attributes={"norm": "L1"})
+    assert not work_of(other, graph([other], [act("p", [5, 3]), Value("m", None, "unknown")], ["p"], ["m"])).shapes_known
