@@ -86,7 +86,9 @@ def measure_model(rec: dict[str, Any], runs: int, warmup: int) -> list[dict[str,
         p = backend.profile(Path(o["compiled"]), settings)
         rows.append({**row0, "option": option, "status": "exported", "size": o["size"], "measured_ms": p.latency_ms,
                      "measured_p90_ms": p.latency_p90_ms, "measured_cpu_ms": p.noise.get("cpu_latency_ms"),
-                     "measured_own_ms": own_whole_ms(p), "load": p.noise.get("load_per_cpu")})
+                     "measured_own_ms": own_whole_ms(p), "load": p.noise.get("load_per_cpu"),
+                     # the CPU's speed around this export's timing (compiler.speed_probe), beside the baseline's
+                     "speed": p.noise.get("speed")})
     return rows
 
 
