@@ -100,23 +100,47 @@ def measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_
     return out
 
 
-# Bounds of in_model_factor: beyond them the measured tasks are not the kernels their prediction describes (a
-# profile of another graph, a run that stalled), and the factor would carry that to every option.
+# Bounds of the factors below: beyond them the measured tasks are not the kernels their prediction describes (a
+# profile of another graph, a run that stalled), or the probe did not time the CPU the model ran on, and the factor
+# would carry that to every option.
 IN_MODEL_BOUNDS = (0.5, 2.0)
 
 
 def in_model_factor(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarray) -> float:
     """How the measured tasks ran against their fp32 prediction, sum over sum (1.0 where none was measured),
     within IN_MODEL_BOUNDS. `measured`, `predicted`: ms per call of each task; `runs`: its calls per inference.
-
-    Calibration times chains at the fastest of its rounds; the analysis measures the model as this machine runs
-    it now (other load on the core's sibling, caches shared with other work, the model's own working set). An
-    option's kernels run under the same conditions as the fp32 ones measured beside them, so the sweep scales
-    their prediction by this factor on the tasks that were measured. On this Zen 4 (2 vCPUs, load 1.2-2.0 per CPU,
-    2026-12-03) 8 TorchScript CNNs' fp32 tasks measured 1.0-1.55x their prediction (median 1.24) and their
+    The other kernels' factor where the CPU's speed is not known (`option_factor`). On a Zen 4 (2 vCPUs, load 1.2-2.0
+    per CPU, 2026-12-03) 8 TorchScript CNNs' fp32 tasks measured 1.0-1.55x their prediction (median 1.24) and their
     fp16, int8-dynamic and int8-static exports 1.2-2.3x theirs (median 1.58) in CPU time per run."""
     m = (measured > 0) & (predicted > 0)
     p = float((predicted[m] * runs[m]).sum())
     if p <= 0:
         return 1.0
     return float(np.clip(float((measured[m] * runs[m]).sum()) / p, *IN_MODEL_BOUNDS))
+
+
+def speed_factor(profile: Profile | None, rates_gflops: float | None) -> float | None:
+    """How much slower the CPU ran while the profile was timed than when the calibrated rates were: the rates' speed
+    probe figure (`rates_gflops`, HardwareProfile.speed_gflops) over the profile's (compiler.speed_probe, the mean
+    of its probes before and after the rounds), within IN_MODEL_BOUNDS; None where either is unknown."""
+    speed = (profile.noise or {}).get("speed") if profile is not None else None
+    if not rates_gflops or not isinstance(speed, dict):
+        return None
+    gflops = (float(speed.get("before_gflops") or 0.0) + float(speed.get("after_gflops") or 0.0)) / 2
+    if gflops <= 0:
+        return None
+    return float(np.clip(rates_gflops / gflops, *IN_MODEL_BOUNDS))
+
+
+def option_factor(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarray, speed: float | None) -> float:
+    """The factor the sweep scales the other kernels of measured tasks by (their int8, fp16-through-Casts,
+    MatMulNBits... paths, predicted from calibration's chains): an option's kernels run at the speed the CPU had
+    while the analysis measured the fp32 ones. That speed is the speed probe's (`speed`, speed_factor) where the
+    profile and the calibration both recorded one, else how the measured tasks ran against their prediction
+    (in_model_factor), which also carries the fp32 rules' own error onto kernels the fp32 run does not have.
+
+    README "Exporting the optimized model", Round 21 (Emerald Rapids, 2026-12-06, the CPU's probe at ~72-100 or
+    ~130-158 GFLOP/s, switching within seconds): 3 holds x 11-18 models x 4 options, the dialog within ±10% on 71/172
+    rows of >= 1 ms with in_model_factor, 88/172 with this (median |error| 14.4% -> 9.4%); no factor on int8
+    kernels 53/172, a factor only on fp16's Cast-wrapped fp32 kernels 53/172."""
+    return speed if speed is not None else in_model_factor(measured, predicted, runs)

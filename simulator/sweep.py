@@ -44,7 +44,7 @@ from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
-from simulator.measured import in_model_factor, measured_ms, own_whole_ms, total_scale, unexplained_ms
+from simulator.measured import measured_ms, option_factor, own_whole_ms, speed_factor, total_scale, unexplained_ms
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
 from simulator.labels import label_text
@@ -208,7 +208,8 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     cols = _Columns.empty(n, len(presets))
     base = native_preset(t, source or compiled, names)
     where = _groups(t, hw, compiled, source, works, stored(t, compiled, source, works, folded, records), presets,
-                    presets_only is not None, measured, execs, conv, cols, _measured_state(t, compiled, base))
+                    presets_only is not None, measured, execs, conv, cols, _measured_state(t, compiled, base),
+                    speed_factor(profile, hw.speed_gflops))
     # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
     # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
@@ -362,9 +363,10 @@ def _measured_state(t: Target, compiled: Graph, base: str) -> str:
 
 def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | None, works: list[Work], st: Stored,
             presets: list[Any], presets_only: bool, measured: np.ndarray, execs: np.ndarray, conv: dict[str, Any],
-            cols: _Columns, own: str = "fp32") -> list[tuple[_Group, int]]:
+            cols: _Columns, own: str = "fp32", speed: float | None = None) -> list[tuple[_Group, int]]:
     """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task.
-    `own`: the preset whose combos the measured task times are (`fp32`, or `fp16` for an fp16 ONNX upload)."""
+    `own`: the preset whose combos the measured times are (fp32, or fp16 for an fp16 ONNX upload); `speed`: the
+    CPU's speed then against calibration's (measured.speed_factor)."""
     io_in, io_out = io_elements(compiled)
     casts = fp16_body_casts(t, compiled)
     control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
@@ -374,7 +376,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
     res = residency(works, total_w, u0)
     where: list[tuple[_Group, int]] = [None] * len(works)  # type: ignore[list-item]
     i32 = [p.name for p in presets].index(own if own in [p.name for p in presets] else "fp32")
-    pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for in_model_factor
+    pure32 = np.zeros(len(works))  # each task's fp32 time as predicted (per call), for option_factor
     built: list[tuple[_Group, np.ndarray]] = []
     for (op_type, kind, has_k, fused, shared, plain, facts, (body, left)), rows in _signatures(t, compiled, source,
                                                                                                works).items():
@@ -402,9 +404,9 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         for r, i in enumerate(rows):
             where[i] = (g, r)
         built.append((g, pick))
-    # ORT's measured tasks: the other kernels of each such task run under the conditions they were measured in
-    # (simulator.measured.in_model_factor). LiteRT's operator times are XNNPACK's own and stay as they are.
-    f = in_model_factor(measured, pure32, execs) if t.backend == "ort-cpu" and measured.any() else 1.0
+    # ORT's measured tasks: the other kernels of each such task run at the CPU speed they were measured at
+    # (simulator.measured.option_factor). LiteRT's operator times are XNNPACK's own and stay as they are.
+    f = option_factor(measured, pure32, execs, speed) if t.backend == "ort-cpu" and measured.any() else 1.0
     for g, pick in built:
         if f != 1.0:
             m = (measured[g.rows] > 0)[:, None] & ~g.co.rates.fp32_equiv[None, :]
