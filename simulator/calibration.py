@@ -75,18 +75,9 @@ def profile_from_cache(cache: dict[str, Any]) -> HardwareProfile:
         over["error_models"] = cache["fidelity"]["models"]
         over["error_target"] = cache["fidelity"].get("target", "ort-cpu/host")
     hw = load_profile("host-cpu").with_overrides(over)
-    return dataclasses.replace(hw, speed_gflops=rates_speed(cache.get("speed_probe")))
+    from compiler.speed_probe import fastest_of
 
-
-def rates_speed(record: dict[str, Any] | None) -> float | None:
-    """The speed probe figure the cache's rates stand for: the faster of its probes before and after the case
-    timings. Each case is timed at the 5th percentile of runs pooled over its rounds (calibration_timing
-    .FAST_PERCENTILE), i.e. at the CPU's fastest state during the timing, which a drift between the probes (seen:
-    90 -> 145 GFLOP/s on the Emerald Rapids, 2026-12-06) leaves the faster probe to describe. `speed_reference`, the
-    figure a profile's drift is flagged against, is their mean."""
-    if not record or not record.get("before_gflops") or not record.get("after_gflops"):
-        return None
-    return max(float(record["before_gflops"]), float(record["after_gflops"]))
+    return dataclasses.replace(hw, speed_gflops=fastest_of(cache.get("speed_probe")))
 
 
 def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], None] = lambda s: None,

@@ -123,11 +123,10 @@ def speed_factor(profile: Profile | None, rates_gflops: float | None) -> float |
     """How much slower the CPU ran while the profile was timed than when the calibrated rates were: the rates' speed
     probe figure (`rates_gflops`, HardwareProfile.speed_gflops) over the profile's (compiler.speed_probe, the mean
     of its probes before and after the rounds), within IN_MODEL_BOUNDS; None where either is unknown."""
+    from compiler.speed_probe import SpeedCheck
+
     speed = (profile.noise or {}).get("speed") if profile is not None else None
-    if not rates_gflops or not isinstance(speed, dict):
-        return None
-    gflops = (float(speed.get("before_gflops") or 0.0) + float(speed.get("after_gflops") or 0.0)) / 2
-    if gflops <= 0:
+    if not rates_gflops or not isinstance(speed, dict) or (gflops := SpeedCheck.from_json(speed).gflops) <= 0:
         return None
     return float(np.clip(rates_gflops / gflops, *IN_MODEL_BOUNDS))
 

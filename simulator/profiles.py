@@ -111,7 +111,7 @@ class HardwareProfile:
     # run those ops and the CPU EP fallback unit (`execution_providers:` in the YAML; see for_backend).
     execution_providers: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     # The CPU's speed the calibrated rates stand for (compiler.speed_probe, GFLOP/s; None: not calibrated, or before
-    # calibrations recorded a probe): simulator.calibration.rates_speed.
+    # calibrations recorded a probe): compiler.speed_probe.fastest_of.
     speed_gflops: float | None = None
     # The profile this one was derived from by changing figures only (with_overrides): the backend's paths
     # (simulator.backends.plan) depend on the units' formats and op lists, not on figures, so they are shared.

@@ -9,7 +9,8 @@ import dataclasses
 import pytest
 
 from compiler.profile import Profile, TaskTiming
-from simulator.calibration import profile_from_cache, rates_speed
+from compiler.speed_probe import fastest_of
+from simulator.calibration import profile_from_cache
 from simulator.measured import IN_MODEL_BOUNDS, speed_factor
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.sweep import sweep
@@ -87,7 +88,7 @@ def test_with_the_cpu_speed_known_the_other_kernels_take_its_ratio(k: float, pro
         assert after[i][c] == pytest.approx(factor * before[i][c])
 
 
-def test_without_a_probe_or_rates_speed_the_measured_factor_stays() -> None:
+def test_without_a_probe_or_the_rates_speed_the_measured_factor_stays() -> None:
     for probe, speed in ((None, 100.0), (50.0, None)):
         g, r0, r1 = _measured_at(1.5, probe=probe, hw=_host(speed))
         q8 = _col(r0, "int8-static")
@@ -111,9 +112,9 @@ def test_speed_factor_is_bounded_and_needs_both_figures() -> None:
 
 def test_the_rates_stand_for_the_calibrations_faster_probe() -> None:
     """Cases are timed at the fastest of their rounds: a calibration whose probe drifted 90 -> 145 stands for 145."""
-    assert rates_speed({"before_gflops": 90.4, "after_gflops": 144.7, "drifted": True}) == 144.7
-    assert rates_speed({"before_gflops": 150.0, "after_gflops": 140.0}) == 150.0
-    assert rates_speed(None) is None and rates_speed({"before_gflops": 0, "after_gflops": 140.0}) is None
+    assert fastest_of({"before_gflops": 90.4, "after_gflops": 144.7, "drifted": True}) == 144.7
+    assert fastest_of({"before_gflops": 150.0, "after_gflops": 140.0}) == 150.0
+    assert fastest_of(None) is None and fastest_of({"before_gflops": 0, "after_gflops": 140.0}) is None
     hw = profile_from_cache({"overrides": {}, "speed_probe": {"before_gflops": 90.4, "after_gflops": 144.7}})
     assert hw.speed_gflops == 144.7
     assert profile_from_cache({"overrides": {}}).speed_gflops is None
