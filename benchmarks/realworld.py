@@ -188,6 +188,14 @@ def drift_summary(rows: list[dict[str, Any]], measure: str = "cpu_ms") -> str:
             f"rows without drift {share(steady)}")
 
 
+def at_calibration_speed(rows: list[dict[str, Any]], measure: str = "cpu_ms") -> list[dict[str, Any]]:
+    """`rows` whose `measure` has a speed probe, with it scaled by the probe's ratio: the time at the calibration's
+    speed. A diagnostic for a machine whose speed moves for minutes at a time (another tenant on the core): the rules'
+    own error, as far as a GEMM probe's ratio stands for every kernel's (memory-bound work scales less)."""
+    return [{**r, measure: r[measure] * ratio} for r in rows
+            if r.get(measure) and (ratio := speed_ratio(r, measure))]
+
+
 def _ran(row: dict[str, Any]) -> float:
     """Bytes of the file the target ran (corpus.check: a .pt2's converted ONNX file); rows before it: the upload's."""
     return float(row.get("runs_bytes") or row.get("file_bytes") or 0)
@@ -230,6 +238,8 @@ def report(rows: list[dict[str, Any]], missing: list[dict[str, Any]]) -> None:
                 print(f"  {key:8s} {g:18s} {_accuracy(rs, measure)}")
     for measure in ("measured_ms", "cpu_ms"):
         print(drift_summary(ok, measure))
+    print(f"host fp32 predicted vs thread CPU time x its speed probe's ratio (at the calibration's speed; a "
+          f"diagnostic): {_accuracy(at_calibration_speed(ok), 'cpu_ms')}")
     for r in ok:  # a QDQ upload: the host measured its float graph; the file as written, timed apart
         if r.get("uploaded_predicted_ms") is not None:
             up = {"predicted_ms": r["uploaded_predicted_ms"], "cpu_ms": r.get("uploaded_cpu_ms")}

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.realworld import drift_summary, drifted, keep_steadier, speed_ratio, within_share
+from benchmarks.realworld import (at_calibration_speed, drift_summary, drifted, keep_steadier, speed_ratio,
+                                  within_share)
 from compiler import profile as profile_mod
 from compiler.profile import Profile, Round, measure_rounds
 from compiler.speed_probe import DRIFT_LIMIT, SpeedCheck, against, mark, reference_of
@@ -206,6 +207,15 @@ def test_realworld_counts_drifted_rows_and_the_share_without_them() -> None:
     assert "all 3/5 (60%)" in text and "rows without drift 2/2 (100%)" in text
     assert "in 0/6 rows" in drift_summary(rows, "measured_ms")
     assert "rows without drift -" in drift_summary([_row(2, None)], "cpu_ms")
+
+
+def test_rows_timed_slower_than_the_calibration_are_scaled_back_to_its_speed() -> None:
+    # Predicted 8 ms at the calibration's speed, timed at 0.8x that speed: 10 ms of CPU, -20% against the raw time.
+    slow = {**_row(-20, 0.8), "id": "slow"}
+    scaled = at_calibration_speed([slow, _row(0, None)])
+    assert [r["id"] for r in scaled] == ["slow"]  # a row with no probe has no speed to scale by
+    assert scaled[0]["cpu_ms"] == pytest.approx(8.0) and slow["cpu_ms"] == 10.0  # the row itself is kept as timed
+    assert within_share(scaled, "cpu_ms") == (1, 1) and within_share([slow], "cpu_ms") == (0, 1)
 
 
 def test_a_drifted_row_measured_again_keeps_the_steadier_of_the_two() -> None:
