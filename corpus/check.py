@@ -82,8 +82,8 @@ def cpu_ms(r: Any, inputs: dict[str, list[int]], min_runs: int = 6, budget_s: fl
     return fast_ms(timed_rounds(run, min_runs, budget_s, rounds, gap_s, cap=200))
 
 
-def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None,
-                  upload: Path | None = None) -> dict[str, Any]:
+def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None, upload: Path | None = None,
+                  rounds: int = CPU_ROUNDS, gap_s: float = CPU_ROUND_GAP_S) -> dict[str, Any]:
     """`cpu_ms` with the speed probe before and after it, held against the calibration's (`cpu_speed`, as the
     profile's `speed`): the figure the headline accuracy is read against says at what speed it was timed. With
     `upload` (a QDQ file, whose float graph the host measures), the upload as written is timed too."""
@@ -91,8 +91,9 @@ def probed_cpu_ms(r: Any, inputs: dict[str, list[int]], calibration: Path | None
     from simulator.calibration import speed_reference
 
     before = probe()
-    ms = cpu_ms(r, inputs)
-    uploaded = {"uploaded_cpu_ms": cpu_ms(r, inputs, path=upload)} if upload is not None else {}
+    ms = cpu_ms(r, inputs, rounds=rounds, gap_s=gap_s)
+    uploaded = ({"uploaded_cpu_ms": cpu_ms(r, inputs, rounds=rounds, path=upload, gap_s=gap_s)}
+                if upload is not None else {})
     check = SpeedCheck(before, probe(), speed_reference(calibration))
     return {"cpu_ms": ms, "cpu_speed": check.to_json(), **uploaded}
 
@@ -108,9 +109,11 @@ def host_target(path: Path) -> str:
 
 
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
-            measure_cpu: bool = True, check_exports: bool = True) -> dict[str, Any]:
+            measure_cpu: bool = True, check_exports: bool = True, cpu_rounds: int = CPU_ROUNDS,
+            cpu_gap_s: float = CPU_ROUND_GAP_S) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
-    `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read."""
+    `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read; `cpu_rounds`
+    and `cpu_gap_s` are `cpu_ms`'s rounds (a test that needs only a figure times fewer, back to back)."""
     from compiler.backends.ort import quantized_upload
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
@@ -146,8 +149,8 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
             "measured_p90_ms": r.profile.latency_p90_ms if r.profile else None,
             # the CPU's speed during the profile against the calibration's (compiler.speed_probe.SpeedCheck)
             "speed": (r.profile.noise or {}).get("speed") if r.profile else None,
-            **(probed_cpu_ms(r, inputs, calibration, path if qdq else None) if r.profile and measure_cpu
-               else {"cpu_ms": None}),
+            **(probed_cpu_ms(r, inputs, calibration, path if qdq else None, cpu_rounds, cpu_gap_s)
+               if r.profile and measure_cpu else {"cpu_ms": None}),
             "predicted_ms": float(ran["latency_ms"]), "predicted_size": float(tot["size_bytes"]),
             **({"uploaded_preset": base, "uploaded_predicted_ms": float(tot["latency_ms"])} if qdq else {}),
             "runs_bytes": _runs_bytes(path, Path(d), r.target),
