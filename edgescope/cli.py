@@ -204,7 +204,8 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
         raise click.ClickException(str(e)) from None
     opts = AnalysisOptions(targets=targets, format=fmt, input_shapes=shapes,
                            input_values=vals, runs=runs, threads=threads,
-                           calibration_path=settings.calibration_path, check_exports=settings.export_check)
+                           calibration_path=settings.calibration_path, check_exports=settings.export_check,
+                           remeasure_pause_s=settings.profile_remeasure_pause_ms / 1000)
     show = sys.stderr.isatty() and not as_json
 
     def progress(stage: str, frac: float) -> None:

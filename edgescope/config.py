@@ -36,6 +36,8 @@ class Settings:
     profile_threads: int = 1
     profile_timeout_s: int = 600
     profile_memory_bytes: int = 8 * 1024**3
+    # The pause before a noisy or drifted profile round is timed again (compiler.profile.measure_rounds).
+    profile_remeasure_pause_ms: int = 1000
     # Dry-run the ONNX exporter during each ONNX analysis, so presets it cannot write for this file are marked
     # (a sandboxed child beside profiling, ~1-2 s on small models). The test suite turns it off except where
     # it tests it.

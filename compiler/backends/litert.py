@@ -241,7 +241,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
         # it), held against the LiteRT calibration's probe: a round at another speed than XNNPACK's rates were timed
         # at is timed again while cheap, else marked noisy.
         r, noise = measure_rounds(lambda: timed_runs(invoke, s.runs), lambda: timed_runs(invoke, s.runs),
-                                  s.speed_reference_gflops)
+                                  s.speed_reference_gflops, pause_s=s.remeasure_pause_s)
     return Profile(
         target=TARGET, runtime=f"ai-edge-litert {_version()} interpreter (XNNPACK delegate)",
         device=cpu_name(), threads=s.threads, runs=s.runs, warmup=s.warmup,

@@ -295,7 +295,7 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
 
             # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
             best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
-                                         s.speed_reference_gflops)
+                                         s.speed_reference_gflops, pause_s=s.remeasure_pause_s)
             del psess, sess
     trace, seen_shapes = read["trace"]
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:

@@ -103,6 +103,21 @@ def test_a_drift_that_lasts_is_reported_after_the_last_round(monkeypatch: pytest
     assert noise["noisy"] and "1.43x faster" in noise["reason"]
 
 
+def test_the_pause_before_a_round_is_timed_again_is_the_profiles_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ProfileSettings.remeasure_pause_s (EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS; the test suite's servers set 0)
+    is the pause measure_rounds takes before each further round; without it, REMEASURE_PAUSE_S."""
+    pauses: list[float] = []
+    monkeypatch.setattr(profile_mod.time, "sleep", pauses.append)
+    for pause_s in (0.0, 0.25, None):
+        probes = _probes(150.0, 150.0, 151.0, 149.0, 150.0, 150.0)
+        again = iter([_round(4.2), _round(4.1)])
+        _, noise = measure_rounds(lambda: _round(4.0), lambda: next(again), reference=105.0,
+                                  probe=lambda: next(probes), pause_s=pause_s)
+        assert noise["rounds"] == 3
+    assert pauses == [0.0, 0.0, 0.25, 0.25, profile_mod.REMEASURE_PAUSE_S, profile_mod.REMEASURE_PAUSE_S]
+    assert profile_mod.ProfileSettings().remeasure_pause_s == profile_mod.REMEASURE_PAUSE_S == 1.0
+
+
 def test_a_steady_round_is_not_timed_again() -> None:
     probes = _probes(100.0, 102.0)
     best, noise = measure_rounds(lambda: _round(4.0), lambda: pytest.fail("timed again"), reference=101.0,
