@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,9 +83,24 @@ def browser() -> Iterator[Any]:
             b.close()
 
 
+_CALL_PASSED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Whether the test's own call passed, for `page`'s teardown."""
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    return report
+
+
 @pytest.fixture
 def page(browser: Any, ui_server: UiServer, request: pytest.FixtureRequest) -> Iterator[Any]:
-    """A 1280x800 page signed in as the owner of the models the tests upload."""
+    """A 1280x800 page signed in as the owner of the models the tests upload. A test that did not pass leaves a
+    screenshot of where its page ended (`<test>-end.png` in artifacts/screenshots; one per test cost ~45 of them a
+    run)."""
     ctx = browser.new_context(viewport={"width": 1280, "height": 800})
     r = ctx.request.post(f"{ui_server.url}/api/auth/login", data=OWNER)
     assert r.ok, r.text()
@@ -96,11 +111,12 @@ def page(browser: Any, ui_server: UiServer, request: pytest.FixtureRequest) -> I
     try:
         yield pg
     finally:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        try:
-            pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}-end.png"))
-        except Exception:  # noqa: BLE001 - a closed page has nothing to show
-            pass
+        if not request.node.stash.get(_CALL_PASSED, False):
+            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+            try:
+                pg.screenshot(path=str(SCREENSHOTS / f"{request.node.name}-end.png"))
+            except Exception:  # noqa: BLE001 - a closed page has nothing to show
+                pass
         ctx.close()
     assert not errors, f"uncaught errors in the page: {errors}"
 
