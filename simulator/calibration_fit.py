@@ -24,7 +24,7 @@ from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
 from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
 from simulator.calibration_timing import machine, profiler_overhead
-from simulator.conversions import CAST_KEY
+from simulator.conversions import cast_element
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.sweep import sweep
 from simulator.totals import totals
@@ -283,23 +283,6 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
         "machine": machine(), "onnxruntime": ort.__version__, "seconds": time.perf_counter() - bench.t_start,
         "profiler_overhead_s": prof_over, "overrides": over, "cases": cases_out,
     }
-
-
-def cast_element(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile) -> dict[str, float]:
-    """{`quant.fp32.Cast.element`: s per element of ORT's Cast between fp32 and fp16} read off the `cast-*` cases
-    (their time less a dispatch per task, over the Casts' elements; the median), the figure simulator.conversions
-    prices fp16's conversions at; {} without those cases."""
-    per_el = []
-    for c in cases_out:
-        if c["key"] != CAST_KEY:
-            continue
-        g = graphs[c["case"]]
-        casts = [nd for nd in g.nodes if nd.op_type == "Cast"]
-        n = float(np.prod(g.values[casts[0].inputs[0]].shape)) if casts else 0.0
-        if n > 0:
-            busy = c["measured_ms"] * 1e-3 - len(g.nodes) * hw.units[0].dispatch_overhead_s
-            per_el.append(max(busy, 0.0) / (len(casts) * n))
-    return {f"{CAST_KEY}.element": float(np.median(per_el))} if per_el else {}
 
 
 def fit_weights(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: HardwareProfile) -> dict[str, float]:

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from simulator.calibration_fit import cast_element
 from simulator.calibration_models import R, cast_chain, compile_for_host
-from simulator.conversions import CAST_KEY, conversion_constants
+from simulator.conversions import CAST_KEY, cast_element, conversion_constants
 from simulator.profiles import load_profile
 from simulator.roofline import efficiency
 
