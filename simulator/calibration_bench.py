@@ -27,6 +27,7 @@ from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
 from simulator.calibration_rnn import build_rnn_cases
 from simulator.calibration_layout import LAYOUT_CASES
+from simulator.calibration_inner import build_inner_cases
 from simulator.calibration_subnormal import build_subnormal_cases
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import llc_bytes
@@ -289,6 +290,7 @@ class Bench:
     index: tuple[str, ...] = ()  # keys of the index cases (calibration_index: Expand, ScatterND, ...)
     rnn: tuple[str, ...] = ()  # keys of the recurrent cases (calibration_rnn: GRU, LSTM)
     subnormal: tuple[str, ...] = ()  # keys of the masked attention cases, each timed with its `-ref` (calibration_subnormal)
+    inner: tuple[str, ...] = ()  # keys of the inner-axis Softmax cases, each timed with its `-ref` (calibration_inner)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -361,6 +363,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     index = build_index_cases(tmp, timings, graphs)  # a cost per lookup each (calibration_index.fit_index)
     rnn = build_rnn_cases(tmp, timings, graphs)  # a rate for recurrent reads (calibration_rnn.fit_rnn)
     subnormal = build_subnormal_cases(tmp, timings, graphs)  # subnormals' cost (calibration_subnormal.fit_subnormal)
+    inner = build_inner_cases(tmp, timings, graphs)  # a Softmax's inner-axis swaps (calibration_inner.fit_inner)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal)
+                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner)

@@ -179,6 +179,7 @@ class Rates:
 # pre-packing, so it packs its weights (uint8 widened to int16) once per 256 output pixels on every run
 # (MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp @9f69f5d0).
 QGEMM_STRIDE_N = 256.0
+INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swap moves blocked (calibration_inner)
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain"})
 
 
@@ -252,14 +253,17 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
 
 def _inner_transposes(u: Unit, p: Path, ort_cpu: bool) -> dict[str, float]:
     """Rates of the Transposes inside ORT's fp32 Softmax over an inner axis (transposes.inner_axis_transposes): those
-    of a Transpose task that walks or moves blocked (kinds `walk`, `layout`) on the same unit. Only ORT's CPU EP (the
-    backends whose activations are passes, `ort_cpu`) runs such a kernel (its fp16 paths run the fp32 one's figures
-    plus their own passes); other runtimes' converters write such Transposes as ops of their own."""
+    of a Transpose task that walks (kind `walk`) on the same unit; a blocked move at calibration's own figure for
+    these swaps (`layout.fp32.inner`, calibration_inner: the layout rate's compute term, which the layout fit drives
+    to its ceiling, priced them at ~0), else at the layout rate. Only ORT's CPU EP (the backends whose activations
+    are passes, `ort_cpu`) runs such a kernel (its fp16 paths run the fp32 one's figures plus their own passes);
+    other runtimes' converters write such Transposes as ops of their own."""
     peak = u.peak_ops_per_s.get("fp32", 0.0)
     if not ort_cpu or p.tag != "fp32" or not peak:
         return {}
+    inner = u.kind_overhead_s.get(INNER_MOVE_KEY)
     return {"inner_walk_s": 1 / (peak * efficiency(u, "walk", "fp32")),
-            "inner_move_s": 1 / (peak * efficiency(u, "layout", "fp32")),
+            "inner_move_s": inner if inner is not None else 1 / (peak * efficiency(u, "layout", "fp32")),
             "inner_far_s": u.kind_overhead_s.get("walk.fp32.far", 0.0) if u.l2_share_bytes else 0.0}
 
 

@@ -1,14 +1,17 @@
 """A Softmax over an axis that is not the last one (transposes.inner_axis_transposes): ORT's kernel (opset 13 on) swaps
 that axis with the last, runs its rows there and swaps back; those two Transposes are priced as Transpose tasks of the
-same permutation would be (a walk's rate, or the layout rate where they move blocks), on ORT's CPU EP only."""
+same permutation would be (a walk's rate; where they move blocks, calibration's figure for them, `layout.fp32.inner`,
+else the layout rate), on ORT's CPU EP only."""
 
 from __future__ import annotations
 
 import pytest
 
 from compiler.graph import Graph, Node
+from simulator.calibration_inner import AXIS, CASE, SHAPE, fit_inner, reference_shape
 from simulator.costs import work_of
 from simulator.profiles import load_profile
+from simulator.roofline import INNER_MOVE_KEY
 from tests.simulator.helpers import act, graph, host_fp32_ms, transpose_graph
 
 HW = load_profile("host-cpu")
@@ -91,3 +94,32 @@ def test_only_ort_cpus_kernel_transposes() -> None:
 
     # another backend (ORT's XNNPACK EP on a Raspberry Pi 5) runs no such kernel
     assert ms(g, "ort-xnnpack/rpi5", "fp32") == pytest.approx(ms(last, "ort-xnnpack/rpi5", "fp32"), rel=0.05)
+
+
+def test_blocked_swaps_move_at_calibrations_own_figure_where_it_has_one() -> None:
+    """`layout.fp32.inner` (calibration_inner) prices a blocked swap's elements in place of the layout rate, whose
+    compute term the layout fit drives to its ceiling (~0.003 ns per element: CaiT's talking-heads Softmax priced
+    as its rows alone); walks keep the walk's figures."""
+    s = 2.3e-10
+    hw = HW.with_overrides({"units": {"cpu": {"efficiency": {"walk.fp32": 0.003, "layout.fp32": 2.4},
+                                              "kind_overhead_s": {INNER_MOVE_KEY: s}}}})
+    plain = HW.with_overrides({"units": {"cpu": {"efficiency": {"walk.fp32": 0.003, "layout.fp32": 2.4}}}})
+    shape = [1, 196, 196, 4]  # CaiT-XXS-24's, as ORT's transpose pass leaves it: a swap [0, 1, 3, 2], blocked
+    n = 196 * 196 * 4
+    rows = host_fp32_ms(_softmax(reference_shape(shape, 2), -1), hw)
+    assert host_fp32_ms(_softmax(shape, 2), hw) - rows == pytest.approx(2 * n * s * 1e3, rel=1e-6)
+    assert host_fp32_ms(_softmax(shape, 2), plain) - rows < 0.1 * 2 * n * s * 1e3  # the layout rate: ~0
+    assert host_fp32_ms(_softmax(COAT, 1, 17), hw) == pytest.approx(host_fp32_ms(_softmax(COAT, 1, 17), plain))
+
+
+def test_the_fit_reads_the_figure_off_the_case_over_its_reference() -> None:
+    truth = 2.3e-10
+    graphs = {CASE: _softmax(SHAPE, AXIS), f"{CASE}-ref": _softmax(reference_shape(SHAPE, AXIS), -1)}
+    with_truth = HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {INNER_MOVE_KEY: truth}}}})
+    measured = {k: host_fp32_ms(g, with_truth) for k, g in graphs.items()}
+    out: list[dict[str, object]] = []
+    assert fit_inner((CASE,), graphs, measured, HW, host_fp32_ms, out)[INNER_MOVE_KEY] == pytest.approx(truth, rel=1e-6)
+    assert [o["case"] for o in out] == [CASE]
+    # a case no slower than its reference leaves the figure at 0; no timings, no figure
+    assert fit_inner((CASE,), graphs, {k: 1.0 for k in graphs}, HW, host_fp32_ms, []) == {INNER_MOVE_KEY: 0.0}
+    assert fit_inner((CASE,), graphs, {}, HW, host_fp32_ms, []) == {}
