@@ -517,29 +517,21 @@ def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
     1024x1024 MatMuls, 16 MB L3 share of 32 MB, per layer 155 us up to 16.8 MB of weights, 181 at 21, 200 at 25.2,
     231 at 33.6. Footprint: the whole model's weights as this combo runs them (fp32 bytes x run-time bytes per
     weight). Weights evicted between runs (evicted_share) come from memory the same way."""
-    beyond = np.maximum(np.where(r.llc > 0, _beyond_share(r, weights_fp32_bytes), 0.0), evicted)
+    footprint = weights_fp32_bytes * r.w_rt / 4
+    ramp = np.maximum(r.llc_all - r.llc, 0.0)
+    beyond = np.where(ramp > 0, np.clip((footprint - r.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
+                      (footprint > r.llc).astype(np.float64))
+    beyond = np.maximum(np.where(r.llc > 0, beyond, 0.0), evicted)
     return r.overlap + (1.0 - r.overlap) * beyond
 
 
-def _beyond_share(r: Rates, weights_fp32_bytes: float) -> Num:
-    """0 up to this core's share of the last-level cache, 1 past the whole cache, linear between (the other cores'
-    work may or may not take the rest); a step at the share where no whole is known. Footprint: the whole model's
-    weights as this combo runs them (fp32 bytes x run-time bytes per weight)."""
-    footprint = weights_fp32_bytes * r.w_rt / 4
-    ramp = np.maximum(r.llc_all - r.llc, 0.0)
-    return np.where(ramp > 0, np.clip((footprint - r.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
-                    (footprint > r.llc).astype(np.float64))
-
-
 def outgrown(r: Rates, weights_fp32_bytes: float) -> Num:
-    """Share of a model's weights that come from memory on every run because the last-level cache cannot keep them
-    (`_beyond_share`: none up to this core's share, all past the whole cache, linear between); 0 where no whole
-    cache is known. Read in the same order every run, more than the cache holds misses it all (the least recently
-    used go first): AlexNet's 244 MB on a 32 MB L3. A VM's L3 is shared with other tenants' cores: on an Emerald
-    Rapids VM (300 MiB L3 listed, 150 its two vCPUs' share; session 49) batch-1 MatMul chains read 134 MB of weights
-    at 32.5 GB/s, 170 MB at 29.6, 189 at 22.7, 210 at 20.7, 254 at 18.4, 537 at 16.8 (benchmarks/llc_ladder.py):
-    from the share on they leave the cache, somewhat faster than linearly."""
-    return np.where(r.llc_all > 0, _beyond_share(r, weights_fp32_bytes), 0.0)
+    """1 where a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) are more than the
+    whole last-level cache, else 0. Read in the same order every run, more than the cache holds misses it all (the
+    least recently used go first), so they come from memory whatever the run's length: AlexNet's 244 MB on a 32 MB
+    L3. Below it the cache may keep them all (BirdNET's 27 MB metadata model read its weights at 80 GB/s here)."""
+    footprint = weights_fp32_bytes * r.w_rt / 4
+    return np.where((r.llc_all > 0) & (footprint > r.llc_all), 1.0, 0.0)
 
 
 def weights_from_memory(r: Rates, res: Residency) -> Num:
