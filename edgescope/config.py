@@ -123,8 +123,10 @@ class Settings:
 def _parse(name: str, raw: str, type_: Any) -> Any:
     t = str(type_)
     try:
-        if t == "int":
-            return int(raw)
+        if t == "int":  # every int setting is a count, a size or a duration: none below 0
+            if (n := int(raw)) < 0:
+                raise ValueError(raw)
+            return n
         if t == "bool":
             if raw.strip().lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
                 raise ValueError(raw)
