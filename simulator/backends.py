@@ -173,7 +173,9 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                     eliminated, not any_int8 and d.fcompute == "fp32" and c.input == c.output == "fp32",
                     "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32",
                     # ORT's bicubic kernel: a cost per output element (its cache lookups) beside its misses' work
-                    out_cost=target.backend == "ort-cpu" and kind == "cubic")
+                    out_cost=target.backend == "ort-cpu" and kind == "cubic",
+                    # MLAS's SGEMM computes C's columns in whole registers (simulator.einsum.product_columns)
+                    padded_sgemm=target.backend == "ort-cpu" and kind == "matmul" and tag == "fp32")
     k = _kernel(target, unit, op_type, kind, c, fused, d)
     if k is None:
         return None
@@ -185,7 +187,8 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
     return _ort_deconv(target, unit, op_type, Path(
         ui, c, True, k.compute, k.tag, d.in_b, d.out_b, k.w_rt, runtime_sparse, k.aux_b, d.extra_in, d.extra_out,
         d.dispatches, k.decode, eliminated, k.fp32_equiv, "; ".join(d.notes), k.per_channel, k.extra_ops, k.per_pixel,
-        k.im2col, k.repack, extra_ops_per_in=k.extra_in_ops, extra_ops_format=k.extra_format))
+        k.im2col, k.repack, extra_ops_per_in=k.extra_in_ops, extra_ops_format=k.extra_format,
+        padded_sgemm=target.backend == "ort-cpu" and kind in ("gemm", "matmul") and k.compute == "fp32"))
 
 
 # ORT's CPU ConvTranspose is no NCHWc Conv: an SGEMM into a column buffer, then col2im scatter-adds the columns into

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from compiler.graph import Graph, Node, Value
 from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2col, im2col_rows,
                                  nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns, strided_im2col)
-from simulator.einsum import contracts, einsum_macs
+from simulator.einsum import contracts, einsum_macs, inner_moves, product_columns
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
 from simulator.reductions import STRIDED_REDUCE_FLOPS, strided_reduce
 from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
 from simulator.subnormals import subnormals
-from simulator.transposes import copy_runs, far_walk, inner_axis_transposes, strided_move, walks
+from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
 # Normalised op kinds. Each kind has its own efficiency factor in the hardware profiles.
 KINDS: tuple[str, ...] = ("folded", "conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw",
@@ -178,10 +178,12 @@ class Work:
     subnormals: float = 0.0  # subnormals a Softmax writes or MACs a MatMul makes with them (simulator.subnormals)
     # The Transposes ORT's Softmax runs inside its kernel over an inner axis: elements they walk element by element and
     # move blocked, and how many are walks far from the cache (transposes.inner_axis_transposes; roofline prices them
-    # at the walk's and layout's rates)
+    # at the walk's and layout's rates); an Einsum's Transposes and copies the same way, and the runs they copy one
+    # memcpy each (simulator.einsum.ort_steps)
     inner_walked: float = 0.0
     inner_moved: float = 0.0
     inner_far: float = 0.0
+    inner_runs: float = 0.0
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -374,13 +376,14 @@ def work_of(node: Node, graph: Graph) -> Work:
                 indexed=indexed_elements(node, graph), bias_pass=(out0 or 0.0) if op_has_bias(node) else 0.0,
                 col2im_elements=col2im_elements(node, macs, k_rows),
                 subnormals=subnormals(node, graph, kind, macs, out_elements),
-                **dict(zip(("inner_walked", "inner_moved", "inner_far"), inner_axis_transposes(node, graph))),
+                **inner_moves(node, graph),
                 dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
                 **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
                     node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
                     if node.op_type in _CONV else (1.0, 1.0))),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
-                           sgemm_columns(node, kind, kernel, outs[0] if outs else None))),
+                           sgemm_columns(node, kind, kernel, outs[0] if outs else None) if node.op_type in _CONV
+                           else product_columns(node, graph, kind))),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
 
 

@@ -171,6 +171,7 @@ class Rates:
     inner_walk_s: Num = 0.0
     inner_move_s: Num = 0.0
     inner_far_s: Num = 0.0
+    inner_run_s: Num = 0.0  # s per run an Einsum's Transposes copy one memcpy each (a Transpose's `layout.fp32.run`)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -264,7 +265,8 @@ def _inner_transposes(u: Unit, p: Path, ort_cpu: bool) -> dict[str, float]:
     inner = u.kind_overhead_s.get(INNER_MOVE_KEY)
     return {"inner_walk_s": 1 / (peak * efficiency(u, "walk", "fp32")),
             "inner_move_s": inner if inner is not None else 1 / (peak * efficiency(u, "layout", "fp32")),
-            "inner_far_s": u.kind_overhead_s.get("walk.fp32.far", 0.0) if u.l2_share_bytes else 0.0}
+            "inner_far_s": u.kind_overhead_s.get("walk.fp32.far", 0.0) if u.l2_share_bytes else 0.0,
+            "inner_run_s": u.kind_overhead_s.get("layout.fp32.run", 0.0)}
 
 
 def _extra_op_s(u: Unit, p: Path) -> float:
@@ -334,6 +336,7 @@ class Counts:
     inner_walked: Num = 0.0
     inner_moved: Num = 0.0
     inner_far: Num = 0.0
+    inner_runs: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -358,7 +361,7 @@ class Counts:
             plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
             dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]),
             inner_walked=col([w.inner_walked for w in works]), inner_moved=col([w.inner_moved for w in works]),
-            inner_far=col([w.inner_far for w in works]))
+            inner_far=col([w.inner_far for w in works]), inner_runs=col([w.inner_runs for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +489,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
     an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements), per
     subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
-    Transposes inside a Softmax over an inner axis (Counts.inner_*; a far walk's bytes beyond the L2 as a Transpose's)."""
+    Transposes inside a Softmax over an inner axis or an Einsum (Counts.inner_*; a far walk's bytes beyond the L2 as a
+    Transpose's; an Einsum's runs copied one memcpy each at a Transpose's cost per run)."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
@@ -505,7 +509,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
-            + r.inner_move_s * w.inner_moved
+            + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
             + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
 
 
