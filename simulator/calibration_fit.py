@@ -19,6 +19,7 @@ from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.calibration_inner import fit_inner
+from simulator.calibration_llc import fit_llc
 from simulator.calibration_rnn import fit_rnn
 from simulator.calibration_subnormal import fit_subnormal
 from simulator.costs import kind_of
@@ -31,7 +32,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 84  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 85  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -99,6 +100,7 @@ CACHE_VERSION = 84  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 82: subnormals a -100 attention mask makes (simulator/subnormals.py): <kind>.fp32.subnormal, calibration_subnormal
 # 83: 7x7 static int8 depthwise cases on the symmetric kernel beside the 3x3 ones (dwconvact-*-7x7: dwconv.int8)
 # 84: the blocked swaps inside a Softmax over an inner axis (layout.fp32.inner, calibration_inner)
+# 85: the bytes of weights the last-level cache keeps between runs, from a ladder of chains (calibration_llc)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -259,6 +261,10 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
 
     base = load_profile("host-cpu")
     over, run_s, prof_over = _fixed_costs(bench, wall, progress)
+    kept, line = fit_llc(bench.llc_ladder, wall, bench.k_stream, bench.k_memory, over["units"]["cpu"])
+    over["units"]["cpu"].update(kept)
+    if line:
+        progress(line)
     cases_out, effs = _fit_efficiencies(bench, wall, base.with_overrides(over), run_s)
     over["units"]["cpu"]["efficiency"] = effs  # the stages below add to it
     joint_setups = _fit_joint(bench.graphs, cases_out, base.with_overrides(over), effs)

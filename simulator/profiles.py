@@ -50,6 +50,10 @@ class Unit:
     roofline_overlap: float = 0.0  # 0 = compute and memory overlap fully (classic roofline), 1 = not at all
     llc_share_bytes: float = 0.0  # one core's share of the last-level cache: weights up to it overlap the compute
     llc_bytes: float = 0.0  # the whole last-level cache: weights beyond it do not overlap at all
+    # Weights up to `llc_keep_bytes` stay in that cache between runs, none beyond `llc_gone_bytes` (linear between;
+    # calibrated: simulator.calibration_llc; 0: a step at llc_bytes).
+    llc_keep_bytes: float = 0.0
+    llc_gone_bytes: float = 0.0
     # One core's share of its level-2 cache: a path with a spill cost (Path.spill) pays it on the bytes of its working
     # set beyond this (0: not modelled; LiteRT's calibration reads it from sysfs).
     l2_share_bytes: float = 0.0
@@ -248,6 +252,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
         llc_bytes=_figure(d["llc_bytes"], f"{where}.llc_bytes") if "llc_bytes" in d else 0.0,
         l2_share_bytes=_figure(d["l2_share_bytes"], f"{where}.l2_share_bytes") if "l2_share_bytes" in d else 0.0,
         **{k: _figure(d[k], f"{where}.{k}") for k in ("llc_hold_s", "llc_evict_s", "llc_spill_hold_bytes",
+                                                     "llc_keep_bytes", "llc_gone_bytes",
                                                      "llc_spill_evict_bytes", "evicted_bandwidth_bytes_per_s",
                                                      "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
                                                      "int8_k_block", "int8_n_block")

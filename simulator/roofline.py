@@ -152,6 +152,8 @@ class Rates:
     onchip: Num
     llc: Num  # the core's share of the last-level cache (0: not modelled)
     llc_all: Num  # the whole last-level cache (<= llc: a step at llc)
+    llc_keep: Num  # weights up to this footprint stay in it between runs, none beyond llc_gone (0: a step at llc_all)
+    llc_gone: Num
     llc_hold_s: Num  # weights re-read within this long stay in the shared last-level cache
     llc_evict_s: Num  # ... and none after this long (linear between; 0: they all stay)
     spill_hold: Num  # ... and within this many bytes of the run's own traffic beyond the L2 (Unit.llc_spill_hold_bytes)
@@ -239,7 +241,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(
             PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get("default", 0.0))),
-        onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes,
+        onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes,
+        llc_gone=u.llc_gone_bytes,
         llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
@@ -412,6 +415,11 @@ def spill_estimate_bytes(works: Sequence[Work], l2_bytes: float) -> float:
     return float(sum(b for b in each if b > l2_bytes))
 
 
+def evicted_by_time(run_s: Num, hold_s: Num, evict_s: Num) -> Num:
+    """evicted_share's time ramp: none evicted for runs up to `hold_s`, all beyond `evict_s` (0: none ever)."""
+    return np.where(evict_s > 0, np.clip((run_s - hold_s) / np.maximum(evict_s - hold_s, 1e-12), 0.0, 1.0), 0.0)
+
+
 def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
     """Share of a model's weights (those beyond the unit's own cache) evicted from the shared last-level cache
     before the next run reads them. By other cores' and tenants' traffic: none for runs up to `llc_hold_s`, all
@@ -423,8 +431,7 @@ def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
     1.5 ms 0.131, 2.8 ms 0.161, 5.3 ms 0.133 (a compute-only Conv chain beside them sets the run's length;
     its own footprint 150 KB). Real models are such runs: their classifiers and squeeze-excitation convs read
     0.11-0.15 ns per weight (MobileNet, MNASNet, ShuffleNet, EfficientNet), 2.3-2.9x the cache's rate."""
-    span = np.maximum(r.llc_evict_s - r.llc_hold_s, 1e-12)
-    by_time = np.where(r.llc_evict_s > 0, np.clip((run_s - r.llc_hold_s) / span, 0.0, 1.0), 0.0)
+    by_time = evicted_by_time(run_s, r.llc_hold_s, r.llc_evict_s)
     spill_span = np.maximum(r.spill_evict - r.spill_hold, 1.0)
     by_spill = np.where(r.spill_evict > 0, np.clip((spill_bytes - r.spill_hold) / spill_span, 0.0, 1.0), 0.0)
     return 1.0 - (1.0 - by_time) * (1.0 - by_spill)
@@ -530,12 +537,14 @@ def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
 
 
 def outgrown(r: Rates, weights_fp32_bytes: float) -> Num:
-    """1 where a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) are more than the
-    whole last-level cache, else 0. Read in the same order every run, more than the cache holds misses it all (the
-    least recently used go first), so they come from memory whatever the run's length: AlexNet's 244 MB on a 32 MB
-    L3. Below it the cache may keep them all (BirdNET's 27 MB metadata model read its weights at 80 GB/s here)."""
+    """Share of a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) that the
+    last-level cache does not keep between runs whatever the run's length: read in the same order every run, more
+    than the cache holds misses it all (the least recently used go first). Calibrated, a ramp from `llc_keep` to
+    `llc_gone` bytes (simulator.calibration_llc: a Zen 4's 32 MiB L3 kept 13 MB, lost 26); else a step at the whole
+    cache (AlexNet's 244 MB on a 32 MB L3 from memory; BirdNET's 27 MB metadata model read at 80 GB/s on a Zen 5)."""
     footprint = weights_fp32_bytes * r.w_rt / 4
-    return np.where((r.llc_all > 0) & (footprint > r.llc_all), 1.0, 0.0)
+    ramp = np.clip((footprint - r.llc_keep) / np.maximum(r.llc_gone - r.llc_keep, 1.0), 0.0, 1.0)
+    return np.where(r.llc_gone > 0, ramp, np.where((r.llc_all > 0) & (footprint > r.llc_all), 1.0, 0.0))
 
 
 def weights_from_memory(r: Rates, res: Residency) -> Num:
