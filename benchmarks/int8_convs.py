@@ -2,7 +2,8 @@
 (fp32 analysis, the int8-static export, both profiled by ORT): per QLinearConv its profiled time (mO) against the rules'
 prediction (pO*), the fp32 Conv's time (m32) beside it. What the static int8 conv rules were judged on (issue 14):
 MBConv pointwise pairs (expand + activation, project) as EfficientNet, MNASNet and MixNet have them, after a Relu, a
-SiLU (QLinearSigmoid + QLinearMul) or none, and a pointwise Conv behind a float op.
+SiLU (QLinearSigmoid + QLinearMul) or none, and a pointwise Conv behind a float op; squeeze-excite blocks (1x1 Convs on
+a one-pixel map).
 
 Run under the measurement lock, with a calibration of this code's CACHE_VERSION:
 `flock /work/notes/measure.lock env PYTHONPATH=. .venv/bin/python benchmarks/int8_convs.py --calibration C [--only S]`.
@@ -39,6 +40,13 @@ CASES: dict[str, tuple[int, int, int, str, int]] = {
     "mb112-672-14-clip": (112, 672, 14, "clip", 3),  # Clip(-1, 6): folded, the project's input zero point not 0
     "mb112-672-14-sig": (112, 672, 14, "sig", 3),  # QLinearSigmoid alone between
     "mb112-672-14-square": (112, 672, 14, "square", 3),  # QLinearMul (x * x) alone between
+    # Squeeze-excite blocks (se_file): pool, 1x1 conv on the 1x1 map (cin -> mid) + Relu, 1x1 (mid -> cin), Sigmoid gate
+    # times the map. RegNetY-400MF's, GhostNet's and MixNet-S's shapes.
+    "se48-12-56": (48, 12, 56, "se", 4),
+    "se208-52-14": (208, 52, 14, "se", 4),
+    "se440-110-7": (440, 110, 7, "se", 4),
+    "se960-240-7": (960, 240, 7, "se", 4),
+    "se1536-80-7": (1536, 80, 7, "se", 4),
 }
 
 
@@ -82,13 +90,36 @@ def pairs_file(path: Path, cin: int, mid: int, hw: int, act: str, blocks: int) -
                      [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, cin, hw, hw])], consts)
 
 
+def se_file(path: Path, cin: int, mid: int, hw: int, blocks: int) -> Path:
+    """`blocks` squeeze-excite blocks on [1, cin, hw, hw]: GlobalAveragePool, 1x1 cin -> mid + bias + Relu, 1x1 mid ->
+    cin + bias, Sigmoid, Mul by the block's input: each 1x1 Conv on a one-pixel map."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    consts, nodes, x = [], [], "x"
+    for i in range(blocks):
+        for name, co, ci in ((f"r{i}", mid, cin), (f"e{i}", cin, mid)):
+            consts += [numpy_helper.from_array((rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype(np.float32),
+                                               f"{name}_w"),
+                       numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"{name}_b")]
+        nodes += [helper.make_node("GlobalAveragePool", [x], [f"g{i}"], name=f"pool{i}"),
+                  helper.make_node("Conv", [f"g{i}", f"r{i}_w", f"r{i}_b"], [f"r{i}"], name=f"reduce{i}"),
+                  helper.make_node("Relu", [f"r{i}"], [f"a{i}"], name=f"relu{i}"),
+                  helper.make_node("Conv", [f"a{i}", f"e{i}_w", f"e{i}_b"], [f"e{i}"], name=f"expand{i}"),
+                  helper.make_node("Sigmoid", [f"e{i}"], [f"s{i}"], name=f"gate{i}"),
+                  helper.make_node("Mul", [x, f"s{i}"], [f"y{i}"], name=f"scale{i}")]
+        x = f"y{i}"
+    return save_onnx(path, "se", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
+                     [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, cin, hw, hw])], consts)
+
+
 def report(name: str, doc: dict[str, Any]) -> None:
     o = doc["options"]["int8-static"]
     print(f"{name}: fp32 {doc['fp32']['measured_ms']:.3f} ms, int8 {o['measured_ms']:.3f} ms (CPU {o['cpu_ms'] or 0:.3f}),"
           f" predicted {o['predicted_unmeasured_ms']:.3f}; load/CPU {o['load'] or 0:.1f}", flush=True)
     for t in doc["options"]["int8-static"]["per_task"]:
-        if t["kind"].startswith("conv") or "conv" in t["kind"]:
-            print(f"  {t['id'][:28]:28s} {t['kind']:9s} m32 {t['m32']:7.4f} mO {t['mO']:7.4f} pO* {t['pO*']:7.4f} "
+        if "conv" in t["kind"] or name.startswith("se"):  # a squeeze-excite block's pool and gate too
+            print(f"  {t['id'][:28]:28s} {t['kind']:11s} m32 {t['m32']:7.4f} mO {t['mO']:7.4f} pO* {t['pO*']:7.4f} "
                   f"mO/pO* {t['mO'] / max(t['pO*'], 1e-9):5.2f}", flush=True)
 
 
@@ -109,7 +140,8 @@ def main() -> None:
         if a.only and not any(s in name for s in a.only):
             continue
         with tempfile.TemporaryDirectory(prefix="int8-convs-") as td:
-            f = pairs_file(Path(td) / f"{name}.onnx", cin, mid, hw, act, blocks)
+            f = (se_file(Path(td) / f"{name}.onnx", cin, mid, hw, blocks) if act == "se" else
+                 pairs_file(Path(td) / f"{name}.onnx", cin, mid, hw, act, blocks))
             work = Path(td) / "work"
             work.mkdir()
             report(name, diagnose(f, ["int8-static"], {}, a.calibration, a.runs, 3, work))

@@ -26,6 +26,7 @@ from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
 from simulator.calibration_rnn import build_rnn_cases
+from simulator.calibration_se import SE_CASES
 from simulator.calibration_layout import LAYOUT_CASES
 from simulator.calibration_inner import build_inner_cases
 from simulator.calibration_llc import build_llc_cases
@@ -260,6 +261,7 @@ CASES: tuple[Case, ...] = (
     *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in DECONV_CASES),  # ORT's ConvTranspose
     # Dynamic int8 stems and ResNet-shaped 3x3 convs (their int8-dynamic figures, calibration_int8dyn).
     *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in INT8DYN_CASES),
+    *(Case(n, k, lambda p, b=b: save_model(*b(), p), v) for n, k, b, v in SE_CASES),  # static int8 one-pixel convs
 )
 
 

@@ -32,7 +32,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 85  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 86  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -101,6 +101,7 @@ CACHE_VERSION = 85  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 83: 7x7 static int8 depthwise cases on the symmetric kernel beside the 3x3 ones (dwconvact-*-7x7: dwconv.int8)
 # 84: the blocked swaps inside a Softmax over an inner axis (layout.fp32.inner, calibration_inner)
 # 85: the bytes of weights the last-level cache keeps between runs, from a ladder of chains (calibration_llc)
+# 86: static int8 1x1 Convs on a one-pixel map (squeeze-excite) at their own figures (conv.int8px, calibration_se)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -163,6 +163,26 @@ ORT_INT8_SPAN = "ort_int8_span="
 # ResNet-18's 512x1000 0.084 ms, 1.8x. Its own figure (`gemm.int8gemv`), fitted by calibration on a one-row chain.
 ORT_INT8_ONE_ROW = "ort_int8_one_row"
 ONE_ROW_TAG = "int8gemv"
+# A dense Conv whose output map is one pixel (a squeeze-excite's 1x1 convs on the pooled [1, C, 1, 1] map) under static
+# int8: its QLinearConv's work is a GEMV of C_in x C_out MACs beside the kernel's fixed costs per call (ORT 1.32
+# core/providers/cpu/quantization/qlinearconv.cc Compute: per-channel output scales, buffers, MLAS's GEMM set-up, the
+# requantization pass), which calibration's conv cases (7-56 px maps) spread over many pixels. Chains of them on a Zen
+# 4 (simulator/calibration_se.py, thread CPU time, 2026-12-06): 1.3 us each at 48 -> 8, 2.8 at 440 -> 110, 9.1 at
+# 960 -> 240; the narrow ones (fewer than 16 outputs) would take the off-alignment GEMM path's figures otherwise. Own
+# figures (`conv.int8px`: a MAC rate, a setup per task, one per output channel `.out`), fitted jointly on those chains.
+ORT_INT8_ONE_PIXEL = "ort_int8_one_pixel"
+ONE_PIXEL_TAG = "int8px"
+# The first QLinearConv on an image input (a CNN's stem) under static int8: the file quantizes the fp32 NCHW input
+# (QuantizeLinear: the conversion the totals rule charges a graph input, simulator.sweep) and ORT's NHWC layout pass
+# transposes it to NHWC in uint8 before the conv, a kernel of its own that no rule priced and calibration's chains
+# absorbed. Profiled on a Zen 4 (ORT's node medians, int8-static files of the 3x224x224 CNNs, 2026-12-06 07:44 UTC,
+# probe 104 -> 107 GFLOP/s, load 0.6 per CPU): the Transpose 0.040 ms in SqueezeNet 1.1, 0.044 in RegNetY-400MF
+# (0.27-0.29 ns per element; an Emerald Rapids VM's Q + Transpose 0.074-0.078 ms, README Round 22). Priced at
+# `layout.int8.nhwc` s per input element (roofline.NHWC_INPUT_KEY) beside a dispatch, on inputs of fewer than 4
+# channels only: a wide input's Transpose moves runs of channels, and at that figure calibration's 32x56x56 1x1 chain
+# went from +11% to +21% in-sample (a refit of the same timings, 2026-12-06).
+ORT_INT8_INPUT_NHWC = "ort_int8_input_nhwc"
+_CONV_KINDS = frozenset({"conv", "convsmall", "convnchw", "dwconv", "dwconvnchw", "gconvnchw"})
 # A Conv whose output's innermost axis is 1 (a 1-D conv written as 2-D over [N, C, L, 1], as tf2onnx / jax2tf write
 # them: magika's) under dynamic int8: quantize_dynamic's scale Mul multiplies the ConvInteger's [N, C, L, 1] output
 # by a scalar, and ORT's Broadcaster (onnxruntime core/providers/cpu/math/element_wise_ops.h) starts its spans at that
@@ -255,6 +275,32 @@ def _image_stem(nd: Node, g: Graph) -> bool:
     if w is None or not w.shape or len(w.shape) < 3 or not isinstance(w.shape[1], int):
         return False
     return int(nd.attributes.get("group", 1) or 1) == 1 and w.shape[1] < _SYM_IN_ALIGN
+
+
+def one_pixel_conv(nd: Node, g: Graph) -> bool:
+    """A dense Conv / FusedConv whose output map is one pixel (ORT_INT8_ONE_PIXEL)."""
+    if nd.op_type not in ("Conv", "FusedConv") or not nd.outputs or int(nd.attributes.get("group", 1) or 1) != 1:
+        return False
+    v = g.values.get(nd.outputs[0])
+    if v is None or not v.is_static or not v.shape or len(v.shape) != 4:
+        return False
+    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
+    return dims[2] * dims[3] == 1 and dims[1] > 1
+
+
+def _input_convs(g: Graph) -> set[str]:
+    """Ids of the first Conv task reading each image input (4-D, fewer than 4 channels: the inputs the Transposes
+    were measured on) (ORT_INT8_INPUT_NHWC)."""
+    out: set[str] = set()
+    for name in g.inputs:
+        v = g.values.get(name)
+        if v is None or not v.is_static or not v.shape or len(v.shape) != 4 or int(v.shape[1]) >= _SYM_IN_ALIGN:
+            continue
+        first = next((nd for nd in g.nodes if name in nd.inputs and nd.op_type in ("Conv", "FusedConv")
+                      and kind_of(nd, g) in _CONV_KINDS), None)
+        if first is not None:
+            out.add(first.id)
+    return out
 
 
 def _walked_shuffles(g: Graph) -> set[str]:
@@ -361,9 +407,10 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     walks = _walked_shuffles(compiled)
     reduces = _nhwc_reduces(compiled)
     producer = {o: nd for nd in compiled.nodes for o in nd.outputs if o}
+    stems = _input_convs(compiled)
     out = []
     for nd in compiled.nodes:
-        facts = set()
+        facts = {ORT_INT8_INPUT_NHWC} if nd.id in stems else set()
         if nd.op_type in ("Conv", "FusedConv") and len(nd.inputs) > 3 and nd.inputs[3]:
             facts.add(ORT_INT8_SUM)
         if nd.id in reduces:
@@ -403,7 +450,9 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             # The source's Conv where known (the compiled NCHWc one holds its kernel padded), else the compiled one.
             conv, g = (origin[0], source) if origin and source is not None else (nd, compiled)
             off = _off_symmetric_conv(conv, g)
-            if off is not None:
+            if one_pixel_conv(conv, g):
+                facts.add(ORT_INT8_ONE_PIXEL)
+            elif off is not None:
                 facts.add(off)
             if _image_stem(conv, g):
                 facts.add(ORT_INT8DYN_STEM)
@@ -460,6 +509,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
              "element"]))
     if p.resolved.output != "int8" or p.eliminated:
         return p
+    if ORT_INT8_INPUT_NHWC in facts and p.resolved.input == "int8":
+        p = dataclasses.replace(p, nhwc_input=True, extra_dispatches=p.extra_dispatches + 1, note="; ".join(
+            [*([p.note] if p.note else []), "the graph input transposed to NHWC in uint8 ahead of it"]))
     if ORT_INT8_WALK in facts and p.tag == "int8":
         return dataclasses.replace(p, rate_kind="walk", compute="fp32", tag="fp32", note="; ".join(
             [*([p.note] if p.note else []), "merged with the NHWC pass's Transposes: walked element by element"]))
@@ -476,6 +528,9 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     if ORT_INT8_ONE_ROW in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=ONE_ROW_TAG, note="; ".join(
             [*([p.note] if p.note else []), "one activation row: QGEMM's one-row rate"]))
+    if ORT_INT8_ONE_PIXEL in facts and p.tag == "int8":
+        p = dataclasses.replace(p, tag=ONE_PIXEL_TAG, rate_kind="conv", out_cost=True, note="; ".join(
+            [*([p.note] if p.note else []), "a one-pixel output map: QLinearConv's fixed costs per call"]))
     if ORT_INT8_CONCAT in facts and p.tag == "int8":
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))

@@ -186,6 +186,9 @@ PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25})
 # timed the quantizer's split of it (simulator.backends._INT8_OWN_RATE), else the fp32 split between Q/DQ.
 INT8_GELU = "elementwise.int8.Gelu"
 PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU})
+# s per input element of the uint8 NCHW -> NHWC Transpose of an image input under static int8 (roofline.Path.nhwc_input,
+# simulator/ort_int8.py ORT_INT8_INPUT_NHWC)
+NHWC_INPUT_KEY = "layout.int8.nhwc"
 
 # Unit fields that change which path a task takes (not only its figures).
 _STRUCTURAL = frozenset({"name", "ops", "ops_except", "activation_formats", "activation_formats_via_cast",

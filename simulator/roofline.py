@@ -21,7 +21,7 @@ import numpy as np
 
 from compiler.vocabulary.options import Combo
 from simulator.costs import PARENT_KIND, Work
-from simulator.profiles import CAST16NCHW, HardwareProfile, Unit
+from simulator.profiles import CAST16NCHW, NHWC_INPUT_KEY, HardwareProfile, Unit
 
 Num = Any  # a float, or a numpy array of them (the formulas broadcast)
 
@@ -81,6 +81,7 @@ class Path:
     # ORT's CPU ConvTranspose scatters its GEMM's columns into the output (Work.col2im_elements): `<kind>.<tag>.col2im`
     # s per column element (an fp16 path's Casts around the fp32 kernel: the fp32 figure)
     col2im: bool = False
+    nhwc_input: bool = False  # an image input's uint8 NHWC Transpose ahead of it (NHWC_INPUT_KEY s per input element)
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -174,6 +175,7 @@ class Rates:
     inner_move_s: Num = 0.0
     inner_far_s: Num = 0.0
     inner_run_s: Num = 0.0  # s per run an Einsum's Transposes copy one memcpy each (a Transpose's `layout.fp32.run`)
+    in_move_s: Num = 0.0  # s per input element of a move ahead of the kernel (Path.nhwc_input)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -195,14 +197,12 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
     return Rates(
         peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag, op_type if rate == kind else ""),
         in_b=p.in_bytes, out_b=p.out_bytes, w_rt=p.w_runtime_bytes,
-        rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0,
-        rt_mask=1 / 8 if p.runtime_sparse else 0.0,
+        rt_keep=1 - p.resolved.sparsity / 100 if p.runtime_sparse else 1.0, rt_mask=1 / 8 if p.runtime_sparse else 0.0,
         aux_b=p.aux_bytes, extra_in=p.extra_in_bytes, extra_out=p.extra_out_bytes,
         # ORT's CPU EP fills a Gemm's output with its bias before the float GEMM accumulates into it (the backends
         # whose activations are passes over the output too); its int8 kernels add the bias in their epilogue.
         bias_b=2 * p.out_bytes if epilogue_pass and p.compute != "int8" else 0.0,
-        cached_extra_in=p.cached_extra_in_bytes,
-        dispatches=1 + p.extra_dispatches,
+        cached_extra_in=p.cached_extra_in_bytes, dispatches=1 + p.extra_dispatches,
         # Per-kernel launch cost, plus the fixed setup of the kind on this path (`conv.int8dyn`: the six
         # kernels of a dynamically quantized Conv), else of the kind (small NCHWc convs pay ~10 us on the host).
         dispatch_s=u.dispatch_overhead_s,
@@ -214,8 +214,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         im2col_strided_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.im2col.strided", 0.0) if p.im2col else 0.0,
         repack_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.weights", 0.0) if p.repack else 0.0,
         spill_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.spill", 0.0) if p.spill and u.l2_share_bytes else 0.0,
-        l2=u.l2_share_bytes,
-        row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
+        l2=u.l2_share_bytes, row_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.row", 0.0) if p.qgemm else 0.0,
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         span_s=(u.kind_overhead_s.get(p.span_key or f"{rate}.{p.tag}.span", 0.0) / p.span_elements
                 if p.span_elements else 0.0),
@@ -227,8 +226,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         far_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.far", 0.0) if u.l2_share_bytes else 0.0,
         index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
-        if p.col2im else 0.0,
-        subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
+        if p.col2im else 0.0, subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
+        in_move_s=u.kind_overhead_s.get(NHWC_INPUT_KEY, 0.0) if p.nhwc_input else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -485,7 +484,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + w.in_elements * r.cached_extra_in / np.maximum(r.cache_bw, 1.0)
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
-             + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * r.extra_in_ops_s + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
+             + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * (r.extra_in_ops_s + r.in_move_s)
+             + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 
