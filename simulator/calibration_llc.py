@@ -98,8 +98,8 @@ def fit_llc(ks: Sequence[int], wall: dict[str, float], k_stream: int, k_memory: 
     hot, cold = (((wall[key] * 1e-3 - run_s) / R - dispatch_s) / (k * k)
                  for key, k in (("stream", k_stream), ("memory", k_memory)))
     shares = [gone_share(wall[f"{PREFIX}{k}"], k, run_s, dispatch_s, hot, cold) for k in timed]
-    by_time = [float(evicted_by_time(wall[f"{PREFIX}{k}"] * 1e-3, cpu.get("llc_hold_s", 0.0), cpu.get("llc_evict_s", 0.0)))
-               for k in timed]
+    hold, evict = cpu.get("llc_hold_s", 0.0), cpu.get("llc_evict_s", 0.0)
+    by_time = [float(evicted_by_time(wall[f"{PREFIX}{k}"] * 1e-3, hold, evict)) for k in timed]
     keep, gone = capacity_ramp([footprint(k) for k in timed], [s for s, _ in shares], [s for _, s in shares], by_time)
     line = ("last-level cache ladder: " + ", ".join(f"{s:.2f} from memory at {footprint(k) / 1e6:.1f} MB"
                                                    for k, (s, _) in zip(timed, shares))

@@ -55,7 +55,8 @@ def test_fit_reads_the_ladder_against_the_stream_and_memory_chains() -> None:
         ms[f"llc-{k}"] = (s * cold + (1 - s) * hot) * k * k * R * 1e3
     cpu = {"run_overhead_s": 0.0, "dispatch_overhead_s": 0.0, "llc_hold_s": 1.0, "llc_evict_s": 2.0}
     got, line = fit_llc(ks, ms, k_s, k_m, cpu)
-    assert got["llc_keep_bytes"] == pytest.approx(13e6, rel=0.2) and got["llc_gone_bytes"] == pytest.approx(26e6, rel=0.2)
+    assert got["llc_keep_bytes"] == pytest.approx(13e6, rel=0.2)
+    assert got["llc_gone_bytes"] == pytest.approx(26e6, rel=0.2)
     assert "keeps" in line
     assert fit_llc(ks, {k: v for k, v in ms.items() if k != "memory"}, k_s, k_m, cpu) == ({}, "")  # no memory rate
 
