@@ -4,7 +4,7 @@ one run to the next (Unit.llc_keep_bytes, llc_gone_bytes: the ramp of roofline.o
 The size sysfs lists says little of that on a VM. Batch-1 MatMul chains (benchmarks/llc_ladder.py, thread CPU time
 at the 5th percentile) read their weights at the cache's rate up to some footprint and at memory's beyond another:
 a Zen 4 (2 vCPUs, 32 MiB L3 listed, a 16 MiB share; 2026-12-06 07:09 UTC) 66-71 GB/s at 4.7-8.4 MB, 63 at 13.1,
-49 at 18.9, 28 at 25.7, 22-30 from 33.6 MB on: gone well before the whole 32 MiB. An Emerald Rapids (300 MiB listed,
+49 at 18.9, 28 at 25.7, 22-30 from 33.6 MB on: most gone before the whole 32 MiB. An Emerald Rapids (300 MiB listed,
 a 150 MiB share; session 49) 32.5 GB/s at 134 MB, 29.6 at 170, 22.7 at 189, 18.4 at 254, 16.8 at 537: gone past
 the share, long before the whole. A Zen 5 kept BirdNET's 27 MB metadata model whole in its 32 MiB (read at 80 GB/s).
 A step at the listed size (the rule before) priced a Zen 4's 19-30 MB models' weights at the cache's rate and

@@ -540,7 +540,7 @@ def outgrown(r: Rates, weights_fp32_bytes: float) -> Num:
     """Share of a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) that the
     last-level cache does not keep between runs whatever the run's length: read in the same order every run, more
     than the cache holds misses it all (the least recently used go first). Calibrated, a ramp from `llc_keep` to
-    `llc_gone` bytes (simulator.calibration_llc: a Zen 4's 32 MiB L3 kept 13 MB, lost 26); else a step at the whole
+    `llc_gone` bytes (simulator.calibration_llc: a Zen 4 32 MiB L3: 12 MB kept, none past 42); else a step at the whole
     cache (AlexNet's 244 MB on a 32 MB L3 from memory; BirdNET's 27 MB metadata model read at 80 GB/s on a Zen 5)."""
     footprint = weights_fp32_bytes * r.w_rt / 4
     ramp = np.clip((footprint - r.llc_keep) / np.maximum(r.llc_gone - r.llc_keep, 1.0), 0.0, 1.0)
