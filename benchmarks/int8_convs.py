@@ -50,6 +50,15 @@ CASES: dict[str, tuple[int, int, int, str, int]] = {
 }
 
 
+def conv1x1_consts(rng: np.random.Generator, name: str, co: int, ci: int) -> list:
+    """A 1x1 Conv's weight `<name>_w` [co, ci, 1, 1] (variance 1/ci) and bias `<name>_b` as ONNX initializers."""
+    from onnx import numpy_helper
+
+    w = (rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype(np.float32)
+    return [numpy_helper.from_array(w, f"{name}_w"),
+            numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"{name}_b")]
+
+
 def pairs_file(path: Path, cin: int, mid: int, hw: int, act: str, blocks: int) -> Path:
     """`blocks` x (1x1 cin -> mid, activation, 1x1 mid -> cin) with biases, on [1, cin, hw, hw]."""
     from onnx import TensorProto, helper, numpy_helper
@@ -58,9 +67,7 @@ def pairs_file(path: Path, cin: int, mid: int, hw: int, act: str, blocks: int) -
     consts, nodes, x = [], [], "x"
     for i in range(blocks):
         for name, co, ci in ((f"e{i}", mid, cin), (f"p{i}", cin, mid)):
-            consts += [numpy_helper.from_array((rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype(np.float32),
-                                               f"{name}_w"),
-                       numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"{name}_b")]
+            consts += conv1x1_consts(rng, name, co, ci)
         if act == "float":
             nodes.append(helper.make_node("Erf", [x], [f"f{i}"], name=f"erf{i}"))
             x = f"f{i}"
@@ -93,15 +100,13 @@ def pairs_file(path: Path, cin: int, mid: int, hw: int, act: str, blocks: int) -
 def se_file(path: Path, cin: int, mid: int, hw: int, blocks: int) -> Path:
     """`blocks` squeeze-excite blocks on [1, cin, hw, hw]: GlobalAveragePool, 1x1 cin -> mid + bias + Relu, 1x1 mid ->
     cin + bias, Sigmoid, Mul by the block's input: each 1x1 Conv on a one-pixel map."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     rng = np.random.default_rng(0)
     consts, nodes, x = [], [], "x"
     for i in range(blocks):
         for name, co, ci in ((f"r{i}", mid, cin), (f"e{i}", cin, mid)):
-            consts += [numpy_helper.from_array((rng.standard_normal((co, ci, 1, 1)) / np.sqrt(ci)).astype(np.float32),
-                                               f"{name}_w"),
-                       numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"{name}_b")]
+            consts += conv1x1_consts(rng, name, co, ci)
         nodes += [helper.make_node("GlobalAveragePool", [x], [f"g{i}"], name=f"pool{i}"),
                   helper.make_node("Conv", [f"g{i}", f"r{i}_w", f"r{i}_b"], [f"r{i}"], name=f"reduce{i}"),
                   helper.make_node("Relu", [f"r{i}"], [f"a{i}"], name=f"relu{i}"),

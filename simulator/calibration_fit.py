@@ -28,6 +28,7 @@ from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
 from simulator.calibration_timing import machine, profiler_overhead
 from simulator.conversions import cast_element
 from simulator.profiles import HardwareProfile, load_profile
+from simulator.ramp_fit import REPEAT, SHARE_SIGMA_MAX, best_ramp, weights
 from simulator.sweep import sweep
 from simulator.totals import totals
 
@@ -412,35 +413,16 @@ def reuse_shares(bench: Bench, wall: dict[str, float], dispatch_s: float, hot_s_
     return out
 
 
-# How far a timing's low percentile repeats between rounds (calibration_timing.FAST_PERCENTILE: "within about 2%"):
-# the uncertainty of a reuse case's share, which in a long run is most of the share's range (its weights' time is a
-# few percent of the run).
-REPEAT = 0.02
-# ... at most 0.5: a share is clipped to [0, 1], and no quantity within [0, 1] spreads more than half that range
-# (Popoviciu's inequality). Uncapped, the longest reuse case (a 16.5 ms run, its weights' time 3% of it) weighed
-# almost nothing against "none evicted": a Zen 4's quiet calibration (2026-12-05, load 1.1) measured 0.04, 0.09,
-# 0.36 and 1.00 evicted after 0.5, 1.9, 5.5 and 16.5 ms, sigmas 0.04 / 0.13 / 0.36 / 1.07, and kept no ramp
-# (chi-square 3.2 -> 0.1, under the bar of 4); its classifiers then read their weights at the L3's rate, 2.1-3.3x
-# under their profile (ShuffleNet v2, LeViT-128S, MobileNetV4-Conv-S, MobileOne-S0, EfficientViT-B0).
-SHARE_SIGMA_MAX = 0.5
-
-
 def eviction_ramp(run_s: list[float], shares: list[float], sigmas: list[float]) -> tuple[float, float]:
     """(llc_hold_s, llc_evict_s) of roofline.evicted_share's ramp (none evicted up to hold, all after evict, linear
     between) that fits the measured shares best in least squares weighted by their uncertainty (`sigmas`), where it
     fits better than keeping every weight by more than its two figures explain (Akaike: chi-square down by more than
     4); else (the longest run, 0): the rule evicts none."""
-    x, y = np.asarray(run_s, dtype=np.float64), np.asarray(shares, dtype=np.float64)
-    wt = 1 / np.maximum(np.asarray(sigmas, dtype=np.float64), 1e-3) ** 2
-    none = (float((wt * y ** 2).sum()), float(x.max()) if len(x) else 0.0, 0.0)
-    best = none
+    x, y, wt = np.asarray(run_s, dtype=np.float64), np.asarray(shares, dtype=np.float64), weights(sigmas)
+    none = float((wt * y ** 2).sum())
     grid = np.geomspace(x.min() / 4, x.max() * 4, 64) if len(x) else np.array([])
-    for i, hold in enumerate(grid):
-        for evict in grid[i + 1:]:
-            err = float((wt * (np.clip((x - hold) / (evict - hold), 0.0, 1.0) - y) ** 2).sum())
-            if err < best[0]:
-                best = (err, float(hold), float(evict))
-    return (best[1], best[2]) if none[0] - best[0] > 4.0 else none[1:]
+    err, hold, evict = best_ramp(x, grid, lambda ramp: float((wt * (ramp - y) ** 2).sum()))
+    return (hold, evict) if none - err > 4.0 else (float(x.max()) if len(x) else 0.0, 0.0)
 
 
 def spill_ramp(by_time: list[float], spill_bytes: list[float], shares: list[float], sigmas: list[float]
@@ -448,19 +430,12 @@ def spill_ramp(by_time: list[float], spill_bytes: list[float], shares: list[floa
     """(llc_spill_hold_bytes, llc_spill_evict_bytes) of roofline.evicted_share's ramp in the run's own traffic beyond
     the L2 (none evicted up to hold, all after evict, linear between; a weight stays if neither the time ramp,
     `by_time` per case, nor this one evicts it), fitted as eviction_ramp fits the time ramp; (0, 0): none by traffic."""
-    x, y = np.asarray(spill_bytes, dtype=np.float64), np.asarray(shares, dtype=np.float64)
+    x, y, wt = np.asarray(spill_bytes, dtype=np.float64), np.asarray(shares, dtype=np.float64), weights(sigmas)
     t = np.asarray(by_time, dtype=np.float64)
-    wt = 1 / np.maximum(np.asarray(sigmas, dtype=np.float64), 1e-3) ** 2
     none = float((wt * (t - y) ** 2).sum())
-    best = (none, 0.0, 0.0)
     grid = np.geomspace(max(x.min(), 1.0) / 4, x.max() * 4, 64) if len(x) and x.max() > 0 else np.array([])
-    for i, hold in enumerate(grid):
-        for evict in grid[i + 1:]:
-            pred = 1 - (1 - t) * (1 - np.clip((x - hold) / (evict - hold), 0.0, 1.0))
-            err = float((wt * (pred - y) ** 2).sum())
-            if err < best[0]:
-                best = (err, float(hold), float(evict))
-    return (best[1], best[2]) if none - best[0] > 4.0 else (0.0, 0.0)
+    err, hold, evict = best_ramp(x, grid, lambda ramp: float((wt * (1 - (1 - t) * (1 - ramp) - y) ** 2).sum()))
+    return (hold, evict) if none - err > 4.0 else (0.0, 0.0)
 
 
 def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile, run_s: float

@@ -23,15 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from simulator.calibration_models import R, matmul_chain
+from simulator.ramp_fit import REPEAT, SHARE_SIGMA_MAX, best_ramp, weights
 
 # Footprints of the ladder's chains as fractions of the whole last-level cache sysfs lists: from under a 2-vCPU
 # share to past the whole (the Zen 4 above: 10-47 MB; the Emerald Rapids: 94-440 MB).
 LADDER = (0.3, 0.45, 0.6, 0.75, 0.9, 1.1, 1.4)
 K_MIN, K_MAX = 128, 4096
 PREFIX = "llc-"
-# How far a timing's low percentile repeats between rounds (as calibration_fit.REPEAT), capped at half the [0, 1]
-# range a share is clipped to (calibration_fit.SHARE_SIGMA_MAX).
-REPEAT, SIGMA_MAX = 0.02, 0.5
 
 
 def ladder_ks(llc_all: float) -> list[int]:
@@ -58,10 +56,14 @@ def gone_share(wall_ms: float, k: int, run_s: float, dispatch_s: float, hot_s_pe
                cold_s_per_w: float) -> tuple[float, float]:
     """(share of a chain's weights read from memory, its uncertainty): its time per weight between the stream
     chain's (`hot`) and the memory chain's (`cold`), clipped to [0, 1]."""
-    per_w = ((wall_ms * 1e-3 - run_s) / R - dispatch_s) / (k * k)
     span = max(cold_s_per_w - hot_s_per_w, 1e-15)
-    share = float(np.clip((per_w - hot_s_per_w) / span, 0.0, 1.0))
-    return share, min(REPEAT * wall_ms * 1e-3 / (span * R * k * k), SIGMA_MAX)
+    share = float(np.clip((per_weight_s(wall_ms, k, run_s, dispatch_s) - hot_s_per_w) / span, 0.0, 1.0))
+    return share, min(REPEAT * wall_ms * 1e-3 / (span * R * k * k), SHARE_SIGMA_MAX)
+
+
+def per_weight_s(wall_ms: float, k: int, run_s: float, dispatch_s: float) -> float:
+    """Seconds per weight of a chain of `k` (its R layers' time less the per-run and per-kernel costs)."""
+    return ((wall_ms * 1e-3 - run_s) / R - dispatch_s) / (k * k)
 
 
 def capacity_ramp(footprints: Sequence[float], shares: Sequence[float], sigmas: Sequence[float],
@@ -72,16 +74,10 @@ def capacity_ramp(footprints: Sequence[float], shares: Sequence[float], sigmas: 
     x, y, t = (np.asarray(v, dtype=np.float64) for v in (footprints, shares, by_time))
     if not len(x):
         return 0.0, 0.0
-    wt = 1 / np.maximum(np.asarray(sigmas, dtype=np.float64), 1e-3) ** 2
-    best = (math.inf, 0.0, 0.0)
-    grid = np.geomspace(x.min() / 2, x.max() * 2, 64)
-    for i, keep in enumerate(grid):
-        for gone in grid[i + 1:]:
-            pred = np.maximum(t, np.clip((x - keep) / (gone - keep), 0.0, 1.0))
-            err = float((wt * (pred - y) ** 2).sum())
-            if err < best[0]:
-                best = (err, float(keep), float(gone))
-    return best[1], best[2]
+    wt = weights(sigmas)
+    _, keep, gone = best_ramp(x, np.geomspace(x.min() / 2, x.max() * 2, 64),
+                              lambda ramp: float((wt * (np.maximum(t, ramp) - y) ** 2).sum()))
+    return keep, gone
 
 
 def fit_llc(ks: Sequence[int], wall: dict[str, float], k_stream: int, k_memory: int, cpu: dict[str, float]
@@ -95,7 +91,7 @@ def fit_llc(ks: Sequence[int], wall: dict[str, float], k_stream: int, k_memory: 
     if not timed or not k_memory or "memory" not in wall:
         return {}, ""
     run_s, dispatch_s = cpu["run_overhead_s"], cpu["dispatch_overhead_s"]
-    hot, cold = (((wall[key] * 1e-3 - run_s) / R - dispatch_s) / (k * k)
+    hot, cold = (per_weight_s(wall[key], k, run_s, dispatch_s)
                  for key, k in (("stream", k_stream), ("memory", k_memory)))
     shares = [gone_share(wall[f"{PREFIX}{k}"], k, run_s, dispatch_s, hot, cold) for k in timed]
     hold, evict = cpu.get("llc_hold_s", 0.0), cpu.get("llc_evict_s", 0.0)
