@@ -49,14 +49,12 @@ from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
 from simulator.labels import label_text
 from simulator.published import heldout
+from simulator.crossings import crossing_bytes, crossing_constants, crossing_ms
 from simulator.roofline import (
     Counts,
     Path,
     Rates,
     Residency,
-    crossing_bytes,
-    crossing_constants,
-    crossing_ms,
     dram_bytes,
     io_bytes,
     rates,

@@ -13,7 +13,7 @@ import numpy as np
 from compiler.vocabulary.formats import BITS, FLOAT_FORMATS
 from compiler.vocabulary.options import OptionError, parse_combo
 from simulator.conversions import conversion_bytes, conversion_ms
-from simulator.roofline import crossing_bytes, crossing_ms, memory_power_mw
+from simulator.crossings import crossing_bytes, crossing_ms, memory_power_mw
 from simulator.table_schema import float_graph_ms, per_inference_ms
 
 

@@ -27,13 +27,11 @@ from simulator.file_bytes import stored
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
 from simulator.profiles import HardwareProfile
 from simulator.conversions import conversion_constants, conversion_ms
+from simulator.crossings import crossing_bytes, crossing_constants, crossing_ms
 from simulator.roofline import (
     Counts,
     Path,
     Rates,
-    crossing_bytes,
-    crossing_constants,
-    crossing_ms,
     rates,
     residency,
     stack,

@@ -136,7 +136,7 @@ class Pricing:
         self.edge_lb = np.zeros(len(ops))
         crossing = bulk.get("crossing")
         if crossing:
-            from simulator.roofline import crossing_ms
+            from simulator.crossings import crossing_ms
 
             for j, (s, d) in enumerate(zip(t.src, t.dst)):
                 if bulk["units"][s][self.p] != bulk["units"][d][self.p]:

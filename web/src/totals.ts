@@ -56,7 +56,7 @@ export function conversionMs(table: OptionTable, out: string, inp: string, eleme
   return table.conversion.fixed_ms + elements * rate;
 }
 
-/** One partition crossing moving `bytes` (the mirror of simulator/roofline.py crossing_ms: the same formula). */
+/** One partition crossing moving `bytes` (the mirror of simulator/crossings.py crossing_ms: the same formula). */
 export function crossingMs(crossing: Crossing, bytes: number): number {
   return (crossing.fixed_s + bytes / crossing.bytes_per_s) * 1e3;
 }
