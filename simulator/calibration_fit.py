@@ -20,6 +20,7 @@ from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.calibration_inner import fit_inner
 from simulator.calibration_llc import fit_llc
+from simulator.calibration_nhwc import fit_nhwc
 from simulator.calibration_rnn import fit_rnn
 from simulator.calibration_subnormal import fit_subnormal
 from simulator.costs import kind_of
@@ -33,7 +34,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 86  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 87  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -103,6 +104,8 @@ CACHE_VERSION = 86  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 84: the blocked swaps inside a Softmax over an inner axis (layout.fp32.inner, calibration_inner)
 # 85: the bytes of weights the last-level cache keeps between runs, from a ladder of chains (calibration_llc)
 # 86: static int8 1x1 Convs on a one-pixel map (squeeze-excite) at their own figures (conv.int8px, calibration_se)
+# 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure per element (reduce.int8.nhwc,
+#     calibration_nhwc)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -279,10 +282,10 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
-    sub = tuple(k for n in (*bench.subnormal, *bench.inner) for k in (n, f"{n}-ref"))  # each case and its reference
+    sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc) for k in (n, f"{n}-ref"))  # case, reference
     alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
     for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal),
-                       (fit_inner, bench.inner)):
+                       (fit_inner, bench.inner), (fit_nhwc, bench.nhwc)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     hw = base.with_overrides(over)

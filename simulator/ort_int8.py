@@ -19,7 +19,7 @@ from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import kernel_value, kind_of
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
-from simulator.reductions import STRIDED_REDUCE_FLOPS, reduce_axes
+from simulator.reductions import reduce_axes
 from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
@@ -133,11 +133,19 @@ _REORDERS = frozenset({"ReorderInput", "ReorderOutput"})
 # NHWC pass's Transposes through it by rewriting its axes (onnxruntime/core/optimizer/transpose_optimization/
 # onnx_transpose_optimization.cc, HandleReduceOps): GhostNet's int8 file reduces axes [1, 2] of NHWC data. Those are
 # not the innermost axes, so ORT's reduction kernel (core/providers/cpu/reduction/reduction_ops.cc) reads with
-# strides: the fp32 rule's strided case (reductions.STRIDED_REDUCE_FLOPS per element). Profiled in GhostNet's int8
-# file on this host (Zen 4, wall, load 10, 2026-12-03): its 7 ReduceMeans (72x28x28 .. 960x7x7) 0.86-1.1 ns per element,
-# 0.43 ms per run, predicted 0.058 ms at the contiguous rate (fp32: the same 7 profiled 0.08-0.09 ms). The fact
-# carries the elements reduced into each output (H x W): the extra FLOPs are per output element.
+# strides. Profiled in GhostNet's int8 file (Zen 4, wall, load 10, 2026-12-03): its 7 ReduceMeans (72x28x28 ..
+# 960x7x7) 0.86-1.1 ns per element, 0.43 ms per run, predicted 0.058 ms at the contiguous rate (fp32: the same 7
+# profiled 0.08-0.09 ms); on an Emerald Rapids VM (HardCoreNAS-A's and GhostNet's, 2026-12-06) 0.57-0.82 ns, where
+# the fp32 strided case's 16 FLOPs per element (reductions.STRIDED_REDUCE_FLOPS) priced 1.2-1.3. Each element read
+# costs `reduce.int8.nhwc` s beyond the contiguous reduction, fitted by calibration on ReduceMeans of NHWC tensors
+# against the same of NCHW ones (simulator/calibration_nhwc.py). The fact carries the elements reduced into each
+# output (H x W). In the int8 file the data is NHWC whatever the row length, so a 7x7 map's short-row cost
+# (ORT_REDUCE_ROWS, the fp32 file's call per row) does not apply under int8 activations. A BatchNormalization ORT's
+# fp32 graph turned into an NCHWc Conv (MixNet-S's, after a Concat of depthwise convs) is no QLinearConv in the int8
+# file: it stays an fp32 BatchNormalization behind a Transpose to NCHW (no QDQ entry, no layout handler), and the
+# ReduceMean after it reduces axes [2, 3] (MixNet-S's int8 file, ORT 1.32, 2026-12-06: 13 of 13).
 ORT_INT8_NHWC_REDUCE = "ort_int8_nhwc_reduce="
+NHWC_REDUCE_KEY = "reduce.int8.nhwc"
 # A Conv with a residual Add fused in (ORT's NCHWc Conv / FusedConv reading the Add's other input as `Sum` / `Z`, the
 # inverted residual blocks of MobileNetV2, ResNet's BasicBlocks). QLinearConv has no such input (ORT 1.32
 # core/providers/cpu/quantization/qlinearconv.cc: X, W, B and the scales only), so the static int8 file's Add stays a
@@ -324,9 +332,19 @@ def _walked_shuffles(g: Graph) -> set[str]:
     return out
 
 
-def _nhwc_reduces(g: Graph) -> dict[str, int]:
-    """{id: H x W} of the rank-4 reductions over axes [2, 3] whose input leaves a Conv through ops the transpose
-    optimizer pushes NHWC through (ORT_INT8_NHWC_REDUCE)."""
+def _norm_convs(g: Graph, source: Graph | None) -> set[str]:
+    """Ids of the compiled Convs ORT made of BatchNormalizations alone (its NCHWc transformer's): an fp32
+    BatchNormalization in NCHW in the int8 file (ORT_INT8_NHWC_REDUCE)."""
+    if source is None:
+        return set()
+    ops = {nd.id: nd.op_type for nd in source.nodes}
+    return {nd.id for nd in g.nodes if nd.op_type in ("Conv", "FusedConv") and nd.source_nodes
+            and all(ops.get(s) == "BatchNormalization" for s in nd.source_nodes)}
+
+
+def _nhwc_reduces(g: Graph, norms: set[str]) -> dict[str, int]:
+    """{id: H x W} of the rank-4 reductions over axes [2, 3] whose input leaves a Conv (not one of `norms`) through
+    ops the transpose optimizer pushes NHWC through (ORT_INT8_NHWC_REDUCE)."""
     producer = {o: nd for nd in g.nodes for o in nd.outputs if o}
     out: dict[str, int] = {}
     for nd in g.nodes:
@@ -341,22 +359,24 @@ def _nhwc_reduces(g: Graph) -> dict[str, int]:
         while m is not None and m.id not in seen and m.op_type in _NHWC_THROUGH and m.inputs:
             seen.add(m.id)
             m = producer.get(m.inputs[0])
-        if m is not None and (m.op_type in ("Conv", "FusedConv") or m.domain == "com.microsoft.nchwc"):
+        if m is not None and m.id not in norms and (m.op_type in ("Conv", "FusedConv")
+                                                    or m.domain == "com.microsoft.nchwc"):
             out[nd.id] = int(x.shape[2]) * int(x.shape[3])  # type: ignore[index]
     return out
 
 
-def _leaves_conv(g: Graph, value: str, producer: dict[str, Node]) -> bool:
-    """Whether `value` comes from a Conv through ops the transpose optimizer pushes NHWC through (NHWC in the int8
-    file)."""
+def _leaves_conv(g: Graph, value: str, producer: dict[str, Node], norms: set[str]) -> bool:
+    """Whether `value` comes from a Conv (not one of `norms`, _norm_convs) through ops the transpose optimizer pushes
+    NHWC through (NHWC in the int8 file)."""
     m, seen = producer.get(value), set()
     while m is not None and m.id not in seen and m.op_type in _NHWC_THROUGH and m.inputs:
         seen.add(m.id)
         m = producer.get(m.inputs[0])
-    return m is not None and (m.op_type in ("Conv", "FusedConv") or m.domain == "com.microsoft.nchwc")
+    return m is not None and m.id not in norms and (m.op_type in ("Conv", "FusedConv")
+                                                    or m.domain == "com.microsoft.nchwc")
 
 
-def _spans(nd: Node, g: Graph, producer: dict[str, Node]) -> int | None:
+def _spans(nd: Node, g: Graph, producer: dict[str, Node], norms: set[str]) -> int | None:
     """The length of the operand a Mul / Add broadcasts along the int8 file's innermost axis (ORT_INT8_SPAN), else
     None."""
     if nd.op_type not in ("Mul", "Add") or len(nd.inputs) != 2:
@@ -370,7 +390,7 @@ def _spans(nd: Node, g: Graph, producer: dict[str, Node]) -> int | None:
     if len(varying) != 1 or math.prod(shapes[small]) <= 1 or math.prod(shapes[small]) >= math.prod(shapes[big]):
         return None
     axis, rank = varying[0], len(shapes[small])
-    channel_gate = rank == 4 == len(shapes[big]) and axis == 1 and _leaves_conv(g, nd.inputs[big], producer)
+    channel_gate = rank == 4 == len(shapes[big]) and axis == 1 and _leaves_conv(g, nd.inputs[big], producer, norms)
     return shapes[small][axis] if axis == rank - 1 or channel_gate else None
 
 
@@ -405,7 +425,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
     src = {nd.id: nd for nd in source.nodes} if source is not None else {}
     kept = _kept_reorders(compiled)
     walks = _walked_shuffles(compiled)
-    reduces = _nhwc_reduces(compiled)
+    norms = _norm_convs(compiled, source)
+    reduces = _nhwc_reduces(compiled, norms)
     producer = {o: nd for nd in compiled.nodes for o in nd.outputs if o}
     stems = _input_convs(compiled)
     out = []
@@ -419,7 +440,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
             facts.add(ORT_INT8_ONE_ROW)
         if _unit_innermost(nd, compiled):
             facts.add(ORT_INT8DYN_UNIT_SPAN)
-        if (span := _spans(nd, compiled, producer)) is not None:
+        if (span := _spans(nd, compiled, producer, norms)) is not None:
             facts.add(f"{ORT_INT8_SPAN}{span}")
         if (fspan := short_span(nd, compiled)) is not None:
             facts.add(f"{ORT_FP32_SPAN}{fspan}")
@@ -488,18 +509,17 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     """`p` under its task's facts where the task runs int8 activations (static int8): an unfolded activation's
     kernels; a depthwise Conv on the generic kernel at its own figures (`dwconv.int8gen`, fitted by calibration on
     depthwise chains of such channel counts)."""
+    hw = [int(f[len(ORT_INT8_NHWC_REDUCE):]) for f in facts if f.startswith(ORT_INT8_NHWC_REDUCE)]
+    if hw and "int8" in (combo.input, combo.output) and not p.eliminated:  # before the fp32 file's short rows
+        return dataclasses.replace(p, span_elements=1.0 / hw[0], span_key=NHWC_REDUCE_KEY, fp32_equivalent=False,
+                                   note="; ".join([*([p.note] if p.note else []), "reduces H and W of NHWC data (the "
+                                                   "int8 graph's layout): strided reads"]))
     if p is not (q := ort_span_path(p, facts)):
         return q
     if ORT_INT8_REORDER in facts and p.eliminated and p.resolved.output == "int8":
         return dataclasses.replace(p, eliminated=False, note="; ".join(
             [*([p.note] if p.note else []), "a uint8 Transpose where the fp32 graph reorders to NCHWc (ORT's NHWC "
              "layout pass)"]))
-    hw = [int(f[len(ORT_INT8_NHWC_REDUCE):]) for f in facts if f.startswith(ORT_INT8_NHWC_REDUCE)]
-    if hw and "int8" in (combo.input, combo.output) and not p.eliminated:
-        return dataclasses.replace(p, extra_ops_per_out=p.extra_ops_per_out + (STRIDED_REDUCE_FLOPS - 1) * hw[0],
-                                   fp32_equivalent=False, note="; ".join(
-                                       [*([p.note] if p.note else []), "reduces H and W of NHWC data (the int8 "
-                                        "graph's layout): strided reads"]))
     if ORT_INT8DYN_STEM in facts and p.tag == "int8dyn" and not p.eliminated:
         p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND, note="; ".join(
             [*([p.note] if p.note else []), "an image stem: ConvInteger's GEMM reduces over 3 x kh x kw (own rate)"]))

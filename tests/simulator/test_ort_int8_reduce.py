@@ -1,5 +1,6 @@
 """Static int8 on ONNX Runtime's CPU: a squeeze-excite's spatial ReduceMean of data that leaves a Conv reduces H and W of
-NHWC data (ORT's transpose optimizer rewrites its axes), strided reads (simulator/ort_int8.py ORT_INT8_NHWC_REDUCE).
+NHWC data (ORT's transpose optimizer rewrites its axes), strided reads (simulator/ort_int8.py ORT_INT8_NHWC_REDUCE:
+`reduce.int8.nhwc` per element read).
 Integration tier: the graphs are compiled by ONNX Runtime."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.ort_int8 import ORT_INT8_NHWC_REDUCE, ort_task_facts
+from simulator.ort_int8 import NHWC_REDUCE_KEY, ORT_INT8_NHWC_REDUCE, ort_task_facts
 from simulator.profiles import load_profile
 
 HOST = get_target("ort-cpu/host")
@@ -68,13 +69,11 @@ def test_int8_file_reduces_nhwc_axes_and_the_fact_follows_a_conv_only(tmp_path: 
 
 
 def test_the_nhwc_reduce_costs_strided_reads_under_int8_activations_only() -> None:
-    from simulator.reductions import STRIDED_REDUCE_FLOPS
-
     hw = load_profile("host-cpu")
     fact = frozenset({f"{ORT_INT8_NHWC_REDUCE}784"})
     for combo, costs in ((STATIC, True), (DYNAMIC, False)):
-        plain = plan(HOST, hw, "ReduceMean", "reduce", combo, False, False)
         p = plan(HOST, hw, "ReduceMean", "reduce", combo, False, False, facts=fact)
-        assert (p.extra_ops_per_out - plain.extra_ops_per_out == (STRIDED_REDUCE_FLOPS - 1) * 784) is costs, p
+        # `reduce.int8.nhwc` per element read: its figure over the 784 elements each output reduces
+        assert (p.span_key == NHWC_REDUCE_KEY and p.span_elements == 1 / 784) is costs, p
         assert (not p.fp32_equivalent) is costs  # a measured fp32 (contiguous) time does not apply
         assert ("strided" in p.note) is costs
