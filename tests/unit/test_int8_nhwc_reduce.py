@@ -24,7 +24,8 @@ STATIC, FP32 = Combo("int8", "int8", "-", 0), Combo("fp32", "fp32", "-", 0)
 def _conv_then_mean(made_of: str) -> tuple[Graph, Graph]:
     """(source, compiled): a source node `made_of` (Conv or BatchNormalization) that the compiled graph runs as a
     Conv, then a ReduceMean over H, W of [1, 32, 28, 28]."""
-    values = [act("x", [1, 32, 28, 28]), weight("w", [32, 32, 1, 1]), act("c", [1, 32, 28, 28]), act("m", [1, 32, 1, 1])]
+    values = [act("x", [1, 32, 28, 28]), weight("w", [32, 32, 1, 1]), act("c", [1, 32, 28, 28]),
+              act("m", [1, 32, 1, 1])]
     mean = Node("mean", "mean", "ReduceMean", inputs=["c"], outputs=["m"], attributes={"axes": [2, 3], "keepdims": 1})
     source = graph([Node("src", "src", made_of, inputs=["x", "w"], outputs=["c"]), mean], values, ["x"], ["m"])
     conv = Node("conv", "conv", "Conv", inputs=["x", "w"], outputs=["c"], source_nodes=["src"])
