@@ -174,8 +174,10 @@ def _plan_on_unit(target: Target, ui: int, unit: Unit, op_type: str, kind: str, 
                     "; ".join(d.notes), spill=target.backend == "ort-cpu" and kind == "layout" and tag == "fp32",
                     # ORT's bicubic kernel: a cost per output element (its cache lookups) beside its misses' work
                     out_cost=target.backend == "ort-cpu" and kind == "cubic",
-                    # MLAS's SGEMM computes C's columns in whole registers (simulator.einsum.product_columns)
-                    padded_sgemm=target.backend == "ort-cpu" and kind == "matmul" and tag == "fp32")
+                    # MLAS's SGEMM computes C's columns in whole registers (simulator.einsum.product_columns), its
+                    # Softmax a row's elements, with costs per row (`softmax.fp32.row`, `.tap`: simulator.softmax_rows)
+                    padded_sgemm=target.backend == "ort-cpu" and kind in ("matmul", "softmax") and tag == "fp32",
+                    qgemm=target.backend == "ort-cpu" and kind == "softmax" and tag == "fp32")
     k = _kernel(target, unit, op_type, kind, c, fused, d)
     if k is None:
         return None

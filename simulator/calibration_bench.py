@@ -181,6 +181,10 @@ CASES: tuple[Case, ...] = (
     Case("skipnorm-64x256", "skipnorm", lambda p: skip_layernorm_chain([1, 64, 256], p), (("fp32", "fp32"),)),
     Case("softmax-12x128x128", "softmax", lambda p: op_chain("Softmax", [12, 128, 128], p, attrs={"axis": -1}),
          (("fp32", "fp32"), ("int8-static", "int8"))),
+    # Rows of 49 (Swin's and MaxViT's windows), 196 and 16: with the rows of 128 above they fit the rate, a setup, a
+    # cost per row and one per row off a cache line of ORT's row kernel jointly (simulator.softmax_rows; JOINT_FP32).
+    *(Case(f"softmax-{r}x{d}", "softmax", lambda p, s=[r, d]: op_chain("Softmax", s, p, attrs={"axis": -1}),
+           (("fp32", "fp32"),)) for r, d in ((3136, 49), (784, 196), (2048, 16))),
     Case("softmax-2x48x48", "softmax", lambda p: op_chain("Softmax", [2, 48, 48], p, attrs={"axis": -1}),
          (("int8-static", "int8"),)),
     # Small shapes: what they cost beyond the roofline is the kind's fixed setup per task.

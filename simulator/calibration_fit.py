@@ -34,7 +34,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 88  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 89  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -107,6 +107,9 @@ CACHE_VERSION = 88  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure per element (reduce.int8.nhwc,
 #     calibration_nhwc)
 # 88: conv.int8px fitted on squeeze-excite blocks (pool, one-pixel convs, gate), not on chains of the convs alone
+# 89: ORT's fp32 Softmax pays a cost per row, one per row off a cache line and its rows padded to whole registers
+#     (softmax.fp32.row, .tap; softmax_rows): rows of 49, 196 and 16 beside the rows of 128, fitted jointly; a bicubic
+#     Resize's misses weighted by the fraction maps they spread over (resizes.CUBIC_MAPS_FULL)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -132,9 +135,10 @@ _SPILL_FITTED = frozenset({"layout.fp32", "deconv.fp32"})  # and ORT's ConvTrans
 # fp32 paths fitted jointly (efficiency and a setup per task) rather than as the median of per-case efficiencies: NCHWc
 # convs of few input channels, whose cases are 8-channel convs on 24-48 px maps (mostly fixed cost: 0.27 and 0.68 of the
 # peak on a Sapphire Rapids, 2026-12-04) and the stems real CNNs have (3 channels, 16-64 outputs, 100M+ MACs), which the
-# median of the two small ones priced at 1.5-2.3x their profile.
+# median of the two small ones priced at 1.5-2.3x their profile. ORT's Softmax: its rate, a setup, a cost per row and
+# one per row off a cache line (softmax.fp32.row, .tap) on rows of 128, 49, 196 and 16.
 ONE_PIXEL_KEY = "conv.int8px"  # ort_int8.ONE_PIXEL_TAG's path, fitted on squeeze-excite blocks (fit_in_blocks)
-JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32", "deconv.fp32"})
+JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32", "deconv.fp32", "softmax.fp32"})
 
 # Paths with a cost per byte beyond the core's L2 of walks that miss the cache (transposes.far_walk): ORT's walks,
 # fitted jointly with their rate and setup on walks within and beyond the cache (calibration_video); and of its

@@ -18,6 +18,7 @@ from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
 from simulator.reductions import STRIDED_REDUCE_FLOPS, strided_reduce
 from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
+from simulator.softmax_rows import softmax_rows
 from simulator.subnormals import subnormals
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
 
@@ -136,6 +137,8 @@ class Work:
     # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels): the GEMMs'
     # rows (output pixels x groups) and the copies its NHWC im2col makes (per pixel and group, one per kernel tap, or
     # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
+    # A Softmax's rows, those off a cache line (qgemm_taps) and their length (sgemm_columns) on ORT's row kernel
+    # (simulator.softmax_rows).
     qgemm_rows: float = 0.0
     qgemm_taps: float = 0.0
     # On a TFLite CONV_2D / FULLY_CONNECTED with a constant kernel: the reduction's length per kernel tap (input
@@ -360,6 +363,7 @@ def work_of(node: Node, graph: Graph) -> Work:
     out0 = _elements(outs[0]) if outs else None
     epilogue = _epilogue_flops(node, out0 or 0.0) if kind in WEIGHTED_KINDS or kind == "matmul" else 0.0
     k_name = kernel.name if kernel is not None else ""
+    rows = softmax_rows(node, graph) if kind == "softmax" else {}  # rows, their length and its alignment
     if kind not in WEIGHTED_KINDS:
         # Constant operands of other ops (e.g. Add of a bias tensor) stay float; they count as aux.
         k_elems, k_rows, k_name = 0.0, 1, ""
@@ -383,7 +387,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                     if node.op_type in _CONV else (1.0, 1.0))),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None) if node.op_type in _CONV
-                           else product_columns(node, graph, kind))),
+                           else product_columns(node, graph, kind)), **rows),
                 **(qgemm_counts(node, kernel, out0 or 0.0, k_rows) if node.op_type in _CONV else {}))
 
 

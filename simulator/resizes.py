@@ -53,11 +53,23 @@ def moves_per_element(node: Node, kind: str) -> float:
 # 2026-12-05): 110 ns per output element for 2x upscales, 180-295 for downscales and 224 -> 240; a cost per output
 # element plus one per miss fits all eight shapes within 26%, one per output element alone (as before) within 2.7x.
 # Calibration fits both (kind `cubic`: efficiency on CUBIC_MISS_OPS per miss, `cubic.fp32.out` per output element).
-CUBIC_MISS_OPS = 2 * CUBIC_RESIZE_OPS  # an upscale's uncalibrated cost (0.5 misses per output) stays 48 moves each
+# The kernel keeps one map per x fraction (coeff_to_1Dinterpolation_map[s_x]): consecutive output columns look up and
+# insert in the maps of their fractions in turn, few maps for an integer scale (one for a halving, two for a 2x
+# upscale), one per column in a period of the scale otherwise (ORT's float fractions: 41-57 for 15/14, 24 for 8/7).
+# A miss costs more the more maps they spread over, up to about twice from ~32 maps: on an Emerald Rapids Xeon (20
+# shapes, eight Resizes side by side, thread CPU time, round-robin, 2026-12-06 10:32 and 10:49 UTC; /work/h51attn/
+# ops.py, cubfit.py) 76-80 ns per miss for halvings, 131-157 for 15/14 and 8/7 scales, 142 for 2x upscales (whose
+# outputs pay half as many misses). A cost per output element plus one per miss weighted 1 + min(maps, 32) / 32 fits
+# all but the largest shape within 9% (median 3.3%; per output and miss alone 23%, 15.7%: CrossViT's 240 -> 224 was
+# 1.29x its price); [1, 1, 480, 480] -> 448, whose maps hold 8 MB per channel, reads 1.3x (not modelled).
+CUBIC_MAPS_FULL = 32
+# a 2x upscale's uncalibrated cost (0.5 misses per output over 2 maps) stays 48 moves per output element
+CUBIC_MISS_OPS = 2 * CUBIC_RESIZE_OPS / (1 + 2 / CUBIC_MAPS_FULL)
 
 
 def cubic_misses(node: Node, graph: Graph) -> float:
-    """The 1-D interpolations ORT's bicubic kernel computes for this Resize (its cache misses, all channels): per
+    """The 1-D interpolations ORT's bicubic kernel computes for this Resize (its cache misses, all channels), each
+    weighted by how many fraction maps they spread over (1 + min(maps, CUBIC_MAPS_FULL) / CUBIC_MAPS_FULL): per
     channel, the distinct (x fraction, x position) pairs of the output columns times the input rows (from y - 1 to
     y + 2 of each output row's y) the output rows touch. 0 where the shapes are unknown."""
     dims = _spatial(node, graph)
@@ -68,8 +80,9 @@ def cubic_misses(node: Node, graph: Graph) -> float:
     ys, xs = _source_coords(h_out, h_in, mode), _source_coords(w_out, w_in, mode)
     y0, x0 = np.floor(ys).astype(np.int64), np.floor(xs).astype(np.int64)
     rows = np.unique(np.concatenate([y0 + d for d in (-1, 0, 1, 2)])).size
-    columns = len(set(zip((xs - x0).tolist(), x0.tolist())))
-    return float(planes * columns * rows)
+    fractions = (xs - x0).tolist()
+    columns, maps = len(set(zip(fractions, x0.tolist()))), len(set(fractions))
+    return float(planes * columns * rows) * (1.0 + min(maps, CUBIC_MAPS_FULL) / CUBIC_MAPS_FULL)
 
 
 def _source_coords(n_out: int, n_in: int, mode: str) -> np.ndarray:

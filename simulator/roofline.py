@@ -54,7 +54,9 @@ class Path:
     repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
     rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
     spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
-    qgemm: bool = False  # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work)
+    # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work); ORT's fp32 Softmax pays
+    # `.row` per row and `.tap` per row off a cache line (simulator.softmax_rows)
+    qgemm: bool = False
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
     # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's integer
@@ -436,15 +438,20 @@ def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
     return 1.0 - (1.0 - by_time) * (1.0 - by_spill)
 
 
+def _column_pad(w: Counts, r: Rates) -> Num:
+    """Work over work done where MLAS computes whole registers of columns (Work.sgemm_columns, Path.padded_sgemm):
+    the columns rounded up to the unit's block over the columns; 1 elsewhere. A Softmax pads its rows so."""
+    block, cols = np.maximum(r.sgemm_block, 1.0), np.maximum(w.sgemm_columns, 1.0)
+    pays = (r.sgemm_block > 0) & (w.sgemm_columns > 0) & (w.sgemm_align < r.sgemm_block)
+    return np.where(pays, np.ceil(cols / block) * block / cols, 1.0)
+
+
 def _padded_macs(w: Counts, r: Rates) -> Num:
     """The MACs a task computes: its own, or a grouped 1x1 NCHW Conv's with its SGEMM columns padded to the unit's
     block where its channels per group do not fill that block (simulator.conv_work.sgemm_columns), or a TFLite
     conv's or fully connected layer's with XNNPACK's integer GEMM blocks: each tap's input channels rounded up to the
     K block, the output channels to the N block (Work.gemm_k, Counts.kernel_rows)."""
-    block = np.maximum(r.sgemm_block, 1.0)
-    pays = (r.sgemm_block > 0) & (w.sgemm_columns > 0) & (w.sgemm_align < r.sgemm_block)
-    cols = np.maximum(w.sgemm_columns, 1.0)
-    padded = np.where(pays, w.macs * np.ceil(cols / block) * block / cols, w.macs)
+    padded = w.macs * _column_pad(w, r)
     k, n = np.maximum(w.gemm_k, 1.0), np.maximum(w.kernel_rows, 1.0)
     kb, nb = np.maximum(r.int8_kb, 1.0), np.maximum(r.int8_nb, 1.0)
     blocked = w.macs * (np.ceil(k / kb) * kb / k) * (np.ceil(n / nb) * nb / n)
@@ -464,7 +471,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     # (its reads, priced below), not beside them at the GEMM's. Single-op GRUs on a Zen 4 (thread CPU time, 200 steps,
     # hidden 256, 2026-12-04): 2.10 ms one direction, 4.41 two, 7.03 with 512 inputs; priced at both, +14..+33%.
     macs = np.maximum(macs - w.reread_elements, 0.0)
-    t_comp = (2 * macs + w.flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
+    flops = w.flops * np.where(w.macs > 0, 1.0, _column_pad(w, r))  # a Softmax's rows in whole registers
+    t_comp = (2 * macs + flops + w.epilogue_flops * (r.epilogue_s == 0)) / peak
     act = w.in_elements * r.in_b + w.out_elements * r.out_b
     w_rt = w.kernel_elements * (r.w_rt * r.rt_keep + r.rt_mask)
     w_all = w_rt + w.aux_elements * 4 + w.other_const_bytes
