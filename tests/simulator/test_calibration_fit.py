@@ -176,3 +176,22 @@ def test_fp32_stems_pin_the_few_channel_rate(tmp_path: Path) -> None:
     assert eff == pytest.approx(1.1, rel=0.05) and s["convsmall.fp32"] == pytest.approx(8e-6, rel=0.1)
     medians = [calibration_fit._fit_eff(g, HW, "fp32", "convsmall.fp32", ms) for g, _, ms in cases]
     assert min(medians) < 0.8 * 1.1  # the small cases alone read the setup as a low rate
+
+
+def test_joint_fit_recovers_the_softmax_row_figures(tmp_path: Path) -> None:
+    """ORT's Softmax (simulator/softmax_rows.py): the bench's four fp32 chains (rows of 128, 49, 196, 16) separate the
+    rate, the cost per row and the cost per row off a cache line."""
+    from simulator import calibration_bench, calibration_fit
+
+    names = ("softmax-12x128x128", "softmax-3136x49", "softmax-784x196", "softmax-2048x16")
+    cases = {c.name: c for c in calibration_bench.CASES if c.name in names}
+    assert set(cases) == set(names) and "softmax.fp32" in calibration_fit.JOINT_FP32
+    graphs = [calibration_bench.compile_for_host(cases[n].build(tmp_path / f"{n}.onnx"), tmp_path / f"{n}.opt.onnx")
+              for n in names]
+    truth = HW.with_overrides({"units": {"cpu": {"efficiency": {"softmax.fp32": 0.15}, "kind_overhead_s": {
+        "softmax.fp32": 1e-6, "softmax.fp32.row": 1e-8, "softmax.fp32.tap": 2e-8}}}})
+    measured = [(g, "fp32", calibration_fit._predict_ms(g, truth, "fp32")) for g in graphs]
+    eff, s = calibration_fit._fit_eff_setup(measured, HW, "softmax.fp32")
+    assert eff == pytest.approx(0.15, rel=0.05)
+    assert s["softmax.fp32.row"] == pytest.approx(1e-8, rel=0.1)
+    assert s["softmax.fp32.tap"] == pytest.approx(2e-8, rel=0.1)
