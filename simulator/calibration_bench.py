@@ -238,6 +238,17 @@ CASES: tuple[Case, ...] = (
     # the NCHWc one's time per element (costs.kind_of: `poolnchw`), squeeze-excite pools after NCHW-path Convs.
     Case("gap-nchw-100x28", "poolnchw", lambda p: side_by_side("GlobalAveragePool", [1, 100, 28, 28], [1, 100, 1, 1], p),
          (("fp32", "poolnchw.fp32.GlobalAveragePool"),)),
+    # Windowed pools ORT leaves in NCHW (ShuffleNet v1's and v2's 3x3 stride-2 MaxPool after the stem on 24 channels,
+    # v1's AveragePool shortcuts on 24 and 136: no 16-wide NCHWc block with AVX-512): MLAS's NCHW pooling kernels
+    # (core/mlas/lib/pooling.cpp, MlasPool2DKernel / MlasPool2DVectorKernel) reduce one output at a time or 4 columns
+    # in 128-bit registers, where the NCHWc kernel (`pool.fp32`, maxpool-64x56) runs 16 channels per AVX-512
+    # register. At its rate ShuffleNet v1's profiled 4-6x their prediction (Emerald Rapids, 2026-12-06: MaxPool 24x112
+    # 0.103 ms against 0.026, AveragePool 136x28 0.058 against 0.009). 20 and 132 channels fill no 8-wide block
+    # either, so the cases stay NCHW with AVX2 too.
+    *(Case(f"{op.lower()}-nchw-{c}x{hw}", "poolnchw", lambda p, op=op, c=c, hw=hw: side_by_side(
+        op, [1, c, hw, hw], [1, c, hw // 2, hw // 2], p, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        (("fp32", f"poolnchw.fp32.{op}"),)) for op, c, hw in (("MaxPool", 20, 112), ("MaxPool", 132, 28),
+                                                               ("AveragePool", 20, 56), ("AveragePool", 132, 28))),
     # A Transpose ORT walks element by element (transposes.walks), XCiT's q/k/v split: 2.25 ns per element, blocked 0.15.
     Case("transpose-walk-196x128", "walk", lambda p: side_by_side("Transpose", [1, 196, 1, 4, 32], [1, 1, 4, 32, 196],
                                                                    p, perm=[2, 0, 3, 4, 1]), (("fp32", "walk.fp32"),)),
