@@ -403,6 +403,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per model, all options")
     ap.add_argument("--calibration", default=None, help="host calibration cache (default: the workers' one)")
+    ap.add_argument("--recalibrate", action="store_true",
+                    help="time a named --calibration again when it is stale (else refused)")
     ap.add_argument("--json", default=None, help="write every row here (kept up to date; --resume continues)")
     ap.add_argument("--resume", action="store_true")
     ap.add_argument("--shard", default=None, help="K/N: every N-th model from the K-th (parallel runs)")
@@ -412,6 +414,10 @@ def main() -> int:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    from simulator.calibration import named_file_refusal
+
+    if not a.recalibrate and (why := named_file_refusal(a.calibration)) is not None:
+        ap.error(why)
     if a.child:
         return _child(json.loads(a.child), Path(a.out))
     if a.report:

@@ -150,6 +150,17 @@ def stale_reason(path: str | os.PathLike[str]) -> str | None:
     return f"the file was {reason}" if reason else None
 
 
+def named_file_refusal(path: str | os.PathLike[str] | None) -> str | None:
+    """Why a benchmark must not use the calibration file a user named (`--calibration`), or None: one of another
+    calibration version, ORT version or machine would be timed again and replaced in place, minutes of timing outside
+    whatever lock the caller holds, and the file's earlier timings gone (session 51: five copies of one calibration
+    rewritten so by scripts running newer code). A missing file is calibrated as before."""
+    if path is None or (why := stale_reason(path)) is None or why == "there is none yet":
+        return None
+    return (f"{path}: {why}; it would be timed again and replaced. Refit its timings with this code instead "
+            f"(benchmarks/calibration_refit.py {path} --out NEW --time-missing), or pass --recalibrate")
+
+
 def record_fidelity(path: str | os.PathLike[str], error_pct_median: float, models: int,
                     target: str = "ort-cpu/host", **extra: Any) -> None:
     """Store the held-out error (benchmarks/fidelity.py) in the cache so predictions on `target` cite it."""
