@@ -99,23 +99,11 @@ def pairs_file(path: Path, cin: int, mid: int, hw: int, act: str, blocks: int) -
 
 def se_file(path: Path, cin: int, mid: int, hw: int, blocks: int) -> Path:
     """`blocks` squeeze-excite blocks on [1, cin, hw, hw]: GlobalAveragePool, 1x1 cin -> mid + bias + Relu, 1x1 mid ->
-    cin + bias, Sigmoid, Mul by the block's input: each 1x1 Conv on a one-pixel map."""
-    from onnx import TensorProto, helper
+    cin + bias, Sigmoid, Mul by the block's input: each 1x1 Conv on a one-pixel map (calibration's own builder)."""
+    from simulator.calibration_se import se_blocks
 
-    rng = np.random.default_rng(0)
-    consts, nodes, x = [], [], "x"
-    for i in range(blocks):
-        for name, co, ci in ((f"r{i}", mid, cin), (f"e{i}", cin, mid)):
-            consts += conv1x1_consts(rng, name, co, ci)
-        nodes += [helper.make_node("GlobalAveragePool", [x], [f"g{i}"], name=f"pool{i}"),
-                  helper.make_node("Conv", [f"g{i}", f"r{i}_w", f"r{i}_b"], [f"r{i}"], name=f"reduce{i}"),
-                  helper.make_node("Relu", [f"r{i}"], [f"a{i}"], name=f"relu{i}"),
-                  helper.make_node("Conv", [f"a{i}", f"e{i}_w", f"e{i}_b"], [f"e{i}"], name=f"expand{i}"),
-                  helper.make_node("Sigmoid", [f"e{i}"], [f"s{i}"], name=f"gate{i}"),
-                  helper.make_node("Mul", [x, f"s{i}"], [f"y{i}"], name=f"scale{i}")]
-        x = f"y{i}"
-    return save_onnx(path, "se", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, hw, hw])],
-                     [helper.make_tensor_value_info(x, TensorProto.FLOAT, [1, cin, hw, hw])], consts)
+    nodes, inputs, outputs, consts = se_blocks(cin, mid, hw, blocks)
+    return save_onnx(path, "se", nodes, inputs, outputs, consts)
 
 
 def report(name: str, doc: dict[str, Any]) -> None:
