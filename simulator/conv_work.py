@@ -1,6 +1,7 @@
 """Work counts particular to convolutions as ORT's CPU kernels run them: the im2col buffer of a grouped Conv left in
-NCHW, the rows ORT's im2col copies, the columns of a grouped 1x1 Conv's SGEMMs (MLAS pads them to its block), and the per-group GEMM rows and NHWC im2col copies of QLinearConv's grouped path.
-simulator.costs.work_of fills Work's conv fields from these."""
+NCHW, the rows ORT's im2col copies, the columns of a grouped 1x1 Conv's SGEMMs (MLAS pads them to its block), and the
+per-group GEMM rows and NHWC im2col copies of QLinearConv's grouped path. simulator.costs.work_of fills Work's conv
+fields from these."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from compiler.graph import Node, Value
 
 
 def qgemm_counts(node: Node, kernel: Value | None, out_elements: float, k_rows: int) -> dict[str, float]:
-    """Work.qgemm_rows and qgemm_taps of a Conv (empty for other ops: the caller passes Convs only): pixels = output elements / output channels."""
+    """Work.row_calls (the per-group GEMMs' rows) and row_extra_calls (the NHWC im2col's copies) of a Conv (empty for
+    other ops: the caller passes Convs only): pixels = output elements / output channels."""
     if kernel is None or not kernel.shape or len(kernel.shape) < 3 or k_rows <= 0:
         return {}
     group = int(node.attributes.get("group", 1) or 1)
@@ -22,7 +24,7 @@ def qgemm_counts(node: Node, kernel: Value | None, out_elements: float, k_rows: 
     # (they are adjacent in NHWC), else tap by tap (onnxruntime core/util/math_cpu.cc).
     dilated = any(int(x) != 1 for x in node.attributes.get("dilations") or [1])
     copies = math.prod(dims) if group > 1 or dilated else math.prod(dims[:-1])
-    return {"qgemm_rows": rows, "qgemm_taps": 0.0 if in_place else rows * copies}
+    return {"row_calls": rows, "row_extra_calls": 0.0 if in_place else rows * copies}
 
 
 def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:

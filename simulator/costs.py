@@ -134,13 +134,15 @@ class Work:
     # Rows the NCHW im2col copies (per group input channel, kernel tap and output row): a fixed cost each, conv_work
     im2col_rows: float = 0.0
     im2col_strided: float = 0.0  # the im2col buffer's elements where the conv strides along W (conv_work)
-    # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels): the GEMMs'
-    # rows (output pixels x groups) and the copies its NHWC im2col makes (per pixel and group, one per kernel tap, or
-    # one per kernel row where a group is every input channel; 0 where the input is read in place: 1x1, stride 1).
-    # A Softmax's rows, those off a cache line (qgemm_taps) and their length (sgemm_columns) on ORT's row kernel
-    # (simulator.softmax_rows).
-    qgemm_rows: float = 0.0
-    qgemm_taps: float = 0.0
+    # Calls of a kernel that runs row by row at a fixed cost per call (row_calls), and of a fixed extra step some
+    # rows take (row_extra_calls); each kind's calibration fits its own two figures (Rates.row_s / tap_s).
+    # A Conv run as one GEMM per group over NHWC pixels (ORT's QLinearConv off its symmetric kernels,
+    # simulator.conv_work): the GEMMs' rows (output pixels x groups) and the copies its NHWC im2col makes (per pixel
+    # and group, one per kernel tap, or one per kernel row where a group is every input channel; 0 where the input is
+    # read in place: 1x1, stride 1). A Softmax (simulator.softmax_rows): its rows and those that start off a cache
+    # line (their length is sgemm_columns).
+    row_calls: float = 0.0
+    row_extra_calls: float = 0.0
     # On a TFLite CONV_2D / FULLY_CONNECTED with a constant kernel: the reduction's length per kernel tap (input
     # channels; 0: none), which XNNPACK's integer GEMMs round up to their K block, as they round the output channels
     # up to their N block (Unit.int8_k_block / int8_n_block, read by Path.padded_sgemm paths).

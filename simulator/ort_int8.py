@@ -54,7 +54,7 @@ INT8_GENERIC_TAG = "int8gen"
 # dispatch's KernelInputChannelAlignment, KernelOutputChannelAlignment and FilterOutputChannelPackCount). Compute
 # then runs, per slice of output pixels and per group, an NHWC Im2col (one copy of the group's input channels per
 # pixel and kernel tap, or per kernel row where the group has all of them; none for a 1x1 stride-1 unpadded conv:
-# Work.qgemm_taps) and an MlasGemm of (pixels x group outputs x group
+# Work.row_extra_calls) and an MlasGemm of (pixels x group outputs x group
 # inputs x taps) into int32, and MlasRequantizeOutput. Its cost is per GEMM row (pixel x group) and per copy far
 # more than per MAC: single-op chains on this host (Zen 5, thread CPU time, 2026-12-03, load 7-11) of 3x3 grouped
 # convs of width 8 at 48x56, 104x28, 208x14, 440x7: 0.56, 0.31, 0.16, 0.084 ms per conv, 3.2-3.7x the few-channel

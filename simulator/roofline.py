@@ -131,8 +131,8 @@ class Rates:
     im2col_strided_s: Num  # seconds per element of a strided conv's buffer (`<kind>.<tag>.im2col.strided`; ditto)
     repack_s: Num  # seconds per weight of packing the weights on every run
     spill_s: Num  # seconds per output byte beyond `l2` (a kernel whose working set leaves the core's L2)
-    row_s: Num  # seconds per GEMM row of a per-group GEMM path (Path.qgemm)
-    tap_s: Num  # seconds per copy of its NHWC im2col
+    row_s: Num  # seconds per Work.row_calls: a per-group GEMM path's rows (Path.qgemm), a Softmax's rows
+    tap_s: Num  # seconds per Work.row_extra_calls: its NHWC im2col's copies, a Softmax's rows off a line
     span_s: Num  # seconds per output element of the calls of a broadcasting element-wise kernel (Path.span_elements)
     out_s: Num  # seconds per output element (Path.out_cost)
     igemm_s: Num  # seconds per output element and kernel tap (Path.tap_cost, Counts.igemm_taps)
@@ -319,8 +319,8 @@ class Counts:
     im2col_elements: Num
     groups: Num  # a Conv's group count; a depthwise kernel without one (TFLite's) counts its rows
     im2col_rows: Num
-    qgemm_rows: Num = 0.0
-    qgemm_taps: Num = 0.0
+    row_calls: Num = 0.0
+    row_extra_calls: Num = 0.0
     gemm_k: Num = 0.0
     sgemm_columns: Num = 0.0
     sgemm_align: Num = 0.0
@@ -354,8 +354,8 @@ class Counts:
             kernel_rows=col([w.kernel_out_channels for w in works]),
             im2col_elements=col([w.im2col_elements for w in works]),
             groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
-            im2col_rows=col([w.im2col_rows for w in works]), qgemm_rows=col([w.qgemm_rows for w in works]),
-            qgemm_taps=col([w.qgemm_taps for w in works]), gemm_k=col([w.gemm_k for w in works]),
+            im2col_rows=col([w.im2col_rows for w in works]), row_calls=col([w.row_calls for w in works]),
+            row_extra_calls=col([w.row_extra_calls for w in works]), gemm_k=col([w.gemm_k for w in works]),
             sgemm_columns=col([w.sgemm_columns for w in works]),
             sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
             reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
@@ -520,7 +520,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     return (setup + r.im2col_s * np.where(expanded, cols, 0.0) + r.im2col_row_s * np.where(expanded, rows, 0.0)
             + r.im2col_strided_s * np.where(expanded, strided, 0.0)
             + r.repack_s * w.kernel_elements * np.where(r.plain, w.plain_macs, 1.0) * np.ceil(pixels / QGEMM_STRIDE_N)
-            + r.row_s * w.qgemm_rows + r.tap_s * w.qgemm_taps
+            + r.row_s * w.row_calls + r.tap_s * w.row_extra_calls
             + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked

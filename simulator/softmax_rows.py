@@ -12,10 +12,10 @@ A row that starts off a cache line costs more again where the Softmax reads the 
 model (a chain of eight, 2026-12-06 11:06 UTC, probe 163 -> 156 GFLOP/s): rows of 16, 48, 64 and 128 take 14.2, 22.5,
 27.6 and 46 ns (8.6 ns + 0.29 per element), rows of 49 44 ns, 16 more than rows of 64 (side by side, reading one
 graph input, they took what rows of 64 do). Swin-T's window Softmaxes profiled 42.5 ns per row of 49.
-So a Softmax pays `softmax.fp32.row` s per row (Work.qgemm_rows) and `softmax.fp32.tap` per row off a 64-byte line
-(Work.qgemm_taps: all but one in 16 / gcd(D, 16)), and D rounded up to Unit.sgemm_column_block (Work.sgemm_columns /
-sgemm_align, as MLAS's SGEMM columns); calibration fits both row figures with the rate on four shapes. Priced on ORT's
-CPU EP only (backends); other runtimes' Softmax kernels keep their per-element figures."""
+So a Softmax pays `softmax.fp32.row` s per row (Work.row_calls) and `softmax.fp32.tap` per row off a 64-byte
+line (Work.row_extra_calls: all but one in 16 / gcd(D, 16)), and D rounded up to Unit.sgemm_column_block
+(Work.sgemm_columns / sgemm_align, as MLAS's SGEMM columns); calibration fits both row figures with the rate on
+four shapes. Priced on ORT's CPU EP only (backends); other runtimes' Softmax kernels keep their per-element figures."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ _LINE_FLOATS = 16  # floats in a 64-byte cache line
 
 
 def softmax_rows(node: Node, graph: Graph) -> dict[str, float]:
-    """Work's {qgemm_rows, qgemm_taps, sgemm_columns, sgemm_align} of an fp32 Softmax / LogSoftmax with a static
+    """Work's {row_calls, row_extra_calls, sgemm_columns, sgemm_align} of an fp32 Softmax / LogSoftmax with a static
     input: the rows ORT's row kernel runs, those of them that start off a 64-byte line (all but one in 16 / gcd(D, 16)),
     each row's length D (the axis's size from opset 13 on, where an inner axis is swapped to the last first; before 13
     the axes from `axis` flattened into one row) and the largest power of two (up to 64) dividing D; {} for other ops
@@ -46,5 +46,5 @@ def softmax_rows(node: Node, graph: Graph) -> dict[str, float]:
     if d <= 0:
         return {}
     rows = float(math.prod(dims) // d)
-    return {"qgemm_rows": rows, "qgemm_taps": rows * (1.0 - math.gcd(d, _LINE_FLOATS) / _LINE_FLOATS),
+    return {"row_calls": rows, "row_extra_calls": rows * (1.0 - math.gcd(d, _LINE_FLOATS) / _LINE_FLOATS),
             "sgemm_columns": float(d), "sgemm_align": float(min(d & -d, _ALIGN_CAP))}

@@ -32,9 +32,9 @@ def test_convs_off_the_symmetric_kernel_are_task_facts_with_their_rows_and_copie
                              for i in convs), (name, facts)
         w = work_of(g.nodes[convs[0]], g)
         if name == "grouped":  # 28 x 28 pixels x 6 groups; 9 taps each
-            assert (w.qgemm_rows, w.qgemm_taps) == (28 * 28 * 6, 28 * 28 * 6 * 9)
+            assert (w.row_calls, w.row_extra_calls) == (28 * 28 * 6, 28 * 28 * 6 * 9)
         if name == "stem":  # stride 2: 32 x 32 output pixels, one group: one copy per kernel row (3 adjacent taps)
-            assert (w.qgemm_rows, w.qgemm_taps) == (32 * 32, 32 * 32 * 3)
+            assert (w.row_calls, w.row_extra_calls) == (32 * 32, 32 * 32 * 3)
 
 
 def test_the_per_group_gemm_path_under_static_int8_only() -> None:

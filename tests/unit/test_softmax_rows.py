@@ -41,10 +41,10 @@ def test_rows_and_their_length(shape: list[int], axis: int | None, opset: int, r
     g = _softmax(shape, -1 if axis is None else axis, opset)
     if axis is None:
         g.nodes[0].attributes.pop("axis")
-    assert softmax_rows(g.nodes[0], g) == {"qgemm_rows": float(rows), "qgemm_taps": rows * off_line,
+    assert softmax_rows(g.nodes[0], g) == {"row_calls": float(rows), "row_extra_calls": rows * off_line,
                                            "sgemm_columns": float(d), "sgemm_align": float(min(d & -d, 64))}
     w = work_of(g.nodes[0], g)
-    assert (w.qgemm_rows, w.sgemm_columns) == (float(rows), float(d))
+    assert (w.row_calls, w.sgemm_columns) == (float(rows), float(d))
 
 
 def test_other_ops_have_no_rows() -> None:
