@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from simulator import speed_history
 from simulator.calibration_bench import build_bench
 from simulator.calibration_fit import CACHE_VERSION, fit_bench
 from simulator.calibration_timing import machine, time_interleaved
@@ -86,17 +87,24 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
     if it is missing, of another version, or made on another machine / ORT version)."""
     p = Path(path)
     if not force and (cache := _current_cache(p)) is not None:
-        return profile_from_cache(cache)
+        return _at_typical_speed(profile_from_cache(cache), p)
     p.parent.mkdir(parents=True, exist_ok=True)
     # One calibration per machine at a time: workers (and the warm-up at start) that find no cache wait
     # for the first one's result instead of each timing kernels on the same cores.
     with open(p.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not force and (cache := _current_cache(p)) is not None:
-            return profile_from_cache(cache)
+            return _at_typical_speed(profile_from_cache(cache), p)
         cache = calibrate(progress)
         save_cache(p, cache)
-    return profile_from_cache(cache)
+        probe = cache["speed_probe"]
+        speed_history.record(p, (probe["before_gflops"], probe["after_gflops"]), "calibration")
+    return _at_typical_speed(profile_from_cache(cache), p)
+
+
+def _at_typical_speed(hw: HardwareProfile, path: Path) -> HardwareProfile:
+    """`hw` with the typical speed of the machine's probe history beside its cache (simulator.speed_history)."""
+    return dataclasses.replace(hw, typical_gflops=speed_history.typical(path))
 
 
 def is_cached(path: str | os.PathLike[str]) -> bool:

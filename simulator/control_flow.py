@@ -290,3 +290,14 @@ def body_cast_ms(hw: HardwareProfile, elements: float) -> float:
 def stores_fp16(c: Combo, has_kernel: bool) -> bool:
     """Whether the exporter writes a task's constants fp16 under combo `c` (the fp16 converter's work)."""
     return c.kernel == "fp16" if has_kernel else c.input == "fp16"
+
+
+def body_casts_ms(casts: list[tuple[float, ...]], rows: list[int], combos: tuple[Combo, ...], has_k: bool,
+                  hw: HardwareProfile, execs: np.ndarray) -> np.ndarray | float:
+    """[len(rows), C] ms per inference of the Casts of fp16 constants body tasks run at every execution
+    (fp16_body_casts), in the combos whose constants the exporter writes fp16; 0.0 if none."""
+    if not any(casts[i] for i in rows):
+        return 0.0
+    each = np.array([sum(body_cast_ms(hw, e) for e in casts[i]) * execs[i] for i in rows])
+    on = np.array([stores_fp16(c, has_k) for c in combos], dtype=np.float64)
+    return each[:, None] * on[None, :]

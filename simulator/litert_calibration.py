@@ -13,6 +13,7 @@ does for ORT; the result overrides the ORT-calibrated host profile for the `lite
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
+from simulator import speed_history
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
 from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, DW_TILE25_TAG,
@@ -450,8 +452,13 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                          "platform": platform.platform(), "overrides": overrides,
                          "speed_probe": speed_record(before, after)}
                 save_cache(p, cache)
+                speed_history.record(host_calibration, (before, after), "litert calibration")
     # The last-level cache's ramp (simulator.calibration_llc) was timed with ORT's GEMV chains, their prefetching and
     # memory rate: XNNPACK's fully connected layers read BirdNET MData's 29.5 MB in 0.68 ms on a Zen 4 (~43 GB/s)
     # where ORT's chain of that footprint came ~31. LiteRT keeps the step at the listed size until it has its own.
-    return hw.with_overrides(cache["overrides"]).with_overrides(
+    # Its rates stand for the CPU's speed while they were timed, not the ORT half's moment (compiler.speed_probe).
+    from compiler.speed_probe import fastest_of
+
+    out = hw.with_overrides(cache["overrides"]).with_overrides(
         {"units": {"cpu": {"llc_keep_bytes": 0.0, "llc_gone_bytes": 0.0}}})
+    return dataclasses.replace(out, speed_gflops=fastest_of(cache.get("speed_probe")) or hw.speed_gflops)

@@ -15,6 +15,7 @@ from compiler.graph import Graph
 from compiler.profile import NOISY_CPU_SHARE, Profile
 from compiler.vocabulary.targets import Target
 from simulator.control_flow import discount_parents
+from simulator.profiles import HardwareProfile
 
 
 def own_whole_ms(profile: Profile) -> float:
@@ -129,6 +130,16 @@ def speed_factor(profile: Profile | None, rates_gflops: float | None) -> float |
     if not rates_gflops or not isinstance(speed, dict) or (gflops := SpeedCheck.from_json(speed).gflops) <= 0:
         return None
     return float(np.clip(rates_gflops / gflops, *IN_MODEL_BOUNDS))
+
+
+def typical_factor(hw: HardwareProfile) -> float | None:
+    """How much slower this CPU typically runs than when its rates were timed: the rates' speed probe figure
+    (HardwareProfile.speed_gflops) over the median of the machine's probe history (typical_gflops,
+    simulator.speed_history), within IN_MODEL_BOUNDS; None where either is unknown. A prediction made without a
+    profile scales every task's time by it, as a measured profile's options scale by `speed_factor`."""
+    if not hw.speed_gflops or not hw.typical_gflops:
+        return None
+    return float(np.clip(hw.speed_gflops / hw.typical_gflops, *IN_MODEL_BOUNDS))
 
 
 def option_factor(measured: np.ndarray, predicted: np.ndarray, runs: np.ndarray, speed: float | None) -> float:

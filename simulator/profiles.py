@@ -117,6 +117,10 @@ class HardwareProfile:
     # The CPU's speed the calibrated rates stand for (compiler.speed_probe, GFLOP/s; None: not calibrated, or before
     # calibrations recorded a probe): compiler.speed_probe.fastest_of.
     speed_gflops: float | None = None
+    # The CPU's typical speed on this machine: the median of the probes its profiles and calibrations took
+    # (simulator.speed_history; None: too few yet). A prediction made without a profile is made at it
+    # (simulator.measured.typical_factor).
+    typical_gflops: float | None = None
     # The profile this one was derived from by changing figures only (with_overrides): the backend's paths
     # (simulator.backends.plan) depend on the units' formats and op lists, not on figures, so they are shared.
     plan_base: HardwareProfile | None = None

@@ -22,8 +22,7 @@ from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import BULK_PRESETS, Combo, all_combos, parse_preset
 from simulator.backends import EPILOGUE_PASS_BACKENDS, plan, task_facts
 from simulator.control_flow import (BODY_EXPORT_NOTE, TFLITE_CONTROL_KEY, control_dispatches, executions,
-                                    body_cast_ms, fp16_body_casts, scale_by_executions, stores_fp16,
-                                    written_in_body)
+                                    body_casts_ms, fp16_body_casts, scale_by_executions, written_in_body)
 from simulator.costs import FOLDED, Work, takes_kernel_option, work_of
 from simulator.exportable import left_float_ops, mark_onnx, mark_tflite, written_combo
 from simulator.folding import fold_constants
@@ -44,7 +43,8 @@ from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
-from simulator.measured import measured_ms, option_factor, own_whole_ms, speed_factor, total_scale, unexplained_ms
+from simulator.measured import (measured_ms, option_factor, own_whole_ms, speed_factor, total_scale, typical_factor,
+                                unexplained_ms)
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
 from simulator.labels import label_text
@@ -207,7 +207,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     base = native_preset(t, source or compiled, names)
     where = _groups(t, hw, compiled, source, works, stored(t, compiled, source, works, folded, records), presets,
                     presets_only is not None, measured, execs, conv, cols, _measured_state(t, compiled, base),
-                    speed_factor(profile, hw.speed_gflops))
+                    speed_factor(profile, hw.speed_gflops), typical_factor(hw) if profile is None else None)
     # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
     # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
@@ -361,10 +361,12 @@ def _measured_state(t: Target, compiled: Graph, base: str) -> str:
 
 def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | None, works: list[Work], st: Stored,
             presets: list[Any], presets_only: bool, measured: np.ndarray, execs: np.ndarray, conv: dict[str, Any],
-            cols: _Columns, own: str = "fp32", speed: float | None = None) -> list[tuple[_Group, int]]:
+            cols: _Columns, own: str = "fp32", speed: float | None = None, typical: float | None = None
+            ) -> list[tuple[_Group, int]]:
     """Cost every task under every combo, signature by signature, and fill the bulk columns; (group, row) per task.
     `own`: the preset whose combos the measured times are (fp32, or fp16 for an fp16 ONNX upload); `speed`: the
-    CPU's speed then against calibration's (measured.speed_factor)."""
+    CPU's speed then against calibration's (measured.speed_factor); `typical`: without a profile, the CPU's typical
+    speed against calibration's (measured.typical_factor), which every task's time is scaled by."""
     io_in, io_out = io_elements(compiled)
     casts = fp16_body_casts(t, compiled)
     control, control_s = control_dispatches(compiled, execs, hw.units[0].kind_overhead_s.get(TFLITE_CONTROL_KEY))
@@ -394,7 +396,7 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         g.metrics, pure32[rows] = _metrics(t, kind, [works[i] for i in rows], co, conv, io_in[rows], io_out[rows],
                                            measured[rows], res, st.at(rows), int(pick[i32]))
         scale_by_executions(g.metrics, execs[rows])
-        g.metrics["latency_ms"] += _body_cast_ms(casts, rows, combos, has_k, hw, execs)
+        g.metrics["latency_ms"] += body_casts_ms(casts, rows, combos, has_k, hw, execs)
         # An If / Loop / Scan's own set-up and trips, where its time is predicted (not measured here).
         predicted = ~((measured[rows] > 0)[:, None] & co.rates.fp32_equiv[None, :])
         g.metrics["latency_ms"] += (control[rows][:, None] * co.rates.dispatch_s[None, :]
@@ -409,20 +411,11 @@ def _groups(t: Target, hw: HardwareProfile, compiled: Graph, source: Graph | Non
         if f != 1.0:
             m = (measured[g.rows] > 0)[:, None] & ~g.co.rates.fp32_equiv[None, :]
             g.metrics["latency_ms"] = np.where(m, g.metrics["latency_ms"] * f, g.metrics["latency_ms"])
+        if typical:
+            g.metrics["latency_ms"] = g.metrics["latency_ms"] * typical
         # Bulk columns: each preset picks one combo column of the group (plus fallback via the path).
         cols.fill(g, pick)
     return where
-
-
-def _body_cast_ms(casts: list[tuple[float, ...]], rows: list[int], combos: tuple[Combo, ...], has_k: bool,
-                  hw: HardwareProfile, execs: np.ndarray) -> np.ndarray | float:
-    """[len(rows), C] ms per inference of the Casts of fp16 constants body tasks run at every execution
-    (control_flow.fp16_body_casts), in the combos whose constants the exporter writes fp16; 0.0 if none."""
-    if not any(casts[i] for i in rows):
-        return 0.0
-    each = np.array([sum(body_cast_ms(hw, e) for e in casts[i]) * execs[i] for i in rows])
-    on = np.array([stores_fp16(c, has_k) for c in combos], dtype=np.float64)
-    return each[:, None] * on[None, :]
 
 
 # op type, kind, has a kernel, fused activation, two fp16 facts, task facts, (in a body, ops a tool may leave float)

@@ -166,6 +166,7 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
             except (ModelRunError, SandboxError) as e:  # say which input to set, with an example that fits it
                 raise type(e)(explain(str(e), r.compiled, plans)) from None
             progress("profile", (i + 1) / len(measured))
+            _keep_probes(r, opts.calibration_path)
         # Shapes the runs saw fill what inference left unknown: in the compiled graph they ran, and by value
         # name in the source and the other targets' graphs.
         for r in measured:
@@ -200,6 +201,17 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                     mark_dry_run(r.sweep.bulk, reasons)
 
     return AnalysisResult(source=source, targets=results, stage_seconds=seconds, inputs=plans)
+
+
+def _keep_probes(r: Any, calibration_path: Path | None) -> None:
+    """Add a host profile's speed probes to the machine's history (simulator.speed_history), which sets the speed
+    predictions without a profile assume."""
+    from compiler.vocabulary.targets import get_target
+    from simulator import speed_history
+
+    speed = (r.profile.noise or {}).get("speed") if r.profile is not None else None
+    if get_target(r.target).profile == "host-cpu" and isinstance(speed, dict):
+        speed_history.record(calibration_path, (speed.get("before_gflops"), speed.get("after_gflops")), "profile")
 
 
 def host_speed_reference(target: str, calibration_path: Path | None) -> float | None:

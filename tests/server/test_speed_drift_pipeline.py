@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from simulator import calibration
 from worker.pipeline import AnalysisOptions, analyze, host_speed_reference
 from worker.results import ops_table, target_summary
@@ -71,6 +73,11 @@ def test_a_litert_profile_is_held_against_litert_s_own_calibration(tmp_path: Pat
     _litert_calibration(cal, 1.0)
     assert host_speed_reference("litert-cpu/host", cal) == 1.0
     assert host_speed_reference("ort-cpu/host", cal) == 1000.0
+    from simulator.calibrated import hardware_for
+
+    # LiteRT's rates stand for the speed of their own timing, which a prediction is scaled from (typical_factor)
+    assert hardware_for("litert-cpu/host", cal).speed_gflops == 1.0
+    assert hardware_for("ort-cpu/host", cal).speed_gflops == 1000.0
     opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal)
     (r,) = analyze(zoo.path("tflite_cnn"), tmp_path / "work", opts).targets
     assert r.target == "litert-cpu/host" and r.profile is not None and r.profile.measured
@@ -91,3 +98,27 @@ def test_a_litert_half_without_a_probe_compares_nothing(tmp_path: Path, zoo: Any
     assert r.profile is not None
     speed = r.profile.noise["speed"]
     assert speed["reference_gflops"] is None and speed["ratio"] is None and speed["before_gflops"] > 1
+
+
+def test_a_host_profile_adds_its_probes_to_the_machines_speed_history(tmp_path: Path, zoo: Any) -> None:
+    """The probes every host profile takes are kept beside the calibration (simulator.speed_history); with enough
+    of them, a prediction made without a profile is made at their median, the machine's typical speed."""
+    from simulator import speed_history
+    from simulator.calibrated import hardware_for
+    from simulator.sweep import sweep
+
+    cal = _calibration(tmp_path / "host-cpu.json", 1000.0)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    (r,) = analyze(zoo.path("tiny_cnn"), tmp_path / "work", opts).targets
+    speed = r.profile.noise["speed"]
+    assert speed_history.probes(cal) == [speed["before_gflops"], speed["after_gflops"]]
+    assert hardware_for("ort-cpu/host", cal).typical_gflops is None  # two probes: no typical speed yet
+    at_rates = sweep(r.compiled, r.target, None, hardware=hardware_for("ort-cpu/host", cal)).bulk
+    speed_history.record(cal, (800.0,) * speed_history.MIN_PROBES, "profile")
+    hw = hardware_for("ort-cpu/host", cal)
+    assert hw.typical_gflops == 800.0 and hw.speed_gflops == 1000.0
+    typical = sweep(r.compiled, r.target, None, hardware=hw).bulk
+    f32 = [p["name"] for p in at_rates["presets"]].index("fp32")
+    a = sum(row[f32] for row in at_rates["metrics"]["latency_ms"])
+    b = sum(row[f32] for row in typical["metrics"]["latency_ms"])
+    assert a > 0 and b == pytest.approx(1.25 * a)
