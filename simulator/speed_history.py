@@ -24,6 +24,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 KEEP = 200  # the newest probes read: ~100 profiles, hours to days of a busy service
+# Only the file's tail is read, and a file grown past MAX_BYTES is cut back to its tail: a service that profiles
+# for months reads and keeps kilobytes, not one line per profile it ever ran (a line is ~150 bytes; KEEP of them ~30 KB).
+TAIL_BYTES = 64 * 1024
+MAX_BYTES = 1024 * 1024
 # Fewer probes than this say no more than the calibration's own two: no typical speed yet (predictions as timed).
 MIN_PROBES = 6
 
@@ -52,10 +56,27 @@ def record(calibration_path: str | os.PathLike[str] | None, gflops: Iterable[flo
         fd = os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, lines.encode())
+            size = os.fstat(fd).st_size
         finally:
             os.close(fd)
+        if size > MAX_BYTES:
+            tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
+            tmp.write_text(_tail(p))
+            tmp.replace(p)  # atomic; a probe another process appends meanwhile may be lost, never the file
     except OSError:
         pass
+
+
+def _tail(p: Path) -> str:
+    """The file's last TAIL_BYTES, from its first whole line on."""
+    with p.open("rb") as f:
+        f.seek(0, os.SEEK_END)
+        start = max(0, f.tell() - TAIL_BYTES)
+        f.seek(start)
+        data = f.read()
+    if start > 0:
+        data = data[data.find(b"\n") + 1:]
+    return data.decode(errors="replace")
 
 
 def probes(calibration_path: str | os.PathLike[str] | None, keep: int = KEEP) -> list[float]:
@@ -64,7 +85,7 @@ def probes(calibration_path: str | os.PathLike[str] | None, keep: int = KEEP) ->
     if calibration_path is None:
         return []
     try:
-        text = history_path(calibration_path).read_text()
+        text = _tail(history_path(calibration_path))
     except OSError:
         return []
     from simulator.calibration_timing import machine

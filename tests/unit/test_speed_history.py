@@ -87,3 +87,16 @@ def test_the_calibrated_profile_reads_the_history_beside_its_cache(tmp_path: Pat
     speed_history.record(cal, (200.0,) * speed_history.MIN_PROBES, "profile")
     hw = calibration.load_or_calibrate(cal)
     assert hw.typical_gflops == 200.0 and typical_factor(hw) == pytest.approx(1.25)
+
+
+def test_the_history_reads_and_keeps_only_its_tail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A service that profiles for months reads the newest probes and keeps a bounded file."""
+    monkeypatch.setattr(speed_history, "TAIL_BYTES", 2000)
+    monkeypatch.setattr(speed_history, "MAX_BYTES", 6000)
+    cal = tmp_path / "host-cpu.json"
+    for i in range(120):
+        speed_history.record(cal, (float(100 + i),), "profile")
+    assert speed_history.history_path(cal).stat().st_size <= 6000 + 200  # cut back to its tail past MAX_BYTES
+    got = speed_history.probes(cal)
+    assert got[-1] == 219.0 and 5 < len(got) < 2000 // 60  # whole lines of the last 2000 bytes, newest last
+    assert got == sorted(got)  # no partial or shuffled line
