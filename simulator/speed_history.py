@@ -25,7 +25,7 @@ from pathlib import Path
 
 KEEP = 200  # the newest probes read: ~100 profiles, hours to days of a busy service
 # Only the file's tail is read, and a file grown past MAX_BYTES is cut back to its tail: a service that profiles
-# for months reads and keeps kilobytes, not one line per profile it ever ran (a line is ~150 bytes; KEEP of them ~30 KB).
+# for months reads and keeps kilobytes, not a line per profile it ever ran (~150 bytes a line, KEEP of them ~30 KB).
 TAIL_BYTES = 64 * 1024
 MAX_BYTES = 1024 * 1024
 # Fewer probes than this say no more than the calibration's own two: no typical speed yet (predictions as timed).
