@@ -48,7 +48,8 @@ def _child(spec: dict[str, Any], out: Path) -> int:
 
         calibration = Path(spec["calibration"]) if spec["calibration"] else None
         row = analyse(Path(spec["path"]), spec["inputs"], calibration, spec["runs"], spec["warmup"],
-                      measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True))
+                      measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True),
+                      keep_probes=spec.get("keep_probes", True))
     except BaseException as e:  # noqa: BLE001  (a crash: the traceback is the finding)
         row = {"status": "crashed", "error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}",
                "traceback": traceback.format_exc()[-4000:]}
@@ -59,7 +60,7 @@ def _child(spec: dict[str, Any], out: Path) -> int:
 
 def run_one(item: dict[str, Any], calibration: Path | None, runs: int, warmup: int, timeout_s: float,
             **flags: bool) -> dict[str, Any]:
-    """One model in a child process; `flags`: analyse's measure_cpu and check_exports."""
+    """One model in a child process; `flags`: analyse's measure_cpu, check_exports and keep_probes."""
     spec = {"path": item["path"], "inputs": item["inputs"], "calibration": calibration and os.fspath(calibration),
             "runs": runs,
             "warmup": warmup, **flags}
@@ -281,7 +282,8 @@ def repredict(old_json: Path, items: list[dict[str, Any]], missing: list[dict[st
     rows: list[dict[str, Any]] = []
     for i, it in enumerate(todo, 1):
         before = old[(it["id"], it["exporter"])]
-        row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False)
+        # its one profile's probes stay out of the speed history: the rows are predicted at the speed it said before
+        row = run_one(it, calibration, 1, 0, timeout_s, measure_cpu=False, check_exports=False, keep_probes=False)
         row.update({k: before.get(k) for k in _MEASURED})
         for key in ("speed", "cpu_speed"):
             if row.get(key) and reference is not None:

@@ -110,10 +110,11 @@ def host_target(path: Path) -> str:
 
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
             measure_cpu: bool = True, check_exports: bool = True, cpu_rounds: int = CPU_ROUNDS,
-            cpu_gap_s: float = CPU_ROUND_GAP_S) -> dict[str, Any]:
+            cpu_gap_s: float = CPU_ROUND_GAP_S, keep_probes: bool = True) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
     `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read; `cpu_rounds`
-    and `cpu_gap_s` are `cpu_ms`'s rounds (a test that needs only a figure times fewer, back to back)."""
+    and `cpu_gap_s` are `cpu_ms`'s rounds (a test that needs only a figure times fewer, back to back); `keep_probes`
+    adds the profile's speed probes to the calibration's history (AnalysisOptions.keep_speed_probes)."""
     from compiler.backends.ort import quantized_upload
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
@@ -122,7 +123,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
 
     target = host_target(path)
     opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
-                           calibration_path=calibration, check_exports=check_exports)
+                           calibration_path=calibration, check_exports=check_exports, keep_speed_probes=keep_probes)
     row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}
     with tempfile.TemporaryDirectory(prefix="realworld-") as d:
         try:

@@ -41,6 +41,9 @@ class AnalysisOptions:
     calibration_path: Path | None = None  # host-cpu calibration cache
     check_exports: bool = True  # dry-run the ONNX exporter to mark presets it cannot write (simulate stage)
     remeasure_pause_s: float = REMEASURE_PAUSE_S  # before a noisy profile round is timed again (ProfileSettings)
+    # Add the host profiles' speed probes to the machine's history (simulator.speed_history); off for benchmarks
+    # that predict kept measurements again, whose probes would move the speed the next prediction assumes.
+    keep_speed_probes: bool = True
 
 
 @dataclass
@@ -166,7 +169,8 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
             except (ModelRunError, SandboxError) as e:  # say which input to set, with an example that fits it
                 raise type(e)(explain(str(e), r.compiled, plans)) from None
             progress("profile", (i + 1) / len(measured))
-            _keep_probes(r, opts.calibration_path)
+            if opts.keep_speed_probes:
+                _keep_probes(r, opts.calibration_path)
         # Shapes the runs saw fill what inference left unknown: in the compiled graph they ran, and by value
         # name in the source and the other targets' graphs.
         for r in measured:

@@ -108,6 +108,9 @@ def test_a_host_profile_adds_its_probes_to_the_machines_speed_history(tmp_path: 
     from simulator.sweep import sweep
 
     cal = _calibration(tmp_path / "host-cpu.json", 1000.0)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, keep_speed_probes=False)
+    analyze(zoo.path("tiny_cnn"), tmp_path / "work0", opts)
+    assert speed_history.probes(cal) == []  # a benchmark predicting kept measurements again keeps none
     opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal)
     (r,) = analyze(zoo.path("tiny_cnn"), tmp_path / "work", opts).targets
     speed = r.profile.noise["speed"]
