@@ -42,6 +42,9 @@ def label_text(label: Mapping[str, Any]) -> str:
         tail += f", per-op figures scaled to the measured total ({label.get('measured_runtime') or 'measured here'})"
     if label.get("baseline_cpu_time"):
         tail += ", fp32 baseline from the measured CPU time (the machine was busy: its wall time waited for the CPU)"
+    if sp := label.get("typical_speed"):
+        tail += (f", at this machine's typical speed ({sp['gflops']:.0f} GFLOP/s; its rates were timed at "
+                 f"{sp['rates_gflops']:.0f}: times x{sp['factor']:.3f})")
     if label.get("fallback"):
         tail += (f"; predicted on the upload's own graph, not the runtime's operators: {label['fallback']} "
                  "(placement and fusions may differ on the device)")

@@ -497,6 +497,8 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
         label["scale"] = scale
     if fallback:
         label["fallback"] = fallback
+    if profile is None and (f := typical_factor(hw)) is not None:  # every time scaled by it (_groups)
+        label["typical_speed"] = {"gflops": hw.typical_gflops, "rates_gflops": hw.speed_gflops, "factor": f}
     if measured.any() and profile is not None and own_whole_ms(profile) != profile.latency_ms:
         label["baseline_cpu_time"] = True
     label["text"] = label_text(label)

@@ -100,3 +100,11 @@ def test_the_history_reads_and_keeps_only_its_tail(tmp_path: Path, monkeypatch: 
     got = speed_history.probes(cal)
     assert got[-1] == 219.0 and 5 < len(got) < 2000 // 60  # whole lines of the last 2000 bytes, newest last
     assert got == sorted(got)  # no partial or shuffled line
+
+
+def test_the_label_says_the_prediction_is_at_the_typical_speed() -> None:
+    g = conv_chain()
+    label = sweep(g, HOST, None, hardware=_host(250.0, 200.0)).bulk["label"]
+    assert label["typical_speed"] == {"gflops": 200.0, "rates_gflops": 250.0, "factor": pytest.approx(1.25)}
+    assert "at this machine's typical speed (200 GFLOP/s; its rates were timed at 250: times x1.250)" in label["text"]
+    assert "typical_speed" not in sweep(g, HOST, None, hardware=_host(250.0, None)).bulk["label"]
