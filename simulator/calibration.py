@@ -97,8 +97,8 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
             return _at_typical_speed(profile_from_cache(cache), p)
         cache = calibrate(progress)
         save_cache(p, cache)
-        probe = cache["speed_probe"]
-        speed_history.record(p, (probe["before_gflops"], probe["after_gflops"]), "calibration")
+        probe = cache.get("speed_probe") or {}
+        speed_history.record(p, (probe.get("before_gflops"), probe.get("after_gflops")), "calibration")
     return _at_typical_speed(profile_from_cache(cache), p)
 
 
