@@ -44,6 +44,9 @@ class Case:
     kind: str  # the kind whose efficiency this case fits
     build: Callable[[Path], Path]
     variants: tuple[tuple[str, str], ...]  # (preset, efficiency tag) pairs fitted on this model
+    # False: priced on the graph ORT optimizes without its NCHWc layout (the static int8 file has none), where the
+    # chain's own sweep reads a depthwise Conv's channels on its filter, not on one padded to whole blocks
+    nchwc: bool = True
 
 
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
@@ -113,8 +116,15 @@ CASES: tuple[Case, ...] = (
     # Depthwise channels not a multiple of 16: static int8 runs MLAS's generic depthwise kernel, not the symmetric one
     # (simulator/ort_int8.py), its own path. Counts not a multiple of 4 either, so ORT leaves the fp32 Convs in NCHW
     # with their own kernel shape, where the sweep of the compiled graph alone reads the channels.
-    *(Case(f"dwconvact-gen-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), (("int8-static", "int8gen"),))
-      for c, s in ((18, 56), (58, 28), (122, 14), (234, 7))),
+    # The kernel runs blocks of 16 and 8 lanes, then one channel at a time (conv_work.generic_depthwise_lanes): counts
+    # with 5-7 scalar channels (7, 14, 46; a 5x5 at 22), one (25 at 112 px, a 5x5 at 73) and none (24 and a 5x5 at 72,
+    # multiples of 4: priced without ORT's NCHWc layout, Case.nchwc) beside those with 2 tell its cost per scalar
+    # channel-tap (dwconv.int8gen.scalar) from its rate and its cost per pixel: with no case of 0 scalar channels the
+    # fit priced such convs (MobileNetV3's 72 and 120, GhostNet's 8 and 24) 12-24% under their chains on a Zen 5.
+    *(Case(f"dwconvact-gen-{c}x{s}" + (f"-{k}x{k}" if k != 3 else ""), "dwconv", conv_act(c, s, k, group=c),
+           (("int8-static", "int8gen"),), nchwc=c % 4 != 0)
+      for c, s, k in ((18, 56, 3), (58, 28, 3), (122, 14, 3), (234, 7, 3), (7, 56, 3), (14, 56, 3), (46, 28, 3),
+                      (22, 28, 5), (25, 112, 3), (73, 28, 5), (24, 112, 3), (72, 28, 5))),
     # 7x7 static int8 depthwise convs (ConvNeXt's) on the symmetric kernel: 49 taps per output pixel, which the 3x3
     # cases cannot tell from their cost per pixel. Fitted on 3x3 alone, ConvNeXt-V2-atto's int8-static ones profiled
     # 2.5-3x their prediction on this Emerald Rapids (ORT's profiler, load 0.6 per CPU, 2026-12-05: 80x28 0.213 ms
@@ -353,7 +363,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     variants: list[tuple[Case, str, str, str]] = []
     for case in CASES:
         src = case.build(tmp / f"{case.name}.onnx")
-        graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx")
+        graphs[case.name] = compile_for_host(src, tmp / f"{case.name}.opt.onnx", case.nchwc)
         for preset, tag in case.variants:
             model = src
             if preset != "fp32":

@@ -34,7 +34,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 90  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 91  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -111,6 +111,8 @@ CACHE_VERSION = 90  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     (softmax.fp32.row, .tap; softmax_rows): rows of 49, 196 and 16 beside the rows of 128, fitted jointly; a bicubic
 #     Resize's misses weighted by the fraction maps they spread over (resizes.CUBIC_MAPS_FULL)
 # 90: windowed MaxPool / AveragePool ORT leaves in NCHW, rates of their own (poolnchw.fp32.MaxPool / .AveragePool)
+# 91: static int8 depthwise convs on MLAS's generic kernel priced in 16-lane blocks and scalar channel-taps
+#     (dwconv.int8gen.scalar: conv_work.generic_depthwise_lanes), four more dwconvact-gen-* cases
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -179,13 +181,13 @@ def _fit_eff(g: Graph, hw: HardwareProfile, preset: str, key: str, measured_ms: 
 
 def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
                    key: str) -> tuple[float, dict[str, float]]:
-    """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col
-    element, key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM, key.span: per
-    call of a broadcasting element-wise kernel, key.out: per output element}) for `key` (e.g. conv.int8dyn) that fit
-    several cases at once in relative least squares: small shapes pin the fixed cost of the path's extra kernels,
-    large ones its rate. The other costs are fitted only where the path pays them (depthwise int8: a loop over an
-    indirection buffer per output pixel; ConvInteger and plain NCHW Conv: an expanded input for kernels
-    above 1x1; ConvInteger: its weights packed on every run); else 0.
+    """(efficiency, {key: fixed seconds per task, key.pixel: per output pixel, key.im2col: per im2col element,
+    key.weights: per weight, key.row / key.tap: per GEMM row / im2col copy of a per-group GEMM, key.span: per call of
+    a broadcasting element-wise kernel, key.out: per output element, key.scalar: per scalar channel-tap of the generic
+    depthwise kernel}) for `key` (e.g. conv.int8dyn) that fit several cases at once in relative least squares: small
+    shapes pin the fixed cost of the path's extra kernels, large ones its rate. The other costs are fitted only where
+    the path pays them (depthwise int8: a loop over an indirection buffer per output pixel; ConvInteger and plain NCHW
+    Conv: an expanded input for kernels above 1x1; ConvInteger: its weights packed on every run); else 0.
     Non-negative least squares by trying every subset of the columns."""
     import itertools
 
@@ -194,7 +196,7 @@ def _fit_eff_setup(cases: list[tuple[Graph, str, float]], hw: HardwareProfile,
     # (backends._ort_fp16's `cast16nchw` depthwise path), and the setups' slopes are read on that path.
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": {key: hw.units[0].efficiency.get(key, 1.0)}}}})
     subs = [key, key + ".pixel", key + ".im2col", key + ".weights", key + ".row", key + ".tap", key + ".span",
-            key + ".out",
+            key + ".out", key + ".scalar",
             *([key + ".im2col.row"] if key in _ROW_FITTED else []), *([key + ".spill"] if key in _SPILL_FITTED else []),
             *([key + ".im2col.strided"] if key in _STRIDED_FITTED else []),
             *([key + ".far"] if key in _FAR_FITTED else []), *([key + ".col2im"] if key in _COL2IM_FITTED else [])]

@@ -341,8 +341,9 @@ def add_case(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs: dict[
     timings[name] = (src, "all", 6)
 
 
-def compile_for_host(path: Path, out: Path) -> Graph:
-    """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source."""
+def compile_for_host(path: Path, out: Path, nchwc: bool = True) -> Graph:
+    """ORT-optimized graph as `ort-cpu/host` runs it, with shapes filled from the source. `nchwc` False: without
+    ORT's layout level (its NCHWc transformer), where a case is priced on the model's own Conv (calibration_bench)."""
     import onnxruntime as ort
 
     from compiler.frontends import onnx as onnx_frontend
@@ -351,6 +352,8 @@ def compile_for_host(path: Path, out: Path) -> Graph:
     so = ort.SessionOptions()
     so.intra_op_num_threads = 1
     so.log_severity_level = 3
+    if not nchwc:
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     so.optimized_model_filepath = os.fspath(out)
     ort.InferenceSession(os.fspath(path), so, providers=["CPUExecutionProvider"])
     return fill_shapes(onnx_frontend.load(out), onnx_frontend.load(path))

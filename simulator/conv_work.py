@@ -244,3 +244,36 @@ def dilated_tap_share(node: Node, kernel: Value | None, inp: Value | None, out: 
         run *= inside + (DILATED_SKIP_COST * skipped if last else 0.0)
         ref *= same_in + (DILATED_SKIP_COST * same_skipped if last else 0.0)
     return min(1.0, run / ref) if ref > 0 else 1.0
+
+
+# MLAS's generic u8 depthwise kernel (MlasConvDepthwiseKernelAvx2, onnxruntime core/mlas/lib/intrinsics/avx2/
+# qdwconv_avx2.cpp; static int8's path for channel counts off the symmetric kernel's 16: simulator/ort_int8.py
+# ORT_INT8_DW_GENERIC) walks each output pixel's channels 16 at a time in 256-bit registers, then one block of 8 in
+# 128-bit ones (the same instructions per tap as a block of 16), then the rest one channel at a time, tap by tap, in
+# scalar code. So its time goes with those blocks, not with the channels: static int8 chains of 3x3 and 5x5 depthwise
+# convs on a Zen 5 (thread CPU time, calibration's timing, 2026-12-06 13:22-13:24 UTC) took 96 us at 12 x 56 px (an
+# 8-block and 4 scalar channels) against 73 at 18 (a 16-block and 2), 138 at 7 and at 14 (7 and 6 scalar); priced per
+# channel and tap (one rate, a setup per conv and per pixel) the 24 shapes came out -36..+117%, counted in blocks of 16
+# lanes and scalar channel-taps within -8..+11%.
+DW_GENERIC_LANES = 16
+
+
+def generic_depthwise_lanes(node: Node, kernel: Value | None, out_elements: float, plain_share: float
+                            ) -> dict[str, float]:
+    """Work.lane_macs and Work.scalar_taps of a depthwise Conv (one input channel per group) as MLAS's generic u8
+    depthwise kernel runs it (above): the share of the compiled Conv's MACs that its vector blocks cover (whole blocks
+    of 16 lanes, the block of 8 counted as one) and the scalar channels' taps per run (output pixels x taps x the
+    channels past the last block of 8). The channels are the model's own: the compiled filter's rows x
+    `plain_share` (an NCHWc filter is padded to whole blocks). Empty for other Convs."""
+    if kernel is None or not kernel.shape or len(kernel.shape) < 3 or kernel.shape[1] != 1:
+        return {}
+    rows = kernel.shape[0]
+    group = int(node.attributes.get("group", 1) or 1)
+    if not isinstance(rows, int) or rows <= 1 or group <= 1:
+        return {}
+    channels = max(int(round(rows * plain_share)), 1)
+    blocks, rest = divmod(channels, DW_GENERIC_LANES)
+    half, scalar = divmod(rest, DW_GENERIC_LANES // 2)
+    taps = math.prod(d if isinstance(d, int) else 1 for d in kernel.shape[2:])
+    pixels = out_elements / channels  # the output's shape is the model's own (nchwc_output_padding)
+    return {"lane_macs": (blocks + half) * DW_GENERIC_LANES / rows, "scalar_taps": pixels * taps * scalar}

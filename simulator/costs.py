@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass, field
 
 from compiler.graph import Graph, Node, Value
-from simulator.conv_work import (col2im_elements, dilated_tap_share, grouped_im2col, im2col_rows,
-                                 nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns, strided_im2col)
+from simulator.conv_work import (col2im_elements, dilated_tap_share, generic_depthwise_lanes, grouped_im2col,
+                                 im2col_rows, nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns,
+                                 strided_im2col)
 from simulator.einsum import contracts, einsum_macs, inner_moves, product_columns
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
@@ -180,6 +181,10 @@ class Work:
     # that paths of such backends pay in bytes (roofline.Rates.bias_b; 0: no C)
     bias_pass: float = 0.0
     col2im_elements: float = 0.0  # a ConvTranspose's columns ORT's col2im scatters (conv_work.col2im_elements)
+    # Of a depthwise Conv, as MLAS's generic u8 depthwise kernel runs it (conv_work.generic_depthwise_lanes): the share
+    # of its MACs in whole 16-lane blocks and the taps of the channels it runs one at a time (Path.lanes)
+    lane_macs: float = 1.0
+    scalar_taps: float = 0.0
     subnormals: float = 0.0  # subnormals a Softmax writes or MACs a MatMul makes with them (simulator.subnormals)
     # The Transposes ORT's Softmax runs inside its kernel over an inner axis: elements they walk element by element and
     # move blocked, and how many are walks far from the cache (transposes.inner_axis_transposes; roofline prices them
@@ -369,6 +374,8 @@ def work_of(node: Node, graph: Graph) -> Work:
     if kind not in WEIGHTED_KINDS:
         # Constant operands of other ops (e.g. Add of a bias tensor) stay float; they count as aux.
         k_elems, k_rows, k_name = 0.0, 1, ""
+    plain = (nchwc_padding(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
+             if node.op_type in _CONV else (1.0, 1.0))
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_elements, out_elements=out_elements,
                 kernel_elements=k_elems, kernel_out_channels=k_rows, aux_weight_elements=aux,
                 other_const_bytes=other_const, fused_activation=fused, shapes_known=known, notes=tuple(notes),
@@ -384,9 +391,8 @@ def work_of(node: Node, graph: Graph) -> Work:
                 subnormals=subnormals(node, graph, kind, macs, out_elements),
                 **inner_moves(node, graph),
                 dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
-                **dict(zip(("plain_macs", "plain_im2col"), nchwc_padding(
-                    node, kernel, act_in[0] if act_in else None, outs[0] if outs else None)
-                    if node.op_type in _CONV else (1.0, 1.0))),
+                **dict(zip(("plain_macs", "plain_im2col"), plain)),
+                **(generic_depthwise_lanes(node, kernel, out0 or 0.0, plain[0]) if node.op_type in _CONV else {}),
                 **dict(zip(("sgemm_columns", "sgemm_align"),
                            sgemm_columns(node, kind, kernel, outs[0] if outs else None) if node.op_type in _CONV
                            else product_columns(node, graph, kind)), **rows),

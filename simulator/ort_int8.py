@@ -555,9 +555,10 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
             [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
     if ORT_INT8_DW_GENERIC in facts and p.tag == "int8":
-        p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, note="; ".join(
+        p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, lanes=True, note="; ".join(
             [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "
-             "generic u8 depthwise kernel into int32, requantized after (not the symmetric kernel)"]))
+             "generic u8 depthwise kernel into int32, requantized after (not the symmetric kernel): blocks of 16 lanes "
+             "and scalar channels"]))
     if facts & {ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE} and p.tag == "int8":
         dense = ORT_INT8_QGEMM_DENSE in facts
         p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if dense else QGEMM_RATE_KIND, qgemm=True,

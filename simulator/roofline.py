@@ -84,6 +84,9 @@ class Path:
     # s per column element (an fp16 path's Casts around the fp32 kernel: the fp32 figure)
     col2im: bool = False
     nhwc_input: bool = False  # an image input's uint8 NHWC Transpose ahead of it (NHWC_INPUT_KEY s per input element)
+    # MLAS's generic u8 depthwise kernel: MACs in whole 16-lane blocks (Work.lane_macs) and `<kind>.<tag>.scalar` s per
+    # tap of each channel past them (Work.scalar_taps; conv_work.generic_depthwise_lanes)
+    lanes: bool = False
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -170,6 +173,8 @@ class Rates:
     int8_kb: Num  # XNNPACK's integer GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none)
     int8_nb: Num
     plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
+    lanes: Num = False  # bool: MACs in whole blocks of lanes (Path.lanes, Counts.lane_macs)
+    scalar_s: Num = 0.0  # seconds per scalar channel-tap (Path.lanes, Counts.scalar_taps)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
     # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
     # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
@@ -187,7 +192,7 @@ class Rates:
 # (MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp @9f69f5d0).
 QGEMM_STRIDE_N = 256.0
 INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swap moves blocked (calibration_inner)
-_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain"})
+_BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
 def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type: str = "") -> Rates:
@@ -253,6 +258,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         int8_kb=float(u.int8_k_block) if p.padded_sgemm else 0.0, int8_nb=float(u.int8_n_block) if p.padded_sgemm else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
+        lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
     )
 
 
@@ -341,6 +347,8 @@ class Counts:
     inner_moved: Num = 0.0
     inner_far: Num = 0.0
     inner_runs: Num = 0.0
+    lane_macs: Num = 1.0
+    scalar_taps: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -365,7 +373,8 @@ class Counts:
             plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
             dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]),
             inner_walked=col([w.inner_walked for w in works]), inner_moved=col([w.inner_moved for w in works]),
-            inner_far=col([w.inner_far for w in works]), inner_runs=col([w.inner_runs for w in works]))
+            inner_far=col([w.inner_far for w in works]), inner_runs=col([w.inner_runs for w in works]),
+            lane_macs=col([w.lane_macs for w in works]), scalar_taps=col([w.scalar_taps for w in works]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -466,7 +475,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
     # NCHWc's kernels skip a dilated Conv's taps in the padding (Counts.dilated_taps); the model's own Conv runs them all
-    macs = _padded_macs(w, r) * np.where(r.plain, w.plain_macs, w.dilated_taps)
+    macs = _padded_macs(w, r) * np.where(r.lanes, w.lane_macs, np.where(r.plain, w.plain_macs, w.dilated_taps))
     # A batch-1 recurrent step (h x R^T) does one MAC per element of R it reads: those MACs run at the rate R streams
     # (its reads, priced below), not beside them at the GEMM's. Single-op GRUs on a Zen 4 (thread CPU time, 200 steps,
     # hidden 256, 2026-12-04): 2.10 ms one direction, 4.41 two, 7.03 with 512 inputs; priced at both, +14..+33%.
@@ -509,7 +518,9 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
-    pixels = w.out_elements / np.maximum(w.kernel_rows * w.plain_macs / np.maximum(w.plain_im2col, 1e-9), 1.0)
+    # (a depthwise one's share of the padded filter is its MACs' share alone: its own channels on the lanes path)
+    own = w.kernel_rows * w.plain_macs / np.where(r.lanes, 1.0, np.maximum(w.plain_im2col, 1e-9))
+    pixels = w.out_elements / np.maximum(own, 1.0)
     setup = setup + r.pixel_s * pixels
     # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
     # Conv reads its input as it is (the buffer would equal the input).
@@ -525,7 +536,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
             + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
-            + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
+            + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)
+            + r.scalar_s * w.scalar_taps)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
