@@ -19,6 +19,7 @@ from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.calibration_inner import fit_inner
+from simulator.calibration_packed import fit_packed
 from simulator.calibration_llc import fit_llc
 from simulator.calibration_nhwc import fit_nhwc
 from simulator.calibration_rnn import fit_rnn
@@ -34,7 +35,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 91  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 92  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -83,8 +84,7 @@ CACHE_VERSION = 91  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 69: int8 Convs and fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
 #     (conv_work.nchwc_padding, roofline.Rates.plain)
 # 70: bicubic Resizes priced by their interpolation-cache misses and output elements (kind cubic, four cases)
-# 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases), which prices fp16's conversions
-#     (simulator.conversions)
+# 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases): fp16's conversions (simulator.conversions)
 # 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is (sweep.native_preset), its int8
 #     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); ORT's NCHWc
 #     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
@@ -104,8 +104,7 @@ CACHE_VERSION = 91  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 84: the blocked swaps inside a Softmax over an inner axis (layout.fp32.inner, calibration_inner)
 # 85: the bytes of weights the last-level cache keeps between runs, from a ladder of chains (calibration_llc)
 # 86: static int8 1x1 Convs on a one-pixel map (squeeze-excite) at their own figures (conv.int8px, calibration_se)
-# 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure per element (reduce.int8.nhwc,
-#     calibration_nhwc)
+# 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure (reduce.int8.nhwc, calibration_nhwc)
 # 88: conv.int8px fitted on squeeze-excite blocks (pool, one-pixel convs, gate), not on chains of the convs alone
 # 89: ORT's fp32 Softmax pays a cost per row, one per row off a cache line and its rows padded to whole registers
 #     (softmax.fp32.row, .tap; softmax_rows): rows of 49, 196 and 16 beside the rows of 128, fitted jointly; a bicubic
@@ -113,6 +112,7 @@ CACHE_VERSION = 91  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 90: windowed MaxPool / AveragePool ORT leaves in NCHW, rates of their own (poolnchw.fp32.MaxPool / .AveragePool)
 # 91: static int8 depthwise convs on MLAS's generic kernel priced in 16-lane blocks and scalar channel-taps
 #     (dwconv.int8gen.scalar: conv_work.generic_depthwise_lanes), four more dwconvact-gen-* cases
+# 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -291,10 +291,10 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
-    sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc) for k in (n, f"{n}-ref"))  # case, reference
+    sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc, *bench.packed) for k in (n, f"{n}-ref"))
     alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
     for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal),
-                       (fit_inner, bench.inner), (fit_nhwc, bench.nhwc)):
+                       (fit_inner, bench.inner), (fit_nhwc, bench.nhwc), (fit_packed, bench.packed)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_in_blocks(bench.graphs, cases_out, base.with_overrides(over),

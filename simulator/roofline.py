@@ -183,6 +183,7 @@ class Rates:
     inner_far_s: Num = 0.0
     inner_run_s: Num = 0.0  # s per run an Einsum's Transposes copy one memcpy each (a Transpose's `layout.fp32.run`)
     in_move_s: Num = 0.0  # s per input element of a move ahead of the kernel (Path.nhwc_input)
+    packed_far_s: Num = 0.0  # s per weight byte from memory of a packed SGEMM of several rows (PACKED_FAR_KEY)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -192,6 +193,8 @@ class Rates:
 # (MLAS_GEMM_U8U8_KERNEL_AVX2: Strides{24, 256, 128}, core/mlas/lib/qgemm_kernel_avx2.cpp @9f69f5d0).
 QGEMM_STRIDE_N = 256.0
 INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swap moves blocked (calibration_inner)
+# s per weight byte a several-row fp32 SGEMM (MLAS's packed B) reads from memory, in full (calibration_packed)
+PACKED_FAR_KEY, _SGEMM = "gemm.fp32.packed_far", frozenset({("gemm", "fp32"), ("matmul", "fp32")})  # ... its paths
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
@@ -235,6 +238,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
         if p.col2im else 0.0, subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
         in_move_s=u.kind_overhead_s.get(NHWC_INPUT_KEY, 0.0) if p.nhwc_input else 0.0,
+        packed_far_s=u.kind_overhead_s.get(PACKED_FAR_KEY, 0.0) if epilogue_pass and (rate, p.tag) in _SGEMM else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -492,17 +496,21 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
                                                   outgrown(r, res.weights_fp32_bytes))
-    s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * ((1 - evicted) / r.dram_bw + evicted / r.evicted_bw)
+    m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
+    # MLAS's several-row SGEMM reads weights from memory at its own rate, in full beside its arithmetic (PACKED_FAR_KEY)
+    packed = (m_rows > 1.5) & (r.packed_far_s > 0)
+    s_per_w_byte = 1 / r.cache_bw if res.resident else r.w_exposed * (
+        (1 - evicted) / r.dram_bw + np.where(packed, 0.0, evicted / r.evicted_bw))
     extra = w.in_elements * r.extra_in + w.out_elements * r.extra_out + w.bias_pass * r.bias_b
     t_mem = (act - hot) / bw + hot * np.where(r.reread_s > 0, r.reread_s, 1 / r.cache_bw) + w_all * s_per_w_byte
-    m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
     decode = w.kernel_elements * np.where(m_rows > 1.5, r.decode_rows_s, r.decode_s)
     overlap = _overlap(r, res.weights_fp32_bytes, evicted)
     lat_s = (np.maximum(t_comp, t_mem) + overlap * np.minimum(t_comp, t_mem) + extra / bw
              + w.in_elements * r.cached_extra_in / np.maximum(r.cache_bw, 1.0)
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
              + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * (r.extra_in_ops_s + r.in_move_s)
-             + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0))
+             + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)
+             + np.where(packed, r.packed_far_s * w_rt * evicted, 0.0))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 
