@@ -211,6 +211,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--flush", action="store_true", help="also time each file after the caches are flushed")
     args = ap.parse_args()
+    from simulator.calibration import named_file_refusal
+
+    if (why := named_file_refusal(args.calibration)) is not None:
+        ap.error(why)  # (session 52: a rebase onto a newer CACHE_VERSION had this script re-time its copy in place)
     hw = hardware_for("ort-cpu/host", args.calibration)
     with tempfile.TemporaryDirectory(prefix="cnn-parts-") as td:
         tmp = Path(td)
