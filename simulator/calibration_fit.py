@@ -35,7 +35,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 92  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 93  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -112,7 +112,8 @@ CACHE_VERSION = 92  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 90: windowed MaxPool / AveragePool ORT leaves in NCHW, rates of their own (poolnchw.fp32.MaxPool / .AveragePool)
 # 91: static int8 depthwise convs on MLAS's generic kernel priced in 16-lane blocks and scalar channel-taps
 #     (dwconv.int8gen.scalar: conv_work.generic_depthwise_lanes), four more dwconvact-gen-* cases
-# 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed)
+# 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed); 93: static
+#     int8 QLinearConcat, a table lookup per element of the inputs not at the output's quantization (calibration_nhwc)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -150,8 +151,7 @@ JOINT_FP32 = frozenset({"convsmall.fp32", "walk.fp32", "cubic.fp32", "deconv.fp3
 _FAR_FITTED = frozenset({"walk.fp32", "layout.fp32"})
 
 # Paths with a cost per column element ORT's ConvTranspose scatters back (Path.col2im, Work.col2im_elements), fitted
-# with its GEMM's rate, a setup, a cost per output element and one per output byte beyond the L2 on the deconv-* cases
-# (calibration_deconv).
+# with its GEMM's rate, a setup, a cost per output element and one per output byte beyond the L2 (calibration_deconv).
 _COL2IM_FITTED = frozenset({"deconv.fp32"})
 
 # Efficiencies are relative to the nominal peak at the base clock (the machine's, host_machine.peak_per_cycle);

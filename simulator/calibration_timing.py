@@ -56,7 +56,9 @@ def default_feeds(sess: Any) -> dict[str, np.ndarray]:
     feeds = {}
     for i in sess.get_inputs():
         shape = [d if isinstance(d, int) else 1 for d in i.shape]
-        if "int" in i.type:  # token ids and the like: small valid indices
+        if "uint8" in i.type:  # static int8's quantized maps (calibration_nhwc's QLinearConcats)
+            feeds[i.name] = rng.integers(0, 256, shape, dtype=np.uint8)
+        elif "int" in i.type:  # token ids and the like: small valid indices
             feeds[i.name] = np.ones(shape, np.int64 if "int64" in i.type else np.int32)
         else:
             feeds[i.name] = rng.standard_normal(shape).astype(np.float16 if "float16" in i.type else np.float32)

@@ -108,9 +108,17 @@ def native_int8dyn_path(p: Path, op_type: str) -> Path:
 # input whose scale or zero point differs from the output's (the usual case: each input has its own range) goes
 # through a 256-entry requantization table, one lookup per element, not a block copy. Profiled in this host's int8
 # files (wall, load 7, 2026-12-03): ShuffleNet v2's 16 QLinearConcats 0.19 ms (0.15 ns per element), GhostNet's 32
-# 0.58 ms (0.17-0.26), predicted 0.022 and 0.071 at the layout rate. Priced per element at the int8 element-wise
-# rate (`elementwise.int8`, calibrated on QLinearAdd chains: 0.11 ns per element here, the same requantization).
-ORT_INT8_CONCAT = "ort_int8_concat"
+# 0.58 ms (0.17-0.26), predicted 0.022 and 0.071 at the layout rate. Input by input: one whose scale and zero point
+# equal the output's is copied with memcpy, the others looked up. The quantizer's calibration gives the output the union
+# of its inputs' ranges, so the input holding both ends (ReLU'd maps: the widest) has the output's quantization: in
+# SqueezeNet 1.1's 8 and GhostNet's 32 QLinearConcats exactly one input (ORT's optimized int8 files, Zen 5, 2026-12-06).
+# Which one is not known before calibration data, so n - 1 of n inputs' shares of the elements are looked up. Timed
+# alone (Zen 5, 14:29 UTC): 0.24 ns per element looked up whatever the axis, against 0.055 at the QLinearAdd rate it was
+# priced at. Each element looked up pays `layout.int8.lookup` beyond the copy (calibration_nhwc: QLinearConcats with one
+# input requantized against the same with none); the whole concat moves at the Concat's own (layout) rate. The fact
+# carries the number of inputs.
+ORT_INT8_CONCAT = "ort_int8_concat="
+CONCAT_LOOKUP_KEY = "layout.int8.lookup"
 # An NCHWc reorder of the fp32 graph: under static int8 ORT's NHWC layout pass puts a Transpose at the same boundary
 # and its transpose optimizer pushes it through the plain-layout ops beyond (Concat, Slice, Add, Mul, pools: GhostNet's
 # 109 reorders leave no Transpose in its int8 file), but not through a reshape: where the plain-layout region beyond
@@ -455,7 +463,7 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
         if nd.op_type in NATIVE_INT8DYN_OPS:
             facts.add(ORT_INT8DYN_NATIVE)
         if nd.op_type == "Concat":
-            facts.add(ORT_INT8_CONCAT)
+            facts.add(f"{ORT_INT8_CONCAT}{sum(1 for i in nd.inputs if i)}")
         elif nd.id in kept:
             facts.add(ORT_INT8_REORDER)
         elif nd.id in walks:
@@ -551,9 +559,11 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     if ORT_INT8_ONE_PIXEL in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=ONE_PIXEL_TAG, rate_kind="conv", out_cost=True, note="; ".join(
             [*([p.note] if p.note else []), "a one-pixel output map: QLinearConv's fixed costs per call"]))
-    if ORT_INT8_CONCAT in facts and p.tag == "int8":
-        p = dataclasses.replace(p, rate_kind="elementwise", note="; ".join(
-            [*([p.note] if p.note else []), "QLinearConcat: each input requantized through a table, per element"]))
+    cats = [int(f[len(ORT_INT8_CONCAT):]) for f in facts if f.startswith(ORT_INT8_CONCAT)]
+    if cats and cats[0] > 1 and p.tag == "int8":
+        p = dataclasses.replace(p, span_elements=cats[0] / (cats[0] - 1), span_key=CONCAT_LOOKUP_KEY, note="; ".join(
+            [*([p.note] if p.note else []), f"QLinearConcat: {cats[0] - 1} of its {cats[0]} inputs requantized through "
+             "a table, per element (one has the output's quantization: copied)"]))
     if ORT_INT8_DW_GENERIC in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, lanes=True, note="; ".join(
             [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "

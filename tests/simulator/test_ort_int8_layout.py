@@ -12,7 +12,7 @@ import numpy as np
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.ort_int8 import ORT_INT8_CONCAT, ORT_INT8_REORDER, ORT_INT8_WALK, ort_task_facts
+from simulator.ort_int8 import CONCAT_LOOKUP_KEY, ORT_INT8_CONCAT, ORT_INT8_REORDER, ORT_INT8_WALK, ort_task_facts
 from simulator.profiles import HardwareProfile, load_profile
 
 HOST = get_target("ort-cpu/host")
@@ -57,7 +57,7 @@ def test_reorders_stay_as_transposes_next_to_a_reshape_only(tmp_path: Path) -> N
         reorders = [f for nd, f in zip(g.nodes, facts) if nd.op_type in ("ReorderInput", "ReorderOutput")]
         assert len(reorders) >= 3, [nd.op_type for nd in g.nodes]  # both Convs' outputs, the last Conv's input
         kept[shuffle] = sum(ORT_INT8_REORDER in f for f in reorders)
-        assert [ORT_INT8_CONCAT in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Concat"] == [True]
+        assert [f"{ORT_INT8_CONCAT}2" in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Concat"] == [True]
         # The shuffle of two Convs' outputs: ORT merges the NHWC pass's Transposes into it (walked).
         assert [ORT_INT8_WALK in f for nd, f in zip(g.nodes, facts) if nd.op_type == "Transpose"] == \
             ([True] if shuffle else [])
@@ -88,12 +88,12 @@ def test_a_kept_reorder_costs_a_uint8_transpose_under_static_int8_only() -> None
     _fp32_ignores(hw, "ReorderOutput", fact)
 
 
-def test_qlinearconcat_runs_at_the_int8_elementwise_rate() -> None:
+def test_qlinearconcat_looks_up_all_inputs_but_one() -> None:
     hw = load_profile("host-cpu")
-    fact = frozenset({ORT_INT8_CONCAT})
+    fact = frozenset({f"{ORT_INT8_CONCAT}2"})
     p = plan(HOST, hw, "Concat", "layout", STATIC, False, False, facts=fact)
-    assert p.rate_kind == "elementwise" and "QLinearConcat" in p.note
-    assert plan(HOST, hw, "Concat", "layout", STATIC, False, False).rate_kind == ""
+    assert p.span_key == CONCAT_LOOKUP_KEY and p.span_elements == 2.0 and "QLinearConcat" in p.note
+    assert plan(HOST, hw, "Concat", "layout", STATIC, False, False).span_key == ""
     _fp32_ignores(hw, "Concat", fact)
 
 
