@@ -45,11 +45,18 @@ def _child(spec: dict[str, Any], out: Path) -> int:
     t0 = time.perf_counter()
     try:
         from corpus.check import analyse
+        from simulator.calibration import stale_reason
 
         calibration = Path(spec["calibration"]) if spec["calibration"] else None
-        row = analyse(Path(spec["path"]), spec["inputs"], calibration, spec["runs"], spec["warmup"],
-                      measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True),
-                      keep_probes=spec.get("keep_probes", True))
+        # The parent made the calibration current before the first row: stale now means this checkout's code changed
+        # mid-run (a landing), and loading it would time the machine again and replace the file in place.
+        if calibration is not None and (why := stale_reason(calibration)) is not None:
+            row = {"status": "error", "error": f"calibration {calibration} went stale during the run ({why}): "
+                                                 "not timed again here"}
+        else:
+            row = analyse(Path(spec["path"]), spec["inputs"], calibration, spec["runs"], spec["warmup"],
+                          measure_cpu=spec.get("measure_cpu", True), check_exports=spec.get("check_exports", True),
+                          keep_probes=spec.get("keep_probes", True))
     except BaseException as e:  # noqa: BLE001  (a crash: the traceback is the finding)
         row = {"status": "crashed", "error": f"{type(e).__name__}: {' '.join(str(e).split())[:400]}",
                "traceback": traceback.format_exc()[-4000:]}

@@ -43,3 +43,16 @@ def test_the_benchmarks_stop_before_touching_a_stale_file(tmp_path: Path, monkey
         bench.main()  # type: ignore[attr-defined]
     assert stop.value.code == 2 and "calibration_refit.py" in capsys.readouterr().err
     assert stale.read_bytes() == before
+
+
+def test_a_row_whose_calibration_went_stale_mid_run_is_an_error_not_a_calibration(tmp_path: Path) -> None:
+    """realworld.py's parent made the file current; a landing mid-run makes it stale for the next row's child, which
+    says so in the row instead of timing the machine again and replacing the file (session 52: a repredict's child
+    took the calibration lock to do so before it was stopped)."""
+    stale = _cache(tmp_path / "old.json", CACHE_VERSION - 1)
+    before, out = stale.read_bytes(), tmp_path / "row.json"
+    spec = {"path": str(tmp_path / "model.onnx"), "inputs": {}, "calibration": str(stale), "runs": 1, "warmup": 0}
+    assert realworld._child(spec, out) == 0
+    row = json.loads(out.read_text())
+    assert row["status"] == "error" and "went stale during the run" in row["error"]
+    assert f"version {CACHE_VERSION - 1}" in row["error"] and stale.read_bytes() == before
