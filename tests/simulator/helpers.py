@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from compiler.graph import Graph, Node, Value, WeightStats
@@ -92,3 +93,14 @@ def host_fp32_ms(g: Graph, hw: Any) -> float:
     r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
     j = [p["name"] for p in r.bulk["presets"]].index("fp32")
     return float(r.bulk["metrics"]["latency_ms"][0][j])
+
+
+def paired_timings(names: tuple[str, ...], per_element_s: float, ref_step_ms: float,
+                   elements: Callable[[str], float]) -> dict[str, float]:
+    """Calibration timings (ms) of cases timed against a `-ref` twin: each reference `ref_step_ms` x its place, each
+    case its reference plus `per_element_s` for each of its `elements(name)`: what a pair fit must read back."""
+    out = {}
+    for i, n in enumerate(names):
+        out[f"{n}-ref"] = ref_step_ms * (i + 1)
+        out[n] = out[f"{n}-ref"] + per_element_s * elements(n) * 1e3
+    return out

@@ -14,7 +14,7 @@ from simulator.calibration_models import R
 from simulator.calibration_nhwc import KEY, SHAPES, case_elements, case_name, fit_nhwc
 from simulator.ort_int8 import NHWC_REDUCE_KEY, ORT_INT8_NHWC_REDUCE, ORT_REDUCE_ROWS, REDUCE_ROW_KEY, ort_task_facts
 from simulator.profiles import load_profile
-from tests.simulator.helpers import act, graph, weight
+from tests.simulator.helpers import act, graph, paired_timings, weight
 
 HOST = get_target("ort-cpu/host")
 HW = load_profile("host-cpu")
@@ -58,10 +58,7 @@ def test_fit_reads_the_cases_time_over_their_references_per_element() -> None:
     names = tuple(case_name(c, hw) for c, hw in SHAPES)
     assert case_elements(names[0]) == R * SHAPES[0][0] * SHAPES[0][1] ** 2
     s = 5e-10
-    measured = {}
-    for i, n in enumerate(names):
-        measured[f"{n}-ref"] = 0.1 * (i + 1)
-        measured[n] = measured[f"{n}-ref"] + s * case_elements(n) * 1e3
+    measured = paired_timings(names, s, 0.1, case_elements)
     out: list[dict] = []
     assert fit_nhwc(names, {}, measured, HW, lambda g, h: 0.0, out)[KEY] == pytest.approx(s, rel=1e-9)
     assert [c["case"] for c in out] == list(names)

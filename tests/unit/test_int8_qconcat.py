@@ -16,7 +16,7 @@ from simulator.calibration_nhwc import CONCAT_SHAPES, KEY, case_elements, concat
 from simulator.ort_int8 import CONCAT_LOOKUP_KEY, ORT_INT8_CONCAT, ort_task_facts
 from simulator.profiles import load_profile
 from simulator.roofline import rates
-from tests.simulator.helpers import act, graph
+from tests.simulator.helpers import act, graph, paired_timings
 
 HOST = get_target("ort-cpu/host")
 HW = load_profile("host-cpu")
@@ -55,10 +55,7 @@ def test_fit_reads_the_lookup_per_element_looked_up_apart_from_the_reductions() 
     c0, hw0 = CONCAT_SHAPES[0]
     assert case_elements(names[0]) == R * c0 * hw0 * hw0 // 2  # one of the two inputs looked up
     s = 2e-10
-    measured = {}
-    for i, n in enumerate(names):
-        measured[f"{n}-ref"] = 0.05 * (i + 1)
-        measured[n] = measured[f"{n}-ref"] + s * case_elements(n) * 1e3
+    measured = paired_timings(names, s, 0.05, case_elements)
     out: list[dict] = []
     fitted = fit_nhwc(names, {}, measured, HW, lambda g, h: 0.0, out)
     assert set(fitted) == {CONCAT_LOOKUP_KEY} and fitted[CONCAT_LOOKUP_KEY] == pytest.approx(s, rel=1e-9)
