@@ -220,6 +220,10 @@ def main() -> int:
     logging.disable(logging.WARNING)
     from edgescope.config import Settings
 
+    from simulator.calibration import named_file_refusal
+
+    if (why := named_file_refusal(a.calibration)) is not None:  # a stale file would be re-timed in place
+        ap.error(why)
     calibration = a.calibration or Path(Settings.from_env().calibration_path)
     inputs = {k: [int(x) for x in v.split("x")] for k, v in (s.split("=", 1) for s in a.input)}
     docs = []
