@@ -35,7 +35,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 93  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 94  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
 # GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
 # 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
@@ -113,7 +113,7 @@ CACHE_VERSION = 93  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 91: static int8 depthwise convs on MLAS's generic kernel priced in 16-lane blocks and scalar channel-taps
 #     (dwconv.int8gen.scalar: conv_work.generic_depthwise_lanes), four more dwconvact-gen-* cases
 # 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed); 93: static
-#     int8 QLinearConcat, a table lookup per element of the inputs not at the output's quantization (calibration_nhwc)
+#     int8 QLinearConcat's table lookups (calibration_nhwc); 94: its and Split's call per row (qcall-*, ort_int8_rows)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left

@@ -14,7 +14,10 @@ difference over the elements read is the figure, whatever the contiguous reducti
 Static int8's QLinearConcat of NHWC maps (`layout.int8.lookup`, s per element looked up; simulator/ort_int8.py
 ORT_INT8_CONCAT) the same way: R QLinearConcats of two uint8 inputs along the channels, one requantized through ORT's
 table (its scale and zero point not the output's) and one copied (the output's, as in the int8 files), timed with a
-`-ref` twin whose inputs both have the output's quantization (both copied).
+`-ref` twin whose inputs both have the output's quantization (both copied). And its cost per call (`layout.int8.call`,
+s per row copied; simulator/ort_int8_rows.py): R QLinearConcats of two uint8 inputs along the channels, both copied (a
+memcpy per pixel and input), timed with a `-ref` twin joining the same inputs along H (a memcpy per input): the same
+bytes, the difference over the calls is the figure.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from compiler.graph import Graph
 from simulator.calibration_models import R, Parts, add_case, compile_for_host
 from simulator.ort_int8 import CONCAT_LOOKUP_KEY, NHWC_REDUCE_KEY
+from simulator.ort_int8_rows import CALL_KEY
 from simulator.profiles import HardwareProfile
 
 KEY = NHWC_REDUCE_KEY
@@ -34,6 +38,9 @@ SHAPES: tuple[tuple[int, int], ...] = ((72, 56), (672, 14))
 # (output channels, map side) of the QLinearConcat cases: SqueezeNet 1.1's fire concats (2 x 64 at 55 px, 2 x 256 at
 # 13), GhostNet's ghost modules (2 x 12 at 56 px, 2 x 120 at 14): many short copies to few long ones.
 CONCAT_SHAPES: tuple[tuple[int, int], ...] = ((128, 55), (512, 13), (24, 56), (240, 14))
+# (output channels, map side) of the per-call cases: GhostNet's first ghost modules (8 + 8 channels at 112 px, 12 + 12
+# at 56), SqueezeNet's first fire concat (64 + 64 at 55): many calls of 8-64 bytes.
+CALL_SHAPES: tuple[tuple[int, int], ...] = ((16, 112), (24, 56), (128, 55))
 
 
 def case_name(c: int, hw: int) -> str:
@@ -56,9 +63,14 @@ def concat_case_name(c: int, hw: int) -> str:
     return f"qconcat-{c}x{hw}"
 
 
-def qlinear_concats(c: int, hw: int, looked_up: bool) -> Parts:
+def call_case_name(c: int, hw: int) -> str:
+    return f"qcall-{c}x{hw}"
+
+
+def qlinear_concats(c: int, hw: int, looked_up: bool, axis: int = 3) -> Parts:
     """R QLinearConcats side by side of two uint8 inputs [1, hw, hw, c / 2] along the channels (each a graph output):
-    the first requantized (`looked_up`) or at the output's scale and zero point, the second always at the output's."""
+    the first requantized (`looked_up`) or at the output's scale and zero point, the second always at the output's;
+    along H where `axis` is 1."""
     import numpy as np
     from onnx import TensorProto, helper, numpy_helper
 
@@ -66,10 +78,11 @@ def qlinear_concats(c: int, hw: int, looked_up: bool) -> Parts:
     inits = [t for n, sc, zp in q for t in (numpy_helper.from_array(np.array(sc, np.float32), n),
                                             numpy_helper.from_array(np.array(zp, np.uint8), n + "z"))]
     nodes = [helper.make_node("QLinearConcat", ["ys", "ysz", "a", "as", "asz", "b", "ys", "ysz"], [f"y{i}"],
-                              name=f"cat{i}", domain="com.microsoft", axis=3) for i in range(R)]
+                              name=f"cat{i}", domain="com.microsoft", axis=axis) for i in range(R)]
     u8 = TensorProto.UINT8
+    out = [1, hw, hw, c] if axis == 3 else [1, 2 * hw, hw, c // 2]
     return (nodes, [helper.make_tensor_value_info(n, u8, [1, hw, hw, c // 2]) for n in "ab"],
-            [helper.make_tensor_value_info(f"y{i}", u8, [1, hw, hw, c]) for i in range(R)], inits)
+            [helper.make_tensor_value_info(f"y{i}", u8, out) for i in range(R)], inits)
 
 
 def _save_contrib(parts: Parts, path: Path) -> Path:
@@ -94,18 +107,22 @@ def build_nhwc_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], graph
         add_case(tmp, timings, graphs, name, mean_side_by_side([1, hw, hw, c], [1, 2]))
         add_case(tmp, timings, graphs, f"{name}-ref", mean_side_by_side([1, c, hw, hw], [2, 3]))
         names.append(name)
-    for c, hw in CONCAT_SHAPES:
-        name = concat_case_name(c, hw)
-        for n, looked_up in ((name, True), (f"{name}-ref", False)):
-            timings[n] = (_save_contrib(qlinear_concats(c, hw, looked_up), tmp / f"{n}.onnx"), "all", 6)
+    pairs = [(concat_case_name(c, hw), ((True, 3), (False, 3)), c, hw) for c, hw in CONCAT_SHAPES]
+    pairs += [(call_case_name(c, hw), ((False, 3), (False, 1)), c, hw) for c, hw in CALL_SHAPES]
+    for name, how, c, hw in pairs:
+        for n, (looked_up, axis) in zip((name, f"{name}-ref"), how):
+            timings[n] = (_save_contrib(qlinear_concats(c, hw, looked_up, axis), tmp / f"{n}.onnx"), "all", 6)
             graphs[n] = compile_for_host(timings[n][0], tmp / f"{n}.opt.onnx")  # a residual row, as the reductions'
         names.append(name)
     return tuple(names)
 
 
 def case_elements(name: str) -> int:
-    """Elements the case's R reductions read; of a QLinearConcat case, the elements its R concats look up (half)."""
+    """Elements the case's R reductions read; of a QLinearConcat case, the elements its R concats look up (half); of
+    a per-call case, the calls its R concats make beyond its reference's (two per pixel against two)."""
     c, hw = (int(v) for v in name.rsplit("-", 1)[1].split("x"))
+    if name.startswith("qcall-"):
+        return R * (2 * hw * hw - 2)
     return R * c * hw * hw // (2 if name.startswith("qconcat-") else 1)
 
 
@@ -119,13 +136,14 @@ def _pair_fit(pairs: list[str], measured_ms: dict[str, float]) -> float:
 def fit_nhwc(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict[str, float], hw: HardwareProfile,
              predict_ms: Callable[[Graph, HardwareProfile], float], cases_out: list[dict[str, Any]]
              ) -> dict[str, float]:
-    """{KEY: seconds per element read, CONCAT_LOOKUP_KEY: per element looked up} from the cases' time over their
-    references' (`measured_ms`, without the per-run cost), least squares over each family's cases, >= 0; a family
-    without its cases gives no key. The signature of the other pair fits (calibration_inner.fit_inner); `graphs`, `hw`
-    and `predict_ms` are not needed: the reference is the price."""
+    """{KEY: seconds per element read, CONCAT_LOOKUP_KEY: per element looked up, CALL_KEY: per call} from the cases'
+    time over their references' (`measured_ms`, without the per-run cost), least squares over each family's cases, >= 0;
+    a family without its cases gives no key. The signature of the other pair fits (calibration_inner.fit_inner);
+    `graphs`, `hw` and `predict_ms` are not needed: the reference is the price."""
     out: dict[str, float] = {}
-    for key, label, cat in ((KEY, "nhwc-reduce", False), (CONCAT_LOOKUP_KEY, "qconcat-lookup", True)):
-        pairs = [n for n in names if n.startswith("qconcat-") == cat and n in measured_ms and f"{n}-ref" in measured_ms]
+    for key, label, prefix in ((KEY, "nhwc-reduce", "reduce-"), (CONCAT_LOOKUP_KEY, "qconcat-lookup", "qconcat-"),
+                               (CALL_KEY, "qconcat-call", "qcall-")):
+        pairs = [n for n in names if n.startswith(prefix) and n in measured_ms and f"{n}-ref" in measured_ms]
         if not pairs:
             continue
         out[key] = s = _pair_fit(pairs, measured_ms)

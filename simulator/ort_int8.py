@@ -19,6 +19,7 @@ from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import kernel_value, kind_of
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
+from simulator.ort_int8_rows import COPY_OPS, ORT_INT8_ROWS, copy_run, rows_path
 from simulator.reductions import reduce_axes
 from simulator.roofline import Path
 
@@ -462,6 +463,9 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
         kind = kind_of(nd, compiled)
         if nd.op_type in NATIVE_INT8DYN_OPS:
             facts.add(ORT_INT8DYN_NATIVE)
+        if nd.op_type in COPY_OPS and (run := copy_run(nd, compiled, all(_leaves_conv(
+                compiled, i, producer, norms) for i in nd.inputs[:None if nd.op_type == "Concat" else 1] if i))):
+            facts.add(f"{ORT_INT8_ROWS}{run:g}")
         if nd.op_type == "Concat":
             facts.add(f"{ORT_INT8_CONCAT}{sum(1 for i in nd.inputs if i)}")
         elif nd.id in kept:
@@ -564,6 +568,7 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         p = dataclasses.replace(p, span_elements=cats[0] / (cats[0] - 1), span_key=CONCAT_LOOKUP_KEY, note="; ".join(
             [*([p.note] if p.note else []), f"QLinearConcat: {cats[0] - 1} of its {cats[0]} inputs requantized through "
              "a table, per element (one has the output's quantization: copied)"]))
+    p = rows_path(p, facts)  # a QLinearConcat's or Split's call per row (NHWC: per pixel and part)
     if ORT_INT8_DW_GENERIC in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=INT8_GENERIC_TAG, lanes=True, note="; ".join(
             [*([p.note] if p.note else []), f"depthwise channels not a multiple of {SYM_DEPTHWISE_ALIGN}: MLAS's "

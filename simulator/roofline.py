@@ -1,14 +1,13 @@
-"""Every cost formula of the simulator, in one place: a task's latency (a roofline with the unit's efficiency
-and overheads), its DRAM traffic, the memory power of a whole run, a format conversion and a partition crossing.
+"""Every cost formula of the simulator, in one place: a task's latency (a roofline with the unit's efficiency and
+overheads), its DRAM traffic, the memory power of a whole run, a format conversion and a partition crossing.
 
-Pure: numbers in, numbers out, no I/O and no state. What a task does comes in as counts (simulator.costs.Work),
-how the backend runs it as a `Path` (planned by simulator.backends: bytes per element, extra passes, the
-efficiency key; software behaviour, so it lives in code there), and the hardware as a HardwareProfile passed in
+Pure: numbers in, numbers out, no I/O and no state. What a task does comes in as counts (simulator.costs.Work), how the
+backend runs it as a `Path` (planned by simulator.backends: bytes per element, extra passes, the efficiency key;
+software behaviour, so it lives in code there), and the hardware as a HardwareProfile passed in
 (simulator/hardware/*.yaml, with calibration's fitted figures on top). Every task formula works on floats and,
-element-wise, on numpy arrays: the sweep (simulator/sweep.py) evaluates them for every task x combo at once,
-calibration (simulator/calibration*.py) fits the profile's figures so that they reproduce measured times, and
-the totals rule (simulator/totals.py, mirrored by web/src/totals.ts) adds conversions and crossings on edges.
-"""
+element-wise, on numpy arrays: the sweep (simulator/sweep.py) evaluates them for every task x combo at once, calibration
+(simulator/calibration*.py) fits the profile's figures so that they reproduce measured times, and the totals rule
+(simulator/totals.py, mirrored by web/src/totals.ts) adds conversions and crossings on edges."""
 
 from __future__ import annotations
 
@@ -87,6 +86,7 @@ class Path:
     # MLAS's generic u8 depthwise kernel: MACs in whole 16-lane blocks (Work.lane_macs) and `<kind>.<tag>.scalar` s per
     # tap of each channel past them (Work.scalar_taps; conv_work.generic_depthwise_lanes)
     lanes: bool = False
+    call_elements: float = 0.0  # a copy kernel called once per this many output elements: `<kind>.<tag>.call` s each
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -137,6 +137,7 @@ class Rates:
     row_s: Num  # seconds per Work.row_calls: a per-group GEMM path's rows (Path.qgemm), a Softmax's rows
     tap_s: Num  # seconds per Work.row_extra_calls: its NHWC im2col's copies, a Softmax's rows off a line
     span_s: Num  # seconds per output element of the calls of a broadcasting element-wise kernel (Path.span_elements)
+    call_s: Num  # seconds per output element of a copy kernel's calls (Path.call_elements)
     out_s: Num  # seconds per output element (Path.out_cost)
     igemm_s: Num  # seconds per output element and kernel tap (Path.tap_cost, Counts.igemm_taps)
     run_s: Num  # seconds per run a Transpose copies with its own memcpy (`<kind>.<tag>.run`, Counts.copy_runs)
@@ -228,6 +229,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         tap_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.tap", 0.0) if p.qgemm else 0.0,
         span_s=(u.kind_overhead_s.get(p.span_key or f"{rate}.{p.tag}.span", 0.0) / p.span_elements
                 if p.span_elements else 0.0),
+        call_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.call", 0.0) / p.call_elements if p.call_elements else 0.0,
         out_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.out", 0.0) if p.out_cost else 0.0,
         igemm_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.igemm", 0.0) if p.tap_cost else 0.0,
         run_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.run", 0.0),
@@ -252,13 +254,11 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(
             PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get("default", 0.0))),
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes,
-        llc_gone=u.llc_gone_bytes,
-        llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
+        llc_gone=u.llc_gone_bytes, llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
-        w_exposed=u.weights_exposed_share,
-        eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent, padded_sgemm=p.padded_sgemm,
-        sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
+        w_exposed=u.weights_exposed_share, eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
+        padded_sgemm=p.padded_sgemm, sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
         int8_kb=float(u.int8_k_block) if p.padded_sgemm else 0.0, int8_nb=float(u.int8_n_block) if p.padded_sgemm else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
@@ -515,12 +515,12 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
 
 
 def _setup_s(w: Counts, r: Rates) -> Num:
-    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
-    row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise kernel, per output element
-    (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run a Transpose
-    copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per element
-    an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements), per
-    subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
+    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM row
+    and im2col copy of a per-group GEMM, per call of a broadcasting element-wise or copy kernel (Path.call_elements),
+    per output element (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run
+    a Transpose copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per
+    element an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements),
+    per subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
     Transposes inside a Softmax over an inner axis or an Einsum (Counts.inner_*; a far walk's bytes beyond the L2 as a
     Transpose's; an Einsum's runs copied one memcpy each at a Transpose's cost per run)."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
@@ -540,7 +540,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.im2col_strided_s * np.where(expanded, strided, 0.0)
             + r.repack_s * w.kernel_elements * np.where(r.plain, w.plain_macs, 1.0) * np.ceil(pixels / QGEMM_STRIDE_N)
             + r.row_s * w.row_calls + r.tap_s * w.row_extra_calls
-            + (r.span_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
+            + (r.span_s + r.call_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
             + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
