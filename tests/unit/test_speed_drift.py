@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from benchmarks.realworld import (at_calibration_speed, drift_summary, drifted, keep_steadier, speed_ratio,
-                                  within_share)
+from benchmarks.realworld import (at_calibration_speed, drift_summary, drifted, first_pass, keep_faster, keep_steadier,
+                                  speed_ratio, within_share)
 from compiler import profile as profile_mod
 from compiler.profile import Profile, Round, measure_rounds
 from compiler.speed_probe import DRIFT_LIMIT, SpeedCheck, against, mark, reference_of
@@ -243,3 +243,20 @@ def test_a_drifted_row_measured_again_keeps_the_steadier_of_the_two() -> None:
     assert [r.get("tag") for r in keep_steadier(rows, tagged(0.4, "again"))] == [None, "first"]  # slower still
     assert keep_steadier(rows, tagged(1.0, "again", status="crashed"))[1]["tag"] == "first"  # a failed retry
     assert len(keep_steadier(rows, {**tagged(1.0, "new"), "id": "tv/new"})) == 3  # a model not there yet
+
+
+def test_a_row_timed_again_keeps_the_faster_pass_and_every_passs_figure() -> None:
+    def timed(ms: float, tag: str, status: str = "analysed") -> dict[str, Any]:
+        return {**_row(0, 1.0, ms=ms), "predicted_ms": 10.0, "id": "tv/m", "exporter": "ts", "tag": tag,
+                "status": status}
+
+    other = {**_row(0, 1.0), "id": "tv/other", "exporter": "ts"}
+    rows = keep_faster([other, timed(12.0, "first")], timed(10.5, "second"))
+    assert [r.get("tag") for r in rows] == [None, "second"] and rows[1]["cpu_ms_passes"] == [12.0, 10.5]
+    rows = keep_faster(rows, timed(11.0, "third"))  # slower than the kept pass: the kept one stays, the figure is added
+    assert rows[1]["tag"] == "second" and rows[1]["cpu_ms"] == 10.5 and rows[1]["cpu_ms_passes"] == [12.0, 10.5, 11.0]
+    assert keep_faster(rows, timed(1.0, "failed", status="crashed")) == rows  # a failed pass keeps the others
+    assert len(keep_faster(rows, {**timed(9.0, "new"), "id": "tv/new"})) == 3  # a model not there yet
+    # the report's first-pass figure: 12 ms against 10 predicted is -16.7% (out), the faster pass -4.8% (in)
+    assert within_share(rows, "cpu_ms") == (2, 2) and within_share(first_pass(rows), "cpu_ms") == (1, 2)
+    assert rows[1]["cpu_ms"] == 10.5  # first_pass copies, the rows stay as kept
