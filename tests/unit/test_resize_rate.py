@@ -103,3 +103,21 @@ def test_depth_to_space_walks_and_space_to_depth_does_not() -> None:
     d2s = move("DepthToSpace", 3, [1, 27, 56, 56], [1, 3, 168, 168])
     s2d = move("SpaceToDepth", 2, [1, 16, 56, 56], [1, 64, 28, 28])
     assert kind_of(d2s.nodes[0], d2s) == "walk" and kind_of(s2d.nodes[0], s2d) == "layout"
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_a_resize_to_its_own_shape_is_a_copy(mode: str) -> None:
+    """ORT's Upsample<T>::BaseCompute copies its input with one memcpy when the output's dims are the input's, in any
+    mode (torchvision's detectors resize 320 x 320 inputs to 320 x 320): a layout move, not the mode's kernel."""
+    same, scaled = _resize(mode, out=28), _resize(mode, out=56)
+    assert kind_of(same.nodes[0], same) == "layout" and kind_of(scaled.nodes[0], scaled) != "layout"
+    hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"efficiency": {
+        "layout.fp32": 0.2, "resize.fp32": 0.01, "cubic.fp32": 0.01, "nearest.fp32": 0.01}}}})
+    move = graph([Node("m", "m", "Pad", inputs=["x"], outputs=["y"])],  # a Pad of nothing: a plain copy
+                 [act("x", [1, 256, 28, 28]), act("y", [1, 256, 28, 28])], ["x"], ["y"])
+    assert kind_of(move.nodes[0], move) == "layout"
+    assert host_fp32_ms(same, hw) == pytest.approx(host_fp32_ms(move, hw), rel=0.05)
+    # the same map resized to 28 x 28 from 27 x 27 (one pixel more a side) interpolates at the mode's rate
+    near = graph([Node("r", "r", "Resize", inputs=["x", "", "s"], outputs=["y"], attributes={"mode": mode})],
+                 [act("x", [1, 256, 27, 27]), act("y", [1, 256, 28, 28])], ["x"], ["y"])
+    assert host_fp32_ms(near, hw) > 3 * host_fp32_ms(same, hw)
