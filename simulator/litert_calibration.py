@@ -59,7 +59,10 @@ from simulator.profiles import HardwareProfile
 # cases.
 # 21: fp32 depthwise convs of 10 to 25 taps (XNNPACK's 25-tap tile: `dwconv.tile25`), 5x5 cases.
 # 22: operators timed under two ticks of LiteRT's profiler (MIN_TIMED_MS) are left out of the fits.
-CACHE_VERSION = 22
+# 23: LiteRT's RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR and channel CONCATENATION at figures of their own
+# (RESIZE_BILINEAR's `layout.fp32.RESIZE_BILINEAR`; a cost per run copied, `layout.interleave.run`, `layout.fp32.run`;
+# simulator.litert_layout).
+CACHE_VERSION = 23
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -435,7 +438,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (cache := _current(p)) is None:
                 from compiler.speed_probe import probe
-                from simulator import litert_control, litert_lut, litert_signal
+                from simulator import litert_control, litert_layout, litert_lut, litert_signal
                 from simulator.calibration import speed_record
 
                 from compiler.timing_lock import timing_alone
@@ -446,10 +449,11 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     signal = litert_signal.calibrate(Path(tmp), hw, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
+                    layout = litert_layout.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks())
-                for extra in (signal, lut):
+                for extra in (signal, lut, layout):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 overrides["units"]["cpu"]["kind_overhead_s"].update(control["units"]["cpu"]["kind_overhead_s"])
                 # The CPU's speed while LiteRT's rates were timed (compiler.speed_probe), which a LiteRT profile is

@@ -31,12 +31,13 @@ the kind (and no spill cost).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
-from simulator.profiles import TILE25
+from simulator.profiles import CONCAT_INTERLEAVE, TILE25
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
@@ -189,6 +190,14 @@ DW_AFTER_GEMM = "dw_after_gemm"
 # only (fp16 weights run fp32's kernels), and only where calibrated.
 DECONV = "deconv"
 DECONV_TAG = "deconv"
+# Task fact of a CONCATENATION on the last (channel) axis of a map of more than one pixel: XNNPACK copies each input's
+# channels pixel by pixel, a copy per pixel and input, far above the bytes' time (LiteRT 2.3.0, 1 thread, Zen 4, load
+# ~3, 2026-12-06): a DBNet-like detector's two 736x736x1 maps into 736x736x2 2.25 ms profiled, 0.12 predicted at the
+# layout rate; four 184x184x24 into 96 channels 2.13 against 0.35. At its own calibrated rate per output element,
+# `layout.interleave.CONCATENATION` (simulator.litert_layout), where calibrated; a concatenation on another axis
+# copies whole blocks (an SSDlite head's anchors: 0.066 ms, 0.033 predicted) and keeps the layout rate.
+CONCAT_CHANNELS = "concat_channels"
+INTERLEAVE_TAG = CONCAT_INTERLEAVE.split(".")[1]
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -233,6 +242,16 @@ def _pointwise(nd: Node, g: Graph) -> bool:
             and int(nd.attributes.get("stride_h", 1) or 1) == 1 and int(nd.attributes.get("stride_w", 1) or 1) == 1)
 
 
+def _channel_concat(nd: Node, g: Graph) -> bool:
+    """A CONCATENATION on its output's last axis with more than one row before it (CONCAT_CHANNELS)."""
+    v = g.values.get(nd.outputs[0]) if nd.outputs else None
+    shape = v.shape if v is not None else None
+    if not shape or not all(isinstance(d, int) for d in shape):
+        return False
+    axis = int(nd.attributes.get("axis", 0) or 0)
+    return axis % len(shape) == len(shape) - 1 and math.prod(shape[:-1]) > 1  # type: ignore[arg-type]
+
+
 def dw_taps(nd: Node, g: Graph) -> int:
     """Kernel taps (kh x kw) of a DEPTHWISE_CONV_2D (its filter is [1, kh, kw, C]); 0 where unknown."""
     k = g.values.get(nd.inputs[1]) if len(nd.inputs) > 1 else None
@@ -250,7 +269,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     int8), DW_TILE25 for one of 10 to 25 (fp32); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1
     CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
-    TRANSPOSE_CONV (fp32 only)."""
+    TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -304,6 +323,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(BUILTIN_PAD)
         if nd.op_type == "BATCH_MATMUL" and _activation_rhs(nd, compiled):
             facts.setdefault(nd.id, set()).add(BUILTIN_BMM)
+        if nd.op_type == "CONCATENATION" and _channel_concat(nd, compiled):
+            facts.setdefault(nd.id, set()).add(CONCAT_CHANNELS)
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
@@ -351,6 +372,10 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     if DECONV in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"conv.{DECONV_TAG}" in unit.efficiency:
         p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, note="; ".join(
             [*([p.note] if p.note else []), "XNNPACK's Subconv2D deconvolution: a cost per output pixel"]))
+    if (CONCAT_CHANNELS in facts and (p.tag, p.compute) == ("fp32", "fp32")
+            and CONCAT_INTERLEAVE in unit.efficiency):
+        p = dataclasses.replace(p, tag=INTERLEAVE_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "a concatenation on the channels: XNNPACK copies each input's channels pixel by pixel")]))
     if DW_AFTER_GEMM in facts and p.tag == "hybrid":
         p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
             "after XNNPACK's fully connected QD8 GEMM, TFLite's hybrid depthwise kernel pays a cost per output element")]))

@@ -189,7 +189,10 @@ PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25})
 # Whole efficiency keys whose presence decides a path: a Gelu under static int8 is one int8 task where calibration
 # timed the quantizer's split of it (simulator.backends._INT8_OWN_RATE), else the fp32 split between Q/DQ.
 INT8_GELU = "elementwise.int8.Gelu"
-PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU})
+# LiteRT's channel CONCATENATION runs at its own rate where LiteRT's calibration fitted it (simulator.litert_paths
+# .CONCAT_CHANNELS), else at the layout rate.
+CONCAT_INTERLEAVE = "layout.interleave.CONCATENATION"
+PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU, CONCAT_INTERLEAVE})
 # s per input element of the uint8 NCHW -> NHWC Transpose of an image input under static int8 (roofline.Path.nhwc_input,
 # simulator/ort_int8.py ORT_INT8_INPUT_NHWC)
 NHWC_INPUT_KEY = "layout.int8.nhwc"

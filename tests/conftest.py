@@ -49,7 +49,7 @@ _CALIBRATION_SOURCES = ("simulator/calibration.py", "simulator/calibration_bench
                         "simulator/calibration_int8dyn.py", "simulator/calibration_index.py",
                         "simulator/calibration_timing.py", "simulator/litert_calibration.py",
                         "simulator/litert_cases.py", "simulator/litert_lut.py", "simulator/litert_signal.py",
-                        "simulator/litert_control.py",
+                        "simulator/litert_control.py", "simulator/litert_layout.py",
                         "simulator/hardware/host-cpu.yaml")
 
 

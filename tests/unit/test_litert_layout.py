@@ -1,0 +1,106 @@
+"""LiteRT's data-movement operators at figures of their own (simulator.litert_layout): RESIZE_BILINEAR per output
+element at `layout.fp32.RESIZE_BILINEAR`, TFLite's nearest resize a memcpy per output pixel, a CONCATENATION on the
+channels a copy per pixel and input (`layout.interleave.*`), one on another axis a block per input; TRANSPOSE keeps the
+layout rate. Before, all took the ORT calibration's layout rate: a DBNet-like detector's channel concatenation of two
+736x736x1 maps 0.12 ms predicted, 2.25 profiled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from compiler.frontends import tflite
+from compiler.frontends.tflite_writer import TfliteWriter
+from compiler.vocabulary.targets import get_target
+from simulator import litert_layout
+from simulator.litert_cases import predicted_ms
+from simulator.litert_paths import CONCAT_CHANNELS, litert_task_facts
+from simulator.profiles import CONCAT_INTERLEAVE, load_profile
+from simulator.roofline import efficiency
+from simulator.sweep import sweep
+
+HOST = get_target("litert-cpu/host")
+
+
+def _head(path: Path) -> Path:
+    """x [1, 32, 32, 8] -> RESIZE_NEAREST_NEIGHBOR x2 -> CONCATENATION with itself on the channels -> ADD ->
+    TRANSPOSE to NCHW; and a CONCATENATION of two [1, 100, 4] on axis 1 (an SSD head's anchors)."""
+    w = TfliteWriter(description="head")
+    x = w.tensor("x", [1, 32, 32, 8])
+    up = w.tensor("up", [1, 64, 64, 8])
+    w.op("RESIZE_NEAREST_NEIGHBOR", [x, w.const("size", np.array([64, 64], np.int32))], [up],
+         w.options("ResizeNearestNeighborOptions", alignCorners=False, halfPixelCenters=True))
+    cat = w.tensor("cat", [1, 64, 64, 16])
+    w.op("CONCATENATION", [up, up], [cat], w.options("ConcatenationOptions", axis=3))
+    s = w.tensor("sum", [1, 64, 64, 16])
+    w.op("ADD", [cat, cat], [s], w.options("AddOptions"))
+    t = w.tensor("nchw", [1, 16, 64, 64])
+    w.op("TRANSPOSE", [s, w.const("perm", np.array([0, 3, 1, 2], np.int32))], [t], w.options("TransposeOptions"))
+    a = w.tensor("a", [1, 100, 4])
+    anchors = w.tensor("anchors", [1, 200, 4])
+    w.op("CONCATENATION", [a, a], [anchors], w.options("ConcatenationOptions", axis=1))
+    return w.save(path, [x, a], [t, anchors])
+
+
+def _ms(g: object, hw: object, preset: str) -> list[float]:
+    r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+    j = [p["name"] for p in r.bulk["presets"]].index(preset)
+    return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+
+def test_each_op_takes_its_own_rate_where_calibrated(tmp_path: Path) -> None:
+    g = tflite.load(_head(tmp_path / "head.tflite"))
+    assert [n.op_type for n in g.nodes] == ["RESIZE_NEAREST_NEIGHBOR", "CONCATENATION", "ADD", "TRANSPOSE",
+                                            "CONCATENATION"]
+    # only the channel concatenation of a map is a copy per pixel and input
+    assert [CONCAT_CHANNELS in f for f in litert_task_facts(g)] == [False, True, False, False, False]
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"kind_overhead_s": {
+        "layout.fp32.run": 0.0}}}})
+    eff = {litert_layout.KEYS["RESIZE_BILINEAR"]: 0.001, CONCAT_INTERLEAVE: efficiency(base.units[0], "layout", "fp32")}
+    runs = {litert_layout.RUN_KEYS["CONCATENATION"]: 5e-9, litert_layout.RUN_KEYS["RESIZE_NEAREST_NEIGHBOR"]: 10e-9}
+    cal = base.with_overrides({"units": {"cpu": {"efficiency": eff, "kind_overhead_s": runs}}})
+    for preset in ("fp32", "fp16"):  # fp16 weights run fp32's kernels
+        before, after = _ms(g, base, preset), _ms(g, cal, preset)
+        assert after[0] - before[0] == pytest.approx(64 * 64 * 10e-6, rel=0.01)  # a memcpy per output pixel
+        assert after[1] - before[1] == pytest.approx(64 * 64 * 2 * 5e-6, rel=0.01)  # per pixel and input
+        assert after[2] == before[2] and after[3] == before[3]  # the ADD, the TRANSPOSE
+        assert after[4] - before[4] == pytest.approx(2 * 10e-6, abs=1e-9)  # the anchors: one block per input
+    # Not calibrated (no `layout.interleave.CONCATENATION`): the channel concat's runs at the layout path's cost
+    uncal = base.with_overrides({"units": {"cpu": {"kind_overhead_s": runs}}})
+    assert _ms(g, uncal, "fp32")[1] - _ms(g, base, "fp32")[1] == pytest.approx(64 * 64 * 2 * 10e-6, rel=0.01)
+
+
+def test_the_fit_recovers_a_rate_from_its_cases(tmp_path: Path) -> None:
+    """Cases 'measured' at a known rate (their predictions at efficiency 0.004, one read 3x off): the median fit
+    finds 0.004 again, where the layout rate predicted them 10x or more under."""
+    base = load_profile("host-cpu", "litert-cpu")
+    op = "RESIZE_BILINEAR"
+    key = litert_layout.KEYS[op]
+    true = base.with_overrides({"units": {"cpu": {"efficiency": {key: 0.004}}}})
+    measured = {}
+    for case in (c for c in litert_layout.CASES if c.op == op):
+        g = tflite.load(litert_layout.build(case, tmp_path / f"{case.name}.tflite"))
+        ms = predicted_ms(g, true, "fp32")
+        measured[case.name] = (g, [ms[0] * 3, *ms[1:]])
+    for g, ms in measured.values():
+        assert float(np.median(predicted_ms(g, base, "fp32"))) < float(np.median(ms)) / 10
+    eff = litert_layout.fit(measured, base)["units"]["cpu"]["efficiency"][key]
+    assert eff == pytest.approx(0.004, rel=0.05)
+
+
+@pytest.mark.parametrize("op", ["CONCATENATION", "RESIZE_NEAREST_NEIGHBOR"])
+def test_the_fit_recovers_a_cost_per_run(tmp_path: Path, op: str) -> None:
+    """Cases 'measured' at 3 ns per run copied (one case read 3x off): the fit finds 3 ns again."""
+    base = load_profile("host-cpu", "litert-cpu")
+    key = litert_layout.RUN_KEYS[op]
+    cases = [c for c in litert_layout.CASES if c.op == op]
+    graphs = {c.name: tflite.load(litert_layout.build(c, tmp_path / f"{c.name}.tflite")) for c in cases}
+    zero = {key: 0.0} if op == "CONCATENATION" else {key: 0.0, litert_layout.RUN_KEYS["CONCATENATION"]: 0.0}
+    eff = {litert_layout.KEYS[op]: efficiency(base.units[0], "layout", "fp32")}
+    true = base.with_overrides({"units": {"cpu": {"efficiency": eff, "kind_overhead_s": {**zero, key: 3e-9}}}})
+    measured = {name: (g, [m * (3 if name == cases[0].name else 1) for m in predicted_ms(g, true, "fp32")])
+                for name, g in graphs.items()}
+    o = litert_layout.fit(measured, base.with_overrides({"units": {"cpu": {"kind_overhead_s": zero}}}))
+    assert o["units"]["cpu"]["kind_overhead_s"][key] == pytest.approx(3e-9, rel=0.02)
