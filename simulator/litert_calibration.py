@@ -61,8 +61,8 @@ from simulator.profiles import HardwareProfile
 # 22: operators timed under two ticks of LiteRT's profiler (MIN_TIMED_MS) are left out of the fits.
 # 23: LiteRT's RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR and channel CONCATENATION at figures of their own
 # (RESIZE_BILINEAR's `layout.fp32.RESIZE_BILINEAR`; a cost per run copied, `layout.interleave.run`, `layout.fp32.run`;
-# simulator.litert_layout).
-CACHE_VERSION = 23
+# simulator.litert_layout). 24: those costs per run are kept in the cache (23's calibrations dropped them).
+CACHE_VERSION = 24
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -455,7 +455,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks())
                 for extra in (signal, lut, layout):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
-                overrides["units"]["cpu"]["kind_overhead_s"].update(control["units"]["cpu"]["kind_overhead_s"])
+                for extra in (control, layout):  # costs per execution, per run copied
+                    overrides["units"]["cpu"]["kind_overhead_s"].update(extra["units"]["cpu"]["kind_overhead_s"])
                 # The CPU's speed while LiteRT's rates were timed (compiler.speed_probe), which a LiteRT profile is
                 # held against (`speed_reference`): the ORT calibration's may have run at another time and speed.
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),

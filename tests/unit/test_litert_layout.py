@@ -104,3 +104,26 @@ def test_the_fit_recovers_a_cost_per_run(tmp_path: Path, op: str) -> None:
                 for name, g in graphs.items()}
     o = litert_layout.fit(measured, base.with_overrides({"units": {"cpu": {"kind_overhead_s": zero}}}))
     assert o["units"]["cpu"]["kind_overhead_s"][key] == pytest.approx(3e-9, rel=0.02)
+
+
+def test_litert_calibration_keeps_the_layout_figures(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """with_litert keeps both halves of simulator.litert_layout's fit: its rate and its costs per run (LiteRT cache
+    version 23 kept the rates only, and priced every channel concatenation at no cost per run)."""
+    from compiler import speed_probe
+    from simulator import litert_calibration, litert_control, litert_lut, litert_signal
+
+    def none(*args: object, **kwargs: object) -> dict:
+        return {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {}}}}
+
+    layout = {"units": {"cpu": {"efficiency": {CONCAT_INTERLEAVE: 6.0, litert_layout.KEYS["RESIZE_BILINEAR"]: 0.2},
+                                "kind_overhead_s": {k: 3e-9 for k in litert_layout.RUN_KEYS.values()}}}}
+    monkeypatch.setattr(speed_probe, "probe", lambda: 100.0)
+    monkeypatch.setattr(litert_calibration.platform, "platform", lambda: "test")  # uname: no process in this tier
+    monkeypatch.setattr(litert_calibration, "measure", lambda tmp, progress: {})
+    monkeypatch.setattr(litert_calibration, "fit", none)
+    for mod in (litert_signal, litert_control, litert_lut):
+        monkeypatch.setattr(mod, "calibrate", none)
+    monkeypatch.setattr(litert_layout, "calibrate", lambda *args, **kwargs: layout)
+    u = litert_calibration.with_litert(load_profile("host-cpu"), tmp_path / "host-cpu.json").units[0]
+    assert u.efficiency[CONCAT_INTERLEAVE] == 6.0 and u.efficiency[litert_layout.KEYS["RESIZE_BILINEAR"]] == 0.2
+    assert all(u.kind_overhead_s[k] == 3e-9 for k in litert_layout.RUN_KEYS.values())
