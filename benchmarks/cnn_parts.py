@@ -136,7 +136,9 @@ BUILT: dict[str, Callable[[Builder], list[Tensor]]] = {
        for n in (6, 12) for h in ("", "+head")},
 }
 DEPTHWISE = ((576, 7, 5), (1152, 7, 3), (1152, 7, 5), (480, 14, 5), (672, 14, 5), (256, 14, 3), (240, 28, 5),
-             (120, 28, 5), (144, 56, 3), (64, 56, 3), (96, 112, 3))
+             (120, 28, 5), (144, 56, 3), (64, 56, 3), (96, 112, 3),
+             # session 53: 3x3 at every map size, few and many channels; 5x5 at 56 px; a 112 px map of 32 channels
+             (576, 7, 3), (384, 14, 3), (192, 28, 3), (64, 56, 5), (32, 112, 3))
 for _c, _hw, _k in DEPTHWISE:  # 8 depthwise convs + Relu in a chain (calibration's dwconv cases are such)
     BUILT[f"dw-{_c}x{_hw}-{_k}x{_k}"] = lambda b, c=_c, hw=_hw, k=_k: [
         _chain(b, b.input([1, c, hw, hw]), lambda b, x: b.depthwise(x, k))]
