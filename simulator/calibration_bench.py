@@ -29,6 +29,7 @@ from simulator.calibration_rnn import build_rnn_cases
 from simulator.calibration_se import SE_CASES
 from simulator.calibration_layout import LAYOUT_CASES
 from simulator.calibration_inner import build_inner_cases
+from simulator.calibration_packb import build_packb_cases
 from simulator.calibration_packed import build_packed_cases
 from simulator.calibration_nhwc import build_nhwc_cases
 from simulator.calibration_llc import build_llc_cases
@@ -324,6 +325,7 @@ class Bench:
     llc_ladder: tuple[int, ...] = ()  # k of the last-level cache ladder's chains (calibration_llc)
     nhwc: tuple[str, ...] = ()  # keys of the NHWC ReduceMean cases, each timed with its `-ref` (calibration_nhwc)
     packed: tuple[str, ...] = ()  # keys of the packed-SGEMM memory cases, each with its `-ref` (calibration_packed)
+    packb: tuple[str, ...] = ()  # keys of the per-run B packing cases, each with its `-ref` (calibration_packb)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -400,6 +402,7 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     ladder = build_llc_cases(tmp, timings, float(llc_all))  # the bytes it keeps between runs (calibration_llc.fit_llc)
     nhwc = build_nhwc_cases(tmp, timings, graphs)  # a ReduceMean over H, W of NHWC data (calibration_nhwc.fit_nhwc)
     packed = build_packed_cases(tmp, timings, graphs, float(llc_all))  # calibration_packed.fit_packed
+    packb = build_packb_cases(tmp, timings, graphs)  # a non-constant B packed each run (calibration_packb.fit_packb)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed)
+                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb)

@@ -19,6 +19,7 @@ from compiler.graph import Graph
 from simulator.calibration_bench import R, SPILL_CONVS, Bench, Case
 from simulator.calibration_index import fit_index
 from simulator.calibration_inner import fit_inner
+from simulator.calibration_packb import fit_packb
 from simulator.calibration_packed import fit_packed
 from simulator.calibration_llc import fit_llc
 from simulator.calibration_nhwc import fit_nhwc
@@ -35,76 +36,67 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 94  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
-# 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group
-# GEMMs (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted;
-# 35: activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2);
-# 38: Transposes ORT walks element by element (walk.fp32);
-# 39: linear Resizes (resize.fp32); 40: LayerNorm rows (costs.LAYERNORM_ROW_FLOPS, a 32-wide case)
-# 41: dynamic int8's DynamicQuantizeLinear / Cast / Mul / Add passes priced at the fp32 element-wise rate;
-# 42: 5x5 depthwise ConvInteger cases; 43: grouped NCHW Convs of wide groups, 1x1 (gconvnchw.nchw's MAC rate)
-# 44: grouped 1x1 NCHW Convs pay SGEMM columns padded to 16 (Work.sgemm_macs)
-# 45: static int8 SiLU (QLinearSigmoid + QLinearMul: elementwise.int8.QuickGelu)
-# 46: grouped 1x1 NCHW Convs' SGEMM columns padded to the machine's block, 8 with AVX2 (Unit.sgemm_column_block)
-# 47: NCHW-path cases fitted only where ORT leaves them in NCHW; grouped cases of widths 12 and 132
-# 48: static int8 element-wise kernels broadcasting a per-channel operand over NHWC data, a cost per call (.span)
-# 49: fp32 5x5 depthwise cases in dwconv.fp32's median
-# 50: fp32 NCHW depthwise cases of 5x5-9x9 kernels, with a cost per im2col row (dwconvnchw.nchw.im2col.row)
-# 51: static int8 stems' own figures (stemgemm.int8), apart from grouped convs' (convgemm.int8); one-row static int8
-#     GEMMs' (gemm.int8gemv); raw timings kept
-# 52: layout fitted jointly (efficiency, setup, output bytes beyond the L2: layout.fp32.spill) on mixed graphs with
-#     MixNet-shaped channel-group blocks
-# 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col element: *.im2col.strided);
-#     dynamic int8 depthwise ConvIntegers' cost per im2col row fitted (dwconv.int8dyn.im2col.row)
-# 54: GlobalAveragePools ORT leaves in NCHW, a rate of their own (poolnchw.fp32.GlobalAveragePool)
-# 55: dynamic int8 Convs pack their weights once per 256 output pixels (roofline.QGEMM_STRIDE_N); stride-2
-#     ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
+CACHE_VERSION = 95  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+# 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
+# (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
+# activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
+# Transposes ORT walks element by element (walk.fp32); 39: linear Resizes (resize.fp32); 40: LayerNorm rows
+# (costs.LAYERNORM_ROW_FLOPS, a 32-wide case) 41: dynamic int8's DynamicQuantizeLinear / Cast / Mul / Add passes priced
+# at the fp32 element-wise rate; 42: 5x5 depthwise ConvInteger cases; 43: grouped NCHW Convs of wide groups, 1x1
+# (gconvnchw.nchw's MAC rate) 44: grouped 1x1 NCHW Convs pay SGEMM columns padded to 16 (Work.sgemm_macs) 45: static
+# int8 SiLU (QLinearSigmoid + QLinearMul: elementwise.int8.QuickGelu) 46: grouped 1x1 NCHW Convs' SGEMM columns padded
+# to the machine's block, 8 with AVX2 (Unit.sgemm_column_block) 47: NCHW-path cases fitted only where ORT leaves them in
+# NCHW; grouped cases of widths 12 and 132 48: static int8 element-wise kernels broadcasting a per-channel operand over
+# NHWC data, a cost per call (.span) 49: fp32 5x5 depthwise cases in dwconv.fp32's median 50: fp32 NCHW depthwise cases
+# of 5x5-9x9 kernels, with a cost per im2col row (dwconvnchw.nchw.im2col.row) 51: static int8 stems' own figures
+# (stemgemm.int8), apart from grouped convs' (convgemm.int8); one-row static int8 GEMMs' (gemm.int8gemv); raw timings
+# kept 52: layout fitted jointly (efficiency, setup, output bytes beyond the L2: layout.fp32.spill) on mixed graphs with
+# MixNet-shaped channel-group blocks 53: fp16's NCHW depthwise convs at stride 2 (cases and a cost per strided im2col
+# element: *.im2col.strided); dynamic int8 depthwise ConvIntegers' cost per im2col row fitted
+# (dwconv.int8dyn.im2col.row) 54: GlobalAveragePools ORT leaves in NCHW, a rate of their own
+# (poolnchw.fp32.GlobalAveragePool) 55: dynamic int8 Convs pack their weights once per 256 output pixels
+# (roofline.QGEMM_STRIDE_N); stride-2 ConvInteger cases and their strided im2col figure (<kind>.int8dyn.im2col.strided)
 # 56: a cost per run a Transpose copies (layout.fp32.run, three head-transpose cases); recurrent MACs priced by reads
-# 57: fp32 stems (3-channel convs) in the bench, convsmall.fp32 fitted jointly with a setup per task (JOINT_FP32)
-# 58: 3-D convs' own figures (conv3d.nchw: calibration_video); walks fitted jointly with a cost per byte beyond the L2
-#     of those that miss the cache (walk.fp32.far)
-# 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill cases, llc_spill_*_bytes)
-# 60: dynamic int8 stems' own figures (stemgemm.int8dyn) and ResNet-shaped 3x3 ConvInteger cases
-#     (calibration_int8dyn); the Cast / Mul / Add after a ConvInteger cost their bytes alone
-# 61: index ops' cost per lookup fitted (layout.fp32.index.<op>: Expand per memcpy call, ScatterND per index tuple);
-#     blocked Transposes and NCHWc reorders beyond the L2 (layout.fp32.far): PVT-shaped MLP blocks among the mixed
-#     graphs
-# 62: nearest Resizes off ORT's 2x copy on its generic kernel (nearest.fp32: a by-3 case)
-# 63: STFT and GridSample count their work (simulator/other_ops.py); float element-wise ops over short broadcast spans
-#     and Reduce* over short kept blocks pay a cost per kernel call (simulator/ort_broadcast.py)
-# 64: a Gemm's bias pass over its output (costs.Work.bias_pass): the mixed graphs' Linear layers refit layout.fp32
-# 65: fp16 constants inside If / Loop / Scan bodies cast at every execution (control_flow.fp16_body_casts), priced
-#     from the fitted dispatch, weight-streaming and cache figures
-# 66: under fp16 a Conv's fused activation without an fp16 kernel (Relu...) stays fused (ort_fp16.FP16_FUSION_KEPT):
-#     the fp16 convact cases (Relu and Clip alternating) refit conv.cast16
-# 67: a TFLite EMBEDDING_LOOKUP's table is the option's weight (costs.Work.lookup_table): sized as ai-edge-quantizer
-#     writes it, the int8 hybrid lookup at layout.hybrid.out per element (litert_paths.lookup_path); no figure refitted
-# 68: broadcast spans under 128 elements and innermost reduce rows under 64 pay a call each (ort_broadcast);
-#     Softplus fits its own rate (case softplus-1x65536)
-# 69: int8 Convs and fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
-#     (conv_work.nchwc_padding, roofline.Rates.plain)
-# 70: bicubic Resizes priced by their interpolation-cache misses and output elements (kind cubic, four cases)
-# 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases): fp16's conversions (simulator.conversions)
-# 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is (sweep.native_preset), its int8
-#     EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead (tflite_ops); ORT's NCHWc
-#     Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample (upsample-nchwc-* cases)
-# 73: the CPU's speed probe around the case timings (`speed_probe`), which host profiles are held against; none refitted
-# 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element, .out, .spill; deconv-* cases)
-# 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it every run (gemm.cast16.weights,
-#     gemm-shared-* cases; ort_fp16.fp16_shared_casts)
-# 76: a Gelu under static int8 at its own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it);
-#     a fusion static int8 breaks (SkipLayerNormalization, Gelu) keeps no measured fp32 time
-# 77: an upload's own ConvInteger / MatMulInteger / DynamicQuantizeMatMul at dynamic int8's figures (ORT_INT8DYN_NATIVE)
-# 78: a reuse case's share uncertain by at most 0.5 (SHARE_SIGMA_MAX): the longest case counts in the time ramp's fit
-# 79: an NCHWc Conv's MACs count its padded filter's every output row (conv_work.nchwc_output_padding)
-# 80: reuse cases after runs of 36 and 48 convs too (calibration_models.REUSE_CONVS): the time ramp pinned at 3-8 ms
-# 81: a recurrent op's reads of R at a rate fitted on GRU / LSTM cases (matmul.fp32.reread, calibration_rnn)
-# 82: subnormals a -100 attention mask makes (simulator/subnormals.py): <kind>.fp32.subnormal, calibration_subnormal
-# 83: 7x7 static int8 depthwise cases on the symmetric kernel beside the 3x3 ones (dwconvact-*-7x7: dwconv.int8)
-# 84: the blocked swaps inside a Softmax over an inner axis (layout.fp32.inner, calibration_inner)
-# 85: the bytes of weights the last-level cache keeps between runs, from a ladder of chains (calibration_llc)
-# 86: static int8 1x1 Convs on a one-pixel map (squeeze-excite) at their own figures (conv.int8px, calibration_se)
-# 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure (reduce.int8.nhwc, calibration_nhwc)
+# 57: fp32 stems (3-channel convs) in the bench, convsmall.fp32 fitted jointly with a setup per task (JOINT_FP32) 58:
+# 3-D convs' own figures (conv3d.nchw: calibration_video); walks fitted jointly with a cost per byte beyond the L2 of
+# those that miss the cache (walk.fp32.far) 59: weights evicted by the run's own traffic beyond the L2 (reuse-spill
+# cases, llc_spill_*_bytes) 60: dynamic int8 stems' own figures (stemgemm.int8dyn) and ResNet-shaped 3x3 ConvInteger
+# cases (calibration_int8dyn); the Cast / Mul / Add after a ConvInteger cost their bytes alone 61: index ops' cost per
+# lookup fitted (layout.fp32.index.<op>: Expand per memcpy call, ScatterND per index tuple); blocked Transposes and
+# NCHWc reorders beyond the L2 (layout.fp32.far): PVT-shaped MLP blocks among the mixed graphs 62: nearest Resizes off
+# ORT's 2x copy on its generic kernel (nearest.fp32: a by-3 case) 63: STFT and GridSample count their work
+# (simulator/other_ops.py); float element-wise ops over short broadcast spans and Reduce* over short kept blocks pay a
+# cost per kernel call (simulator/ort_broadcast.py) 64: a Gemm's bias pass over its output (costs.Work.bias_pass): the
+# mixed graphs' Linear layers refit layout.fp32 65: fp16 constants inside If / Loop / Scan bodies cast at every
+# execution (control_flow.fp16_body_casts), priced from the fitted dispatch, weight-streaming and cache figures 66:
+# under fp16 a Conv's fused activation without an fp16 kernel (Relu...) stays fused (ort_fp16.FP16_FUSION_KEPT): the
+# fp16 convact cases (Relu and Clip alternating) refit conv.cast16 67: a TFLite EMBEDDING_LOOKUP's table is the option's
+# weight (costs.Work.lookup_table): sized as ai-edge-quantizer writes it, the int8 hybrid lookup at layout.hybrid.out
+# per element (litert_paths.lookup_path); no figure refitted 68: broadcast spans under 128 elements and innermost reduce
+# rows under 64 pay a call each (ort_broadcast); Softplus fits its own rate (case softplus-1x65536) 69: int8 Convs and
+# fp16's NCHW Convs pay the model's own channels, not ORT's NCHWc filter padded to whole blocks
+# (conv_work.nchwc_padding, roofline.Rates.plain) 70: bicubic Resizes priced by their interpolation-cache misses and
+# output elements (kind cubic, four cases) 71: fp32 <-> fp16 Casts at their own rate (quant.fp32.Cast: cast-* cases):
+# fp16's conversions (simulator.conversions) 72: an uploaded dynamic-int8 .tflite is the int8-dynamic preset as it is
+# (sweep.native_preset), its int8 EMBEDDING_LOOKUP table a lookup table, its quantization records out of the overhead
+# (tflite_ops); ORT's NCHWc Upsample (a linear Resize after an NCHWc Conv) fits its own rate, resize.fp32.Upsample
+# (upsample-nchwc-* cases) 73: the CPU's speed probe around the case timings (`speed_probe`), which host profiles are
+# held against; none refitted 74: ORT's CPU ConvTranspose at its own figures (deconv.fp32, .col2im per column element,
+# .out, .spill; deconv-* cases) 75: an fp16 Gemm / MatMul whose weight is shared keeps a run-time Cast and packs it
+# every run (gemm.cast16.weights, gemm-shared-* cases; ort_fp16.fp16_shared_casts) 76: a Gelu under static int8 at its
+# own figure (elementwise.int8.Gelu, gelu-int8-* case: the quantizer's split of it); a fusion static int8 breaks
+# (SkipLayerNormalization, Gelu) keeps no measured fp32 time 77: an upload's own ConvInteger / MatMulInteger /
+# DynamicQuantizeMatMul at dynamic int8's figures (ORT_INT8DYN_NATIVE) 78: a reuse case's share uncertain by at most 0.5
+# (SHARE_SIGMA_MAX): the longest case counts in the time ramp's fit 79: an NCHWc Conv's MACs count its padded filter's
+# every output row (conv_work.nchwc_output_padding) 80: reuse cases after runs of 36 and 48 convs too
+# (calibration_models.REUSE_CONVS): the time ramp pinned at 3-8 ms 81: a recurrent op's reads of R at a rate fitted on
+# GRU / LSTM cases (matmul.fp32.reread, calibration_rnn) 82: subnormals a -100 attention mask makes
+# (simulator/subnormals.py): <kind>.fp32.subnormal, calibration_subnormal 83: 7x7 static int8 depthwise cases on the
+# symmetric kernel beside the 3x3 ones (dwconvact-*-7x7: dwconv.int8) 84: the blocked swaps inside a Softmax over an
+# inner axis (layout.fp32.inner, calibration_inner) 85: the bytes of weights the last-level cache keeps between runs,
+# from a ladder of chains (calibration_llc) 86: static int8 1x1 Convs on a one-pixel map (squeeze-excite) at their own
+# figures (conv.int8px, calibration_se) 87: a static int8 file's ReduceMean over H, W of NHWC data at its own figure
+# (reduce.int8.nhwc, calibration_nhwc)
 # 88: conv.int8px fitted on squeeze-excite blocks (pool, one-pixel convs, gate), not on chains of the convs alone
 # 89: ORT's fp32 Softmax pays a cost per row, one per row off a cache line and its rows padded to whole registers
 #     (softmax.fp32.row, .tap; softmax_rows): rows of 49, 196 and 16 beside the rows of 128, fitted jointly; a bicubic
@@ -114,6 +106,7 @@ CACHE_VERSION = 94  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     (dwconv.int8gen.scalar: conv_work.generic_depthwise_lanes), four more dwconvact-gen-* cases
 # 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed); 93: static
 #     int8 QLinearConcat's table lookups (calibration_nhwc); 94: its and Split's call per row (qcall-*, ort_int8_rows)
+# 95: a non-constant B MLAS packs on every run, per element and per call, fitted ahead of the efficiencies (packb)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -279,9 +272,16 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"].update(kept)
     if line:
         progress(line)
+    sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc, *bench.packed, *bench.packb)
+                for k in (n, f"{n}-ref"))
+    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
+    packb_cases: list[dict[str, Any]] = []  # fitted first: the MatMul cases' efficiency is then the kernel's alone
+    packb = fit_packb(bench.packb, bench.graphs, alone, base.with_overrides(over),
+                      lambda g, h: _predict_ms(g, h, "fp32"), packb_cases)
+    over["units"]["cpu"]["kind_overhead_s"] = {**over["units"]["cpu"].get("kind_overhead_s", {}), **packb}
     cases_out, effs = _fit_efficiencies(bench, wall, base.with_overrides(over), run_s)
     over["units"]["cpu"]["efficiency"] = effs  # the stages below add to it
-    joint_setups = _fit_joint(bench.graphs, cases_out, base.with_overrides(over), effs)
+    joint_setups = {**packb, **_fit_joint(bench.graphs, cases_out, base.with_overrides(over), effs)}
     over["units"]["cpu"]["kind_overhead_s"] = dict(joint_setups)
     effs.update(_fit_decodes(bench.graphs, cases_out, base.with_overrides(over)))
     setups = _fit_setups(bench.graphs, cases_out, base.with_overrides(over))
@@ -291,15 +291,13 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(_fit_runs(bench, wall, run_s, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
-    sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc, *bench.packed) for k in (n, f"{n}-ref"))
-    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
     for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal),
                        (fit_inner, bench.inner), (fit_nhwc, bench.nhwc), (fit_packed, bench.packed)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_in_blocks(bench.graphs, cases_out, base.with_overrides(over),
                                                                   over["units"]["cpu"]["efficiency"]))
-    hw = base.with_overrides(over)
+    hw, cases_out = base.with_overrides(over), cases_out + packb_cases
     # Residuals of the fitted profile on its own cases (in-sample; fidelity.py measures held-out).
     for c in cases_out:
         c["predicted_ms"] = _predict_ms(bench.graphs[c["case"]], hw, c["preset"])

@@ -183,3 +183,40 @@ def inner_moves(node: Node, graph: Graph) -> dict[str, float]:
     if steps is not None:
         return {"inner_walked": steps.walked, "inner_moved": steps.moved, "inner_runs": steps.runs}
     return dict(zip(("inner_walked", "inner_moved", "inner_far"), inner_axis_transposes(node, graph)))
+
+
+# MLAS's SGEMM (onnxruntime/core/mlas/lib/sgemm.cpp @00ca1689, MlasSgemmOperation) copies each panel of B into a local
+# buffer of 16-float column strips (MlasSgemmCopyPackB, or MlasSgemmTransposePackB for a transposed B: zeros past N)
+# before its kernel runs the rows of A over it, on every call, unless B was packed once ahead (ORT prepacks a
+# MatMul's / Gemm's constant B at load); one row (M == 1) runs the GEMV kernel on B as it is. ORT's MatMul calls one
+# SGEMM per batch where B has batch axes (MatMulComputeHelper; a 2-D B takes A's batches as rows) and a contracting
+# Einsum one per batch of its product (einsum_auxiliary_ops.cc), so attention's q.k^T and a.v pack their B once per
+# head and window. The counts price at `matmul.fp32.packb` s per packed element (roofline.PACKB_KEY) and
+# `matmul.fp32.packcall` s per call (PACKCALL_KEY: the call's panel setup and kernel entries beside the copy).
+PACK_STRIP = 16  # floats a packed strip of B holds: MLAS_SGEMM_STRIDEN's column block on x86 whatever the ISA
+
+
+def packed_b(node: Node, graph: Graph, kind: str) -> tuple[float, float]:
+    """(elements, SGEMM calls): the elements of B that MLAS packs on each run of an fp32 product whose B is no constant
+    (batches x K x N rounded up to PACK_STRIP) and the calls that pack them (one per batch); (0, 0) for a constant B
+    (prepacked), one row of A, other ops and unknown shapes."""
+    if kind != "matmul":
+        return 0.0, 0.0
+    if node.op_type == "Einsum":
+        steps = ort_steps(node, graph)
+        if steps is None or steps.m <= 1:
+            return 0.0, 0.0
+        return float(steps.batches * steps.k * math.ceil(steps.n / PACK_STRIP) * PACK_STRIP), float(steps.batches)
+    if node.op_type not in ("MatMul", "FusedMatMul") or len(node.inputs) < 2 or not node.outputs:
+        return 0.0, 0.0
+    a, b, y = (graph.values.get(n) for n in (node.inputs[0], node.inputs[1], node.outputs[0]))
+    if a is None or b is None or y is None or b.weight is not None or not (a.is_static and b.is_static and y.is_static):
+        return 0.0, 0.0
+    if len(b.shape) < 2 or len(y.shape) < 2:  # type: ignore[arg-type]
+        return 0.0, 0.0
+    k = a.shape[-2] if node.attributes.get("transA") else a.shape[-1]  # type: ignore[index]
+    rows, n = int(y.shape[-2]), int(y.shape[-1])  # type: ignore[index]
+    if rows <= 1 or n <= 1:  # MLAS's GEMV paths (one row, or one column)
+        return 0.0, 0.0
+    batches = math.prod(int(d) for d in y.shape[:-2]) if len(b.shape) > 2 else 1  # type: ignore[index,misc]
+    return float(batches * int(k) * math.ceil(n / PACK_STRIP) * PACK_STRIP), float(batches)

@@ -185,6 +185,8 @@ class Rates:
     inner_run_s: Num = 0.0  # s per run an Einsum's Transposes copy one memcpy each (a Transpose's `layout.fp32.run`)
     in_move_s: Num = 0.0  # s per input element of a move ahead of the kernel (Path.nhwc_input)
     packed_far_s: Num = 0.0  # s per weight byte from memory of a packed SGEMM of several rows (PACKED_FAR_KEY)
+    packb_s: Num = 0.0  # s per element of a non-constant B an fp32 SGEMM packs on every run (PACKB_KEY)
+    packcall_s: Num = 0.0  # s per SGEMM call that packs one (PACKCALL_KEY)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -196,6 +198,8 @@ QGEMM_STRIDE_N = 256.0
 INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swap moves blocked (calibration_inner)
 # s per weight byte a several-row fp32 SGEMM (MLAS's packed B) reads from memory, in full (calibration_packed)
 PACKED_FAR_KEY, _SGEMM = "gemm.fp32.packed_far", frozenset({("gemm", "fp32"), ("matmul", "fp32")})  # ... its paths
+PACKB_KEY = "matmul.fp32.packb"  # s per B element MLAS packs each run (calibration_packb, Counts.packed_b)
+PACKCALL_KEY = "matmul.fp32.packcall"  # s per SGEMM call that packs a B (Counts.packed_calls)
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
@@ -241,6 +245,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         if p.col2im else 0.0, subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
         in_move_s=u.kind_overhead_s.get(NHWC_INPUT_KEY, 0.0) if p.nhwc_input else 0.0,
         packed_far_s=u.kind_overhead_s.get(PACKED_FAR_KEY, 0.0) if epilogue_pass and (rate, p.tag) in _SGEMM else 0.0,
+        **({"packb_s": u.kind_overhead_s.get(PACKB_KEY, 0.0), "packcall_s": u.kind_overhead_s.get(PACKCALL_KEY, 0.0)}
+           if epilogue_pass and (rate, p.tag) == ("matmul", "fp32") else {}),
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -353,32 +359,16 @@ class Counts:
     inner_runs: Num = 0.0
     lane_macs: Num = 1.0
     scalar_taps: Num = 0.0
+    packed_b: Num = 0.0
+    packed_calls: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
         col = lambda xs: np.array(xs, dtype=np.float64)[:, None]  # noqa: E731
-        return Counts(
-            macs=col([w.macs for w in works]), flops=col([w.flops for w in works]),
-            epilogue_flops=col([w.epilogue_flops for w in works]), in_elements=col([w.in_elements for w in works]),
-            out_elements=col([w.out_elements for w in works]), kernel_elements=col([w.kernel_elements for w in works]),
-            aux_elements=col([w.aux_weight_elements for w in works]),
-            other_const_bytes=col([w.other_const_bytes for w in works]),
-            kernel_rows=col([w.kernel_out_channels for w in works]),
-            im2col_elements=col([w.im2col_elements for w in works]),
-            groups=col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works]),
-            im2col_rows=col([w.im2col_rows for w in works]), row_calls=col([w.row_calls for w in works]),
-            row_extra_calls=col([w.row_extra_calls for w in works]), gemm_k=col([w.gemm_k for w in works]),
-            sgemm_columns=col([w.sgemm_columns for w in works]),
-            sgemm_align=col([w.sgemm_align for w in works]), igemm_taps=col([w.igemm_taps for w in works]),
-            reread_elements=col([w.reread_elements for w in works]), reread_set=col([w.reread_set for w in works]),
-            im2col_strided=col([w.im2col_strided for w in works]), copy_runs=col([w.copy_runs for w in works]),
-            far_walk=col([w.far_walk for w in works]), indexed=col([w.indexed for w in works]),
-            bias_pass=col([w.bias_pass for w in works]), plain_macs=col([w.plain_macs for w in works]),
-            plain_im2col=col([w.plain_im2col for w in works]), col2im_elements=col([w.col2im_elements for w in works]),
-            dilated_taps=col([w.dilated_taps for w in works]), subnormals=col([w.subnormals for w in works]),
-            inner_walked=col([w.inner_walked for w in works]), inner_moved=col([w.inner_moved for w in works]),
-            inner_far=col([w.inner_far for w in works]), inner_runs=col([w.inner_runs for w in works]),
-            lane_macs=col([w.lane_macs for w in works]), scalar_taps=col([w.scalar_taps for w in works]))
+        own = {"aux_elements": "aux_weight_elements", "kernel_rows": "kernel_out_channels"}  # Work's names, if not ours
+        cols = {f.name: col([getattr(w, own.get(f.name, f.name)) for w in works]) for f in dataclasses.fields(Counts)}
+        cols["groups"] = col([w.groups if w.groups > 1 else w.kernel_out_channels for w in works])
+        return Counts(**cols)
 
 
 @dataclass(frozen=True, slots=True)
@@ -545,7 +535,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
             + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
             + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)
-            + r.scalar_s * w.scalar_taps)
+            + r.scalar_s * w.scalar_taps + r.packb_s * w.packed_b + r.packcall_s * w.packed_calls)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
