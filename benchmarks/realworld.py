@@ -419,7 +419,7 @@ def main() -> int:
             done = {(r["id"], r["exporter"]) for r in rows if r.get("status") != "analysed"
                     or len(r.get("cpu_ms_passes") or [r]) >= a.again}
         items = [it for it in items if (it["id"], it["exporter"]) not in done]
-        print(f"resuming: {len(done)} rows kept, {len(items)} to analyse", flush=True)
+        print(f"resuming: {len(rows)} rows kept, {len(items)} to analyse", flush=True)
     t0 = time.perf_counter()
     for i, it in enumerate(items, 1):
         row = run_one(it, calibration, a.runs, a.warmup, a.timeout, check_exports=not a.no_export_check)
