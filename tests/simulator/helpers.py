@@ -86,13 +86,18 @@ def transpose_graph(shape: list[int], perm: list[int]) -> Graph:
                  [act("x", shape), act("y", out)], ["x"], ["y"])
 
 
-def host_fp32_ms(g: Graph, hw: Any) -> float:
-    """The first task's fp32 latency (ms) on `ort-cpu/host` with the host profile `hw`."""
+def task_ms(g: Graph, target: str, hw: Any, preset: str) -> list[float]:
+    """Every task's latency (ms) under `preset` on `target` with the profile `hw`, in the graph's order."""
     from simulator.sweep import sweep
 
-    r = sweep(g, "ort-cpu/host", hardware=hw, presets_only=("fp32",))
-    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
-    return float(r.bulk["metrics"]["latency_ms"][0][j])
+    r = sweep(g, target, hardware=hw, presets_only=(preset,))
+    j = [p["name"] for p in r.bulk["presets"]].index(preset)
+    return [float(row[j]) for row in r.bulk["metrics"]["latency_ms"]]
+
+
+def host_fp32_ms(g: Graph, hw: Any) -> float:
+    """The first task's fp32 latency (ms) on `ort-cpu/host` with the host profile `hw`."""
+    return task_ms(g, "ort-cpu/host", hw, "fp32")[0]
 
 
 def paired_timings(names: tuple[str, ...], per_element_s: float, ref_step_ms: float,

@@ -12,12 +12,12 @@ import pytest
 
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
-from compiler.vocabulary.targets import get_target
+from compiler.graph import Graph
 from simulator.litert_paths import DECONV, litert_task_facts
-from simulator.profiles import load_profile
-from simulator.sweep import sweep
+from simulator.profiles import HardwareProfile, load_profile
+from tests.simulator.helpers import task_ms
 
-HOST = get_target("litert-cpu/host")
+HOST = "litert-cpu/host"
 
 
 def _decoder(path: Path) -> Path:
@@ -37,10 +37,8 @@ def _decoder(path: Path) -> Path:
     return w.save(path, [x], [z])
 
 
-def _ms(g: object, hw: object, preset: str) -> list[float]:
-    r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
-    j = [p["name"] for p in r.bulk["presets"]].index(preset)
-    return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+def _ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
+    return task_ms(g, HOST, hw, preset)
 
 
 def test_a_deconvolution_pays_a_cost_per_output_pixel_where_calibrated(tmp_path: Path) -> None:

@@ -13,15 +13,15 @@ import pytest
 
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
-from compiler.vocabulary.targets import get_target
+from compiler.graph import Graph
 from simulator import litert_layout
 from simulator.litert_cases import predicted_ms
 from simulator.litert_paths import CONCAT_CHANNELS, litert_task_facts
-from simulator.profiles import CONCAT_INTERLEAVE, load_profile
+from simulator.profiles import CONCAT_INTERLEAVE, HardwareProfile, load_profile
 from simulator.roofline import efficiency
-from simulator.sweep import sweep
+from tests.simulator.helpers import task_ms
 
-HOST = get_target("litert-cpu/host")
+HOST = "litert-cpu/host"
 
 
 def _head(path: Path) -> Path:
@@ -44,10 +44,8 @@ def _head(path: Path) -> Path:
     return w.save(path, [x, a], [t, anchors])
 
 
-def _ms(g: object, hw: object, preset: str) -> list[float]:
-    r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
-    j = [p["name"] for p in r.bulk["presets"]].index(preset)
-    return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+def _ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
+    return task_ms(g, HOST, hw, preset)
 
 
 def test_each_op_takes_its_own_rate_where_calibrated(tmp_path: Path) -> None:
