@@ -249,6 +249,57 @@ def _by_option(errors: list[tuple[dict[str, Any], float]]) -> str:
     return ", ".join(f"{o} {statistics.median(e):+.0f}% ({sum(abs(x) <= 10 for x in e)}/{len(e)})" for o, e in by.items())
 
 
+def first_fast_pass(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`rows` with the fast CPU times of their first pass (export_rows.merge_pass), as a single pass reported them."""
+    return [{**r, **({"fast_cpu_ms": r["fast_cpu_ms_passes"][0]} if r.get("fast_cpu_ms_passes") else {}),
+             **({"baseline_fast_cpu_ms": r["baseline_fast_cpu_ms_passes"][0]}
+                if r.get("baseline_fast_cpu_ms_passes") else {})} for r in rows]
+
+
+def fast_errors(rows: list[dict[str, Any]]) -> dict[str, list[tuple[dict[str, Any], float]]]:
+    """(row, error %) of the exports of MIN_MS or more in fast CPU time (export_rows.fast_cpu_ms): `rules` the rules
+    alone against it, `change` the option's predicted change over fp32 on the upload's fast CPU time (both files in
+    the machine's fast state), `dialog` the dialog's prediction in CPU time (`_cpu_predicted`)."""
+    out: dict[str, list[tuple[dict[str, Any], float]]] = {"rules": [], "change": [], "dialog": []}
+    for r in rows:
+        fast = r.get("fast_cpu_ms")
+        if r.get("status") != "exported" or not fast or fast < MIN_MS:
+            continue
+        if r.get("predicted_unmeasured_ms"):
+            out["rules"].append((r, (r["predicted_unmeasured_ms"] / fast - 1) * 100))
+        if r.get("predicted_change") and r.get("baseline_fast_cpu_ms"):
+            out["change"].append((r, (r["predicted_change"] * r["baseline_fast_cpu_ms"] / fast - 1) * 100))
+        if r.get("predicted_ms") and r.get("baseline_cpu_ms") and r.get("baseline_ms"):
+            out["dialog"].append((r, (_cpu_predicted(r) / fast - 1) * 100))
+    return out
+
+
+def pass_spread(rows: list[dict[str, Any]]) -> list[float]:
+    """Slowest over fastest pass of each export file timed in more than one pass."""
+    return [max(p) / min(p) for r in rows if len(p := [x for x in r.get("fast_cpu_ms_passes") or [] if x]) > 1]
+
+
+def fast_report(done: list[dict[str, Any]]) -> None:
+    """The report's lines in fast CPU time (export_rows.py's `fast_cpu_ms`), with the passes' spread."""
+    errs = fast_errors(done)
+    if not any(errs.values()):
+        return
+    first = fast_errors(first_fast_pass(done))
+    what = {"rules": "rules alone", "change": "the option's predicted change x the upload's fast CPU time",
+            "dialog": "the dialog's prediction in CPU time"}
+    print(f"in fast CPU time (5th percentile of interleaved rounds, as calibration times; exports of >= {MIN_MS:g} "
+          "ms):")
+    for k, e in errs.items():
+        if e:
+            print(f"  {what[k]}: within 10%: {sum(abs(x) <= 10 for _, x in e)}/{len(e)}, median |error| "
+                  f"{statistics.median(abs(x) for _, x in e):.1f}%; by option: {_by_option(e)}")
+    spread = pass_spread(done)
+    if spread:
+        print(f"  {len(spread)} export files timed in more than one pass, the fastest kept: slowest / fastest pass "
+              f"median {statistics.median(spread):.3f}, max {max(spread):.3f}; their first pass alone: "
+              + "; ".join(f"{k} {sum(abs(x) <= 10 for _, x in e)}/{len(e)}" for k, e in first.items() if e))
+
+
 def report(rows: list[dict[str, Any]]) -> None:
     models = {(r["id"], r["exporter"]) for r in rows}
     print(f"\n{len(models)} models, {len(rows)} option rows on {TARGET}")
@@ -338,6 +389,7 @@ def report(rows: list[dict[str, Any]]) -> None:
         for r, e0, e1 in moved[:12]:
             if abs(e1 - e0) >= 1:
                 print(f"    {r['id']:32s} {r['option']:14s} {e0:+6.1f}% -> {e1:+6.1f}%")
+    fast_report(done)
     loads = [r["load"] for r in done if r.get("load") is not None]
     if loads:
         print(f"machine load per CPU during the measurements: median {statistics.median(loads):.1f}, "

@@ -94,12 +94,14 @@ def timed_rounds(run: Callable[[], Any], min_runs: int, budget_s: float, rounds:
 
 
 def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, budget_s: float = 0.06,
-                     progress: Callable[[str], None] = lambda s: None) -> dict[str, float]:
+                     progress: Callable[[str], None] = lambda s: None,
+                     inputs: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, float]:
     """{key: ms (`clock`, `fast_ms` of all its runs)} of `models` ({key: (path, optimization level, min
     runs)}), timed round-robin: each round times every model once, so every case gets runs spread over the
     whole timing and a burst of load from other work on a shared machine hits all cases alike. Sessions
     are created anew for the second half of the rounds: one session of a model can be consistently slower
-    than another of the same model (buffer placement), and the figure should not depend on that draw."""
+    than another of the same model (buffer placement), and the figure should not depend on that draw.
+    `inputs`: {key: feeds} for the models whose feeds are given (else `default_feeds`)."""
     pooled: dict[str, list[float]] = {k: [] for k in models}
     sessions: dict[str, Any] = {}
     feeds: dict[str, dict[str, np.ndarray]] = {}
@@ -107,7 +109,7 @@ def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, 
         fresh = r in (0, rounds // 2)
         if fresh:
             sessions = {k: session(p, opt) for k, (p, opt, _) in models.items()}
-            feeds = {k: default_feeds(sess) for k, sess in sessions.items()}
+            feeds = {k: (inputs or {}).get(k) or default_feeds(sess) for k, sess in sessions.items()}
         for k, sess in sessions.items():
             min_runs = models[k][2]
             for _ in range(3 if fresh else 1):  # warm-up (then re-warm caches another model evicted)
