@@ -83,6 +83,16 @@ def sgemm_column_block(flags: frozenset[str]) -> int:
     return 8 if "avx" in flags else 0
 
 
+def f32_gemm_n_block(flags: frozenset[str] | None = None) -> int:
+    """The output channels XNNPACK's fp32 GEMM / IGEMM micro-kernels compute at a time on this ISA (nr): 16 on x86
+    with AVX (google/XNNPACK src/configs/gemm-config.c, init_f32_gemm_config: `7x16__avx512f_broadcast` with AVX-512F,
+    `4x16s4__fma3_broadcast` on Zen FMA3, `5x16` AVX), 8 otherwise (SSE's `4x8`, Arm NEON's `4x8` / `6x8`); 0 without
+    flags. LiteRT's calibration records it (`f32_n_block`)."""
+    if flags is None:
+        flags = cpu_facts()["flags"]
+    return 16 if "avx" in flags else 8 if flags else 0
+
+
 def int8_gemm_blocks(flags: frozenset[str] | None = None) -> tuple[int, int]:
     """(K, N) blocks of the integer GEMM / IGEMM micro-kernels XNNPACK picks on this ISA, for QS8 and QD8 alike (the
     kernels ai-edge-litert 2.3's XNNPACK holds, named mr x nr c kr): `7x16c8__avx512vnni` / `8x16c8__avx512skx` with

@@ -30,7 +30,7 @@ from simulator import speed_history
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import TARGET, predicted_ms, profile_cases
 from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, DW_TILE25_TAG,
-                                    HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
+                                    F32_GEMM_TAG, HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
                                     XNN_DWCONV_TILE9_TAPS)
 from simulator.profiles import HardwareProfile
 
@@ -62,7 +62,10 @@ from simulator.profiles import HardwareProfile
 # 23: LiteRT's RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR and channel CONCATENATION at figures of their own
 # (RESIZE_BILINEAR's `layout.fp32.RESIZE_BILINEAR`; a cost per run copied, `layout.interleave.run`, `layout.fp32.run`;
 # simulator.litert_layout). 24: those costs per run are kept in the cache (23's calibrations dropped them).
-CACHE_VERSION = 24
+# 25: fp32 convs pay their output channels in XNNPACK's F32 blocks (`f32_n_block`, recorded with the figures), and a
+# 1x1 stride-1 one (XNNPACK's F32 GEMM) has figures of its own (`conv.fp32gemm`), fitted on the fp32 1x1 cases apart
+# from the 3x3 ones (the F32 IGEMM's `conv.fp32`); two fp32 cases of 24 output channels (a block and a half).
+CACHE_VERSION = 25
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -104,6 +107,9 @@ CASES: tuple[Case, ...] = (
     # output element (`conv.int8gemm.pixel`, `.out`), which square cases alone cannot.
     *(Case(f"conv1x1-{c}x{c2}-{h}", "CONV_PAIR", (c, h, c2), ("static8",))
       for c, c2, h in ((16, 96, 112), (24, 144, 56))),
+    # fp32 convs of 24 output channels, a 1x1 and a 3x3: XNNPACK's F32 kernels compute 32 (litert_paths.XNN_CONV;
+    # profiled 0.75x the rate of 32-320 channels, both kernels), which the fits must see as padding, not as a rate.
+    *(Case(f"conv{k}x{k}-24-56", "CONV_2D", (24, 56, k), ("fp32",)) for k in (1, 3)),
     # int8 HARD_SWISH (MobileNetV3's activations under static int8): its own kernel, ~8x the element-wise rate
     # (MobileNetV3-Small int8-static, profiled: 19 HARD_SWISH 2.87 ms, predicted 0.35; the file 2.1x its fp32 one).
     # and fp32 HARD_SWISH, which XNNPACK runs far faster than the element-wise rate ORT's calibration gives (profiled:
@@ -341,8 +347,9 @@ def _without_output(case: Case, ms: list[float]) -> list[float]:
 
 def _tag(case: Case, form: str, kind: str) -> str:
     """The efficiency tag the case's operators run at: TAGS, but a dynamic (static) int8 1x1 stride-1 conv runs
-    XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 or static int8 depthwise
-    conv of more than 25 taps a grouped IGEMM (DW_GROUPED), an fp32 one of 10 to 25 the 25-tap tile (DW_TILE25)."""
+    XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 one its F32 GEMM
+    (XNN_CONV), an fp32 or static int8 depthwise conv of more than 25 taps a grouped IGEMM (DW_GROUPED), an fp32 one
+    of 10 to 25 the 25-tap tile (DW_TILE25)."""
     tag = TAGS[(form, kind)]
     if case.op == "TRANSPOSE_CONV":
         return DECONV_TAG
@@ -350,6 +357,8 @@ def _tag(case: Case, form: str, kind: str) -> str:
     pointwise = case.op == "CONV_PAIR" or (case.op == "CONV_2D" and case.shape[2] == 1 and stride == 1)
     if tag in ("qd8", "int8") and pointwise:
         return QD8_GEMM_TAG if tag == "qd8" else QS8_GEMM_TAG
+    if tag == "fp32" and pointwise and case.op == "CONV_2D":
+        return F32_GEMM_TAG
     if case.op in BUILTIN_INT8_OPS and form == "static8":  # (their fp32 forms: XNNPACK's, at the op's fp32 rate)
         return BUILTIN_INT8_TAG
     if tag in ("fp32", "int8") and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_MAX_TAPS:
@@ -360,11 +369,13 @@ def _tag(case: Case, form: str, kind: str) -> str:
 
 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
-        blocks: tuple[int, int] = (8, 0)) -> dict[str, Any]:
+        blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
     "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
-    spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks)."""
-    machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1])}
+    spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks);
+    `f32_n_block`: its fp32 GEMMs' output-channel block (host_machine.f32_gemm_n_block; 0: not modelled)."""
+    machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1]),
+               "f32_n_block": float(f32_n_block)}
     hw = hw.with_overrides({"units": {"cpu": machine}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
@@ -428,7 +439,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
-    from simulator.host_machine import int8_gemm_blocks, l2_bytes
+    from simulator.host_machine import f32_gemm_n_block, int8_gemm_blocks, l2_bytes
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -452,7 +463,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     layout = litert_layout.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
-                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks())
+                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block())
                 for extra in (signal, lut, layout):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout):  # costs per execution, per run copied

@@ -139,6 +139,18 @@ LUT_TAG = "lut"
 # 79% over; in-model (MobileNetV3-Small's, LCNet-050's QD8 1x1 convs) 1.6-1.8x their prediction.
 GEMM_CONV = "gemm_conv"
 QD8_GEMM_TAG = "qd8gemm"
+# Task fact of a CONV_2D: under fp32 (and fp16 weights, which run fp32's kernels) XNNPACK runs it as its F32 GEMM
+# (a 1x1 stride-1 conv: `Fully Connected (NC, F32)` over the pixels as they are) or F32 IGEMM (any other kernel or
+# stride: `Convolution (NHWC, F32) IGEMM`, one row pointer per output pixel and tap from an indirection buffer), both
+# with micro-kernels of nr output channels (x86 with AVX: 16, google/XNNPACK src/configs/gemm-config.c
+# init_f32_gemm_config: `7x16__avx512f_broadcast`, Zen FMA3's `4x16s4`), so a conv pays its output channels rounded
+# up to that block (Path.padded_sgemm, Unit.f32_n_block); and the two kernels run at rates apart: the 1x1 GEMM at its
+# own figures (`conv.fp32gemm`, with its fixed cost), fitted by LiteRT's calibration on the fp32 1x1 cases apart from
+# the 3x3 ones (`conv.fp32`), used where calibrated. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~2.3, 2026-12-06,
+# /work/h54conv/probe1.json): 1x1 convs of 32-320 output channels 110-117 GFLOP/s, 3x3 ones (stride 1 or 2) 99-108;
+# 24 output channels 87 (1x1) and 73-80 (3x3), 0.75 of those (24 of 32 computed), 8 channels 51 (8 of 16).
+XNN_CONV = "xnn_conv"
+F32_GEMM_TAG = "fp32gemm"
 # The same 1x1 stride-1 conv under static int8 runs XNNPACK's fully connected QS8 GEMM (`Fully Connected (NC, QS8,
 # QC8W) GEMM`), which on AMX pays a cost per input row (pixel) the indirect GEMM's figures do not carry: its own figures
 # (`conv.int8gemm`, with its `.pixel` and `.out`), fitted on the calibration's 1x1 cases, used where calibrated.
@@ -265,9 +277,9 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
     data only); QS8_OUT for every
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
-    CONV_2D (applied under dynamic int8 only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static
-    int8), DW_TILE25 for one of 10 to 25 (fp32); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1
-    CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
+    CONV_2D (applied under dynamic int8, static int8 and fp32); XNN_CONV for every CONV_2D (fp32 only); DW_GROUPED
+    for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8), DW_TILE25 for one of 10 to 25 (fp32);
+    DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
     TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only)."""
     readers: dict[str, list[str]] = {}
@@ -298,6 +310,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     for nd in compiled.nodes:
         if nd.op_type in _GEMM_OPS:
             facts.setdefault(nd.id, set()).add(QS8_OUT)
+        if nd.op_type == "CONV_2D":
+            facts.setdefault(nd.id, set()).add(XNN_CONV)
         if nd.op_type == "CONV_2D" and _pointwise(nd, compiled):
             facts.setdefault(nd.id, set()).add(GEMM_CONV)
         if nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_MAX_TAPS:
@@ -355,6 +369,11 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             note = "a 1x1 stride-1 conv: XNNPACK's fully connected QS8 GEMM, with a cost per input row"
             p = dataclasses.replace(p, tag=QS8_GEMM_TAG, setup_per_pixel=True,
                                     note="; ".join([*([p.note] if p.note else []), note]))
+    if XNN_CONV in facts and (p.tag, p.compute) == ("fp32", "fp32"):
+        p = dataclasses.replace(p, padded_sgemm=True)  # output channels in XNNPACK's F32 blocks (Unit.f32_n_block)
+        if GEMM_CONV in facts and f"conv.{F32_GEMM_TAG}" in unit.efficiency:
+            p = dataclasses.replace(p, tag=F32_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
+                "a 1x1 stride-1 conv: XNNPACK's F32 GEMM over the pixels (other convs: its indirect GEMM)")]))
     if BUILTIN_SLICE in facts:
         return dataclasses.replace(p, compute="fp32", tag=SLICE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "

@@ -59,7 +59,8 @@ class Path:
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
     # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's integer
-    # GEMMs' input channels per tap and output channels to the unit's K and N blocks (Work.gemm_k, TFLite)
+    # GEMMs' input channels per tap and output channels to the unit's K and N blocks (Work.gemm_k, TFLite), its fp32
+    # GEMMs' output channels to Unit.f32_n_block
     padded_sgemm: bool = False
     # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
     # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
@@ -171,7 +172,7 @@ class Rates:
     fp32_equiv: Num  # bool: runs the fp32 kernel (a measured fp32 time applies)
     padded_sgemm: Num  # bool: compute counts the padded MACs (Path.padded_sgemm)
     sgemm_block: Num  # columns MLAS's SGEMM pads to on this path (Path.padded_sgemm; 0: none)
-    int8_kb: Num  # XNNPACK's integer GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none)
+    int8_kb: Num  # XNNPACK's GEMM blocks, reduction and output channels (Path.padded_sgemm; 0: none; fp32: 1, N)
     int8_nb: Num
     plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
     lanes: Num = False  # bool: MACs in whole blocks of lanes (Path.lanes, Counts.lane_macs)
@@ -265,7 +266,9 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         w_exposed=u.weights_exposed_share, eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
         padded_sgemm=p.padded_sgemm, sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
-        int8_kb=float(u.int8_k_block) if p.padded_sgemm else 0.0, int8_nb=float(u.int8_n_block) if p.padded_sgemm else 0.0,
+        # (an fp32 path's: XNNPACK's F32 kernels take one input channel at a time, their output channels in blocks)
+        int8_kb=(1.0 if p.compute == "fp32" else float(u.int8_k_block)) if p.padded_sgemm else 0.0,
+        int8_nb=float(u.f32_n_block if p.compute == "fp32" else u.int8_n_block) if p.padded_sgemm else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
         lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
@@ -453,7 +456,8 @@ def _padded_macs(w: Counts, r: Rates) -> Num:
     """The MACs a task computes: its own, or a grouped 1x1 NCHW Conv's with its SGEMM columns padded to the unit's
     block where its channels per group do not fill that block (simulator.conv_work.sgemm_columns), or a TFLite
     conv's or fully connected layer's with XNNPACK's integer GEMM blocks: each tap's input channels rounded up to the
-    K block, the output channels to the N block (Work.gemm_k, Counts.kernel_rows)."""
+    K block, the output channels to the N block (Work.gemm_k, Counts.kernel_rows); an fp32 conv's with its output
+    channels rounded up to XNNPACK's fp32 N block (K block 1)."""
     padded = w.macs * _column_pad(w, r)
     k, n = np.maximum(w.gemm_k, 1.0), np.maximum(w.kernel_rows, 1.0)
     kb, nb = np.maximum(r.int8_kb, 1.0), np.maximum(r.int8_nb, 1.0)

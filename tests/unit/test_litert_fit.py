@@ -268,3 +268,26 @@ def test_operators_timed_under_the_profilers_resolution_are_left_out(tmp_path: P
     assert any(m > MIN_TIMED_MS for _, _, ms in cases for m in ms)
     eff, _ = _fit(cases, hw, "elementwise.fp32.HARD_SWISH")
     assert eff == pytest.approx(0.5, rel=0.05)
+
+
+def test_fp32_pointwise_and_indirect_convs_are_fitted_apart_with_the_output_block(tmp_path: Path) -> None:
+    """fp32 1x1 stride-1 convs (XNNPACK's F32 GEMM) and 3x3 ones (its F32 IGEMM) ran 110-117 and 99-108 GFLOP/s on a
+    Zen 4 (2026-12-06), and 24 output channels 0.75x either (a block of 16 and a half): `fit` puts the 1x1 cases in a
+    group of their own (`conv.fp32gemm`), records the block, and recovers each kernel's rate with the 24-channel cases
+    in the fit."""
+    from simulator.litert_calibration import fit
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {
+        "f32_n_block": 16.0, "efficiency": {"conv.fp32": 0.8, "conv.fp32gemm": 0.9},
+        "kind_overhead_s": {"conv.fp32": 3e-6, "conv.fp32gemm": 1e-6}}}})
+    measured = {}
+    for case in (c for c in CASES if c.op == "CONV_2D" and "fp32" in c.forms and len(c.shape) < 5):
+        g = tflite.load(build(case, "fp32", tmp_path / f"{case.name}.tflite"))
+        measured[(case.name, "fp32")] = (g, predicted_ms(g, truth, "fp32"))
+    assert {"conv1x1-24-56", "conv3x3-24-56"} <= {name for name, _ in measured}
+    cpu = fit(measured, hw, f32_n_block=16)["units"]["cpu"]
+    assert cpu["f32_n_block"] == 16.0
+    assert cpu["efficiency"]["conv.fp32gemm"] == pytest.approx(0.9, rel=0.03)
+    assert cpu["efficiency"]["conv.fp32"] == pytest.approx(0.8, rel=0.03)
+    assert cpu["kind_overhead_s"]["conv.fp32"] == pytest.approx(3e-6, abs=1e-6)

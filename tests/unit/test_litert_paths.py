@@ -201,7 +201,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, QS8_OUT, litert_task_facts
+    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, QS8_OUT, XNN_CONV, litert_task_facts
 
     w = TfliteWriter(description="pads")
     x = w.tensor("x", [1, 8, 8, 4])
@@ -230,7 +230,7 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
     assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD, "pad_channels=4"}, "PAD:pad_b": set(),
-                     "CONV_2D:conv_b": {QS8_OUT}, "PAD:pad_c": set(), "CONV_2D:conv_c": {QS8_OUT},
+                     "CONV_2D:conv_b": {QS8_OUT, XNN_CONV}, "PAD:pad_c": set(), "CONV_2D:conv_c": {QS8_OUT, XNN_CONV},
                      "ADD:add": set()}
 
 
@@ -467,3 +467,48 @@ def test_a_depthwise_conv_beyond_xnnpacks_tiles_runs_as_a_grouped_igemm(tmp_path
         assert after[0] > 3 * before[0]  # the grouped IGEMM's own rate
         assert after[1:] == before[1:]
     assert ms(slower, "int8-dynamic") == ms(base, "int8-dynamic")
+
+
+def test_fp32_convs_pay_xnnpacks_output_channel_block_and_a_pointwise_one_its_gemm_figures(tmp_path: Path) -> None:
+    """XNNPACK's F32 GEMM (1x1 stride-1 conv) and IGEMM (other convs) compute output channels in blocks of nr (16 on x86
+    with AVX: 24 channels cost 32), and the 1x1 GEMM runs at `conv.fp32gemm` where calibrated (the IGEMM keeps
+    `conv.fp32`); fp16 weights run the same fp32 kernels. Without `f32_n_block` the channels are as counted."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.host_machine import f32_gemm_n_block
+    from simulator.litert_paths import GEMM_CONV, XNN_CONV, litert_task_facts
+    from simulator.sweep import sweep
+
+    assert f32_gemm_n_block(frozenset({"avx", "avx2", "fma", "avx512f"})) == 16
+    assert f32_gemm_n_block(frozenset({"avx", "avx2", "fma"})) == 16 and f32_gemm_n_block(frozenset({"sse2"})) == 8
+    w = TfliteWriter(description="f32 blocks")
+    x = w.tensor("x", [1, 28, 28, 96])
+    ys = []
+    for name, k, co in (("pw24", 1, 24), ("pw32", 1, 32), ("k3-24", 3, 24), ("k3-32", 3, 32)):
+        y = w.tensor(name, [1, 28, 28, co])
+        w.op("CONV_2D", [x, w.const(f"{name}/w", np.full([co, k, k, 96], 0.01, np.float32)),
+                         w.const(f"{name}/b", np.zeros(co, np.float32))], [y],
+             w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+        ys.append(y)
+    g = tflite.load(w.save(tmp_path / "f32.tflite", [x], ys))
+    facts = litert_task_facts(g)
+    assert all(XNN_CONV in f for f in facts) and [GEMM_CONV in f for f in facts] == [True, True, False, False]
+    # compute-bound figures (a slow rate, no fixed cost): each conv's time is its MACs as computed
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
+        "efficiency": {"conv.fp32": 0.01}, "kind_overhead_s": {"conv.fp32": 0.0}}}})
+    blocked = base.with_overrides({"units": {"cpu": {"f32_n_block": 16.0}}})
+    split = blocked.with_overrides({"units": {"cpu": {"efficiency": {"conv.fp32gemm": 0.02},
+                                                      "kind_overhead_s": {"conv.fp32gemm": 0.0}}}})
+
+    def ms(hw: object, preset: str = "fp32") -> list[float]:
+        r = sweep(g, HOST, hardware=hw, presets_only=(preset,))
+        j = [p["name"] for p in r.bulk["presets"]].index(preset)
+        return [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+
+    plain, pad, two = ms(base), ms(blocked), ms(split)
+    assert plain[0] == pytest.approx(0.75 * plain[1], rel=0.02) and plain[2] == pytest.approx(0.75 * plain[3], rel=0.02)
+    assert pad[0] == pytest.approx(pad[1], rel=0.02) and pad[2] == pytest.approx(pad[3], rel=0.02)  # 24 cost 32
+    assert two[1] == pytest.approx(0.5 * pad[1], rel=0.02) and two[2:] == pad[2:]  # only the 1x1 GEMM at its own rate
+    assert ms(split, "fp16") == pytest.approx(two, rel=0.02)  # fp16 weights: fp32's kernels (their bytes aside)
