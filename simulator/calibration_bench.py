@@ -159,6 +159,11 @@ CASES: tuple[Case, ...] = (
     # (the 3x3 ones 0.84-1.16x).
     *(Case(f"dwconvact-nchw-{c}x{s}-{k}x{k}", "dwconvnchw", conv_act(c, s, k, group=c), (("fp32", "nchw"),))
       for c, s, k in ((90, 14, 5), (90, 14, 7), (90, 14, 9), (234, 7, 7))),
+    # The same 3x3 ones at stride 2 (ShuffleNet v2 x1.0 opens its 58-channel stage so): MLAS's im2col gathers a strided
+    # row element by element (conv_work.strided_im2col), which the stride-1 cases cannot price; a cost per element of
+    # the buffer (`dwconvnchw.nchw.im2col.strided`, calibration_fit._STRIDED_FITTED) as fp16's NCHW depthwise path has.
+    *(Case(f"dwconvact-nchw-{c}x{s}-s2", "dwconvnchw", dw_strided(c, s, 3), (("fp32", "nchw"),))
+      for c, s in ((58, 56), (122, 28), (234, 14))),
     # Batch-1 MatMulNBits time is the per-run unpacking of its weights: it fits the decode rate.
     # Its fp32 / int8 variants are bound by weight streaming, so they would only fit noise into efficiencies.
     Case("gemm-1x768", "gemm", matmul_chain(1, 768), (("int4-weights", "decode.int4w"),)),

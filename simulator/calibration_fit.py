@@ -36,7 +36,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 95  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 96  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -107,6 +107,7 @@ CACHE_VERSION = 95  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed); 93: static
 #     int8 QLinearConcat's table lookups (calibration_nhwc); 94: its and Split's call per row (qcall-*, ort_int8_rows)
 # 95: a non-constant B MLAS packs on every run, per element and per call, fitted ahead of the efficiencies (packb)
+# 96: fp32 NCHW depthwise convs at stride 2 (dwconvact-nchw-*-s2), their strided im2col (dwconvnchw.nchw.im2col.strided)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -119,12 +120,13 @@ CACHE_VERSION = 95  # 29: the machine's own facts (peaks, L2, description); 30: 
 # ConvIntegers keep the profile's: fitted, their cases came out worse (small 3x3 ones +27..+33%).
 _ROW_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "dwconv.int8dyn"})
 # Paths whose im2col gathers strided rows element by element (conv_work.strided_im2col), fitted on stride-2 cases:
-# fp16's NCHW depthwise convs. Stride 1 alone could not price them (a Zen 4's stride-2 cases -37..-52% fitted on the
-# stride-1 ones; with them in the same four figures -12..-33% and the stride-1 ones off by up to 28%). And dynamic
+# NCHW depthwise convs, fp16's and fp32's. Stride 1 alone could not price them (a Zen 4's stride-2 fp16 cases -37..-52%
+# fitted on the stride-1 ones; with them in the same four figures -12..-33%, the stride-1 ones off by 28%). And dynamic
 # int8's ConvIntegers (Im2col<uint8_t> copies a strided row element by element): on a Zen 4 (2026-12-04) main's fit
 # left its stride-2 dense cases at ResNet-18's shapes -22% and -21%, fitted with them +5% and -15% (0.35 ns per
 # element); the depthwise ones were within 11% either way, the stems (all stride 2) cannot tell it from the rest.
-_STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "conv.int8dyn", "convsmall.int8dyn", "dwconv.int8dyn"})
+_STRIDED_FITTED = frozenset({"dwconvnchw.cast16nchw", "dwconvnchw.nchw", "conv.int8dyn", "convsmall.int8dyn",
+                             "dwconv.int8dyn"})
 
 # Paths with a cost per output byte beyond the core's L2 (Path.spill): ORT's fp32 data movement (_fit_layout).
 _SPILL_FITTED = frozenset({"layout.fp32", "deconv.fp32"})  # and ORT's ConvTranspose (its columns and output)

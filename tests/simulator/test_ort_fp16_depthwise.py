@@ -72,3 +72,26 @@ def test_calibration_fits_the_row_cost_of_dynamic_int8_depthwise_convs(tmp_path:
     measured = [(g, "int8-dynamic", calibration_fit._predict_ms(g, truth, "int8-dynamic")) for g in graphs]
     _, s = calibration_fit._fit_eff_setup(measured, HW, key)
     assert s[key + ".im2col.row"] == pytest.approx(6e-9, rel=0.25)
+
+
+def test_calibration_fits_the_strided_cost_of_fp32_nchw_depthwise_convs(tmp_path: Path) -> None:
+    """fp32 depthwise Convs ORT leaves in NCHW (channels not a multiple of 4: ShuffleNet v2 x1.0's 58-channel stage)
+    gather a stride-2 conv's im2col element by element as fp16's do: the stride-2 cases fit their own figure, which
+    prices those convs only."""
+    from simulator import calibration_bench, calibration_fit
+
+    cases = [c for c in calibration_bench.CASES if ("fp32", "nchw") in c.variants and c.kind == "dwconvnchw"]
+    assert sum(c.name.endswith("-s2") for c in cases) >= 3 and sum(not c.name.endswith("-s2") for c in cases) >= 4
+    graphs = [calibration_bench.compile_for_host(c.build(tmp_path / f"{c.name}.onnx"), tmp_path / f"{c.name}.opt.onnx")
+              for c in cases]
+    assert all(n.op_type != "ReorderInput" for g in graphs for n in g.nodes)  # NCHW, not NCHWc
+    key = "dwconvnchw.nchw"
+    truth = HW.with_overrides({"units": {"cpu": {"efficiency": {key: 0.7}, "kind_overhead_s": {
+        key: 1e-6, key + ".im2col": 1e-10, key + ".im2col.row": 2e-9, key + ".im2col.strided": 5e-10}}}})
+    measured = [(g, "fp32", calibration_fit._predict_ms(g, truth, "fp32")) for g in graphs]
+    eff, s = calibration_fit._fit_eff_setup(measured, HW, key)
+    assert s[key + ".im2col.strided"] == pytest.approx(5e-10, rel=0.25)
+    flat = truth.with_overrides({"units": {"cpu": {"kind_overhead_s": {key + ".im2col.strided": 0.0}}}})
+    for c, g in zip(cases, graphs):
+        with_it, without = (calibration_fit._predict_ms(g, h, "fp32") for h in (truth, flat))
+        assert (with_it > 1.05 * without) if c.name.endswith("-s2") else with_it == pytest.approx(without)
