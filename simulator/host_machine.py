@@ -93,6 +93,16 @@ def f32_gemm_n_block(flags: frozenset[str] | None = None) -> int:
     return 16 if "avx" in flags else 8 if flags else 0
 
 
+def f32_igemm_n_block(flags: frozenset[str] | None = None) -> int:
+    """The output channels XNNPACK's fp32 IGEMM kernels compute at a time from that many output channels on (below
+    it, its `nr2` kernels at f32_gemm_n_block's): 32 with AVX-512F (measured on a Zen 4 with LiteRT 2.3: 3x3 convs of
+    40-112 outputs at 40/64-112/128 of the rate of 32, 64, 128; simulator.litert_paths.XNN_CONV), else f32_gemm_n_block
+    (not measured)."""
+    if flags is None:
+        flags = cpu_facts()["flags"]
+    return 32 if "avx512f" in flags else f32_gemm_n_block(flags)
+
+
 def int8_gemm_blocks(flags: frozenset[str] | None = None) -> tuple[int, int]:
     """(K, N) blocks of the integer GEMM / IGEMM micro-kernels XNNPACK picks on this ISA, for QS8 and QD8 alike (the
     kernels ai-edge-litert 2.3's XNNPACK holds, named mr x nr c kr): `7x16c8__avx512vnni` / `8x16c8__avx512skx` with

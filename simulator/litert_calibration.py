@@ -65,7 +65,8 @@ from simulator.profiles import HardwareProfile
 # 25: fp32 convs pay their output channels in XNNPACK's F32 blocks (`f32_n_block`, recorded with the figures), and a
 # 1x1 stride-1 one (XNNPACK's F32 GEMM) has figures of its own (`conv.fp32gemm`), fitted on the fp32 1x1 cases apart
 # from the 3x3 ones (the F32 IGEMM's `conv.fp32`); two fp32 cases of 24 output channels (a block and a half).
-CACHE_VERSION = 25
+# 26: the F32 IGEMM's own output-channel block (`f32_igemm_n_block`, 32 with AVX-512F), recorded with the figures.
+CACHE_VERSION = 26
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -369,13 +370,14 @@ def _tag(case: Case, form: str, kind: str) -> str:
 
 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
-        blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0) -> dict[str, Any]:
+        blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0, f32_igemm_n_block: int = 0) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
     "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
     spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks);
-    `f32_n_block`: its fp32 GEMMs' output-channel block (host_machine.f32_gemm_n_block; 0: not modelled)."""
+    `f32_n_block`: its fp32 GEMMs' output-channel block (host_machine.f32_gemm_n_block; 0: not modelled), and its
+    IGEMM's (host_machine.f32_igemm_n_block)."""
     machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1]),
-               "f32_n_block": float(f32_n_block)}
+               "f32_n_block": float(f32_n_block), "f32_igemm_n_block": float(f32_igemm_n_block)}
     hw = hw.with_overrides({"units": {"cpu": machine}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
@@ -439,7 +441,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
-    from simulator.host_machine import f32_gemm_n_block, int8_gemm_blocks, l2_bytes
+    from simulator.host_machine import f32_gemm_n_block, f32_igemm_n_block, int8_gemm_blocks, l2_bytes
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -463,7 +465,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     layout = litert_layout.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
-                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block())
+                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block())
                 for extra in (signal, lut, layout):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout):  # costs per execution, per run copied

@@ -149,6 +149,11 @@ QD8_GEMM_TAG = "qd8gemm"
 # the 3x3 ones (`conv.fp32`), used where calibrated. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load ~2.3, 2026-12-06,
 # /work/h54conv/probe1.json): 1x1 convs of 32-320 output channels 110-117 GFLOP/s, 3x3 ones (stride 1 or 2) 99-108;
 # 24 output channels 87 (1x1) and 73-80 (3x3), 0.75 of those (24 of 32 computed), 8 channels 51 (8 of 16).
+# The IGEMM's own kernels are wider: google/XNNPACK src/operators/convolution-nhwc.c (select_gemm_config) runs an F32
+# conv on xnn_init_f32_igemm_config's kernels and switches to its `nr2` config only where that config's nr exceeds the
+# output channels; on the Zen 4 (20:13 UTC, /work/h54conv/probe3.json) 3x3 convs of 40, 48, 80 and 112 outputs ran 60,
+# 76-80, 89 and 91 GFLOP/s against 105 for 32, 64 and 128 (blocks of 32), 16 outputs 103: `Unit.f32_igemm_n_block`
+# (host_machine.f32_igemm_n_block: 32 with AVX-512F, where it was measured), f32_n_block below it.
 XNN_CONV = "xnn_conv"
 F32_GEMM_TAG = "fp32gemm"
 # The same 1x1 stride-1 conv under static int8 runs XNNPACK's fully connected QS8 GEMM (`Fully Connected (NC, QS8,
@@ -370,7 +375,8 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             p = dataclasses.replace(p, tag=QS8_GEMM_TAG, setup_per_pixel=True,
                                     note="; ".join([*([p.note] if p.note else []), note]))
     if XNN_CONV in facts and (p.tag, p.compute) == ("fp32", "fp32"):
-        p = dataclasses.replace(p, padded_sgemm=True)  # output channels in XNNPACK's F32 blocks (Unit.f32_n_block)
+        # output channels in XNNPACK's F32 blocks (Unit.f32_n_block; its IGEMM's, Unit.f32_igemm_n_block)
+        p = dataclasses.replace(p, padded_sgemm=True, igemm_blocks=GEMM_CONV not in facts)
         if GEMM_CONV in facts and f"conv.{F32_GEMM_TAG}" in unit.efficiency:
             p = dataclasses.replace(p, tag=F32_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
                 "a 1x1 stride-1 conv: XNNPACK's F32 GEMM over the pixels (other convs: its indirect GEMM)")]))

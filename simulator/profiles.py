@@ -95,6 +95,9 @@ class Unit:
     # XNNPACK's fp32 GEMM / IGEMM micro-kernels' output-channel block on this CPU (host_machine.f32_gemm_n_block: 16 on
     # x86 with AVX, 8 on Arm NEON): a LiteRT fp32 conv computes its output channels in whole blocks (0: not modelled).
     f32_n_block: float = 0.0
+    # ... and its F32 IGEMM's (a conv other than 1x1 stride 1), from that many output channels on: XNNPACK switches to
+    # the `nr2` kernels (f32_n_block) only where the IGEMM's nr exceeds the output channels (host_machine; 0: f32_n_block)
+    f32_igemm_n_block: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -268,7 +271,8 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
                                                      "llc_keep_bytes", "llc_gone_bytes",
                                                      "llc_spill_evict_bytes", "evicted_bandwidth_bytes_per_s",
                                                      "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
-                                                     "int8_k_block", "int8_n_block", "f32_n_block")
+                                                     "int8_k_block", "int8_n_block", "f32_n_block",
+                                                     "f32_igemm_n_block")
            if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )

@@ -62,6 +62,8 @@ class Path:
     # GEMMs' input channels per tap and output channels to the unit's K and N blocks (Work.gemm_k, TFLite), its fp32
     # GEMMs' output channels to Unit.f32_n_block
     padded_sgemm: bool = False
+    # XNNPACK's F32 IGEMM: output channels in Unit.f32_igemm_n_block's blocks from that many on, f32_n_block's below
+    igemm_blocks: bool = False
     # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
     # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
     # fp32 element-wise rate, where extra_ops_per_out holds the int8 ones
@@ -177,6 +179,7 @@ class Rates:
     plain: Num = False  # bool: runs the model's own Conv, not ORT's NCHWc one with its padded filter (Counts.plain_*)
     lanes: Num = False  # bool: MACs in whole blocks of lanes (Path.lanes, Counts.lane_macs)
     scalar_s: Num = 0.0  # seconds per scalar channel-tap (Path.lanes, Counts.scalar_taps)
+    int8_nb2: Num = 0.0  # the N block below int8_nb output channels (XNNPACK's F32 IGEMM's `nr2`; 0: int8_nb)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
     # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
     # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
@@ -210,6 +213,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
     u = hw.units[p.unit]
     rate = p.rate_kind or kind  # the kind whose efficiency and setup the path runs at
     fp32_peak = u.peak_ops_per_s.get("fp32", 0.0)
+    igemm = p.padded_sgemm and p.igemm_blocks and p.compute == "fp32" and u.f32_igemm_n_block > 0  # Path.igemm_blocks
     return Rates(
         peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag, op_type if rate == kind else ""),
         in_b=p.in_bytes, out_b=p.out_bytes, w_rt=p.w_runtime_bytes,
@@ -268,7 +272,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         padded_sgemm=p.padded_sgemm, sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
         # (an fp32 path's: XNNPACK's F32 kernels take one input channel at a time, their output channels in blocks)
         int8_kb=(1.0 if p.compute == "fp32" else float(u.int8_k_block)) if p.padded_sgemm else 0.0,
-        int8_nb=float(u.f32_n_block if p.compute == "fp32" else u.int8_n_block) if p.padded_sgemm else 0.0,
+        int8_nb=float(u.f32_igemm_n_block if igemm else u.f32_n_block if p.compute == "fp32" else u.int8_n_block)
+        if p.padded_sgemm else 0.0, int8_nb2=float(u.f32_n_block) if igemm else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
         lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
@@ -461,6 +466,7 @@ def _padded_macs(w: Counts, r: Rates) -> Num:
     padded = w.macs * _column_pad(w, r)
     k, n = np.maximum(w.gemm_k, 1.0), np.maximum(w.kernel_rows, 1.0)
     kb, nb = np.maximum(r.int8_kb, 1.0), np.maximum(r.int8_nb, 1.0)
+    nb = np.where((r.int8_nb2 > 0) & (n < nb), np.maximum(r.int8_nb2, 1.0), nb)  # XNNPACK's F32 IGEMM's nr2 kernels
     blocked = w.macs * (np.ceil(k / kb) * kb / k) * (np.ceil(n / nb) * nb / n)
     return np.where(r.padded_sgemm & (w.gemm_k > 0), blocked, padded)
 

@@ -512,3 +512,39 @@ def test_fp32_convs_pay_xnnpacks_output_channel_block_and_a_pointwise_one_its_ge
     assert pad[0] == pytest.approx(pad[1], rel=0.02) and pad[2] == pytest.approx(pad[3], rel=0.02)  # 24 cost 32
     assert two[1] == pytest.approx(0.5 * pad[1], rel=0.02) and two[2:] == pad[2:]  # only the 1x1 GEMM at its own rate
     assert ms(split, "fp16") == pytest.approx(two, rel=0.02)  # fp16 weights: fp32's kernels (their bytes aside)
+
+
+def test_xnnpacks_fp32_igemm_computes_wider_blocks_from_that_many_outputs_on(tmp_path: Path) -> None:
+    """XNNPACK runs an F32 conv on its IGEMM config's kernels and on its `nr2` kernels only where their nr exceeds the
+    output channels (convolution-nhwc.c, select_gemm_config): with blocks of 32 and 16, a 3x3 conv of 48 outputs computes
+    64, of 24 computes 32 and of 16 computes 16; a 1x1 one (the GEMM) keeps blocks of 16 (48 computes 48)."""
+    import numpy as np
+
+    from compiler.frontends import tflite
+    from compiler.frontends.tflite_writer import TfliteWriter
+    from simulator.host_machine import f32_igemm_n_block
+    from simulator.sweep import sweep
+
+    assert f32_igemm_n_block(frozenset({"avx", "avx2", "avx512f"})) == 32
+    assert f32_igemm_n_block(frozenset({"avx", "avx2", "fma"})) == 16
+    w = TfliteWriter(description="igemm blocks")
+    x = w.tensor("x", [1, 28, 28, 64])
+    ys = []
+    for name, k, co in (("k3-48", 3, 48), ("k3-64", 3, 64), ("k3-24", 3, 24), ("k3-16", 3, 16), ("pw48", 1, 48),
+                        ("pw64", 1, 64)):
+        y = w.tensor(name, [1, 28, 28, co])
+        w.op("CONV_2D", [x, w.const(f"{name}/w", np.full([co, k, k, 64], 0.01, np.float32)),
+                         w.const(f"{name}/b", np.zeros(co, np.float32))], [y],
+             w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
+        ys.append(y)
+    g = tflite.load(w.save(tmp_path / "igemm.tflite", [x], ys))
+    hw = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
+        "efficiency": {"conv.fp32": 0.01}, "kind_overhead_s": {"conv.fp32": 0.0},
+        "f32_n_block": 16.0, "f32_igemm_n_block": 32.0}}})
+    r = sweep(g, HOST, hardware=hw, presets_only=("fp32",))
+    j = [p["name"] for p in r.bulk["presets"]].index("fp32")
+    ms = [row[j] for row in r.bulk["metrics"]["latency_ms"]]
+    assert ms[0] == pytest.approx(ms[1], rel=0.02)  # 48 outputs compute 64
+    assert ms[2] == pytest.approx(ms[1] / 2, rel=0.02)  # 24 compute 32 (nr2's 16)
+    assert ms[3] == pytest.approx(ms[1] / 4, rel=0.03)  # 16 compute 16
+    assert ms[4] == pytest.approx(0.75 * ms[5], rel=0.02)  # the 1x1 GEMM: 48 compute 48
