@@ -15,6 +15,7 @@ from compiler.sandbox import Limits, run
 from simulator import litert_layout
 from simulator.litert_cases import predicted_ms
 from simulator.profiles import load_profile
+from tests.simulator.helpers import fastest_of_rounds
 
 KERNELS = {"RESIZE_BILINEAR": "Resize Bilinear (NHWC)",
            "RESIZE_NEAREST_NEIGHBOR": "TFLite RESIZE_NEAREST_NEIGHBOR", "CONCATENATION": "Copy (NC, X32)"}
@@ -31,12 +32,8 @@ def test_each_op_runs_the_kernel_its_rule_says(tmp_path: Path) -> None:
 
 
 def test_the_fitted_rates_bring_the_cases_to_their_times(tmp_path: Path) -> None:
-    # Two rounds, each operator at the faster one: a slow spell of a shared core held one concatenation case's
-    # median at 3.8x its time for a whole round (clean-clone CI, 2026-12-06); calibration times its own at its
-    # fast state too (simulator.calibration_timing).
-    rounds = [litert_layout.measure(tmp_path, runs=10) for _ in range(2)]
-    measured = {n: (g, [min(a, b) for a, b in zip(ms, rounds[1][n][1])]) for n, (g, ms) in rounds[0].items()}
-    assert set(measured) == {c.name for c in litert_layout.CASES} == set(rounds[1])
+    measured = fastest_of_rounds(lambda: litert_layout.measure(tmp_path, runs=10))
+    assert set(measured) == {c.name for c in litert_layout.CASES}
     hw = load_profile("host-cpu", "litert-cpu")
     o = litert_layout.fit(measured, hw)
     runs = o["units"]["cpu"]["kind_overhead_s"]

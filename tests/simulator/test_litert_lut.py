@@ -15,6 +15,7 @@ from compiler.sandbox import Limits, run
 from simulator.litert_cases import predicted_ms
 from simulator.litert_lut import CASES, KEY, PRESET, R, _pairs, build, fit, measure
 from simulator.profiles import load_profile
+from tests.simulator.helpers import fastest_of_rounds
 
 
 def test_the_profiler_charges_the_lookup_to_the_logistic(tmp_path: Path) -> None:
@@ -31,7 +32,7 @@ def test_the_profiler_charges_the_lookup_to_the_logistic(tmp_path: Path) -> None
 
 
 def test_silu_cases_fit_their_lookup_rate(tmp_path: Path) -> None:
-    measured = measure(tmp_path, runs=10)
+    measured = fastest_of_rounds(lambda: measure(tmp_path, runs=10))
     assert set(measured) == {c.name for c in CASES}
     for _, ms in measured.values():
         assert len(ms) == R - 2 and min(ms) > 0
