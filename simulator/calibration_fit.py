@@ -24,6 +24,7 @@ from simulator.calibration_packed import fit_packed
 from simulator.calibration_llc import fit_llc
 from simulator.calibration_nhwc import fit_nhwc
 from simulator.calibration_rnn import fit_rnn
+from simulator.calibration_sense import unpriced
 from simulator.calibration_subnormal import fit_subnormal
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
@@ -36,7 +37,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 96  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 97  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -107,7 +108,7 @@ CACHE_VERSION = 96  # 29: the machine's own facts (peaks, L2, description); 30: 
 # 92: weights a several-row fp32 SGEMM reads from memory at a figure of their own (calibration_packed); 93: static
 #     int8 QLinearConcat's table lookups (calibration_nhwc); 94: its and Split's call per row (qcall-*, ort_int8_rows)
 # 95: a non-constant B MLAS packs on every run, per element and per call, fitted ahead of the efficiencies (packb)
-# 96: fp32 NCHW depthwise convs at stride 2 (dwconvact-nchw-*-s2), their strided im2col (dwconvnchw.nchw.im2col.strided)
+# 96: fp32 NCHW depthwise convs at stride 2 (dwconvact-nchw-*-s2, dwconvnchw.nchw.im2col.strided) 97: calibration_sense
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -485,10 +486,9 @@ def _fit_efficiencies(bench: Bench, wall: dict[str, float], hw: HardwareProfile,
     # The median of per-case fits (robust to one odd shape).
     effs = {k: float(np.median(v)) for k, v in fits.items()}
     effs["default"] = effs.get("elementwise.fp32", 0.1)
-    # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode.
-    # An fp16 MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed
-    # on their own. (Fitted apart on one case it only added that case's noise: 0.566-0.658 between
-    # calibrations against 0.58-0.65 for fp32.)
+    # MatMulNBits (accuracy level 0) computes in fp32 with the SGEMM kernels; its extra cost is the decode. An fp16
+    # MatMul runs the same SGEMM on weights cast back at load; its activation Casts are costed on their own. (Fitted
+    # apart on one case it only added that case's noise: 0.566-0.658 between calibrations against 0.58-0.65 for fp32.)
     if "gemm.fp32" in effs:
         effs["gemm.int4w"] = effs["gemm.cast16"] = effs["gemm.fp32"]
     return cases_out, effs
@@ -503,7 +503,7 @@ def _fit_joint(graphs: dict[str, Graph], cases_out: list[dict[str, Any]], hw: Ha
                effs: dict[str, float]) -> dict[str, float]:
     """Efficiency (into `effs`) and fixed setups (returned, by kind_overhead_s key) of the paths fitted jointly."""
     joint_setups: dict[str, float] = {}
-    for key in sorted({c["key"] for c in cases_out if c["joint"]}):
+    for key in sorted({c["key"] for c in cases_out if c["joint"]} - unpriced(graphs, cases_out, hw, _predict_ms)):
         cs = [c for c in cases_out if c["key"] == key]
         eff, setups = _fit_eff_setup([(graphs[c["case"]], c["preset"], c["measured_ms"]) for c in cs], hw, key)
         effs[key] = eff
