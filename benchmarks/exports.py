@@ -99,7 +99,8 @@ def model_rows(path: Path, inputs: dict[str, list[int]], calibration: Path, pres
                                    "baseline_ms": r.profile.latency_ms if r.profile else None,
                                    "baseline_cpu_ms": r.profile.noise.get("cpu_latency_ms") if r.profile else None,
                                    "baseline_load": r.profile.noise.get("load_per_cpu") if r.profile else None,
-                                   "baseline_cpu_time": bool(bulk["label"].get("baseline_cpu_time")),
+                                   "baseline_cpu_time": bool(bulk["label"].get("baseline_cpu_time")
+                                                             or bulk["label"].get("baseline_fast_cpu_ms")),
                                    "predicted_change": pure_ms / pure_fp32, "predicted_unmeasured_ms": pure_ms,
                                    "analysis_s": round(analysis_s, 1),
                                    # the analysis' measured profile: --repredict makes the dialog's prediction again
@@ -156,9 +157,11 @@ def run_one(item: dict[str, Any], spec: dict[str, Any], timeout_s: float) -> lis
 
 def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, options: list[str], workdir: Path,
                   profile: dict[str, Any] | None = None
-                  ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+                  ) -> tuple[dict[str, float], dict[str, float], dict[str, float], bool]:
     """({option: latency_ms} from the rules alone (no measured profile), the same with the analysis' measured
-    `profile` where given (the dialog's prediction; else empty), {option: predicted size in bytes}), compiled as the
+    `profile` where given (the dialog's prediction; else empty), {option: predicted size in bytes}, whether the
+    dialog's prediction is in CPU time (its label's `baseline_cpu_time`: a busy round's CPU time, or the profile's
+    fast CPU time, simulator.measured.fast_scale)), compiled as the
     worker compiles it (with a profile, the shapes its run saw overwrite the inferred ones, as the analysis does:
     compiler.concrete.fill_observed), with the calibration cache as written (a cache of another code version is not
     refitted)."""
@@ -180,9 +183,10 @@ def predict_again(path: Path, inputs: dict[str, list[int]], calibration: Path, o
     pure = {o: float(totals(r.bulk, r.per_op, o, {})["latency_ms"]) for o in names}
     sizes = {o: float(totals(r.bulk, r.per_op, o, {})["size_bytes"]) for o in names}
     if profile is None:
-        return pure, {}, sizes
+        return pure, {}, sizes, False
     m = sweep(compiled, TARGET, Profile.from_json(profile), hardware=hw, source=source)
-    return pure, {o: float(totals(m.bulk, m.per_op, o, {})["latency_ms"]) for o in names}, sizes
+    return (pure, {o: float(totals(m.bulk, m.per_op, o, {})["latency_ms"]) for o in names}, sizes,
+            bool(m.bulk["label"].get("baseline_cpu_time") or m.bulk["label"].get("baseline_fast_cpu_ms")))
 
 
 def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list[dict[str, Any]]:
@@ -204,8 +208,8 @@ def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list
         inputs = rs[0].get("inputs") or (rec.inputs if rec is not None else {})
         profile = next((r["baseline_profile"] for r in rs if r.get("baseline_profile")), None)
         with tempfile.TemporaryDirectory(prefix="repredict-") as d:
-            pred, dialog, sizes = predict_again(path, inputs, calibration, [r["option"] for r in rs if r["option"] != "*"],
-                                         Path(d), profile)
+            pred, dialog, sizes, in_cpu = predict_again(path, inputs, calibration,
+                                                        [r["option"] for r in rs if r["option"] != "*"], Path(d), profile)
         for r in rs:
             if r["option"] in pred and r.get("predicted_unmeasured_ms") is not None:
                 r = {**r, "before_predicted_unmeasured_ms": r["predicted_unmeasured_ms"],
@@ -215,7 +219,8 @@ def repredict(rows: list[dict[str, Any]], calibration: Path, root: Path) -> list
             if r["option"] in sizes and r.get("predicted_size") is not None:
                 r = {**r, "before_predicted_size": r["predicted_size"], "predicted_size": sizes[r["option"]]}
             if r["option"] in dialog:
-                r = {**r, "before_predicted_ms": r["predicted_ms"], "predicted_ms": dialog[r["option"]]}
+                r = {**r, "before_predicted_ms": r["predicted_ms"], "predicted_ms": dialog[r["option"]],
+                     "before_baseline_cpu_time": r.get("baseline_cpu_time"), "baseline_cpu_time": in_cpu}
             out.append(r)
         print(f"{mid} {x}: " + " ".join(f"{o} {v:.2f}" for o, v in pred.items()), flush=True)
     return out

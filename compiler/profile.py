@@ -34,6 +34,18 @@ REMEASURE_ROUNDS = 3
 REMEASURE_BUDGET_S = 5.0  # no further round once the rounds so far took this long
 REMEASURE_PAUSE_S = 1.0
 
+# The model's fast CPU time (Profile.noise["fast_cpu_ms"]), timed as calibration times its cases and
+# benchmarks/export_rows.py its files: thread CPU time, FAST_PERCENTILE of runs pooled over FAST_ROUNDS short rounds
+# FAST_GAP_S apart, the session made anew halfway. A profile's round spans about a second and meets whatever state the
+# shared machine is in then (session 54, a Zen 4: the same file's round median 1.0-1.45x its fast CPU time in one
+# hold); the calibrated rates stand for the fast state, so an option's prediction is made against this figure
+# (simulator.measured.fast_whole_ms). Rounds of at least FAST_MIN_RUNS runs: a slow model pays ~2 runs a round.
+FAST_PERCENTILE = 5.0
+FAST_ROUNDS = 6
+FAST_BUDGET_S = 0.15
+FAST_GAP_S = 0.1
+FAST_MIN_RUNS = 2
+
 
 @dataclass(frozen=True, slots=True)
 class Round:
@@ -105,6 +117,31 @@ def measure_rounds(first: Callable[[], Round], again: Callable[[], Round], refer
     return rounds[best], mark(rounds[best].noise(len(rounds)), checks[best])
 
 
+def fast_cpu_ms(run: Callable[[], None], reopen: Callable[[], None], rounds: int = FAST_ROUNDS,
+                budget_s: float = FAST_BUDGET_S, gap_s: float = FAST_GAP_S, min_runs: int = FAST_MIN_RUNS,
+                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.thread_time) -> float:
+    """The FAST_PERCENTILE of the calling thread's CPU time (`clock`) of `run()` (ms), pooled over `rounds` rounds of
+    at least `min_runs` runs (more while `budget_s` lasts), `gap_s` apart; `reopen()` makes the session anew before
+    the second half (one session can run consistently slower than another of the same file: buffer placement) and
+    `run` then runs the new one, warmed by a run. 0.0 for no rounds."""
+    import numpy as np
+
+    times: list[float] = []
+    for r in range(rounds):
+        if r:
+            sleep(gap_s)
+        if r and r == rounds // 2:
+            reopen()
+            run()
+        t_end, n = time.perf_counter() + budget_s, 0
+        while n < min_runs or time.perf_counter() < t_end:
+            c0 = clock()
+            run()
+            times.append(clock() - c0)
+            n += 1
+    return float(np.percentile(times, FAST_PERCENTILE)) * 1e3 if times else 0.0
+
+
 def timed_runs(run: Callable[[], None], n: int, between: Callable[[int], None] | None = None) -> Round:
     """Time `n` calls of `run` (wall and this thread's CPU time); `between(i)` runs untimed after call i."""
     import numpy as np
@@ -142,7 +179,8 @@ class Profile:
     kernels: dict[str, list[str]] = field(default_factory=dict)  # compiled node id -> kernels the runtime ran
     # Round.noise() of the round the latency comes from: {noisy, spread, cpu_share, load_per_cpu, cpu_latency_ms,
     # rounds, reason}, and `speed` (compiler.speed_probe.SpeedCheck.to_json) where the runtime probes the CPU's
-    # speed (ORT); empty for profiles measured before it was recorded, without `speed` before session 43.
+    # speed (ORT); empty for profiles measured before it was recorded, without `speed` before session 43; ORT's
+    # 1-thread profiles since session 55 also `fast_cpu_ms` (fast_cpu_ms above).
     noise: dict[str, Any] = field(default_factory=dict)
     # Compiled node id -> the shape and dtype of each output as the run saw it ([shape, dtype] or None).
     output_shapes: dict[str, list[Any]] = field(default_factory=dict)
@@ -179,6 +217,8 @@ class ProfileSettings:
     # The pause before such a round is timed again (the machine's state may change meanwhile); the test suite's
     # servers pause none (EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS=0): no test there reads a figure's accuracy.
     remeasure_pause_s: float = REMEASURE_PAUSE_S
+    # Rounds of the model's fast CPU time (fast_cpu_ms; ORT, 1 thread); 0: not timed.
+    fast_rounds: int = FAST_ROUNDS
 
 
 def profile_in_sandbox(child: str, model_path: str | os.PathLike[str], settings: ProfileSettings) -> Profile:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from compiler.profile import FAST_PERCENTILE
+
 # Timer of one session.run: CPU time of the calling thread. With 1 intra-op thread ORT computes on the
 # caller's thread, so this is the run's latency on a core of its own; wall-clock time on this shared
 # 2-core machine doubled under other engineers' load (resnet-32-64: wall median 7.7 ms, CPU 3.4 ms).
@@ -28,8 +30,8 @@ clock = time.thread_time
 # resnet-32-64 ran 2.9 ms and 3.7 ms in consecutive seconds, CPU time, load 0.2). A round's median lands
 # in whichever state the round hit; the 5th percentile of the pooled runs is the uncontended time (within
 # about 2% between repeats a few seconds apart; slower drifts of the whole machine it cannot remove), and
-# calibration and every timing compared against it use the same figure.
-FAST_PERCENTILE = 5.0
+# calibration and every timing compared against it use the same figure (FAST_PERCENTILE, defined beside the
+# analysis' own fast timing: compiler.profile.fast_cpu_ms).
 
 
 def fast_ms(times_s: list[float]) -> float:

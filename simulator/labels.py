@@ -40,7 +40,10 @@ def label_text(label: Mapping[str, Any]) -> str:
         tail = ", error unknown (no published measurements of this target to check it against)"
     if scaled:
         tail += f", per-op figures scaled to the measured total ({label.get('measured_runtime') or 'measured here'})"
-    if label.get("baseline_cpu_time"):
+    if fast := label.get("baseline_fast_cpu_ms"):
+        tail += (f", fp32 baseline at the model's fast CPU time ({fast:.3g} ms: the low percentile of runs over "
+                 "several rounds, the state the rates were timed in)")
+    elif label.get("baseline_cpu_time"):
         tail += ", fp32 baseline from the measured CPU time (the machine was busy: its wall time waited for the CPU)"
     if sp := label.get("typical_speed"):
         tail += (f", at this machine's typical speed ({sp['gflops']:.0f} GFLOP/s; its rates were timed at "

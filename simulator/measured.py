@@ -32,6 +32,22 @@ def own_whole_ms(profile: Profile) -> float:
     return wall
 
 
+def fast_scale(profile: Profile | None) -> float | None:
+    """The model's fast CPU time over its own time in the profile's round (own_whole_ms), where the profile timed
+    it (`noise["fast_cpu_ms"]`, compiler.profile.fast_cpu_ms: ORT, 1 thread), within [IN_MODEL_BOUNDS[0], 1]; else
+    None. The sweep scales the measured baseline (its tasks and the time they leave unexplained) by it, so the fp32
+    column and every option's prediction stand for the machine's fast state, the state the calibrated rates were
+    timed in: the other kernels then take no factor for the round's speed (option_factor). A round in a slow state
+    would otherwise carry it to every option (session 54, a Zen 4: the dialog within ±10% of the int8-static
+    exports' fast CPU time on 12/18 TorchScript files, the rules alone 16/18)."""
+    if profile is None or profile.threads != 1:
+        return None
+    fast, own = float((profile.noise or {}).get("fast_cpu_ms") or 0.0), own_whole_ms(profile)
+    if fast <= 0 or own <= 0:
+        return None
+    return float(np.clip(fast / own, IN_MODEL_BOUNDS[0], 1.0))
+
+
 def total_scale(t: Target, profile: Profile | None, measured: np.ndarray, lat: np.ndarray,
                  presets: list[Any], per_inference_ms: float = 0.0, base: str = "fp32") -> float | None:
     """measured / predicted whole-model latency of the file as uploaded (preset `base`), when the profile measured
@@ -52,7 +68,7 @@ def unexplained_ms(profile: Profile | None, measured: np.ndarray, lat: np.ndarra
     if profile is None or not measured.any() or not profile.latency_ms:
         return 0.0
     p = [x.name for x in presets].index("fp32")
-    return max(0.0, own_whole_ms(profile) - (float(lat[:, p].sum()) + run_ms))
+    return max(0.0, own_whole_ms(profile) * (fast_scale(profile) or 1.0) - (float(lat[:, p].sum()) + run_ms))
 
 
 _MEASURED_ZERO_MS = 1e-9  # a measured "no time of its own": positive, so the measurement replaces the prediction
@@ -93,6 +109,8 @@ def measured_ms(g: Graph, t: Target, profile: Profile | None, profiler_overhead_
     if not litert and own > 0 and float(per_run.sum()) > own:
         per_run = per_run * (own / float(per_run.sum()))
     out = per_run / np.maximum(calls, 1e-9)  # per call: the sweep scales tasks by their executions
+    if not litert and (fast := fast_scale(profile)) is not None:  # the baseline in the machine's fast state
+        out = out * fast
     if litert:
         # An operator XNNPACK folded into a neighbour (a PAD into the next conv) was measured at no time of its
         # own: a measured zero, not a missing measurement to predict.
@@ -130,6 +148,13 @@ def speed_factor(profile: Profile | None, rates_gflops: float | None) -> float |
     if not rates_gflops or not isinstance(speed, dict) or (gflops := SpeedCheck.from_json(speed).gflops) <= 0:
         return None
     return float(np.clip(rates_gflops / gflops, *IN_MODEL_BOUNDS))
+
+
+def baseline_speed(profile: Profile | None, rates_gflops: float | None) -> float | None:
+    """The factor the other kernels of measured tasks take for the CPU's speed (option_factor): none (1.0) where
+    the measured baseline is scaled to the model's fast CPU time (fast_scale: the state the rates stand for), else
+    the speed probe's (speed_factor)."""
+    return 1.0 if fast_scale(profile) is not None else speed_factor(profile, rates_gflops)
 
 
 def typical_factor(hw: HardwareProfile) -> float | None:

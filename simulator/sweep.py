@@ -43,8 +43,8 @@ from simulator.peak_memory import memory_constants
 from simulator.shapes import fill_shapes
 from simulator.sweep_edges import activation_edges, io_elements
 from simulator.ort_fp16 import fp16_shared_casts, fp16_unfused_norms
-from simulator.measured import (measured_ms, option_factor, own_whole_ms, speed_factor, total_scale, typical_factor,
-                                unexplained_ms)
+from simulator.measured import (baseline_speed, fast_scale, measured_ms, option_factor, own_whole_ms, total_scale,
+                                typical_factor, unexplained_ms)
 from simulator.profiles import HardwareProfile, load_profile
 from simulator.qdq import QDQ_FUSED, float_view, qdq_preset, qdq_view
 from simulator.labels import label_text
@@ -207,7 +207,7 @@ def sweep(compiled: Graph, target: str | Target, profile: Profile | None = None,
     base = native_preset(t, source or compiled, names)
     where = _groups(t, hw, compiled, source, works, stored(t, compiled, source, works, folded, records), presets,
                     presets_only is not None, measured, execs, conv, cols, _measured_state(t, compiled, base),
-                    speed_factor(profile, hw.speed_gflops), typical_factor(hw) if profile is None else None)
+                    baseline_speed(profile, hw.speed_gflops), typical_factor(hw) if profile is None else None)
     # Time per inference that is no task's: the runtime's fixed cost (InferenceSession.run, Core ML predict) and the
     # part of a measured whole model its measured tasks do not explain (time between kernels, other load). The
     # totals rule adds it once (`constants.per_inference_ms`); every op keeps its own time.
@@ -501,6 +501,8 @@ def _label(t: Target, hw: HardwareProfile, profile: Profile | None, measured: np
         label["typical_speed"] = {"gflops": hw.typical_gflops, "rates_gflops": hw.speed_gflops, "factor": f}
     if measured.any() and profile is not None and own_whole_ms(profile) != profile.latency_ms:
         label["baseline_cpu_time"] = True
+    if measured.any() and (fast := fast_scale(profile)) is not None:  # the baseline in the fast state (CPU time)
+        label["baseline_fast_cpu_ms"] = own_whole_ms(profile) * fast
     label["text"] = label_text(label)
     return label
 

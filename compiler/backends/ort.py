@@ -35,8 +35,8 @@ from compiler.errors import ModelRunError, SandboxError
 from compiler.frontends import onnx as onnx_frontend
 from compiler.graph import Graph
 from compiler.host import cpu_name, peak_rss, reset_peak  # simulator.calibration takes cpu_name from here
-from compiler.profile import (Profile, ProfileSettings, Round, TaskTiming, measure_rounds, profile_in_sandbox,
-                              timed_runs)
+from compiler.profile import (Profile, ProfileSettings, Round, TaskTiming, fast_cpu_ms, measure_rounds,
+                              profile_in_sandbox, timed_runs)
 from compiler.sandbox import DEFAULT_MEMORY_LIMIT, Limits, run
 from compiler.timing_lock import timing_alone
 
@@ -329,7 +329,16 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
             # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
             best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
                                          s.speed_reference_gflops, pause_s=s.remeasure_pause_s)
-            del psess, sess
+            del psess
+            if s.threads == 1 and s.fast_rounds > 0:  # thread CPU time is the run's own with 1 intra-op thread
+                held = [sess]
+
+                def reopen() -> None:
+                    held[0] = _open(ort, path, session_options(ort, "disable", s.threads))
+
+                noise["fast_cpu_ms"] = fast_cpu_ms(lambda: run_session(held[0], feeds, graph), reopen, s.fast_rounds)
+                del held
+            del sess
     trace, seen_shapes = read["trace"]
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
     # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).
