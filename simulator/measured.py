@@ -37,9 +37,9 @@ def fast_scale(profile: Profile | None) -> float | None:
     it (`noise["fast_cpu_ms"]`, compiler.profile.fast_cpu_ms: ORT, 1 thread), within [IN_MODEL_BOUNDS[0], 1]; else
     None. The sweep scales the measured baseline (its tasks and the time they leave unexplained) by it, so the fp32
     column and every option's prediction stand for the machine's fast state, the state the calibrated rates were
-    timed in: the other kernels then take no factor for the round's speed (option_factor). A round in a slow state
-    would otherwise carry it to every option (session 54, a Zen 4: the dialog within ±10% of the int8-static
-    exports' fast CPU time on 12/18 TorchScript files, the rules alone 16/18)."""
+    timed in; the other kernels take how the fast-state tasks ran against their prediction (baseline_speed). A round
+    in a slow state would otherwise carry it to every option (session 54, a Zen 4: the dialog within ±10% of the
+    int8-static exports' fast CPU time on 12/18 TorchScript files, the rules alone 16/18)."""
     if profile is None or profile.threads != 1:
         return None
     fast, own = float((profile.noise or {}).get("fast_cpu_ms") or 0.0), own_whole_ms(profile)
@@ -151,10 +151,14 @@ def speed_factor(profile: Profile | None, rates_gflops: float | None) -> float |
 
 
 def baseline_speed(profile: Profile | None, rates_gflops: float | None) -> float | None:
-    """The factor the other kernels of measured tasks take for the CPU's speed (option_factor): none (1.0) where
-    the measured baseline is scaled to the model's fast CPU time (fast_scale: the state the rates stand for), else
-    the speed probe's (speed_factor)."""
-    return 1.0 if fast_scale(profile) is not None else speed_factor(profile, rates_gflops)
+    """The speed factor the other kernels of measured tasks take (option_factor): the speed probe's (speed_factor),
+    or None, which leaves them the in-model factor, where the measured baseline is scaled to the model's fast CPU
+    time (fast_scale). In the fast state the fp32 tasks against their prediction tell how this machine runs now
+    against its rates, and the probe around one round no longer does: on a Zen 3 with the other vCPU busy
+    (2026-12-06, README Round 29) 18 TorchScript files' int8-static exports ran 0.87x their rules' speed in fast
+    CPU time, the option's predicted change times the upload's fast CPU time within ±10% on 15/18, the rules alone
+    (a factor of 1) on 4/18."""
+    return None if fast_scale(profile) is not None else speed_factor(profile, rates_gflops)
 
 
 def typical_factor(hw: HardwareProfile) -> float | None:
