@@ -104,7 +104,9 @@ def ops_table(r: TargetResult, source: Graph | None = None) -> dict[str, Any]:
     for row in rows:
         row["share"] = (row["latency_ms"] or 0.0) / total_ops if total_ops > 0 else 0.0
     if r.profile:
-        latency, measured, label = r.profile.latency_ms, True, profile_label(r.profile)
+        # the header's tooltip: the state its unoptimized total stands for (measured_latency), then the whole-model
+        # median of the profile's runs (its wall time)
+        latency, measured, label = r.profile.latency_ms, True, measured_latency(r.profile)["label"]
     else:
         latency, measured, label = r.sweep.bulk["base"]["latency_ms"], False, predicted_label(r.sweep.bulk)
     # Time per inference that is no task's (the runtime's fixed cost, measured time outside the tasks, a unit's
@@ -128,16 +130,24 @@ def base_per_inference_ms(bulk: dict[str, Any]) -> float:
 
 
 def measured_latency(p: Profile) -> dict[str, Any]:
-    """A measurement's latency as the analysis reads it (simulator.measured.own_whole_ms): its thread CPU time where
-    the machine was busy, else its wall time; the wall time is kept beside it (summaries and exports)."""
-    from simulator.measured import own_whole_ms
+    """A measurement's latency as the analysis reads it: where the profile timed the model's fast CPU time
+    (simulator.measured.fast_scale: ORT, 1 thread), that figure, which the sweep scales the measured baseline to, so
+    the model list, the page's header and an export's measured figure beside its prediction all read one state;
+    else its thread CPU time where the machine was busy (simulator.measured.own_whole_ms), else its wall time. The wall
+    time is kept beside it (summaries and exports)."""
+    from simulator.measured import fast_scale, own_whole_ms
 
-    own = own_whole_ms(p)
-    busy = own < float(p.latency_ms or 0.0)
-    label = f"measured: {p.runtime}, {p.threads} thread(s), {p.device}"
-    if busy:
+    own, wall = own_whole_ms(p), float(p.latency_ms or 0.0)
+    fast = fast_scale(p)
+    label = profile_label(p)
+    if fast is not None:
+        own *= fast
+        label += (", fast CPU time (the low percentile of runs over several rounds: the machine's state its rates "
+                  "were timed in)")
+    elif own < wall:
         label += ", CPU time (the machine was busy: the wall time waited for the CPU)"
-    p90 = p.latency_p90_ms * own / p.latency_ms if busy and p.latency_p90_ms is not None else p.latency_p90_ms
+    p90 = p.latency_p90_ms * own / wall if own != wall and wall > 0 and p.latency_p90_ms is not None \
+        else p.latency_p90_ms
     return {"latency_ms": own, "latency_p90_ms": p90, "wall_latency_ms": p.latency_ms, "label": label}
 
 
@@ -151,7 +161,7 @@ def target_summary(r: TargetResult, table: dict[str, Any] | None = None) -> dict
         return {"target": r.target, "latency_ms": own["latency_ms"], "latency_p90_ms": own["latency_p90_ms"],
                 "wall_latency_ms": own["wall_latency_ms"],
                 "peak_memory_bytes": r.profile.peak_memory_bytes, "measured": True,
-                "label": profile_label(r.profile), "noise": r.profile.noise or None, "work_unknown": unknown,
+                "label": own["label"], "noise": r.profile.noise or None, "work_unknown": unknown,
                 "predicted": {"latency_ms": base["latency_ms"], "peak_memory_bytes": base["peak_memory_bytes"]}}
     return {"target": r.target, "latency_ms": base["latency_ms"], "latency_p90_ms": None,
             "peak_memory_bytes": base["peak_memory_bytes"], "measured": False,
