@@ -66,7 +66,10 @@ from simulator.profiles import HardwareProfile
 # 1x1 stride-1 one (XNNPACK's F32 GEMM) has figures of its own (`conv.fp32gemm`), fitted on the fp32 1x1 cases apart
 # from the 3x3 ones (the F32 IGEMM's `conv.fp32`); two fp32 cases of 24 output channels (a block and a half).
 # 26: the F32 IGEMM's own output-channel block (`f32_igemm_n_block`, 32 with AVX-512F), recorded with the figures.
-CACHE_VERSION = 26
+# 27: fp32 TRANSPOSE at XNNPACK's figures (`layout.transpose` bandwidth, `.run` per kernel call, `.far` per far byte;
+# simulator.litert_layout's transpose cases), fp32 element-wise ops at a bandwidth of their own (`elementwise.fp32`)
+# and LOGISTIC at its own rate (simulator.litert_elementwise); the cache keeps `kind_bandwidth_bytes_per_s`.
+CACHE_VERSION = 27
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -451,7 +454,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (cache := _current(p)) is None:
                 from compiler.speed_probe import probe
-                from simulator import litert_control, litert_layout, litert_lut, litert_signal
+                from simulator import litert_control, litert_elementwise, litert_layout, litert_lut, litert_signal
                 from simulator.calibration import speed_record
 
                 from compiler.timing_lock import timing_alone
@@ -463,13 +466,17 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     control = litert_control.calibrate(Path(tmp), hw, progress)
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
                     layout = litert_layout.calibrate(Path(tmp), hw, progress)
+                    elementwise = litert_elementwise.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block())
-                for extra in (signal, lut, layout):
+                for extra in (signal, lut, layout, elementwise):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout):  # costs per execution, per run copied
                     overrides["units"]["cpu"]["kind_overhead_s"].update(extra["units"]["cpu"]["kind_overhead_s"])
+                for extra in (layout, elementwise):  # the rates XNNPACK's transposes and element-wise ops move bytes at
+                    overrides["units"]["cpu"].setdefault("kind_bandwidth_bytes_per_s", {}).update(
+                        extra["units"]["cpu"].get("kind_bandwidth_bytes_per_s", {}))
                 # The CPU's speed while LiteRT's rates were timed (compiler.speed_probe), which a LiteRT profile is
                 # held against (`speed_reference`): the ORT calibration's may have run at another time and speed.
                 cache = {"version": CACHE_VERSION, "litert": _litert_version(), "machine": machine(),

@@ -34,7 +34,9 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.litert_cases import median_fit, predicted_ms, profile_cases
-from simulator.profiles import CONCAT_INTERLEAVE, HardwareProfile
+from simulator.profiles import CONCAT_INTERLEAVE, XNN_TRANSPOSE_KEY, HardwareProfile
+
+TRANSPOSE_TAG_KEY = XNN_TRANSPOSE_KEY.rsplit(".", 1)[0]  # `layout.transpose`
 
 R = 4  # operators per case (the first dropped)
 # The efficiency each op's cases fit (simulator.roofline.efficiency reads `<kind>.<tag>.<op>` for that op only).
@@ -50,8 +52,9 @@ RUN_KEYS = {"CONCATENATION": "layout.interleave.run", "RESIZE_NEAREST_NEIGHBOR":
 class Case:
     name: str
     op: str
-    shape: tuple[int, int, int, int]  # the input's
+    shape: tuple[int, ...]  # the input's
     arg: int  # a resize: its scale; CONCATENATION: inputs
+    perm: tuple[int, ...] = ()  # TRANSPOSE's
 
 
 # Upsampling x2 to x8 with few and many channels (segmentation heads, FPNs); channel concatenations of 1-64
@@ -61,10 +64,22 @@ CASES: tuple[Case, ...] = (
       for op in ("RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR") for h, c, s in ((64, 16, 2), (32, 64, 2), (32, 8, 8))),
     *(Case(f"concat-{h}x{c}x{n}", "CONCATENATION", (1, h, h, c), n) for h, c, n in ((256, 1, 2), (128, 16, 2),
                                                                                     (64, 64, 2), (96, 24, 4))),
+    # TRANSPOSE (simulator.tflite_ops.transpose_calls): 8 x 8 tiles full (NHWC <-> NCHW in cache: a channel shuffle's
+    # outer transposes) and partial (an image's 3 channels, a shuffle's pairs), memcpy runs (heads, a shuffle's middle
+    # transpose), and outputs of 8-22 MB whose tiles write far-apart rows (LR-ASPP's output to NCHW).
+    *(Case(f"transpose-{n}", "TRANSPOSE", shape, 0, perm) for n, shape, perm in (
+        ("img3x224", (1, 3, 224, 224), (0, 2, 3, 1)), ("nchw56x24", (1, 56, 56, 24), (0, 3, 1, 2)),
+        ("nchw28x116", (1, 28, 28, 116), (0, 3, 1, 2)), ("pairs784x58", (1, 784, 2, 58), (0, 1, 3, 2)),
+        ("kt3x197x64", (1, 3, 197, 64), (0, 1, 3, 2)), ("heads197x12x64", (1, 197, 12, 64), (0, 2, 1, 3)),
+        ("qkv197x3x3x64", (1, 197, 3, 3, 64), (2, 0, 3, 1, 4)), ("shuffle2x58x784", (1, 2, 58, 784), (0, 2, 1, 3)),
+        ("nchw512x21", (1, 512, 512, 21), (0, 3, 1, 2)), ("nchw256x32", (1, 256, 256, 32), (0, 3, 1, 2)),
+        ("nchw736x4", (1, 736, 736, 4), (0, 3, 1, 2)))),
 )
 
 
 def output_shape(case: Case) -> list[int]:
+    if case.op == "TRANSPOSE":
+        return [case.shape[a] for a in case.perm]
     n, h, w, c = case.shape
     if case.op == "CONCATENATION":
         return [n, h, w, c * case.arg]
@@ -84,6 +99,8 @@ def build(case: Case, path: Path) -> Path:
         y = w.tensor(f"op{i}/out", out)
         if case.op == "CONCATENATION":
             w.op("CONCATENATION", [x] * case.arg, [y], w.options("ConcatenationOptions", axis=3))
+        elif case.op == "TRANSPOSE":
+            w.op("TRANSPOSE", [x, w.const(f"op{i}/perm", np.array(case.perm, np.int32))], [y])
         else:
             size = w.const(f"op{i}/size", np.array(out[1:3], np.int32))
             kind = "ResizeBilinearOptions" if case.op == "RESIZE_BILINEAR" else "ResizeNearestNeighborOptions"
@@ -118,6 +135,44 @@ def run_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: st
     return max(float(np.median(per_case)), 0.0) if per_case else 0.0
 
 
+# TRANSPOSE's figures (simulator.litert_paths.XNN_TRANSPOSE): its bytes' rate (`kind_bandwidth_bytes_per_s`), a cost
+# per kernel call and per far output byte beyond the L2 (`kind_overhead_s`).
+TRANSPOSE_BW, TRANSPOSE_RUN, TRANSPOSE_FAR = TRANSPOSE_TAG_KEY, f"{TRANSPOSE_TAG_KEY}.run", f"{TRANSPOSE_TAG_KEY}.far"
+_BW_SCALE = 1e11  # bytes/s per unit of the log search (simulator.calibration_fit.best_log_efficiency's range)
+
+
+def transpose_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
+    """TRANSPOSE's figures that bring each case's median operator closest to its measured median in relative least
+    squares (each >= 0): for each bandwidth (a search over its log), the costs per call and per far byte, which the
+    prediction is linear in (Work.copy_runs, Work.far_walk), solved at once from the sweep's own slopes."""
+    import itertools
+
+    from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
+    from simulator.roofline import efficiency
+
+    cpu = next(u for u in hw.units if u.name == "cpu")
+    eff = {XNN_TRANSPOSE_KEY: efficiency(cpu, "layout", "fp32")}
+    meas = np.array([float(np.median(ms)) for _, ms in cases])
+    uses = [list(c) for k in (2, 1) for c in itertools.combinations(range(2), k)]
+
+    def at(bw: float, run: float, far: float) -> np.ndarray:
+        h = hw.with_overrides({"units": {"cpu": {
+            "efficiency": eff, "kind_overhead_s": {TRANSPOSE_RUN: run, TRANSPOSE_FAR: far},
+            "kind_bandwidth_bytes_per_s": {TRANSPOSE_BW: bw}}}})
+        return np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in cases])
+
+    def solve(x: float) -> tuple[float, np.ndarray]:
+        bw = _BW_SCALE * float(np.exp(x))
+        base = at(bw, 0.0, 0.0)
+        slopes = np.stack([at(bw, 1e-9, 0.0) - base, at(bw, 0.0, 1e-9) - base], axis=1) / 1e-9
+        return nonnegative_fit(slopes / meas[:, None], 1 - base / meas, uses)
+
+    x = best_log_efficiency(lambda v: solve(v)[0])
+    run, far = solve(x)[1]
+    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": {TRANSPOSE_RUN: float(run), TRANSPOSE_FAR: float(far)},
+                              "kind_bandwidth_bytes_per_s": {TRANSPOSE_BW: _BW_SCALE * float(np.exp(x))}}}}
+
+
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}}}}: RESIZE_BILINEAR's
     efficiency whose predictions are closest to each of their cases' median operator; a channel
@@ -137,7 +192,14 @@ def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> 
                                          RUN_KEYS[op])
         else:
             eff[key] = median_fit(cases, hw, key, "fp32")
-    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": runs}}}
+    out: dict[str, Any] = {"efficiency": eff, "kind_overhead_s": runs}
+    transposes = [measured[c.name] for c in CASES if c.op == "TRANSPOSE" and c.name in measured]
+    if transposes:
+        t = transpose_fit(transposes, hw)["units"]["cpu"]
+        eff.update(t["efficiency"])
+        runs.update(t["kind_overhead_s"])
+        out["kind_bandwidth_bytes_per_s"] = t["kind_bandwidth_bytes_per_s"]
+    return {"units": {"cpu": out}}
 
 
 def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:

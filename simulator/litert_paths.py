@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
-from simulator.profiles import CONCAT_INTERLEAVE, TILE25
+from simulator.profiles import CONCAT_INTERLEAVE, TILE25, XNN_TRANSPOSE_KEY
 from simulator.roofline import Path
 
 if TYPE_CHECKING:
@@ -215,6 +215,14 @@ DECONV_TAG = "deconv"
 # copies whole blocks (an SSDlite head's anchors: 0.066 ms, 0.033 predicted) and keeps the layout rate.
 CONCAT_CHANNELS = "concat_channels"
 INTERLEAVE_TAG = CONCAT_INTERLEAVE.split(".")[1]
+# Task fact of every TRANSPOSE: XNNPACK's `Transpose (ND, X32)` on fp32 data copies runs one memcpy each or moves 8 x 8
+# tiles (simulator.tflite_ops.transpose_calls: Work.copy_runs its calls, Work.far_walk its far rows), neither priced by
+# the layout rate per element: profiled (LiteRT 2.3.0, 1 thread, Zen 4, 2026-12-06) 0.07-0.45 ns per element in cache
+# (0.1-0.4x the layout rate), 0.5-1.0 beyond the L2 (LR-ASPP's 22 MB output 4.1 ms, 1.6 predicted). Its own
+# figures where LiteRT's calibration fitted them (simulator.litert_layout): `layout.transpose` bandwidth, a cost per
+# call `layout.transpose.run`, per far output byte beyond the L2 `layout.transpose.far`.
+XNN_TRANSPOSE = "xnn_transpose"
+TRANSPOSE_TAG = XNN_TRANSPOSE_KEY.split(".")[1]
 
 
 def _spatial_pad(v: Value | None) -> bool:
@@ -286,7 +294,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8), DW_TILE25 for one of 10 to 25 (fp32);
     DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
-    TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only)."""
+    TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only); XNN_TRANSPOSE for every
+    TRANSPOSE (fp32 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -344,6 +353,8 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(BUILTIN_BMM)
         if nd.op_type == "CONCATENATION" and _channel_concat(nd, compiled):
             facts.setdefault(nd.id, set()).add(CONCAT_CHANNELS)
+        if nd.op_type == "TRANSPOSE":
+            facts.setdefault(nd.id, set()).add(XNN_TRANSPOSE)
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
@@ -401,6 +412,9 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             and CONCAT_INTERLEAVE in unit.efficiency):
         p = dataclasses.replace(p, tag=INTERLEAVE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "a concatenation on the channels: XNNPACK copies each input's channels pixel by pixel")]))
+    if XNN_TRANSPOSE in facts and (p.tag, p.compute) == ("fp32", "fp32") and XNN_TRANSPOSE_KEY in unit.efficiency:
+        p = dataclasses.replace(p, tag=TRANSPOSE_TAG, note="; ".join([*([p.note] if p.note else []), (
+            "XNNPACK's transpose: a memcpy per run kept in place, else 8 x 8 tiles")]))
     if DW_AFTER_GEMM in facts and p.tag == "hybrid":
         p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
             "after XNNPACK's fully connected QD8 GEMM, TFLite's hybrid depthwise kernel pays a cost per output element")]))

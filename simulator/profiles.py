@@ -178,7 +178,10 @@ class HardwareProfile:
             # `conv.cast16nchw.im2col`): a key the base lacks changes which paths are planned.
             structural |= bool(new_kov.keys() - u.kind_overhead_s.keys())
             kov = {**u.kind_overhead_s, **new_kov}
-            units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
+            # (kind bandwidths merged as the figures are: LiteRT's own beside the profile's)
+            kbw = {**u.kind_bandwidth_bytes_per_s, **o.pop("kind_bandwidth_bytes_per_s", {})}
+            units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, kind_bandwidth_bytes_per_s=kbw,
+                                             **o))
         # The machine's description (calibration reads it from Linux) and fitted whole-device figures.
         top = {k: v for k, v in overrides.items() if k in ("description", "dram_bandwidth_bytes_per_s",
                                                            "error_pct_median", "error_models", "error_target",
@@ -198,7 +201,9 @@ INT8_GELU = "elementwise.int8.Gelu"
 # LiteRT's channel CONCATENATION runs at its own rate where LiteRT's calibration fitted it (simulator.litert_paths
 # .CONCAT_CHANNELS), else at the layout rate.
 CONCAT_INTERLEAVE = "layout.interleave.CONCATENATION"
-PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU, CONCAT_INTERLEAVE})
+# ... and its fp32 TRANSPOSE at XNNPACK's figures (simulator.litert_paths.XNN_TRANSPOSE) where fitted.
+XNN_TRANSPOSE_KEY = "layout.transpose.TRANSPOSE"
+PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU, CONCAT_INTERLEAVE, XNN_TRANSPOSE_KEY})
 # s per input element of the uint8 NCHW -> NHWC Transpose of an image input under static int8 (roofline.Path.nhwc_input,
 # simulator/ort_int8.py ORT_INT8_INPUT_NHWC)
 NHWC_INPUT_KEY = "layout.int8.nhwc"

@@ -262,8 +262,10 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         decode_s=_decode_s(u, p, p.tag), decode_rows_s=_decode_s(u, p, p.tag + "rows"),
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
-        kind_bw=u.kind_bandwidth_bytes_per_s.get(rate, u.kind_bandwidth_bytes_per_s.get(
-            PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get("default", 0.0))),
+        # (a path's own first: LiteRT's fp32 element-wise ops and transposes, `elementwise.fp32`, `layout.transpose`)
+        kind_bw=u.kind_bandwidth_bytes_per_s.get(f"{rate}.{p.tag}", u.kind_bandwidth_bytes_per_s.get(
+            rate, u.kind_bandwidth_bytes_per_s.get(PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get(
+                "default", 0.0)))),
         onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes,
         llc_gone=u.llc_gone_bytes, llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
         spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,

@@ -1,7 +1,7 @@
 """LiteRT's data-movement operators at figures of their own (simulator.litert_layout): RESIZE_BILINEAR per output
 element at `layout.fp32.RESIZE_BILINEAR`, TFLite's nearest resize a memcpy per output pixel, a CONCATENATION on the
-channels a copy per pixel and input (`layout.interleave.*`), one on another axis a block per input; TRANSPOSE keeps the
-layout rate. Before, all took the ORT calibration's layout rate: a DBNet-like detector's channel concatenation of two
+channels a copy per pixel and input (`layout.interleave.*`), one on another axis a block per input; TRANSPOSE's own
+figures: tests/unit/test_litert_transpose.py. Before, all took the ORT calibration's layout rate: a DBNet-like detector's channel concatenation of two
 736x736x1 maps 0.12 ms predicted, 2.25 profiled."""
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ def test_each_op_takes_its_own_rate_where_calibrated(tmp_path: Path) -> None:
         before, after = _ms(g, base, preset), _ms(g, cal, preset)
         assert after[0] - before[0] == pytest.approx(64 * 64 * 10e-6, rel=0.01)  # a memcpy per output pixel
         assert after[1] - before[1] == pytest.approx(64 * 64 * 2 * 5e-6, rel=0.01)  # per pixel and input
-        assert after[2] == before[2] and after[3] == before[3]  # the ADD, the TRANSPOSE
+        assert after[2] == before[2]  # the ADD
+        # the TRANSPOSE (its own figures not calibrated here): its 8 x 8 tiles' calls at the layout path's cost per run
+        assert after[3] - before[3] == pytest.approx(64 * 64 * 16 / 64 * 10e-6, rel=0.01)
         assert after[4] - before[4] == pytest.approx(2 * 10e-6, abs=1e-9)  # the anchors: one block per input
     # Not calibrated (no `layout.interleave.CONCATENATION`): the channel concat's runs at the layout path's cost
     uncal = base.with_overrides({"units": {"cpu": {"kind_overhead_s": runs}}})
@@ -108,7 +110,7 @@ def test_litert_calibration_keeps_the_layout_figures(monkeypatch: pytest.MonkeyP
     """with_litert keeps both halves of simulator.litert_layout's fit: its rate and its costs per run (LiteRT cache
     version 23 kept the rates only, and priced every channel concatenation at no cost per run)."""
     from compiler import speed_probe
-    from simulator import litert_calibration, litert_control, litert_lut, litert_signal
+    from simulator import litert_calibration, litert_control, litert_elementwise, litert_lut, litert_signal
 
     def none(*args: object, **kwargs: object) -> dict:
         return {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {}}}}
@@ -121,7 +123,13 @@ def test_litert_calibration_keeps_the_layout_figures(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(litert_calibration, "fit", none)
     for mod in (litert_signal, litert_control, litert_lut):
         monkeypatch.setattr(mod, "calibrate", none)
+    # the bandwidths of XNNPACK's transposes and fp32 element-wise ops are kept too (LiteRT cache version 25)
+    bw = {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {},
+                            "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 2e11}}}}
+    monkeypatch.setattr(litert_elementwise, "calibrate", lambda *args, **kwargs: bw)
+    layout["units"]["cpu"]["kind_bandwidth_bytes_per_s"] = {litert_layout.TRANSPOSE_BW: 1.5e11}
     monkeypatch.setattr(litert_layout, "calibrate", lambda *args, **kwargs: layout)
     u = litert_calibration.with_litert(load_profile("host-cpu"), tmp_path / "host-cpu.json").units[0]
     assert u.efficiency[CONCAT_INTERLEAVE] == 6.0 and u.efficiency[litert_layout.KEYS["RESIZE_BILINEAR"]] == 0.2
     assert all(u.kind_overhead_s[k] == 3e-9 for k in litert_layout.RUN_KEYS.values())
+    assert u.kind_bandwidth_bytes_per_s == {litert_elementwise.BW_KEY: 2e11, litert_layout.TRANSPOSE_BW: 1.5e11}

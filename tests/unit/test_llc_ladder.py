@@ -98,7 +98,8 @@ def test_a_model_between_keep_and_gone_reads_part_of_its_weights_from_memory() -
 def test_litert_on_the_host_keeps_the_step_at_the_listed_size(monkeypatch, tmp_path) -> None:
     # The ladder is timed with ORT's GEMV chains; XNNPACK's layers read memory at another rate (BirdNET MData).
     from compiler import speed_probe
-    from simulator import litert_calibration, litert_control, litert_layout, litert_lut, litert_signal
+    from simulator import (litert_calibration, litert_control, litert_elementwise, litert_layout, litert_lut,
+                           litert_signal)
 
     def none(*args, **kwargs) -> dict:
         return {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {}}}}
@@ -107,7 +108,7 @@ def test_litert_on_the_host_keeps_the_step_at_the_listed_size(monkeypatch, tmp_p
     monkeypatch.setattr(litert_calibration.platform, "platform", lambda: "test")  # uname: no process in this tier
     monkeypatch.setattr(litert_calibration, "measure", lambda tmp, progress: {})
     monkeypatch.setattr(litert_calibration, "fit", none)
-    for mod in (litert_signal, litert_control, litert_lut, litert_layout):
+    for mod in (litert_signal, litert_control, litert_lut, litert_layout, litert_elementwise):
         monkeypatch.setattr(mod, "calibrate", none)
     ort = HW.with_overrides({"units": {"cpu": {"llc_keep_bytes": 12e6, "llc_gone_bytes": 42e6}}})
     assert ort.units[0].llc_gone_bytes == 42e6
