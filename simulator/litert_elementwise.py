@@ -92,7 +92,8 @@ def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
     meas = np.array([float(np.median(ms)) for _, ms in cases])
 
     def log_error(x: float) -> float:
-        h = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": {BW_KEY: _BW_SCALE * float(np.exp(x))}}}})
+        bw = {BW_KEY: _BW_SCALE * float(np.exp(x))}
+        h = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": bw}}})
         pred = np.array([float(np.median(_inner(predicted_ms(g, h, "fp32")))) for g, _ in cases])
         return float(np.abs(np.log(pred / meas)).sum())
 

@@ -1,7 +1,7 @@
-"""Calibrate LiteRT's data-movement operators for `litert-cpu/host`: XNNPACK's RESIZE_BILINEAR at a rate of its own
-per output element (`layout.fp32.RESIZE_BILINEAR`), a CONCATENATION on the channels (XNNPACK's `Copy (NC, X32)`, a
-call per pixel and input) and TFLite's own RESIZE_NEAREST_NEIGHBOR (XNNPACK does not take it: a memcpy of the
-channels per output pixel) at a cost per run copied (RUN_KEYS, Work.copy_runs).
+"""Calibrate LiteRT's data-movement operators for `litert-cpu/host`: XNNPACK's TRANSPOSE and RESIZE_BILINEAR (at a
+rate of its own per output element, `layout.fp32.RESIZE_BILINEAR`), a CONCATENATION on the channels (XNNPACK's
+`Copy (NC, X32)`, a call per pixel and input) and TFLite's own RESIZE_NEAREST_NEIGHBOR (XNNPACK does not take it: a
+memcpy of the channels per output pixel) at a cost per run copied (RUN_KEYS, Work.copy_runs).
 
 Without these, they took the ORT calibration's layout rate (its copies, at the bound: the bytes alone), about 0.1 ns
 per element and nothing per run, where LiteRT's profiler read (LiteRT 2.3.0, 1 thread, Zen 4, load ~3, 2026-12-06,
@@ -11,10 +11,11 @@ CONCATENATION of two 736x736x1 maps on the channels 2.25 ms against 0.12. On thi
 RESIZE_BILINEAR 0.27-0.40 ns per output element, the nearest resize 10-11 ns per output pixel at 8 to 64 channels
 (0.18-1.37 ns per element), the channel concatenation 3.6 ns per element of 1-float runs and 0.12-0.18 at 16-64
 channels. A concatenation on another axis copies a block per input (an SSDlite head's anchors: 0.066 ms, 0.033
-predicted): one run each, at the layout rate. TRANSPOSE keeps the layout rate: in the corpus's files it ran 0.05-0.8
-ns per element (in-cache head splits and channel shuffles 0.05-0.16, an image's NCHW -> NHWC 0.3-0.5, LR-ASPP's
-22 MB output 0.8), and one rate per element fitted on such cases (0.16-0.49) put ShuffleNetV2's 50 and ViT-Ti's 39
-transposes 2-3x over (the files +13% / +2% over their thread CPU time): its cost is not yet a rule here.
+predicted): one run each, at the layout rate. TRANSPOSE (session 53: 0.05-0.8 ns per element in the corpus's files,
+one rate per element put ShuffleNetV2's and ViT-Ti's transposes 2-3x over) is costed as XNNPACK runs it
+(simulator.tflite_ops.transpose_calls): its kernel calls, a memcpy per run kept in place or an 8 x 8 tile, at
+`layout.transpose.run` each, its bytes at a bandwidth of its own (`layout.transpose`), and where its tiles write
+far-apart rows, its output bytes beyond the L2 at `layout.transpose.far` (transpose_fit: the three at once).
 
 Each case is a file of R operators reading the same NHWC input (a resize's or a concatenation's output cannot feed
 the next one alike), timed per operator by LiteRT's profiler in a sandboxed child, the first dropped from the fit (it
@@ -169,7 +170,8 @@ def transpose_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
 
     x = best_log_efficiency(lambda v: solve(v)[0])
     run, far = solve(x)[1]
-    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": {TRANSPOSE_RUN: float(run), TRANSPOSE_FAR: float(far)},
+    return {"units": {"cpu": {"efficiency": eff,
+                              "kind_overhead_s": {TRANSPOSE_RUN: float(run), TRANSPOSE_FAR: float(far)},
                               "kind_bandwidth_bytes_per_s": {TRANSPOSE_BW: _BW_SCALE * float(np.exp(x))}}}}
 
 

@@ -1,8 +1,8 @@
 """LiteRT's data-movement operators at figures of their own (simulator.litert_layout): RESIZE_BILINEAR per output
 element at `layout.fp32.RESIZE_BILINEAR`, TFLite's nearest resize a memcpy per output pixel, a CONCATENATION on the
 channels a copy per pixel and input (`layout.interleave.*`), one on another axis a block per input; TRANSPOSE's own
-figures: tests/unit/test_litert_transpose.py. Before, all took the ORT calibration's layout rate: a DBNet-like detector's channel concatenation of two
-736x736x1 maps 0.12 ms predicted, 2.25 profiled."""
+figures: tests/unit/test_litert_transpose.py. Before, all took the ORT calibration's layout rate: a DBNet-like
+detector's channel concatenation of two 736x736x1 maps 0.12 ms predicted, 2.25 profiled."""
 
 from __future__ import annotations
 

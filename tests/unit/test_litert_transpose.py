@@ -55,7 +55,8 @@ def test_a_transpose_pays_its_calls_and_far_rows_where_calibrated(tmp_path: Path
     assert w.copy_runs == 8 * 64 * 2 and w.far_walk == 64 * 64 * 16
     base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": 65536.0}}})
     eff = {XNN_TRANSPOSE_KEY: efficiency(base.units[0], "layout", "fp32")}
-    figures = {"efficiency": eff, "kind_overhead_s": {litert_layout.TRANSPOSE_RUN: 6e-9, litert_layout.TRANSPOSE_FAR: 1e-10},
+    figures = {"efficiency": eff,
+               "kind_overhead_s": {litert_layout.TRANSPOSE_RUN: 6e-9, litert_layout.TRANSPOSE_FAR: 1e-10},
                "kind_bandwidth_bytes_per_s": {litert_layout.TRANSPOSE_BW: 2e11}}
     cal = base.with_overrides({"units": {"cpu": figures}})
     zero = base.with_overrides({"units": {"cpu": {**figures, "kind_overhead_s": {
