@@ -68,7 +68,9 @@ from simulator.profiles import HardwareProfile
 # 26: the F32 IGEMM's own output-channel block (`f32_igemm_n_block`, 32 with AVX-512F), recorded with the figures.
 # 27: fp32 TRANSPOSE at XNNPACK's figures (`layout.transpose` bandwidth, `.run` per kernel call, `.far` per far byte;
 # simulator.litert_layout's transpose cases), fp32 element-wise ops at a bandwidth of their own (`elementwise.fp32`)
-# and LOGISTIC at its own rate (simulator.litert_elementwise); the cache keeps `kind_bandwidth_bytes_per_s`.
+# and LOGISTIC at its own rate (simulator.litert_elementwise); the cache keeps `kind_bandwidth_bytes_per_s`. A
+# path's own bandwidth applies only while the task's bytes fit in the L2 (roofline.Rates.own_bw); element-wise cases
+# within a 256 KiB and 512 KiB L2 join those beyond it.
 CACHE_VERSION = 27
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
@@ -488,8 +490,13 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     # memory rate: XNNPACK's fully connected layers read BirdNET MData's 29.5 MB in 0.68 ms on a Zen 4 (~43 GB/s)
     # where ORT's chain of that footprint came ~31. LiteRT keeps the step at the listed size until it has its own.
     # Its rates stand for the CPU's speed while they were timed, not the ORT half's moment (compiler.speed_probe).
+    # LiteRT's own kind bandwidths join the profile's (with_overrides replaces a unit's whole map).
     from compiler.speed_probe import fastest_of
+    from simulator.litert_elementwise import with_bandwidths
 
-    out = hw.with_overrides(cache["overrides"]).with_overrides(
+    cpu = cache["overrides"]["units"]["cpu"]
+    own = {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, cpu["kind_bandwidth_bytes_per_s"])} if (
+        "kind_bandwidth_bytes_per_s" in cpu) else {}
+    out = hw.with_overrides({**cache["overrides"], "units": {"cpu": {**cpu, **own}}}).with_overrides(
         {"units": {"cpu": {"llc_keep_bytes": 0.0, "llc_gone_bytes": 0.0}}})
     return dataclasses.replace(out, speed_gflops=fastest_of(cache.get("speed_probe")) or hw.speed_gflops)

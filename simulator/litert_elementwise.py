@@ -7,12 +7,16 @@ load ~2, 2026-12-06: ADD of two 120x28x28 maps 0.07 ns per element, ~170 GB/s; H
 and the corpus's `.tflite` files showed the same (LOGISTIC, MUL, ADD, HARD_SWISH at 0.4-0.8x in every file:
 EfficientNet-B0's fp32 file +10%). `Sigmoid (NC)` is bound by its arithmetic instead, ~0.18 ns per element at every
 size (0.65x its price). Under load the same kernels read up to 2x slower (the fits are this machine's at that time).
+The rate holds while an operator's bytes fit in the core's L2: on a Zen 3 (512 KiB L2, LiteRT 2.3.0, 2026-12-06 23:33)
+ADD and MUL chains of 280-450 KB ran at 0.55-0.65x their price at the cache rate (~160 GB/s) and those of 0.9-2.7 MB
+at ~75 GB/s; beyond the L2 they keep the rate they had (the cache's or memory's: in the corpus's models such maps ran
+at about the cache rate, where one rate for every size priced them 0.5x).
 
 Each case is a chain of R operators (ADD and MUL of the previous output and the model's input, as a residual and a
 gate; LOGISTIC of the previous output) on NHWC maps of MobileNet-like sizes, timed per operator by LiteRT's profiler
 in a sandboxed child, the first and last dropped (they read the model's input cold, write its output). A median
-fit, as for simulator.litert_layout: the bandwidth whose predicted ADDs and MULs are closest to each case's median
-operator in absolute log ratio, then LOGISTIC's efficiency at that bandwidth. Not covered: a broadcast MUL of a
+fit, as for simulator.litert_layout: the bandwidth whose predicted ADDs and MULs (those within the L2) are closest to
+each case's median operator in absolute log ratio, then LOGISTIC's efficiency at that bandwidth. Not covered: a broadcast MUL of a
 map by a [1, 1, 1, C] vector (a squeeze-excite gate: 0.3-1.3x at the cache rate, by the channels) and MEAN (the
 reduce kind: 0.25-1.0x by the channels), which keep their figures.
 """
@@ -36,6 +40,14 @@ LOGISTIC_KEY = "elementwise.fp32.LOGISTIC"
 _BW_SCALE = 1e11  # bytes/s per unit of the log search (simulator.calibration_fit.best_log_efficiency's range)
 
 
+def with_bandwidths(hw: HardwareProfile, new: dict[str, float]) -> dict[str, float]:
+    """The CPU unit's `kind_bandwidth_bytes_per_s` with `new` over it, the whole map LiteRT's overrides set:
+    HardwareProfile.with_overrides replaces a unit's kind bandwidths (a device fit sets them as one, the ANE's), so
+    LiteRT's own rates (`elementwise.fp32`, `layout.transpose`) join the profile's here."""
+    cpu = next(u for u in hw.units if u.name == "cpu")
+    return {**cpu.kind_bandwidth_bytes_per_s, **new}
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -44,8 +56,12 @@ class Case:
     h: int
 
 
+# Maps whose operator's bytes fit in a 512 KiB L2 (ADD's three maps 280-450 KB; smaller ones run under the profiler's
+# whole microseconds) and beyond a 1 MiB one (0.9-2.7 MB): the bandwidth applies, and is fitted, only within the L2
+# (simulator.roofline.Rates.own_bw).
 CASES: tuple[Case, ...] = tuple(Case(f"{op.lower()}-{c}-{h}", op, c, h) for op in ("ADD", "MUL", "LOGISTIC")
-                                for c, h in ((16, 112), (72, 56), (120, 28), (480, 14)))
+                                for c, h in ((120, 14), (32, 28), (40, 28), (48, 28), (24, 56), (120, 28), (72, 56),
+                                             (16, 112)))
 
 
 def build(case: Case, path: Path) -> Path:
@@ -93,7 +109,7 @@ def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
 
     def log_error(x: float) -> float:
         bw = {BW_KEY: _BW_SCALE * float(np.exp(x))}
-        h = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": bw}}})
+        h = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, bw)}}})
         pred = np.array([float(np.median(_inner(predicted_ms(g, h, "fp32")))) for g, _ in cases])
         return float(np.abs(np.log(pred / meas)).sum())
 
@@ -102,14 +118,18 @@ def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
 
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"kind_bandwidth_bytes_per_s": {BW_KEY: b}, "efficiency":
-    {LOGISTIC_KEY: e}}}}: the bandwidth fitted on the ADD and MUL cases, then LOGISTIC's efficiency at it."""
-    by_op = {op: [measured[c.name] for c in CASES if c.op == op and c.name in measured]
+    {LOGISTIC_KEY: e}}}}: the bandwidth fitted on the ADD and MUL cases whose bytes fit in `hw`'s L2 (none without
+    one), then LOGISTIC's efficiency at it on all of its cases."""
+    l2 = next(u for u in hw.units if u.name == "cpu").l2_share_bytes
+    by_op = {op: [measured[c.name] for c in CASES if c.op == op and c.name in measured
+                  and (op == "LOGISTIC" or 3 * 4 * c.c * c.h * c.h <= l2)]  # a binary op's three maps in the L2
              for op in ("ADD", "MUL", "LOGISTIC")}
     out: dict[str, Any] = {"kind_bandwidth_bytes_per_s": {}, "efficiency": {}}
     if by_op["ADD"] + by_op["MUL"]:
         out["kind_bandwidth_bytes_per_s"][BW_KEY] = bandwidth_fit(by_op["ADD"] + by_op["MUL"], hw)
     if by_op["LOGISTIC"]:
-        at = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": out["kind_bandwidth_bytes_per_s"]}}})
+        at = hw.with_overrides({"units": {"cpu": {
+            "kind_bandwidth_bytes_per_s": with_bandwidths(hw, out["kind_bandwidth_bytes_per_s"])}}})
         out["efficiency"][LOGISTIC_KEY] = median_fit(by_op["LOGISTIC"], at, LOGISTIC_KEY, "fp32", _inner)
     return {"units": {"cpu": out}}
 

@@ -73,7 +73,8 @@ class Unit:
     weights_exposed_share: float = 1.0
     # The rate a kind's activations move at on this unit whatever their size ({kind: bytes/s}; "default": every kind
     # without its own; none: the cache or memory rate by size): the ANE moves every task's activations through memory
-    # at one rate, its chains of element-wise ops at another (apple-a17.yaml).
+    # at one rate, its chains of element-wise ops at another (apple-a17.yaml). `<kind>.<tag>`: a path's own rate, only
+    # while its task's bytes fit in the L2 (simulator.roofline.Rates.own_bw; LiteRT's fp32 element-wise ops).
     kind_bandwidth_bytes_per_s: dict[str, float] = dataclasses.field(default_factory=dict)
     kind_overhead_s: dict[str, float] = dataclasses.field(default_factory=dict)  # fixed cost per task of a kind
     # Op types that, with a constant weight in a quantized model (int8 weights or activations), the runtime leaves
@@ -178,10 +179,7 @@ class HardwareProfile:
             # `conv.cast16nchw.im2col`): a key the base lacks changes which paths are planned.
             structural |= bool(new_kov.keys() - u.kind_overhead_s.keys())
             kov = {**u.kind_overhead_s, **new_kov}
-            # (kind bandwidths merged as the figures are: LiteRT's own beside the profile's)
-            kbw = {**u.kind_bandwidth_bytes_per_s, **o.pop("kind_bandwidth_bytes_per_s", {})}
-            units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, kind_bandwidth_bytes_per_s=kbw,
-                                             **o))
+            units.append(dataclasses.replace(u, efficiency=eff, kind_overhead_s=kov, **o))
         # The machine's description (calibration reads it from Linux) and fitted whole-device figures.
         top = {k: v for k, v in overrides.items() if k in ("description", "dram_bandwidth_bytes_per_s",
                                                            "error_pct_median", "error_models", "error_target",

@@ -53,20 +53,18 @@ class Path:
     repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
     rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
     spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
-    # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work); ORT's fp32 Softmax pays
-    # `.row` per row and `.tap` per row off a cache line (simulator.softmax_rows)
+    # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work); ORT's fp32 Softmax
+    # pays `.row` per row, `.tap` per row off a cache line (simulator.softmax_rows)
     qgemm: bool = False
     extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
     extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
-    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's integer
-    # GEMMs' input channels per tap and output channels to the unit's K and N blocks (Work.gemm_k, TFLite), its fp32
-    # GEMMs' output channels to Unit.f32_n_block
+    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's int GEMMs'
+    # input channels per tap and outputs to the unit's K and N blocks (Work.gemm_k), its fp32 ones' to f32_n_block
     padded_sgemm: bool = False
     # XNNPACK's F32 IGEMM: output channels in Unit.f32_igemm_n_block's blocks from that many on, f32_n_block's below
     igemm_blocks: bool = False
-    # ops per output element of extra kernels that compute in fp32 beside an int8 kernel (the DequantizeLinear, float
-    # activation and QuantizeLinear ORT runs around an activation a static int8 Conv cannot fold), at the calibrated
-    # fp32 element-wise rate, where extra_ops_per_out holds the int8 ones
+    # ops per output element of extra kernels in fp32 beside an int8 kernel (ORT's DequantizeLinear, activation and
+    # QuantizeLinear around one a static int8 Conv cannot fold) at the fp32 element-wise rate (extra_ops_per_out: int8)
     extra_fp32_ops_per_out: float = 0.0
     # an element-wise kernel called once per this many output elements (a broadcast operand's length: ORT's QLinear
     # binary kernels over NHWC data with a per-channel operand), `<kind>.<tag>.span` s per call (0: not so)
@@ -191,6 +189,7 @@ class Rates:
     packed_far_s: Num = 0.0  # s per weight byte from memory of a packed SGEMM of several rows (PACKED_FAR_KEY)
     packb_s: Num = 0.0  # s per element of a non-constant B an fp32 SGEMM packs on every run (PACKB_KEY)
     packcall_s: Num = 0.0  # s per SGEMM call that packs one (PACKCALL_KEY)
+    own_bw: Num = 0.0  # a path's own rate (`<kind>.<tag>`: LiteRT's fp32 element-wise ops) while its bytes fit in l2
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -214,6 +213,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
     rate = p.rate_kind or kind  # the kind whose efficiency and setup the path runs at
     fp32_peak = u.peak_ops_per_s.get("fp32", 0.0)
     igemm = p.padded_sgemm and p.igemm_blocks and p.compute == "fp32" and u.f32_igemm_n_block > 0  # Path.igemm_blocks
+    kbw = u.kind_bandwidth_bytes_per_s
     return Rates(
         peak=u.peak_ops_per_s.get(p.compute, 0.0) * efficiency(u, rate, p.tag, op_type if rate == kind else ""),
         in_b=p.in_bytes, out_b=p.out_bytes, w_rt=p.w_runtime_bytes,
@@ -262,13 +262,10 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         decode_s=_decode_s(u, p, p.tag), decode_rows_s=_decode_s(u, p, p.tag + "rows"),
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
-        # (a path's own first: LiteRT's fp32 element-wise ops and transposes, `elementwise.fp32`, `layout.transpose`)
-        kind_bw=u.kind_bandwidth_bytes_per_s.get(f"{rate}.{p.tag}", u.kind_bandwidth_bytes_per_s.get(
-            rate, u.kind_bandwidth_bytes_per_s.get(PARENT_KIND.get(rate, rate), u.kind_bandwidth_bytes_per_s.get(
-                "default", 0.0)))),
-        onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes, llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes,
-        llc_gone=u.llc_gone_bytes, llc_hold_s=u.llc_hold_s, llc_evict_s=u.llc_evict_s,
-        spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
+        kind_bw=kbw.get(rate, kbw.get(PARENT_KIND.get(rate, rate), kbw.get("default", 0.0))),
+        own_bw=kbw.get(f"{rate}.{p.tag}", 0.0), onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes,
+        llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes, llc_gone=u.llc_gone_bytes, llc_hold_s=u.llc_hold_s,
+        llc_evict_s=u.llc_evict_s, spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         w_exposed=u.weights_exposed_share, eliminated=p.eliminated, fp32_equiv=p.fp32_equivalent,
         padded_sgemm=p.padded_sgemm, sgemm_block=float(u.sgemm_column_block) if p.padded_sgemm else 0.0,
@@ -496,6 +493,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     moved = act - hot + w_all
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
+    bw = np.where((r.own_bw > 0) & (moved <= r.l2), r.own_bw, bw)  # beyond the L2, the kind's rate or memory's
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
                                                   outgrown(r, res.weights_fp32_bytes))
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM

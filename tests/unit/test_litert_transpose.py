@@ -68,9 +68,13 @@ def test_a_transpose_pays_its_calls_and_far_rows_where_calibrated(tmp_path: Path
         # 1,024 tiles of 8 x 8 at 6 ns, the output's 256 KiB beyond a 64 KiB L2 at 0.1 ns per byte
         assert ms - task_ms(g, HOST, zero, preset)[0] == pytest.approx(1024 * 6e-6 + (65536 * 4 - 65536) * 1e-7,
                                                                        rel=0.01)
-        # its bytes (in and out) at the transpose's own rate (the roofline's max with its arithmetic: up to that)
+        # its 512 KiB (in and out) beyond the L2 at the rate they had without its own, within a 1 MiB one at its own
+        # (the roofline's max with its arithmetic: up to that)
+        assert task_ms(g, HOST, slow, preset)[0] == ms
+        big = {"units": {"cpu": {"l2_share_bytes": 2.0**20}}}
         bytes_ms = 64 * 64 * 16 * 8 * (1e-11 - 5e-12) * 1e3
-        assert 0.5 * bytes_ms < task_ms(g, HOST, slow, preset)[0] - ms <= bytes_ms * 1.001
+        assert 0.5 * bytes_ms < (task_ms(g, HOST, slow.with_overrides(big), preset)[0]
+                                 - task_ms(g, HOST, cal.with_overrides(big), preset)[0]) <= bytes_ms * 1.001
     # static int8: XNNPACK's x8 kernel, not these figures
     assert task_ms(g, HOST, cal, "int8-static")[0] == task_ms(g, HOST, base, "int8-static")[0]
 
@@ -92,17 +96,36 @@ def test_the_transpose_fit_recovers_its_figures(tmp_path: Path) -> None:
     assert o["kind_bandwidth_bytes_per_s"][litert_layout.TRANSPOSE_BW] == pytest.approx(1.5e11, rel=0.02)
 
 
-def test_fp32_element_wise_ops_move_at_their_own_rate(tmp_path: Path) -> None:
+def test_fp32_element_wise_ops_move_at_their_own_rate_within_the_l2(tmp_path: Path) -> None:
+    """The ADD's 0.75 MiB (two reads of x, its sum) at `elementwise.fp32` in a 4 MiB L2; beyond a 512 KiB one at the
+    rate it had without it (the cache's or memory's: in the models, maps beyond the L2 ran at about the cache rate)."""
     g = tflite.load(_transposes(tmp_path / "t.tflite"))
-    base = load_profile("host-cpu", "litert-cpu")
-    fast = base.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 1e13}}}})
-    assert task_ms(g, HOST, fast, "fp32")[1] < task_ms(g, HOST, base, "fp32")[1] * 0.6  # its arithmetic left
-    assert task_ms(g, HOST, fast, "int8-static")[1] == task_ms(g, HOST, base, "int8-static")[1]  # fp32's only
+    for l2, faster in ((4 * 2**20, True), (2**19, False)):
+        base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": l2}}})
+        fast = base.with_overrides({"units": {"cpu": {
+            "kind_bandwidth_bytes_per_s": litert_elementwise.with_bandwidths(base, {litert_elementwise.BW_KEY: 1e13})}}})
+        if faster:
+            assert task_ms(g, HOST, fast, "fp32")[1] < task_ms(g, HOST, base, "fp32")[1] * 0.6  # its arithmetic left
+        else:
+            assert task_ms(g, HOST, fast, "fp32")[1] == task_ms(g, HOST, base, "fp32")[1]
+        assert task_ms(g, HOST, fast, "int8-static")[1] == task_ms(g, HOST, base, "int8-static")[1]  # fp32's only
+
+
+def test_litert_bandwidths_join_the_profiles_which_with_overrides_replaces() -> None:
+    """with_overrides replaces a unit's kind bandwidths (a device fit sets them as one); LiteRT's fits and its
+    calibrated profile merge their own over the profile's (`with_bandwidths`)."""
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {
+        "kind_bandwidth_bytes_per_s": {"reduce": 5e10}}}})
+    own = {litert_elementwise.BW_KEY: 2e11}
+    assert base.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": own}}}).units[0] \
+        .kind_bandwidth_bytes_per_s == own
+    assert litert_elementwise.with_bandwidths(base, own) == {"reduce": 5e10, **own}
 
 
 def test_the_element_wise_fit_recovers_its_figures(tmp_path: Path) -> None:
-    """Chains 'measured' at a known bandwidth and LOGISTIC efficiency (one case read 3x off): both found again."""
-    base = load_profile("host-cpu", "litert-cpu")
+    """Chains 'measured' at a known bandwidth and LOGISTIC efficiency (one case read 3x off): both found again, the
+    bandwidth on the cases within the L2 (none without one)."""
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": 2.0**19}}})
     true = base.with_overrides({"units": {"cpu": {
         "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 1.6e11},
         "efficiency": {litert_elementwise.LOGISTIC_KEY: 0.05}}}})
@@ -114,3 +137,5 @@ def test_the_element_wise_fit_recovers_its_figures(tmp_path: Path) -> None:
     o = litert_elementwise.fit(measured, base)["units"]["cpu"]
     assert o["kind_bandwidth_bytes_per_s"][litert_elementwise.BW_KEY] == pytest.approx(1.6e11, rel=0.05)
     assert o["efficiency"][litert_elementwise.LOGISTIC_KEY] == pytest.approx(0.05, rel=0.05)
+    no_l2 = base.with_overrides({"units": {"cpu": {"l2_share_bytes": 0.0}}})
+    assert litert_elementwise.fit(measured, no_l2)["units"]["cpu"]["kind_bandwidth_bytes_per_s"] == {}
