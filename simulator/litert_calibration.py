@@ -494,7 +494,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     from compiler.speed_probe import fastest_of
     from simulator.litert_elementwise import with_bandwidths
 
-    cpu = cache["overrides"]["units"]["cpu"]
+    cpu = cache["overrides"].get("units", {}).get("cpu", {})  # a half with no CPU overrides keeps the profile's
     own = {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, cpu["kind_bandwidth_bytes_per_s"])} if (
         "kind_bandwidth_bytes_per_s" in cpu) else {}
     out = hw.with_overrides({**cache["overrides"], "units": {"cpu": {**cpu, **own}}}).with_overrides(
