@@ -39,7 +39,7 @@ REMEASURE_PAUSE_S = 1.0
 # FAST_GAP_S apart, the session made anew halfway. A profile's round spans about a second and meets whatever state the
 # shared machine is in then (session 54, a Zen 4: the same file's round median 1.0-1.45x its fast CPU time in one
 # hold); the calibrated rates stand for the fast state, so an option's prediction is made against this figure
-# (simulator.measured.fast_whole_ms). Rounds of at least FAST_MIN_RUNS runs: a slow model pays ~2 runs a round.
+# (simulator.measured.fast_scale). Rounds of at least FAST_MIN_RUNS runs: a slow model pays ~2 runs a round.
 FAST_PERCENTILE = 5.0
 FAST_ROUNDS = 6
 FAST_BUDGET_S = 0.15
