@@ -17,11 +17,11 @@ from compiler.vocabulary.targets import Target
 from simulator.coreml_rules import A8_WHY, ANE_FUSED_WHY, coreml_facts, in_conv_stage, on_cpu
 from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
+from simulator.kernel_path import Path
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, GEMM_OPS, fp16_task_facts
 from simulator.ort_int8 import ORT_INT8DYN_NATIVE, native_int8dyn_path, ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, INT8_GELU, HardwareProfile, Unit
-from simulator.roofline import Path
 
 # Compiled op types -> the op type placement rules (EP op lists) talk about.
 PLACEMENT_OP: dict[str, str] = {

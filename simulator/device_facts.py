@@ -12,8 +12,8 @@ from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import Target
 from simulator.folding import fold_constants
+from simulator.kernel_path import Path
 from simulator.profiles import HardwareProfile
-from simulator.roofline import Path
 
 # The facts (`qnn_task_facts`):
 # - "folded_activation": a Relu / Clip that the QDQ model folds into its producer's output range (the quantizer drops an

@@ -21,10 +21,10 @@ from compiler.vocabulary.targets import Target
 from simulator.control_flow import written_in_body
 from simulator.costs import WEIGHTED_KINDS, Work, base_kind
 from simulator.folding import fold_constants
+from simulator.kernel_path import Path
 from simulator.onnx_file import EVENTS, ExportRecords, export_records, iter_events
 from simulator.onnx_tools import static_keeps_float
 from simulator.qdq import dq_weights, float_view, qdq_preset
-from simulator.roofline import Path
 from simulator.tflite_ops import hybrid_quant_bytes
 
 

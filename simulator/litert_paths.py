@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
+from simulator.kernel_path import Path
 from simulator.profiles import CONCAT_INTERLEAVE, TILE25, XNN_TRANSPOSE_KEY
-from simulator.roofline import Path
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Node, Value

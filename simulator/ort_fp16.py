@@ -21,7 +21,7 @@ FP16_KERNELS: dict[str, frozenset[str]] = {
 CONV_OPS = frozenset({"Conv", "FusedConv"})
 GEMM_OPS = frozenset({"Gemm", "FusedGemm", "MatMul", "FusedMatMul"})
 # s per weight a Gemm / MatMul of an fp16 file casts and packs on every run when its weight is shared
-# (fp16_shared_casts; roofline.Path.repack's `<kind>.<tag>.weights` for the `cast16` path of kind gemm)
+# (fp16_shared_casts; kernel_path.Path.repack's `<kind>.<tag>.weights` for the `cast16` path of kind gemm)
 SHARED_WEIGHTS_KEY = "gemm.cast16.weights"
 
 # A task fact (simulator.ort_int8.ort_task_facts): the activation ORT fused into this Conv / Gemm has no fp16 kernel

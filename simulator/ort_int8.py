@@ -18,10 +18,10 @@ import math
 from compiler.graph import Graph, Node
 from compiler.vocabulary.options import Combo
 from simulator.costs import kernel_value, kind_of
+from simulator.kernel_path import Path
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
 from simulator.ort_int8_rows import COPY_OPS, ORT_INT8_ROWS, copy_run, rows_path
 from simulator.reductions import reduce_axes
-from simulator.roofline import Path
 
 # {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
 # element at the fp32 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run behind the

@@ -1,5 +1,6 @@
 """Static int8 on ORT's x86 CPU EP: the copy kernels that move a tensor's parts one row at a time (the calls of
-QLinearConcat and Split), priced per call beside their bytes (simulator/ort_int8.py facts; roofline.Path.call_elements).
+QLinearConcat and Split), priced per call beside their bytes (simulator/ort_int8.py facts;
+kernel_path.Path.call_elements).
 
 ORT 1.32's QLinearConcat (contrib_ops/cpu/quantization/qlinear_concat.cc, Compute) walks each input in rows of its
 extent along the axis and everything inside it (`axis_pitch`): one memcpy for an input at the output's scale and zero
@@ -23,7 +24,7 @@ import dataclasses
 import math
 
 from compiler.graph import Graph, Node
-from simulator.roofline import Path
+from simulator.kernel_path import Path
 
 ORT_INT8_ROWS = "ort_int8_rows="
 CALL_KEY = "layout.int8.call"

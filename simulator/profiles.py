@@ -202,8 +202,8 @@ CONCAT_INTERLEAVE = "layout.interleave.CONCATENATION"
 # ... and its fp32 TRANSPOSE at XNNPACK's figures (simulator.litert_paths.XNN_TRANSPOSE) where fitted.
 XNN_TRANSPOSE_KEY = "layout.transpose.TRANSPOSE"
 PATH_EFFICIENCY_KEYS = frozenset({INT8_GELU, CONCAT_INTERLEAVE, XNN_TRANSPOSE_KEY})
-# s per input element of the uint8 NCHW -> NHWC Transpose of an image input under static int8 (roofline.Path.nhwc_input,
-# simulator/ort_int8.py ORT_INT8_INPUT_NHWC)
+# s per input element of the uint8 NCHW -> NHWC Transpose of an image input under static int8
+# (kernel_path.Path.nhwc_input, simulator/ort_int8.py ORT_INT8_INPUT_NHWC)
 NHWC_INPUT_KEY = "layout.int8.nhwc"
 
 # Unit fields that change which path a task takes (not only its figures).

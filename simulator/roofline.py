@@ -2,8 +2,8 @@
 overheads), its DRAM traffic, the memory power of a whole run, a format conversion and a partition crossing.
 
 Pure: numbers in, numbers out, no I/O and no state. What a task does comes in as counts (simulator.costs.Work), how the
-backend runs it as a `Path` (planned by simulator.backends: bytes per element, extra passes, the efficiency key;
-software behaviour, so it lives in code there), and the hardware as a HardwareProfile passed in
+backend runs it as a `Path` (simulator.kernel_path, planned by simulator.backends: bytes per element, extra passes, the
+efficiency key; software behaviour, so it lives in code there), and the hardware as a HardwareProfile passed in
 (simulator/hardware/*.yaml, with calibration's fitted figures on top). Every task formula works on floats and,
 element-wise, on numpy arrays: the sweep (simulator/sweep.py) evaluates them for every task x combo at once, calibration
 (simulator/calibration*.py) fits the profile's figures so that they reproduce measured times, and the totals rule
@@ -18,76 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from compiler.vocabulary.options import Combo
 from simulator.costs import PARENT_KIND, Work
+from simulator.kernel_path import Path
 from simulator.profiles import CAST16NCHW, NHWC_INPUT_KEY, HardwareProfile, Unit
 
 Num = Any  # a float, or a numpy array of them (the formulas broadcast)
-
-
-@dataclass(frozen=True, slots=True)
-class Path:
-    """How a backend runs one task under one combo (simulator.backends.plan): what the formulas below cost."""
-
-    unit: int  # index into profile.units
-    resolved: Combo  # the combo actually run (differs from the asked one on fallback)
-    supported: bool  # False = the asked combo fell back to `resolved`
-    compute: str  # key of unit.peak_ops_per_s
-    tag: str  # efficiency key suffix: fp32, fp16, int8, int8dyn, int4w
-    in_bytes: float  # per input activation element moved by the kernel
-    out_bytes: float
-    w_runtime_bytes: float  # per kernel element streamed per inference
-    runtime_sparse: bool  # runtime weight traffic shrinks with sparsity (JIT sparse decode)
-    aux_bytes: float  # per bias / gamma element stored
-    extra_in_bytes: float  # extra traffic per input element (casts, on-the-fly quantization)
-    extra_out_bytes: float  # extra traffic per output element (dequantize, unfused activation)
-    extra_dispatches: int  # extra kernels launched
-    decode_ops: float  # ops per kernel element to unpack weights on every run (MatMulNBits at fp32)
-    eliminated: bool  # the task disappears (e.g. NCHWc reorders under int8)
-    fp32_equivalent: bool  # runs exactly the fp32 kernel (a measured fp32 time applies)
-    note: str = ""
-    setup_per_channel: bool = False  # the fixed setup is paid per group (per channel if depthwise), not per task
-    extra_ops_per_out: float = 0.0  # ops per output element of extra element-wise kernels (at that kind's rate)
-    setup_per_pixel: bool = False  # also a fixed cost per output pixel (`<kind>.<tag>.pixel` in kind_overhead_s)
-    im2col: bool = False  # a kernel > 1x1 is expanded (im2col) before a GEMM: `<kind>.<tag>.im2col` s per element
-    repack: bool = False  # the weights are packed for the GEMM on every run: `<kind>.<tag>.weights` s per weight
-    rate_kind: str = ""  # the kind whose efficiency and setup the path runs at, where not the task's own
-    spill: bool = False  # output bytes beyond the core's L2 cost `<kind>.<tag>.spill` s each (Unit.l2_share_bytes)
-    # a GEMM per group: `<kind>.<tag>.row` s per GEMM row, `.tap` per NHWC im2col copy (Work); ORT's fp32 Softmax
-    # pays `.row` per row, `.tap` per row off a cache line (simulator.softmax_rows)
-    qgemm: bool = False
-    extra_ops_per_in: float = 0.0  # ops per input element of extra element-wise kernels (as extra_ops_per_out)
-    extra_ops_format: str = ""  # the format the extra element-wise kernels compute in, where not the path's (fp32)
-    # The GEMM's padding is paid: MLAS's SGEMM columns to the unit's block (Work.sgemm_columns), XNNPACK's int GEMMs'
-    # input channels per tap and outputs to the unit's K and N blocks (Work.gemm_k), its fp32 ones' to f32_n_block
-    padded_sgemm: bool = False
-    # XNNPACK's F32 IGEMM: output channels in Unit.f32_igemm_n_block's blocks from that many on, f32_n_block's below
-    igemm_blocks: bool = False
-    # ops per output element of extra kernels in fp32 beside an int8 kernel (ORT's DequantizeLinear, activation and
-    # QuantizeLinear around one a static int8 Conv cannot fold) at the fp32 element-wise rate (extra_ops_per_out: int8)
-    extra_fp32_ops_per_out: float = 0.0
-    # an element-wise kernel called once per this many output elements (a broadcast operand's length: ORT's QLinear
-    # binary kernels over NHWC data with a per-channel operand), `<kind>.<tag>.span` s per call (0: not so)
-    span_elements: float = 0.0
-    span_key: str = ""  # the figure of that cost per call where not the path's own (`<kind>.<tag>.span`)
-    # a fixed cost per output element (`<kind>.<tag>.out` s each): XNNPACK's QS8 GEMMs requantize and store every
-    # output in the micro-kernel's epilogue, a cost the MACs do not carry (simulator.litert_paths.QS8_OUT)
-    out_cost: bool = False
-    # a fixed cost per output element and kernel tap (`<kind>.<tag>.igemm` s each, Work.igemm_taps): XNNPACK's
-    # integer indirect GEMM loads each tap's row pointers and runs its reduction block by block, so a tap of few
-    # input channels (an image stem's 3, padded to one block) costs its pointers and loop beside its MACs
-    tap_cost: bool = False
-    # extra bytes per input element moved at the cache rate whatever the task's size (a copy the task's kernel reads
-    # back at once: XNNPACK's Constant Pad before a conv that does not fold it, simulator.litert_paths)
-    cached_extra_in_bytes: float = 0.0
-    # ORT's CPU ConvTranspose scatters its GEMM's columns into the output (Work.col2im_elements): `<kind>.<tag>.col2im`
-    # s per column element (an fp16 path's Casts around the fp32 kernel: the fp32 figure)
-    col2im: bool = False
-    nhwc_input: bool = False  # an image input's uint8 NHWC Transpose ahead of it (NHWC_INPUT_KEY s per input element)
-    # MLAS's generic u8 depthwise kernel: MACs in whole 16-lane blocks (Work.lane_macs) and `<kind>.<tag>.scalar` s per
-    # tap of each channel past them (Work.scalar_taps; conv_work.generic_depthwise_lanes)
-    lanes: bool = False
-    call_elements: float = 0.0  # a copy kernel called once per this many output elements: `<kind>.<tag>.call` s each
 
 
 # --- the unit's figures --------------------------------------------------------------------------------------------
@@ -436,7 +371,7 @@ def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
     before the next run reads them. By other cores' and tenants' traffic: none for runs up to `llc_hold_s`, all
     beyond `llc_evict_s`, linear between; by the run's own traffic beyond the L2 (`spill_bytes`), the same way
     between `spill_hold` and `spill_evict` bytes; a weight stays only if neither evicts it (independent chances).
-    Calibration fits both ramps on the machine (calibration_fit.eviction_ramp, spill_ramp).
+    Calibration fits both ramps on the machine (calibration_eviction.eviction_ramp, spill_ramp).
     Measured on a Zen 3 VM (host-cpu.yaml's own figures): eight 1 MB batch-1 MatMuls
     read again after a run of 0.10-0.40 ms at 0.046-0.050 ns per weight (the cache's rate), 0.75 ms 0.077,
     1.5 ms 0.131, 2.8 ms 0.161, 5.3 ms 0.133 (a compute-only Conv chain beside them sets the run's length;
