@@ -1,6 +1,6 @@
 """A linear ramp (0 up to `lo`, 1 beyond `hi`, linear between) fitted in weighted least squares on a geometric grid:
 calibration's shares of weights read from memory against a run's length, its own traffic beyond the L2
-(calibration_fit.eviction_ramp, spill_ramp) and a model's footprint (calibration_llc.capacity_ramp)."""
+(calibration_eviction.eviction_ramp, spill_ramp) and a model's footprint (calibration_llc.capacity_ramp)."""
 
 from __future__ import annotations
 

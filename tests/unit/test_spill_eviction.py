@@ -1,5 +1,5 @@
 """Weights a run's own traffic beyond the core's L2 evicts from the shared last-level cache (roofline.evicted_share's
-`spill_bytes`, calibration_fit.spill_ramp)."""
+`spill_bytes`, calibration_eviction.spill_ramp)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.calibration_bench import R, Bench, reuse_model, compile_for_host
-from simulator.calibration_fit import reuse_shares, spill_ramp
+from simulator.calibration_eviction import reuse_shares, spill_ramp
 from simulator.costs import work_of
 from simulator.profiles import load_profile
 from simulator.roofline import Counts, Residency, evicted_share, rates, spill_estimate_bytes, stack, task_cost

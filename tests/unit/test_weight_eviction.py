@@ -12,9 +12,10 @@ from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
 from simulator.calibration_bench import R, REUSE_CONVS, Bench, compile_for_host, reuse_model
-from simulator.calibration_fit import SHARE_SIGMA_MAX, eviction_ramp, reuse_shares
+from simulator.calibration_eviction import eviction_ramp, reuse_shares
 from simulator.costs import work_of
 from simulator.profiles import load_profile
+from simulator.ramp_fit import SHARE_SIGMA_MAX
 from simulator.roofline import Counts, Residency, evicted_share, rates, run_estimate_s, stack, task_cost
 from tests.simulator.helpers import act, graph, weight
 
@@ -65,7 +66,7 @@ def test_the_run_estimate_is_arithmetic_at_peak_plus_activations_at_the_cache_ra
     assert run_estimate_s([], 1e11, 1e10) == 0.0
 
 
-# Calibration fits the ramp on the machine (calibration_fit.eviction_ramp, reuse_shares): shares of the weights read
+# Calibration fits the ramp on the machine (calibration_eviction: eviction_ramp, reuse_shares): shares of the weights read
 # from memory after runs of each length, with their uncertainty (the timing's 2% repeatability over the weights' time).
 def test_calibration_fits_the_ramp_where_the_shares_rise_beyond_their_noise() -> None:
     # The Zen 3 VM's reuse measurements (host-cpu.yaml's llc_hold_s source) as shares between 0.046 ns per weight
