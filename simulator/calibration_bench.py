@@ -22,6 +22,7 @@ from simulator.calibration_models import (
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, nchwc_upsample, op_chain, reuse_model,
     save_model, shared_matmul_chain, side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
+from simulator.calibration_beyond import build_beyond_cases
 from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
 from simulator.calibration_index import build_index_cases
@@ -35,7 +36,7 @@ from simulator.calibration_nhwc import build_nhwc_cases
 from simulator.calibration_llc import build_llc_cases
 from simulator.calibration_subnormal import build_subnormal_cases
 from simulator.calibration_video import VIDEO_CASES
-from simulator.host_machine import llc_bytes
+from simulator.host_machine import l2_bytes, llc_bytes
 from simulator.ort_fp16 import SHARED_WEIGHTS_KEY
 from simulator.profiles import load_profile
 
@@ -331,6 +332,7 @@ class Bench:
     nhwc: tuple[str, ...] = ()  # keys of the NHWC ReduceMean cases, each timed with its `-ref` (calibration_nhwc)
     packed: tuple[str, ...] = ()  # keys of the packed-SGEMM memory cases, each with its `-ref` (calibration_packed)
     packb: tuple[str, ...] = ()  # keys of the per-run B packing cases, each with its `-ref` (calibration_packb)
+    beyond: tuple[str, ...] = ()  # keys of the element-wise chains beyond the L2 (calibration_beyond)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -408,6 +410,8 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     nhwc = build_nhwc_cases(tmp, timings, graphs)  # a ReduceMean over H, W of NHWC data (calibration_nhwc.fit_nhwc)
     packed = build_packed_cases(tmp, timings, graphs, float(llc_all))  # calibration_packed.fit_packed
     packb = build_packb_cases(tmp, timings, graphs)  # a non-constant B packed each run (calibration_packb.fit_packb)
+    l2 = l2_bytes() or base.units[0].onchip_memory_bytes  # element-wise bytes beyond it (calibration_beyond.fit_beyond)
+    beyond = build_beyond_cases(tmp, timings, graphs, float(l2))
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb)
+                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb, beyond)

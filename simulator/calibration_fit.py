@@ -17,6 +17,7 @@ import numpy as np
 
 from compiler.graph import Graph
 from simulator.calibration_bench import R, Bench, Case
+from simulator.calibration_beyond import fit_beyond
 from simulator.calibration_eviction import eviction_fit
 from simulator.calibration_index import fit_index
 from simulator.calibration_inner import fit_inner
@@ -37,7 +38,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 97  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 98  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -109,6 +110,7 @@ CACHE_VERSION = 97  # 29: the machine's own facts (peaks, L2, description); 30: 
 #     int8 QLinearConcat's table lookups (calibration_nhwc); 94: its and Split's call per row (qcall-*, ort_int8_rows)
 # 95: a non-constant B MLAS packs on every run, per element and per call, fitted ahead of the efficiencies (packb)
 # 96: fp32 NCHW depthwise convs at stride 2 (dwconvact-nchw-*-s2, dwconvnchw.nchw.im2col.strided) 97: calibration_sense
+# 98: ORT's fp32 element-wise bytes beyond the L2 at a figure of their own (elementwise.fp32.beyond_l2, calibration_beyond)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -277,7 +279,8 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
         progress(line)
     sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc, *bench.packed, *bench.packb)
                 for k in (n, f"{n}-ref"))
-    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub) if n in wall}  # less the per-run cost
+    # (less the per-run cost)
+    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub, *bench.beyond) if n in wall}
     packb_cases: list[dict[str, Any]] = []  # fitted first: the MatMul cases' efficiency is then the kernel's alone
     packb = fit_packb(bench.packb, bench.graphs, alone, base.with_overrides(over),
                       lambda g, h: _predict_ms(g, h, "fp32"), packb_cases)
@@ -295,7 +298,8 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(cast_element(bench.graphs, cases_out, base.with_overrides(over)))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
     for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal),
-                       (fit_inner, bench.inner), (fit_nhwc, bench.nhwc), (fit_packed, bench.packed)):
+                       (fit_inner, bench.inner), (fit_nhwc, bench.nhwc), (fit_packed, bench.packed),
+                       (fit_beyond, bench.beyond)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_in_blocks(bench.graphs, cases_out, base.with_overrides(over),

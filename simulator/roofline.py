@@ -125,6 +125,7 @@ class Rates:
     packb_s: Num = 0.0  # s per element of a non-constant B an fp32 SGEMM packs on every run (PACKB_KEY)
     packcall_s: Num = 0.0  # s per SGEMM call that packs one (PACKCALL_KEY)
     own_bw: Num = 0.0  # a path's own rate (`<kind>.<tag>`: LiteRT's fp32 element-wise ops) while its bytes fit in l2
+    beyond_s: Num = 0.0  # s per byte where a task's bytes exceed l2 (ELEMENTWISE_BEYOND_KEY: ORT's fp32 element-wise)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -138,6 +139,9 @@ INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swa
 PACKED_FAR_KEY, _SGEMM = "gemm.fp32.packed_far", frozenset({("gemm", "fp32"), ("matmul", "fp32")})  # ... its paths
 PACKB_KEY = "matmul.fp32.packb"  # s per B element MLAS packs each run (calibration_packb, Counts.packed_b)
 PACKCALL_KEY = "matmul.fp32.packcall"  # s per SGEMM call that packs a B (Counts.packed_calls)
+# s per byte ORT's fp32 element-wise kernels move where a task's bytes exceed the L2 (calibration_beyond), in place of
+# the weight-streaming rate (dram_bw) beyond it
+ELEMENTWISE_BEYOND_KEY = "elementwise.fp32.beyond_l2"
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
@@ -187,6 +191,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         packed_far_s=u.kind_overhead_s.get(PACKED_FAR_KEY, 0.0) if epilogue_pass and (rate, p.tag) in _SGEMM else 0.0,
         **({"packb_s": u.kind_overhead_s.get(PACKB_KEY, 0.0), "packcall_s": u.kind_overhead_s.get(PACKCALL_KEY, 0.0)}
            if epilogue_pass and (rate, p.tag) == ("matmul", "fp32") else {}),
+        beyond_s=u.kind_overhead_s.get(ELEMENTWISE_BEYOND_KEY, 0.0)
+        if epilogue_pass and (rate, p.tag) == ("elementwise", "fp32") and u.l2_share_bytes else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
         extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
         if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
@@ -429,6 +435,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
     bw = np.where((r.own_bw > 0) & (moved <= r.l2), r.own_bw, bw)  # beyond the L2, the kind's rate or memory's
+    bw = np.where((r.beyond_s > 0) & (moved > r.l2), 1 / np.maximum(r.beyond_s, 1e-30), bw)  # ... or the path's own
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
                                                   outgrown(r, res.weights_fp32_bytes))
     m_rows = np.where(w.kernel_elements > 0, w.macs / np.maximum(w.kernel_elements, 1.0), 0.0)  # rows (M) of a GEMM
