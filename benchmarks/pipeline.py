@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from compiler.profile import FAST_ROUNDS  # noqa: E402
 from simulator.litert_calibration import cache_path  # noqa: E402
 from testkit import modelzoo  # noqa: E402
 from testkit.live import LiveServer, start_server  # noqa: E402
@@ -201,7 +202,9 @@ def main() -> None:
             else:
                 print(f"no {litert.name} beside {a.calibration}: LiteRT calibrates during the figures", flush=True)
         # The live server of the tests: `edgescope serve` on the embedded default, signed in with a token.
-        server = start_server(tmp / "data", {"EDGESCOPE_PROFILE_RUNS": str(a.runs), "EDGESCOPE_PROFILE_WARMUP": "5"})
+        # The product's rounds of the fast CPU time (the tests' servers time none): part of a user's profile stage.
+        server = start_server(tmp / "data", {"EDGESCOPE_PROFILE_RUNS": str(a.runs), "EDGESCOPE_PROFILE_WARMUP": "5",
+                                             "EDGESCOPE_PROFILE_FAST_ROUNDS": str(FAST_ROUNDS)})
         try:
             # The first job calibrates the host once; keep it out of the figures.
             warm = tmp / "warm.onnx"

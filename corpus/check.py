@@ -10,6 +10,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from compiler.profile import FAST_ROUNDS
+
 # Kinds (simulator.costs.kind_of) that always do arithmetic: no MACs there is a silent zero.
 COMPUTE_KINDS = frozenset({"conv", "dwconv", "dwconvnchw", "convsmall", "convnchw", "conv3d", "gconvnchw", "gemm",
                            "matmul", "attention"})
@@ -110,11 +112,14 @@ def host_target(path: Path) -> str:
 
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
             measure_cpu: bool = True, check_exports: bool = True, cpu_rounds: int = CPU_ROUNDS,
-            cpu_gap_s: float = CPU_ROUND_GAP_S, keep_probes: bool = True) -> dict[str, Any]:
+            cpu_gap_s: float = CPU_ROUND_GAP_S, keep_probes: bool = True, fast_rounds: int = FAST_ROUNDS
+            ) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
     `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read; `cpu_rounds`
     and `cpu_gap_s` are `cpu_ms`'s rounds (a test that needs only a figure times fewer, back to back); `keep_probes`
-    adds the profile's speed probes to the calibration's history (AnalysisOptions.keep_speed_probes)."""
+    adds the profile's speed probes to the calibration's history (AnalysisOptions.keep_speed_probes); `fast_rounds`
+    the profile's rounds of the fast CPU time (AnalysisOptions.fast_rounds; no row reads it, the analysis's views
+    do)."""
     from compiler.backends.ort import quantized_upload
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
@@ -123,7 +128,8 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
 
     target = host_target(path)
     opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
-                           calibration_path=calibration, check_exports=check_exports, keep_speed_probes=keep_probes)
+                           calibration_path=calibration, check_exports=check_exports, keep_speed_probes=keep_probes,
+                           fast_rounds=fast_rounds)
     row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}
     with tempfile.TemporaryDirectory(prefix="realworld-") as d:
         try:

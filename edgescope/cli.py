@@ -205,7 +205,8 @@ def analyze(model: Path, targets: tuple[str, ...], fmt: str | None, inputs: tupl
     opts = AnalysisOptions(targets=targets, format=fmt, input_shapes=shapes,
                            input_values=vals, runs=runs, threads=threads,
                            calibration_path=settings.calibration_path, check_exports=settings.export_check,
-                           remeasure_pause_s=settings.profile_remeasure_pause_ms / 1000)
+                           remeasure_pause_s=settings.profile_remeasure_pause_ms / 1000,
+                           fast_rounds=settings.profile_fast_rounds)
     show = sys.stderr.isatty() and not as_json
 
     def progress(stage: str, frac: float) -> None:

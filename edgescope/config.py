@@ -38,6 +38,10 @@ class Settings:
     profile_memory_bytes: int = 8 * 1024**3
     # The pause before a noisy or drifted profile round is timed again (compiler.profile.measure_rounds).
     profile_remeasure_pause_ms: int = 1000
+    # Rounds of the model's fast CPU time each ORT 1-thread profile takes (compiler.profile.FAST_ROUNDS, ~1.5 s a
+    # profile; 0: not timed, and the views read the profile's own CPU time). The test suite sets 0 except where a
+    # test reads that figure.
+    profile_fast_rounds: int = 6
     # Dry-run the ONNX exporter during each ONNX analysis, so presets it cannot write for this file are marked
     # (a sandboxed child beside profiling, ~1-2 s on small models). The test suite turns it off except where
     # it tests it.

@@ -21,8 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 # product's 1 s pause per extra round added up over the suite's hundreds of profiles).
 # Fewer profiling runs, and no export dry run (tests/compiler/test_onnx_prepare.py and
 # tests/simulator/test_export_options.py test it; test_pipeline_e2e.py runs it through the worker).
+# No rounds of the fast CPU time (~1.5 s of each ORT 1-thread profile): no test of a server or of the settings below
+# reads it; tests/server/test_summary_latency.py profiles with the product's rounds and checks the figure.
 FAST_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "20", "EDGESCOPE_PROFILE_WARMUP": "2", "EDGESCOPE_EXPORT_CHECK": "0",
-                "EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS": "0"}
+                "EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS": "0", "EDGESCOPE_PROFILE_FAST_ROUNDS": "0"}
 
 
 def free_port() -> int:

@@ -83,7 +83,7 @@ def run_export(services: Services, export_id: str) -> str:
                     warmup=st.profile_warmup, runs=st.profile_runs, threads=st.profile_threads,
                     timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes,
                     speed_reference_gflops=reference, remeasure_pause_s=st.profile_remeasure_pause_ms / 1000,
-                    **plan))
+                    fast_rounds=st.profile_fast_rounds, **plan))
                 measured = {**measured_latency(p), "peak_memory_bytes": p.peak_memory_bytes,
                             "size_bytes": res["size_bytes"], "noise": p.noise}
             size = services.blobs.put_file(keys.export(model_id, export_id, out.name), out)

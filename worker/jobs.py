@@ -138,7 +138,7 @@ def _options(services: Services, model: Model) -> pipeline.AnalysisOptions:
         runs=st.profile_runs, warmup=st.profile_warmup, threads=st.profile_threads,
         timeout_s=st.profile_timeout_s, memory_limit_bytes=st.profile_memory_bytes,
         calibration_path=st.calibration_path, check_exports=st.export_check,
-        remeasure_pause_s=st.profile_remeasure_pause_ms / 1000,
+        remeasure_pause_s=st.profile_remeasure_pause_ms / 1000, fast_rounds=st.profile_fast_rounds,
     )
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
-from compiler.profile import REMEASURE_PAUSE_S, Profile
+from compiler.profile import FAST_ROUNDS, REMEASURE_PAUSE_S, Profile
 
 STAGES: tuple[str, ...] = ("parse", "compile", "profile", "simulate", "store")
 # Share of the progress bar each stage takes (sums to 100); profiling dominates.
@@ -41,6 +41,7 @@ class AnalysisOptions:
     calibration_path: Path | None = None  # host-cpu calibration cache
     check_exports: bool = True  # dry-run the ONNX exporter to mark presets it cannot write (simulate stage)
     remeasure_pause_s: float = REMEASURE_PAUSE_S  # before a noisy profile round is timed again (ProfileSettings)
+    fast_rounds: int = FAST_ROUNDS  # rounds of the model's fast CPU time (ProfileSettings; 0: not timed)
     # Add the host profiles' speed probes to the machine's history (simulator.speed_history); off for benchmarks
     # that predict kept measurements again, whose probes would move the speed the next prediction assumes.
     keep_speed_probes: bool = True
@@ -162,7 +163,7 @@ def _analyze(model_path: Path, workdir: Path, opts: AnalysisOptions, progress: P
                 input_values=fill_values(plans) if same else dict(opts.input_values),
                 input_ranges=value_ranges(plans) if same else {},
                 speed_reference_gflops=host_speed_reference(r.target, opts.calibration_path),
-                remeasure_pause_s=opts.remeasure_pause_s,
+                remeasure_pause_s=opts.remeasure_pause_s, fast_rounds=opts.fast_rounds,
             )
             try:
                 r.profile = backends.for_target(r.target).profile(r.compiled_model_path, settings)

@@ -138,8 +138,10 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
 
     rec = cache.load(slice_cache, entry_id, exporter)
     assert rec is not None and rec.status == "built", rec and rec.reason
-    # No ONNX export dry runs: nothing here reads them (tests/compiler and benchmarks/exports.py check exports).
-    row = analyse(slice_cache / rec.path, rec.inputs, None, runs=3, warmup=1, measure_cpu=False, check_exports=False)
+    # No ONNX export dry runs and no rounds of the fast CPU time: nothing here reads them (tests/compiler and
+    # benchmarks/exports.py check exports, tests/server/test_summary_latency.py the fast CPU time).
+    row = analyse(slice_cache / rec.path, rec.inputs, None, runs=3, warmup=1, measure_cpu=False, check_exports=False,
+                  fast_rounds=0)
     assert row["status"] == "analysed", row.get("error")
     if row["target"].startswith("coreml/"):  # Core ML does not run on Linux: predicted on the device only
         assert row["measured_ms"] is None and row["predicted_ms"] > 0 and "as uploaded" in row["note"]
