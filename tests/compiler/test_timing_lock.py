@@ -16,12 +16,13 @@ from compiler.backends import ort
 from compiler.timing_lock import LOCK_ENV
 from testkit.live import ROOT
 
+# Holds the lock for argv[1] seconds, or until its stdin closes (the parent has seen what it waited for).
 HOLDER = """
-import sys, time
+import select, sys, time
 from compiler.timing_lock import timing_alone
 with timing_alone():
     print("held", flush=True)
-    time.sleep(float(sys.argv[1]))
+    select.select([sys.stdin], [], [], float(sys.argv[1]))
     print("released", time.time(), flush=True)
 """
 
@@ -40,16 +41,19 @@ def test_a_profile_waits_for_another_process_timing(tmp_path, monkeypatch, same_
     """Another process holds the lock for 10 s: a profile started meanwhile ends after it lets go, and the same
     profile with another lock file (another host, as far as the lock knows) ends before. The profile leaves out its
     fast-CPU-time rounds (~1.5 s more; not what this test is about): with them, on a 2-core machine at load 7, it
-    outlasted a 6 s hold (clean-clone CI, 2026-12-07)."""
+    outlasted a 6 s hold (clean-clone CI, 2026-12-07). With another lock the holder lets go as soon as the profile
+    has ended (its stdin closed), not 10 s later: the order of the two times is what is checked."""
     model = tmp_path / "relu.onnx"
     _relu(model)
     env = {**os.environ, "PYTHONPATH": str(ROOT), LOCK_ENV: str(tmp_path / "timing.lock")}
     monkeypatch.setenv(LOCK_ENV, str(tmp_path / ("timing.lock" if same_lock else "elsewhere.lock")))
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "10"], stdout=subprocess.PIPE, text=True, env=env)
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, "10"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, env=env)
     try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert holder.stdin is not None and holder.stdout is not None and holder.stdout.readline().strip() == "held"
         prof = ort.profile(model, ort.ProfileSettings(warmup=1, runs=5, fast_rounds=0))
         finished = time.time()
+        holder.stdin.close()
         released = float(holder.stdout.readline().split()[1])
     finally:
         holder.wait(30)
