@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from compiler.profile import FAST_ROUNDS
+from compiler.profile import FAST_ROUNDS, REMEASURE_PAUSE_S
 
 # Kinds (simulator.costs.kind_of) that always do arithmetic: no MACs there is a silent zero.
 COMPUTE_KINDS = frozenset({"conv", "dwconv", "dwconvnchw", "convsmall", "convnchw", "conv3d", "gconvnchw", "gemm",
@@ -112,14 +112,14 @@ def host_target(path: Path) -> str:
 
 def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, runs: int = 30, warmup: int = 5,
             measure_cpu: bool = True, check_exports: bool = True, cpu_rounds: int = CPU_ROUNDS,
-            cpu_gap_s: float = CPU_ROUND_GAP_S, keep_probes: bool = True, fast_rounds: int = FAST_ROUNDS
-            ) -> dict[str, Any]:
+            cpu_gap_s: float = CPU_ROUND_GAP_S, keep_probes: bool = True, fast_rounds: int = FAST_ROUNDS,
+            remeasure_pause_s: float = REMEASURE_PAUSE_S) -> dict[str, Any]:
     """One model through the pipeline (in the child). Raises only for a crash (the parent keeps the traceback).
     `check_exports=False` skips the ONNX export dry runs, which the host fp32 figures do not read; `cpu_rounds`
     and `cpu_gap_s` are `cpu_ms`'s rounds (a test that needs only a figure times fewer, back to back); `keep_probes`
     adds the profile's speed probes to the calibration's history (AnalysisOptions.keep_speed_probes); `fast_rounds`
     the profile's rounds of the fast CPU time (AnalysisOptions.fast_rounds; no row reads it, the analysis's views
-    do)."""
+    do) and `remeasure_pause_s` its pause before a noisy round is timed again (AnalysisOptions.remeasure_pause_s)."""
     from compiler.backends.ort import quantized_upload
     from simulator.calibrated import hardware_for
     from simulator.sweep import sweep
@@ -129,7 +129,7 @@ def analyse(path: Path, inputs: dict[str, list[int]], calibration: Path | None, 
     target = host_target(path)
     opts = AnalysisOptions(targets=(target,), input_shapes=inputs, runs=runs, warmup=warmup,
                            calibration_path=calibration, check_exports=check_exports, keep_speed_probes=keep_probes,
-                           fast_rounds=fast_rounds)
+                           fast_rounds=fast_rounds, remeasure_pause_s=remeasure_pause_s)
     row: dict[str, Any] = {"target": target, "file_bytes": path.stat().st_size}
     with tempfile.TemporaryDirectory(prefix="realworld-") as d:
         try:

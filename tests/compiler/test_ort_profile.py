@@ -10,8 +10,9 @@ from onnx import TensorProto, helper
 
 from compiler.backends import ort
 from compiler.errors import ModelRunError
+from testkit.live import QUICK_ROUNDS
 
-SETTINGS = ort.ProfileSettings(warmup=2, runs=20)
+SETTINGS = ort.ProfileSettings(warmup=2, runs=20, **QUICK_ROUNDS)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def test_the_profile_probes_the_cpu_speed_and_says_when_it_drifted(mobilenet, zo
     assert check.before > 1 and check.after > 1 and check.reference is None
     compiled = tmp_path / "tiny.onnx"
     ort.compile(zoo.path("tiny_cnn"), compiled, zoo.graph("tiny_cnn"))
-    slow = ort.profile(compiled, ort.ProfileSettings(warmup=1, runs=5, speed_reference_gflops=1.0))
+    slow = ort.profile(compiled, ort.ProfileSettings(warmup=1, runs=5, speed_reference_gflops=1.0, **QUICK_ROUNDS))
     assert slow.noise["noisy"] and slow.noise["rounds"] > 1 and slow.noise["speed"]["ratio"] > 10
     assert "faster than when this machine's rates were measured" in slow.noise["reason"]
 
@@ -70,7 +71,7 @@ def test_the_profile_probes_the_cpu_speed_and_says_when_it_drifted(mobilenet, zo
 def test_symbolic_inputs_with_overrides(zoo, tmp_path) -> None:
     out = tmp_path / "dyn.onnx"
     ort.compile(zoo.path("dynamic_dims"), out, zoo.graph("dynamic_dims"))
-    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20, input_shapes={"input_ids": [2, 5]}))
+    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20, input_shapes={"input_ids": [2, 5]}, **QUICK_ROUNDS))
     assert prof.input_shapes == {"input_ids": [2, 5], "mask": [2, 5]}
     assert prof.tasks
 
@@ -98,7 +99,7 @@ def test_run_error_names_the_input_to_set(tmp_path) -> None:
     g = frontends.load(path)
     msg = explain(str(failed.value), g, plan_inputs(g))
     assert "Most likely input: 'shape'" in msg and "--input-value shape=<integer>" in msg
-    prof = ort.profile(path, ort.ProfileSettings(warmup=0, runs=2, input_values={"shape": 6}))
+    prof = ort.profile(path, ort.ProfileSettings(warmup=0, runs=2, input_values={"shape": 6}, **QUICK_ROUNDS))
     assert set(prof.tasks) == {"reshape"}
 
 
@@ -158,7 +159,7 @@ def test_if_branches_are_tasks_and_the_taken_one_is_timed(tmp_path) -> None:
     assert compiled.node("if").source_nodes == ["if"]
     assert [(n.id, n.parent, n.branch) for n in compiled.nodes[-2:]] == [
         ("then_Sigmoid", "if", "then_branch"), ("else_Tanh", "if", "else_branch")]
-    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20))
+    prof = ort.profile(out, ort.ProfileSettings(warmup=1, runs=20, **QUICK_ROUNDS))
     taken = set(prof.tasks) - {"pre", "sum", "gt", "if"}
     assert taken in ({"then_Sigmoid"}, {"else_Tanh"})  # one branch ran, once per run
     assert prof.tasks[taken.pop()].calls == 1.0

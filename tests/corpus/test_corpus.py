@@ -21,6 +21,7 @@ from corpus.build import build_one
 from corpus.exporters import EXPORTERS
 from corpus.models import BY_ID, ENTRIES, FAMILIES, SLOW_SLICE, TEST_SLICE, Entry, select
 from corpus.wheels import HELD_OUT_PACKAGES, REAL_FILES, RealFile, fetch
+from testkit.live import QUICK_ROUNDS
 
 
 def test_registry_covers_sixty_architectures_with_known_exports() -> None:
@@ -138,10 +139,11 @@ def test_slice_is_analysed_without_silent_zeros_at_file_size(slice_cache: Path, 
 
     rec = cache.load(slice_cache, entry_id, exporter)
     assert rec is not None and rec.status == "built", rec and rec.reason
-    # No ONNX export dry runs and no rounds of the fast CPU time: nothing here reads them (tests/compiler and
-    # benchmarks/exports.py check exports, tests/server/test_summary_latency.py the fast CPU time).
+    # No ONNX export dry runs, no rounds of the fast CPU time and no pause before a noisy round is timed again:
+    # nothing here reads them (tests/compiler and benchmarks/exports.py check exports,
+    # tests/server/test_summary_latency.py the fast CPU time).
     row = analyse(slice_cache / rec.path, rec.inputs, None, runs=3, warmup=1, measure_cpu=False, check_exports=False,
-                  fast_rounds=0)
+                  **QUICK_ROUNDS)
     assert row["status"] == "analysed", row.get("error")
     if row["target"].startswith("coreml/"):  # Core ML does not run on Linux: predicted on the device only
         assert row["measured_ms"] is None and row["predicted_ms"] > 0 and "as uploaded" in row["note"]

@@ -21,6 +21,7 @@ from compiler.frontends import pt2
 from compiler.graph import ModelFormatError
 from compiler.profile import ProfileSettings
 from edgescope.commands.export_pt2 import commands, export_pt2
+from testkit.live import QUICK_ROUNDS
 from testkit.modelzoo import PT2_SRC
 
 SRC = PT2_SRC
@@ -108,7 +109,7 @@ def test_onnx_conversion_maps_tasks_to_fx_nodes(converted) -> None:  # type: ign
     assert all(set(n.source_nodes) <= ids for n in compiled.nodes)
     fused = next(n for n in compiled.nodes if "relu" in n.source_nodes)
     assert "conv2d_1" in fused.source_nodes and fused.namespace.startswith("blocks/blocks.0 (Block)")
-    prof = ort.profile(path, ProfileSettings(runs=5, warmup=1))
+    prof = ort.profile(path, ProfileSettings(runs=5, warmup=1, **QUICK_ROUNDS))
     assert prof.latency_ms > 0 and set(prof.tasks) <= {n.id for n in compiled.nodes} and prof.tasks
 
 

@@ -18,6 +18,7 @@ from compiler import frontends
 from compiler.backends import compile_for_target, pt2_tflite
 from compiler.graph import ModelFormatError
 from tests.formats.test_pt2 import _Payload, _replace
+from testkit.live import QUICK_ROUNDS
 from worker.pipeline import AnalysisOptions, analyze
 
 HERE = Path(__file__).resolve()
@@ -88,7 +89,7 @@ def cnn_pt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _analyze(pt2: Path, workdir: Path):  # type: ignore[no-untyped-def]
-    result = analyze(pt2, workdir, AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1))
+    result = analyze(pt2, workdir, AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, **QUICK_ROUNDS))
     (r,) = result.targets
     return result.source, r
 

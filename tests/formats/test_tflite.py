@@ -13,6 +13,7 @@ from compiler.frontends import tflite
 from compiler.graph import ModelFormatError
 from compiler.profile import ProfileSettings
 from testkit import tflite_builder as tb
+from testkit.live import QUICK_ROUNDS
 
 
 @pytest.fixture(scope="session")
@@ -152,7 +153,7 @@ def test_litert_compile_and_profile(cnn: Path, tmp_path: Path) -> None:
     assert path is not None and path.read_bytes() == cnn.read_bytes()
     assert [n.source_nodes for n in compiled.nodes] == [[n.id] for n in source.nodes]
     assert compiled.metadata["target"] == "litert-cpu/host"
-    prof = backend.profile(path, ProfileSettings(runs=20, warmup=2))
+    prof = backend.profile(path, ProfileSettings(runs=20, warmup=2, **QUICK_ROUNDS))
     assert prof.target == "litert-cpu/host" and prof.measured and prof.runs == 20
     assert 0 < prof.latency_ms <= prof.latency_p90_ms < 1000
     # The thread's CPU time beside the wall time (1 thread: XNNPACK runs on it), which a busy machine's measurement
@@ -173,10 +174,10 @@ def test_litert_compile_and_profile(cnn: Path, tmp_path: Path) -> None:
 def test_litert_profile_transformer_and_bad_override(block: Path, tmp_path: Path) -> None:
     backend = backends.for_target("litert-cpu/host")
     _, path = backend.compile(block, tmp_path, tflite.load(block))
-    prof = backend.profile(path, ProfileSettings(runs=5, warmup=1))
+    prof = backend.profile(path, ProfileSettings(runs=5, warmup=1, **QUICK_ROUNDS))
     assert prof.latency_ms > 0 and prof.input_shapes == {"x": [1, 16, 32]}
     with pytest.raises(InputSpecError):
-        backend.profile(path, ProfileSettings(runs=5, warmup=1, input_shapes={"nope": [1]}))
+        backend.profile(path, ProfileSettings(runs=5, warmup=1, input_shapes={"nope": [1]}, **QUICK_ROUNDS))
 
 
 def test_int8_model_quantization_and_run(tmp_path: Path) -> None:
@@ -187,7 +188,7 @@ def test_int8_model_quantization_and_run(tmp_path: Path) -> None:
     assert y.quant.scale == [pytest.approx(0.2)]
     backend = backends.for_target("litert-cpu/host")
     _, compiled = backend.compile(path, tmp_path, g)
-    prof = backend.profile(compiled, ProfileSettings(runs=3, warmup=1))
+    prof = backend.profile(compiled, ProfileSettings(runs=3, warmup=1, **QUICK_ROUNDS))
     assert prof.input_shapes == {"x": [1, 8]} and prof.latency_ms > 0
 
 
@@ -198,7 +199,7 @@ def test_unresolved_custom_op_leaves_only_that_op_unmeasured(tmp_path: Path, cal
 
     path = tb.with_custom_op(tmp_path / "custom.tflite")
     opts = AnalysisOptions(targets=("litert-cpu/host", "litert/pixel-8"), runs=20, warmup=2,
-                           calibration_path=calibration_dir / "host-cpu.json")
+                           calibration_path=calibration_dir / "host-cpu.json", **QUICK_ROUNDS)
     host, pixel = analyze(path, tmp_path, opts).targets
     assert host.profile is not None and "without custom operator(s) EdgescopeTestOp" in host.profile.runtime
     assert sorted(host.profile.tasks) == ["ADD_2", "CONV_2D_0", "FULLY_CONNECTED_4", "LOGISTIC_5", "MEAN_3"]
@@ -223,7 +224,7 @@ def test_dynamic_input_that_prepares_only_at_its_real_shape(tmp_path: Path) -> N
     backend = backends.for_target("litert-cpu/host")
     compiled, out = backend.compile(path, tmp_path, tflite.load(path))
     assert out is not None and compiled.nodes[0].op_type == "CONV_2D"
-    prof = backend.profile(out, ProfileSettings(runs=5, warmup=1, input_shapes={"x": [1, 16, 16, 3]}))
+    prof = backend.profile(out, ProfileSettings(runs=5, warmup=1, input_shapes={"x": [1, 16, 16, 3]}, **QUICK_ROUNDS))
     assert prof.input_shapes == {"x": [1, 16, 16, 3]} and list(prof.tasks) == ["CONV_2D_0"]
     assert prof.kernels["CONV_2D_0"] == ["Convolution (NHWC, F32) IGEMM"]
 
@@ -245,7 +246,7 @@ def test_dynamic_batch_shapes_reach_the_work_counts(tmp_path: Path) -> None:
     backend = backends.for_target("litert-cpu/host")
     compiled, out = backend.compile(path, tmp_path, tflite.load(path))
     assert out is not None and not any(w.shapes_known for w in tflite_works(compiled)[0])
-    prof = backend.profile(out, ProfileSettings(runs=3, warmup=1, input_shapes={"x": [4, 16]}))
+    prof = backend.profile(out, ProfileSettings(runs=3, warmup=1, input_shapes={"x": [4, 16]}, **QUICK_ROUNDS))
     assert prof.output_shapes == {"FULLY_CONNECTED_0": [[[4, 8], "float32"]], "LOGISTIC_1": [[[4, 8], "float32"]]}
     fill_by_name(compiled, {"x": ([4, 16], "float32"), **observed_shapes(compiled, prof.output_shapes)}, overwrite=True)
     works = tflite_works(compiled)[0]

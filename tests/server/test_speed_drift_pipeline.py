@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from simulator import calibration
+from testkit.live import QUICK_ROUNDS
 from worker.pipeline import AnalysisOptions, analyze, host_speed_reference
 from worker.results import ops_table, target_summary
 
@@ -34,7 +35,7 @@ def test_a_profile_at_another_speed_than_the_calibration_is_summarised_noisy(tmp
     cal = _calibration(tmp_path / "host-cpu.json", 1.0)
     assert host_speed_reference("ort-cpu/host", cal) == 1.0
     assert host_speed_reference("coreml/apple-a17", cal) is None  # not priced by the host calibration
-    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, **QUICK_ROUNDS)
     (r,) = analyze(zoo.path("tiny_cnn"), tmp_path / "work", opts).targets
     assert r.profile is not None
     s = target_summary(r, ops_table(r))
@@ -45,7 +46,7 @@ def test_a_profile_at_another_speed_than_the_calibration_is_summarised_noisy(tmp
 def test_without_a_probe_in_the_calibration_nothing_is_compared(tmp_path: Path, zoo: Any) -> None:
     """A calibration made before calibrations recorded a probe: the profile keeps its own probes, with no ratio."""
     cal = _calibration(tmp_path / "host-cpu.json", None)
-    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, **QUICK_ROUNDS)
     (r,) = analyze(zoo.path("tiny_cnn"), tmp_path / "work", opts).targets
     assert r.profile is not None
     speed = r.profile.noise["speed"]
@@ -78,7 +79,8 @@ def test_a_litert_profile_is_held_against_litert_s_own_calibration(tmp_path: Pat
     # LiteRT's rates stand for the speed of their own timing, which a prediction is scaled from (typical_factor)
     assert hardware_for("litert-cpu/host", cal).speed_gflops == 1.0
     assert hardware_for("ort-cpu/host", cal).speed_gflops == 1000.0
-    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal,
+                           **QUICK_ROUNDS)
     (r,) = analyze(zoo.path("tflite_cnn"), tmp_path / "work", opts).targets
     assert r.target == "litert-cpu/host" and r.profile is not None and r.profile.measured
     speed = r.profile.noise["speed"]
@@ -93,7 +95,8 @@ def test_a_litert_half_without_a_probe_compares_nothing(tmp_path: Path, zoo: Any
     cal = _calibration(tmp_path / "host-cpu.json", 1.0)
     _litert_calibration(cal, None)
     assert host_speed_reference("litert-cpu/host", cal) is None
-    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    opts = AnalysisOptions(targets=("litert-cpu/host",), runs=5, warmup=1, check_exports=False, calibration_path=cal,
+                           **QUICK_ROUNDS)
     (r,) = analyze(zoo.path("tflite_cnn"), tmp_path / "work", opts).targets
     assert r.profile is not None
     speed = r.profile.noise["speed"]
@@ -108,10 +111,11 @@ def test_a_host_profile_adds_its_probes_to_the_machines_speed_history(tmp_path: 
     from simulator.sweep import sweep
 
     cal = _calibration(tmp_path / "host-cpu.json", 1000.0)
-    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, keep_speed_probes=False)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, keep_speed_probes=False,
+                           **QUICK_ROUNDS)
     analyze(zoo.path("tiny_cnn"), tmp_path / "work0", opts)
     assert speed_history.probes(cal) == []  # a benchmark predicting kept measurements again keeps none
-    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal)
+    opts = AnalysisOptions(runs=5, warmup=1, check_exports=False, calibration_path=cal, **QUICK_ROUNDS)
     (r,) = analyze(zoo.path("tiny_cnn"), tmp_path / "work", opts).targets
     speed = r.profile.noise["speed"]
     assert speed_history.probes(cal) == [speed["before_gflops"], speed["after_gflops"]]

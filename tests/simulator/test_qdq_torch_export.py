@@ -20,6 +20,7 @@ from compiler.graph import Graph
 from compiler.vocabulary.targets import get_target
 from simulator.qdq import qdq_preset, qdq_view
 from simulator.sweep import SweepResult
+from testkit.live import QUICK_ROUNDS
 
 
 class _Net(nn.Module):
@@ -208,9 +209,9 @@ def test_the_corpus_check_holds_a_qdq_uploads_measured_float_graph_against_fp32(
     from corpus.check import analyse
 
     # cpu_ms needs only to be a figure here: 2 rounds back to back, not CPU_ROUNDS 0.4 s apart (~9 s of pauses and
-    # budgets for the two timings)
+    # budgets for the two timings); no row reads the profile's fast CPU time or its pauses
     row = analyse(exported, {"x": [1, 3, 32, 32]}, None, runs=3, warmup=1, check_exports=False, cpu_rounds=2,
-                  cpu_gap_s=0.0)
+                  cpu_gap_s=0.0, **QUICK_ROUNDS)
     assert row["status"] == "analysed", row.get("error")
     assert row["uploaded_preset"] == "int8-static"
     # the headline prediction is the fp32 one its per-task fp32 figures add up to, not the int8 file's
