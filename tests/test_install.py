@@ -57,10 +57,12 @@ def test_base_install_analyzes_and_exports_int8(tmp_path: Path, zoo, calibration
     assert extras.stdout.strip() == "True"  # really the base install: no torch
 
     model = zoo.path("tiny_cnn")
-    # The run's shared host calibration: calibrating afresh here would take minutes and test nothing new.
+    # The run's shared host calibration: calibrating afresh here would take minutes and test nothing new. No pause
+    # before a noisy round is timed again and no rounds of the fast CPU time, as the suite's other servers
+    # (testkit.live.FAST_PROFILE): nothing here reads them.
     env = {**os.environ, "EDGESCOPE_PROFILE_RUNS": "20",
-           "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir),
-           "EDGESCOPE_PROFILE_WARMUP": "1", "PYTHONPATH": ""}
+           "EDGESCOPE_CALIBRATION_DIR": str(calibration_dir), "EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS": "0",
+           "EDGESCOPE_PROFILE_WARMUP": "1", "EDGESCOPE_PROFILE_FAST_ROUNDS": "0", "PYTHONPATH": ""}
     cli = [str(env_dir / "bin" / "edgescope")]
     # The two commands are independent: run side by side (each its own data folder), their start-ups overlap.
     runs = [subprocess.Popen(cli + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
