@@ -9,7 +9,8 @@ them with a checkout's code (the dialog's and the rules alone), `exports.py --re
       int8-dynamic int8-static --out DIR
   flock /work/notes/measure.lock .venv/bin/python benchmarks/export_rows.py measure DIR --runs 10 --json rows.json
 
-A failed export is a row `failed` with its one sentence (the analysis' export check would mark it).
+A failed export is a row `failed` with its one sentence (the analysis' export check would mark it). `measure DIR --only
+IDS --json rows.json`, one hold per slice of the models, adds to rows.json: the models it did not time keep their rows.
 
 Beside each profile, the upload's compiled file and its exports are timed as calibration times its cases
 (`fast_cpu_ms`, `baseline_fast_cpu_ms`: thread CPU time, 5th percentile of runs pooled over FAST_ROUNDS rounds with the
@@ -205,10 +206,17 @@ def _build(args: argparse.Namespace) -> None:
                   + f" ({time.perf_counter() - t0:.0f} s)", flush=True)
 
 
+def first_pass(earlier: list[dict[str, Any]], only: list[str] | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows a first pass writes: its own, after the earlier rows of the models it was not asked to time (`--only`:
+    one hold per slice of models into one file; session 56 lost two holds' rows when each slice replaced the file)."""
+    return [r for r in earlier if only and r["id"] not in only] + rows
+
+
 def _measure(args: argparse.Namespace) -> None:
     index = json.loads((Path(args.dir) / "models.json").read_text())
     out = Path(args.json)
-    kept: list[dict[str, Any]] = json.loads(out.read_text())["rows"] if args.again and out.is_file() else []
+    earlier: list[dict[str, Any]] = json.loads(out.read_text())["rows"] if out.is_file() else []
+    kept = earlier if args.again else []
     rows: list[dict[str, Any]] = []
     for key, rec in index.items():
         if args.only and rec["id"] not in args.only:
@@ -220,7 +228,7 @@ def _measure(args: argparse.Namespace) -> None:
             continue
         rows += got
         # kept up to date: a pass stopped midway leaves the kept rows merged with the files it timed
-        out.write_text(json.dumps({"rows": merge_pass(kept, rows) if kept else rows}))
+        out.write_text(json.dumps({"rows": merge_pass(kept, rows) if kept else first_pass(earlier, args.only, rows)}))
         fast = next((r.get("baseline_fast_cpu_ms") for r in got), None)
         print(key, f"base {fast or 0:.2f}", " ".join(f"{r['option']} {r.get('measured_cpu_ms') or 0:.2f} / "
                                                      f"{r.get('fast_cpu_ms') or 0:.2f}" for r in got), flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchmarks.export_rows import BASELINE, MEASURED, merge_pass
+from benchmarks.export_rows import BASELINE, MEASURED, first_pass, merge_pass
 from benchmarks.exports import fast_errors, first_fast_pass, pass_spread
 
 
@@ -68,3 +68,11 @@ def test_the_report_reads_the_kept_pass_and_the_first_beside_it() -> None:
     assert pass_spread(rows) == [8.0 / 6.0]
     small = [{**rows[0], "fast_cpu_ms": 0.5}]  # under MIN_MS: not counted
     assert fast_errors(small) == {"rules": [], "change": [], "dialog": []}
+
+
+def test_a_first_pass_over_some_models_keeps_the_other_models_rows() -> None:
+    earlier = [{"id": "a", "option": "fp32"}, {"id": "b", "option": "fp32"}]
+    new = [{"id": "b", "option": "fp32", "fast_cpu_ms": 2.0}]
+    assert first_pass(earlier, ["b"], new) == [{"id": "a", "option": "fp32"}, new[0]]
+    # without --only the pass timed every model: nothing earlier is kept
+    assert first_pass(earlier, None, new) == new
