@@ -27,7 +27,7 @@ FAST_PROFILE = {"EDGESCOPE_PROFILE_RUNS": "20", "EDGESCOPE_PROFILE_WARMUP": "2",
                 "EDGESCOPE_PROFILE_REMEASURE_PAUSE_MS": "0", "EDGESCOPE_PROFILE_FAST_ROUNDS": "0"}
 # The same two for the profiles and analyses tests make in-process (ProfileSettings / AnalysisOptions keywords),
 # where no test reads the fast CPU time or the pause.
-QUICK_ROUNDS = {"remeasure_pause_s": 0.0, "fast_rounds": 0}
+QUICK_ROUNDS: dict[str, Any] = {"remeasure_pause_s": 0.0, "fast_rounds": 0}
 
 
 def free_port() -> int:
