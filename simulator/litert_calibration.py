@@ -70,8 +70,9 @@ from simulator.profiles import HardwareProfile
 # simulator.litert_layout's transpose cases), fp32 element-wise ops at a bandwidth of their own (`elementwise.fp32`)
 # and LOGISTIC at its own rate (simulator.litert_elementwise); the cache keeps `kind_bandwidth_bytes_per_s`. A
 # path's own bandwidth applies only while the task's bytes fit in the L2 (roofline.Rates.own_bw); element-wise cases
-# within a 256 KiB and 512 KiB L2 join those beyond it.
-CACHE_VERSION = 27
+# within a 256 KiB and 512 KiB L2 join those beyond it. 28: a channel CONCATENATION's bytes at a rate of its own
+# (`layout.interleave.CONCATENATION`), fitted with its cost per run (simulator.litert_layout.interleave_fit).
+CACHE_VERSION = 28
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
