@@ -19,7 +19,8 @@ from simulator.costs import ALIASED_VIEWS, base_kind
 from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, qnn_task_facts
 from simulator.kernel_path import Path
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
-from simulator.ort_fp16 import CONV_OPS, FP16_FUSION_KEPT, FP16_KERNELS, GEMM_OPS, fp16_task_facts
+from simulator.ort_fp16 import (CONV_OPS, FP16_FUSION_KEPT, FP16_GROUPED, FP16_KERNELS, GEMM_OPS, fp16_nchw_kind,
+                                fp16_task_facts)
 from simulator.ort_int8 import ORT_INT8DYN_NATIVE, native_int8dyn_path, ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, INT8_GELU, HardwareProfile, Unit
 
@@ -422,7 +423,7 @@ def _fallbacks(c: Combo, float_format: str) -> list[Combo]:
 
 def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str, combo: Combo,
                   has_kernel: bool, fused: bool, shared_cast: bool = False, plain_norm: bool = False,
-                  fusion_kept: bool = False) -> Path | None:
+                  fusion_kept: bool = False, grouped: bool = False) -> Path | None:
     """fp16 activations on a backend with fp16 kernels for a few ops only (FP16_KERNELS). Those ops run
     fp16 as their fp32 kernel would on half the bytes. Any other op runs its fp32 kernel behind Casts: the path
     of the same op with fp32 activations (the fp16 weights are cast back to fp32 at load), plus what the
@@ -432,20 +433,20 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
     a plain NCHW Conv (path `cast16nchw`): no reorders, its own rate. `plain_norm` (ort_fp16.fp16_unfused_norms): a
     SkipLayerNormalization ORT does not form in the fp16 graph runs as its Add (fp32) and a fp16
     LayerNormalization. `fusion_kept` (ort_fp16.FP16_FUSION_KEPT): the fused activation has no fp16 kernel either:
-    ORT fuses it again; such a Conv (or one without one) runs the fp32 graph's kernel: fp32 figures."""
+    ORT fuses it again; such a Conv (or one without one) runs the fp32 graph's kernel: fp32 figures. `grouped`
+    (ort_fp16.FP16_GROUPED): a Conv of more than one group, which a shared Cast leaves to MLAS's grouped NCHW Conv."""
     native = FP16_KERNELS.get(target.backend)
     if native is None or "fp16" not in (combo.input, combo.output):
         return None
-    from simulator.costs import base_kind
 
     f32 = Combo(*("fp32" if f == "fp16" else f for f in (combo.input, combo.output)), combo.kernel, combo.sparsity)
     kind = "conv" if kind in ("convnchw", "conv3d") else kind  # a dense NCHW Conv keeps the fp16 Conv paths' figures
-    # A depthwise Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, channel by channel, as a
+    # A depthwise (or grouped) Conv behind a shared Cast leaves NCHWc too: MLAS's grouped NCHW Conv, as a
     # depthwise Conv ORT already leaves in NCHW runs (_nchw_grouped). At the NCHWc kernel's rate it was 10x too
     # fast: an fp16 MobileNetV2 (TorchScript export, its zero biases shared) measured its 17 depthwise convs at
     # 12.6x their fp32 time, predicted 1.2x (benchmarks/export_ops.py).
-    dw_nchw = has_kernel and op_type in CONV_OPS and base_kind(kind) == "dwconv" and shared_cast
-    p = plan(target, profile, op_type, "dwconvnchw" if dw_nchw else kind, f32, has_kernel, fused)
+    nchw_kind = fp16_nchw_kind(kind, op_type, has_kernel, shared_cast, grouped)
+    p = plan(target, profile, op_type, nchw_kind, f32, has_kernel, fused)
     if not p.supported:
         return None
     if plain_norm and kind == "skipnorm" and combo.output == "fp16":
@@ -493,7 +494,7 @@ def _ort_fp16(target: Target, profile: HardwareProfile, op_type: str, kind: str,
                                extra_dispatches=p.extra_dispatches + disp,
                                # (not where fp32 ran the NCHWc kernel: that measured time is not this path's)
                                fp32_equivalent=(p.fp32_equivalent and tag == p.tag and not (extra_in or extra_out)
-                                                and not (dw_nchw and kind != "dwconvnchw")),
+                                                and nchw_kind == kind),
                                aux_bytes=2.0 if not has_kernel and combo.input == "fp16" else p.aux_bytes,
                                note="; ".join(notes + ([p.note] if p.note else [])))
 
@@ -559,7 +560,7 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
                  facts - {ORT_INT8DYN_NATIVE}, npu_refused)
         return dataclasses.replace(native_int8dyn_path(p, op_type), resolved=combo)
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm,
-                    FP16_FUSION_KEPT in facts)
+                    FP16_FUSION_KEPT in facts, FP16_GROUPED in facts)
     if p16 is not None:  # a float op ORT runs over short spans pays its calls under fp16 too
         return ort_span_path(p16, facts) if facts and target.backend == "ort-cpu" else p16
     if facts and target.backend == "coreml":
@@ -586,7 +587,7 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     for alt in _fallbacks(combo, target.float_format):
         # the fallback runs as its combo chosen itself would (fp16 on ORT CPU: behind its Casts)
         p = _ort_fp16(target, profile, op_type, kind, alt, has_kernel, fused, shared_cast, plain_norm,
-                      FP16_FUSION_KEPT in facts)
+                      FP16_FUSION_KEPT in facts, FP16_GROUPED in facts)
         if p is None:
             p = next((q for ui, unit in units
                       if (q := _plan_on_unit(target, ui, unit, op_type, kind, alt, has_kernel, fused)) is not None), None)

@@ -31,6 +31,14 @@ SHARED_WEIGHTS_KEY = "gemm.cast16.weights"
 # Clip (fp16 kernel) stays fp16 behind a real Cast, and the Conv runs unfused (MobileNetV2's ReLU6: 35 Clips apart).
 FP16_FUSION_KEPT = "fp16.fusion-kept"
 
+# A task fact (fp16_task_facts): a Conv of more than one group. Behind a shared Cast (fp16_shared_casts) ORT leaves it
+# NCHW, and MLAS's NCHW Conv runs it group by group (im2col + SGEMM per group), not as one NCHWc kernel: the path of
+# the grouped convs ORT leaves NCHW in fp32 (`gconvnchw`). With AVX2's 8-wide NCHWc blocks RegNet's group width 8
+# runs NCHWc in fp32, so only fp16 moves it: RegNetY-400MF's fp16 TorchScript export (its zero biases shared, 60 of
+# 85 Convs left NCHW) measured 1.42x its fp32 export in fast CPU time, predicted 1.07x with its 16 grouped convs
+# priced as dense NCHW ones (AMD EPYC Zen 3, AVX2, 2026-12-07; README Round 30).
+FP16_GROUPED = "fp16.grouped"
+
 
 def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = None) -> list[bool]:
     """Per compiled task: whether, once its model is fp16, the task is a Conv that reads its weight or bias
@@ -98,10 +106,25 @@ def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:
 
 
 def fp16_task_facts(compiled: Graph) -> list[frozenset[str]]:
-    """Per compiled task of ORT's x86 CPU EP: FP16_FUSION_KEPT where the activation fused into it has no fp16 kernel."""
+    """Per compiled task of ORT's x86 CPU EP: FP16_FUSION_KEPT where the activation fused into it has no fp16 kernel,
+    FP16_GROUPED where it is a Conv of more than one group."""
     native = FP16_KERNELS["ort-cpu"]
     out = []
     for nd in compiled.nodes:
         act = nd.text("activation")
-        out.append(frozenset({FP16_FUSION_KEPT}) if act and act not in native else frozenset())
+        grouped = nd.op_type in CONV_OPS and int(nd.attributes.get("group", 1) or 1) > 1
+        out.append(frozenset({FP16_FUSION_KEPT} if act and act not in native else set())
+                   | frozenset({FP16_GROUPED} if grouped else set()))
     return out
+
+
+def fp16_nchw_kind(kind: str, op_type: str, has_kernel: bool, shared_cast: bool, grouped: bool) -> str:
+    """The kind whose fp32 path an fp16 task runs behind its Casts: a Conv behind a shared Cast (fp16_shared_casts)
+    leaves NCHWc, so a depthwise one runs MLAS's depthwise NCHW Conv (`dwconvnchw`) and another grouped one
+    (FP16_GROUPED) its grouped NCHW Conv (`gconvnchw`); a dense one keeps its kind (its own `cast16nchw` figures);
+    any other task keeps its kind."""
+    if not (has_kernel and shared_cast and op_type in CONV_OPS):
+        return kind
+    if kind in ("dwconv", "dwconvnchw"):
+        return "dwconvnchw"
+    return "gconvnchw" if grouped else kind
