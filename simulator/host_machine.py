@@ -87,7 +87,9 @@ def f32_gemm_n_block(flags: frozenset[str] | None = None) -> int:
     """The output channels XNNPACK's fp32 GEMM / IGEMM micro-kernels compute at a time on this ISA (nr): 16 on x86
     with AVX (google/XNNPACK src/configs/gemm-config.c, init_f32_gemm_config: `7x16__avx512f_broadcast` with AVX-512F,
     `4x16s4__fma3_broadcast` on Zen FMA3, `5x16` AVX), 8 otherwise (SSE's `4x8`, Arm NEON's `4x8` / `6x8`); 0 without
-    flags. LiteRT's calibration records it (`f32_n_block`)."""
+    flags. LiteRT's calibration records it (`f32_n_block`). Its fp32 depthwise kernels' channel tile is the same on each
+    (src/configs/dwconv-config.c: `25p16c` / `9p16c` with AVX-512F, FMA3, AVX; 8 with SSE and NEON), which the 25-tap
+    tile's price reads (simulator.litert_paths.DW_TILE25)."""
     if flags is None:
         flags = cpu_facts()["flags"]
     return 16 if "avx" in flags else 8 if flags else 0

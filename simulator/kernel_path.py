@@ -46,7 +46,11 @@ class Path:
     # input channels per tap and outputs to the unit's K and N blocks (Work.gemm_k), its fp32 ones' to f32_n_block
     padded_sgemm: bool = False
     # XNNPACK's F32 IGEMM: output channels in Unit.f32_igemm_n_block's blocks from that many on, f32_n_block's below
+    # (with padded_sgemm; a TRANSPOSE_CONV's Subconv2D runs the same kernels, its K block 1 as an F32 conv's)
     igemm_blocks: bool = False
+    # XNNPACK's fp32 depthwise tile: channels in whole tiles of Unit.f32_n_block (its dwconv configs' channel_tile
+    # equals the F32 GEMM's nr on each ISA), a remainder at a whole tile's cost (simulator.litert_paths.DW_TILE25)
+    dw_tiles: bool = False
     # ops per output element of extra kernels in fp32 beside an int8 kernel (ORT's DequantizeLinear, activation and
     # QuantizeLinear around one a static int8 Conv cannot fold) at the fp32 element-wise rate (extra_ops_per_out: int8)
     extra_fp32_ops_per_out: float = 0.0

@@ -33,6 +33,7 @@ from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_T
                                     F32_GEMM_TAG, HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
                                     XNN_DWCONV_TILE9_TAPS)
 from simulator.profiles import HardwareProfile
+from simulator.roofline import NR2_SUFFIX
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
 # the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases;
@@ -72,7 +73,10 @@ from simulator.profiles import HardwareProfile
 # path's own bandwidth applies only while the task's bytes fit in the L2 (roofline.Rates.own_bw); element-wise cases
 # within a 256 KiB and 512 KiB L2 join those beyond it. 28: a channel CONCATENATION's bytes at a rate of its own
 # (`layout.interleave.CONCATENATION`), fitted with its cost per run (simulator.litert_layout.interleave_fit).
-CACHE_VERSION = 28
+# 29: fp32 5x5 depthwise convs pay their channels in whole tiles of XNNPACK's depthwise kernel (`f32_n_block`) and a
+# cost per output pixel (`dwconv.tile25.pixel`), cases of 16, 32, 72 channels beside 24; fp32 deconvolutions pay their
+# output channels in the F32 IGEMM's blocks, cases of 24 and 48 channels (what pins the Subconv2D's MAC rate).
+CACHE_VERSION = 29
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -132,8 +136,11 @@ CASES: tuple[Case, ...] = (
     # IGEMM (simulator.litert_paths.DW_GROUPED) at a rate of its own; convnext_atto's 12 profiled 14.9 ms, 1.1 predicted.
     *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32", "static8")) for c, h in ((40, 56), (80, 28), (160, 14))),
     # fp32 5x5 depthwise convs (BlazeFace's, MobileNetV3's): XNNPACK's 25-tap tile (simulator.litert_paths.DW_TILE25), a
-    # rate of its own; BlazeFace's maps and channels.
-    *(Case(f"dw5x5-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("fp32",)) for c, h in ((24, 64), (48, 32), (88, 16))),
+    # rate of its own; BlazeFace's maps and channels, and 16, 32 and 72 channels beside 24 at one size (one, two, two
+    # and five tiles of 16: what tells the cost per pixel from the tiles', which the small maps alone trade for a cost
+    # per operator under noise).
+    *(Case(f"dw5x5-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("fp32",))
+      for c, h in ((24, 64), (48, 32), (88, 16), (16, 64), (32, 64), (72, 64))),
     # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
     # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
@@ -148,9 +155,11 @@ CASES: tuple[Case, ...] = (
     # `elementwise.fp32.GELU` and `elementwise.builtin8.GELU`. ConvNeXt's hidden maps (4x the channels).
     *(Case(f"gelu-{c}-{h}", "GELU", (c, h), ("fp32", "static8")) for c, h in ((160, 56), (640, 14))),
     # fp32 deconvolutions (a segmenter's or text detector's upsampling head): XNNPACK's Subconv2D pays a cost per output
-    # pixel far above its MACs' time (simulator.litert_paths.DECONV): few and many channels, 2x2 and 3x3 kernels.
+    # pixel far above its MACs' time (simulator.litert_paths.DECONV): few and many channels, 2x2 and 3x3 kernels; 24
+    # and 48 channels over more pixels, whose MACs (at a third of the conv's rate on a Zen 3) the others do not pin.
     *(Case(f"deconv{k}x{k}-{c}x{co}-{h}", "TRANSPOSE_CONV", (c, h, k, 2, co), ("fp32",))
-      for c, h, k, co in ((16, 128, 2, 1), (16, 64, 2, 16), (32, 32, 2, 32), (16, 64, 3, 4))),
+      for c, h, k, co in ((16, 128, 2, 1), (16, 64, 2, 16), (32, 32, 2, 32), (16, 64, 3, 4), (24, 46, 2, 24),
+                          (48, 46, 2, 48))),
 )
 _ELEMENTWISE = frozenset({"HARD_SWISH", "SQUARED_DIFFERENCE", "RSQRT", "GELU"})
 # The preset each form is, and the efficiency tag its path runs at (simulator/litert_paths.py).
@@ -375,13 +384,19 @@ def _tag(case: Case, form: str, kind: str) -> str:
     return tag
 
 
+def _out_channels(case: Case) -> int:
+    """A conv case's output channels: its stem's C_out, else its channels (0 for other cases)."""
+    return case.shape[4] if len(case.shape) == 5 else case.shape[0] if case.op == "CONV_2D" else 0
+
+
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
         blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0, f32_igemm_n_block: int = 0) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
     "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
     spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks);
     `f32_n_block`: its fp32 GEMMs' output-channel block (host_machine.f32_gemm_n_block; 0: not modelled), and its
-    IGEMM's (host_machine.f32_igemm_n_block)."""
+    IGEMM's (host_machine.f32_igemm_n_block); fp32 3x3 cases of fewer outputs than the latter fit the IGEMM's nr2
+    kernels' own rate (`conv.fp32nr2`), on `conv.fp32`'s fitted figures."""
     machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1]),
                "f32_n_block": float(f32_n_block), "f32_igemm_n_block": float(f32_igemm_n_block)}
     hw = hw.with_overrides({"units": {"cpu": machine}})
@@ -390,12 +405,18 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     for (name, form), (g, ms) in measured.items():
         kind = _KIND[by_name[name].op]
         own = f".{by_name[name].op}" if (form, kind) in _OWN_OP or by_name[name].op in BUILTIN_INT8_OPS else ""  # that op's only
-        groups.setdefault(f"{kind}.{_tag(by_name[name], form, kind)}{own}", []).append(
-            (g, PRESET[form], _without_output(by_name[name], ms)))
+        tag = _tag(by_name[name], form, kind)
+        if tag == "fp32" and by_name[name].op == "CONV_2D" and 0 < _out_channels(by_name[name]) < f32_igemm_n_block:
+            tag += NR2_SUFFIX  # the F32 IGEMM's nr2 kernels (roofline.NR2_SUFFIX): none where no case is so narrow
+        groups.setdefault(f"{kind}.{tag}{own}", []).append((g, PRESET[form], _without_output(by_name[name], ms)))
     eff, setup = {}, {}
-    for key, cases in sorted(groups.items()):
-        eff[key], setups = _fit(cases, hw, key)
-        setup.update(setups)
+    for key, cases in sorted(groups.items()):  # (`conv.fp32` before `conv.fp32nr2`, whose fit runs on its figures)
+        base = key.removesuffix(NR2_SUFFIX) if key.endswith(NR2_SUFFIX) else ""
+        at = hw.with_overrides({"units": {"cpu": {"efficiency": {base: eff[base]}, "kind_overhead_s": setup}}}) \
+            if base in eff else hw
+        eff[key], setups = _fit(cases, at, key)
+        if not base:  # (the nr2 kernels pay the IGEMM's fixed costs: their own would be read nowhere)
+            setup.update(setups)
     return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup, **machine}}}
 
 

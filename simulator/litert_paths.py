@@ -153,7 +153,12 @@ QD8_GEMM_TAG = "qd8gemm"
 # conv on xnn_init_f32_igemm_config's kernels and switches to its `nr2` config only where that config's nr exceeds the
 # output channels; on the Zen 4 (20:13 UTC, /work/h54conv/probe3.json) 3x3 convs of 40, 48, 80 and 112 outputs ran 60,
 # 76-80, 89 and 91 GFLOP/s against 105 for 32, 64 and 128 (blocks of 32), 16 outputs 103: `Unit.f32_igemm_n_block`
-# (host_machine.f32_igemm_n_block: 32 with AVX-512F, where it was measured), f32_n_block below it.
+# (host_machine.f32_igemm_n_block: 32 with AVX-512F, where it was measured), f32_n_block below it. The nr2 kernels run
+# at a rate of their own where LiteRT's calibration has cases that narrow (`conv.fp32nr2`, roofline.NR2_SUFFIX): on an
+# AVX-512 Xeon (session 56) 3x3 convs 96 -> 24 ran 0.70-0.73x their price, 5.34 ms where 96 -> 32 ran 3.49 (the 7x32
+# kernel), while on the Zen 4 above 16 outputs ran at the 32s' rate. On a Zen 3 (FMA3: IGEMM `5x16`, nr2 `10x8` below
+# 16 outputs; 2026-12-07, /work/h57lconv/mix2.json) 96 -> 24, 40, 56 at 92 px ran as 32, 48, 64 (5.2, 8.0, 11.6 ms
+# against 5.2, 8.1, 11.2): blocks of 16, no case below them (its nr2 block of 8 is not modelled: 8 outputs 1.3-2.3x).
 XNN_CONV = "xnn_conv"
 F32_GEMM_TAG = "fp32gemm"
 # The same 1x1 stride-1 conv under static int8 runs XNNPACK's fully connected QS8 GEMM (`Fully Connected (NC, QS8,
@@ -181,6 +186,13 @@ XNN_DWCONV_MAX_TAPS = 25
 # kernel, at a rate apart from the 9-tap tile's that the 3x3 cases fit. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, load
 # 2-7, 2026-12-05): a BlazeFace-like file's 5x5 depthwise convs ran ~1.9x their prediction at the 3x3 figures (the
 # file -24%). Its own figure, `dwconv.tile25`, fitted by LiteRT's calibration on 5x5 cases; used where calibrated.
+# The tile takes the channels 16 at a time on x86 with AVX (google/XNNPACK src/configs/dwconv-config.c: `25p16c` for
+# AVX-512F, FMA3 and AVX; `25p8c` on NEON, 8 on SSE: the F32 GEMM's nr on each, Unit.f32_n_block), each group a chain
+# of 25 dependent FMAs per pixel, so a remainder costs a whole tile (Path.dw_tiles), and a cost per output pixel (its
+# 25 row pointers: `dwconv.tile25.pixel`). Profiled on a Zen 3 (LiteRT 2.3.0, 1 thread, 2026-12-07; /work/h57lconv/
+# mix2.json, mix3.json), 5x5 at 64 x 64: 16, 24, 32, 40, 48, 56, 72 channels 0.159, 0.233, 0.241, 0.330, 0.336, 0.421,
+# 0.513 ms (steps of a tile, 0.087 ms, over 0.075 per 4,096 pixels); an AVX-512 Xeon (session 56) 24 channels 0.65-0.70x
+# their price at channels as counted. 3x3 depthwise convs (9 taps: their chains short) read their channels as counted.
 DW_TILE25 = "dw_tile25"
 DW_TILE25_TAG = TILE25
 XNN_DWCONV_TILE9_TAPS = 9
@@ -204,7 +216,11 @@ DW_AFTER_GEMM = "dw_after_gemm"
 # 0.63 ms: 19 ns per output pixel beside ~0.03 ns per MAC; a 3x3 one 30 ns per output pixel. A selfie-segmentation-
 # like decoder's last layer (16 -> 1 channels to 256x256) was 1.1-2.3 ms of its 3.0 ms file, predicted 0.03. Its own
 # figures (`conv.deconv`, with `conv.deconv.pixel`), fitted by LiteRT's calibration on deconvolution cases; fp32
-# only (fp16 weights run fp32's kernels), and only where calibrated.
+# only (fp16 weights run fp32's kernels), and only where calibrated. Its GEMMs are the F32 IGEMM config's kernels
+# (deconvolution-nhwc.c, as a conv's: nr2 below nr), so it pays its output channels in the IGEMM's blocks; its MACs run
+# far below a conv's rate: on a Zen 3 (2026-12-07) 2x2 stride-2 deconvolutions of 46 px and 92 px, 16 -> 16, 24 -> 24,
+# 32 -> 32, 48 -> 48 channels, 23-24, 51-71, 95-112 and 146-162 ns per output pixel (about 32 GFLOP/s beside 7 ns per
+# pixel), which the older cases (mostly cost per pixel) fitted as MACs at 6x the peak: cases of 24 and 48 channels.
 DECONV = "deconv"
 DECONV_TAG = "deconv"
 # Task fact of a CONCATENATION on the last (channel) axis of a map of more than one pixel: XNNPACK copies each input's
@@ -403,11 +419,14 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
     if DW_TILE25 in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"dwconv.{DW_TILE25_TAG}" in unit.efficiency:
-        p = dataclasses.replace(p, tag=DW_TILE25_TAG, note="; ".join([*([p.note] if p.note else []), (
-            "10 to 25 taps: XNNPACK's 25-tap depthwise tile")]))
+        p = dataclasses.replace(p, tag=DW_TILE25_TAG, dw_tiles=True, setup_per_pixel=True, note="; ".join(
+            [*([p.note] if p.note else []), "10 to 25 taps: XNNPACK's 25-tap depthwise tile, its channels in whole "
+             "tiles, a cost per output pixel"]))
     if DECONV in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"conv.{DECONV_TAG}" in unit.efficiency:
-        p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, note="; ".join(
-            [*([p.note] if p.note else []), "XNNPACK's Subconv2D deconvolution: a cost per output pixel"]))
+        p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, padded_sgemm=True,
+                                igemm_blocks=True, note="; ".join([*([p.note] if p.note else []), (
+                                    "XNNPACK's Subconv2D deconvolution: its F32 IGEMM's output-channel blocks, a "
+                                    "cost per output pixel")]))
     if (CONCAT_CHANNELS in facts and (p.tag, p.compute) == ("fp32", "fp32")
             and CONCAT_INTERLEAVE in unit.efficiency):
         p = dataclasses.replace(p, tag=INTERLEAVE_TAG, note="; ".join([*([p.note] if p.note else []), (

@@ -113,6 +113,8 @@ class Rates:
     lanes: Num = False  # bool: MACs in whole blocks of lanes (Path.lanes, Counts.lane_macs)
     scalar_s: Num = 0.0  # seconds per scalar channel-tap (Path.lanes, Counts.scalar_taps)
     int8_nb2: Num = 0.0  # the N block below int8_nb output channels (XNNPACK's F32 IGEMM's `nr2`; 0: int8_nb)
+    dw_tile: Num = 0.0  # channels per tile of XNNPACK's fp32 depthwise kernel (Path.dw_tiles; 0: as counted)
+    peak_nr2: Num = 0.0  # the rate of XNNPACK's F32 IGEMM's nr2 kernels, below int8_nb outputs (NR2_SUFFIX; 0: peak)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
     # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
     # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
@@ -142,6 +144,11 @@ PACKCALL_KEY = "matmul.fp32.packcall"  # s per SGEMM call that packs a B (Counts
 # s per byte ORT's fp32 element-wise kernels move where a task's bytes exceed the L2 (calibration_beyond), in place of
 # the weight-streaming rate (dram_bw) beyond it
 ELEMENTWISE_BEYOND_KEY = "elementwise.fp32.beyond_l2"
+# XNNPACK's F32 IGEMM runs a conv of fewer output channels than its kernels' nr (Unit.f32_igemm_n_block) on its `nr2`
+# kernels (Rates.int8_nb2), at a rate of their own where calibrated: `<kind>.<tag>` + this (`conv.fp32nr2`;
+# simulator.litert_paths.XNN_CONV). On an AVX-512 Xeon 3x3 convs of 24 outputs (two nr2 blocks of 16) ran 0.70x their
+# price at the 32-wide kernel's rate, 32 outputs 1.1x: the 16-wide kernel is not as fast per column there.
+NR2_SUFFIX = "nr2"
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
@@ -214,6 +221,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         int8_kb=(1.0 if p.compute == "fp32" else float(u.int8_k_block)) if p.padded_sgemm else 0.0,
         int8_nb=float(u.f32_igemm_n_block if igemm else u.f32_n_block if p.compute == "fp32" else u.int8_n_block)
         if p.padded_sgemm else 0.0, int8_nb2=float(u.f32_n_block) if igemm else 0.0,
+        dw_tile=float(u.f32_n_block) if p.dw_tiles else 0.0,
+        peak_nr2=fp32_peak * u.efficiency.get(f"{rate}.{p.tag}{NR2_SUFFIX}", 0.0) if igemm else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
         lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
@@ -402,13 +411,17 @@ def _padded_macs(w: Counts, r: Rates) -> Num:
     block where its channels per group do not fill that block (simulator.conv_work.sgemm_columns), or a TFLite
     conv's or fully connected layer's with XNNPACK's integer GEMM blocks: each tap's input channels rounded up to the
     K block, the output channels to the N block (Work.gemm_k, Counts.kernel_rows); an fp32 conv's with its output
-    channels rounded up to XNNPACK's fp32 N block (K block 1)."""
+    channels rounded up to XNNPACK's fp32 N block (K block 1; with an F32 IGEMM's, Rates.int8_nb2, a deconvolution's
+    too, whose Work has no gemm_k); a depthwise conv's channels (its kernel rows) rounded up to XNNPACK's depthwise
+    channel tile (Path.dw_tiles)."""
     padded = w.macs * _column_pad(w, r)
     k, n = np.maximum(w.gemm_k, 1.0), np.maximum(w.kernel_rows, 1.0)
     kb, nb = np.maximum(r.int8_kb, 1.0), np.maximum(r.int8_nb, 1.0)
     nb = np.where((r.int8_nb2 > 0) & (n < nb), np.maximum(r.int8_nb2, 1.0), nb)  # XNNPACK's F32 IGEMM's nr2 kernels
     blocked = w.macs * (np.ceil(k / kb) * kb / k) * (np.ceil(n / nb) * nb / n)
-    return np.where(r.padded_sgemm & (w.gemm_k > 0), blocked, padded)
+    tile = np.maximum(r.dw_tile, 1.0)
+    padded = np.where(r.dw_tile > 0, padded * np.ceil(n / tile) * tile / n, padded)
+    return np.where(r.padded_sgemm & ((w.gemm_k > 0) | (r.int8_nb2 > 0)), blocked, padded)
 
 
 def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
@@ -418,6 +431,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
+    peak = np.where((r.peak_nr2 > 0) & (w.kernel_rows < r.int8_nb), r.peak_nr2, peak)  # the IGEMM's nr2 kernels
     # NCHWc's kernels skip a dilated Conv's taps in the padding (Counts.dilated_taps); the model's own Conv runs them all
     macs = _padded_macs(w, r) * np.where(r.lanes, w.lane_macs, np.where(r.plain, w.plain_macs, w.dilated_taps))
     # A batch-1 recurrent step (h x R^T) does one MAC per element of R it reads: those MACs run at the rate R streams
