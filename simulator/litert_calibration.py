@@ -76,7 +76,9 @@ from simulator.roofline import NR2_SUFFIX
 # 29: fp32 5x5 depthwise convs pay their channels in whole tiles of XNNPACK's depthwise kernel (`f32_n_block`) and a
 # cost per output pixel (`dwconv.tile25.pixel`), cases of 16, 32, 72 channels beside 24; fp32 deconvolutions pay their
 # output channels in the F32 IGEMM's blocks, cases of 24 and 48 channels (what pins the Subconv2D's MAC rate).
-CACHE_VERSION = 29
+# 30: the last-level cache's ramp of XNNPACK's own fully connected chains (simulator.litert_llc), in place of a step
+# at the listed size.
+CACHE_VERSION = 30
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 FORMS = ("fp32", "dyn8", "static8", "int4")
@@ -478,7 +480,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
             fcntl.flock(lock, fcntl.LOCK_EX)
             if (cache := _current(p)) is None:
                 from compiler.speed_probe import probe
-                from simulator import litert_control, litert_elementwise, litert_layout, litert_lut, litert_signal
+                from simulator import (litert_control, litert_elementwise, litert_layout, litert_llc, litert_lut,
+                                       litert_signal)
                 from simulator.calibration import speed_record
 
                 from compiler.timing_lock import timing_alone
@@ -491,6 +494,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
                     layout = litert_layout.calibrate(Path(tmp), hw, progress)
                     elementwise = litert_elementwise.calibrate(Path(tmp), hw, progress)
+                    ladder = litert_llc.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block())
@@ -498,6 +502,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout):  # costs per execution, per run copied
                     overrides["units"]["cpu"]["kind_overhead_s"].update(extra["units"]["cpu"]["kind_overhead_s"])
+                overrides["units"]["cpu"].update(ladder["units"]["cpu"])  # XNNPACK's own cache ladder
                 for extra in (layout, elementwise):  # the rates XNNPACK's transposes and element-wise ops move bytes at
                     overrides["units"]["cpu"].setdefault("kind_bandwidth_bytes_per_s", {}).update(
                         extra["units"]["cpu"].get("kind_bandwidth_bytes_per_s", {}))
@@ -508,9 +513,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                          "speed_probe": speed_record(before, after)}
                 save_cache(p, cache)
                 speed_history.record(host_calibration, (before, after), "litert calibration")
-    # The last-level cache's ramp (simulator.calibration_llc) was timed with ORT's GEMV chains, their prefetching and
-    # memory rate: XNNPACK's fully connected layers read BirdNET MData's 29.5 MB in 0.68 ms on a Zen 4 (~43 GB/s)
-    # where ORT's chain of that footprint came ~31. LiteRT keeps the step at the listed size until it has its own.
+    # ORT's last-level cache ramp (simulator.calibration_llc) was timed with ORT's GEMV chains, their prefetching and
+    # memory rate: XNNPACK's are not (simulator.litert_llc). LiteRT takes its own ladder, else a step at the listed size.
     # Its rates stand for the CPU's speed while they were timed, not the ORT half's moment (compiler.speed_probe).
     # LiteRT's own kind bandwidths join the profile's (with_overrides replaces a unit's whole map).
     from compiler.speed_probe import fastest_of
@@ -519,6 +523,6 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     cpu = cache["overrides"].get("units", {}).get("cpu", {})  # a half with no CPU overrides keeps the profile's
     own = {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, cpu["kind_bandwidth_bytes_per_s"])} if (
         "kind_bandwidth_bytes_per_s" in cpu) else {}
-    out = hw.with_overrides({**cache["overrides"], "units": {"cpu": {**cpu, **own}}}).with_overrides(
-        {"units": {"cpu": {"llc_keep_bytes": 0.0, "llc_gone_bytes": 0.0}}})
+    ladder = {key: cpu.get(key, 0.0) for key in ("llc_keep_bytes", "llc_gone_bytes")}
+    out = hw.with_overrides({**cache["overrides"], "units": {"cpu": {**cpu, **own, **ladder}}})
     return dataclasses.replace(out, speed_gflops=fastest_of(cache.get("speed_probe")) or hw.speed_gflops)

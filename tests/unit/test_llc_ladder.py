@@ -95,11 +95,11 @@ def test_a_model_between_keep_and_gone_reads_part_of_its_weights_from_memory() -
     assert ms(step, 19.5 * MB) < half < whole  # the step kept all 19.5 MB; the ramp takes half from memory
 
 
-def test_litert_on_the_host_keeps_the_step_at_the_listed_size(monkeypatch, tmp_path) -> None:
-    # The ladder is timed with ORT's GEMV chains; XNNPACK's layers read memory at another rate (BirdNET MData).
+def _litert_with(monkeypatch, tmp_path, ladder: dict) -> tuple:
+    """(ORT's profile, LiteRT's made from it) with every LiteRT calibration stubbed but the cache ladder's result."""
     from compiler import speed_probe
-    from simulator import (litert_calibration, litert_control, litert_elementwise, litert_layout, litert_lut,
-                           litert_signal)
+    from simulator import (litert_calibration, litert_control, litert_elementwise, litert_layout, litert_llc,
+                           litert_lut, litert_signal)
 
     def none(*args, **kwargs) -> dict:
         return {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {}}}}
@@ -110,8 +110,19 @@ def test_litert_on_the_host_keeps_the_step_at_the_listed_size(monkeypatch, tmp_p
     monkeypatch.setattr(litert_calibration, "fit", none)
     for mod in (litert_signal, litert_control, litert_lut, litert_layout, litert_elementwise):
         monkeypatch.setattr(mod, "calibrate", none)
+    monkeypatch.setattr(litert_llc, "calibrate", lambda tmp, hw, progress: {"units": {"cpu": dict(ladder)}})
     ort = HW.with_overrides({"units": {"cpu": {"llc_keep_bytes": 12e6, "llc_gone_bytes": 42e6}}})
     assert ort.units[0].llc_gone_bytes == 42e6
-    lite = litert_calibration.with_litert(ort, tmp_path / "host-cpu.json")
+    return ort, litert_calibration.with_litert(ort, tmp_path / "host-cpu.json")
+
+
+def test_litert_without_a_ladder_of_its_own_keeps_the_step_at_the_listed_size(monkeypatch, tmp_path) -> None:
+    # ORT's ladder is timed with ORT's GEMV chains; XNNPACK's layers read memory at another rate (BirdNET MData).
+    ort, lite = _litert_with(monkeypatch, tmp_path, {})
     assert (lite.units[0].llc_keep_bytes, lite.units[0].llc_gone_bytes) == (0.0, 0.0)
     assert lite.units[0].llc_bytes == ort.units[0].llc_bytes  # the step at the listed size stays
+
+
+def test_litert_takes_its_own_ladder_not_orts(monkeypatch, tmp_path) -> None:
+    _, lite = _litert_with(monkeypatch, tmp_path, {"llc_keep_bytes": 7e6, "llc_gone_bytes": 20e6})
+    assert (lite.units[0].llc_keep_bytes, lite.units[0].llc_gone_bytes) == (7e6, 20e6)
