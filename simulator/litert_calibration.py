@@ -502,7 +502,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout):  # costs per execution, per run copied
                     overrides["units"]["cpu"]["kind_overhead_s"].update(extra["units"]["cpu"]["kind_overhead_s"])
-                overrides["units"]["cpu"].update(ladder["units"]["cpu"])  # XNNPACK's own cache ladder
+                overrides["units"]["cpu"].update(  # XNNPACK's own cache ladder
+                    {k: v for k, v in ladder["units"]["cpu"].items() if k in litert_llc.KEYS})
                 for extra in (layout, elementwise):  # the rates XNNPACK's transposes and element-wise ops move bytes at
                     overrides["units"]["cpu"].setdefault("kind_bandwidth_bytes_per_s", {}).update(
                         extra["units"]["cpu"].get("kind_bandwidth_bytes_per_s", {}))
@@ -519,10 +520,11 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     # LiteRT's own kind bandwidths join the profile's (with_overrides replaces a unit's whole map).
     from compiler.speed_probe import fastest_of
     from simulator.litert_elementwise import with_bandwidths
+    from simulator.litert_llc import KEYS
 
     cpu = cache["overrides"].get("units", {}).get("cpu", {})  # a half with no CPU overrides keeps the profile's
     own = {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, cpu["kind_bandwidth_bytes_per_s"])} if (
         "kind_bandwidth_bytes_per_s" in cpu) else {}
-    ladder = {key: cpu.get(key, 0.0) for key in ("llc_keep_bytes", "llc_gone_bytes")}
+    ladder = {key: cpu.get(key, 0.0) for key in KEYS}
     out = hw.with_overrides({**cache["overrides"], "units": {"cpu": {**cpu, **own, **ladder}}})
     return dataclasses.replace(out, speed_gflops=fastest_of(cache.get("speed_probe")) or hw.speed_gflops)

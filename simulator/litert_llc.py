@@ -26,6 +26,7 @@ from simulator.calibration_models import R
 from simulator.litert_cases import profile_cases
 from simulator.profiles import HardwareProfile
 
+KEYS = ("llc_keep_bytes", "llc_gone_bytes")  # the unit's figures this calibration sets
 RUNS = 12  # runs per chain after warm-up: the memory chain reads ~130 MB a run
 K_MIN, K_MAX = 128, 4096
 

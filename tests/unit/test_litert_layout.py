@@ -110,7 +110,7 @@ def test_litert_calibration_keeps_the_layout_figures(monkeypatch: pytest.MonkeyP
     """with_litert keeps both halves of simulator.litert_layout's fit: its rate and its costs per run (LiteRT cache
     version 23 kept the rates only, and priced every channel concatenation at no cost per run)."""
     from compiler import speed_probe
-    from simulator import litert_calibration, litert_control, litert_elementwise, litert_lut, litert_signal
+    from simulator import litert_calibration, litert_control, litert_elementwise, litert_llc, litert_lut, litert_signal
 
     def none(*args: object, **kwargs: object) -> dict:
         return {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {}}}}
@@ -121,7 +121,7 @@ def test_litert_calibration_keeps_the_layout_figures(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(litert_calibration.platform, "platform", lambda: "test")  # uname: no process in this tier
     monkeypatch.setattr(litert_calibration, "measure", lambda tmp, progress: {})
     monkeypatch.setattr(litert_calibration, "fit", none)
-    for mod in (litert_signal, litert_control, litert_lut):
+    for mod in (litert_signal, litert_control, litert_lut, litert_llc):
         monkeypatch.setattr(mod, "calibrate", none)
     # the bandwidths of XNNPACK's transposes and fp32 element-wise ops are kept too (LiteRT cache version 25)
     bw = {"units": {"cpu": {"efficiency": {}, "kind_overhead_s": {},

@@ -163,8 +163,8 @@ def test_litert_calibration_records_the_probe_around_its_timings(tmp_path: Path,
     """LiteRT's half of a calibration probes before its first chain and after its last, and keeps the record, which
     `litert_calibration.speed_reference` reads back (none from a LiteRT cache made before the field)."""
     import compiler.speed_probe as speed_probe
-    from simulator import (litert_calibration, litert_control, litert_elementwise, litert_layout, litert_lut,
-                           litert_signal)
+    from simulator import (litert_calibration, litert_control, litert_elementwise, litert_layout, litert_llc,
+                           litert_lut, litert_signal)
     from simulator.profiles import load_profile
 
     order: list[str] = []
@@ -184,12 +184,12 @@ def test_litert_calibration_records_the_probe_around_its_timings(tmp_path: Path,
     monkeypatch.setattr(litert_calibration.platform, "platform", lambda: "test")  # uname: no process in this tier
     monkeypatch.setattr(litert_calibration, "measure", lambda tmp, progress: order.append("chains") or {})
     monkeypatch.setattr(litert_calibration, "fit", timed("fit"))
-    for mod in (litert_signal, litert_control, litert_lut, litert_layout, litert_elementwise):
+    for mod in (litert_signal, litert_control, litert_lut, litert_layout, litert_elementwise, litert_llc):
         monkeypatch.setattr(mod, "calibrate", timed(mod.__name__.rsplit(".", 1)[-1]))
     host = tmp_path / "host-cpu.json"
     litert_calibration.with_litert(load_profile("host-cpu"), host)
     assert order == ["probe", "chains", "litert_signal", "litert_control", "litert_lut", "litert_layout",
-                     "litert_elementwise", "probe",
+                     "litert_elementwise", "litert_llc", "probe",
                      "fit"]
     cache = json.loads(litert_calibration.cache_path(host).read_text())
     assert cache["speed_probe"] == {"before_gflops": 80.0, "after_gflops": 90.0, "drifted": True}
