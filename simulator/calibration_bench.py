@@ -33,7 +33,7 @@ from simulator.calibration_inner import build_inner_cases
 from simulator.calibration_packb import build_packb_cases
 from simulator.calibration_packed import build_packed_cases
 from simulator.calibration_nhwc import build_nhwc_cases
-from simulator.calibration_llc import build_llc_cases
+from simulator.calibration_llc import build_llc_cases, memory_k, stream_k
 from simulator.calibration_subnormal import build_subnormal_cases
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import l2_bytes, llc_bytes
@@ -353,11 +353,11 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     llc, llc_all = llc_bytes()
     if not llc:
         llc, llc_all = int(base.units[0].llc_share_bytes), int(base.units[0].llc_bytes)
-    k = max(128, min(768, int(np.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
+    k = stream_k(llc)
     stream = matmul_chain(1, k)(tmp / "stream.onnx")
     # Weights no cache holds: 8 k x k at 4x the whole last-level cache (this VM: 134 MB), read from memory on every
     # run, the rate of weights other tenants evicted between runs (roofline.evicted_share) and of models beyond the L3.
-    k_mem = max(256, min(4096, int(np.sqrt(4 * llc_all / R / 4)) // 64 * 64)) if llc_all else 2048
+    k_mem = memory_k(llc_all)
     memory = matmul_chain(1, k_mem)(tmp / "memory.onnx")
     timings: dict[str, tuple[Path, str, int]] = {"one": (one, "disable", 100), "many": (many, "disable", 100),
                                                  "mid": (mid, "disable", 20), "stream": (stream, "all", 20),

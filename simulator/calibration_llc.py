@@ -38,6 +38,17 @@ def ladder_ks(llc_all: float) -> list[int]:
     return sorted(ks) if llc_all > 0 else []
 
 
+def stream_k(llc: float) -> int:
+    """k of the stream chain: R k x k fp32 weights filling half this core's share (`llc`) of the last-level cache,
+    read from it on every run (ORT's in calibration_bench, XNNPACK's in litert_llc)."""
+    return max(K_MIN, min(768, int(math.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
+
+
+def memory_k(llc_all: float) -> int:
+    """k of the memory chain: weights 4x the whole last-level cache (`llc_all`), read from memory on every run."""
+    return max(256, min(K_MAX, int(math.sqrt(4 * llc_all / R / 4)) // 64 * 64)) if llc_all else 2048
+
+
 def footprint(k: int) -> float:
     """Bytes of fp32 weights a chain of `k` reads per run."""
     return float(R * k * k * 4)

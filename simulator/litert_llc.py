@@ -14,32 +14,19 @@ by LiteRT's profiler, between a chain that stays in the cache (the stream chain:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from simulator.calibration_llc import PREFIX, fit_llc, ladder_ks
+from simulator.calibration_llc import PREFIX, fit_llc, ladder_ks, memory_k, stream_k
 from simulator.calibration_models import R
 from simulator.litert_cases import profile_cases
 from simulator.profiles import HardwareProfile
 
 KEYS = ("llc_keep_bytes", "llc_gone_bytes")  # the unit's figures this calibration sets
 RUNS = 12  # runs per chain after warm-up: the memory chain reads ~130 MB a run
-K_MIN, K_MAX = 128, 4096
-
-
-def stream_k(llc: float) -> int:
-    """k of the chain whose R k x k fp32 weights fill half this core's share of the last-level cache (as ORT's
-    stream chain, calibration_bench)."""
-    return max(K_MIN, min(768, int(math.sqrt(llc / 2 / R / 4)) // 64 * 64)) if llc else 768
-
-
-def memory_k(llc_all: float) -> int:
-    """k of the chain whose weights are 4x the whole last-level cache: read from memory on every run."""
-    return max(256, min(K_MAX, int(math.sqrt(4 * llc_all / R / 4)) // 64 * 64)) if llc_all else 2048
 
 
 def chain(k: int, path: Path) -> Path:
@@ -59,7 +46,7 @@ def chain(k: int, path: Path) -> Path:
 
 
 def chain_ms(tasks: dict[str, Any]) -> float:
-    """A chain's time per run as its R layers at their median layer's time (LiteRT's profiler: each operator's central ms first)."""
+    """A chain's time per run: R layers at its median layer's time (LiteRT's profiler: central ms first)."""
     return R * float(np.median([v[0] for v in tasks.values()]))
 
 

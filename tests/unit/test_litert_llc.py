@@ -6,7 +6,7 @@ import numpy as np
 
 from compiler.frontends import tflite
 from simulator import host_machine, litert_llc
-from simulator.calibration_llc import PREFIX, R, footprint
+from simulator.calibration_llc import PREFIX, R, footprint, memory_k, stream_k
 from simulator.profiles import load_profile
 
 MB = 1e6
@@ -22,8 +22,8 @@ def test_the_chain_is_r_batch1_fully_connected_layers_of_k_by_k_weights(tmp_path
 
 
 def test_the_stream_chain_fits_the_share_and_the_memory_chain_is_4x_the_cache() -> None:
-    assert footprint(litert_llc.stream_k(LLC_ALL // 2)) <= LLC_ALL // 4
-    assert footprint(litert_llc.memory_k(LLC_ALL)) >= 3.9 * LLC_ALL
+    assert footprint(stream_k(LLC_ALL // 2)) <= LLC_ALL // 4
+    assert footprint(memory_k(LLC_ALL)) >= 3.9 * LLC_ALL
 
 
 def _xnnpack(keep: float, gone: float, hot_gbs: float, cold_gbs: float):
