@@ -5,7 +5,7 @@ from one of the shape (channels in and out, taps) at one size.
 
 Run under the measurement lock, with a calibration of this code's CACHE_VERSIONs (ORT's and LiteRT's):
 `flock /work/notes/measure.lock env PYTHONPATH=. .venv/bin/python benchmarks/litert_conv_chains.py --calibration C
-[--json out.json] conv:32:112:3 dw:24:64:5 conv:96:184:3:1:24 deconv:24:184:2:2:24 ...`
+[--json out.json] [--rounds 3] conv:32:112:3 dw:24:64:5 conv:96:184:3:1:24 deconv:24:184:2:2:24 ...`
 (op:C_in:map:kernel[:stride[:C_out]]; with C_out every operator reads the model's input, as calibration's stems do).
 Prints one line per chain (the first and last operators left out, as the fits leave them); asserts nothing.
 """
@@ -31,6 +31,8 @@ def main() -> None:
     ap.add_argument("shapes", nargs="+", help="op:C_in:map:kernel[:stride[:C_out]], op one of " + ", ".join(OPS))
     ap.add_argument("--calibration", type=Path, required=True)
     ap.add_argument("--runs", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1, help="time the chains in this many rounds, the runs split between "
+                    "them, each chain's fastest round kept (as LiteRT's calibration times its chains)")
     ap.add_argument("--json", type=Path, default=None)
     a = ap.parse_args()
     from compiler.frontends import tflite
@@ -49,7 +51,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory(prefix="litert-conv-chains-") as td:
         timed = profile_cases(cases, lambda c, p: build(c, "fp32", p), lambda c: c.name, Path(td), "conv chains",
-                              a.runs, warmup=3)
+                              a.runs, warmup=3, rounds=a.rounds)
         for case, path, res in timed:
             g = tflite.load(path)
             meas = [res["tasks"][n.id][0] for n in g.nodes[1:-1]]

@@ -81,6 +81,12 @@ from simulator.roofline import NR2_SUFFIX
 CACHE_VERSION = 30
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
+# Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
+# the runs split between them, each case's fastest round kept). Timed once, a burst of other load became a case's
+# figure: on a Zen 4 (2026-12-07, /work/h58lite) three back-to-back timings beside a bursty 1-thread GEMM on the other
+# vCPU read cases up to 1.63x apart (p90 1.07) and fitted `elementwise.builtin8.GELU` 1.16x apart; in 3 rounds, 1.10x
+# (p90 1.02) and every efficiency within 1.02x. Quiet, both within 1.06-1.09x. 24 s -> 40 s (12 s of it writing files).
+ROUNDS = 3
 FORMS = ("fp32", "dyn8", "static8", "int4")
 
 
@@ -270,15 +276,16 @@ def _weights(w: Any, case: Case, i: int, form: str, rng: np.random.Generator, pr
     return wt, bias
 
 
-def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 30
+def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 30, rounds: int = ROUNDS
             ) -> dict[tuple[str, str], tuple[Graph, list[float]]]:
-    """{(case, form): (the chain's graph, measured ms of each operator but the first)}."""
+    """{(case, form): (the chain's graph, measured ms of each operator but the first)}, each case its fastest of
+    `rounds` rounds (ROUNDS; litert_cases.profile_cases)."""
     from compiler.frontends import tflite
 
     keys = [(case, form) for case in CASES for form in FORMS
             if form in case.forms and (form != "int4" or case.op in _INT4_OPS)]
     timed = profile_cases(keys, lambda k, p: build(*k, p), lambda k: f"{k[0].name}-{k[1]}", tmp, "LiteRT chains",
-                          runs, warmup=5, limit_s=1800.0, progress=progress)
+                          runs, warmup=5, limit_s=1800.0, progress=progress, rounds=rounds)
     out: dict[tuple[str, str], tuple[Graph, list[float]]] = {}
     for (case, form), path, res in timed:
         if form == "int4":

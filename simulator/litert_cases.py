@@ -30,17 +30,32 @@ def predicted_ms(g: Graph, hw: HardwareProfile, preset: str) -> list[float]:
 
 def profile_cases(cases: Sequence[C], build: Callable[[C, Path], Path], name: Callable[[C], str], tmp: Path,
                   what: str, runs: int, warmup: int = 3, limit_s: float = 600.0,
-                  progress: Callable[[str], None] = lambda s: None) -> list[tuple[C, Path, dict[str, Any]]]:
+                  progress: Callable[[str], None] = lambda s: None, rounds: int = 1
+                  ) -> list[tuple[C, Path, dict[str, Any]]]:
     """Each case built to `tmp/<name>.tflite` and profiled (1 thread, `runs` after `warmup`), all in one sandboxed
-    child: [(case, its file, the profiler's result: {"tasks": {operator id: [median ms, calls]}, ...})]."""
+    child: [(case, its file, the profiler's result: {"tasks": {operator id: [median ms, calls]}, ...})].
+    `rounds` > 1: the cases are timed round by round, each round a child of its own timing every case in turn (its
+    model compiled anew, `warmup`, then `runs` / `rounds` runs), and each case's result is its fastest round
+    (`fastest_round`): a burst of other load on a shared machine lands in one round of a case, not in its figure."""
     from compiler.sandbox import Limits, run
 
     paths = [build(c, tmp / f"{name(c)}.tflite") for c in cases]
-    progress(f"timing {len(paths)} {what}")
-    results = run("compiler.backends.litert_profiler:per_op_many_child",
-                  {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": warmup, "runs": runs},
-                  Limits(limit_s, what=f"calibrating {what}"))
-    return list(zip(cases, paths, results))
+    per_round = max(1, -(-runs // max(1, rounds)))
+    timed: list[list[dict[str, Any]]] = []
+    for r in range(max(1, rounds)):
+        progress(f"timing {len(paths)} {what}" + (f", round {r + 1}/{rounds}" if rounds > 1 else ""))
+        timed.append(run("compiler.backends.litert_profiler:per_op_many_child",
+                         {"models": [os.fspath(p) for p in paths], "threads": 1, "warmup": warmup,
+                          "runs": per_round},
+                         Limits(limit_s, what=f"calibrating {what}")))
+    return list(zip(cases, paths, [fastest_round(list(res)) for res in zip(*timed)]))
+
+
+def fastest_round(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The one of a case's rounds (the profiler's results) whose operators summed least: the least of its rounds'
+    medians, as ORT's calibration takes a model's fastest timing (compiler.profile.measure_rounds), whole, so a
+    chain's operators come from one round."""
+    return min(results, key=lambda res: sum(v[0] for v in res["tasks"].values()))
 
 
 def median_fit(measured: Sequence[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, preset: str,
