@@ -10,8 +10,8 @@ is another library (OpenBLAS, its own kernels and thread pool, which a child tha
 one thread any more). 28-32 ms on the session-43 VM (Xeon, ~200 GFLOP/s): a session, 5 warm-up runs and 40 timed
 runs of ~0.6 ms.
 
-Calibration records a probe before and after its case timings, a profile before and after its timed rounds
-(`SpeedCheck`); `mark` folds what they say into the profile's `noise` record.
+Calibration records a probe before and after its case timings and between their rounds, a profile before and
+after its timed rounds (`SpeedCheck`); `mark` folds what they say into the profile's `noise` record.
 """
 
 from __future__ import annotations
@@ -122,26 +122,29 @@ class SpeedCheck:
         return cls(float(d["before_gflops"]), float(d["after_gflops"]), None if ref is None else float(ref))
 
 
-def _probes(record: dict[str, Any] | None) -> tuple[float, float] | None:
-    """(before, after) GFLOP/s of a calibration's probe record, or None where either is missing or zero."""
+def probe_figures(record: dict[str, Any] | None) -> list[float]:
+    """Every probe figure (GFLOP/s) of a calibration's probe record: before, between its rounds (`during_gflops`,
+    calibrations since session 58) and after; [] where `before_gflops` or `after_gflops` is missing or zero."""
     if not record or not record.get("before_gflops") or not record.get("after_gflops"):
-        return None
-    return float(record["before_gflops"]), float(record["after_gflops"])
+        return []
+    during = [float(g) for g in record.get("during_gflops") or () if g and g > 0]
+    return [float(record["before_gflops"]), *during, float(record["after_gflops"])]
 
 
 def reference_of(record: dict[str, Any] | None) -> float | None:
-    """The figure a calibration's probe record ({before_gflops, after_gflops}) stands for: their mean."""
-    probes = _probes(record)
-    return sum(probes) / 2 if probes else None
+    """The figure a calibration's probe record stands for, which a profile's drift is flagged against: the median of
+    its probes (of a record with only `before` and `after`, their mean), so one probe that met a slow moment (a
+    calibration's first, say) does not flag every later profile as drifted."""
+    probes = probe_figures(record)
+    return statistics.median(probes) if probes else None
 
 
 def fastest_of(record: dict[str, Any] | None) -> float | None:
-    """The speed a calibration's rates stand for: the faster of its probes. Each case is timed at the 5th percentile
+    """The speed a calibration's rates stand for: the fastest of its probes. Each case is timed at the 5th percentile
     of runs pooled over its rounds (simulator.calibration_timing.FAST_PERCENTILE), i.e. at the CPU's fastest state
     during the timing, which a drift between the probes (seen: 90 -> 145 GFLOP/s on an Emerald Rapids, 2026-12-06)
-    leaves the faster probe to describe. `reference_of`, the figure a profile's drift is flagged against, is
-    their mean."""
-    probes = _probes(record)
+    leaves the fastest probe to describe; the probes between the rounds catch a fast state both ends missed."""
+    probes = probe_figures(record)
     return max(probes) if probes else None
 
 

@@ -22,7 +22,7 @@ import fcntl
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,21 +43,31 @@ def calibrate(progress: Callable[[str], None] = lambda s: None) -> dict[str, Any
         progress("timing")
         with timing_alone():  # no other Edgescope timing beside the cases (compiler.timing_lock)
             before = probe()
-            wall = time_interleaved(bench.timings, progress=progress)
+            # A probe after every round too: the cases' fast figures stand for the fastest state of the whole timing,
+            # which two probes at its ends can both miss (session 58, a Zen 4: 61.6 and 102.5 GFLOP/s at the ends
+            # of a timing whose rates matched profiles probed at 110).
+            during: list[float] = []
+            wall = time_interleaved(bench.timings, progress=progress, after_round=lambda: during.append(probe()))
             after = probe()
-        progress(f"speed probe {before:.0f} GFLOP/s before the timing, {after:.0f} after")
+        progress(f"speed probe {before:.0f} GFLOP/s before the timing, {after:.0f} after, "
+                 f"{min(during, default=0):.0f}-{max(during, default=0):.0f} between its rounds")
         # The raw timings stay in the cache: another checkout's fit can be made on the same measurements
         # (benchmarks/calibration_refit.py), so a rule's before / after is read without timing the machine twice.
-        return {**fit_bench(bench, wall, progress), "timings": wall, "speed_probe": speed_record(before, after)}
+        return {**fit_bench(bench, wall, progress), "timings": wall,
+                "speed_probe": speed_record(before, after, during)}
 
 
-def speed_record(before: float, after: float) -> dict[str, Any]:
-    """The cache's `speed_probe`: the CPU's speed (compiler.speed_probe) before and after the case timings, which
-    every profile is held against (`speed_reference`), and whether it drifted during them."""
+def speed_record(before: float, after: float, during: Sequence[float] = ()) -> dict[str, Any]:
+    """The cache's `speed_probe`: the CPU's speed (compiler.speed_probe) before and after the case timings and
+    between their rounds (`during_gflops`, where taken), which every profile is held against (`speed_reference`), and
+    whether it drifted during them (the slowest and fastest probe beyond the drift limit)."""
     from compiler.speed_probe import drifted
 
-    return {"before_gflops": round(before, 1), "after_gflops": round(after, 1),
-            "drifted": before > 0 and after > 0 and drifted(after / before)}
+    record: dict[str, Any] = {"before_gflops": round(before, 1), "after_gflops": round(after, 1)}
+    if during:
+        record["during_gflops"] = [round(g, 1) for g in during]
+    figures = [g for g in (before, after, *during) if g > 0]
+    return {**record, "drifted": len(figures) >= 2 and drifted(max(figures) / min(figures))}
 
 
 def speed_reference(path: str | os.PathLike[str] | None) -> float | None:
@@ -97,8 +107,9 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
             return _at_typical_speed(profile_from_cache(cache), p)
         cache = calibrate(progress)
         save_cache(p, cache)
-        probe = cache.get("speed_probe") or {}
-        speed_history.record(p, (probe.get("before_gflops"), probe.get("after_gflops")), "calibration")
+        from compiler.speed_probe import probe_figures
+
+        speed_history.record(p, probe_figures(cache.get("speed_probe")), "calibration")
     return _at_typical_speed(profile_from_cache(cache), p)
 
 

@@ -97,13 +97,15 @@ def timed_rounds(run: Callable[[], Any], min_runs: int, budget_s: float, rounds:
 
 def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, budget_s: float = 0.06,
                      progress: Callable[[str], None] = lambda s: None,
-                     inputs: dict[str, dict[str, np.ndarray]] | None = None) -> dict[str, float]:
+                     inputs: dict[str, dict[str, np.ndarray]] | None = None,
+                     after_round: Callable[[], None] = lambda: None) -> dict[str, float]:
     """{key: ms (`clock`, `fast_ms` of all its runs)} of `models` ({key: (path, optimization level, min
     runs)}), timed round-robin: each round times every model once, so every case gets runs spread over the
     whole timing and a burst of load from other work on a shared machine hits all cases alike. Sessions
     are created anew for the second half of the rounds: one session of a model can be consistently slower
     than another of the same model (buffer placement), and the figure should not depend on that draw.
-    `inputs`: {key: feeds} for the models whose feeds are given (else `default_feeds`)."""
+    `inputs`: {key: feeds} for the models whose feeds are given (else `default_feeds`); `after_round()` is called
+    after each round (calibration probes the CPU's speed there)."""
     pooled: dict[str, list[float]] = {k: [] for k in models}
     sessions: dict[str, Any] = {}
     feeds: dict[str, dict[str, np.ndarray]] = {}
@@ -123,6 +125,7 @@ def time_interleaved(models: dict[str, tuple[Path, str, int]], rounds: int = 6, 
                 sess.run(None, feeds[k])
                 times.append(clock() - t0)
             pooled[k] += times
+        after_round()
         progress(f"timing round {r + 1}/{rounds} done")
     return {k: fast_ms(v) for k, v in pooled.items()}
 

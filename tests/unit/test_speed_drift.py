@@ -159,6 +159,44 @@ def test_calibration_records_the_probe_around_its_timings(tmp_path: Path, monkey
 
 
 
+def test_calibration_probes_between_its_rounds_and_one_slow_end_does_not_set_its_speed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Session 58 (a Zen 4): a calibration's probes read 61.6 GFLOP/s before its timing and 102.5 after, while its
+    rates matched profiles probed at 110; the rates' speed (`fastest_of`) was 102.5 and the drift reference (`reference_of`)
+    82, so every later profile read "1.34x faster". A probe after each round: the rates' speed is the fastest probe
+    of the whole timing, the reference their median, and the history beside the cache keeps every figure."""
+    import compiler.speed_probe as speed_probe
+    from compiler.speed_probe import fastest_of, probe_figures
+    from simulator import speed_history
+
+    probes = _probes(61.6, 108.0, 110.0, 109.0, 102.5)
+    monkeypatch.setattr(speed_probe, "probe", lambda: next(probes))
+
+    def timed(*args: Any, after_round: Any = None, **kwargs: Any) -> dict[str, float]:
+        for _ in range(3):
+            after_round()
+        return {"case": 1.0}
+
+    monkeypatch.setattr(calibration, "build_bench", lambda td, progress: SimpleNamespace(timings={}))
+    monkeypatch.setattr(calibration, "time_interleaved", timed)
+    monkeypatch.setattr(calibration, "fit_bench", lambda bench, wall, progress: _current_fields())
+    monkeypatch.setattr(calibration, "profile_from_cache", lambda cache: calibration.load_profile("host-cpu"))
+    path = tmp_path / "host-cpu.json"
+    calibration.load_or_calibrate(path)
+    record = json.loads(path.read_text())["speed_probe"]
+    assert record == {"before_gflops": 61.6, "after_gflops": 102.5, "during_gflops": [108.0, 110.0, 109.0],
+                      "drifted": True}
+    assert probe_figures(record) == [61.6, 108.0, 110.0, 109.0, 102.5]
+    assert fastest_of(record) == 110.0 and reference_of(record) == 108.0
+    assert calibration.speed_reference(path) == 108.0
+    assert [json.loads(line)["gflops"] for line in speed_history.history_path(path).read_text().splitlines()] == \
+        [61.6, 108.0, 110.0, 109.0, 102.5]
+    # a record from before the field: its two probes, their mean and the faster, as before
+    old = {"before_gflops": 61.6, "after_gflops": 102.5}
+    assert fastest_of(old) == 102.5 and reference_of(old) == pytest.approx(82.05)
+    assert probe_figures({"before_gflops": 0, "after_gflops": 102.5}) == []
+
+
 def test_litert_calibration_records_the_probe_around_its_timings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """LiteRT's half of a calibration probes before its first chain and after its last, and keeps the record, which
     `litert_calibration.speed_reference` reads back (none from a LiteRT cache made before the field)."""
@@ -263,3 +301,21 @@ def test_a_row_timed_again_keeps_the_faster_pass_and_every_passs_figure() -> Non
     # the report's first-pass figure: 12 ms against 10 predicted is -16.7% (out), the faster pass -4.8% (in)
     assert within_share(rows, "cpu_ms") == (2, 2) and within_share(first_pass(rows), "cpu_ms") == (1, 2)
     assert rows[1]["cpu_ms"] == 10.5  # first_pass copies, the rows stay as kept
+
+
+def test_interleaved_timing_calls_its_hook_after_every_round(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from simulator.calibration_timing import time_interleaved
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])
+    model = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                              opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "relu.onnx")
+    calls: list[int] = []
+    out = time_interleaved({"relu": (tmp_path / "relu.onnx", "all", 2)}, rounds=4, budget_s=0.0,
+                           after_round=lambda: calls.append(1))
+    assert len(calls) == 4 and out["relu"] > 0
