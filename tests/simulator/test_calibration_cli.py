@@ -373,7 +373,7 @@ def test_the_cache_keeps_the_raw_timings_it_was_fitted_on(monkeypatch: pytest.Mo
     wall = {"one": 0.01, "many": 0.2}
     seen: list[dict[str, float]] = []
     monkeypatch.setattr(calibration, "build_bench", lambda tmp, progress: SimpleNamespace(timings={"one": None}))
-    monkeypatch.setattr(calibration, "time_interleaved", lambda timings, progress: dict(wall))
+    monkeypatch.setattr(calibration, "time_interleaved", lambda timings, progress, after_round: dict(wall))
     monkeypatch.setattr(calibration, "fit_bench", lambda bench, w, progress: seen.append(w) or {"version": 1})
     monkeypatch.setattr("compiler.speed_probe.probe", lambda: 100.0)  # the speed probe beside them
     cache = calibration.calibrate()
