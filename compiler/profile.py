@@ -36,14 +36,18 @@ REMEASURE_PAUSE_S = 1.0
 
 # The model's fast CPU time (Profile.noise["fast_cpu_ms"]), timed as calibration times its cases and
 # benchmarks/export_rows.py its files: thread CPU time, FAST_PERCENTILE of runs pooled over FAST_ROUNDS short rounds
-# FAST_GAP_S apart, the session made anew halfway. A profile's round spans about a second and meets whatever state the
-# shared machine is in then (session 54, a Zen 4: the same file's round median 1.0-1.45x its fast CPU time in one
-# hold); the calibrated rates stand for the fast state, so an option's prediction is made against this figure
-# (simulator.measured.fast_scale). Rounds of at least FAST_MIN_RUNS runs: a slow model pays ~2 runs a round.
+# FAST_GAP_S apart, half before the profile's round and half after it in a session made anew. A profile's round spans
+# about a second and meets whatever state the shared machine is in then (session 54, a Zen 4: the same file's round
+# median 1.0-1.45x its fast CPU time in one hold); the calibrated rates stand for the fast state, so an option's
+# prediction is made against this figure (simulator.measured.fast_scale). The rounds are spread over the whole
+# profile, not timed back to back: a slow state lasts seconds, and rounds within ~1.5 s at one point met it whole
+# (session 58, a Zen 4: the same runs pooled from two rounds far apart within 4.7% of the fp32 export's interleaved
+# figure, from two rounds side by side up to 9.9% off; README Round 31). Rounds of at least FAST_MIN_RUNS runs: a slow
+# model pays ~2 runs a round. About 2.5 s per profile (6 x 0.15 s of runs, 4 gaps of 0.4 s; it was 1.4 s).
 FAST_PERCENTILE = 5.0
 FAST_ROUNDS = 6
 FAST_BUDGET_S = 0.15
-FAST_GAP_S = 0.1
+FAST_GAP_S = 0.4
 FAST_MIN_RUNS = 2
 
 
@@ -119,26 +123,36 @@ def measure_rounds(first: Callable[[], Round], again: Callable[[], Round], refer
 
 def fast_cpu_ms(run: Callable[[], None], reopen: Callable[[], None], rounds: int = FAST_ROUNDS,
                 budget_s: float = FAST_BUDGET_S, gap_s: float = FAST_GAP_S, min_runs: int = FAST_MIN_RUNS,
-                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.thread_time) -> float:
+                sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.thread_time,
+                between: Callable[[], None] | None = None) -> float:
     """The FAST_PERCENTILE of the calling thread's CPU time (`clock`) of `run()` (ms), pooled over `rounds` rounds of
-    at least `min_runs` runs (more while `budget_s` lasts), `gap_s` apart; `reopen()` makes the session anew before
-    the second half (one session can run consistently slower than another of the same file: buffer placement) and
-    `run` then runs the new one, warmed by a run. 0.0 for no rounds."""
+    at least `min_runs` runs (more while `budget_s` lasts), `gap_s` apart within each half. After the first half
+    `between()` runs (the profile's own round: the halves lie seconds apart, so a slow state of the machine meets
+    only part of the runs), then `reopen()` makes the session anew (one session can run consistently slower than
+    another of the same file: buffer placement) and `run` then runs the new one, warmed by a run. 0.0 for no
+    rounds (`between` still runs)."""
     import numpy as np
 
     times: list[float] = []
+    half = rounds // 2
     for r in range(rounds):
-        if r:
+        if r == half:
+            if between is not None:
+                between()
+                between = None
+            if r:
+                reopen()
+                run()
+        elif r:
             sleep(gap_s)
-        if r and r == rounds // 2:
-            reopen()
-            run()
         t_end, n = time.perf_counter() + budget_s, 0
         while n < min_runs or time.perf_counter() < t_end:
             c0 = clock()
             run()
             times.append(clock() - c0)
             n += 1
+    if between is not None:
+        between()
     return float(np.percentile(times, FAST_PERCENTILE)) * 1e3 if times else 0.0
 
 

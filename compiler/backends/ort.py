@@ -321,24 +321,32 @@ def _profile_child(payload: dict[str, Any]) -> dict[str, Any]:
             def first() -> Round:
                 # Plain (timed) and profiled runs alternate, so load from other processes on a shared
                 # machine hits both alike and the sum of task medians stays comparable to the whole.
+                ps = held[1]
                 r = timed_runs(lambda: run_session(sess, feeds, graph), s.runs,
-                               between=lambda i: run_session(psess, feeds, graph) if i < prof_runs else None)
-                read["trace"] = read_trace(Path(psess.end_profiling()))  # its events freed before any other round
+                               between=lambda i: run_session(ps, feeds, graph) if i < prof_runs else None)
+                read["trace"] = read_trace(Path(ps.end_profiling()))  # its events freed before any other round
                 return r
 
-            # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
-            best, noise = measure_rounds(first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
-                                         s.speed_reference_gflops, pause_s=s.remeasure_pause_s)
+            got: dict[str, Any] = {}
+            held = [sess, psess]
             del psess
-            if s.threads == 1 and s.fast_rounds > 0:  # thread CPU time is the run's own with 1 intra-op thread
-                held = [sess]
 
-                def reopen() -> None:
-                    held[0] = _open(ort, path, session_options(ort, "disable", s.threads))
+            def profile_round() -> None:
+                # A noisy round, or one the speed probe says ran at another speed, is timed again while that is cheap.
+                got["best"], got["noise"] = measure_rounds(
+                    first, lambda: timed_runs(lambda: run_session(sess, feeds, graph), s.runs),
+                    s.speed_reference_gflops, pause_s=s.remeasure_pause_s)
+                held.pop()  # the profiled session: freed before the fast rounds that follow
 
-                noise["fast_cpu_ms"] = fast_cpu_ms(lambda: run_session(held[0], feeds, graph), reopen, s.fast_rounds)
-                del held
-            del sess
+            def reopen() -> None:
+                held[0] = _open(ort, path, session_options(ort, "disable", s.threads))
+
+            # Thread CPU time is the run's own with 1 intra-op thread; half of the fast rounds come before the
+            # profile's round and half after it (compiler.profile.fast_cpu_ms; 0 rounds: the round alone).
+            fast = fast_cpu_ms(lambda: run_session(held[0], feeds, graph), reopen,
+                               s.fast_rounds if s.threads == 1 else 0, between=profile_round)
+            best, noise = got["best"], got["noise"] | ({"fast_cpu_ms": fast} if fast else {})
+            del held, sess
     trace, seen_shapes = read["trace"]
     # Nodes in If / Loop / Scan bodies report an event per execution, inside their parent's event:
     # the parent keeps its own time, and each body node its calls per run (trip counts, branch taken).

@@ -1,8 +1,9 @@
 """An analysis' measured baseline in the machine's fast state: ORT's profile times the model's fast CPU time as
-calibration times its cases (compiler.profile.fast_cpu_ms: a low percentile of runs pooled over short rounds, the
-session made anew halfway), and the sweep scales the measured tasks and the time they leave unexplained to it
-(simulator.measured.fast_scale), the other kernels of those tasks taking how the fast-state tasks ran against their
-prediction (in_model_factor), not the speed probe around the round. Profiles are built here; nothing is timed."""
+calibration times its cases (compiler.profile.fast_cpu_ms: a low percentile of runs pooled over short rounds, half
+before the profile's round and half after it in a session made anew), and the sweep scales the measured tasks and
+the time they leave unexplained to it (simulator.measured.fast_scale), the other kernels of those tasks taking how
+the fast-state tasks ran against their prediction (in_model_factor), not the speed probe around the round. Profiles
+are built here; nothing is timed."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import dataclasses
 
 import pytest
 
-from compiler.profile import FAST_PERCENTILE, Profile, TaskTiming, fast_cpu_ms
+from compiler.profile import (FAST_BUDGET_S, FAST_GAP_S, FAST_PERCENTILE, FAST_ROUNDS, Profile, TaskTiming,
+                              fast_cpu_ms)
 from simulator.measured import IN_MODEL_BOUNDS, fast_scale
 from simulator.profiles import load_profile
 from simulator.sweep import sweep
@@ -47,6 +49,30 @@ def test_fast_cpu_time_is_a_low_percentile_pooled_over_rounds_with_a_fresh_sessi
     # timed: 2, 3, 10, 2, 3, 10 | (2 untimed) 3, 10, 2, 3, 10, 2 ms: the low percentile is a 2 ms run
     assert FAST_PERCENTILE < 100 / 3 and ms == pytest.approx(2.0)
     assert fast_cpu_ms(run, lambda: None, rounds=0, sleep=lambda s: None, clock=clock) == 0.0
+
+
+def test_the_fast_rounds_lie_on_both_sides_of_the_profiles_round_gapped_within_each_half() -> None:
+    """Rounds timed back to back met a slow state of the machine whole (README Round 31): half the rounds come
+    before the profile's own round (`between`), half after it in a session made anew, `gap_s` apart within a half."""
+    clock, events = _Clock([0.004]), []
+
+    def run() -> None:
+        clock.run()
+        events.append("run")
+
+    def sleep(s: float) -> None:
+        events.append(f"gap {s}")
+
+    ms = fast_cpu_ms(run, lambda: events.append("reopen"), rounds=4, budget_s=0.0, gap_s=0.35, min_runs=1,
+                     sleep=sleep, clock=clock, between=lambda: events.append("profile"))
+    assert events == ["run", "gap 0.35", "run", "profile", "reopen", "run", "run", "gap 0.35", "run"]
+    assert ms == pytest.approx(4.0)
+    # no rounds: the profile's round still runs, once
+    events.clear()
+    assert fast_cpu_ms(run, lambda: None, rounds=0, sleep=sleep, clock=clock,
+                       between=lambda: events.append("profile")) == 0.0 and events == ["profile"]
+    # the product's rounds: at most 3 s of wall time besides the profile's round, most of it gaps
+    assert FAST_ROUNDS * FAST_BUDGET_S + (FAST_ROUNDS - 2) * FAST_GAP_S <= 3.0 and FAST_ROUNDS % 2 == 0
 
 
 def _profile(noise: dict, threads: int = 1) -> tuple:
