@@ -78,7 +78,9 @@ from simulator.roofline import NR2_SUFFIX
 # output channels in the F32 IGEMM's blocks, cases of 24 and 48 channels (what pins the Subconv2D's MAC rate).
 # 30: the last-level cache's ramp of XNNPACK's own fully connected chains (simulator.litert_llc), in place of a step
 # at the listed size.
-CACHE_VERSION = 30
+# 31: fp32 PADV2 (TFLite's own pad kernel) pays a cost per output pixel beside its rate (`layout.builtin.call`, a
+# memcpy of the channels per pixel; simulator.litert_signal.pad_fit), fp32 PADV2 cases at 56x56 of 48 and 96 channels.
+CACHE_VERSION = 31
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
@@ -507,7 +509,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block())
                 for extra in (signal, lut, layout, elementwise):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
-                for extra in (control, layout):  # costs per execution, per run copied
+                for extra in (control, layout, signal):  # costs per execution, per run copied, per PADV2 call
                     overrides["units"]["cpu"]["kind_overhead_s"].update(extra["units"]["cpu"]["kind_overhead_s"])
                 overrides["units"]["cpu"].update(  # XNNPACK's own cache ladder
                     {k: v for k, v in ladder["units"]["cpu"].items() if k in litert_llc.KEYS})

@@ -109,6 +109,13 @@ SLICE_TAG = "builtin"
 # max pool's, ShuffleNetV2's): `TFLite PADV2` 0.068 ms fp32 (0.22 ns per output element), 0.15 ms int8 (0.48 ns;
 # 58x58x64: 0.6); ShuffleNetV2's int8-static file on a Sapphire Rapids 0.175 ms, predicted 0.009 as a copy at the cache rate.
 BUILTIN_PAD = "builtin_pad"
+# Task fact of a PADV2 beside BUILTIN_PAD: its output's channels (`pad_row=C`). TFLite's pad kernel (optimized_ops
+# PadImpl: a pad value other than 0) copies the channels of each pixel with one memcpy and fills the border element
+# by element, so it pays a cost per output pixel beside its elements: `layout.builtin.call` per call of C elements
+# (Path.call_elements; fp32 data, where calibrated: simulator.litert_signal.pad_fit). Five fp32 maps (Zen 4,
+# 2026-12-07, 112x112x24 to 28x28x96) read 3.2 ns per output pixel beside 0.086 ns per element, each within 7%.
+PAD_ROW = "pad_row="
+PAD_CALL_KEYS = {"float32": "layout.builtin.call"}  # the cost per call of TFLite's PADV2, per data type calibrated
 # Element types XNNPACK's STRIDED_SLICE takes (CheckTensorFloatOrQUInt8Type: fp32, fp16, per-tensor int8 / uint8).
 _XNN_SLICE_DTYPES = frozenset({"float32", "float16", "int8", "uint8"})
 _SLICE_MASKS = ("ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
@@ -308,7 +315,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
     CONV_2D (applied under dynamic int8, static int8 and fp32); XNN_CONV for every CONV_2D (fp32 only); DW_GROUPED
     for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8), DW_TILE25 for one of 10 to 25 (fp32);
-    DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2;
+    DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2, with its output's channels (`pad_row=C`);
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
     TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only); XNN_TRANSPOSE for every
     TRANSPOSE (fp32 only)."""
@@ -365,6 +372,9 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(BUILTIN_SLICE)
         if nd.op_type == "PADV2":
             facts.setdefault(nd.id, set()).add(BUILTIN_PAD)
+            out = compiled.values.get(nd.outputs[0]) if nd.outputs else None
+            if out is not None and out.shape and isinstance(out.shape[-1], int) and out.shape[-1] > 0:
+                facts[nd.id].add(f"{PAD_ROW}{out.shape[-1]}")
         if nd.op_type == "BATCH_MATMUL" and _activation_rhs(nd, compiled):
             facts.setdefault(nd.id, set()).add(BUILTIN_BMM)
         if nd.op_type == "CONCATENATION" and _channel_concat(nd, compiled):
@@ -413,8 +423,12 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
     if BUILTIN_PAD in facts:
         tag = BUILTIN_INT8_TAG if p.resolved.input == "int8" else SLICE_TAG
-        return dataclasses.replace(p, compute="fp32", tag=tag, note="; ".join([*([p.note] if p.note else []), (
-            "XNNPACK does not take PADV2: TFLite's own pad kernel runs it")]))
+        rows = [int(f[len(PAD_ROW):]) for f in facts if f.startswith(PAD_ROW)]
+        per_pixel = bool(rows) and f"layout.{tag}.call" in unit.kind_overhead_s  # (PAD_CALL_KEYS, where calibrated)
+        note = "XNNPACK does not take PADV2: TFLite's own pad kernel runs it" + (
+            ", a memcpy of the channels per output pixel" if per_pixel else "")
+        return dataclasses.replace(p, compute="fp32", tag=tag, call_elements=float(rows[0]) if per_pixel else 0.0,
+                                   note="; ".join([*([p.note] if p.note else []), note]))
     if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))

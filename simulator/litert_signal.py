@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.litert_cases import median_fit, profile_cases
+from simulator.litert_cases import median_fit, predicted_ms, profile_cases
+from simulator.litert_paths import PAD_CALL_KEYS
 from simulator.profiles import HardwareProfile
 
 R = 4  # operators per case (the first dropped)
@@ -37,7 +38,8 @@ GATHER_KEY = "layout.fp32.GATHER"
 # TFLite's builtin STRIDED_SLICE (simulator.litert_paths.BUILTIN_SLICE: one the XNNPACK delegate does not take).
 SLICE_KEY = "layout.builtin.STRIDED_SLICE"
 # TFLite's own PADV2 (simulator.litert_paths.BUILTIN_PAD) on fp32 and on int8 data: profiled 0.22 and 0.48 ns per
-# output element, so a rate each.
+# output element, so a rate each; on fp32 data also a cost per output pixel (PAD_CALL_KEYS: a memcpy of the channels
+# each), fitted with the rate (pad_fit).
 PAD_KEYS = {"float32": "layout.builtin.PADV2", "int8": "layout.builtin8.PADV2"}
 
 
@@ -91,9 +93,11 @@ class PadCase:
 
 
 # TFLite's own PADV2 (simulator.litert_paths.BUILTIN_PAD): a max pool's padding in both forms, ShuffleNetV2's and
-# ResNet's stem maps (112x112x24, 112x112x64) and a smaller one.
+# ResNet's stem maps (112x112x24, 112x112x64) and a smaller one; fp32 also at 56x56 of 48 and 96 channels, where
+# the pixels' share of its time differs from 112x112x24's (what pins the cost per pixel apart from the rate).
 PAD_CASES: tuple[PadCase, ...] = tuple(PadCase(f"padv2-{h}x{c}-{d}", (1, h, h, c), d) for h, c, d in (
-    (112, 24, "int8"), (112, 64, "int8"), (28, 96, "int8"), (112, 24, "float32"), (28, 96, "float32")))
+    (112, 24, "int8"), (112, 64, "int8"), (28, 96, "int8"), (112, 24, "float32"), (28, 96, "float32"),
+    (56, 48, "float32"), (56, 96, "float32")))
 PAD_PRESET = {"int8": "int8-static", "float32": "fp32"}
 
 
@@ -187,21 +191,54 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     return out
 
 
+def pad_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str, call_key: str,
+            preset: str) -> tuple[float, float]:
+    """PADV2's rate `key` and its cost per call `call_key` (s; one call per output pixel, Path.call_elements), at once:
+    for each rate (a search over its log) the cost per call that brings the cases' median operators closest to
+    their measured medians in relative least squares (>= 0: the prediction is linear in it), the pair whose
+    predictions are least off in sum of |log|. A rate alone priced fp32's 112x112x24 case 0.043 ms against 0.068
+    (its fit swung 1.4x between calibrations with the cases it leaned on)."""
+    from simulator.calibration_fit import best_log_efficiency
+
+    meas = np.array([float(np.median(ms)) for _, ms in cases])
+
+    def pred(log_eff: float, call_s: float) -> np.ndarray:
+        h = hw.with_overrides({"units": {"cpu": {"efficiency": {key: float(np.exp(log_eff))},
+                                                 "kind_overhead_s": {call_key: call_s}}}})
+        return np.array([float(np.median(predicted_ms(g, h, preset))) for g, _ in cases])
+
+    slope = (pred(0.0, 1e-9) - pred(0.0, 0.0)) / 1e-9  # ms per s of the cost per call: what the calls are
+
+    def solve(log_eff: float) -> tuple[float, float]:
+        base = pred(log_eff, 0.0)
+        a, b = slope / meas, 1 - base / meas
+        call = max(float(a @ b / (a @ a)), 0.0) if (a @ a) > 0 else 0.0
+        return float(np.sum(np.abs(np.log((base + slope * call) / meas)))), call
+
+    x = best_log_efficiency(lambda v: solve(v)[0])
+    return float(np.exp(x)), solve(x)[1]
+
+
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
-    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e, SLICE_KEY: e, *PAD_KEYS: e}}}}:
-    per op, the efficiency whose predictions are closest to each of its cases' median operator (litert_cases.median_fit;
-    the median over a case's operators: a slice case's CONCATENATION is one cheap operator among R + 1)."""
+    """Profile overrides {"units": {"cpu": {"efficiency": {KEY: e, GATHER_KEY: e, SLICE_KEY: e, *PAD_KEYS: e},
+    "kind_overhead_s": {*PAD_CALL_KEYS: s}}}}: per op, the efficiency whose predictions are closest to each of its
+    cases' median operator (litert_cases.median_fit; the median over a case's operators: a slice case's CONCATENATION
+    is one cheap operator among R + 1); PADV2's with its cost per output pixel where that type has one (pad_fit)."""
     out: dict[str, float] = {}
     for key, names in ((KEY, {c.name for c in CASES}), (GATHER_KEY, {c.name for c in GATHER_CASES}),
                        (SLICE_KEY, {c.name for c in SLICE_CASES})):
         cases = [gm for name, gm in measured.items() if name in names]
         if cases:
             out[key] = median_fit(cases, hw, key, "fp32")
+    calls: dict[str, float] = {}
     for dtype, key in PAD_KEYS.items():  # a rate per output element (at the fp32 peak's share) for each type
         pads = [measured[c.name] for c in PAD_CASES if c.dtype == dtype and c.name in measured]
-        if pads:
+        shapes = {c.shape for c in PAD_CASES if c.dtype == dtype and c.name in measured}
+        if pads and dtype in PAD_CALL_KEYS and len(shapes) >= 2:
+            out[key], calls[PAD_CALL_KEYS[dtype]] = pad_fit(pads, hw, key, PAD_CALL_KEYS[dtype], PAD_PRESET[dtype])
+        elif pads:
             out[key] = median_fit(pads, hw, key, PAD_PRESET[dtype])
-    return {"units": {"cpu": {"efficiency": out}}}
+    return {"units": {"cpu": {"efficiency": out, "kind_overhead_s": calls}}}
 
 
 def calibrate(tmp: Path, hw: HardwareProfile, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:

@@ -11,7 +11,9 @@ import pytest
 
 from compiler.frontends import tflite
 from compiler.frontends.tflite_writer import TfliteWriter
+from simulator.calibration_fit import EFF_MAX
 from simulator.litert_cases import predicted_ms
+from simulator.litert_paths import PAD_CALL_KEYS
 from simulator.litert_signal import (CASES, GATHER_CASES, GATHER_KEY, KEY, PAD_CASES, PAD_KEYS, R, SLICE_CASES,
                                     SLICE_KEY, fit, measure)
 from simulator.profiles import load_profile
@@ -61,8 +63,12 @@ def test_rfft2d_cases_fit_their_own_rate(tmp_path: Path) -> None:
     s_after = np.array([float(np.median(predicted_ms(g, hw.with_overrides(o), "fp32")[1:])) for g, _ in slices.values()])
     assert 0.0 < o["units"]["cpu"]["efficiency"][SLICE_KEY] < 1.0
     assert float(np.median(np.abs(np.log(s_after / s_meas)))) < np.log(2.0)
-    # PADV2: TFLite's own pad kernel, fp32 and int8 at one rate per output element, every case timed
-    assert all(0.0 < o["units"]["cpu"]["efficiency"][k] < 1.0 for k in PAD_KEYS.values())
+    # PADV2: TFLite's own pad kernel, fp32 and int8 at one rate per output element, every case timed; fp32's with a
+    # cost per output pixel fitted beside it (litert_signal.pad_fit), where its rate may reach the bound (on a Zen 4
+    # the bytes priced its elements: 6.0, 2.3-2.7 ns per pixel)
+    assert 0.0 < o["units"]["cpu"]["efficiency"][PAD_KEYS["int8"]] < 1.0
+    assert 0.0 < o["units"]["cpu"]["efficiency"][PAD_KEYS["float32"]] <= EFF_MAX
+    assert 0.0 <= o["units"]["cpu"]["kind_overhead_s"][PAD_CALL_KEYS["float32"]] < 1e-7
     assert all(len(everything[c.name][1]) == R - 1 and min(everything[c.name][1]) > 0 for c in PAD_CASES)
 
 
