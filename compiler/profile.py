@@ -134,25 +134,29 @@ def fast_cpu_ms(run: Callable[[], None], reopen: Callable[[], None], rounds: int
     import numpy as np
 
     times: list[float] = []
-    half = rounds // 2
-    for r in range(rounds):
-        if r == half:
-            if between is not None:
-                between()
-                between = None
-            if r:
-                reopen()
-                run()
-        elif r:
-            sleep(gap_s)
+
+    def timed_round() -> None:
         t_end, n = time.perf_counter() + budget_s, 0
         while n < min_runs or time.perf_counter() < t_end:
             c0 = clock()
             run()
             times.append(clock() - c0)
             n += 1
+
+    half = rounds // 2
+    for r in range(half):
+        if r:
+            sleep(gap_s)
+        timed_round()
     if between is not None:
         between()
+    if half:
+        reopen()
+        run()
+    for r in range(rounds - half):
+        if r:
+            sleep(gap_s)
+        timed_round()
     return float(np.percentile(times, FAST_PERCENTILE)) * 1e3 if times else 0.0
 
 

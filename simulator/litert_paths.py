@@ -384,6 +384,20 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     return [frozenset(facts.get(nd.id, ())) for nd in compiled.nodes]
 
 
+def _builtin_pad_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
+    """`p` as TFLite's own pad kernel runs a PADV2 (BUILTIN_PAD): its rate per element, and where its data type's cost
+    per call is calibrated (PAD_CALL_KEYS) a memcpy of the channels per output pixel (PAD_ROW)."""
+    int8 = p.resolved.input == "int8"
+    call_key = PAD_CALL_KEYS.get("int8" if int8 else "float32")
+    rows = [int(f[len(PAD_ROW):]) for f in facts if f.startswith(PAD_ROW)]
+    per_pixel = bool(rows) and call_key in unit.kind_overhead_s
+    note = "XNNPACK does not take PADV2: TFLite's own pad kernel runs it" + (
+        ", a memcpy of the channels per output pixel" if per_pixel else "")
+    return dataclasses.replace(p, compute="fp32", tag=BUILTIN_INT8_TAG if int8 else SLICE_TAG,
+                               call_elements=float(rows[0]) if per_pixel else 0.0,
+                               note="; ".join([*([p.note] if p.note else []), note]))
+
+
 def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
     """`p` with the task facts of LiteRT's CPU applied (`litert_task_facts`; XNNPACK's unit only)."""
     if unit.name != "cpu":
@@ -422,13 +436,7 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
             "XNNPACK does not take this STRIDED_SLICE (begin / end / strides not file constants, a stride other "
             "than 1, a mask or a non-float type): TFLite's reference kernel copies it element by element")]))
     if BUILTIN_PAD in facts:
-        tag = BUILTIN_INT8_TAG if p.resolved.input == "int8" else SLICE_TAG
-        rows = [int(f[len(PAD_ROW):]) for f in facts if f.startswith(PAD_ROW)]
-        per_pixel = bool(rows) and f"layout.{tag}.call" in unit.kind_overhead_s  # (PAD_CALL_KEYS, where calibrated)
-        note = "XNNPACK does not take PADV2: TFLite's own pad kernel runs it" + (
-            ", a memcpy of the channels per output pixel" if per_pixel else "")
-        return dataclasses.replace(p, compute="fp32", tag=tag, call_elements=float(rows[0]) if per_pixel else 0.0,
-                                   note="; ".join([*([p.note] if p.note else []), note]))
+        return _builtin_pad_path(p, facts, unit)
     if DW_GROUPED in facts and (p.tag, p.compute) in (("fp32", "fp32"), ("int8", "int8")):
         p = dataclasses.replace(p, tag=DW_GROUPED_TAG + ("8" if p.compute == "int8" else ""), note="; ".join([*([p.note] if p.note else []), (
             "more taps than XNNPACK's depthwise kernels: a grouped convolution, one IGEMM per channel")]))
