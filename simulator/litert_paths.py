@@ -39,6 +39,7 @@ from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
 from simulator.kernel_path import Path
 from simulator.profiles import CONCAT_INTERLEAVE, TILE25, XNN_TRANSPOSE_KEY
+from simulator.tflite_ops import as_builtin
 
 if TYPE_CHECKING:
     from compiler.graph import Graph, Node, Value
@@ -355,7 +356,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(DW_GROUPED)
         elif nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_TILE9_TAPS:
             facts.setdefault(nd.id, set()).add(DW_TILE25)
-        if nd.op_type == "TRANSPOSE_CONV":
+        if as_builtin(nd).op_type == "TRANSPOSE_CONV":  # MediaPipe's Convolution2DTransposeBias too
             facts.setdefault(nd.id, set()).add(DECONV)
     after_gemm = False  # the last operator XNNPACK ran (in execution order) was its fully connected QD8 GEMM
     for nd in compiled.nodes:

@@ -16,6 +16,10 @@ with LiteRT 2.3.0's profiler: an fp16-weight MobileNetV2 runs the same F32 XNNPA
 file, and no DEQUANTIZE runs. So those ops are folded (`folding.fold_constants`), and the consumer's kernel
 is the dequantized constant, with the shape the consumer reads.
 
+MediaPipe's custom operators that XNNPACK runs (compiler.frontends.tflite_custom) count as the builtin they run as
+(`runs_as`: Convolution2DTransposeBias a TRANSPOSE_CONV, whose input comes first instead of third, and
+MaxPoolingWithArgmax2D a MAX_POOL_2D); MaxUnpooling2D moves its elements (a layout operator).
+
 A sparse constant read by FULLY_CONNECTED itself (no DENSIFY) is counted dense: LiteRT 2.3's XNNPACK delegate
 takes that op and runs it as a dense one (see `work_of`). A fused RELU / RELU6 / RELU_N1_TO_1 is a clamp applied
 while the kernel stores its output (one op per element); a fused TANH or SIGN_BIT is a pass of its own.
@@ -23,8 +27,10 @@ while the kernel stores its output (one op per element); a fused TANH or SIGN_BI
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
+from compiler.frontends.tflite_custom import RUNS_AS
 from compiler.graph import DTYPE_BYTES, Graph, Node, Value
 from simulator.costs import FOLDED, WEIGHTED_KINDS, Work
 from simulator.folding import fold_constants
@@ -43,7 +49,8 @@ _KIND: dict[str, str] = {
         "TRANSPOSE", "CONCATENATION", "PACK", "UNPACK", "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "GATHER",
         "GATHER_ND", "EMBEDDING_LOOKUP", "PAD", "PADV2", "MIRROR_PAD", "TILE", "BROADCAST_TO", "DEPTH_TO_SPACE",
         "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
-        "SCATTER_ND", "REVERSE_V2", "ONE_HOT", "FILL", "ZEROS_LIKE", "RANGE", "DYNAMIC_UPDATE_SLICE", "DENSIFY")},
+        "SCATTER_ND", "REVERSE_V2", "ONE_HOT", "FILL", "ZEROS_LIKE", "RANGE", "DYNAMIC_UPDATE_SLICE", "DENSIFY",
+        "MaxUnpooling2D")},
 }
 # FLOPs per output element of element-wise ops (transcendental ones count their polynomial, as costs.py does).
 _ELEMENTWISE_FLOPS: dict[str, float] = {
@@ -72,7 +79,13 @@ def tflite_works(graph: Graph) -> tuple[list[Work], frozenset[str], Graph]:
     # CALL_ONCE runs its initialization subgraph on the first invoke only and returns at once after (TFLite's
     # kernels/call_once.cc): no work per inference (microWakeWord's state init, profiled 3-5 us as a whole-model share).
     folded = folded | {n.id for n in graph.nodes if n.op_type == "CALL_ONCE"}
-    return [FOLDED if n.id in folded else work_of(n, view) for n in graph.nodes], frozenset(folded), view
+    return [FOLDED if n.id in folded else work_of(as_builtin(n), view) for n in graph.nodes], frozenset(folded), view
+
+
+def as_builtin(node: Node) -> Node:
+    """`node` as the builtin operator it runs as (a MediaPipe custom operator XNNPACK takes: `runs_as`), else itself."""
+    builtin = node.attributes.get(RUNS_AS)
+    return dataclasses.replace(node, op_type=builtin) if isinstance(builtin, str) and builtin else node
 
 
 def kind_of(node: Node, graph: Graph) -> str:

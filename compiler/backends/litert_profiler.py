@@ -260,6 +260,9 @@ _XNN_NAMES: dict[str, tuple[str, ...]] = {
     "SQUEEZE": ("Static Reshape", "Copy"), "EXPAND_DIMS": ("Static Reshape", "Copy", "Expand Dims"),
     "DEPTH_TO_SPACE": ("Depth To Space",), "SPACE_TO_DEPTH": ("Space To Depth",), "QUANTIZE": ("Convert",),
     "DEQUANTIZE": ("Convert",), "CAST": ("Convert",), "BROADCAST_TO": ("Broadcast",),
+    # MediaPipe's custom operators, which XNNPACK takes by name (compiler.frontends.tflite_custom)
+    "Convolution2DTransposeBias": ("Deconvolution",), "MaxPoolingWithArgmax2D": ("ArgMax Pooling",),
+    "MaxUnpooling2D": ("Unpooling",),
 }
 _TRAILING = frozenset({"Clamp"})  # XNNPACK operators that finish the operator before them (a fused RELU6)
 _LOOKAHEAD = 12  # TFLite operators XNNPACK may fold away between two it runs (PADs, RESHAPEs)

@@ -4,8 +4,9 @@ LiteRT refuses to prepare a model with a custom operator it has no kernel for ("
 op: X", models with a vendor's own kernels, MediaPipe's for instance), so nothing of it could be measured.
 Each such operator is replaced, in a copy of the file, by a FILL writing its output's declared shape (zeros
 of its dtype): the same operator index, the same tensors, inputs and outputs, so every other operator runs as
-it would with the custom kernel linked in (a custom operator is never delegated to XNNPACK either, so the
-delegate partitions are the same). The stand-in's own time is not the custom operator's: the profile drops
+it would with the custom kernel linked in (a custom operator LiteRT cannot resolve is not one XNNPACK takes, so the
+delegate partitions are the same; the three MediaPipe operators XNNPACK does take, compiler.frontends.tflite_custom,
+resolve through it and run as they are). The stand-in's own time is not the custom operator's: the profile drops
 it and says so, and the simulator predicts that operator like any other.
 
 Not possible for a custom operator with several outputs or an output dtype FILL does not write (the target

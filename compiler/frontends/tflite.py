@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.frontends.tflite_custom import MEDIAPIPE_OPS, custom_attributes
 from compiler.graph import Dim, Graph, ModelFormatError, Node, Quantization, Value, WeightStats, namespace_from_name
 
 MAGIC = b"TFL3"  # flatbuffer file identifier, bytes 4..8
@@ -175,7 +176,7 @@ class _Reader:
             own = namespace_from_name(raw_name.split(";")[0])
             node = Node(id=f"{prefix}{op_type}_{k}", name="", op_type=op_type,
                         namespace="/".join(p for p in (namespace, own) if p) if parent else own,
-                        inputs=ins, outputs=outs, attributes=self._options(op), parent=parent, branch=branch)
+                        inputs=ins, outputs=outs, attributes=self._options(op, op_type), parent=parent, branch=branch)
             nodes.append(node)
             for b, key in _BODIES.get(op_type, ()):
                 idx = node.attributes.get(key)
@@ -235,7 +236,7 @@ class _Reader:
             return self._str(oc.CustomCode()) or "CUSTOM"
         return name or f"BUILTIN_{code}"
 
-    def _options(self, op: Any) -> dict[str, Any]:
+    def _options(self, op: Any, op_type: str) -> dict[str, Any]:
         attrs: dict[str, Any] = {}
         kind = op.BuiltinOptionsType()
         table = op.BuiltinOptions()
@@ -252,6 +253,9 @@ class _Reader:
                     attrs[_snake(key)] = [v.item() if hasattr(v, "item") else v for v in val]
         if op.CustomOptionsLength():
             attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
+        if op_type in MEDIAPIPE_OPS:
+            raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
+            attrs.update(custom_attributes(op_type, raw))
         return attrs
 
     def _value(self, t: Any, name: str, index: int, n_buffers: int) -> Value:

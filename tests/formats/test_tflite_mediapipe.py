@@ -1,0 +1,65 @@
+"""MediaPipe's custom operators that XNNPACK runs (compiler.frontends.tflite_custom): read with their options, counted
+and priced as the builtin each runs as, run by LiteRT as they are and timed as XNNPACK's operators."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler import backends
+from compiler.frontends import tflite
+from compiler.graph import Graph, Node
+from compiler.profile import ProfileSettings
+from simulator.calibrated import hardware_for
+from simulator.costs import Work
+from simulator.litert_cases import TARGET, predicted_ms
+from simulator.tflite_ops import tflite_works
+from testkit import tflite_builder as tb
+from testkit.live import QUICK_ROUNDS
+
+
+def _by_op(g: Graph, works: list[Work], op: str) -> tuple[Node, Work]:
+    i = next(k for k, n in enumerate(g.nodes) if n.op_type == op)
+    return g.nodes[i], works[i]
+
+
+def test_custom_ops_read_and_counted_as_the_builtin_they_run_as(tmp_path: Path) -> None:
+    g = tflite.load(tb.mediapipe_ops(tmp_path / "mp.tflite"))
+    twin = tflite.load(tb.mediapipe_ops(tmp_path / "builtin.tflite", builtin=True))
+    works, twin_works = tflite_works(g)[0], tflite_works(twin)[0]
+    deconv, dw = _by_op(g, works, "Convolution2DTransposeBias")
+    assert deconv.attributes.items() >= {"runs_as": "TRANSPOSE_CONV", "padding": "VALID", "stride_w": 2,
+                                         "stride_h": 2}.items()
+    _, tw = _by_op(twin, twin_works, "TRANSPOSE_CONV")
+    assert dw.kind == tw.kind == "conv" and dw.macs == tw.macs == 32 * 32 * 16 * (8 * 2 * 2)
+    pool, pw = _by_op(g, works, "MaxPoolingWithArgmax2D")
+    assert pool.attributes["runs_as"] == "MAX_POOL_2D" and pool.attributes["filter_width"] == 2
+    _, tpw = _by_op(twin, twin_works, "MAX_POOL_2D")
+    assert pw.kind == tpw.kind == "pool" and pw.flops == tpw.flops == 16 * 16 * 16 * 4
+    unpool, uw = _by_op(g, works, "MaxUnpooling2D")
+    assert "runs_as" not in unpool.attributes and unpool.attributes["filter_height"] == 2
+    assert uw.kind == "layout" and uw.flops == 32 * 32 * 16
+
+
+def test_custom_deconvolution_priced_as_xnnpack_deconvolution(tmp_path: Path, calibration_dir: Path) -> None:
+    hw = hardware_for(TARGET, calibration_dir / "host-cpu.json")
+    g = tflite.load(tb.mediapipe_ops(tmp_path / "mp.tflite"))
+    twin = tflite.load(tb.mediapipe_ops(tmp_path / "builtin.tflite", builtin=True))
+    ms, twin_ms = predicted_ms(g, hw, "fp32"), predicted_ms(twin, hw, "fp32")
+    # operators 1..: the custom file's deconvolution is its fourth operator, the twin's its third
+    assert twin_ms[1] > 0.0 and ms[2] == pytest.approx(twin_ms[1], rel=1e-3)
+
+
+def test_custom_ops_run_in_litert_and_are_timed_as_xnnpack_operators(tmp_path: Path) -> None:
+    path = tb.mediapipe_ops(tmp_path / "mp.tflite")
+    backend = backends.for_target("litert-cpu/host")
+    compiled, out = backend.compile(path, tmp_path, tflite.load(path))
+    assert out is not None and Path(out).read_bytes() == path.read_bytes()  # run as it is: nothing stood in
+    prof = backend.profile(out, ProfileSettings(runs=5, warmup=1, **QUICK_ROUNDS))
+    assert "without custom operator" not in prof.runtime
+    assert prof.kernels["Convolution2DTransposeBias_3"] == ["Deconvolution (NHWC, F32) Subconv2D"]
+    assert prof.kernels["MaxPoolingWithArgmax2D_1"] == ["ArgMax Pooling (NHWC, F32)"]
+    assert prof.kernels["MaxUnpooling2D_2"] == ["Unpooling (NHWC, X32)"]
+    assert prof.kernels["CONV_2D_0"] == ["Convolution (NHWC, F32) IGEMM"]
+    assert prof.tasks["Convolution2DTransposeBias_3"].median_ms > 0.0
