@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from compiler.frontends.tflite_custom import CUSTOM
 from compiler.graph import Graph, Node
 from compiler.optimize import litert_rules
 from compiler.optimize.onnx_rules import FLOAT_FORMAT, STORED_INT8_OPS, as_written, combo_reason, left_float, rule_op
@@ -31,6 +32,7 @@ from simulator.costs import Work, takes_kernel_option
 # Source op types whose second input the exporter treats as a kernel (compiler.optimize.onnx_export.WEIGHTED_OPS),
 # and those whose kernel a file stores int8 already (judged with the option's kernel: only some keep it as stored).
 _KERNEL_OPS = frozenset({"Conv", "Gemm", "MatMul", "ConvTranspose"}) | STORED_INT8_OPS
+_LITERT_CUSTOM = "custom:"  # left_float_ops' mark of a TFLite custom operator
 
 
 def _on_source(has_kernel: bool, c: Combo) -> Combo:
@@ -67,14 +69,22 @@ def _source_ops(nd: Node, src_ops: dict[str, str]) -> tuple[str, ...]:
 
 
 def _left(ops: tuple[str, ...], has_k: bool, c: Combo) -> bool:
-    """Whether the preset's tool leaves a task of source ops `ops` float where the preset asks `c` (left_float)."""
-    return any(left_float(op, _on_source(has_k and op in _KERNEL_OPS, c)) for op in ops)
+    """Whether the preset's tool leaves a task of source ops `ops` float where the preset asks `c` (left_float; a
+    TFLite custom operator, marked _LITERT_CUSTOM: litert_rules.custom_left_float)."""
+    return any(litert_rules.custom_left_float(c.input, c.output, c.kernel) if op.startswith(_LITERT_CUSTOM)
+               else left_float(op, _on_source(has_k and op in _KERNEL_OPS, c)) for op in ops)
+
+
+def _litert_custom(nd: Node) -> bool:
+    return bool(nd.attributes.get(CUSTOM))
 
 
 def left_float_ops(t: Target, compiled: Graph, source: Graph | None, works: Sequence[Work]) -> list[tuple[str, ...]]:
     """Per task of an ONNX export, the source op types it implements if a preset's tool may leave one of them float
     (a ConvTranspose under int8-dynamic, an LSTM under int8-static, a batch Transpose into a MatMul under fp16:
-    onnx_rules.left_float); () elsewhere."""
+    onnx_rules.left_float); of a LiteRT export, a custom operator's code marked _LITERT_CUSTOM; () elsewhere."""
+    if t.export == "tflite":  # ai-edge-quantizer leaves a custom operator float under every preset
+        return [(_LITERT_CUSTOM + nd.op_type,) if _litert_custom(nd) else () for nd in compiled.nodes]
     if t.export != "onnx":
         return [()] * len(works)
     src_ops = _rule_ops(source if source is not None else compiled)
@@ -146,4 +156,9 @@ def mark_tflite(works: Sequence[Work], presets: Sequence[Preset], bulk: dict[str
                        or litert_rules.model_reason(c.input, c.output, c.kernel, int8, bodies))
     bulk["exportable"] = [r is None for r in reasons]
     bulk["export_reasons"] = reasons
-    return [masks[takes_kernel_option(w)] for w in works]
+    # a per-op override cannot quantize a custom operator (the model-wide presets leave it float: written_combo)
+    floats = {k: masks[k] & np.array([not litert_rules.custom_left_float(c.input, c.output, c.kernel)
+                                      for c in all_combos(k)]) for k in (False, True)}
+    nodes = compiled.nodes if compiled is not None else [None] * len(works)
+    return [(floats if nd is not None and _litert_custom(nd) else masks)[takes_kernel_option(w)]
+            for nd, w in zip(nodes, works)]

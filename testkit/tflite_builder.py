@@ -223,32 +223,33 @@ def with_custom_op(path: str | os.PathLike[str], code: str = "EdgescopeTestOp") 
     return w.save(path, [x], [y, s])
 
 
-def mediapipe_ops(path: str | os.PathLike[str], builtin: bool = False) -> Path:
+def mediapipe_ops(path: str | os.PathLike[str], builtin: bool = False, width: int = 16) -> Path:
     """CONV_2D -> MaxPoolingWithArgmax2D -> MaxUnpooling2D -> Convolution2DTransposeBias (2x2, stride 2), MediaPipe's
     custom operators with their options as C structs (TfLitePoolParams, TfLiteTransposeConvParams; VALID = 2), the
     argmax as float32 as XNNPACK takes it. `builtin`: the twin with TFLite's own MAX_POOL_2D (a second output) and
-    TRANSPOSE_CONV, which reads the conv's output (no unpooling: the same shape as the unpooled map)."""
+    TRANSPOSE_CONV, which reads the conv's output (no unpooling: the same shape as the unpooled map). `width`: the
+    conv's output channels, the deconvolution's input ones."""
     rng = np.random.default_rng(7)
     w = TfliteWriter()
     x = w.tensor("x", [1, 32, 32, 3])
-    c = w.tensor("conv", [1, 32, 32, 16])
-    w.op("CONV_2D", [x, w.const("conv/w", _w(rng, 16, 3, 3, 3)), w.const("conv/b", _w(rng, 16))], [c],
+    c = w.tensor("conv", [1, 32, 32, width])
+    w.op("CONV_2D", [x, w.const("conv/w", _w(rng, width, 3, 3, 3)), w.const("conv/b", _w(rng, width))], [c],
          w.options("Conv2DOptions", padding=0, strideW=1, strideH=1))
-    v = w.tensor("pool", [1, 16, 16, 16])
+    v = w.tensor("pool", [1, 16, 16, width])
     pool = struct.pack("<6i", 2, 2, 2, 2, 2, 0)  # padding, stride w / h, filter w / h, activation
     if builtin:
         w.op("MAX_POOL_2D", [c], [v], w.options("Pool2DOptions", padding=1, strideW=2, strideH=2, filterWidth=2,
                                                  filterHeight=2))
         u = c
     else:
-        i = w.tensor("argmax", [1, 16, 16, 16])
+        i = w.tensor("argmax", [1, 16, 16, width])
         w.op("MaxPoolingWithArgmax2D", [c], [v, i], custom=True)
         w.operators[-1].customOptions = np.frombuffer(pool, np.uint8)
-        u = w.tensor("unpool", [1, 32, 32, 16])
+        u = w.tensor("unpool", [1, 32, 32, width])
         w.op("MaxUnpooling2D", [v, i], [u], custom=True)
         w.operators[-1].customOptions = np.frombuffer(pool, np.uint8)
     y = w.tensor("deconv", [1, 64, 64, 8])
-    kernel, bias = w.const("deconv/w", _w(rng, 8, 2, 2, 16)), w.const("deconv/b", _w(rng, 8))
+    kernel, bias = w.const("deconv/w", _w(rng, 8, 2, 2, width)), w.const("deconv/b", _w(rng, 8))
     if builtin:
         w.op("TRANSPOSE_CONV", [w.const("deconv/shape", np.array([1, 64, 64, 8], np.int32)), kernel, u, bias], [y],
              w.options("TransposeConvOptions", padding=1, strideW=2, strideH=2))

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from compiler.frontends.tflite_custom import MEDIAPIPE_OPS, custom_attributes
+from compiler.frontends.tflite_custom import CUSTOM, MEDIAPIPE_OPS, custom_attributes
 from compiler.graph import Dim, Graph, ModelFormatError, Node, Quantization, Value, WeightStats, namespace_from_name
 
 MAGIC = b"TFL3"  # flatbuffer file identifier, bytes 4..8
@@ -124,6 +124,8 @@ class _Reader:
             raise ModelFormatError("the TFLite file contains no subgraph (no operators to show)")
         n_buffers = self._count(m.BuffersLength(), "buffers")
         codes = [self._op_name(m.OperatorCodes(i)) for i in range(self._count(m.OperatorCodesLength(), "operator codes"))]
+        builtins = set(self.ops.values())
+        self._custom = {c for c in codes if c == "CUSTOM" or (c not in builtins and not c.startswith("BUILTIN_"))}
         sg = m.Subgraphs(0)
         n_tensors = self._count(sg.TensorsLength(), "tensors")
         names = [self._str(sg.Tensors(i).Name()) for i in range(n_tensors)]
@@ -253,6 +255,8 @@ class _Reader:
                     attrs[_snake(key)] = [v.item() if hasattr(v, "item") else v for v in val]
         if op.CustomOptionsLength():
             attrs["custom_options_bytes"] = int(op.CustomOptionsLength())
+        if op_type in self._custom:
+            attrs[CUSTOM] = True
         if op_type in MEDIAPIPE_OPS:
             raw = op.CustomOptionsAsNumpy().tobytes() if op.CustomOptionsLength() else b""
             attrs.update(custom_attributes(op_type, raw))

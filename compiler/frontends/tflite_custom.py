@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+CUSTOM = "custom"  # attribute: True on an operator whose code is a custom one (not a TFLite builtin)
 RUNS_AS = "runs_as"  # attribute: the builtin operator whose work and kernels a custom operator has
 # custom code -> (the builtin it runs as, if any; its option fields in the order of the C struct's leading int32s).
 # MaxUnpooling2D has no builtin twin: it scatters each input element to the position its argmax names.

@@ -8,7 +8,10 @@ ai-edge-quantizer's recipes, one per operator:
   activations (dynamic), int4 weights (weight-only, dequantized to float);
 - int8 activations with int8 weights (static): it quantizes every input and output of the operator, so int8 on
   one side only cannot be written;
-- no palettization and no pruning recipe.
+- no palettization and no pruning recipe;
+- no recipe for a custom operator (MediaPipe's Convolution2DTransposeBias, TFLite_Detection_PostProcess): every
+  preset leaves it float, its weights and its activations (int8-static puts a DEQUANTIZE / QUANTIZE around it),
+  seen with ai-edge-quantizer on a file built in code (tests/formats/test_tflite_mediapipe.py).
 """
 
 from __future__ import annotations
@@ -48,6 +51,17 @@ def combo_reason(input: str, output: str, kernel: str, sparsity: int) -> str | N
     if input == "int8" and kernel not in ("int8", "-"):
         return f"{name}: ai-edge-quantizer writes int8 activations with int8 weights only, not {kernel}"
     return None
+
+
+def custom_left_float(input: str, output: str, kernel: str) -> bool:
+    """Whether a preset asking this combo leaves a custom operator float (not written as asked): any but float."""
+    return not (input == output == FLOAT_FORMAT and kernel in (FLOAT_FORMAT, "-"))
+
+
+def custom_reason(name: str) -> str:
+    """Why a per-op override cannot quantize the custom operator `name`."""
+    return (f"{name} is a custom operator: ai-edge-quantizer has no recipe for it and leaves it float under every "
+            f"option")
 
 
 def model_reason(input: str, output: str, kernel: str, fully_int8: bool, bodies: bool) -> str | None:

@@ -63,3 +63,38 @@ def test_custom_ops_run_in_litert_and_are_timed_as_xnnpack_operators(tmp_path: P
     assert prof.kernels["MaxUnpooling2D_2"] == ["Unpooling (NHWC, X32)"]
     assert prof.kernels["CONV_2D_0"] == ["Convolution (NHWC, F32) IGEMM"]
     assert prof.tasks["Convolution2DTransposeBias_3"].median_ms > 0.0
+
+
+def test_per_op_table_offers_a_custom_op_float_only(tmp_path: Path) -> None:
+    """ai-edge-quantizer has no recipe for a custom operator: a per-op override cannot quantize it, while the
+    builtin twin's deconvolution takes every recipe the quantizer has."""
+    from compiler.vocabulary.options import all_combos, parse_preset
+    from simulator.costs import takes_kernel_option
+    from simulator.exportable import mark_tflite
+
+    for builtin, op in ((False, "Convolution2DTransposeBias"), (True, "TRANSPOSE_CONV")):
+        g = tflite.load(tb.mediapipe_ops(tmp_path / f"{op}.tflite", builtin=builtin))
+        works = tflite_works(g)[0]
+        masks = mark_tflite(works, [parse_preset("int8-dynamic")], {}, g)
+        i = next(k for k, n in enumerate(g.nodes) if n.op_type == op)
+        offered = {(c.input, c.kernel) for c, ok in zip(all_combos(takes_kernel_option(works[i])), masks[i]) if ok}
+        assert ("fp32", "fp32") in offered
+        assert (("fp32", "int8") in offered) is builtin and (("int8", "int8") in offered) is builtin
+
+
+@pytest.mark.parametrize("option", ["int8-dynamic", "fp16", "int8-static"])
+def test_exports_of_custom_ops_keep_them_float_as_predicted(tmp_path: Path, calibration_dir: Path,
+                                                           option: str) -> None:
+    """The written file's size is the predicted one: the custom deconvolution's weights stay float32 (before, its
+    kernel was sized as quantized: int8-dynamic predicted a third of the file)."""
+    from compiler.frontends.tflite_custom import CUSTOM
+    from simulator.predict import optimize_model
+
+    src = tb.mediapipe_ops(tmp_path / "mp.tflite", width=128)
+    (tmp_path / "w").mkdir()
+    out = tmp_path / f"mp-{option}.tflite"
+    r = optimize_model(src, out, "litert-cpu/host", option, {}, tmp_path / "w", calibration_dir / "host-cpu.json")
+    assert abs(r["predicted"]["size_bytes"] / r["size_bytes"] - 1) < 0.02, (r["predicted"]["size_bytes"], r["size_bytes"])
+    written = tflite.load(out)
+    deconv = next(n for n in written.nodes if n.op_type == "Convolution2DTransposeBias")
+    assert deconv.attributes[CUSTOM] and written.values[deconv.inputs[1]].dtype == "float32"
