@@ -220,6 +220,7 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
     parsed = tflite.parse(raw)
     fully = tflite.fully_int8(parsed)
     _refuse_on_model(parsed, fully, {payload["model_wide"], *payload["per_op"].values()})
+    _refuse_custom_overrides(parsed, {int(i): k for i, k in payload["per_op"].items()})
     if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
         if fully:
             # Already int8-static (int8 weights and activations): quantizing it afresh would restore its weights to
@@ -296,6 +297,17 @@ def _refuse_on_model(parsed: Any, fully_int8: bool, kinds: set[str]) -> None:
         why = litert_rules.model_reason(*_FORMATS[kind], fully_int8, bodies)
         if why is not None:
             raise ModelRunError(why)
+
+
+def _refuse_custom_overrides(parsed: Any, per_op: dict[int, str]) -> None:
+    """Raise ModelRunError where a per-op override asks a custom operator for a recipe: ai-edge-quantizer has none
+    and would write it float (the option table offers it float only: exportable.mark_tflite)."""
+    from compiler.errors import ModelRunError
+    from compiler.frontends.tflite_custom import CUSTOM
+
+    for nd in parsed.nodes:
+        if not nd.parent and nd.attributes.get(CUSTOM) and per_op.get(op_index(nd.id), "float") != "float":
+            raise ModelRunError(litert_rules.custom_reason(nd.id))
 
 
 def _name(model: bytes, index: int) -> str:

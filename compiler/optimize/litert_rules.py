@@ -60,8 +60,8 @@ def custom_left_float(input: str, output: str, kernel: str) -> bool:
 
 def custom_reason(name: str) -> str:
     """Why a per-op override cannot quantize the custom operator `name`."""
-    return (f"{name} is a custom operator: ai-edge-quantizer has no recipe for it and leaves it float under every "
-            f"option")
+    return (f"{name} is a custom operator: ai-edge-quantizer has no recipe for it, so it is written float (fp32) "
+            f"under every option and a per-op override cannot quantize it")
 
 
 def model_reason(input: str, output: str, kernel: str, fully_int8: bool, bodies: bool) -> str | None:

@@ -98,3 +98,17 @@ def test_exports_of_custom_ops_keep_them_float_as_predicted(tmp_path: Path, cali
     written = tflite.load(out)
     deconv = next(n for n in written.nodes if n.op_type == "Convolution2DTransposeBias")
     assert deconv.attributes[CUSTOM] and written.values[deconv.inputs[1]].dtype == "float32"
+
+
+def test_a_per_op_override_quantizing_a_custom_op_is_refused(tmp_path: Path) -> None:
+    """Refused in one sentence before anything is written (ai-edge-quantizer would write it float, unlike the
+    override's prediction); an override keeping it float exports."""
+    from compiler.errors import ModelRunError
+    from compiler.optimize.litert_export import export_tflite
+
+    src = tb.mediapipe_ops(tmp_path / "mp.tflite")
+    out = tmp_path / "mp-op.tflite"
+    with pytest.raises(ModelRunError, match="Convolution2DTransposeBias_3 is a custom operator"):
+        export_tflite(src, out, "fp32", {"Convolution2DTransposeBias_3": "int8-dynamic"})
+    assert not out.exists()
+    assert export_tflite(src, out, "int8-dynamic", {"Convolution2DTransposeBias_3": "fp32"}).size_bytes > 0
