@@ -219,8 +219,7 @@ def _export_child(payload: dict[str, Any]) -> dict[str, Any]:
 
     parsed = tflite.parse(raw)
     fully = tflite.fully_int8(parsed)
-    _refuse_on_model(parsed, fully, {payload["model_wide"], *payload["per_op"].values()})
-    _refuse_custom_overrides(parsed, {int(i): k for i, k in payload["per_op"].items()})
+    _refuse_on_model(parsed, fully, payload["model_wide"], {int(i): k for i, k in payload["per_op"].items()})
     if payload["model_wide"] == "static8" and set(payload["per_op"].values()) <= {"static8"}:
         if fully:
             # Already int8-static (int8 weights and activations): quantizing it afresh would restore its weights to
@@ -287,13 +286,15 @@ _FORMATS = {"float": ("fp32", "fp32", "fp32"), "fp16": ("fp16", "fp16", "fp16"),
             "static8": ("int8", "int8", "int8"), "weights4": ("fp32", "fp32", "int4")}
 
 
-def _refuse_on_model(parsed: Any, fully_int8: bool, kinds: set[str]) -> None:
+def _refuse_on_model(parsed: Any, fully_int8: bool, model_wide: str, per_op: dict[int, str]) -> None:
     """Raise ModelRunError (litert_rules.model_reason's sentence) where this file (`parsed`: its graph; fully int8 or
-    not) cannot take one of the recipe `kinds`, judged as the option table's mark_tflite judges it."""
+    not) cannot take the recipe `model_wide` or one of `per_op` ({operator index: recipe}), judged as the option
+    table's mark_tflite judges it."""
     from compiler.errors import ModelRunError
 
+    _refuse_custom_overrides(parsed, per_op)
     bodies = any(nd.parent for nd in parsed.nodes)  # IF / WHILE bodies
-    for kind in sorted(kinds):
+    for kind in sorted({model_wide, *per_op.values()}):
         why = litert_rules.model_reason(*_FORMATS[kind], fully_int8, bodies)
         if why is not None:
             raise ModelRunError(why)
