@@ -54,6 +54,10 @@ class Path:
     # ops per output element of extra kernels in fp32 beside an int8 kernel (ORT's DequantizeLinear, activation and
     # QuantizeLinear around one a static int8 Conv cannot fold) at the fp32 element-wise rate (extra_ops_per_out: int8)
     extra_fp32_ops_per_out: float = 0.0
+    # of those, the FLOPs of the activation's own fp32 kernel, at that op's calibrated element-wise rate where the
+    # profile has one (`elementwise.fp32.<extra_act_op>`: HardSigmoid)
+    extra_act_flops_per_out: float = 0.0
+    extra_act_op: str = ""
     # an element-wise kernel called once per this many output elements (a broadcast operand's length: ORT's QLinear
     # binary kernels over NHWC data with a per-channel operand), `<kind>.<tag>.span` s per call (0: not so)
     span_elements: float = 0.0

@@ -23,20 +23,22 @@ from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short
 from simulator.ort_int8_rows import COPY_OPS, ORT_INT8_ROWS, copy_run, rows_path
 from simulator.reductions import reduce_axes
 
-# {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, ops per
-# element at the fp32 element-wise rate)}. Relu and Clip fold (QLinearConv's output range); the rest run behind the
-# int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export, 2026-12-03): each HardSwish
-# (x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4), QuantizeLinear (4, 1),
-# QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of 4.6 ms of kernels, predicted 0 as folded. A lone HardSigmoid (an SE
-# gate) is the first three; a Sigmoid is QLinearSigmoid. Each kernel at the rate of its own kind: DequantizeLinear
-# and QuantizeLinear 2 fp32 ops per element each (what the totals rule charges a conversion between formats:
-# roofline.conversion_constants), HardSigmoid its 3 fp32 FLOPs (costs._ELEMENTWISE_FLOPS), QLinearMul 3 int8 ops
-# (dequantize both, multiply, requantize: QLinearAdd's count, ORT_INT8_SUM). With all four at the int8 rate (4 ops)
+# {activation: (bytes per output element, extra kernels, ops per element at the int8 element-wise rate, fp32 ops per
+# element, of which its own fp32 kernel's FLOPs at that kernel's own rate)}. Relu and Clip fold (QLinearConv's output
+# range); the rest run behind the int8 kernel. Profiled in MobileNetV3-Small's int8-static file (TorchScript export,
+# 2026-12-03): each HardSwish (x * HardSigmoid(x)) runs DequantizeLinear (1 byte in, 4 out), HardSigmoid in fp32 (4, 4),
+# QuantizeLinear (4, 1), QLinearMul (1 + 1, 1): 19 of each, 1.1 ms of 4.6 ms of kernels, predicted 0 as folded. A lone
+# HardSigmoid (an SE gate) is the first three; a Sigmoid is QLinearSigmoid. Each kernel at the rate of its own kind:
+# DequantizeLinear and QuantizeLinear 2 fp32 ops per element each (what the totals rule charges a conversion between
+# formats: roofline.conversion_constants), HardSigmoid its 3 fp32 FLOPs (costs._ELEMENTWISE_FLOPS), QLinearMul 3 int8
+# ops (dequantize both, multiply, requantize: QLinearAdd's count, ORT_INT8_SUM). With all four at the int8 rate (4 ops)
 # MobileNetV3-Large's 21 HardSwish were predicted at 0.94 ns per element on this Zen 3 (AMD EPYC, AVX2; calibrated,
-# 2026-12-03) against 1.3-1.4 profiled (their 102 kernels, ORT's profiler, load 6 per CPU); now 1.34.
+# 2026-12-03) against 1.3-1.4 profiled (their 102 kernels, ORT's profiler, load 6 per CPU); now 1.34. The HardSigmoid is
+# ORT's fp32 kernel, which calibration times alone (`elementwise.fp32.HardSigmoid`, 1.6x the generic rate on an Emerald
+# Rapids: 0.155 ns per element there alone and in LCNet-050's int8 file; 2026-12-07): its 3 FLOPs at that rate.
 ORT_INT8_UNFOLDED = "ort_int8_unfolded="
-_ACT_PASSES: dict[str, tuple[float, int, float, float]] = {
-    "HardSwish": (21.0, 4, 3.0, 7.0), "HardSigmoid": (14.0, 3, 0.0, 7.0), "Sigmoid": (2.0, 1, 3.0, 0.0)}
+_ACT_PASSES: dict[str, tuple[float, int, float, float, float]] = {
+    "HardSwish": (21.0, 4, 3.0, 7.0, 3.0), "HardSigmoid": (14.0, 3, 0.0, 7.0, 3.0), "Sigmoid": (2.0, 1, 3.0, 0.0, 0.0)}
 
 # A depthwise Conv whose channels are not a multiple of 16. ORT 1.32's QLinearConv (onnxruntime
 # core/providers/cpu/quantization/qlinearconv.cc, PrePack -> TryConvSymPrepack) packs int8 weights with zero points
@@ -67,7 +69,9 @@ QGEMM_RATE_KIND = "convgemm"
 # GEMM, but one GEMM of K = 3 x kh x kw per slice of pixels, not one per group of 8-24 channels. Fitted together, no
 # cost per GEMM row, copy or MAC held both (Sapphire Rapids, 2026-12-03: calibration's own stem cases -34%, -40%,
 # -14% in-sample, MobileNetV2's and ResNet-18's int8 stems 1.69x and 1.68x their prediction in the model; single-stem
-# files on a Zen 3 1.3-2x): stems take their own figures (`stemgemm.int8`), fitted by calibration on stem cases.
+# files on a Zen 3 1.3-2x): stems take their own figures (`stemgemm.int8`), fitted by calibration on stem cases, with a
+# cost per output element (`.out`): on an Emerald Rapids (2026-12-07) 3x24 and 3x32 3x3 stems at 112 px ran 0.387 and
+# 0.422 ms (0.35 ns per output element more); without it the four stem cases fitted -7..+7%, with it -2..+2%.
 ORT_INT8_QGEMM_DENSE = "ort_int8_qgemm_dense"
 STEM_RATE_KIND = "stemgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
@@ -577,16 +581,18 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     if facts & {ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE} and p.tag == "int8":
         dense = ORT_INT8_QGEMM_DENSE in facts
         p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if dense else QGEMM_RATE_KIND, qgemm=True,
-                                setup_per_channel=False, setup_per_pixel=False, im2col=False, note="; ".join(
+                                setup_per_channel=False, setup_per_pixel=False, im2col=False,
+                                out_cost=dense or p.out_cost, note="; ".join(
                                     [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel ("
                                      + ("channels off its alignment: a stem" if dense else "grouped")
                                      + "): NHWC im2col + a GEMM per group into int32"]))
     acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
     if not acts:
         return p
-    b, k, ops, f32_ops = _ACT_PASSES[acts[0]]
+    b, k, ops, f32_ops, own = _ACT_PASSES[acts[0]]
     return dataclasses.replace(p, extra_out_bytes=p.extra_out_bytes + b, extra_dispatches=p.extra_dispatches + k,
-                               extra_ops_per_out=p.extra_ops_per_out + ops,
+                               extra_ops_per_out=p.extra_ops_per_out + ops, extra_act_flops_per_out=own,
+                               extra_act_op="HardSigmoid" if own else "",
                                extra_fp32_ops_per_out=p.extra_fp32_ops_per_out + f32_ops, note="; ".join(
                                    [*([p.note] if p.note else []), f"{acts[0]} not folded into the int8 output: "
                                     f"{k} kernels of its own behind the int8 kernel"]))

@@ -201,8 +201,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         beyond_s=u.kind_overhead_s.get(ELEMENTWISE_BEYOND_KEY, 0.0)
         if epilogue_pass and (rate, p.tag) == ("elementwise", "fp32") and u.l2_share_bytes else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
-        extra_fp32_ops_s=p.extra_fp32_ops_per_out / (fp32_peak * efficiency(u, "elementwise", "fp32"))
-        if p.extra_fp32_ops_per_out and fp32_peak else 0.0,
+        extra_fp32_ops_s=_extra_fp32_s(u, p),
         # ORT CPU (MLAS): a fused activation is an element-wise pass over the output at the element-wise
         # rate; int8 kernels fold it into the output range; dynamic int8 already runs it as its own kernel.
         epilogue_s=1 / (fp32_peak * efficiency(u, "elementwise", "fp32"))
@@ -252,6 +251,17 @@ def _extra_op_s(u: Unit, p: Path) -> float:
     fmt = p.extra_ops_format or p.compute
     peak = u.peak_ops_per_s.get(fmt, 0.0)
     return 1 / (peak * efficiency(u, "elementwise", p.extra_ops_format or p.tag)) if peak else 0.0
+
+
+def _extra_fp32_s(u: Unit, p: Path) -> float:
+    """Seconds per output element of the path's extra fp32 kernels beside an int8 one: at the fp32 element-wise rate,
+    the activation kernel's own FLOPs (Path.extra_act_flops_per_out) at its op's rate where calibrated."""
+    peak = u.peak_ops_per_s.get("fp32", 0.0)
+    if not p.extra_fp32_ops_per_out or not peak:
+        return 0.0
+    own = p.extra_act_flops_per_out
+    return ((p.extra_fp32_ops_per_out - own) / efficiency(u, "elementwise", "fp32")
+            + own / efficiency(u, "elementwise", "fp32", p.extra_act_op)) / peak
 
 
 def _decode_s(u: Unit, p: Path, tag: str) -> float:
