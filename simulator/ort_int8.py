@@ -70,8 +70,8 @@ QGEMM_RATE_KIND = "convgemm"
 # cost per GEMM row, copy or MAC held both (Sapphire Rapids, 2026-12-03: calibration's own stem cases -34%, -40%,
 # -14% in-sample, MobileNetV2's and ResNet-18's int8 stems 1.69x and 1.68x their prediction in the model; single-stem
 # files on a Zen 3 1.3-2x): stems take their own figures (`stemgemm.int8`), fitted by calibration on stem cases, with a
-# cost per output element (`.out`): on an Emerald Rapids (2026-12-07) 3x24 and 3x32 3x3 stems at 112 px ran 0.387 and
-# 0.422 ms (0.35 ns per output element more); without it the four stem cases fitted -7..+7%, with it -2..+2%.
+# cost per output element (`.out`): on an Emerald Rapids (2026-12-07) rate, rows and copies alone fitted the four stem
+# cases -7..+7% and SqueezeNet's 3x64 stem at 0.9x its share of its profile; with it the cases -2..+2%, SqueezeNet 1.0x.
 ORT_INT8_QGEMM_DENSE = "ort_int8_qgemm_dense"
 STEM_RATE_KIND = "stemgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
