@@ -95,6 +95,18 @@ def f32_gemm_n_block(flags: frozenset[str] | None = None) -> int:
     return 16 if "avx" in flags else 8 if flags else 0
 
 
+def f32_vector_floats(flags: frozenset[str] | None = None) -> int:
+    """fp32 lanes of the vectors XNNPACK's fp32 depthwise kernels load each pixel's channels in on this ISA: 16 with
+    AVX-512F (google/XNNPACK src/f32-dwconv/unipass-avx512.c.in: 64-byte `_mm512_loadu_ps`, a masked one for the
+    remainder), 8 with AVX (two 32-byte loads per tile of 16), 4 otherwise (SSE, NEON); 0 without flags. Where a
+    pixel's channels are not a whole number of vectors, the loads straddle cache lines at some pixels (an AVX-512 Xeon,
+    2026-12-07: 5x5 depthwise convs of 24 channels 1.27x the time of 32; simulator.litert_paths.DW_TILE25). LiteRT's
+    calibration records it (`f32_vector_floats`)."""
+    if flags is None:
+        flags = cpu_facts()["flags"]
+    return 16 if "avx512f" in flags else 8 if "avx" in flags else 4 if flags else 0
+
+
 def f32_igemm_n_block(flags: frozenset[str] | None = None) -> int:
     """The output channels XNNPACK's fp32 IGEMM kernels compute at a time from that many output channels on (below
     it, its `nr2` kernels at f32_gemm_n_block's): 32 with AVX-512F (measured on a Zen 4 with LiteRT 2.3: 3x3 convs of

@@ -33,7 +33,7 @@ from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_T
                                     F32_GEMM_TAG, HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
                                     XNN_DWCONV_TILE9_TAPS)
 from simulator.profiles import HardwareProfile
-from simulator.roofline import NR2_SUFFIX
+from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 
 # 3: QD8's cost per output pixel (`<kind>.qd8.pixel`); 4: the hybrid depthwise kernel's cost per output byte beyond
 # the core's L2 (`dwconv.hybrid.spill`, `l2_share_bytes` from sysfs), with MobileNet-shaped depthwise cases;
@@ -80,7 +80,10 @@ from simulator.roofline import NR2_SUFFIX
 # at the listed size.
 # 31: fp32 PADV2 (TFLite's own pad kernel) pays a cost per output pixel beside its rate (`layout.builtin.call`, a
 # memcpy of the channels per pixel; simulator.litert_signal.pad_fit), fp32 PADV2 cases at 56x56 of 48 and 96 channels.
-CACHE_VERSION = 31
+# 32: fp32 5x5 depthwise convs whose channels are not a whole number of the CPU's vectors (`f32_vector_floats`, recorded
+# with the figures: 16 lanes with AVX-512F) run at a rate of their own (`dwconv.tile25split`), fitted on those cases
+# (24, 72, 88 channels with AVX-512F) on `dwconv.tile25`'s figures; a case of 96 channels beside 16, 32, 48.
+CACHE_VERSION = 32
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
@@ -148,9 +151,9 @@ CASES: tuple[Case, ...] = (
     # fp32 5x5 depthwise convs (BlazeFace's, MobileNetV3's): XNNPACK's 25-tap tile (simulator.litert_paths.DW_TILE25), a
     # rate of its own; BlazeFace's maps and channels, and 16, 32 and 72 channels beside 24 at one size (one, two, two
     # and five tiles of 16: what tells the cost per pixel from the tiles', which the small maps alone trade for a cost
-    # per operator under noise).
+    # per operator under noise); 96 channels: a fourth case of whole vectors (with AVX-512F 24, 72 and 88 are not).
     *(Case(f"dw5x5-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("fp32",))
-      for c, h in ((24, 64), (48, 32), (88, 16), (16, 64), (32, 64), (72, 64))),
+      for c, h in ((24, 64), (48, 32), (88, 16), (16, 64), (32, 64), (72, 64), (96, 32))),
     # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
     # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
@@ -401,15 +404,19 @@ def _out_channels(case: Case) -> int:
 
 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
-        blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0, f32_igemm_n_block: int = 0) -> dict[str, Any]:
+        blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0, f32_igemm_n_block: int = 0,
+        f32_vector_floats: int = 0) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
     "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
     spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks);
     `f32_n_block`: its fp32 GEMMs' output-channel block (host_machine.f32_gemm_n_block; 0: not modelled), and its
     IGEMM's (host_machine.f32_igemm_n_block); fp32 3x3 cases of fewer outputs than the latter fit the IGEMM's nr2
-    kernels' own rate (`conv.fp32nr2`), on `conv.fp32`'s fitted figures."""
+    kernels' own rate (`conv.fp32nr2`), on `conv.fp32`'s fitted figures; 5x5 depthwise cases whose channels are not
+    whole vectors of `f32_vector_floats` lanes (host_machine.f32_vector_floats) theirs (`dwconv.tile25split`), on
+    `dwconv.tile25`'s."""
     machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1]),
-               "f32_n_block": float(f32_n_block), "f32_igemm_n_block": float(f32_igemm_n_block)}
+               "f32_n_block": float(f32_n_block), "f32_igemm_n_block": float(f32_igemm_n_block),
+               "f32_vector_floats": float(f32_vector_floats)}
     hw = hw.with_overrides({"units": {"cpu": machine}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
@@ -419,14 +426,16 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
         tag = _tag(by_name[name], form, kind)
         if tag == "fp32" and by_name[name].op == "CONV_2D" and 0 < _out_channels(by_name[name]) < f32_igemm_n_block:
             tag += NR2_SUFFIX  # the F32 IGEMM's nr2 kernels (roofline.NR2_SUFFIX): none where no case is so narrow
+        if tag == DW_TILE25_TAG and f32_vector_floats and by_name[name].shape[0] % f32_vector_floats:
+            tag += SPLIT_SUFFIX  # loads across cache lines (roofline.SPLIT_SUFFIX)
         groups.setdefault(f"{kind}.{tag}{own}", []).append((g, PRESET[form], _without_output(by_name[name], ms)))
     eff, setup = {}, {}
     for key, cases in sorted(groups.items()):  # (`conv.fp32` before `conv.fp32nr2`, whose fit runs on its figures)
-        base = key.removesuffix(NR2_SUFFIX) if key.endswith(NR2_SUFFIX) else ""
+        base = next((key.removesuffix(s) for s in (NR2_SUFFIX, SPLIT_SUFFIX) if key.endswith(s)), "")
         at = hw.with_overrides({"units": {"cpu": {"efficiency": {base: eff[base]}, "kind_overhead_s": setup}}}) \
             if base in eff else hw
         eff[key], setups = _fit(cases, at, key)
-        if not base:  # (the nr2 kernels pay the IGEMM's fixed costs: their own would be read nowhere)
+        if not base:  # (the nr2 / split kernels pay their base's fixed costs: their own would be read nowhere)
             setup.update(setups)
     return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": setup, **machine}}}
 
@@ -479,7 +488,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
     import fcntl
 
     from simulator.calibration import save_cache
-    from simulator.host_machine import f32_gemm_n_block, f32_igemm_n_block, int8_gemm_blocks, l2_bytes
+    from simulator.host_machine import (f32_gemm_n_block, f32_igemm_n_block, f32_vector_floats, int8_gemm_blocks,
+                                        l2_bytes)
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -506,7 +516,8 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     ladder = litert_llc.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
-                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block())
+                overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block(),
+                                f32_vector_floats())
                 for extra in (signal, lut, layout, elementwise):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout, signal):  # costs per execution, per run copied, per PADV2 call

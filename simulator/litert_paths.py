@@ -201,6 +201,11 @@ XNN_DWCONV_MAX_TAPS = 25
 # mix2.json, mix3.json), 5x5 at 64 x 64: 16, 24, 32, 40, 48, 56, 72 channels 0.159, 0.233, 0.241, 0.330, 0.336, 0.421,
 # 0.513 ms (steps of a tile, 0.087 ms, over 0.075 per 4,096 pixels); an AVX-512 Xeon (session 56) 24 channels 0.65-0.70x
 # their price at channels as counted. 3x3 depthwise convs (9 taps: their chains short) read their channels as counted.
+# The tile loads a pixel's channels in vectors (src/f32-dwconv/unipass-avx512.c.in: 64-byte loads, a masked one for the
+# remainder) at a stride of the channels: where they are not whole vectors (Unit.f32_vector_floats: 16 with AVX-512F,
+# 8 with AVX) the loads straddle cache lines at some pixels, at a rate of their own (`dwconv.tile25split`,
+# roofline.SPLIT_SUFFIX). AVX-512 Xeon (Emerald Rapids, 2026-12-07, /work/h59lite/chains): at 64 x 64, 8-96 channels
+# 0.093, 0.079, 0.143, 0.113, 0.194, 0.161, 0.250, 0.203, 0.298, 0.245, 0.289 ms: 8 + 16k channels 1.2-1.3x 16(k + 1).
 DW_TILE25 = "dw_tile25"
 DW_TILE25_TAG = TILE25
 XNN_DWCONV_TILE9_TAPS = 9

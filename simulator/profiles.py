@@ -99,6 +99,9 @@ class Unit:
     # ... and its F32 IGEMM's (a conv other than 1x1 stride 1), from that many output channels on: XNNPACK switches to
     # the `nr2` kernels (f32_n_block) only where the IGEMM's nr exceeds the output channels (host_machine; 0: f32_n_block)
     f32_igemm_n_block: float = 0.0
+    # fp32 lanes of the vectors its depthwise kernels load a pixel's channels in (host_machine.f32_vector_floats: 16
+    # with AVX-512F): channels not a whole number of them run at `<kind>.<tag>split` where calibrated (0: not modelled)
+    f32_vector_floats: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -275,7 +278,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
                                                      "llc_spill_evict_bytes", "evicted_bandwidth_bytes_per_s",
                                                      "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
                                                      "int8_k_block", "int8_n_block", "f32_n_block",
-                                                     "f32_igemm_n_block")
+                                                     "f32_igemm_n_block", "f32_vector_floats")
            if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )

@@ -115,6 +115,8 @@ class Rates:
     int8_nb2: Num = 0.0  # the N block below int8_nb output channels (XNNPACK's F32 IGEMM's `nr2`; 0: int8_nb)
     dw_tile: Num = 0.0  # channels per tile of XNNPACK's fp32 depthwise kernel (Path.dw_tiles; 0: as counted)
     peak_nr2: Num = 0.0  # the rate of XNNPACK's F32 IGEMM's nr2 kernels, below int8_nb outputs (NR2_SUFFIX; 0: peak)
+    dw_lanes: Num = 0.0  # fp32 lanes of a depthwise tile's loads (Path.dw_tiles, Unit.f32_vector_floats; 0: none)
+    peak_split: Num = 0.0  # its rate where the channels are not whole vectors of them (SPLIT_SUFFIX; 0: peak)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
     # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
     # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
@@ -149,6 +151,10 @@ ELEMENTWISE_BEYOND_KEY = "elementwise.fp32.beyond_l2"
 # simulator.litert_paths.XNN_CONV). On an AVX-512 Xeon 3x3 convs of 24 outputs (two nr2 blocks of 16) ran 0.70x their
 # price at the 32-wide kernel's rate, 32 outputs 1.1x: the 16-wide kernel is not as fast per column there.
 NR2_SUFFIX = "nr2"
+# XNNPACK's fp32 depthwise tile loads a pixel's channels in vectors of Unit.f32_vector_floats lanes; channels not a whole
+# number of them straddle cache lines at some pixels, at a rate of their own where calibrated: `<kind>.<tag>` + this
+# (`dwconv.tile25split`; simulator.litert_paths.DW_TILE25). AVX-512 Xeon: 5x5, 24 channels 1.27x the time of 32.
+SPLIT_SUFFIX = "split"
 _BOOL_RATES = frozenset({"setup_rows", "eliminated", "fp32_equiv", "padded_sgemm", "plain", "lanes"})
 
 
@@ -222,6 +228,8 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         if p.padded_sgemm else 0.0, int8_nb2=float(u.f32_n_block) if igemm else 0.0,
         dw_tile=float(u.f32_n_block) if p.dw_tiles else 0.0,
         peak_nr2=fp32_peak * u.efficiency.get(f"{rate}.{p.tag}{NR2_SUFFIX}", 0.0) if igemm else 0.0,
+        dw_lanes=float(u.f32_vector_floats) if p.dw_tiles else 0.0,
+        peak_split=fp32_peak * u.efficiency.get(f"{rate}.{p.tag}{SPLIT_SUFFIX}", 0.0) if p.dw_tiles else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
         lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
@@ -442,6 +450,8 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     alone, and the totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
     peak = np.where((r.peak_nr2 > 0) & (w.kernel_rows < r.int8_nb), r.peak_nr2, peak)  # the IGEMM's nr2 kernels
+    split = (r.peak_split > 0) & (np.mod(w.kernel_rows, np.maximum(r.dw_lanes, 1.0)) > 0)
+    peak = np.where(split, r.peak_split, peak)  # a depthwise tile's loads across cache lines (SPLIT_SUFFIX)
     # NCHWc's kernels skip a dilated Conv's taps in the padding (Counts.dilated_taps); the model's own Conv runs them all
     macs = _padded_macs(w, r) * np.where(r.lanes, w.lane_macs, np.where(r.plain, w.plain_macs, w.dilated_taps))
     # A batch-1 recurrent step (h x R^T) does one MAC per element of R it reads: those MACs run at the rate R streams

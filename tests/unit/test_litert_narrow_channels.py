@@ -153,3 +153,41 @@ def test_fit_gives_the_nr2_kernels_their_rate_only_where_cases_run_them(tmp_path
     cpu3 = fit(_measured(tmp_path, zen3, names), _hw(), f32_n_block=16, f32_igemm_n_block=16)["units"]["cpu"]
     assert "conv.fp32nr2" not in cpu3["efficiency"]
     assert cpu3["efficiency"]["conv.fp32"] == pytest.approx(0.8, rel=0.03)
+
+
+def test_a_5x5_depthwise_conv_of_channels_not_whole_vectors_runs_at_its_own_rate(tmp_path: Path) -> None:
+    """With AVX-512F's 16 lanes, 24 and 40 channels (a row of 96 or 160 bytes: loads across cache lines) run at
+    `dwconv.tile25split` where the profile has it; 16 and 32 channels and the 9-tap tile keep `dwconv.tile25` / their
+    rate; with AVX's 8 lanes 24 channels are whole vectors."""
+    from simulator.host_machine import f32_vector_floats
+
+    assert [f32_vector_floats(frozenset(f)) for f in ({"avx", "avx512f"}, {"avx", "fma"}, {"sse2"})] == [16, 8, 4]
+    g = _model(tmp_path / "dw.tflite", "DEPTHWISE_CONV_2D", [(16, 16, 5), (24, 24, 5), (32, 32, 5), (40, 40, 5),
+                                                              (24, 24, 3)])
+    split = {**BASE["efficiency"], "dwconv.tile25split": 0.025}
+    before = _ms(g, _hw(f32_n_block=16.0, f32_vector_floats=16.0))
+    after = _ms(g, _hw(f32_n_block=16.0, f32_vector_floats=16.0, efficiency=split))
+    assert after[1] == pytest.approx(2 * before[1], rel=0.02) and after[3] == pytest.approx(2 * before[3], rel=0.02)
+    assert [after[0], after[2], after[4]] == [before[0], before[2], before[4]]
+    assert _ms(g, _hw(f32_n_block=16.0, f32_vector_floats=8.0, efficiency=split)) == before
+    assert _ms(g, _hw(f32_n_block=16.0, efficiency=split)) == before  # no lanes recorded (an older calibration)
+
+
+def test_fit_gives_the_split_tiles_their_rate_only_where_cases_are_not_whole_vectors(tmp_path: Path) -> None:
+    """With 16 lanes the 24-, 72- and 88-channel 5x5 cases fit `dwconv.tile25split` on the whole-vector cases'
+    `dwconv.tile25` and cost per pixel; with 8 lanes (AVX2) every case is whole vectors, and no split figure."""
+    names = {c.name for c in CASES if c.op == "DEPTHWISE_CONV_2D" and c.shape[2] == 5}
+    assert {c for c in names if int(c.split("-")[1]) % 16} == {"dw5x5-24-64", "dw5x5-72-64", "dw5x5-88-16"}
+    lanes = {"f32_n_block": 16.0, "f32_vector_floats": 16.0}
+    truth = _hw(**lanes, efficiency={"dwconv.tile25": 0.5, "dwconv.tile25split": 0.4},
+                kind_overhead_s={"dwconv.tile25": 0.0, "dwconv.tile25.pixel": 2e-8})
+    cpu = fit(_measured(tmp_path, truth, names), _hw(), f32_n_block=16, f32_vector_floats=16)["units"]["cpu"]
+    assert cpu["efficiency"]["dwconv.tile25"] == pytest.approx(0.5, rel=0.03)
+    assert cpu["efficiency"]["dwconv.tile25split"] == pytest.approx(0.4, rel=0.03)
+    assert cpu["kind_overhead_s"]["dwconv.tile25.pixel"] == pytest.approx(2e-8, rel=0.05)
+    assert "dwconv.tile25split" not in cpu["kind_overhead_s"] and cpu["f32_vector_floats"] == 16.0
+    avx2 = _hw(f32_n_block=16.0, f32_vector_floats=8.0, efficiency={"dwconv.tile25": 0.5},
+               kind_overhead_s={"dwconv.tile25": 0.0, "dwconv.tile25.pixel": 2e-8})
+    cpu2 = fit(_measured(tmp_path, avx2, names), _hw(), f32_n_block=16, f32_vector_floats=8)["units"]["cpu"]
+    assert "dwconv.tile25split" not in cpu2["efficiency"]
+    assert cpu2["efficiency"]["dwconv.tile25"] == pytest.approx(0.5, rel=0.03)
