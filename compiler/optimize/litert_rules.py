@@ -9,9 +9,9 @@ ai-edge-quantizer's recipes, one per operator:
 - int8 activations with int8 weights (static): it quantizes every input and output of the operator, so int8 on
   one side only cannot be written;
 - no palettization and no pruning recipe;
-- no recipe for a custom operator (MediaPipe's Convolution2DTransposeBias, TFLite_Detection_PostProcess): every
-  preset leaves it float, its weights and its activations (int8-static puts a DEQUANTIZE / QUANTIZE around it),
-  seen with ai-edge-quantizer on a file built in code (tests/formats/test_tflite_mediapipe.py).
+- no recipe for a custom operator: every preset leaves it float, its weights and its activations (int8-static puts
+  a DEQUANTIZE / QUANTIZE around it); seen with MediaPipe's three (Convolution2DTransposeBias,
+  MaxPoolingWithArgmax2D, MaxUnpooling2D) in a file built in code (tests/formats/test_tflite_mediapipe.py).
 """
 
 from __future__ import annotations
