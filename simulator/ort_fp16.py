@@ -4,9 +4,13 @@ SkipLayerNormalization ORT does not form in the fp16 graph). simulator.backends 
 
 from __future__ import annotations
 
+import dataclasses
+
 from compiler.graph import Graph
 from compiler.vocabulary.targets import Target
 from simulator.folding import fold_constants
+from simulator.kernel_path import Path
+from simulator.ort_int8 import ORT_INT8_UNFOLDED
 
 # Op types ORT's x86 CPU EP (1.32) has fp16 kernels for: data movement, Clip and LayerNormalization
 # (probed with single-op fp16 models: their optimized graphs have no Cast). Every other fp16 node runs
@@ -128,3 +132,30 @@ def fp16_nchw_kind(kind: str, op_type: str, has_kernel: bool, shared_cast: bool,
     if kind in ("dwconv", "dwconvnchw"):
         return "dwconvnchw"
     return "gconvnchw" if grouped else kind
+
+
+# A HardSwish that ORT fused into an NCHWc Conv of the fp32 graph (ort_int8.ORT_INT8_UNFOLDED + "HardSwish" among the
+# task's facts). The exporter's ORT pre-processing writes it as its function body, HardSigmoid + Mul, and ORT fuses the
+# pair back into a Conv only in its NCHWc form: where the Conv runs otherwise (fp16 behind a shared Cast: a plain NCHW
+# Conv; int8-dynamic: ConvInteger), HardSigmoid and Mul run as fp32 kernels of their own. The HardSigmoid reads and
+# writes an fp32 tensor (3 FLOPs at its own calibrated rate), the Mul reads two and writes one (1 FLOP); int8-dynamic
+# already pays one pass for its unfused activation. Priced as folded in the fp16 files: MobileNetV3-Large's 21 and
+# LCNet-050's 28 HardSwish (a Zen 4, 2026-12-07; README Round 33).
+SPLIT_HARDSWISH = ORT_INT8_UNFOLDED + "HardSwish"
+_HARDSIGMOID_BYTES, _MUL_BYTES, _HARDSIGMOID_FLOPS = 8.0, 12.0, 3.0
+
+
+def split_hardswish(p: Path, facts: frozenset[str], fp16_nchw: bool) -> Path:
+    """`p` with the HardSigmoid and Mul kernels of a HardSwish that ORT cannot fuse back (SPLIT_HARDSWISH): under fp16
+    where the Conv left NCHWc (`fp16_nchw`: behind a shared Cast), under int8-dynamic (ConvInteger, which pays the
+    HardSigmoid's pass already as its unfused activation's)."""
+    if SPLIT_HARDSWISH not in facts or p.eliminated or not (fp16_nchw or p.tag == "int8dyn"):
+        return p
+    paid = p.tag == "int8dyn"
+    return dataclasses.replace(
+        p, extra_out_bytes=p.extra_out_bytes + _MUL_BYTES + (0.0 if paid else _HARDSIGMOID_BYTES),
+        extra_dispatches=p.extra_dispatches + (1 if paid else 2), fp32_equivalent=False,
+        extra_fp32_ops_per_out=p.extra_fp32_ops_per_out + _HARDSIGMOID_FLOPS + 1.0,
+        extra_act_flops_per_out=p.extra_act_flops_per_out + _HARDSIGMOID_FLOPS, extra_act_op="HardSigmoid",
+        note="; ".join([*([p.note] if p.note else []), "HardSwish written as HardSigmoid + Mul, which ORT fuses back "
+                        "only into an NCHWc Conv: two fp32 kernels of their own"]))
