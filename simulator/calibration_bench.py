@@ -102,6 +102,14 @@ CASES: tuple[Case, ...] = (
     *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k), (("fp32", "fp32"), QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     Case("stemact-3x24-224-3x3", "convsmall", stem_act(24, 224, 3), (QSTEM,)),
+    # The same stems reading one bias: under fp16 ORT keeps its Cast and runs them as its plain NCHW Conv (im2col +
+    # SGEMM), `convsmall.cast16nchw`. Priced at the dense convs' `conv.cast16nchw` figures, the 16 TorchScript fp16
+    # stems of Round 31's files (their zero biases shared) were 0.66-1.55x their fp32 time against 1.8-2.4x profiled
+    # (an Emerald Rapids, 2026-12-07: MobileNetV2's 382 us against 207 in fp32). A second image size tells the setup
+    # per stem from the cost per im2col element (the 3x3 stems at 224 px expand alike).
+    *(Case(f"stemact-shared-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k, shared_bias=True),
+           (("fp16", "cast16nchw"),))
+      for co, hw, k in ((32, 224, 3), (16, 224, 3), (8, 224, 3), (48, 224, 3), (64, 224, 7), (32, 160, 3))),
     *(Case(f"dwconvact-{c}x{s}", "dwconv", conv_act(c, s, 3, group=c), QF)
       for c, s in ((64, 56), (256, 14), (32, 24), (144, 12), (16, 48))),
     # 5x5 depthwise ConvIntegers (EfficientNet's, MobileNetV3's): im2col copies 25 taps per output pixel, which the

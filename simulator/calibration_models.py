@@ -151,7 +151,7 @@ def conv_chain(c: int, hw: int, k: int, group: int = 1) -> Callable[[Path], Path
                             weight=rng_weights([c, c // group, k, k]))
 
 
-def stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Path]:
+def stem_act(co: int, hw: int, k: int, stride: int = 2, shared_bias: bool = False) -> Callable[[Path], Path]:
     """A CNN's first conv, R times side by side on one image: 3 input channels, `co` outputs, a k x k kernel at
     stride 2 over an hw x hw image, + bias + Relu. The few-channel cases below (8 channels on 24-48 px maps) are all
     fixed cost, so the convsmall paths' rates were fitted on nothing (convsmall.int8dyn came out at the 3.0 bound);
@@ -160,7 +160,8 @@ def stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Path
     0.81. Under int8-static each stem here ends in its own DequantizeLinear (a graph output; the totals rule charges
     it); QLinearConv's stem time (0.37-0.87 ms at 3x3 for 16-64 outputs, 1.6 ms at 7x7) was not fitted by a rate,
     setup and im2col per element within 30%: it runs the per-group GEMM path of grouped convs (3 input channels),
-    costed per GEMM row and im2col copy (simulator/ort_int8.py), and is fitted with them."""
+    costed per GEMM row and im2col copy (simulator/ort_int8.py), and is fitted with them. `shared_bias`: every stem
+    reads one bias (conv_act's), as a CNN's BatchNorm-folded zero bias is shared, which fp16 keeps behind a Cast."""
     def build(path: Path) -> Path:
         from onnx import TensorProto, helper, numpy_helper
 
@@ -169,10 +170,11 @@ def stem_act(co: int, hw: int, k: int, stride: int = 2) -> Callable[[Path], Path
         o = (hw + 2 * (k // 2) - k) // stride + 1
         inits, nodes, outs = [], [], []
         for i in range(R):
-            inits += [numpy_helper.from_array(w(i), f"w{i}"),
-                      numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}")]
-            nodes += [helper.make_node("Conv", ["v0", f"w{i}", f"b{i}"], [f"c{i}"], name=f"conv{i}",
-                                       pads=[k // 2] * 4, strides=[stride, stride]),
+            inits.append(numpy_helper.from_array(w(i), f"w{i}"))
+            if not shared_bias or i == 0:
+                inits.append(numpy_helper.from_array((0.1 * rng.standard_normal(co)).astype(np.float32), f"b{i}"))
+            nodes += [helper.make_node("Conv", ["v0", f"w{i}", "b0" if shared_bias else f"b{i}"], [f"c{i}"],
+                                       name=f"conv{i}", pads=[k // 2] * 4, strides=[stride, stride]),
                       helper.make_node("Relu", [f"c{i}"], [f"y{i}"], name=f"act{i}")]
             outs.append(helper.make_tensor_value_info(f"y{i}", TensorProto.FLOAT, [1, co, o, o]))
         return save_model(nodes, [helper.make_tensor_value_info("v0", TensorProto.FLOAT, [1, 3, hw, hw])], outs, inits,
