@@ -20,7 +20,7 @@ from simulator.device_facts import QNN_FACT_BACKENDS, apply_facts, fact_combo, q
 from simulator.kernel_path import Path
 from simulator.litert_paths import LITERT_BACKENDS, litert_cpu_path, litert_fact_path, litert_task_facts
 from simulator.ort_fp16 import (CONV_OPS, FP16_FUSION_KEPT, FP16_GROUPED, FP16_KERNELS, GEMM_OPS, fp16_nchw_kind,
-                                fp16_task_facts, split_hardswish)
+                                fp16_nchw_path, fp16_task_facts, split_hardswish)
 from simulator.ort_int8 import ORT_INT8DYN_NATIVE, native_int8dyn_path, ort_fact_path, ort_span_path, ort_task_facts
 from simulator.profiles import CAST16NCHW, INT8_GELU, HardwareProfile, Unit
 
@@ -562,8 +562,8 @@ def plan(target: Target, profile: HardwareProfile, op_type: str, kind: str, comb
     p16 = _ort_fp16(target, profile, op_type, kind, combo, has_kernel, fused, shared_cast, plain_norm,
                     FP16_FUSION_KEPT in facts, FP16_GROUPED in facts)
     if p16 is not None:  # a float op ORT runs over short spans pays its calls under fp16 too
-        nchw = shared_cast and has_kernel and op_type in CONV_OPS  # as _ort_fp16 reads it
-        return ort_span_path(split_hardswish(p16, facts, nchw), facts) if facts and target.backend == "ort-cpu" else p16
+        nchw = shared_cast and has_kernel and op_type in CONV_OPS  # a Conv left NCHWc, as _ort_fp16 reads it
+        return ort_span_path(fp16_nchw_path(p16, facts, nchw, kind), facts) if target.backend == "ort-cpu" else p16
     if facts and target.backend == "coreml":
         return _coreml_plan(target, profile, op_type, kind, combo, has_kernel, fused, facts)
     if facts:

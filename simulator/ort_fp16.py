@@ -11,6 +11,7 @@ from compiler.vocabulary.targets import Target
 from simulator.folding import fold_constants
 from simulator.kernel_path import Path
 from simulator.ort_int8 import ORT_INT8_UNFOLDED
+from simulator.profiles import CAST16NCHW
 
 # Op types ORT's x86 CPU EP (1.32) has fp16 kernels for: data movement, Clip and LayerNormalization
 # (probed with single-op fp16 models: their optimized graphs have no Cast). Every other fp16 node runs
@@ -159,3 +160,18 @@ def split_hardswish(p: Path, facts: frozenset[str], fp16_nchw: bool) -> Path:
         extra_act_flops_per_out=p.extra_act_flops_per_out + _HARDSIGMOID_FLOPS, extra_act_op="HardSigmoid",
         note="; ".join([*([p.note] if p.note else []), "HardSwish written as HardSigmoid + Mul, which ORT fuses back "
                         "only into an NCHWc Conv: two fp32 kernels of their own"]))
+
+
+# An fp16 image stem (a dense Conv of few input channels, `convsmall`) behind a shared Cast: MLAS's plain NCHW Conv runs
+# an SGEMM of K = 3 x kh x kw per output element, which its MACs do not price. Calibration's stemact-shared-* cases (a
+# Zen 4, 2026-12-07, per stem at 224 px: 8 outputs 238 us, 16 318, 32 523, 48 710; 3x3 at 160 px 256 us; 7x7 with 64
+# outputs 3.37 ms) rise by a fixed cost per output element beside one per MAC and one per im2col element (3x3 at 224:
+# ~0.97 ns per output element, 7x7 ~3.3 ns). With a rate, a setup and the im2col cost alone they fitted -15..+11%.
+STEM_NCHW_KIND = "convsmall"
+
+
+def fp16_nchw_path(p: Path, facts: frozenset[str], nchw: bool, kind: str) -> Path:
+    """An fp16 task `p` with what its Conv leaving NCHWc (`nchw`: behind a shared Cast) adds: a HardSwish's split
+    kernels (split_hardswish), a stem's cost per output element (`convsmall.cast16nchw.out`)."""
+    p = split_hardswish(p, facts, nchw)
+    return dataclasses.replace(p, out_cost=True) if nchw and kind == STEM_NCHW_KIND and p.tag == CAST16NCHW else p

@@ -1,7 +1,8 @@
 """Under fp16 on ORT's x86 CPU EP an image stem (3 input channels) whose bias other Convs read too keeps a run-time
 Cast and runs MLAS's plain NCHW Conv (im2col + SGEMM), as the TorchScript files' stems with their shared zero biases
 do. It takes figures of its own, `convsmall.cast16nchw`, fitted on calibration's `stemact-shared-*` cases (stems
-reading one bias), not the dense NCHW convs' `conv.cast16nchw` (README "Exporting the optimized model", Round 33)."""
+reading one bias), not the dense NCHW convs' `conv.cast16nchw`, with a cost per output element (its SGEMM of K = 3 x kh x
+kw: `convsmall.cast16nchw.out`) beside its rate, setup and im2col (README "Exporting the optimized model", Round 33)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,14 @@ def test_a_shared_cast_stem_reads_its_own_figures_where_calibrated() -> None:
     r = rates(own, p, "convsmall", True)
     assert efficiency(own.units[0], "convsmall", "cast16nchw") == pytest.approx(0.5 * dense)
     assert (float(r.setup_s), float(r.im2col_s)) == (3e-6, 4e-10)
+
+
+def test_a_shared_cast_stem_pays_a_cost_per_output_element_and_a_dense_conv_does_not() -> None:
+    hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"kind_overhead_s": {
+        KEY + ".out": 5e-10, "conv.cast16nchw.out": 7e-10}}}})
+    stem = plan(HOST, hw, "Conv", "convsmall", FP16, True, False, shared_cast=True)
+    dense = plan(HOST, hw, "Conv", "conv", FP16, True, False, shared_cast=True)
+    nchwc = plan(HOST, hw, "Conv", "convsmall", FP16, True, False)  # its bias its own: an NCHWc Conv
+    assert stem.out_cost and not dense.out_cost and not nchwc.out_cost
+    assert float(rates(hw, stem, "convsmall", True).out_s) == 5e-10
+    assert float(rates(hw, dense, "conv", True).out_s) == 0.0
