@@ -83,7 +83,10 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # 32: fp32 5x5 depthwise convs whose channels are not a whole number of the CPU's vectors (`f32_vector_floats`, recorded
 # with the figures: 16 lanes with AVX-512F) run at a rate of their own (`dwconv.tile25split`), fitted on those cases
 # (24, 72, 88 channels with AVX-512F) on `dwconv.tile25`'s figures; a case of 96 channels beside 16, 32, 48.
-CACHE_VERSION = 32
+# 33: fp32 depthwise convs whose pixel's weights and inputs outgrow the L1 (`l1_bytes`, recorded with the figures) pay
+# their weights from the L2 per output element (`dwconv.fp32.out`, `dwconv.tile25.out`; litert_paths.DW_PIXEL_BYTES),
+# 3x3 and 5x5 cases of 672 and 960 channels.
+CACHE_VERSION = 33
 MIN_TIMED_MS = 0.002
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
@@ -154,6 +157,11 @@ CASES: tuple[Case, ...] = (
     # per operator under noise); 96 channels: a fourth case of whole vectors (with AVX-512F 24, 72 and 88 are not).
     *(Case(f"dw5x5-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("fp32",))
       for c, h in ((24, 64), (48, 32), (88, 16), (16, 64), (32, 64), (72, 64), (96, 32))),
+    # fp32 depthwise convs whose pixel's weights and inputs outgrow the L1 (MobileNetV3-Large's 672 / 960 channels:
+    # 48-192 KB a pixel, beyond a 32 or 48 KiB L1): what pins their weights' cost from the L2 per output element
+    # (simulator.litert_paths.DW_PIXEL_BYTES), apart from the tiles' rates the cases above fit.
+    *(Case(f"dw{k}x{k}-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, k), ("fp32",))
+      for k in (3, 5) for c, h in ((672, 14), (960, 7))),
     # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
     # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
@@ -405,7 +413,7 @@ def _out_channels(case: Case) -> int:
 
 def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: HardwareProfile, l2: int = 0,
         blocks: tuple[int, int] = (8, 0), f32_n_block: int = 0, f32_igemm_n_block: int = 0,
-        f32_vector_floats: int = 0) -> dict[str, Any]:
+        f32_vector_floats: int = 0, l1: int = 0) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"efficiency": {...}, "kind_overhead_s": {...}, "l2_share_bytes": l2,
     "int8_k_block", "int8_n_block"}}} from `measure`; `l2`: one core's share of its L2 (host_machine.l2_bytes; 0: no
     spill cost fitted); `blocks`: XNNPACK's integer GEMM blocks on this CPU (host_machine.int8_gemm_blocks);
@@ -413,10 +421,11 @@ def fit(measured: dict[tuple[str, str], tuple[Graph, list[float]]], hw: Hardware
     IGEMM's (host_machine.f32_igemm_n_block); fp32 3x3 cases of fewer outputs than the latter fit the IGEMM's nr2
     kernels' own rate (`conv.fp32nr2`), on `conv.fp32`'s fitted figures; 5x5 depthwise cases whose channels are not
     whole vectors of `f32_vector_floats` lanes (host_machine.f32_vector_floats) theirs (`dwconv.tile25split`), on
-    `dwconv.tile25`'s."""
+    `dwconv.tile25`'s; `l1`: the core's L1 data cache (host_machine.l1_bytes), beyond which a depthwise case's
+    weights come from the L2 (its path's `.out`, fitted with the rest of its group)."""
     machine = {"l2_share_bytes": float(l2), "int8_k_block": float(blocks[0]), "int8_n_block": float(blocks[1]),
                "f32_n_block": float(f32_n_block), "f32_igemm_n_block": float(f32_igemm_n_block),
-               "f32_vector_floats": float(f32_vector_floats)}
+               "f32_vector_floats": float(f32_vector_floats), "l1_bytes": float(l1)}
     hw = hw.with_overrides({"units": {"cpu": machine}})
     groups: dict[str, list[tuple[Graph, str, list[float]]]] = {}
     by_name = {c.name: c for c in CASES}
@@ -489,7 +498,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
 
     from simulator.calibration import save_cache
     from simulator.host_machine import (f32_gemm_n_block, f32_igemm_n_block, f32_vector_floats, int8_gemm_blocks,
-                                        l2_bytes)
+                                        l1_bytes, l2_bytes)
     from simulator.calibration_timing import machine
 
     p = cache_path(host_calibration)
@@ -517,7 +526,7 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block(),
-                                f32_vector_floats())
+                                f32_vector_floats(), l1_bytes())
                 for extra in (signal, lut, layout, elementwise):
                     overrides["units"]["cpu"]["efficiency"].update(extra["units"]["cpu"]["efficiency"])
                 for extra in (control, layout, signal):  # costs per execution, per run copied, per PADV2 call

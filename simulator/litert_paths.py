@@ -209,6 +209,16 @@ XNN_DWCONV_MAX_TAPS = 25
 DW_TILE25 = "dw_tile25"
 DW_TILE25_TAG = TILE25
 XNN_DWCONV_TILE9_TAPS = 9
+# Task fact of a DEPTHWISE_CONV_2D of up to 25 taps (XNNPACK's unipass tiles): the bytes one output pixel reads,
+# `dw_pixel_bytes=N` (dw_pixel_bytes). The tile computes a pixel's every channel before the next pixel, so it reads
+# its packed weights (taps x C floats) again for every output pixel, beside the taps' inputs (taps x C). Where that
+# outgrows the core's L1 data cache (Unit.l1_bytes) the weights come again from the L2 for every pixel: an fp32 conv
+# then pays a cost per output element (`dwconv.<tag>.out`, Path.out_cost), fitted by LiteRT's calibration on depthwise
+# cases beyond the L1. Chains on a Zen 4 (LiteRT 2.3.0, 1 thread, 32 KiB L1, 2026-12-07, /work/h60lite/chains/c1.json)
+# at 14 x 14: 3x3 of 256-448 channels (18-29 KB a pixel) 0.94-1.04x their price, 480 and 512 (35-37 KB) 0.78-0.79x,
+# 576-960 (41-69 KB) 0.59-0.62x; 5x5 of 96-160 (19-32 KB) 1.03-1.06x, 240-960 (48-192 KB) 0.66-0.73x: the excess
+# 145-250 GB/s of the weights per pixel. An Emerald Rapids (48 KiB L1, session 59) read 5x5 of 480-960 0.61x so.
+DW_PIXEL_BYTES = "dw_pixel_bytes="
 # Task fact of a DEPTHWISE_CONV_2D that runs after XNNPACK's fully connected QD8 GEMM (a 1x1 stride-1 CONV_2D, GEMM_CONV,
 # or a FULLY_CONNECTED) with only depthwise convs between them (MobileNetV2's expand conv -> depthwise conv, ShuffleNetV2's
 # and MobileOne's blocks): under dynamic int8, TFLite's hybrid depthwise kernel then ran 2.6-3.9x its time in a chain of
@@ -313,6 +323,11 @@ def dw_taps(nd: Node, g: Graph) -> int:
     return shape[1] * shape[2] if shape is not None and all(isinstance(d, int) for d in shape[1:3]) else 0
 
 
+def dw_pixel_bytes(taps: int, channels: int) -> int:
+    """Bytes an fp32 depthwise tile reads per output pixel (DW_PIXEL_BYTES): taps x C weights and taps x C inputs."""
+    return 2 * taps * channels * 4
+
+
 def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
@@ -324,7 +339,7 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2, with its output's channels (`pad_row=C`);
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
     TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only); XNN_TRANSPOSE for every
-    TRANSPOSE (fp32 only)."""
+    TRANSPOSE (fp32 only); DW_PIXEL_BYTES for a DEPTHWISE_CONV_2D of up to 25 taps (fp32, beyond the L1 only)."""
     readers: dict[str, list[str]] = {}
     for nd in compiled.nodes:
         for v in dict.fromkeys(nd.inputs):
@@ -361,6 +376,10 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
             facts.setdefault(nd.id, set()).add(DW_GROUPED)
         elif nd.op_type == "DEPTHWISE_CONV_2D" and dw_taps(nd, compiled) > XNN_DWCONV_TILE9_TAPS:
             facts.setdefault(nd.id, set()).add(DW_TILE25)
+        out = compiled.values.get(nd.outputs[0]) if nd.op_type == "DEPTHWISE_CONV_2D" and nd.outputs else None
+        taps = dw_taps(nd, compiled) if out is not None else 0
+        if out is not None and out.shape and isinstance(out.shape[-1], int) and 0 < taps <= XNN_DWCONV_MAX_TAPS:
+            facts.setdefault(nd.id, set()).add(f"{DW_PIXEL_BYTES}{dw_pixel_bytes(taps, out.shape[-1])}")
         if as_builtin(nd).op_type == "TRANSPOSE_CONV":  # MediaPipe's Convolution2DTransposeBias too
             facts.setdefault(nd.id, set()).add(DECONV)
     after_gemm = False  # the last operator XNNPACK ran (in execution order) was its fully connected QD8 GEMM
@@ -450,6 +469,11 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         p = dataclasses.replace(p, tag=DW_TILE25_TAG, dw_tiles=True, setup_per_pixel=True, note="; ".join(
             [*([p.note] if p.note else []), "10 to 25 taps: XNNPACK's 25-tap depthwise tile, its channels in whole "
              "tiles, a cost per output pixel"]))
+    pixel_bytes = [int(f[len(DW_PIXEL_BYTES):]) for f in facts if f.startswith(DW_PIXEL_BYTES)]
+    if (pixel_bytes and unit.l1_bytes and pixel_bytes[0] > unit.l1_bytes and p.compute == "fp32"
+            and p.tag in ("fp32", DW_TILE25_TAG) and f"dwconv.{p.tag}.out" in unit.kind_overhead_s):
+        p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
+            "a pixel's weights and inputs outgrow the L1: the weights come again from the L2 for every output pixel")]))
     if DECONV in facts and (p.tag, p.compute) == ("fp32", "fp32") and f"conv.{DECONV_TAG}" in unit.efficiency:
         p = dataclasses.replace(p, tag=DECONV_TAG, rate_kind="conv", setup_per_pixel=True, padded_sgemm=True,
                                 igemm_blocks=True, note="; ".join([*([p.note] if p.note else []), (

@@ -102,6 +102,9 @@ class Unit:
     # fp32 lanes of the vectors its depthwise kernels load a pixel's channels in (host_machine.f32_vector_floats: 16
     # with AVX-512F): channels not a whole number of them run at `<kind>.<tag>split` where calibrated (0: not modelled)
     f32_vector_floats: float = 0.0
+    # its level-1 data cache (host_machine.l1_bytes): an fp32 depthwise tile whose pixel's weights and inputs outgrow
+    # it reads its weights again from the L2 for every output pixel (litert_paths.DW_PIXEL_BYTES; 0: not modelled)
+    l1_bytes: float = 0.0
 
     def runs(self, op_type: str) -> bool:
         if op_type in self.ops_except:
@@ -278,7 +281,7 @@ def _unit(d: dict[str, Any], where: str) -> Unit:
                                                      "llc_spill_evict_bytes", "evicted_bandwidth_bytes_per_s",
                                                      "weights_exposed_share", "float_graph_run_s", "sgemm_column_block",
                                                      "int8_k_block", "int8_n_block", "f32_n_block",
-                                                     "f32_igemm_n_block", "f32_vector_floats")
+                                                     "f32_igemm_n_block", "f32_vector_floats", "l1_bytes")
            if k in d},
         quantized_ops_except=_quantized_except(d, where),
     )
