@@ -201,7 +201,8 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
 
     from compiler.frontends import tflite
     from compiler.frontends.tflite_writer import TfliteWriter
-    from simulator.litert_paths import AFTER_PAD, PAD_FOLDED, QS8_OUT, XNN_CONV, litert_task_facts
+    from simulator.litert_paths import (AFTER_PAD, DW_PIXEL_BYTES, PAD_FOLDED, QS8_OUT, XNN_CONV, dw_pixel_bytes,
+                                        litert_task_facts)
 
     w = TfliteWriter(description="pads")
     x = w.tensor("x", [1, 8, 8, 4])
@@ -229,7 +230,8 @@ def test_litert_task_facts_find_the_pads_xnnpack_folds(tmp_path: Path) -> None:
     w.op("ADD", [p_c, p_c], [d], w.options("AddOptions"))
     g = tflite.load(w.save(tmp_path / "pads.tflite", [x], [b, c, d]))
     facts = dict(zip((n.op_type + ":" + n.outputs[0] for n in g.nodes), litert_task_facts(g)))
-    assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": {AFTER_PAD, "pad_channels=4"}, "PAD:pad_b": set(),
+    dw_facts = {AFTER_PAD, "pad_channels=4", f"{DW_PIXEL_BYTES}{dw_pixel_bytes(9, 4)}"}
+    assert facts == {"PAD:pad_a": {PAD_FOLDED}, "DEPTHWISE_CONV_2D:dw": dw_facts, "PAD:pad_b": set(),
                      "CONV_2D:conv_b": {QS8_OUT, XNN_CONV}, "PAD:pad_c": set(), "CONV_2D:conv_c": {QS8_OUT, XNN_CONV},
                      "ADD:add": set()}
 
