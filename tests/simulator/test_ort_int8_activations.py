@@ -44,15 +44,21 @@ def test_fused_activations_int8_cannot_fold_are_task_facts(tmp_path: Path) -> No
         assert facts[convs[1]] == frozenset()
 
 
-def test_an_unfolded_activation_costs_its_kernels_under_int8_activations_only() -> None:
+def test_an_unfolded_activation_costs_its_kernels_under_int8_activations_and_its_mul_under_int8_dynamic() -> None:
+    """Static int8: DequantizeLinear, HardSigmoid, QuantizeLinear and QLinearMul behind the QLinearConv (4 kernels).
+    int8-dynamic: the file's HardSigmoid + Mul (ort_fp16.split_hardswish), whose HardSigmoid pass ConvInteger's unfused
+    activation already pays: the Mul's kernel and bytes only."""
     hw = load_profile("host-cpu")
     int8, dyn = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "int8", 0)
-    for combo, costs in ((int8, True), (dyn, False)):
+    for combo, kernels, mul_bytes in ((int8, 4, None), (dyn, 1, 12.0)):
         plain = plan(HOST, hw, "Conv", "conv", combo, True, True)
         p = plan(HOST, hw, "Conv", "conv", combo, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
-        assert (p.extra_out_bytes > plain.extra_out_bytes) is costs
-        assert p.extra_dispatches == plain.extra_dispatches + (4 if costs else 0)
-        assert ("HardSwish not folded" in p.note) is costs
+        assert p.extra_out_bytes > plain.extra_out_bytes
+        if mul_bytes is not None:
+            assert p.extra_out_bytes == plain.extra_out_bytes + mul_bytes
+        assert p.extra_dispatches == plain.extra_dispatches + kernels
+        assert ("HardSwish not folded" in p.note) is (combo is int8)
+        assert ("HardSigmoid + Mul" in p.note) is (combo is dyn)
     sig = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "Sigmoid"}))
     hsw = plan(HOST, hw, "Conv", "conv", int8, True, True, facts=frozenset({ORT_INT8_UNFOLDED + "HardSwish"}))
     assert sig.extra_dispatches < hsw.extra_dispatches  # QLinearSigmoid: one kernel
