@@ -2,8 +2,8 @@
 (its error against thread CPU time), and the rows' per-operator figures (LiteRT's profiler against the fp32
 prediction: fp32 and fp16 files only, an int8 file's per-operator column is not its preset) summed by class: convs by
 kernel, stride and whether 1x1 (XNNPACK's F32 GEMM), depthwise convs by kernel and channels (`split` where they are
-not whole AVX-512 vectors; `>L1` where XNNPACK's tile reads a pixel's weights and inputs beyond a 32 KiB L1,
-simulator.litert_paths.DW_PIXEL_BYTES).
+not whole vectors of this CPU's fp32 lanes, host_machine.f32_vector_floats; `>L1` where XNNPACK's tile reads a pixel's
+weights and inputs beyond this CPU's L1, host_machine.l1_bytes and simulator.litert_paths.DW_PIXEL_BYTES).
 
 `PYTHONPATH=. .venv/bin/python benchmarks/litert_per_op.py ROWS.json ... [--detail] [--cache DIR]` (the files are
 read from the corpus cache to classify their operators). Asserts nothing; times nothing.
@@ -22,9 +22,11 @@ from typing import Any
 sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1]))
 
 from compiler.graph import Graph, Node  # noqa: E402
+from simulator.host_machine import f32_vector_floats, l1_bytes  # noqa: E402
 from simulator.litert_paths import XNN_DWCONV_MAX_TAPS, dw_pixel_bytes  # noqa: E402
 
-L1 = 32768
+# The rows are this machine's: classify by its own L1 and vector lanes (0 where unknown: no such class)
+L1, LANES = l1_bytes(), f32_vector_floats()
 
 
 def op_class(nd: Node, g: Graph) -> tuple[str, str]:
@@ -39,8 +41,9 @@ def op_class(nd: Node, g: Graph) -> tuple[str, str]:
     if op == "CONV_2D":
         return f"conv{k}s{s}", f"{x.shape[-1]}->{c} at {y.shape[1]}px"
     taps = int(w.shape[1]) * int(w.shape[2])
-    big = isinstance(c, int) and taps <= XNN_DWCONV_MAX_TAPS and dw_pixel_bytes(taps, c) > L1
-    return f"dw{k}s{s}{' split' if isinstance(c, int) and c % 16 else ''}{' >L1' if big else ''}", f"{y.shape[1]}px {c}ch"
+    big = isinstance(c, int) and 0 < L1 < dw_pixel_bytes(taps, c) and taps <= XNN_DWCONV_MAX_TAPS
+    split = isinstance(c, int) and LANES > 0 and c % LANES > 0
+    return f"dw{k}s{s}{' split' if split else ''}{' >L1' if big else ''}", f"{y.shape[1]}px {c}ch"
 
 
 def row_classes(r: dict[str, Any], g: Graph | None, detail: bool,
