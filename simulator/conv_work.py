@@ -35,7 +35,8 @@ def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     - Depthwise (`dwconvnchw`, and `dwconv`, whose NCHWc form only the paths that leave it in NCHW read: fp16
       behind a shared Cast, simulator.backends._ort_fp16): = its MACs, read along W with the conv's stride (a
       stride-2 expansion gathers every other element: on this host about twice the time per element of a
-      stride-1 one, single-op models in thread CPU time).
+      stride-1 one, single-op models in thread CPU time). A depthwise conv with a channel multiplier
+      (`multiplied_depthwise`) is read as a unit-stride one whatever its stride.
     - Other grouped convs (RegNet's group width 8, ResNeXt's 32 groups): read by the im2col paths, dynamic int8's
       ConvInteger and fp16's NCHW Conv (RegNetX-002's 14 grouped convs under int8-dynamic measured 2.9x their
       fp32 time, predicted 1.2x with one group's buffer: benchmarks/export_ops.py), and by fp32's own where ORT
@@ -44,7 +45,7 @@ def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     group = int(node.attributes.get("group", 1) or 1)
     stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
     if kind in ("dwconv", "dwconvnchw"):
-        return macs * stride
+        return macs * (1 if multiplied_depthwise(node, kind, k_rows) else stride)
     if kind == "gconvnchw" and k_rows > 0:
         return macs * group / k_rows * stride
     if kind in ("conv", "convsmall") and group > 1 and k_rows > 0:
@@ -55,6 +56,20 @@ def grouped_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
 _IM2COL_KINDS = frozenset({"conv", "convsmall", "convnchw", "conv3d", "dwconv", "dwconvnchw", "gconvnchw"})
 
 
+def multiplied_depthwise(node: Node, kind: str, k_rows: int) -> bool:
+    """A depthwise Conv with a channel multiplier (one input channel per group, 2+ output channels each: FastViT's
+    7x7 stride-2 downsamplers, 48 -> 96 channels in 48 groups). ORT leaves it in NCHW (its NCHWc depthwise kernel
+    takes one output per channel), and its stride costs it nothing: single-op files on a Zen 5 (ORT 1.32, 1 thread,
+    thread CPU time, 2026-12-07, benchmarks/depthwise_multiplier.py) at stride 2, 7x7, 46 channels x 2 at 64 px took
+    0.61x the time of 46 x 1 (0.50 against 0.83 ms) and x 4 1.2x: 5.2-7.3 ns per output element at 16-64 px against
+    17.5-20.8 for x 1, where at stride 1 x 2 costs 1.4-1.9x x 1 (3x3 at 56 px, 5x5 at 28). So it pays the
+    unit-stride expansion (its MACs as im2col elements, as a stride-1 depthwise conv does) and no strided gather: at
+    stride 2 the cases went from 1.6-2.4x their time to 0.92-1.77x (the two at 16 and 32 px highest, where the
+    multiplier-1 convs are over too: 1.10-1.39x), at stride 1 0.65-1.04x either way."""
+    group = int(node.attributes.get("group", 1) or 1)
+    return kind in ("dwconv", "dwconvnchw") and group > 1 and k_rows > group
+
+
 def strided_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     """Elements of a conv's NCHW im2col buffer (every group's: MACs x groups / output channels) when it strides along
     W (0 otherwise): MLAS's float im2col copies a stride-1 row as a block but gathers a strided one element by element.
@@ -63,7 +78,7 @@ def strided_im2col(node: Node, kind: str, macs: float, k_rows: int) -> float:
     96x56 stride 1 (the same buffer), 5x5 at 144x56 stride 2 2.3x 144x28 stride 1; the ConvIntegers of the same
     convs (ORT's own Im2col<uint8_t>) 1.6x and 1.2x. Priced where calibration fits `<kind>.<tag>.im2col.strided`."""
     stride = max(int((node.attributes.get("strides") or [1])[-1]), 1)
-    if kind not in _IM2COL_KINDS or stride == 1 or k_rows <= 0:
+    if kind not in _IM2COL_KINDS or stride == 1 or k_rows <= 0 or multiplied_depthwise(node, kind, k_rows):
         return 0.0
     return macs * int(node.attributes.get("group", 1) or 1) / k_rows
 

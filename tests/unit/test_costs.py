@@ -44,6 +44,22 @@ def test_depthwise_conv() -> None:
     assert (w2.kind, w2.macs, w2.im2col_elements) == ("dwconv", w.macs, w.macs)
 
 
+def test_depthwise_conv_with_a_channel_multiplier_pays_no_stride() -> None:
+    """FastViT's 7x7 stride-2 downsampler (48 groups, 2 outputs each) runs MLAS's im2col + SGEMM with no strided
+    gather (conv_work.multiplied_depthwise): the unit-stride expansion, where a multiplier-1 one pays the stride."""
+    def dw(m: int) -> object:
+        g = graph([Node("dw", "dw", "Conv", inputs=["x", "w"], outputs=["y"],
+                        attributes={"group": 48, "strides": [2, 2], "pads": [3, 3, 3, 3]})],
+                  [act("x", [1, 48, 64, 64]), weight("w", [48 * m, 1, 7, 7]), act("y", [1, 48 * m, 32, 32])],
+                  ["x"], ["y"])
+        return work_of(g.nodes[0], g)
+
+    one, two = dw(1), dw(2)
+    assert one.kind == two.kind == "dwconvnchw" and two.macs == 2 * one.macs
+    assert (one.im2col_elements, one.im2col_strided) == (2 * one.macs, one.macs)
+    assert (two.im2col_elements, two.im2col_strided) == (two.macs, 0.0)
+
+
 def test_gemm_and_matmul() -> None:
     g = conv_chain()
     w = work_of(g.node("fc"), g)
