@@ -241,11 +241,13 @@ def split_runs(events: Sequence[Event]) -> list[list[Event]]:
 # `Invalid Unary Op` (EfficientNet-B0's int8-static file: 49 such events, one per LOGISTIC; they were charged to
 # the operators after them, and the 49 LOGISTICs read 0).
 _LUT = "Invalid Unary Op"
+# XNNPACK runs a MUL of a tensor by itself as `Square (NC)` (LiteRT 2.3.0: litert_elementwise's MUL chains open with
+# MUL(x, x)): it was charged to the next MUL, and every MUL of those chains read its successor's time, the last 0.
 _XNN_NAMES: dict[str, tuple[str, ...]] = {
     "CONV_2D": ("Convolution", "Fully Connected"), "DEPTHWISE_CONV_2D": ("Convolution",),
     "TRANSPOSE_CONV": ("Deconvolution",), "FULLY_CONNECTED": ("Fully Connected", "Batch Matrix Multiply"),
     "BATCH_MATMUL": ("Batch Matrix Multiply", "Fully Connected"), "ADD": ("Add",), "SUB": ("Subtract",),
-    "MUL": ("Multiply",), "DIV": ("Divide",), "MAXIMUM": ("Maximum",), "MINIMUM": ("Minimum",),
+    "MUL": ("Multiply", "Square"), "DIV": ("Divide",), "MAXIMUM": ("Maximum",), "MINIMUM": ("Minimum",),
     "SQUARED_DIFFERENCE": ("Squared Difference",), "PRELU": ("PReLU",), "MEAN": ("Mean",), "SUM": ("Sum",),
     "REDUCE_MAX": ("Max",), "REDUCE_MIN": ("Min",), "SOFTMAX": ("Softmax",), "LOGISTIC": ("Sigmoid", _LUT),
     "TANH": ("Tanh", _LUT), "HARD_SWISH": ("HardSwish",), "GELU": ("GELU",), "ELU": ("ELU",),

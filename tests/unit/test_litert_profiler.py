@@ -73,3 +73,15 @@ def test_runs_and_robust_central_value() -> None:
     central, p25, p75, n = timings(per_run)["a"]
     assert n == 10 and p25 == pytest.approx(0.001) and p75 == pytest.approx(0.002)
     assert central == pytest.approx(0.0015)  # the mean of the runs between the quartiles, in ms
+
+
+def test_mul_of_a_tensor_by_itself_runs_as_square() -> None:
+    """XNNPACK runs MUL(x, x) as `Square (NC)`: a chain MUL(x, x) -> MUL(., x) -> MUL(., x) reads each MUL's own
+    event (it read its successor's, the last 0)."""
+    def n(i: int, ins: list[str]) -> Node:
+        return Node(f"MUL_{i}", "", "MUL", inputs=ins, outputs=[f"m{i}"], attributes={})
+    nodes = [n(0, ["x", "x"]), n(1, ["m0", "x"]), n(2, ["m1", "x"])]
+    values = {v: Value(v, [1, 4], "float32") for v in ("x", "m0", "m1", "m2")}
+    g = Graph("g", "tflite", nodes, values, ["x"], ["m2"])
+    run = [Event(8, "Square (NC)", 0, 0, 6), Event(8, "Multiply (ND)", 1, 0, 3), Event(8, "Multiply (ND)", 2, 0, 8)]
+    assert attribute(g, run, folded_at_prepare(g)) == {"MUL_0": 6.0, "MUL_1": 3.0, "MUL_2": 8.0}
