@@ -28,7 +28,7 @@ import numpy as np
 from compiler.graph import Graph
 from simulator import speed_history
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
-from simulator.litert_cases import TARGET, predicted_ms, profile_cases
+from simulator.litert_cases import MIN_TIMED_MS, TARGET, predicted_ms, profile_cases
 from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, DW_TILE25_TAG,
                                     F32_GEMM_TAG, HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
                                     XNN_DWCONV_TILE9_TAPS)
@@ -86,8 +86,12 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # 33: fp32 depthwise convs whose pixel's weights and inputs outgrow the L1 (`l1_bytes`, recorded with the figures) pay
 # their weights from the L2 per output element (`dwconv.fp32.out`, `dwconv.tile25.out`; litert_paths.DW_PIXEL_BYTES),
 # 3x3 and 5x5 cases of 672 and 960 channels.
-CACHE_VERSION = 33
-MIN_TIMED_MS = 0.002
+# 34: the fp32 element-wise chains' cases timed under two ticks (MIN_TIMED_MS) are left out of their fits (Zen 5: two
+# ADD cases read 0 and `elementwise.fp32` fitted at 15.8 MB/s, its grid's floor), cases of 0.75-0.83 MB maps for a
+# 1 MiB L2, and a MUL of a tensor by itself is XNNPACK's `Square` (the MUL chains read each operator's successor).
+# 35: XNNPACK's fp32 ADD and MUL at their bytes alone (`elementwise.fp32.ADD`, `.MUL` at EFF_MAX: simulator.litert_elementwise).
+# Zen 5: ORT's element-wise efficiency priced a 903 KB ADD's arithmetic at 5.0 us; it ran in 3.0.
+CACHE_VERSION = 35
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
 # the runs split between them, each case's fastest round kept). Timed once, a burst of other load became a case's

@@ -16,6 +16,9 @@ from compiler.graph import Graph
 from simulator.profiles import HardwareProfile
 
 TARGET = "litert-cpu/host"
+# An operator timed under two ticks of LiteRT's profiler (whole microseconds) says nothing in relative terms, and one
+# read at 0 makes a log or relative error infinite at every figure: the fits leave such cases out.
+MIN_TIMED_MS = 0.002
 C = TypeVar("C")
 
 
@@ -65,6 +68,7 @@ def median_fit(measured: Sequence[tuple[Graph, list[float]]], hw: HardwareProfil
     squares followed such outliers). `select`: the operators of a case's prediction that were measured."""
     from simulator.calibration_fit import best_log_efficiency
 
+    measured = [(g, ms) for g, ms in measured if float(np.median(ms)) > 0]  # a 0 is infinitely far at every figure
     meas = np.array([float(np.median(ms)) for _, ms in measured])
 
     def log_error(log_eff: float) -> float:
