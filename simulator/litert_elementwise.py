@@ -33,14 +33,9 @@ import numpy as np
 from compiler.graph import Graph
 from simulator.litert_cases import MIN_TIMED_MS, median_fit, predicted_ms, profile_cases
 from simulator.profiles import HardwareProfile
-from simulator.roofline import PAST_L2_SUFFIX
 
 R = 4  # operators per chain (the first and last dropped)
 BW_KEY = "elementwise.fp32"  # kind_bandwidth_bytes_per_s of XNNPACK's fp32 element-wise ops (roofline: `<kind>.<tag>`)
-# ... where an operator's bytes exceed the L2. Else they took the profile's rate there, memory's where they outgrew
-# `onchip_memory_bytes`: on a Zen 5 (s61; 1 MiB L2) ADD and MUL chains of 2.4-2.7 MB ran at ~165 GB/s (in the L3),
-# priced at ~70 GB/s (2.4x).
-FAR_KEY = BW_KEY + PAST_L2_SUFFIX
 LOGISTIC_KEY = "elementwise.fp32.LOGISTIC"
 # XNNPACK's fp32 ADD and MUL (`Add (ND)`, `Multiply (ND)`) are bound by their bytes: on a Zen 5 (s61, LiteRT 2.3.0,
 # 1 thread) a 24 x 56 x 56 ADD ran in 3.0 us, where the kind's arithmetic alone at ORT's `elementwise.fp32` efficiency
@@ -112,15 +107,15 @@ def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: i
     return out
 
 
-def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, key: str = BW_KEY) -> float:
-    """The bandwidth `key` (bytes/s) whose predictions are closest to each case's median operator, in absolute log
-    ratio."""
+def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -> float:
+    """The `elementwise.fp32` bandwidth (bytes/s) whose predictions are closest to each case's median operator, in
+    absolute log ratio."""
     from simulator.calibration_fit import best_log_efficiency
 
     meas = np.array([float(np.median(ms)) for _, ms in cases])
 
     def log_error(x: float) -> float:
-        bw = {key: _BW_SCALE * float(np.exp(x))}
+        bw = {BW_KEY: _BW_SCALE * float(np.exp(x))}
         h = hw.with_overrides({"units": {"cpu": {"kind_bandwidth_bytes_per_s": with_bandwidths(hw, bw)}}})
         pred = np.array([float(np.median(_inner(predicted_ms(g, h, "fp32")))) for g, _ in cases])
         return float(np.abs(np.log(pred / meas)).sum())
@@ -131,27 +126,24 @@ def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile, k
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"kind_bandwidth_bytes_per_s": {BW_KEY: b}, "efficiency":
     {LOGISTIC_KEY: e, BINARY_KEYS: EFF_MAX}}}}: the bandwidth fitted on the ADD and MUL cases whose bytes fit in `hw`'s
-    L2 (none without one), their arithmetic off their price, FAR_KEY's on those beyond it, then LOGISTIC's efficiency
-    at them on all of its cases; a case whose median operator read under two ticks is
+    L2 (none without one), their arithmetic off their price, then LOGISTIC's efficiency at it on all of its cases; a case whose median operator read under two ticks is
     left out (s61, Zen 5: two ADDs read 0, every rate's log error was infinite, and the fit ran to its grid's floor,
     15.8 MB/s, pricing a 120 x 14 x 14 ADD at 20.6 ms against ~1 us); a figure with no case left is not set."""
+    l2 = next(u for u in hw.units if u.name == "cpu").l2_share_bytes
+    by_op = {op: [measured[c.name] for c in CASES if c.op == op and c.name in measured
+                  and float(np.median(measured[c.name][1])) >= MIN_TIMED_MS
+                  and (op == "LOGISTIC" or 3 * 4 * c.c * c.h * c.h <= l2)]  # a binary op's three maps in the L2
+             for op in ("ADD", "MUL", "LOGISTIC")}
     from simulator.calibration_fit import EFF_MAX
 
-    l2 = next(u for u in hw.units if u.name == "cpu").l2_share_bytes
-    timed = [c for c in CASES if c.name in measured and float(np.median(measured[c.name][1])) >= MIN_TIMED_MS]
-    near = [measured[c.name] for c in timed if c.op != "LOGISTIC" and 3 * 4 * c.c * c.h * c.h <= l2]  # 3 maps in L2
-    far = [measured[c.name] for c in timed if c.op != "LOGISTIC" and 3 * 4 * c.c * c.h * c.h > l2]
     out: dict[str, Any] = {"kind_bandwidth_bytes_per_s": {}, "efficiency": {key: EFF_MAX for key in BINARY_KEYS}}
     hw = hw.with_overrides({"units": {"cpu": {"efficiency": out["efficiency"]}}})
-    if near:
-        out["kind_bandwidth_bytes_per_s"][BW_KEY] = bandwidth_fit(near, hw)
-    if near and far:  # an L2 to be beyond
-        out["kind_bandwidth_bytes_per_s"][FAR_KEY] = bandwidth_fit(far, hw, FAR_KEY)
-    logistic = [measured[c.name] for c in timed if c.op == "LOGISTIC"]
-    if logistic:
+    if by_op["ADD"] + by_op["MUL"]:
+        out["kind_bandwidth_bytes_per_s"][BW_KEY] = bandwidth_fit(by_op["ADD"] + by_op["MUL"], hw)
+    if by_op["LOGISTIC"]:
         at = hw.with_overrides({"units": {"cpu": {
             "kind_bandwidth_bytes_per_s": with_bandwidths(hw, out["kind_bandwidth_bytes_per_s"])}}})
-        out["efficiency"][LOGISTIC_KEY] = median_fit(logistic, at, LOGISTIC_KEY, "fp32", _inner)
+        out["efficiency"][LOGISTIC_KEY] = median_fit(by_op["LOGISTIC"], at, LOGISTIC_KEY, "fp32", _inner)
     return {"units": {"cpu": out}}
 
 

@@ -129,7 +129,6 @@ class Rates:
     packb_s: Num = 0.0  # s per element of a non-constant B an fp32 SGEMM packs on every run (PACKB_KEY)
     packcall_s: Num = 0.0  # s per SGEMM call that packs one (PACKCALL_KEY)
     own_bw: Num = 0.0  # a path's own rate (`<kind>.<tag>`: LiteRT's fp32 element-wise ops) while its bytes fit in l2
-    own_far_bw: Num = 0.0  # ... and beyond l2 (`<kind>.<tag>` + PAST_L2_SUFFIX), where calibrated
     beyond_s: Num = 0.0  # s per byte where a task's bytes exceed l2 (ELEMENTWISE_BEYOND_KEY: ORT's fp32 element-wise)
 
 
@@ -147,9 +146,6 @@ PACKCALL_KEY = "matmul.fp32.packcall"  # s per SGEMM call that packs a B (Counts
 # s per byte ORT's fp32 element-wise kernels move where a task's bytes exceed the L2 (calibration_beyond), in place of
 # the weight-streaming rate (dram_bw) beyond it
 ELEMENTWISE_BEYOND_KEY = "elementwise.fp32.beyond_l2"
-# A path's own bandwidth (`kind_bandwidth_bytes_per_s`) where a task's bytes exceed the L2: `<kind>.<tag>` + this
-# (LiteRT's `elementwise.fp32.past_l2`, simulator.litert_elementwise: XNNPACK's chains there read the L3, not memory)
-PAST_L2_SUFFIX = ".past_l2"
 # XNNPACK's F32 IGEMM runs a conv of fewer output channels than its kernels' nr (Unit.f32_igemm_n_block) on its `nr2`
 # kernels (Rates.int8_nb2), at a rate of their own where calibrated: `<kind>.<tag>` + this (`conv.fp32nr2`;
 # simulator.litert_paths.XNN_CONV). On an AVX-512 Xeon 3x3 convs of 24 outputs (two nr2 blocks of 16) ran 0.70x their
@@ -220,8 +216,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         overlap=u.roofline_overlap, cache_bw=u.cache_bandwidth_bytes_per_s,
         dram_bw=hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
         kind_bw=kbw.get(rate, kbw.get(PARENT_KIND.get(rate, rate), kbw.get("default", 0.0))),
-        own_bw=kbw.get(f"{rate}.{p.tag}", 0.0), own_far_bw=kbw.get(f"{rate}.{p.tag}{PAST_L2_SUFFIX}", 0.0),
-        onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes,
+        own_bw=kbw.get(f"{rate}.{p.tag}", 0.0), onchip=u.onchip_memory_bytes, llc=u.llc_share_bytes,
         llc_all=u.llc_bytes, llc_keep=u.llc_keep_bytes, llc_gone=u.llc_gone_bytes, llc_hold_s=u.llc_hold_s,
         llc_evict_s=u.llc_evict_s, spill_hold=u.llc_spill_hold_bytes, spill_evict=u.llc_spill_evict_bytes,
         evicted_bw=u.evicted_bandwidth_bytes_per_s or hw.dram_bandwidth_bytes_per_s * u.bandwidth_efficiency,
@@ -474,7 +469,6 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
     fits = moved <= r.onchip  # this op's activations stay in cache
     bw = np.where(r.kind_bw > 0, r.kind_bw, np.where(fits, r.cache_bw, r.dram_bw))
     bw = np.where((r.own_bw > 0) & (moved <= r.l2), r.own_bw, bw)  # beyond the L2, the kind's rate or memory's
-    bw = np.where((r.own_far_bw > 0) & (moved > r.l2), r.own_far_bw, bw)  # ... or the path's own there
     bw = np.where((r.beyond_s > 0) & (moved > r.l2), 1 / np.maximum(r.beyond_s, 1e-30), bw)  # ... or the path's own
     evicted = 0.0 if res.resident else np.maximum(evicted_share(r, res.run_s, res.spill_bytes),
                                                   outgrown(r, res.weights_fp32_bytes))
