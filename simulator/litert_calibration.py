@@ -89,11 +89,12 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # 34: the fp32 element-wise chains' cases timed under two ticks (MIN_TIMED_MS) are left out of their fits (Zen 5: two
 # ADD cases read 0 and `elementwise.fp32` fitted at 15.8 MB/s, its grid's floor), cases of 0.75-0.83 MB maps for a
 # 1 MiB L2, and a MUL of a tensor by itself is XNNPACK's `Square` (the MUL chains read each operator's successor).
-# 35: XNNPACK's fp32 ADD and MUL at their bytes alone (`elementwise.fp32.ADD`, `.MUL` at EFF_MAX: simulator.litert_elementwise).
-# Zen 5: ORT's element-wise efficiency priced a 903 KB ADD's arithmetic at 5.0 us; it ran in 3.0.
-# 36 (tried, dropped): those beyond the L2 at a bandwidth of their own, fitted on the chains past it (Zen 5: 2.4-2.7 MB at
-# ~165 GB/s, their operands hot); in the corpus's `.tflite` files such ADDs ran at 30-60 GB/s (a residual's operand
-# was written long before) and HARD_SWISH / MUL read 0.54x / 0.47x their price at it, 1.00x / 0.85x without.
+# 35: XNNPACK's fp32 ADD and MUL at their bytes alone (`elementwise.fp32.ADD`, `.MUL` at EFF_MAX;
+# simulator.litert_elementwise). Zen 5: ORT's element-wise efficiency priced a 903 KB ADD's arithmetic at 5.0 us; it
+# ran in 3.0. 36 (tried, dropped): those beyond the L2 at a bandwidth of their own, fitted on the chains past it (Zen 5:
+# 2.4-2.7 MB at ~165 GB/s, their operands hot); in the corpus's `.tflite` files such ADDs ran at 30-60 GB/s (a
+# residual's operand was written long before) and HARD_SWISH / MUL read 0.54x / 0.47x their price at it, 1.00x /
+# 0.85x without.
 # 37: 36's cache read again as 35's (LOGISTIC's efficiency was fitted at that bandwidth).
 CACHE_VERSION = 37
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)

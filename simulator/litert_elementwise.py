@@ -126,9 +126,10 @@ def bandwidth_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
 def fit(measured: dict[str, tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """Profile overrides {"units": {"cpu": {"kind_bandwidth_bytes_per_s": {BW_KEY: b}, "efficiency":
     {LOGISTIC_KEY: e, BINARY_KEYS: EFF_MAX}}}}: the bandwidth fitted on the ADD and MUL cases whose bytes fit in `hw`'s
-    L2 (none without one), their arithmetic off their price, then LOGISTIC's efficiency at it on all of its cases; a case whose median operator read under two ticks is
-    left out (s61, Zen 5: two ADDs read 0, every rate's log error was infinite, and the fit ran to its grid's floor,
-    15.8 MB/s, pricing a 120 x 14 x 14 ADD at 20.6 ms against ~1 us); a figure with no case left is not set."""
+    L2 (none without one), their arithmetic off their price, then LOGISTIC's efficiency at it on all of its cases. A
+    case whose median operator read under two ticks is left out (s61, Zen 5: two ADDs read 0, every rate's log error
+    was infinite, and the fit ran to its grid's floor, 15.8 MB/s, pricing a 120 x 14 x 14 ADD at 20.6 ms against
+    ~1 us); a figure with no case left is not set."""
     l2 = next(u for u in hw.units if u.name == "cpu").l2_share_bytes
     by_op = {op: [measured[c.name] for c in CASES if c.op == op and c.name in measured
                   and float(np.median(measured[c.name][1])) >= MIN_TIMED_MS
