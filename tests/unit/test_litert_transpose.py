@@ -147,8 +147,8 @@ def test_the_element_wise_fit_recovers_its_figures(tmp_path: Path) -> None:
 
 def test_the_element_wise_fit_leaves_out_operators_under_two_ticks(tmp_path: Path) -> None:
     """A Zen 5 (1 MiB L2, ~300 GB/s): the chains of maps under 0.5 MB ran in under a microsecond and the profiler read
-    some at 0; those cases are left out (every rate's log error was infinite: the fit ran to its grid's floor, 15.8 MB/s)
-    and the bandwidth comes from the cases timed above two ticks, LOGISTIC's efficiency at it."""
+    some at 0; those cases are left out (every rate's log error was infinite: the fit ran to its grid's floor,
+    15.8 MB/s) and the bandwidth comes from the cases timed above two ticks, LOGISTIC's efficiency at it."""
     base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": 2.0**20}}})
     true = base.with_overrides({"units": {"cpu": {
         "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 3e11},
