@@ -6,7 +6,9 @@ fp32 element-wise ops move their bytes at a rate of their own (ADD 0.35-0.45x it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +19,7 @@ from simulator import litert_elementwise, litert_layout
 from simulator.calibration_fit import EFF_MAX
 from simulator.litert_cases import predicted_ms
 from simulator.litert_paths import XNN_TRANSPOSE, litert_task_facts
-from simulator.profiles import XNN_TRANSPOSE_KEY, load_profile
+from simulator.profiles import XNN_TRANSPOSE_KEY, HardwareProfile, load_profile
 from simulator.roofline import efficiency
 from simulator.tflite_ops import transpose_calls, tflite_works
 from tests.simulator.helpers import task_ms
@@ -126,18 +128,26 @@ def test_litert_bandwidths_join_the_profiles_which_with_overrides_replaces() -> 
 _BYTES_BOUND = {key: EFF_MAX for key in litert_elementwise.BINARY_KEYS}  # XNNPACK's ADD and MUL: their bytes only
 
 
-def test_the_element_wise_fit_recovers_its_figures(tmp_path: Path) -> None:
-    """Chains 'measured' at a known bandwidth and LOGISTIC efficiency (one case read 3x off): both found again, the
-    bandwidth on the cases within the L2 (none without one)."""
-    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": 2.0**19}}})
+def _chains(tmp_path: Path, l2: float, bw: float, read: Callable[[Any, list[float]], list[float]]
+            ) -> tuple[HardwareProfile, dict[str, tuple[Any, list[float]]]]:
+    """(the profile fitted from, the element-wise chains 'measured' at `bw` and LOGISTIC 0.05 in an `l2` L2, as
+    `read` (case, its predicted operators) gives them)."""
+    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": l2}}})
     true = base.with_overrides({"units": {"cpu": {
-        "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 1.6e11},
+        "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: bw},
         "efficiency": {litert_elementwise.LOGISTIC_KEY: 0.05, **_BYTES_BOUND}}}})
     measured = {}
     for c in litert_elementwise.CASES:
         g = tflite.load(litert_elementwise.build(c, tmp_path / f"{c.name}.tflite"))
-        ms = predicted_ms(g, true, "fp32")[:-1]
-        measured[c.name] = (g, [ms[0] * (3 if c == litert_elementwise.CASES[0] else 1), *ms[1:]])
+        measured[c.name] = (g, read(c, predicted_ms(g, true, "fp32")[:-1]))
+    return base, measured
+
+
+def test_the_element_wise_fit_recovers_its_figures(tmp_path: Path) -> None:
+    """Chains 'measured' at a known bandwidth and LOGISTIC efficiency (one case read 3x off): both found again, the
+    bandwidth on the cases within the L2 (none without one)."""
+    base, measured = _chains(tmp_path, 2.0**19, 1.6e11, lambda c, ms: [
+        ms[0] * (3 if c == litert_elementwise.CASES[0] else 1), *ms[1:]])
     o = litert_elementwise.fit(measured, base)["units"]["cpu"]
     assert o["kind_bandwidth_bytes_per_s"][litert_elementwise.BW_KEY] == pytest.approx(1.6e11, rel=0.05)
     assert o["efficiency"][litert_elementwise.LOGISTIC_KEY] == pytest.approx(0.05, rel=0.05)
@@ -149,15 +159,8 @@ def test_the_element_wise_fit_leaves_out_operators_under_two_ticks(tmp_path: Pat
     """A Zen 5 (1 MiB L2, ~300 GB/s): the chains of maps under 0.5 MB ran in under a microsecond and the profiler read
     some at 0; those cases are left out (every rate's log error was infinite: the fit ran to its grid's floor,
     15.8 MB/s) and the bandwidth comes from the cases timed above two ticks, LOGISTIC's efficiency at it."""
-    base = load_profile("host-cpu", "litert-cpu").with_overrides({"units": {"cpu": {"l2_share_bytes": 2.0**20}}})
-    true = base.with_overrides({"units": {"cpu": {
-        "kind_bandwidth_bytes_per_s": {litert_elementwise.BW_KEY: 3e11},
-        "efficiency": {litert_elementwise.LOGISTIC_KEY: 0.05, **_BYTES_BOUND}}}})
-    measured = {}
-    for c in litert_elementwise.CASES:
-        g = tflite.load(litert_elementwise.build(c, tmp_path / f"{c.name}.tflite"))
-        ms = predicted_ms(g, true, "fp32")[:-1]
-        measured[c.name] = (g, [0.0] * len(ms) if c.name in ("add-120-14", "add-32-28") else ms)  # as s61 read them
+    base, measured = _chains(tmp_path, 2.0**20, 3e11, lambda c, ms: [0.0] * len(ms) if c.name in (
+        "add-120-14", "add-32-28") else ms)  # as s61 read them
     o = litert_elementwise.fit(measured, base)["units"]["cpu"]
     assert o["kind_bandwidth_bytes_per_s"][litert_elementwise.BW_KEY] == pytest.approx(3e11, rel=0.05)
     assert {k: o["efficiency"][k] for k in litert_elementwise.BINARY_KEYS} == _BYTES_BOUND
