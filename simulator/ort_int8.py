@@ -72,6 +72,8 @@ QGEMM_RATE_KIND = "convgemm"
 # files on a Zen 3 1.3-2x): stems take their own figures (`stemgemm.int8`), fitted by calibration on stem cases, with a
 # cost per output element (`.out`): on an Emerald Rapids (2026-12-07) rate, rows and copies alone fitted the four stem
 # cases -7..+7% and SqueezeNet's 3x64 stem at 0.9x its share of its profile; with it the cases -2..+2%, SqueezeNet 1.0x.
+# Image stems only (ORT_INT8DYN_STEM): a dense Conv off by its channels (ShuffleNet v2's 58 -> 58 1x1s) is the grouped
+# path with one group (`convgemm.int8`); at the stems' 111 us setup (Zen 5, 2026-12-07) it was 142 us for 30 in fp32.
 ORT_INT8_QGEMM_DENSE = "ort_int8_qgemm_dense"
 STEM_RATE_KIND = "stemgemm"
 _SYM_IN_ALIGN, _SYM_OUT_ALIGN, _SYM_OUT_MIN = 4, 4, 16
@@ -579,12 +581,12 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
              "generic u8 depthwise kernel into int32, requantized after (not the symmetric kernel): blocks of 16 lanes "
              "and scalar channels"]))
     if facts & {ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE} and p.tag == "int8":
-        dense = ORT_INT8_QGEMM_DENSE in facts
-        p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if dense else QGEMM_RATE_KIND, qgemm=True,
+        stem = ORT_INT8_QGEMM_DENSE in facts and ORT_INT8DYN_STEM in facts  # dense of < 4 inputs: stems' figures
+        p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if stem else QGEMM_RATE_KIND, qgemm=True,
                                 setup_per_channel=False, setup_per_pixel=False, im2col=False,
-                                out_cost=dense or p.out_cost, note="; ".join(
+                                out_cost=stem or p.out_cost, note="; ".join(
                                     [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel ("
-                                     + ("channels off its alignment: a stem" if dense else "grouped")
+                                     + ("a stem" if stem else "grouped or channels off its alignment")
                                      + "): NHWC im2col + a GEMM per group into int32"]))
     acts = [f[len(ORT_INT8_UNFOLDED):] for f in facts if f.startswith(ORT_INT8_UNFOLDED)]
     if not acts:

@@ -39,10 +39,10 @@ def test_stems_take_their_own_figures_under_dynamic_int8_only() -> None:
     stem = plan(HOST, HW, "FusedConv", "convsmall", DYNAMIC, True, True, facts=frozenset({ORT_INT8DYN_STEM}))
     plain = plan(HOST, HW, "FusedConv", "convsmall", DYNAMIC, True, True)
     assert stem.rate_kind == STEM_RATE_KIND and stem.tag == "int8dyn" and stem.im2col and not plain.rate_kind
-    # Static int8 stems keep their per-group GEMM path (stemgemm.int8), whatever the dynamic fact says.
-    both = frozenset({ORT_INT8DYN_STEM, ORT_INT8_QGEMM_DENSE})
-    assert plan(HOST, HW, "FusedConv", "convsmall", STATIC, True, True, facts=both) == plan(
-        HOST, HW, "FusedConv", "convsmall", STATIC, True, True, facts=frozenset({ORT_INT8_QGEMM_DENSE}))
+    # Static int8 stems keep their per-group GEMM path at the static stems' figures (stemgemm.int8, not .int8dyn).
+    both = plan(HOST, HW, "FusedConv", "convsmall", STATIC, True, True,
+                facts=frozenset({ORT_INT8DYN_STEM, ORT_INT8_QGEMM_DENSE}))
+    assert both.qgemm and both.rate_kind == STEM_RATE_KIND and both.tag == "int8"
 
 
 def test_a_stems_rate_moves_its_prediction_and_a_dense_convs_does_not(tmp_path: Path) -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
-from simulator.ort_int8 import ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE, QGEMM_RATE_KIND, STEM_RATE_KIND, ort_task_facts
+from simulator.ort_int8 import (ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE, ORT_INT8DYN_STEM, QGEMM_RATE_KIND, STEM_RATE_KIND,
+                                ort_task_facts)
 from simulator.profiles import load_profile
 
 HOST = get_target("ort-cpu/host")
@@ -44,10 +45,28 @@ def test_the_per_group_gemm_path_under_static_int8_only() -> None:
     static, dyn = Combo("int8", "int8", "int8", 0), Combo("fp32", "fp32", "int8", 0)
     p = plan(HOST, HW, "FusedConv", "gconvnchw", static, True, True, facts=fact)
     assert p.qgemm and p.rate_kind == QGEMM_RATE_KIND and not p.setup_per_channel and not p.im2col
-    stem = plan(HOST, HW, "Conv", "convsmall", static, True, True, facts=frozenset({ORT_INT8_QGEMM_DENSE}))
-    assert stem.qgemm and stem.rate_kind == STEM_RATE_KIND
+    stem = plan(HOST, HW, "Conv", "convsmall", static, True, True,
+                facts=frozenset({ORT_INT8_QGEMM_DENSE, ORT_INT8DYN_STEM}))
+    assert stem.qgemm and stem.rate_kind == STEM_RATE_KIND and stem.out_cost
     assert plan(HOST, HW, "Conv", "convsmall", dyn, True, True, facts=fact) == plan(HOST, HW, "Conv", "convsmall",
                                                                                      dyn, True, True)
+
+
+def test_a_dense_conv_off_the_alignment_that_is_no_stem_takes_the_per_group_figures(tmp_path: Path) -> None:
+    """ShuffleNet v2's 58-channel 1x1 convs (ReXNet's 27..., GhostNet's 8-output ones) are one-group GEMMs of K = 58:
+    the grouped convs' figures per GEMM row and MAC (`convgemm.int8`), not the stems', whose fit can hold a setup per
+    conv (111 us on a Zen 5, 2026-12-07: each 58 x 58 1x1 at 28 px priced 142 us against 30 in fp32)."""
+    from simulator import calibration_bench
+    from simulator.backends import plan
+
+    g = calibration_bench.compile_for_host(calibration_bench.conv_act(58, 28, 1)(tmp_path / "c58.onnx"),
+                                           tmp_path / "c58.opt.onnx")
+    convs = [i for i, nd in enumerate(g.nodes) if nd.op_type in ("Conv", "FusedConv")]
+    facts = ort_task_facts(g)
+    assert convs and all(ORT_INT8_QGEMM_DENSE in facts[i] and ORT_INT8DYN_STEM not in facts[i] for i in convs)
+    static = Combo("int8", "int8", "int8", 0)
+    p = plan(HOST, HW, "FusedConv", "convnchw", static, True, True, facts=facts[convs[0]])
+    assert p.qgemm and p.rate_kind == QGEMM_RATE_KIND and not p.out_cost
 
 
 @pytest.mark.parametrize("key,kinds,n", [("convgemm.int8", {"gconvnchw"}, 6), ("stemgemm.int8", {"convsmall"}, 4)])

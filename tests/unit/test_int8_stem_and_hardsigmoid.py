@@ -10,7 +10,7 @@ import pytest
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
 from simulator.backends import plan
-from simulator.ort_int8 import ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE, ORT_INT8_UNFOLDED, STEM_RATE_KIND
+from simulator.ort_int8 import ORT_INT8_QGEMM, ORT_INT8_QGEMM_DENSE, ORT_INT8_UNFOLDED, ORT_INT8DYN_STEM, STEM_RATE_KIND
 from simulator.profiles import load_profile
 from simulator.roofline import efficiency, rates
 
@@ -21,7 +21,8 @@ STATIC = Combo("int8", "int8", "int8", 0)
 def test_a_stem_pays_its_cost_per_output_element_and_a_grouped_conv_does_not() -> None:
     hw = load_profile("host-cpu").with_overrides({"units": {"cpu": {"kind_overhead_s": {"stemgemm.int8.out": 3e-10,
                                                                                          "convgemm.int8.out": 5e-10}}}})
-    stem = plan(HOST, hw, "Conv", "convsmall", STATIC, True, True, facts=frozenset({ORT_INT8_QGEMM_DENSE}))
+    stem = plan(HOST, hw, "Conv", "convsmall", STATIC, True, True,
+                facts=frozenset({ORT_INT8_QGEMM_DENSE, ORT_INT8DYN_STEM}))
     grouped = plan(HOST, hw, "Conv", "conv", STATIC, True, True, facts=frozenset({ORT_INT8_QGEMM}))
     assert stem.rate_kind == STEM_RATE_KIND and stem.out_cost and not grouped.out_cost
     assert float(rates(hw, stem, "convsmall", True).out_s) == 3e-10
