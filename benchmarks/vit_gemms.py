@@ -1,0 +1,83 @@
+"""The ViTs' Gemms and attention MatMuls on `ort-cpu/host`, each alone in a single-op file at the model's own shapes
+(a MatMul + Add, which ORT fuses to a Gemm as in the dynamo exports; a batched MatMul, scaled or not), through the
+pipeline (corpus.check.analyse), predicted against thread CPU time. What issue 13's ViT under-prediction on a Zen 5
+(session 61) was checked with: Swin-T's stage-1 (M = 3136 tokens, K = 96) and stage-4 (M = 49) Gemms read 0.60-0.85x
+their profile inside the model, ViT-S's (M = 197) 0.97x.
+
+Run under the measurement lock, with a calibration of this code's CACHE_VERSION (else one is timed first):
+`flock /work/notes/measure.lock env PYTHONPATH=. .venv/bin/python benchmarks/vit_gemms.py --calibration C`.
+Prints one line per file; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, os.fspath(Path(__file__).resolve().parents[1]))
+from benchmarks.single_op import arguments, save_onnx  # noqa: E402
+
+# (name, M, K, N): MatMul + Add on [M, K] x [K, N]
+GEMMS: tuple[tuple[str, int, int, int], ...] = (
+    ("swin1-qkv", 3136, 96, 288), ("swin1-proj", 3136, 96, 96), ("swin1-fc1", 3136, 96, 384),
+    ("swin1-fc2", 3136, 384, 96), ("swin2-fc1", 784, 192, 768), ("swin3-fc1", 196, 384, 1536),
+    ("swin4-qkv", 49, 768, 2304), ("swin4-fc1", 49, 768, 3072), ("swin4-fc2", 49, 3072, 768),
+    ("vits-qkv", 197, 384, 1152), ("vits-fc1", 197, 384, 1536), ("vits-fc2", 197, 1536, 384),
+)
+# (name, batch, M, K, N, scaled): [batch, M, K] x [batch, K, N], times a scalar if scaled (ORT: FusedMatMul)
+BMMS: tuple[tuple[str, int, int, int, int, bool], ...] = (
+    ("swin1-qk", 192, 49, 32, 49, True), ("swin1-av", 192, 49, 49, 32, False),
+    ("vits-qk", 6, 197, 64, 197, True), ("vits-av", 6, 197, 197, 64, False),
+)
+
+
+def gemm_file(path: Path, m: int, k: int, n: int) -> Path:
+    """y = x @ w + b on x [m, k], random weights."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array((rng.random((k, n)) * 0.01).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.random(n).astype(np.float32), "b")
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["xw"]), helper.make_node("Add", ["xw", "b"], ["y"])]
+    return save_onnx(path, "gemm", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [m, k])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [m, n])], [w, b])
+
+
+def bmm_file(path: Path, batch: int, m: int, k: int, n: int, scaled: bool) -> Path:
+    """y = a @ b (times 0.125 if scaled) on two inputs [batch, m, k] and [batch, k, n]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = [numpy_helper.from_array(np.array(0.125, np.float32), "s")] if scaled else []
+    nodes = [helper.make_node("MatMul", ["a", "b"], ["ab" if scaled else "y"])]
+    if scaled:
+        nodes.append(helper.make_node("Mul", ["ab", "s"], ["y"]))
+    inputs = [helper.make_tensor_value_info("a", TensorProto.FLOAT, [batch, m, k]),
+              helper.make_tensor_value_info("b", TensorProto.FLOAT, [batch, k, n])]
+    return save_onnx(path, "bmm", nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, m, n])],
+                     consts)
+
+
+def main() -> None:
+    from corpus.check import analyse
+
+    args = arguments(__doc__, 30)
+    with tempfile.TemporaryDirectory(prefix="vit-gemms-") as td:
+        files = [(name, gemm_file(Path(td) / f"{name}.onnx", m, k, n), 2 * m * k * n) for name, m, k, n in GEMMS]
+        files += [(name, bmm_file(Path(td) / f"{name}.onnx", b, m, k, n, s), 2 * b * m * k * n)
+                  for name, b, m, k, n, s in BMMS]
+        for name, path, flops in files:
+            r = analyse(path, {}, args.calibration, runs=args.runs, warmup=5, measure_cpu=True, check_exports=False)
+            if r.get("status") != "analysed":
+                print(f"{name:12s} {r.get('status')}: {r.get('error', '')}")
+                continue
+            err = 100 * (r["predicted_ms"] / r["cpu_ms"] - 1)
+            print(f"{name:12s} {flops / 1e6:7.1f} MFLOP  cpu {r['cpu_ms']:7.3f} ms ({flops / r['cpu_ms'] / 1e6:5.1f} "
+                  f"GFLOP/s)  predicted {r['predicted_ms']:7.3f} ms  {err:+6.1f}%", flush=True)
+
+
+if __name__ == "__main__":
+    main()
