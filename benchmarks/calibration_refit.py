@@ -10,6 +10,12 @@ no timing is an error unless `--time-missing` times it now: a new rule's cases, 
 calibration takes ten; run that under the measurement lock). The fixed costs, bandwidths and every efficiency come
 from the stored timings, so the new cache is what that code's `edgescope calibrate` would have written at that
 moment (with `--time-missing`, the new cases' timings are of this one, which the cache records).
+
+`--merge OTHER.json ...` fits each case's fastest timing over this cache and the others (calibrations of the same
+machine and ORT, timed at other moments): a shared VM's speed moves for minutes at a time, and one calibration can
+time a whole kind of case in a slow spell (a Zen 5, session 61: R3D-18's seven 3-D conv cases 1.13-1.29x apart in two
+calibrations 30 minutes apart, MobileNetV3-Large predicted +23% and +13% of one row's thread CPU time). The merged
+rates stand for the fastest of the calibrations' speed probes, whose record the cache takes.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ def main() -> int:
     ap.add_argument("--time-missing", action="store_true",
                     help="time the cases the stored timings lack (a new rule's) instead of refusing")
     ap.add_argument("--lock", type=Path, help="hold this lock file (flock) while timing them, and only then")
+    ap.add_argument("--merge", type=Path, nargs="+", default=[], metavar="OTHER",
+                    help="other calibrations of this machine: fit each case's fastest timing of them all")
     a = ap.parse_args()
     sys.path.insert(0, os.fspath(a.tree.resolve()))
     from simulator.calibration import save_cache
@@ -42,6 +50,11 @@ def main() -> int:
     wall = src.get("timings")
     if not wall:
         ap.error(f"{a.cache} holds no timings (made before calibrations kept them)")
+    if a.merge:
+        others = [json.loads(p.read_text()) for p in a.merge]
+        if (why := merge_refusal(src, others)) is not None:
+            ap.error(why)
+        wall, src = fastest_timings([src, *others]), {**src, "speed_probe": fastest_probe([src, *others])}
     with tempfile.TemporaryDirectory(prefix="refit-") as td:
         bench = build_bench(Path(td), progress=lambda s: print(s, flush=True))
         missing = sorted(set(bench.timings) - set(wall))
@@ -55,10 +68,40 @@ def main() -> int:
     cache.update({"machine": src["machine"], "onnxruntime": src["onnxruntime"], "timings": wall,
                   **({"speed_probe": src["speed_probe"]} if src.get("speed_probe") else {}),
                   "refit_of": os.fspath(a.cache), "refit_tree": os.fspath(a.tree.resolve()),
+                  **({"merged_with": [os.fspath(p) for p in a.merge]} if a.merge else {}),
                   **({"timed_now": missing} if missing else {})})
     save_cache(a.out, cache)
     print(f"{a.out}: version {cache['version']}, fitted by {a.tree} on {a.cache}'s timings")
     return 0
+
+
+def merge_refusal(src: dict[str, Any], others: list[dict[str, Any]]) -> str | None:
+    """Why these calibrations cannot be merged (another machine or ORT version, or no stored timings), or None."""
+    for o in others:
+        for key in ("machine", "onnxruntime"):
+            if o.get(key) != src.get(key):
+                return f"cannot merge a calibration of another {key} ({o.get(key)!r}, not {src.get(key)!r})"
+        if not o.get("timings"):
+            return "cannot merge a calibration that holds no timings"
+    return None
+
+
+def fastest_timings(caches: list[dict[str, Any]]) -> dict[str, float]:
+    """Each case's fastest stored timing over `caches` (a case some lack keeps the others' figure)."""
+    out: dict[str, float] = {}
+    for c in caches:
+        for k, t in c["timings"].items():
+            out[k] = min(out.get(k, t), t)
+    return out
+
+
+def fastest_probe(caches: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The speed probe record of the calibration that ran fastest (compiler.speed_probe.fastest_of): the merged
+    figures are each case's fastest, which that calibration's fast state stands for."""
+    from compiler.speed_probe import fastest_of
+
+    records = [c.get("speed_probe") for c in caches if c.get("speed_probe")]
+    return max(records, key=lambda r: fastest_of(r) or 0.0) if records else None
 
 
 def _time_now(models: dict[str, Any], lock: Path | None) -> dict[str, float]:
