@@ -94,14 +94,19 @@ CASES: tuple[Case, ...] = (
       for c, s, k in ((96, 112, 3), (144, 56, 5), (32, 112, 3))),
     *(Case(f"convsmallact-8x{s}-{k}x{k}", "convsmall", conv_act(8, s, k), QF) for s, k in ((48, 1), (48, 3), (24, 3))),
     # Stems (3 channels, stride 2): the few-channel convs real CNNs have, with their MACs (above: stem_act). Their
-    # static int8 path has four figures (rate, setup, per GEMM row, per im2col copy): four shapes, as CNNs have them
-    # (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet v2 3x24).
+    # static int8 path has five figures (rate, setup, per GEMM row, per im2col copy, per output element): four shapes,
+    # as CNNs have them (MobileNetV2 / EfficientNet 3x32 3x3, ResNet 3x64 7x7, MobileNetV3 / GhostNet 3x16, ShuffleNet
+    # v2 3x24), and a 5x5 below.
     # fp32 too: the 8-channel cases alone priced real stems at 1.5-2.3x their ORT profile on a Sapphire Rapids (ResNet-18
     # 7x7 1.39 ms, 3.13 predicted; MobileNetV4 / MNASNet / EfficientNet-Lite0 / SqueezeNet 3x3 1.4-1.9x, 2026-12-04);
     # fitted jointly with them (calibration_fit.JOINT_FP32). int8-dynamic stems: calibration_int8dyn.
     *(Case(f"stemact-3x{co}-{hw}-{k}x{k}", "convsmall", stem_act(co, hw, k), (("fp32", "fp32"), QF[2], QSTEM))
       for co, hw, k in ((32, 224, 3), (64, 224, 7), (16, 192, 3))),
     Case("stemact-3x24-224-3x3", "convsmall", stem_act(24, 224, 3), (QSTEM,)),
+    # A fifth static int8 stem, at a second image size: since the cost per output element (`stemgemm.int8.out`,
+    # ort_int8) the path has five figures, and four cases left them a line of exact fits (a Zen 5, 2026-12-07: a setup
+    # of 111 us per stem beside a row cost 0.3x the truth, in tests/simulator/test_ort_int8_qgemm.py too).
+    Case("stemact-3x24-160-5x5", "convsmall", stem_act(24, 160, 5), (QSTEM,)),
     # The same stems reading one bias: under fp16 ORT keeps its Cast and runs them as its plain NCHW Conv (im2col +
     # SGEMM), `convsmall.cast16nchw`. Priced at the dense convs' `conv.cast16nchw` figures, the 16 TorchScript fp16
     # stems of Round 31's files (their zero biases shared) were 0.66-1.55x their fp32 time against 1.8-2.4x profiled

@@ -38,7 +38,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 100  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 101  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -114,7 +114,7 @@ CACHE_VERSION = 100  # 29: the machine's own facts (peaks, L2, description); 30:
 # 99: a joint fit's setups of 0 written where its cases pay them (_fit_joint), not left to the profile's estimate
 # (stemgemm.int8.tap); static int8 stems' cost per output element (stemgemm.int8.out)
 # 100: fp16 stems behind a shared bias's Cast (ORT's plain NCHW Conv) at figures of their own (convsmall.cast16nchw,
-# stemact-shared-* cases)
+# stemact-shared-* cases) 101: a fifth static int8 stem, 5x5 (stemact-3x24-160-5x5): stemgemm.int8's five figures
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
