@@ -4,9 +4,7 @@ calibration, outside the lock."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,15 +12,11 @@ import pytest
 
 from compiler.frontends.tflite_writer import TfliteWriter
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import benchmark_module
 
 
 def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("litert_exports", ROOT / "benchmarks" / "litert_exports.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["litert_exports"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module.load("litert_exports")
 
 
 def test_rounds_only_then_repredict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -3,20 +3,13 @@ record of the one that ran fastest, and a clear refusal for another machine's or
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import benchmark_module
 
 
 def _refit():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("calibration_refit", ROOT / "benchmarks" / "calibration_refit.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["calibration_refit"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module.load("calibration_refit")
 
 
 def _cal(timings: dict[str, float], fastest: float, machine: str = "m", ort: str = "1.0") -> dict[str, Any]:

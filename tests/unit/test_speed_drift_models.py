@@ -3,23 +3,17 @@ of log time on log probe that says how far the model moves with the GEMM probe."
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import onnx
 import pytest
 from onnx import TensorProto, helper
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests import benchmark_module
 
 
 def _bench():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("speed_drift", ROOT / "benchmarks" / "speed_drift.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["speed_drift"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module.load("speed_drift")
 
 
 def test_log_slope_reads_how_far_a_time_moves_with_the_probe() -> None:
