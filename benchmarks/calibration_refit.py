@@ -15,7 +15,9 @@ moment (with `--time-missing`, the new cases' timings are of this one, which the
 machine and ORT, timed at other moments): a shared VM's speed moves for minutes at a time, and one calibration can
 time a whole kind of case in a slow spell (a Zen 5, session 61: R3D-18's seven 3-D conv cases 1.13-1.29x apart in two
 calibrations 30 minutes apart, MobileNetV3-Large predicted +23% and +13% of one row's thread CPU time). The merged
-rates stand for the fastest of the calibrations' speed probes, whose record the cache takes.
+rates stand for the fastest of the calibrations' speed probes, whose record the cache takes. Measured there, it did
+not help: on 48 dynamo rows the merge of the two read as the faster one, 38/48 within ±10% like either (README, "The
+corpus on a Zen 5, session 61"); a tool for comparing calibrations, not a fix.
 """
 
 from __future__ import annotations
