@@ -54,6 +54,8 @@ class Stored:
     rewritten: np.ndarray  # bytes of kernel-less tasks' made constants it carries where a weight-only option
     # rewrites the file (ORT folds them into it) while those tasks stay float (see _rewrite_share)
     int4_float: np.ndarray  # bool: int4 leaves its kernel float in an ONNX export (no MatMul reads it there)
+    saved: np.ndarray  # bytes of the records a file ORT saves holds beyond a tiny upload (ExportRecords.beyond_upload):
+    # in every file an option rewrites, not in the float state (which is the upload itself)
 
     def at(self, rows: np.ndarray) -> Stored:
         return Stored(**{k: getattr(self, k)[rows] for k in self.__dataclass_fields__})
@@ -82,6 +84,8 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
     made = _made_per_task(t, records, k_store, aux_store, works, source if source is not None else compiled,
                           uploaded)
     made = _body_made_moved(made, k_store, written_in_body(t, compiled))
+    saved = _saved_records(records, len(works))
+    made = made + saved
     return Stored(kernel=k_store, aux=aux_store, rows=k_rows, depth=k_depth,
                   events=records.events if records is not None else np.zeros((len(works), len(EVENTS))),
                   as_is=_stored_as_is(t, compiled, folded, works), as_stored=_stored_int8(t, compiled, works, source),
@@ -90,7 +94,15 @@ def stored(t: Target, compiled: Graph, source: Graph | None, works: list[Work], 
                   name_len=np.array([len(w.kernel_name.encode()) for w in works], dtype=np.float64),
                   biased=_conv_biases(compiled, source),
                   made=made, uploaded=uploaded, rewritten=_rewrite_share(made, k_store),
-                  int4_float=_flags(records.int4_float if records is not None else None, len(works)))
+                  int4_float=_flags(records.int4_float if records is not None else None, len(works)), saved=saved)
+
+
+def _saved_records(records: ExportRecords | None, n: int) -> np.ndarray:
+    """Per task, its share of the saved file's records beyond the upload (ExportRecords.beyond_upload): alike for
+    every task, as ORT's opset list is no task's own."""
+    if records is None or records.beyond_upload <= 0 or n == 0:
+        return np.zeros(n)
+    return np.full(n, records.beyond_upload / n)
 
 
 # Source ops ORT's NCHWc transformer runs as a depthwise Conv whose kernel it makes at load (a BatchNormalization not
@@ -250,7 +262,8 @@ def weight_bytes(t: Target, kind: str, s: Stored, other_const_bytes: np.ndarray,
     # Records an exporter adds or rewrites (Q/DQ pairs, decode subgraphs, value_info) are file bytes too.
     # An If / Loop / Scan body's task is sized by the combo the sweep prices it in under each option, the one the
     # exporter writes it in (simulator.control_flow.body_preset): its weights float but under fp16.
-    out = kern + s.aux[:, None] * aux_file_b[None, :] + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+    out = (kern + s.aux[:, None] * aux_file_b[None, :] + (other_const_bytes - s.other_dup[:, None]) + s.events @ events.T
+           + s.saved[:, None])
     # The float state is the file as uploaded: constants it makes at run time are memory, not file bytes, and kernels
     # it stores as integers count as stored.
     # A task asked to change its kernel is sized as the folded file holds it, even where the runtime runs it float
@@ -433,6 +446,22 @@ def export_records_for(t: Target, compiled: Graph, source: Graph | None, works: 
     if qdq_preset(src, t) == "int8-static":
         # A QDQ file is int8-static as it is: its Q/DQ records are the file's own (in `base`), none to add.
         records.events[:, EVENTS.index("static")] = 0.0
+    return _beyond_upload(t, src, records)
+
+
+def _beyond_upload(t: Target, src: Graph, records: ExportRecords) -> ExportRecords:
+    """`records` with what the file ORT saves holds beyond the whole upload taken out of `base`, where the fp32
+    export is the upload itself (`writes_upload`). `base` sizes ORT's saved file, whose records (every opset domain
+    ORT lists, the default domain a model without one gets) can outweigh a tiny upload's: onnxruntime's 670-byte
+    `logreg_iris` (ai.onnx.ml ops, coefficients in attributes) had its fp32 and int8-dynamic files, both the upload,
+    sized 862 bytes (+28.7%). Those bytes belong to the files an option rewrites: Stored.saved charges them to the
+    tasks, as constants made at run time are, and the float state leaves them out."""
+    if not writes_upload(src, t):
+        return records
+    excess = records.base - float(src.metadata["file_size_bytes"])
+    if excess > 0:
+        records.base -= excess
+        records.beyond_upload = excess
     return records
 
 

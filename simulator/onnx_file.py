@@ -52,7 +52,9 @@ class ExportRecords:
     kernel is read by an exported node MatMulNBits does not replace (a Gemm the exporter keeps, a Conv), so int4
     writes it float. `unfolded[i]`: elements of the float constants the file keeps that only nodes without a
     compiled task read (a position table gathered by ids made from a dynamic input's shape: ORT folds the gather at
-    the analysed shapes, the file keeps the table), charged to task i, the first task their result reaches."""
+    the analysed shapes, the file keeps the table), charged to task i, the first task their result reaches.
+    `beyond_upload`: bytes of `base` that a file ONNX Runtime saves holds beyond the whole upload, where the fp32
+    export is the upload itself (simulator.file_bytes.upload_records): charged to the tasks, not to `base`."""
 
     base: float
     events: np.ndarray
@@ -63,6 +65,7 @@ class ExportRecords:
     in_body: np.ndarray | None = None
     int4_float: np.ndarray | None = None
     unfolded: np.ndarray | None = None
+    beyond_upload: float = 0.0
 
 
 def export_records(source: Graph, compiled: Graph, weighted: Sequence[bool],
