@@ -22,7 +22,7 @@ from compiler.optimize.onnx_export import export_onnx
 from simulator.model import load_source
 from simulator.predict import optimize_model, predict_model
 from simulator.profiles import load_profile
-from simulator.sweep import sweep
+from simulator.sweep import SweepResult, sweep
 from simulator.totals import totals
 
 warnings.filterwarnings("ignore")
@@ -103,14 +103,18 @@ def _equal_recipes_model(path: Path) -> Path:
     return path
 
 
+def _swept(src: Path, tmp_path: Path) -> SweepResult:
+    source = load_source(src)
+    compiled, _ = compile_for_target(src, HOST, tmp_path, source)
+    return sweep(compiled, HOST, hardware=load_profile("host-cpu", "ort-cpu"), source=source)
+
+
 def test_equal_recipes_are_one_weight_and_int4_on_convs_writes_the_folded_file(tmp_path: Path) -> None:
     """ORT makes equal recipes one initializer (every option's file holds one 64 KB weight, not three), the fp32
     export is the upload itself, and int4 (MatMul only on ORT: the convs stay float) writes ORT's folded file,
     not the upload: light_shufflenet's int4 file was predicted 89% under it."""
     src = _equal_recipes_model(tmp_path / "recipes.onnx")
-    source = load_source(src)
-    compiled, _ = compile_for_target(src, HOST, tmp_path, source)
-    r = sweep(compiled, HOST, hardware=load_profile("host-cpu", "ort-cpu"), source=source)
+    r = _swept(src, tmp_path)
     for option in ("fp32", "int4-weights"):
         written = export_onnx(src, tmp_path / f"{option}.onnx", option, check=False)
         predicted = totals(r.bulk, r.per_op, option, {})["size_bytes"]
@@ -163,9 +167,7 @@ def test_a_file_smaller_than_the_records_ort_saves_is_sized_as_uploaded(tmp_path
     the upload's size, though a file ORT saves lists more records than the whole upload holds (ExportRecords
     .beyond_upload): logreg_iris was predicted 862 bytes for its 670."""
     src = _linear_classifier(tmp_path / "logreg.onnx")
-    source = load_source(src)
-    compiled, _ = compile_for_target(src, HOST, tmp_path, source)
-    r = sweep(compiled, HOST, hardware=load_profile("host-cpu", "ort-cpu"), source=source)
+    r = _swept(src, tmp_path)
     for option in ("fp32", "int8-dynamic"):
         written = export_onnx(src, tmp_path / f"{option}.onnx", option, check=False)
         assert written.size_bytes == src.stat().st_size  # the upload itself
