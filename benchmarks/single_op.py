@@ -20,8 +20,11 @@ def save_onnx(path: Path, name: str, nodes: list[Any], inputs: list[Any], output
     return path
 
 
-def arguments(doc: str, runs: int) -> argparse.Namespace:
+def arguments(doc: str, runs: int, keep: bool = False) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--calibration", type=Path, required=True, help="host calibration of this code's CACHE_VERSION")
     ap.add_argument("--runs", type=int, default=runs)
+    if keep:
+        ap.add_argument("--keep", type=Path, default=None, help="write the files to this directory, kept")
+        ap.add_argument("--only", nargs="+", default=None, help="the files whose names start with these")
     return ap.parse_args()

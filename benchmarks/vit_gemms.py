@@ -6,7 +6,9 @@ their profile inside the model, ViT-S's (M = 197) 0.97x.
 
 Run under the measurement lock, with a calibration of this code's CACHE_VERSION (else one is timed first):
 `flock /work/notes/measure.lock env PYTHONPATH=. .venv/bin/python benchmarks/vit_gemms.py --calibration C`.
-Prints one line per file; asserts nothing.
+Prints one line per file; asserts nothing. `--keep DIR` writes the files there (else a temporary directory), for
+`benchmarks/weight_residency.py --only DIR/*.onnx --flush-mb 112`: each one back to back against right after
+112 MB of other data was read (Swin-T's weights, streamed between two calls of one of its Gemms).
 """
 
 from __future__ import annotations
@@ -27,12 +29,35 @@ GEMMS: tuple[tuple[str, int, int, int], ...] = (
     ("swin1-fc2", 3136, 384, 96), ("swin2-fc1", 784, 192, 768), ("swin3-fc1", 196, 384, 1536),
     ("swin4-qkv", 49, 768, 2304), ("swin4-fc1", 49, 768, 3072), ("swin4-fc2", 49, 3072, 768),
     ("vits-qkv", 197, 384, 1152), ("vits-fc1", 197, 384, 1536), ("vits-fc2", 197, 1536, 384),
+    ("coat1-qkv", 3137, 64, 192), ("coat1-fc1", 3137, 64, 512), ("coat1-fc2", 3137, 512, 64),
+    ("coat2-fc1", 785, 128, 1024), ("coat2-fc2", 785, 1024, 128), ("coat3-fc1", 197, 256, 1024),
+    ("coat3-fc2", 197, 1024, 256),
 )
 # (name, batch, M, K, N, scaled): [batch, M, K] x [batch, K, N], times a scalar if scaled (ORT: FusedMatMul)
 BMMS: tuple[tuple[str, int, int, int, int, bool], ...] = (
     ("swin1-qk", 192, 49, 32, 49, True), ("swin1-av", 192, 49, 49, 32, False),
     ("vits-qk", 6, 197, 64, 197, True), ("vits-av", 6, 197, 197, 64, False),
 )
+
+
+# K by N at 785 rows (CoaT's stage 2): its K = 1024 Gemms (N = 128, 256) read 0.88x their price alone and in the model
+SWEEP: tuple[tuple[str, int, int, int], ...] = tuple((f"sweep-k{k}-n{n}", 785, k, n) for k in (256, 512, 1024, 2048)
+                                                     for n in (64, 128, 256, 512))
+# (name, shape, axis): CoaT's factorized attention takes a Softmax of its keys over the tokens (axis 2, not the last)
+SOFTMAXES: tuple[tuple[str, tuple[int, ...], int], ...] = (
+    ("coat1-softmax", (1, 8, 3137, 8), 2), ("coat2-softmax", (1, 8, 785, 16), 2), ("coat3-softmax", (1, 8, 197, 32), 2),
+    # ... as ORT runs it in the model, its heads moved out by the transpose optimizer (transposes.inner_axis_transposes)
+    ("coat1-softmax-t", (1, 3137, 8, 8), 1), ("coat2-softmax-t", (1, 785, 8, 16), 1),
+)
+
+
+def softmax_file(path: Path, shape: tuple[int, ...], axis: int) -> Path:
+    """y = Softmax(x, axis) on x of `shape`."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], axis=axis)]
+    return save_onnx(path, "softmax", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))], [])
 
 
 def gemm_file(path: Path, m: int, k: int, n: int) -> Path:
@@ -64,18 +89,25 @@ def bmm_file(path: Path, batch: int, m: int, k: int, n: int, scaled: bool) -> Pa
 def main() -> None:
     from corpus.check import analyse
 
-    args = arguments(__doc__, 30)
-    with tempfile.TemporaryDirectory(prefix="vit-gemms-") as td:
-        files = [(name, gemm_file(Path(td) / f"{name}.onnx", m, k, n), 2 * m * k * n) for name, m, k, n in GEMMS]
+    args = arguments(__doc__, 30, keep=True)  # --only PREFIX...: the files whose names start so
+    with tempfile.TemporaryDirectory(prefix="vit-gemms-") as tmp:
+        td = args.keep or tmp
+        Path(td).mkdir(parents=True, exist_ok=True)
+        files = [(name, gemm_file(Path(td) / f"{name}.onnx", m, k, n), 2 * m * k * n)
+                 for name, m, k, n in GEMMS + SWEEP]
         files += [(name, bmm_file(Path(td) / f"{name}.onnx", b, m, k, n, s), 2 * b * m * k * n)
                   for name, b, m, k, n, s in BMMS]
+        files += [(name, softmax_file(Path(td) / f"{name}.onnx", shape, axis), int(np.prod(shape)))
+                  for name, shape, axis in SOFTMAXES]
         for name, path, flops in files:
+            if args.only and not name.startswith(tuple(args.only)):
+                continue
             r = analyse(path, {}, args.calibration, runs=args.runs, warmup=5, measure_cpu=True, check_exports=False)
             if r.get("status") != "analysed":
                 print(f"{name:12s} {r.get('status')}: {r.get('error', '')}")
                 continue
             err = 100 * (r["predicted_ms"] / r["cpu_ms"] - 1)
-            print(f"{name:12s} {flops / 1e6:7.1f} MFLOP  cpu {r['cpu_ms']:7.3f} ms ({flops / r['cpu_ms'] / 1e6:5.1f} "
+            print(f"{name:13s} {flops / 1e6:7.1f} MFLOP  cpu {r['cpu_ms']:7.3f} ms ({flops / r['cpu_ms'] / 1e6:5.1f} "
                   f"GFLOP/s)  predicted {r['predicted_ms']:7.3f} ms  {err:+6.1f}%", flush=True)
 
 
