@@ -130,6 +130,7 @@ class Rates:
     packcall_s: Num = 0.0  # s per SGEMM call that packs one (PACKCALL_KEY)
     own_bw: Num = 0.0  # a path's own rate (`<kind>.<tag>`: LiteRT's fp32 element-wise ops) while its bytes fit in l2
     beyond_s: Num = 0.0  # s per byte where a task's bytes exceed l2 (ELEMENTWISE_BEYOND_KEY: ORT's fp32 element-wise)
+    cold_out: Num = 0.0  # 1: its output beyond l2 goes to lines the run's own traffic evicted (cold_output_s)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -204,6 +205,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         packed_far_s=u.kind_overhead_s.get(PACKED_FAR_KEY, 0.0) if epilogue_pass and (rate, p.tag) in _SGEMM else 0.0,
         **({"packb_s": u.kind_overhead_s.get(PACKB_KEY, 0.0), "packcall_s": u.kind_overhead_s.get(PACKCALL_KEY, 0.0)}
            if epilogue_pass and (rate, p.tag) == ("matmul", "fp32") else {}),
+        cold_out=1.0 if epilogue_pass and (rate, p.tag) in _SGEMM and u.l2_share_bytes else 0.0,
         beyond_s=u.kind_overhead_s.get(ELEMENTWISE_BEYOND_KEY, 0.0)
         if epilogue_pass and (rate, p.tag) == ("elementwise", "fp32") and u.l2_share_bytes else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
@@ -411,9 +413,29 @@ def evicted_share(r: Rates, run_s: float, spill_bytes: float = 0.0) -> Num:
     its own footprint 150 KB). Real models are such runs: their classifiers and squeeze-excitation convs read
     0.11-0.15 ns per weight (MobileNet, MNASNet, ShuffleNet, EfficientNet), 2.3-2.9x the cache's rate."""
     by_time = evicted_by_time(run_s, r.llc_hold_s, r.llc_evict_s)
+    return 1.0 - (1.0 - by_time) * (1.0 - evicted_by_spill(r, spill_bytes))
+
+
+def evicted_by_spill(r: Rates, spill_bytes: float) -> Num:
+    """evicted_share's ramp of the run's own traffic beyond the L2: none up to `spill_hold` bytes, all beyond
+    `spill_evict` (0: not modelled)."""
     spill_span = np.maximum(r.spill_evict - r.spill_hold, 1.0)
-    by_spill = np.where(r.spill_evict > 0, np.clip((spill_bytes - r.spill_hold) / spill_span, 0.0, 1.0), 0.0)
-    return 1.0 - (1.0 - by_time) * (1.0 - by_spill)
+    return np.where(r.spill_evict > 0, np.clip((spill_bytes - r.spill_hold) / spill_span, 0.0, 1.0), 0.0)
+
+
+def cold_output_s(w: Counts, r: Rates, res: Residency) -> Num:
+    """An SGEMM's output beyond the core's L2 written to lines that are in no cache: where the model's own traffic
+    (its activations beyond the L2, its weights beyond the last-level cache) evicts them between two uses of the
+    buffer, each such line comes from memory before it is written, at the calibrated rate evicted weights come back
+    at. On a Zen 4 (session 62) Swin-T's and CoaT-Lite-Tiny's first-stage Gemms of 3.6-6.4 MB outputs ran 1.08-1.22x
+    their back-to-back time alone inside the models, those of <= 1.2 MB outputs 1.01-1.07x; alone, after a flush of
+    the caches with their inputs read back (benchmarks/cold_outputs.py), nine such Gemms paid 0.25 ms (the flush's
+    own, as small outputs paid it too) plus 0.030 ns per output byte beyond the L2 (33 GB/s; the rate here: 23 GB/s).
+    Calibration's cases keep their buffers (single ops, little spill): none is priced there."""
+    if res.resident:
+        return 0.0
+    cold = np.maximum(evicted_by_spill(r, res.spill_bytes), outgrown(r, res.weights_fp32_bytes))
+    return r.cold_out * cold * np.maximum(w.out_elements * r.out_b - r.l2, 0.0) / np.maximum(r.evicted_bw, 1.0)
 
 
 def _column_pad(w: Counts, r: Rates) -> Num:
@@ -486,7 +508,7 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
              + r.dispatches * r.dispatch_s + _setup_s(w, r) + decode + w.epilogue_flops * r.epilogue_s
              + w.out_elements * (r.extra_ops_s + r.extra_fp32_ops_s) + w.in_elements * (r.extra_in_ops_s + r.in_move_s)
              + r.spill_s * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)
-             + np.where(packed, r.packed_far_s * w_rt * evicted, 0.0))
+             + np.where(packed, r.packed_far_s * w_rt * evicted, 0.0) + cold_output_s(w, r, res))
     return TaskCost(lat_s, act, w_rt, extra, fits)
 
 
