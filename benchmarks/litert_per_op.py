@@ -1,9 +1,10 @@
 """Where `.tflite` rows miss, by operator shape: each row of `benchmarks/realworld.py --json` on `litert-cpu/host`
 (its error against thread CPU time), and the rows' per-operator figures (LiteRT's profiler against the fp32
 prediction: fp32 and fp16 files only, an int8 file's per-operator column is not its preset) summed by class: convs by
-kernel, stride and whether 1x1 (XNNPACK's F32 GEMM), depthwise convs by kernel and channels (`split` where they are
-not whole vectors of this CPU's fp32 lanes, host_machine.f32_vector_floats; `>L1` where XNNPACK's tile reads a pixel's
-weights and inputs beyond this CPU's L1, host_machine.l1_bytes and simulator.litert_paths.DW_PIXEL_BYTES).
+kernel, stride and whether 1x1 (XNNPACK's F32 GEMM) or an image stem (`stem`: at most 4 input channels), depthwise
+convs by kernel and channels (`split` where they are not whole vectors of this CPU's fp32 lanes,
+host_machine.f32_vector_floats; `>L1` where XNNPACK's tile reads a pixel's weights and inputs beyond this CPU's L1,
+host_machine.l1_bytes and simulator.litert_paths.DW_PIXEL_BYTES).
 
 `PYTHONPATH=. .venv/bin/python benchmarks/litert_per_op.py ROWS.json ... [--detail] [--cache DIR]` (the files are
 read from the corpus cache to classify their operators). Asserts nothing; times nothing.
@@ -27,6 +28,7 @@ from simulator.litert_paths import XNN_DWCONV_MAX_TAPS, dw_pixel_bytes  # noqa: 
 
 # The rows are this machine's: classify by its own L1 and vector lanes (0 where unknown: no such class)
 L1, LANES = l1_bytes(), f32_vector_floats()
+STEM_CHANNELS = 4  # a conv of at most this many input channels is an image stem (RGB, RGBA)
 
 
 def op_class(nd: Node, g: Graph) -> tuple[str, str]:
@@ -38,8 +40,9 @@ def op_class(nd: Node, g: Graph) -> tuple[str, str]:
     if w is None or x is None or y is None or not (w.shape and x.shape and y.shape):
         return op, ""
     k, s, c = f"{w.shape[1]}x{w.shape[2]}", nd.attributes.get("stride_h", 1), y.shape[-1]
-    if op == "CONV_2D":
-        return f"conv{k}s{s}", f"{x.shape[-1]}->{c} at {y.shape[1]}px"
+    if op == "CONV_2D":  # an image stem (few channels per tap) apart: the F32 IGEMM's walk per tap weighs most there
+        stem = " stem" if isinstance(x.shape[-1], int) and x.shape[-1] <= STEM_CHANNELS else ""
+        return f"conv{k}s{s}{stem}", f"{x.shape[-1]}->{c} at {y.shape[1]}px"
     taps = int(w.shape[1]) * int(w.shape[2])
     big = isinstance(c, int) and 0 < L1 < dw_pixel_bytes(taps, c) and taps <= XNN_DWCONV_MAX_TAPS
     split = isinstance(c, int) and LANES > 0 and c % LANES > 0
