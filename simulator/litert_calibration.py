@@ -96,7 +96,9 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # residual's operand was written long before) and HARD_SWISH / MUL read 0.54x / 0.47x their price at it, 1.00x /
 # 0.85x without.
 # 37: 36's cache read again as 35's (LOGISTIC's efficiency was fitted at that bandwidth).
-CACHE_VERSION = 37
+# 38: the fp32 image stems (the stem cases in fp32 too) fit the F32 IGEMM's cost per output element and tap
+# (`conv.fp32.igemm`, litert_paths.F32_IGEMM_TAP_KEY) with `conv.fp32`'s rate and fixed cost.
+CACHE_VERSION = 38
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
 # the runs split between them, each case's fastest round kept). Timed once, a burst of other load became a case's
@@ -155,8 +157,10 @@ CASES: tuple[Case, ...] = (
     # rate (a tap of 3 channels costs a K block: 8 on AVX2 / AVX-512, 64 with AMX; Unit.int8_k_block) and the indirect
     # GEMM's cost per output element and tap (`<kind>.<tag>.igemm`, Work.igemm_taps). ResNet-18's int8 7x7 stem
     # profiled 3.88 ms against 1.30 predicted on a Zen 4, 4.49 against 0.36 on a Sapphire Rapids (2026-12-03). fp32's
-    # IGEMM has neither (F32 kernels reduce one channel at a time).
-    *(Case(f"stem{k}x{k}s2-{co}", "CONV_2D", (3, 224, k, 2, co), ("dyn8", "static8")) for k, co in ((7, 64), (3, 32))),
+    # IGEMM has no K block (F32 kernels reduce one channel at a time) but walks its taps' row pointers as the integer
+    # one does (simulator.litert_paths.F32_IGEMM_TAP_KEY): the stems in fp32 too.
+    *(Case(f"stem{k}x{k}s2-{co}", "CONV_2D", (3, 224, k, 2, co), ("fp32", "dyn8", "static8"))
+      for k, co in ((7, 64), (3, 32))),
     # 7x7 depthwise convs (ConvNeXt's maps): more taps than XNNPACK's depthwise kernels, so fp32 runs them as a grouped
     # IGEMM (simulator.litert_paths.DW_GROUPED) at a rate of its own; convnext_atto's 12 profiled 14.9 ms, 1.1 predicted.
     *(Case(f"dw7x7-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 7), ("fp32", "static8")) for c, h in ((40, 56), (80, 28), (160, 14))),

@@ -169,6 +169,12 @@ QD8_GEMM_TAG = "qd8gemm"
 # against 5.2, 8.1, 11.2): blocks of 16, no case below them (its nr2 block of 8 is not modelled: 8 outputs 1.3-2.3x).
 XNN_CONV = "xnn_conv"
 F32_GEMM_TAG = "fp32gemm"
+# The F32 IGEMM also loads each tap's row pointers (mr of them, each checked against the zero buffer) before its
+# reduction over that tap's input channels, one channel at a time: an image stem's 3 channels per tap pay that walk on
+# every third MAC, a conv of 64 channels on every 64th. Where LiteRT's calibration has fitted it (`conv.fp32.igemm`,
+# with fp32 image-stem cases beside the 3x3 ones), an fp32 IGEMM pays it per output element and tap (Work.igemm_taps),
+# as XNNPACK's integer IGEMM does (`conv.<tag>.igemm`).
+F32_IGEMM_TAP_KEY = "conv.fp32.igemm"
 # The same 1x1 stride-1 conv under static int8 runs XNNPACK's fully connected QS8 GEMM (`Fully Connected (NC, QS8,
 # QC8W) GEMM`), which on AMX pays a cost per input row (pixel) the indirect GEMM's figures do not carry: its own figures
 # (`conv.int8gemm`, with its `.pixel` and `.out`), fitted on the calibration's 1x1 cases, used where calibrated.
@@ -452,7 +458,8 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
                                     note="; ".join([*([p.note] if p.note else []), note]))
     if XNN_CONV in facts and (p.tag, p.compute) == ("fp32", "fp32"):
         # output channels in XNNPACK's F32 blocks (Unit.f32_n_block; its IGEMM's, Unit.f32_igemm_n_block)
-        p = dataclasses.replace(p, padded_sgemm=True, igemm_blocks=GEMM_CONV not in facts)
+        p = dataclasses.replace(p, padded_sgemm=True, igemm_blocks=GEMM_CONV not in facts,
+                                tap_cost=GEMM_CONV not in facts and F32_IGEMM_TAP_KEY in unit.kind_overhead_s)
         if GEMM_CONV in facts and f"conv.{F32_GEMM_TAG}" in unit.efficiency:
             p = dataclasses.replace(p, tag=F32_GEMM_TAG, note="; ".join([*([p.note] if p.note else []), (
                 "a 1x1 stride-1 conv: XNNPACK's F32 GEMM over the pixels (other convs: its indirect GEMM)")]))

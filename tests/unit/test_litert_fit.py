@@ -169,8 +169,38 @@ def test_fit_recovers_the_indirect_gemms_cost_per_tap(tmp_path: Path) -> None:
         assert setups[f"{key}.igemm"] == pytest.approx(4e-11, rel=0.1)
     stem = next(c for c in CASES if c.name == "stem7x7s2-64")
     f32 = tflite.load(build(stem, "fp32", tmp_path / "stem-fp32.tflite"))
-    taps = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.fp32.igemm": 1e-9}}}})
-    assert predicted_ms(f32, taps, "fp32") == predicted_ms(f32, hw, "fp32")
+    taps = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.int8.igemm": 1e-9}}}})
+    assert predicted_ms(f32, taps, "fp32") == predicted_ms(f32, hw, "fp32")  # an integer figure: not fp32's
+
+
+def test_fp32_stems_fit_the_f32_igemms_cost_per_tap(tmp_path: Path) -> None:
+    """XNNPACK's F32 IGEMM walks each tap's row pointers before reducing over that tap's channels one at a time: an
+    image stem (3 channels per tap) pays it on every third MAC. Where calibrated (`conv.fp32.igemm`) every fp32 conv
+    but a 1x1 stride-1 one (the F32 GEMM) pays it per output element and tap; the fp32 stem cases beside the 3x3 ones
+    recover it apart from `conv.fp32`'s rate and fixed cost. Without the figure (an older cache) nothing changes."""
+    from simulator.litert_calibration import fit
+
+    hw = load_profile("host-cpu", "litert-cpu")
+    truth = hw.with_overrides({"units": {"cpu": {
+        "f32_n_block": 16.0, "efficiency": {"conv.fp32": 1.2, "conv.fp32gemm": 1.4},
+        "kind_overhead_s": {"conv.fp32": 2e-6, "conv.fp32gemm": 1e-6, "conv.fp32.igemm": 1.5e-11}}}})
+    no_tap = truth.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.fp32.igemm": 0.0}}}})
+    measured = {}
+    for case in (c for c in CASES if c.op == "CONV_2D" and "fp32" in c.forms):
+        g = tflite.load(build(case, "fp32", tmp_path / f"{case.name}.tflite"))
+        measured[(case.name, "fp32")] = (g, predicted_ms(g, truth, "fp32"))
+        if case.name == "stem7x7s2-64":  # 3 channels per tap: the walk is a large share of the time
+            assert sum(measured[(case.name, "fp32")][1]) > 1.1 * sum(predicted_ms(g, no_tap, "fp32"))
+        if case.name.startswith("conv1x1"):  # the F32 GEMM: no taps
+            assert measured[(case.name, "fp32")][1] == predicted_ms(g, no_tap, "fp32")
+    assert {"stem7x7s2-64", "stem3x3s2-32"} <= {name for name, _ in measured}
+    cpu = fit(measured, hw, f32_n_block=16)["units"]["cpu"]
+    assert cpu["efficiency"]["conv.fp32"] == pytest.approx(1.2, rel=0.05)
+    assert cpu["kind_overhead_s"]["conv.fp32.igemm"] == pytest.approx(1.5e-11, rel=0.1)
+    assert cpu["efficiency"]["conv.fp32gemm"] == pytest.approx(1.4, rel=0.03)
+    stem = tflite.load(build(next(c for c in CASES if c.name == "stem7x7s2-64"), "fp32", tmp_path / "s.tflite"))
+    assert predicted_ms(stem, hw, "fp32") == predicted_ms(
+        stem, hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {"conv.int8.igemm": 1e-9}}}}), "fp32")
 
 
 def test_qd8_pointwise_and_indirect_convs_are_fitted_apart(tmp_path: Path) -> None:
