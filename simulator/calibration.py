@@ -96,6 +96,9 @@ def load_or_calibrate(path: str | os.PathLike[str], progress: Callable[[str], No
     """The calibrated host-cpu profile, from the JSON cache at `path` (calibrating and writing it first
     if it is missing, of another version, or made on another machine / ORT version)."""
     p = Path(path)
+    if p.is_dir():
+        # Refused before timing: a directory was calibrated for minutes, then the save failed (session 62)
+        raise ValueError(f"{p} is a directory: name the calibration file (for example {p / 'host-cpu.json'})")
     if not force and (cache := _current_cache(p)) is not None:
         return _at_typical_speed(profile_from_cache(cache), p)
     p.parent.mkdir(parents=True, exist_ok=True)

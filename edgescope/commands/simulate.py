@@ -42,7 +42,7 @@ def _print_inputs_and_unknown(out: dict[str, Any]) -> None:
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION",
               help="Per-op override: task id or source node name = preset or in/out/kernel/sparsity combo.")
 @with_inputs
-@click.option("--calibration", type=click.Path(path_type=Path), default=None,
+@click.option("--calibration", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Host calibration cache (default <data dir>/calibration/host-cpu.json).")
 @click.option("--top", default=10, show_default=True, help="Slowest ops to list (text output).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object: totals, label, inputs and every op.")
@@ -84,7 +84,7 @@ def predict(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[st
 @click.option("--op", "ops", multiple=True, metavar="NAME=OPTION", help="Per-op override (as for predict).")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Output file: .onnx (ONNX Runtime targets), .mlpackage.zip (Core ML), .tflite (LiteRT).")
-@click.option("--calibration", type=click.Path(path_type=Path), default=None)
+@click.option("--calibration", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--measure", is_flag=True, help="ort-cpu/host, litert-cpu/host: also time the written model here (1 thread).")
 @with_inputs
 @click.option("--json", "as_json", is_flag=True)

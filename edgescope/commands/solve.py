@@ -68,7 +68,7 @@ def _echo_proposal(p: dict[str, Any], start: dict[str, float]) -> None:
 @click.option("--keep-float", "keep", multiple=True, metavar="NAME",
               help="An op (task id, task name or source node) that must stay float (repeatable).")
 @with_inputs
-@click.option("--calibration", type=click.Path(path_type=Path), default=None)
+@click.option("--calibration", type=click.Path(dir_okay=False, path_type=Path), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the proposals as one JSON object.")
 def solve(model: Path, target: tuple[str, ...], model_wide: str, ops: tuple[str, ...], latency_ms: float | None,
           fps: float | None, peak_memory_mb: float | None, size_mb: float | None, memory_power_mw: float | None,

@@ -173,3 +173,17 @@ def test_one_shot_commands_do_not_print_the_libraries_warnings(monkeypatch, caps
     err = capsys.readouterr().err
     assert "out-of-range" not in err and "_MLModelProxy" not in err
     assert "an error still shows" in err
+
+
+def test_a_calibration_directory_is_a_usage_error(tmp_path: Path) -> None:
+    """`--calibration DIR` (the directory a calibration's files sit in) is refused at once, not timed for minutes."""
+    from click.testing import CliRunner
+
+    from edgescope.cli import main
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(b"not read")
+    for cmd in (["predict", str(model)], ["optimize", str(model), "--model-wide", "fp32", "--out",
+                                          str(tmp_path / "o.onnx")], ["solve", str(model)]):
+        r = CliRunner().invoke(main, [*cmd, "--calibration", str(tmp_path)])
+        assert r.exit_code == 2 and "is a directory" in r.output, (cmd, r.output)

@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 
 from benchmarks import exports, realworld
-from simulator.calibration import CACHE_VERSION, named_file_refusal
+from simulator.calibration import CACHE_VERSION, load_or_calibrate, named_file_refusal
 from simulator.calibration_timing import machine
 
 
@@ -56,3 +56,9 @@ def test_a_row_whose_calibration_went_stale_mid_run_is_an_error_not_a_calibratio
     row = json.loads(out.read_text())
     assert row["status"] == "error" and "went stale during the run" in row["error"]
     assert f"version {CACHE_VERSION - 1}" in row["error"] and stale.read_bytes() == before
+
+
+def test_a_directory_is_refused_before_any_timing(tmp_path: Path) -> None:
+    """A calibration directory given where its file belongs was timed for minutes, then the save failed."""
+    with pytest.raises(ValueError, match="is a directory"):
+        load_or_calibrate(tmp_path)
