@@ -8,6 +8,7 @@ place and are sized from the upload's own overhead.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -459,10 +460,9 @@ def _beyond_upload(t: Target, src: Graph, records: ExportRecords) -> ExportRecor
     if not writes_upload(src, t):
         return records
     excess = records.base - float(src.metadata["file_size_bytes"])
-    if excess > 0:
-        records.base -= excess
-        records.beyond_upload = excess
-    return records
+    if excess <= 0:
+        return records
+    return dataclasses.replace(records, base=records.base - excess, beyond_upload=excess)
 
 
 

@@ -54,7 +54,7 @@ class ExportRecords:
     compiled task read (a position table gathered by ids made from a dynamic input's shape: ORT folds the gather at
     the analysed shapes, the file keeps the table), charged to task i, the first task their result reaches.
     `beyond_upload`: bytes of `base` that a file ONNX Runtime saves holds beyond the whole upload, where the fp32
-    export is the upload itself (simulator.file_bytes.upload_records): charged to the tasks, not to `base`."""
+    export is the upload itself (simulator.file_bytes._beyond_upload): charged to the tasks, not to `base`."""
 
     base: float
     events: np.ndarray
