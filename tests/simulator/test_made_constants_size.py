@@ -146,17 +146,24 @@ def test_a_constant_made_from_a_deep_residual_maps_shape_is_sized_at_once(tmp_pa
     assert float(out.stdout.split()[-1]) > 0
 
 
-def _linear_classifier(path: Path) -> Path:
+def _linear_classifier(path: Path, scaled: bool = False) -> Path:
     """A scikit-learn-style classifier in ai.onnx.ml ops only, its coefficients attributes (onnxruntime's wheel ships
-    such a file, logreg_iris, 670 bytes): smaller than the opset list alone of a file ORT saves."""
+    such a file, logreg_iris, 670 bytes): smaller than the opset list alone of a file ORT saves. `scaled`: its
+    probabilities then go through a Mul of the default domain, an op the float options rewrite."""
     nodes = [helper.make_node("LinearClassifier", ["x"], ["label", "scores"], name="linear", domain="ai.onnx.ml",
                               coefficients=[0.1 * i for i in range(12)], intercepts=[0.5, -0.5, 0.0],
                               classlabels_ints=[0, 1, 2], multi_class=0, post_transform="NONE"),
-             helper.make_node("Normalizer", ["scores"], ["probs"], name="norm", domain="ai.onnx.ml", norm="L1")]
+             helper.make_node("Normalizer", ["scores"], ["probs" + "_n" * scaled], name="norm", domain="ai.onnx.ml",
+                              norm="L1")]
+    inits = []
+    if scaled:
+        inits = [numpy_helper.from_array(np.full((1, 3), 0.5, np.float32), "half")]
+        nodes.append(helper.make_node("Mul", ["probs_n", "half"], ["probs"], name="scale"))
     g = helper.make_graph(nodes, "logreg", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
                           [helper.make_tensor_value_info("label", TensorProto.INT64, [3]),
-                           helper.make_tensor_value_info("probs", TensorProto.FLOAT, [3, 3])])
-    model = helper.make_model(g, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)])
+                           helper.make_tensor_value_info("probs", TensorProto.FLOAT, [3, 3])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("ai.onnx.ml", 1)]
+                              + [helper.make_opsetid("", 17)] * scaled)
     model.ir_version = 8
     onnx.save(model, path)
     return path
@@ -168,10 +175,15 @@ def test_a_file_smaller_than_the_records_ort_saves_is_sized_as_uploaded(tmp_path
     .beyond_upload): logreg_iris was predicted 862 bytes for its 670."""
     src = _linear_classifier(tmp_path / "logreg.onnx")
     r = _swept(src, tmp_path)
-    for option in ("fp32", "int8-dynamic"):
+    # fp16 and int8-static too: their tools leave ONNX-ML operators fp32 (onnx_rules.left_float)
+    for option in ("fp32", "int8-dynamic", "fp16", "int8-static"):
         written = export_onnx(src, tmp_path / f"{option}.onnx", option, check=False)
         assert written.size_bytes == src.stat().st_size  # the upload itself
         predicted = totals(r.bulk, r.per_op, option, {})["size_bytes"]
         assert abs(predicted / written.size_bytes - 1) < 0.02, (option, predicted, written.size_bytes)
-    # A file an option rewrites is ORT's saved one: it still carries those records
+    # A file an option rewrites (the fp16 converter takes the Mul) is ORT's saved one: it still carries those records
+    src = _linear_classifier(tmp_path / "scaled.onnx", scaled=True)
+    (tmp_path / "scaled").mkdir()
+    r = _swept(src, tmp_path / "scaled")
+    assert export_onnx(src, tmp_path / "scaled16.onnx", "fp16", check=False).size_bytes > src.stat().st_size + 100
     assert totals(r.bulk, r.per_op, "fp16", {})["size_bytes"] > src.stat().st_size + 100
