@@ -108,7 +108,7 @@ def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calib
     pred = sweep(r.compiled, r.target, None, hardware=hw, source=res.source)
     ids = [n.id for n in r.compiled.nodes]
     kinds = [w.kind for w in r.sweep.works]
-    m32 = _task_ms(r.profile, hw.profiler_overhead_s)
+    m32 = _task_ms(r.profile, hw.units[0].profiler_overhead_s)
     shapes, values = concrete_shapes(res.inputs), fill_values(res.inputs)
     settings = ProfileSettings(warmup=warmup, runs=runs, threads=1, timeout_s=600, input_shapes=shapes,
                                input_values=values)
@@ -129,7 +129,7 @@ def diagnose(path: Path, options: list[str], inputs: dict[str, list[int]], calib
         written.metadata[AS_WRITTEN] = "true"  # an int8-static export profiled as written, not its float graph
         compiled, cpath = compile_for_target(f, TARGET, cdir, written)
         prof = for_target(TARGET).profile(cpath or f, settings)
-        mo = _task_ms(prof, hw.profiler_overhead_s)
+        mo = _task_ms(prof, hw.units[0].profiler_overhead_s)
         # Each exported node -> the task that implements its source node (the exporters keep node names);
         # nodes the exporter or ORT added (Casts, DynamicQuantizeLinear, reorders) match none.
         task_of: dict[str, int] = {}
