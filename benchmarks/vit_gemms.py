@@ -43,12 +43,33 @@ BMMS: tuple[tuple[str, int, int, int, int, bool], ...] = (
 # K by N at 785 rows (CoaT's stage 2): its K = 1024 Gemms (N = 128, 256) read 0.88x their price alone and in the model
 SWEEP: tuple[tuple[str, int, int, int], ...] = tuple((f"sweep-k{k}-n{n}", 785, k, n) for k in (256, 512, 1024, 2048)
                                                      for n in (64, 128, 256, 512))
+# K by rows: A's rows K x 4 bytes apart. MLAS's AVX-512 SGEMM kernel reads 12 rows of A in step (broadcasts), so where
+# K x 4 is a multiple of the L1's way size (4 KiB: K a multiple of 1024) those rows' lines fall in one L1 set; K = 1008
+# / 1040 beside 1024, 1536 (a 2 KiB step off it) beside 2048 and 3072 tell such aliasing from a long K (session 63).
+ALIAS: tuple[tuple[str, int, int, int], ...] = tuple(
+    (f"alias-m{m}-k{k}-n{n}", m, k, n) for m, n, ks in (
+        (785, 256, (512, 528, 1008, 1024, 1040, 1536, 2048, 3072)), (197, 384, (1008, 1024, 1536, 2048, 3072)),
+        (49, 768, (1024, 1040, 1536, 3072, 3088))) for k in ks)
 # (name, shape, axis): CoaT's factorized attention takes a Softmax of its keys over the tokens (axis 2, not the last)
 SOFTMAXES: tuple[tuple[str, tuple[int, ...], int], ...] = (
     ("coat1-softmax", (1, 8, 3137, 8), 2), ("coat2-softmax", (1, 8, 785, 16), 2), ("coat3-softmax", (1, 8, 197, 32), 2),
     # ... as ORT runs it in the model, its heads moved out by the transpose optimizer (transposes.inner_axis_transposes)
     ("coat1-softmax-t", (1, 3137, 8, 8), 1), ("coat2-softmax-t", (1, 785, 8, 16), 1),
 )
+# (name, shape, perm): the two swaps ORT's Softmax runs inside its kernel for CoaT's (coat*-softmax-t), as Transposes
+WALKS: tuple[tuple[str, tuple[int, ...], tuple[int, ...]], ...] = (
+    ("coat1-walk-in", (1, 3137, 8, 8), (0, 3, 2, 1)), ("coat1-walk-out", (1, 8, 8, 3137), (0, 3, 2, 1)),
+    ("coat2-walk-in", (1, 785, 8, 16), (0, 3, 2, 1)), ("coat2-walk-out", (1, 16, 8, 785), (0, 3, 2, 1)),
+)
+
+
+def transpose_file(path: Path, shape: tuple[int, ...], perm: tuple[int, ...]) -> Path:
+    """y = Transpose(x, perm) on x of `shape`."""
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Transpose", ["x"], ["y"], perm=list(perm))]
+    return save_onnx(path, "transpose", nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [shape[p] for p in perm])], [])
 
 
 def softmax_file(path: Path, shape: tuple[int, ...], axis: int) -> Path:
@@ -94,11 +115,13 @@ def main() -> None:
         td = args.keep or tmp
         Path(td).mkdir(parents=True, exist_ok=True)
         files = [(name, gemm_file(Path(td) / f"{name}.onnx", m, k, n), 2 * m * k * n)
-                 for name, m, k, n in GEMMS + SWEEP]
+                 for name, m, k, n in GEMMS + SWEEP + ALIAS]
         files += [(name, bmm_file(Path(td) / f"{name}.onnx", b, m, k, n, s), 2 * b * m * k * n)
                   for name, b, m, k, n, s in BMMS]
         files += [(name, softmax_file(Path(td) / f"{name}.onnx", shape, axis), int(np.prod(shape)))
                   for name, shape, axis in SOFTMAXES]
+        files += [(name, transpose_file(Path(td) / f"{name}.onnx", shape, perm), int(np.prod(shape)))
+                  for name, shape, perm in WALKS]
         for name, path, flops in files:
             if args.only and not name.startswith(tuple(args.only)):
                 continue
