@@ -40,6 +40,8 @@ def main() -> int:
     ap.add_argument("--time-missing", action="store_true",
                     help="time the cases the stored timings lack (a new rule's) instead of refusing")
     ap.add_argument("--lock", type=Path, help="hold this lock file (flock) while timing them, and only then")
+    ap.add_argument("--timing-nice", type=int, default=None, metavar="N",
+                    help="time them at this niceness (e.g. -10 beside niced builds; the build and fit keep this one's)")
     ap.add_argument("--merge", type=Path, nargs="+", default=[], metavar="OTHER",
                     help="other calibrations of this machine: fit each case's fastest timing of them all")
     a = ap.parse_args()
@@ -63,7 +65,7 @@ def main() -> int:
         if missing and not a.time_missing:
             ap.error(f"no timing for {len(missing)} of this code's cases: {', '.join(missing[:6])}")
         if missing:
-            wall = {**wall, **_time_now({k: bench.timings[k] for k in missing}, a.lock)}
+            wall = {**wall, **_time_now({k: bench.timings[k] for k in missing}, a.lock, a.timing_nice)}
         cache = fit_bench(bench, wall, progress=lambda s: print(s, flush=True))
     # The same machine, moment and ORT as the timings: the cache reads as current where they match.
     # (and its speed probe: the speed its timings ran at, which every profile and row is held against)
@@ -106,19 +108,31 @@ def fastest_probe(caches: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(records, key=lambda r: fastest_of(r) or 0.0) if records else None
 
 
-def _time_now(models: dict[str, Any], lock: Path | None) -> dict[str, float]:
-    """Time `models` as calibration does, holding `lock` (flock) meanwhile where one is named."""
+def _time_now(models: dict[str, Any], lock: Path | None, niceness: int | None = None) -> dict[str, float]:
+    """Time `models` as calibration does, holding `lock` (flock) meanwhile where one is named, at `niceness` where
+    given; the CPU's speed probe (compiler.speed_probe) before and after, inside the same hold."""
     import fcntl
     import subprocess
 
+    from compiler.speed_probe import probe
     from simulator.calibration_timing import time_interleaved
 
     with open(lock or os.devnull, "a") as f:
         if lock:
             fcntl.flock(f, fcntl.LOCK_EX)
-        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-        print(f"timing {len(models)} cases the stored timings lack ({load}): {', '.join(models)}", flush=True)
-        return time_interleaved(models)
+        was = os.getpriority(os.PRIO_PROCESS, 0)
+        if niceness is not None:
+            os.setpriority(os.PRIO_PROCESS, 0, niceness)
+        try:
+            load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+            before = probe()
+            print(f"timing {len(models)} cases the stored timings lack ({load}; probe {before:.1f} GFLOP/s): "
+                  f"{', '.join(models)}", flush=True)
+            out = time_interleaved(models)
+            print(f"timed: probe {before:.1f} -> {probe():.1f} GFLOP/s", flush=True)
+            return out
+        finally:
+            os.setpriority(os.PRIO_PROCESS, 0, was)
 
 
 if __name__ == "__main__":
