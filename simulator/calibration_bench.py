@@ -22,6 +22,7 @@ from simulator.calibration_models import (
     layernorm_chain, matmul_chain, mixed_blocks, mixed_split_blocks, nchwc_upsample, op_chain, reuse_model,
     save_model, shared_matmul_chain, side_by_side, skip_layernorm_chain, stem_act, strided_own,
 )
+from simulator.calibration_alias import build_alias_cases
 from simulator.calibration_beyond import build_beyond_cases
 from simulator.calibration_deconv import DECONV_CASES
 from simulator.calibration_int8dyn import INT8DYN_CASES
@@ -346,6 +347,7 @@ class Bench:
     packed: tuple[str, ...] = ()  # keys of the packed-SGEMM memory cases, each with its `-ref` (calibration_packed)
     packb: tuple[str, ...] = ()  # keys of the per-run B packing cases, each with its `-ref` (calibration_packb)
     beyond: tuple[str, ...] = ()  # keys of the element-wise chains beyond the L2 (calibration_beyond)
+    alias: tuple[str, ...] = ()  # keys of the aliased-SGEMM cases, each with its `-ref` (calibration_alias)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -415,16 +417,16 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings[name] = (src, "all", 6)
         transposes.append(name)
-    index = build_index_cases(tmp, timings, graphs)  # a cost per lookup each (calibration_index.fit_index)
-    rnn = build_rnn_cases(tmp, timings, graphs)  # a rate for recurrent reads (calibration_rnn.fit_rnn)
+    index, rnn = build_index_cases(tmp, timings, graphs), build_rnn_cases(tmp, timings, graphs)  # fit_index, _rnn
     subnormal = build_subnormal_cases(tmp, timings, graphs)  # subnormals' cost (calibration_subnormal.fit_subnormal)
     inner = build_inner_cases(tmp, timings, graphs)  # a Softmax's inner-axis swaps (calibration_inner.fit_inner)
     ladder = build_llc_cases(tmp, timings, float(llc_all))  # the bytes it keeps between runs (calibration_llc.fit_llc)
     nhwc = build_nhwc_cases(tmp, timings, graphs)  # a ReduceMean over H, W of NHWC data (calibration_nhwc.fit_nhwc)
     packed = build_packed_cases(tmp, timings, graphs, float(llc_all))  # calibration_packed.fit_packed
-    packb = build_packb_cases(tmp, timings, graphs)  # a non-constant B packed each run (calibration_packb.fit_packb)
+    packb, alias = build_packb_cases(tmp, timings, graphs), build_alias_cases(tmp, timings, graphs)  # see fit_bench
     l2 = l2_bytes() or base.units[0].onchip_memory_bytes  # element-wise bytes beyond it (calibration_beyond.fit_beyond)
     beyond = build_beyond_cases(tmp, timings, graphs, float(l2))
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb, beyond)
+                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb, beyond,
+                 alias)

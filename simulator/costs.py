@@ -15,6 +15,7 @@ from simulator.conv_work import (col2im_elements, dilated_tap_share, generic_dep
                                  im2col_rows, nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns,
                                  strided_im2col)
 from simulator.einsum import contracts, einsum_macs, inner_moves, packed_b, product_columns
+from simulator.sgemm_alias import aliased_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
 from simulator.reductions import STRIDED_REDUCE_FLOPS, strided_reduce
@@ -196,6 +197,7 @@ class Work:
     inner_runs: float = 0.0
     packed_b: float = 0.0  # elements of a non-constant B MLAS's SGEMM packs each run (simulator.einsum.packed_b)
     packed_calls: float = 0.0  # ... and the SGEMM calls that pack them (one per batch)
+    aliased_macs: float = 0.0  # MACs of an fp32 SGEMM whose rows of A share one L1 set (simulator.sgemm_alias)
 
     def estimate(self, act_bytes: float = 4.0, weight_bytes: float = 4.0) -> Estimate:
         return Estimate(self.macs, self.flops,
@@ -392,6 +394,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 col2im_elements=col2im_elements(node, macs, k_rows),
                 subnormals=subnormals(node, graph, kind, macs, out_elements),
                 **inner_moves(node, graph), **dict(zip(("packed_b", "packed_calls"), packed_b(node, graph, kind))),
+                aliased_macs=aliased_macs(node, graph, kind, macs),
                 dilated_taps=dilated_tap_share(node, kernel, act_in[0] if act_in else None, outs[0] if outs else None),
                 **dict(zip(("plain_macs", "plain_im2col"), plain)),
                 **(generic_depthwise_lanes(node, kernel, out0 or 0.0, plain[0]) if node.op_type in _CONV else {}),

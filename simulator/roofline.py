@@ -21,6 +21,7 @@ import numpy as np
 from simulator.costs import PARENT_KIND, Work
 from simulator.kernel_path import Path
 from simulator.profiles import CAST16NCHW, NHWC_INPUT_KEY, HardwareProfile, Unit
+from simulator.sgemm_alias import ALIAS_KEY
 
 Num = Any  # a float, or a numpy array of them (the formulas broadcast)
 
@@ -131,6 +132,7 @@ class Rates:
     own_bw: Num = 0.0  # a path's own rate (`<kind>.<tag>`: LiteRT's fp32 element-wise ops) while its bytes fit in l2
     beyond_s: Num = 0.0  # s per byte where a task's bytes exceed l2 (ELEMENTWISE_BEYOND_KEY: ORT's fp32 element-wise)
     cold_out: Num = 0.0  # 1: its output beyond l2 goes to lines the run's own traffic evicted (cold_output_s)
+    alias_s: Num = 0.0  # s per MAC of an SGEMM whose rows of A share an L1 set (sgemm_alias.ALIAS_KEY)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -206,6 +208,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         **({"packb_s": u.kind_overhead_s.get(PACKB_KEY, 0.0), "packcall_s": u.kind_overhead_s.get(PACKCALL_KEY, 0.0)}
            if epilogue_pass and (rate, p.tag) == ("matmul", "fp32") else {}),
         cold_out=1.0 if epilogue_pass and (rate, p.tag) in _SGEMM and u.l2_share_bytes else 0.0,
+        alias_s=u.kind_overhead_s.get(ALIAS_KEY, 0.0) if epilogue_pass and (rate, p.tag) in _SGEMM else 0.0,
         beyond_s=u.kind_overhead_s.get(ELEMENTWISE_BEYOND_KEY, 0.0)
         if epilogue_pass and (rate, p.tag) == ("elementwise", "fp32") and u.l2_share_bytes else 0.0,
         extra_ops_s=p.extra_ops_per_out * _extra_op_s(u, p), extra_in_ops_s=p.extra_ops_per_in * _extra_op_s(u, p),
@@ -338,6 +341,7 @@ class Counts:
     scalar_taps: Num = 0.0
     packed_b: Num = 0.0
     packed_calls: Num = 0.0
+    aliased_macs: Num = 0.0
 
     @staticmethod
     def of(works: Sequence[Work]) -> Counts:
@@ -424,13 +428,12 @@ def evicted_by_spill(r: Rates, spill_bytes: float) -> Num:
 
 
 def cold_output_s(w: Counts, r: Rates, res: Residency) -> Num:
-    """An SGEMM's output beyond the core's L2 written to lines that are in no cache: where the model's own traffic
-    (its activations beyond the L2, its weights beyond the last-level cache) evicts them between two uses of the
-    buffer, each such line comes from memory before it is written, at the calibrated rate evicted weights come back
-    at. On a Zen 4 (session 62) Swin-T's and CoaT-Lite-Tiny's first-stage Gemms of 3.6-6.4 MB outputs ran 1.08-1.22x
-    their back-to-back time alone inside the models, those of <= 1.2 MB outputs 1.01-1.07x; alone, after a flush of
-    the caches with their inputs read back (benchmarks/cold_outputs.py), nine such Gemms paid 0.25 ms (the flush's
-    own, as small outputs paid it too) plus 0.030 ns per output byte beyond the L2 (33 GB/s; the rate here: 23 GB/s).
+    """An SGEMM's output beyond the core's L2 written to lines in no cache: where the model's own traffic (its
+    activations beyond the L2, its weights beyond the last-level cache) evicts them between two uses of the buffer,
+    each such line comes from memory before it is written, at the rate evicted weights come back at. On a Zen 4
+    (session 62) Swin-T's and CoaT-Lite-Tiny's first-stage Gemms of 3.6-6.4 MB outputs ran 1.08-1.22x their time alone
+    inside the models, those of <= 1.2 MB outputs 1.01-1.07x; alone after a flush with their inputs read back
+    (benchmarks/cold_outputs.py), nine paid 0.25 ms (the flush's own) plus 0.030 ns per output byte beyond the L2.
     Calibration's cases keep their buffers (single ops, little spill): none is priced there."""
     if res.resident:
         return 0.0
@@ -520,7 +523,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     element an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements),
     per subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
     Transposes inside a Softmax over an inner axis or an Einsum (Counts.inner_*; a far walk's bytes beyond the L2 as a
-    Transpose's; an Einsum's runs copied one memcpy each at a Transpose's cost per run)."""
+    Transpose's; an Einsum's runs at a Transpose's cost per run), per MAC of an SGEMM whose A aliases in the L1."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
@@ -543,17 +546,17 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
             + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
             + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)
-            + r.scalar_s * w.scalar_taps + r.packb_s * w.packed_b + r.packcall_s * w.packed_calls)
+            + r.scalar_s * w.scalar_taps + r.packb_s * w.packed_b + r.packcall_s * w.packed_calls
+            + r.alias_s * w.aliased_macs)
 
 
 def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
-    """Share of the smaller of compute and memory time that shows. Weights beyond the last-level cache come back
-    from memory on every run, and the prefetchers no longer hide them behind the compute: the smaller time shows
-    in full. Up to this core's share of the cache they stay; between the share and the whole cache (which the
-    other cores' work may or may not take) the exposed part grows linearly: measured here with chains of batch-8
-    1024x1024 MatMuls, 16 MB L3 share of 32 MB, per layer 155 us up to 16.8 MB of weights, 181 at 21, 200 at 25.2,
-    231 at 33.6. Footprint: the whole model's weights as this combo runs them (fp32 bytes x run-time bytes per
-    weight). Weights evicted between runs (evicted_share) come from memory the same way."""
+    """Share of the smaller of compute and memory time that shows. Weights beyond the last-level cache come back from
+    memory every run, the prefetchers no longer hiding them behind the compute: the smaller time shows in full. Up to
+    this core's share of the cache they stay; between the share and the whole cache (which other cores may take) the
+    exposed part grows linearly: chains of batch-8 1024x1024 MatMuls here, 16 MB L3 share of 32 MB, per layer 155 us
+    up to 16.8 MB of weights, 181 at 21, 200 at 25.2, 231 at 33.6. Footprint: the model's weights as this combo runs
+    them (fp32 bytes x run-time bytes per weight). Weights evicted between runs (evicted_share) come the same way."""
     footprint = weights_fp32_bytes * r.w_rt / 4
     ramp = np.maximum(r.llc_all - r.llc, 0.0)
     beyond = np.where(ramp > 0, np.clip((footprint - r.llc) / np.maximum(ramp, 1.0), 0.0, 1.0),
@@ -563,11 +566,10 @@ def _overlap(r: Rates, weights_fp32_bytes: float, evicted: Num = 0.0) -> Num:
 
 
 def outgrown(r: Rates, weights_fp32_bytes: float) -> Num:
-    """Share of a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) that the
-    last-level cache does not keep between runs whatever the run's length: read in the same order every run, more
-    than the cache holds misses it all (the least recently used go first). Calibrated, a ramp from `llc_keep` to
-    `llc_gone` bytes (simulator.calibration_llc: a Zen 4 32 MiB L3: 12 MB kept, none past 42); else a step at the whole
-    cache (AlexNet's 244 MB on a 32 MB L3 from memory; BirdNET's 27 MB metadata model read at 80 GB/s on a Zen 5)."""
+    """Share of a model's weights (as this combo runs them: fp32 bytes x run-time bytes per weight) the last-level
+    cache does not keep between runs whatever the run's length: read in the same order every run, more than it holds
+    misses it all (least recently used first). Calibrated, a ramp from `llc_keep` to `llc_gone` bytes (calibration_llc:
+    a Zen 4 32 MiB L3 keeps 12 MB, none past 42); else a step at the whole cache (AlexNet's 244 MB on a 32 MB L3)."""
     footprint = weights_fp32_bytes * r.w_rt / 4
     ramp = np.clip((footprint - r.llc_keep) / np.maximum(r.llc_gone - r.llc_keep, 1.0), 0.0, 1.0)
     return np.where(r.llc_gone > 0, ramp, np.where((r.llc_all > 0) & (footprint > r.llc_all), 1.0, 0.0))
