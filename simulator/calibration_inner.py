@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.graph import Graph
-from simulator.calibration_models import R, Parts, add_case
+from simulator.calibration_models import R, Parts, add_case, pair_slope_fit
 from simulator.profiles import HardwareProfile
 from simulator.roofline import INNER_MOVE_KEY
 
@@ -61,18 +61,9 @@ def fit_inner(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict[
     """{KEY: seconds per element moved} from the cases' time over their references' (`measured_ms`, without the
     per-run cost) less what the rest of the profile prices that difference at, over the elements the swaps move
     (least squares over the cases, >= 0); {} without the cases."""
-    pairs = [n for n in names if n in measured_ms and f"{n}-ref" in measured_ms]
+    s, pairs = pair_slope_fit(names, graphs, measured_ms, hw, predict_ms, KEY, 1e-9)
     if not pairs:
         return {}
-    zero = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {KEY: 0.0}}}})
-    unit = zero.with_overrides({"units": {"cpu": {"kind_overhead_s": {KEY: 1e-9}}}})
-    slope, excess = [], []
-    for n in pairs:
-        base = predict_ms(graphs[n], zero) - predict_ms(graphs[f"{n}-ref"], zero)
-        slope.append((predict_ms(graphs[n], unit) - predict_ms(graphs[n], zero)) * 1e-3 / 1e-9)  # s per s/element
-        excess.append((measured_ms[n] - measured_ms[f"{n}-ref"] - base) * 1e-3)
-    den = sum(a * a for a in slope)
-    s = max(sum(a * b for a, b in zip(slope, excess)) / den, 0.0) if den > 0 else 0.0
     cases_out.extend({"case": n, "preset": "fp32", "key": "inner", "measured_ms": measured_ms[n],
                       "reference_ms": measured_ms[f"{n}-ref"], "inner_s": s} for n in pairs)
     return {KEY: s}

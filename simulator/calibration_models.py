@@ -6,13 +6,14 @@ changes at the ends are amortised), blocks that move data, the weight-reuse runs
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from compiler.graph import Graph
+from simulator.profiles import HardwareProfile
 
 R = 8  # ops per chain
 
@@ -332,6 +333,25 @@ def reuse_model(k: int, convs: int, path: Path, spill: bool = False) -> Path:
 
 # An ONNX graph's parts as a case builder returns them: nodes, inputs, outputs, initializers (save_model's arguments).
 Parts = tuple[list[Any], list[Any], list[Any], list[Any]]
+
+
+def pair_slope_fit(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict[str, float], hw: HardwareProfile,
+                   predict_ms: Callable[[Graph, HardwareProfile], float], key: str, unit: float
+                   ) -> tuple[float, list[str]]:
+    """One figure `key` (a `kind_overhead_s` entry, >= 0) from cases timed with their `-ref` twins (add_case): each
+    case's time less its twin's (`measured_ms`, without the per-run cost) less what the profile prices that difference
+    at with the figure at 0, over what the figure adds to the case per unit of it (read over a step of `unit`): least
+    squares through 0 over the cases. Returns the figure and the cases that had both timings."""
+    pairs = [n for n in names if n in measured_ms and f"{n}-ref" in measured_ms]
+    zero = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: 0.0}}}})
+    step = zero.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: unit}}}})
+    slope, excess = [], []
+    for n in pairs:
+        base = predict_ms(graphs[n], zero) - predict_ms(graphs[f"{n}-ref"], zero)
+        slope.append((predict_ms(graphs[n], step) - predict_ms(graphs[n], zero)) * 1e-3 / unit)
+        excess.append((measured_ms[n] - measured_ms[f"{n}-ref"] - base) * 1e-3)
+    den = sum(a * a for a in slope)
+    return (max(sum(a * b for a, b in zip(slope, excess)) / den, 0.0) if den > 0 else 0.0), pairs
 
 
 def add_case(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs: dict[str, Graph], name: str,
