@@ -8,8 +8,9 @@ rows). Where a row of A is a multiple of the L1's way (4 KiB on these x86 cores:
 from the next, i.e. K a multiple of 1024 floats, the 12 rows' lines map to one L1 set and evict each other at every
 line of K: the kernel waits on the L2 for A. A transformer's MLP second Linear has K = 4 x its width, so K = 1024,
 1536, 2048, 3072 are common; 1536 (a row 6 KiB long) alternates between two sets and is not aliased.
-Seen on a Zen 4 (32 KiB 8-way L1d; sessions 62-63, single-op files, thread CPU time): K = 1024 and 2048 10-19% slower
-than the rate K <= 896 fits, K = 1008 / 1040 beside them at that rate.
+Seen on a Zen 4 (32 KiB 8-way L1d; session 63, single-op Gemms at 49, 197 and 785 rows, thread CPU time): K = 1024,
+2048 and 3072 9.5-14.3% slower than the rate the bench's K <= 896 cases fit, K = 1008, 1040, 1536 and 3088 beside them
+0.7-2.8% (49 and 197 rows; 4.0-7.8% at 785 rows, where A outgrows the L2 whatever K's alignment).
 The MACs count at `gemm.fp32.alias` s each (ALIAS_KEY, roofline), fitted on calibration's pairs of such products and
 their twins one cache line longer (simulator/calibration_alias.py); a machine whose L1 holds those rows fits ~0.
 """
