@@ -30,8 +30,8 @@ from simulator import speed_history
 from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
 from simulator.litert_cases import MIN_TIMED_MS, TARGET, predicted_ms, profile_cases
 from simulator.litert_paths import (BUILTIN_INT8_OPS, BUILTIN_INT8_TAG, DECONV_TAG, DW_GROUPED_TAG, DW_TILE25_TAG,
-                                    F32_GEMM_TAG, HSWISH_INT8, QD8_GEMM_TAG, QS8_GEMM_TAG, XNN_DWCONV_MAX_TAPS,
-                                    XNN_DWCONV_TILE9_TAPS)
+                                    F32_GEMM_TAG, HSWISH_INT8, HYBRID25_TAG, QD8_GEMM_TAG, QS8_GEMM_TAG,
+                                    XNN_DWCONV_MAX_TAPS, XNN_DWCONV_TILE9_TAPS)
 from simulator.profiles import HardwareProfile
 from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 
@@ -98,7 +98,9 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # 37: 36's cache read again as 35's (LOGISTIC's efficiency was fitted at that bandwidth).
 # 38: the fp32 image stems (the stem cases in fp32 too) fit the F32 IGEMM's cost per output element and tap
 # (`conv.fp32.igemm`, litert_paths.F32_IGEMM_TAP_KEY) with `conv.fp32`'s rate and fixed cost.
-CACHE_VERSION = 38
+# 39: dynamic int8 depthwise convs of 10 to 25 taps (TFLite's hybrid kernel at 5x5) at figures of their own
+# (`dwconv.hybrid25`, simulator.litert_paths.HYBRID25_TAG), 5x5 dynamic int8 cases alone and after a 1x1 conv.
+CACHE_VERSION = 39
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
 # the runs split between them, each case's fastest round kept). Timed once, a burst of other load became a case's
@@ -175,6 +177,11 @@ CASES: tuple[Case, ...] = (
     # (simulator.litert_paths.DW_PIXEL_BYTES), apart from the tiles' rates the cases above fit.
     *(Case(f"dw{k}x{k}-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, k), ("fp32",))
       for k in (3, 5) for c, h in ((672, 14), (960, 7))),
+    # Dynamic int8 5x5 depthwise convs (MobileNetV3's, LCNet's): TFLite's hybrid kernel at 25 taps costs far less than
+    # 25/9 of a 3x3 one per output (simulator.litert_paths.HYBRID25_TAG): their own figures, fitted on these, in chains
+    # and each after a QD8 1x1 conv (as in the models; `dwconv.hybrid25.out`, as DW_AFTER_GEMM's cases below).
+    *(Case(f"dw5x5h-{c}-{h}", "DEPTHWISE_CONV_2D", (c, h, 5), ("dyn8",)) for c, h in ((128, 14), (240, 14), (576, 7))),
+    *(Case(f"pwdw5x5-{c}-{h}", "CONV_DW", (c, h, 5), ("dyn8",)) for c, h in ((128, 14), (240, 14), (576, 7))),
     # Hybrid depthwise convs each right after a QD8 1x1 conv (MobileNetV2's expand -> depthwise, ShuffleNetV2's and
     # MobileOne's blocks): 2.6-3.9x the same conv in a chain of depthwise convs (simulator.litert_paths.DW_AFTER_GEMM):
     # they pin its cost per output element, `dwconv.hybrid.out`; only the depthwise convs are fitted (with the chains'
@@ -400,7 +407,7 @@ def _tag(case: Case, form: str, kind: str) -> str:
     """The efficiency tag the case's operators run at: TAGS, but a dynamic (static) int8 1x1 stride-1 conv runs
     XNNPACK's fully connected QD8 (QS8) GEMM (simulator.litert_paths.GEMM_CONV), an fp32 one its F32 GEMM
     (XNN_CONV), an fp32 or static int8 depthwise conv of more than 25 taps a grouped IGEMM (DW_GROUPED), an fp32 one
-    of 10 to 25 the 25-tap tile (DW_TILE25)."""
+    of 10 to 25 the 25-tap tile (DW_TILE25), a dynamic int8 one of 10 to 25 the hybrid kernel's own (HYBRID25_TAG)."""
     tag = TAGS[(form, kind)]
     if case.op == "TRANSPOSE_CONV":
         return DECONV_TAG
@@ -416,6 +423,8 @@ def _tag(case: Case, form: str, kind: str) -> str:
         return DW_GROUPED_TAG + ("8" if tag == "int8" else "")
     if tag == "fp32" and case.op == "DEPTHWISE_CONV_2D" and case.shape[2] ** 2 > XNN_DWCONV_TILE9_TAPS:
         return DW_TILE25_TAG
+    if tag == "hybrid" and case.op in ("DEPTHWISE_CONV_2D", "CONV_DW") and case.shape[2] ** 2 > XNN_DWCONV_TILE9_TAPS:
+        return HYBRID25_TAG
     return tag
 
 

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from compiler.vocabulary.formats import BITS
 from compiler.vocabulary.options import Combo
 from simulator.kernel_path import Path
-from simulator.profiles import CONCAT_INTERLEAVE, TILE25, XNN_TRANSPOSE_KEY
+from simulator.profiles import CONCAT_INTERLEAVE, HYBRID25, TILE25, XNN_TRANSPOSE_KEY
 from simulator.tflite_ops import as_builtin
 
 if TYPE_CHECKING:
@@ -78,8 +78,9 @@ _GEMM_OPS = frozenset({"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL"})
 # Task facts (simulator.backends.task_facts) of a PAD XNNPACK folds into the conv reading it, and of that conv.
 PAD_FOLDED, AFTER_PAD = "pad_folded", "after_pad"
 _PAD_READERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+HYBRID25_TAG = HYBRID25  # DW_TILE25 under dynamic int8: TFLite's hybrid kernel's own figures (README, h63lite)
 # Paths on which the conv after a PAD does not fold it: QD8 (a Convert between them), TFLite's own kernels.
-_PAD_UNFOLDED_TAGS = frozenset({"qd8", "qd8gemm", "hybrid", "builtin"})
+_PAD_UNFOLDED_TAGS = frozenset({"qd8", "qd8gemm", "hybrid", HYBRID25_TAG, "builtin"})
 # The unfolded PAD reads its input and writes the padded copy (fp32: 8 bytes per element of the conv's padded
 # input), a copy call per pixel (profiled: ~12 ns per pixel beside the bytes). Charged as 16 bytes per element at the
 # cache rate, which is what the PADs of MobileNetV2's stride-2 depthwise convs (96-576 channels) measured: 0.15-0.33
@@ -338,11 +339,10 @@ def litert_task_facts(compiled: Graph) -> list[frozenset[str]]:
     """Per task: PAD_FOLDED for a zero PAD whose only reader is a CONV_2D / DEPTHWISE_CONV_2D (its input), AFTER_PAD
     for that conv, with the padded tensor's channels (`pad_channels=C`, where known); BUILTIN_SLICE for a
     STRIDED_SLICE XNNPACK does not take; SILU_LUT / SILU_FOLDED for the LOGISTIC and MUL of a SiLU (applied on int8
-    data only); QS8_OUT for every
-    CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV for a 1x1 stride-1
-    CONV_2D (applied under dynamic int8, static int8 and fp32); XNN_CONV for every CONV_2D (fp32 only); DW_GROUPED
-    for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8), DW_TILE25 for one of 10 to 25 (fp32);
-    DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2, with its output's channels (`pad_row=C`);
+    data only); QS8_OUT for every CONV_2D, FULLY_CONNECTED and BATCH_MATMUL (applied under static int8 only); GEMM_CONV
+    for a 1x1 stride-1 CONV_2D (applied under dynamic int8, static int8 and fp32); XNN_CONV for every CONV_2D (fp32
+    only); DW_GROUPED for a DEPTHWISE_CONV_2D of more than 25 taps (fp32 and static int8), DW_TILE25 for one of 10 to
+    25 (fp32; dynamic int8's hybrid kernel where calibrated); DW_AFTER_GEMM for a DEPTHWISE_CONV_2D run after a 1x1 stride-1 CONV_2D or a FULLY_CONNECTED with only depthwise convs between (dynamic int8 only); BUILTIN_PAD for every PADV2, with its output's channels (`pad_row=C`);
     BUILTIN_BMM for a BATCH_MATMUL of two activations (applied under static int8 only); DECONV for every
     TRANSPOSE_CONV (fp32 only); CONCAT_CHANNELS for a CONCATENATION on the channels (fp32 only); XNN_TRANSPOSE for every
     TRANSPOSE (fp32 only); DW_PIXEL_BYTES for a DEPTHWISE_CONV_2D of up to 25 taps (fp32, beyond the L1 only)."""
@@ -476,6 +476,8 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
         p = dataclasses.replace(p, tag=DW_TILE25_TAG, dw_tiles=True, setup_per_pixel=True, note="; ".join(
             [*([p.note] if p.note else []), "10 to 25 taps: XNNPACK's 25-tap depthwise tile, its channels in whole "
              "tiles, a cost per output pixel"]))
+    if DW_TILE25 in facts and p.tag == "hybrid" and f"dwconv.{HYBRID25_TAG}" in unit.efficiency:  # (HYBRID25_TAG)
+        p = dataclasses.replace(p, tag=HYBRID25_TAG)
     pixel_bytes = [int(f[len(DW_PIXEL_BYTES):]) for f in facts if f.startswith(DW_PIXEL_BYTES)]
     if (pixel_bytes and unit.l1_bytes and pixel_bytes[0] > unit.l1_bytes and p.compute == "fp32"
             and p.tag in ("fp32", DW_TILE25_TAG) and f"dwconv.{p.tag}.out" in unit.kind_overhead_s):
@@ -486,14 +488,13 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
                                 igemm_blocks=True, note="; ".join([*([p.note] if p.note else []), (
                                     "XNNPACK's Subconv2D deconvolution: its F32 IGEMM's output-channel blocks, a "
                                     "cost per output pixel")]))
-    if (CONCAT_CHANNELS in facts and (p.tag, p.compute) == ("fp32", "fp32")
-            and CONCAT_INTERLEAVE in unit.efficiency):
+    if CONCAT_CHANNELS in facts and (p.tag, p.compute) == ("fp32", "fp32") and CONCAT_INTERLEAVE in unit.efficiency:
         p = dataclasses.replace(p, tag=INTERLEAVE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "a concatenation on the channels: XNNPACK copies each input's channels pixel by pixel")]))
     if XNN_TRANSPOSE in facts and (p.tag, p.compute) == ("fp32", "fp32") and XNN_TRANSPOSE_KEY in unit.efficiency:
         p = dataclasses.replace(p, tag=TRANSPOSE_TAG, note="; ".join([*([p.note] if p.note else []), (
             "XNNPACK's transpose: a memcpy per run kept in place, else 8 x 8 tiles")]))
-    if DW_AFTER_GEMM in facts and p.tag == "hybrid":
+    if DW_AFTER_GEMM in facts and p.tag in ("hybrid", HYBRID25_TAG):
         p = dataclasses.replace(p, out_cost=True, note="; ".join([*([p.note] if p.note else []), (
             "after XNNPACK's fully connected QD8 GEMM, TFLite's hybrid depthwise kernel pays a cost per output element")]))
     if GEMM_CONV in facts and p.tag == "qd8":
@@ -504,8 +505,7 @@ def litert_fact_path(p: Path, facts: frozenset[str], unit: Unit) -> Path:
                                    "(where that conv is not XNNPACK's fp32 or int8 kernel, the conv carries its time)")
     if AFTER_PAD in facts and p.tag in _PAD_UNFOLDED_TAGS:
         note = "the PAD before it runs on its own (XNNPACK's Constant Pad): folded only into XNNPACK's fp32/int8 convs"
-        channels = [int(f[len(PAD_CHANNELS):]) for f in facts if f.startswith(PAD_CHANNELS)]
-        per_pixel = _PAD_PIXEL_BYTES / channels[0] if channels else 0.0
+        per_pixel = next((_PAD_PIXEL_BYTES / int(f[len(PAD_CHANNELS):]) for f in facts if f.startswith(PAD_CHANNELS)), 0.0)
         return dataclasses.replace(p, cached_extra_in_bytes=p.cached_extra_in_bytes + _PAD_PASS_BYTES + per_pixel,
                                    extra_dispatches=p.extra_dispatches + 1, note="; ".join([*([p.note] if p.note else []), note]))
     return p

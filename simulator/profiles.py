@@ -198,7 +198,8 @@ class HardwareProfile:
 # depthwise path runs at `<kind>.cast16nchw` where calibration fitted it, else at the fp32 NCHW figures.
 CAST16NCHW = "cast16nchw"
 TILE25 = "tile25"  # LiteRT's fp32 5x5 depthwise convs take `dwconv.tile25` only where fitted (simulator.litert_paths)
-PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25})
+HYBRID25 = "hybrid25"  # ... and its dynamic int8 ones (TFLite's hybrid kernel) `dwconv.hybrid25` (litert_paths)
+PATH_EFFICIENCY_TAGS = frozenset({CAST16NCHW, TILE25, HYBRID25})
 # Whole efficiency keys whose presence decides a path: a Gelu under static int8 is one int8 task where calibration
 # timed the quantizer's split of it (simulator.backends._INT8_OWN_RATE), else the fp32 split between Q/DQ.
 INT8_GELU = "elementwise.int8.Gelu"
