@@ -35,6 +35,7 @@ from simulator.calibration_packb import build_packb_cases
 from simulator.calibration_packed import build_packed_cases
 from simulator.calibration_nhwc import build_nhwc_cases
 from simulator.calibration_llc import build_llc_cases, memory_k, stream_k
+from simulator.calibration_spans import build_span_cases
 from simulator.calibration_subnormal import build_subnormal_cases
 from simulator.calibration_video import VIDEO_CASES
 from simulator.host_machine import l2_bytes, llc_bytes
@@ -348,6 +349,7 @@ class Bench:
     packb: tuple[str, ...] = ()  # keys of the per-run B packing cases, each with its `-ref` (calibration_packb)
     beyond: tuple[str, ...] = ()  # keys of the element-wise chains beyond the L2 (calibration_beyond)
     alias: tuple[str, ...] = ()  # keys of the aliased-SGEMM cases, each with its `-ref` (calibration_alias)
+    spans: tuple[str, ...] = ()  # keys of the short-block reductions (calibration_spans)
 
 
 def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> Bench:
@@ -426,7 +428,8 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
     packb, alias = build_packb_cases(tmp, timings, graphs), build_alias_cases(tmp, timings, graphs)  # see fit_bench
     l2 = l2_bytes() or base.units[0].onchip_memory_bytes  # element-wise bytes beyond it (calibration_beyond.fit_beyond)
     beyond = build_beyond_cases(tmp, timings, graphs, float(l2))
+    spans = build_span_cases(tmp, timings, graphs)  # a Reduce*'s cost per short kept block (calibration_spans)
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
                  REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb, beyond,
-                 alias)
+                 alias, spans)

@@ -28,6 +28,7 @@ from simulator.calibration_llc import fit_llc
 from simulator.calibration_nhwc import fit_nhwc
 from simulator.calibration_rnn import fit_rnn
 from simulator.calibration_sense import unpriced
+from simulator.calibration_spans import fit_spans
 from simulator.calibration_subnormal import fit_subnormal
 from simulator.costs import kind_of
 from simulator.host_machine import machine_overrides
@@ -39,7 +40,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 102  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 103  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -118,6 +119,8 @@ CACHE_VERSION = 102  # 29: the machine's own facts (peaks, L2, description); 30:
 # stemact-shared-* cases) 101: a fifth static int8 stem, 5x5 (stemact-3x24-160-5x5): stemgemm.int8's five figures
 # 102: an fp32 SGEMM whose rows of A share one L1 set (K a multiple of 1024) pays a cost per MAC (gemm.fp32.alias:
 # sgemm_alias, calibration_alias's gemm-alias-* cases against twins one line longer)
+# 103: a Reduce*'s cost per short kept block fitted per machine (reduce.fp32.span, calibration_spans); GatherND's
+# cost per index tuple (layout.fp32.index.GatherND, calibration_index)
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
@@ -295,7 +298,8 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     sub = tuple(k for n in (*bench.subnormal, *bench.inner, *bench.nhwc, *bench.packed, *bench.packb, *bench.alias)
                 for k in (n, f"{n}-ref"))
     # (less the per-run cost)
-    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub, *bench.beyond) if n in wall}
+    alone = {n: wall[n] - run_s * 1e3 for n in (*bench.index, *bench.rnn, *sub, *bench.beyond, *bench.spans)
+             if n in wall}
     packb_cases: list[dict[str, Any]] = []  # fitted first: the MatMul cases' efficiency is then the kernel's alone
     packb = fit_packb(bench.packb, bench.graphs, alone, base.with_overrides(over),
                       lambda g, h: _predict_ms(g, h, "fp32"), packb_cases)
@@ -314,7 +318,7 @@ def fit_bench(bench: Bench, wall: dict[str, float], progress: Callable[[str], No
     over["units"]["cpu"]["kind_overhead_s"].update(fit_weights(bench.graphs, cases_out, base.with_overrides(over)))
     for fit, names in ((fit_index, bench.index), (fit_rnn, bench.rnn), (fit_subnormal, bench.subnormal),
                        (fit_inner, bench.inner), (fit_nhwc, bench.nhwc), (fit_packed, bench.packed),
-                       (fit_beyond, bench.beyond), (fit_alias, bench.alias)):
+                       (fit_beyond, bench.beyond), (fit_alias, bench.alias), (fit_spans, bench.spans)):
         over["units"]["cpu"]["kind_overhead_s"].update(fit(names, bench.graphs, alone, base.with_overrides(over),
                                                            lambda g, h: _predict_ms(g, h, "fp32"), cases_out))
     over["units"]["cpu"]["kind_overhead_s"].update(fit_in_blocks(bench.graphs, cases_out, base.with_overrides(over),

@@ -1,5 +1,5 @@
 """Calibration's index cases: ops whose time is a cost per lookup beside the data they move (simulator/index_ops.py):
-Expand per memcpy call, ScatterND per index tuple, GatherElements / ScatterElements per element looked up.
+Expand per memcpy call, ScatterND and GatherND per index tuple, GatherElements / ScatterElements per element looked up.
 
 Each builder returns an ONNX graph's parts (nodes, inputs, outputs, initializers), with constant random indices so
 every lookup is valid; calibration_bench saves and times them with its other cases, and `fit_index` fits one figure
@@ -40,6 +40,19 @@ def scatter_nd_case(data: list[int], tuples: int, k: int) -> Parts:
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, data)], [numpy_helper.from_array(idx, "idx")])
 
 
+def gather_nd_case(data: list[int], tuples: int, k: int) -> Parts:
+    """A GatherND of `tuples` random index tuples (repeats allowed, as a graph's edge list has) over the first `k` axes
+    of `data`."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    idx = np.stack([rng.integers(0, d, size=tuples) for d in data[:k]], -1).astype(np.int64)
+    return ([helper.make_node("GatherND", ["x", "idx"], ["y"], name="gather")],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, data)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [tuples, *data[k:]])],
+            [numpy_helper.from_array(idx, "idx")])
+
+
 def elements_case(op: str, cells: int, n: int, c: int) -> Parts:
     """GatherElements / ScatterElements along axis 1: [1, n, c] random indices into [1, cells, c] data."""
     from onnx import TensorProto, helper, numpy_helper
@@ -65,6 +78,10 @@ INDEX_CASES: tuple[tuple[str, str, Callable[[], Parts]], ...] = (
     ("scatternd-256x256-k2", "ScatterND", lambda: scatter_nd_case([256, 256], 16384, 2)),
     ("scatternd-64x64x64-k3", "ScatterND", lambda: scatter_nd_case([64, 64, 64], 32768, 3)),
     ("scatternd-4096x32-rows", "ScatterND", lambda: scatter_nd_case([4096, 32], 2048, 1)),
+    # GatherND: a graph network's node features picked per edge ([500, 64] by 4,000 edges: 0.09 ms profiled inside
+    # torch/gnn on a Zen 4, 2026-12-07, priced 0.016 by its bytes) and single elements over 2 axes.
+    ("gathernd-500x64-4000", "GatherND", lambda: gather_nd_case([500, 64], 4000, 1)),
+    ("gathernd-256x256-k2", "GatherND", lambda: gather_nd_case([256, 256], 16384, 2)),
     ("gatherelements-1024x64", "GatherElements", lambda: elements_case("GatherElements", 1024, 2048, 64)),
     ("scatterelements-1024x64", "ScatterElements", lambda: elements_case("ScatterElements", 1024, 2048, 64)),
 )

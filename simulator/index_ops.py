@@ -2,9 +2,11 @@
 
 ORT's GatherElements and ScatterElements loop per element (index arithmetic, a bounds check, a reduction's functor):
 1-5 ns per element looked up on a Zen 4, where the layout rate prices the data they move at 0.1-0.2 ns per element.
-ScatterND computes an offset per index tuple and copies that tuple's slice (5-7 ns per tuple here), and Expand copies
-its output in memcpy calls whose count the broadcast pattern sets (`expand_calls`: ~6 ns each here). Each such unit
-costs `<kind>.<tag>.index.<op>` (host-cpu.yaml, fitted by calibration: simulator/calibration_index.py) beside the data.
+ScatterND computes an offset per index tuple and copies that tuple's slice (5-7 ns per tuple here), GatherND the same
+(8-17 ns per tuple on a Zen 4, 2026-12-07, single-op: [500, 64] by 4,000 rows, [256, 256] by 16,384 pairs; a graph
+network's GatherNDs were priced 0.016 ms by their bytes, profiled 0.09 inside torch/gnn), and Expand copies its
+output in memcpy calls whose count the broadcast pattern sets (`expand_calls`: ~6 ns each here). Each such unit costs
+`<kind>.<tag>.index.<op>` (host-cpu.yaml, fitted by calibration: simulator/calibration_index.py) beside the data.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import math
 
 from compiler.graph import Graph, Node
 
-INDEXED_OPS = frozenset({"GatherElements", "ScatterElements", "ScatterND", "Expand"})
+INDEXED_OPS = frozenset({"GatherElements", "ScatterElements", "ScatterND", "GatherND", "Expand"})
+_PER_TUPLE = frozenset({"ScatterND", "GatherND"})  # their indices' last axis is one tuple
 
 
 def indexed_elements(node: Node, graph: Graph) -> float:
     """What `node` pays its cost per lookup on: GatherElements / ScatterElements, its indices' elements (input 1);
-    ScatterND, its index tuples (input 1 but its last axis); Expand, its memcpy calls (`expand_calls`); 0 for other
-    ops or where the shapes are not known."""
+    ScatterND / GatherND, its index tuples (input 1 but its last axis); Expand, its memcpy calls (`expand_calls`); 0
+    for other ops or where the shapes are not known."""
     if node.op_type not in INDEXED_OPS or len(node.inputs) < 2:
         return 0.0
     if node.op_type == "Expand":
@@ -32,7 +35,7 @@ def indexed_elements(node: Node, graph: Graph) -> float:
     if v is None or not v.is_static:
         return 0.0
     dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
-    return float(math.prod(dims[:-1] if node.op_type == "ScatterND" else dims))
+    return float(math.prod(dims[:-1] if node.op_type in _PER_TUPLE else dims))
 
 
 def expand_calls(in_shape: list[int], out_shape: list[int]) -> float:

@@ -96,3 +96,15 @@ def test_calibration_fits_the_cost_per_lookup() -> None:
     assert fitted["layout.fp32.index.Expand"] == pytest.approx(9e-9, rel=1e-3)
     assert fitted["layout.fp32.index.ScatterND"] == pytest.approx(2e-9, rel=1e-3)
     assert {o["case"] for o in out} == set(meas)
+
+
+def test_a_gather_nd_pays_its_cost_per_index_tuple() -> None:
+    # torch/gnn's node features picked per edge: [500, 64] by [4000, 1] indices, profiled 0.09 ms on a Zen 4
+    # (2026-12-07), priced 0.016 by its bytes alone before GatherND was an index op
+    values = [act("data", [500, 64]), act("idx", [4000, 1], "int64"), act("y", [4000, 64])]
+    g = graph([Node("g", "g", "GatherND", inputs=["data", "idx"], outputs=["y"])], values, ["data", "idx"], ["y"])
+    assert work_of(g.nodes[0], g).indexed == 4000
+    key = "layout.fp32.index.GatherND"
+    with_it = HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: 9e-9}}}})
+    without = HW.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: 0.0}}}})
+    assert host_fp32_ms(g, with_it) - host_fp32_ms(g, without) == pytest.approx(4000 * 9e-9 * 1e3, rel=1e-6)
