@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -419,17 +420,27 @@ def build_bench(tmp: Path, progress: Callable[[str], None] = lambda s: None) -> 
         graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
         timings[name] = (src, "all", 6)
         transposes.append(name)
-    index, rnn = build_index_cases(tmp, timings, graphs), build_rnn_cases(tmp, timings, graphs)  # fit_index, _rnn
-    subnormal = build_subnormal_cases(tmp, timings, graphs)  # subnormals' cost (calibration_subnormal.fit_subnormal)
-    inner = build_inner_cases(tmp, timings, graphs)  # a Softmax's inner-axis swaps (calibration_inner.fit_inner)
-    ladder = build_llc_cases(tmp, timings, float(llc_all))  # the bytes it keeps between runs (calibration_llc.fit_llc)
-    nhwc = build_nhwc_cases(tmp, timings, graphs)  # a ReduceMean over H, W of NHWC data (calibration_nhwc.fit_nhwc)
-    packed = build_packed_cases(tmp, timings, graphs, float(llc_all))  # calibration_packed.fit_packed
-    packb, alias = build_packb_cases(tmp, timings, graphs), build_alias_cases(tmp, timings, graphs)  # see fit_bench
-    l2 = l2_bytes() or base.units[0].onchip_memory_bytes  # element-wise bytes beyond it (calibration_beyond.fit_beyond)
-    beyond = build_beyond_cases(tmp, timings, graphs, float(l2))
-    spans = build_span_cases(tmp, timings, graphs)  # a Reduce*'s cost per short kept block (calibration_spans)
+    l2 = l2_bytes() or base.units[0].onchip_memory_bytes
+    rules = _rule_cases(tmp, timings, graphs, float(llc_all), float(l2))
     progress(f"{len(timings)} models built in {time.perf_counter() - t_start:.1f} s")
     return Bench(tmp, t_start, timings, graphs, variants, mixed, n_mid, k, float(llc), float(llc_all), k_mem,
-                 REUSE_CONVS, tuple(transposes), index, rnn, subnormal, inner, ladder, nhwc, packed, packb, beyond,
-                 alias, spans)
+                 REUSE_CONVS, tuple(transposes), **rules)
+
+
+def _rule_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs: dict[str, Graph], llc_all: float,
+                l2: float) -> dict[str, Any]:
+    """Build the cases of the rules fitted one at a time after the efficiencies (calibration_fit.fit_bench), by the
+    Bench field that names them."""
+    return {
+        "index": build_index_cases(tmp, timings, graphs),  # a cost per lookup each (calibration_index.fit_index)
+        "rnn": build_rnn_cases(tmp, timings, graphs),  # a rate for recurrent reads (calibration_rnn.fit_rnn)
+        "subnormal": build_subnormal_cases(tmp, timings, graphs),  # subnormals' cost (calibration_subnormal)
+        "inner": build_inner_cases(tmp, timings, graphs),  # a Softmax's inner-axis swaps (calibration_inner.fit_inner)
+        "llc_ladder": build_llc_cases(tmp, timings, llc_all),  # the bytes it keeps between runs (calibration_llc)
+        "nhwc": build_nhwc_cases(tmp, timings, graphs),  # a ReduceMean over H, W of NHWC data (calibration_nhwc)
+        "packed": build_packed_cases(tmp, timings, graphs, llc_all),  # calibration_packed.fit_packed
+        "packb": build_packb_cases(tmp, timings, graphs),  # a non-constant B packed each run (calibration_packb)
+        "alias": build_alias_cases(tmp, timings, graphs),  # SGEMM rows of A in one L1 set (calibration_alias)
+        "beyond": build_beyond_cases(tmp, timings, graphs, l2),  # element-wise bytes beyond the L2 (calibration_beyond)
+        "spans": build_span_cases(tmp, timings, graphs),  # a Reduce*'s cost per short kept block (calibration_spans)
+    }
