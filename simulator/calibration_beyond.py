@@ -21,10 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from compiler.graph import Graph
-from simulator.calibration_models import compile_for_host, op_chain
+from simulator.calibration_models import compile_for_host, geomean_fit, op_chain
 from simulator.profiles import HardwareProfile
 from simulator.roofline import ELEMENTWISE_BEYOND_KEY
 
@@ -61,22 +59,4 @@ def fit_beyond(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict
     """{KEY: s per byte} that makes the cases' predicted times (the rest of the profile as fitted) match their measured
     ones (`measured_ms`, without the per-run cost) in geometric mean: a bisection in log space between 1 TB/s and
     1 GB/s, the prediction rising with the figure; {} without the cases."""
-    cases = [n for n in names if n in measured_ms]
-    if not cases:
-        return {}
-
-    def log_ratio(s: float) -> float:
-        h = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {KEY: s}}}})
-        return float(np.mean([np.log(predict_ms(graphs[n], h) / measured_ms[n]) for n in cases]))
-
-    lo, hi = np.log(1e-12), np.log(1e-9)
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if log_ratio(float(np.exp(mid))) > 0:
-            hi = mid  # priced over: a byte costs less
-        else:
-            lo = mid
-    s = float(np.exp((lo + hi) / 2))
-    cases_out.extend({"case": n, "preset": "fp32", "key": KEY, "measured_ms": measured_ms[n], "beyond_s": s}
-                     for n in cases)
-    return {KEY: s}
+    return geomean_fit(names, graphs, measured_ms, hw, predict_ms, cases_out, KEY, (1e-12, 1e-9))

@@ -354,11 +354,39 @@ def pair_slope_fit(names: Sequence[str], graphs: dict[str, Graph], measured_ms: 
     return (max(sum(a * b for a, b in zip(slope, excess)) / den, 0.0) if den > 0 else 0.0), pairs
 
 
+def geomean_fit(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict[str, float], hw: HardwareProfile,
+                predict_ms: Callable[[Graph, HardwareProfile], float], cases_out: list[dict[str, Any]], key: str,
+                bounds: tuple[float, float]) -> dict[str, float]:
+    """{key: the figure (a `kind_overhead_s` entry)} that makes the timed cases' predicted times match their measured
+    ones (`measured_ms`, without the per-run cost) in geometric mean, the rest of the profile as fitted: a bisection
+    in log space within `bounds`, the prediction rising with the figure; the cases go to `cases_out`; {} without
+    them (calibration_beyond, calibration_spans)."""
+    cases = [n for n in names if n in measured_ms]
+    if not cases:
+        return {}
+
+    def log_ratio(s: float) -> float:
+        h = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {key: s}}}})
+        return float(np.mean([np.log(predict_ms(graphs[n], h) / measured_ms[n]) for n in cases]))
+
+    lo, hi = np.log(bounds[0]), np.log(bounds[1])
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        if log_ratio(float(np.exp(mid))) > 0:
+            hi = mid  # priced over: the figure is smaller
+        else:
+            lo = mid
+    s = float(np.exp((lo + hi) / 2))
+    cases_out.extend({"case": n, "preset": "fp32", "key": key, "measured_ms": measured_ms[n], "fitted_s": s}
+                     for n in cases)
+    return {key: s}
+
+
 def add_case(tmp: Path, timings: dict[str, tuple[Path, str, int]], graphs: dict[str, Graph], name: str,
-             parts: Parts) -> None:
-    """Save `parts` as `<tmp>/<name>.onnx`, compile it for the host into `graphs[name]` and queue its timing in
-    `timings` (6 runs a round at least), as calibration times its single-op cases."""
-    src = save_model(*parts, tmp / f"{name}.onnx")
+             parts: Parts | Path) -> None:
+    """Save `parts` as `<tmp>/<name>.onnx` (or take the file a builder saved), compile it for the host into
+    `graphs[name]` and queue its timing in `timings` (6 runs a round at least), as calibration times its cases."""
+    src = parts if isinstance(parts, Path) else save_model(*parts, tmp / f"{name}.onnx")
     graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
     timings[name] = (src, "all", 6)
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from compiler.graph import Graph
-from simulator.calibration_models import compile_for_host, side_by_side
+from simulator.calibration_models import add_case, geomean_fit, side_by_side
 from simulator.ort_int8 import REDUCE_SPAN_KEY
 from simulator.profiles import HardwareProfile
 
@@ -36,10 +36,8 @@ def build_span_cases(tmp: Path, timings: dict[str, tuple[Path, str, int]], graph
     names = []
     for n, r, k in SHAPES:
         names.append(name := f"reducesum-span-{n}x{r}x{k}")
-        src = side_by_side("ReduceSum", [1, n, r, k], [1, n, k], tmp / f"{name}.onnx",
-                           consts=(np.array([2], dtype=np.int64),), keepdims=0)
-        graphs[name] = compile_for_host(src, tmp / f"{name}.opt.onnx")
-        timings[name] = (src, "all", 6)
+        add_case(tmp, timings, graphs, name, side_by_side("ReduceSum", [1, n, r, k], [1, n, k], tmp / f"{name}.onnx",
+                                                          consts=(np.array([2], dtype=np.int64),), keepdims=0))
     return tuple(names)
 
 
@@ -49,22 +47,4 @@ def fit_spans(names: Sequence[str], graphs: dict[str, Graph], measured_ms: dict[
     """{KEY: s per call} that makes the cases' predicted times (the rest of the profile as fitted) match their measured
     ones (`measured_ms`, without the per-run cost) in geometric mean: a bisection in log space between 1 ns and 10 us
     per call, the prediction rising with the figure; {} without the cases."""
-    cases = [n for n in names if n in measured_ms]
-    if not cases:
-        return {}
-
-    def log_ratio(s: float) -> float:
-        h = hw.with_overrides({"units": {"cpu": {"kind_overhead_s": {KEY: s}}}})
-        return float(np.mean([np.log(predict_ms(graphs[n], h) / measured_ms[n]) for n in cases]))
-
-    lo, hi = np.log(1e-9), np.log(1e-5)
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        if log_ratio(float(np.exp(mid))) > 0:
-            hi = mid  # priced over: a call costs less
-        else:
-            lo = mid
-    s = float(np.exp((lo + hi) / 2))
-    cases_out.extend({"case": n, "preset": "fp32", "key": KEY, "measured_ms": measured_ms[n], "span_s": s}
-                     for n in cases)
-    return {KEY: s}
+    return geomean_fit(names, graphs, measured_ms, hw, predict_ms, cases_out, KEY, (1e-9, 1e-5))

@@ -15,11 +15,11 @@ from simulator.conv_work import (col2im_elements, dilated_tap_share, generic_dep
                                  im2col_rows, nchwc_output_padding, nchwc_padding, qgemm_counts, sgemm_columns,
                                  strided_im2col)
 from simulator.einsum import contracts, einsum_macs, inner_moves, packed_b, product_columns
-from simulator.sgemm_alias import aliased_macs
 from simulator.index_ops import indexed_elements
 from simulator.other_ops import other_flops
 from simulator.reductions import STRIDED_REDUCE_FLOPS, strided_reduce
 from simulator.resizes import CUBIC_MISS_OPS, cubic_misses, moves_per_element, resize_kind
+from simulator.sgemm_alias import aliased_macs
 from simulator.softmax_rows import softmax_rows
 from simulator.subnormals import subnormals
 from simulator.transposes import copy_runs, far_walk, strided_move, walks
