@@ -60,6 +60,7 @@ QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup 
 # Static int8 Convs off MLAS's symmetric kernels (simulator/ort_int8.py): grouped ones and stems, each its own figures.
 QGEMM = ("int8-static", "convgemm.int8")
 QSTEM = ("int8-static", "stemgemm.int8")
+QPW = ("int8-static", "conv.int8pw")  # static int8 1x1 unit-stride convs on the symmetric kernel (ort_int8_dense)
 CASES: tuple[Case, ...] = (
     Case("conv-64x28-3x3", "conv", conv_chain(64, 28, 3), (("fp32", "fp32"),)),
     Case("conv-256x14-1x1", "conv", conv_chain(256, 14, 1), (("fp32", "fp32"),)),
@@ -75,9 +76,16 @@ CASES: tuple[Case, ...] = (
     # 3x3 cases alone, MobileNetV3-Small's 5x5 ones (14 and 7 px) profiled at 1.25-1.44x their prediction.
     *(Case(f"dwconv-{c}x{s}-5x5", "dwconv", conv_chain(c, s, 5, group=c), (("fp32", "fp32"),))
       for c, s in ((120, 28), (240, 14), (576, 7))),
-    # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps.
-    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", conv_act(c, s, k), QF)
+    # Quantized and fp16 convs: Conv + bias + activation blocks from large to small feature maps. Static int8 1x1 ones
+    # fit figures of their own (`conv.int8pw`, simulator/ort_int8_dense.py), two more shapes at the maps MobileNetV2's
+    # expand / project convs have (16 channels at 112 px, 320 at 7) beside the three the 3x3 ones shared.
+    *(Case(f"convact-{c}x{s}-{k}x{k}", "conv", conv_act(c, s, k), QF if k > 1 else (QPW, *QF[1:]))
       for c, s, k in ((16, 32, 3), (64, 28, 3), (128, 8, 3), (32, 56, 1), (256, 14, 1), (96, 12, 1))),
+    *(Case(f"convact-{c}x{s}-1x1", "conv", conv_act(c, s, 1), (QPW,)) for c, s in ((16, 112), (320, 7))),
+    # ... and the 3x3 ones' `conv.int8` two more at ResNet-18's shapes: on its three 3x3 cases alone the fit's setup
+    # rose 0.95 -> 8.4 us per conv (pinned by the 16-channel one) and ResNet-18's int8-static file came out -6.6%
+    # against +0.5% with the 1x1 cases in (a Zen 4, 2026-12-08 01:23 UTC, 9.77 ms fast CPU time).
+    *(Case(f"convact-{c}x{s}-3x3", "conv", conv_act(c, s, 3), (Q[0],)) for c, s in ((64, 56), (256, 14))),
     # Many weights on a small map: ConvInteger's per-run weight packing against its per-row im2col, which the cases
     # above cannot tell apart (fitted without it, the packing went to 0 and a 512x7 3x3 ConvInteger came out -31%).
     Case("convact-256x7-3x3", "conv", conv_act(256, 7, 3), (("int8-dynamic", "int8dyn"),)),
@@ -156,6 +164,10 @@ CASES: tuple[Case, ...] = (
     *(Case(f"gconvact-{c}x{s}-{k}x{k}-g{w}", "gconvnchw", conv_act(c, s, k, group=c // w), (("fp32", "nchw"), QGEMM))
       for c, s, k, w in ((48, 56, 3, 8), (104, 28, 3, 8), (208, 14, 3, 8), (440, 7, 3, 8), (96, 28, 3, 24),
                          (128, 28, 1, 8))),
+    # Dense 1x1 convs off the symmetric kernel's alignment (channels not a multiple of 4: ShuffleNet v2's 58 -> 58,
+    # ReXNet's), the same path with one group: fitted on the grouped cases alone, ShuffleNet v2's 58-wide ones were
+    # priced at 0.58x their node medians on a Zen 5 (README Round 34) and low on a Zen 4 (Round 35).
+    *(Case(f"qdense-{c}x{s}-1x1", "conv", conv_act(c, s, 1), (QGEMM,)) for c, s in ((58, 28), (30, 56), (122, 14))),
     # Widths 8 and 24 fill whole 8-wide NCHWc blocks, so with AVX2 ORT runs those NCHWc and they leave the NCHW path
     # (calibration_fit.off_path): width 12 (and 132 below) stays NCHW with AVX2 and AVX-512 alike.
     *(Case(f"gconvact-{c}x{s}-3x3-g12", "gconvnchw", conv_act(c, s, 3, group=c // 12), (("fp32", "nchw"),))

@@ -8,6 +8,7 @@ beyond its op type and kind (simulator.backends.task_facts; paths in simulator.b
 - Other Convs off the symmetric kernel's alignment (grouped ones, stems) run an im2col and a GEMM per group (own
   rate kinds: `convgemm` for grouped ones, `stemgemm` for dense ones).
 - Under dynamic int8, an image stem's ConvInteger runs at its own figures too (`stemgemm.int8dyn`).
+- Dense convs on the symmetric kernel by their shape (one-pixel maps, 1x1 unit-stride): simulator/ort_int8_dense.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from compiler.vocabulary.options import Combo
 from simulator.costs import kernel_value, kind_of
 from simulator.kernel_path import Path
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
+from simulator.ort_int8_dense import (
+    ORT_INT8_ONE_PIXEL, ORT_INT8_POINTWISE, dense_shape_path, one_pixel_conv, pointwise_conv)
 from simulator.ort_int8_rows import COPY_OPS, ORT_INT8_ROWS, copy_run, rows_path
 from simulator.reductions import reduce_axes
 
@@ -62,7 +65,10 @@ INT8_GENERIC_TAG = "int8gen"
 # more than per MAC: single-op chains on this host (Zen 5, thread CPU time, 2026-12-03, load 7-11) of 3x3 grouped
 # convs of width 8 at 48x56, 104x28, 208x14, 440x7: 0.56, 0.31, 0.16, 0.084 ms per conv, 3.2-3.7x the few-channel
 # int8 rate they were priced at, width 24 (96x28) 0.15 ms, 0.7x: the copies of 8 channels cost as much as those of
-# 24. Own path (`convgemm.int8`: efficiency, setup, `.row`, `.tap`), fitted by calibration on such convs.
+# 24. Own path (`convgemm.int8`: efficiency, setup, `.row`, `.tap`, `.out` per output element: the int32 buffer
+# requantized), fitted by calibration on such convs and on dense 1x1 ones off the alignment (ShuffleNet v2's 58 -> 58):
+# without `.out` those were -21..+12% in-sample on a Zen 4 (2026-12-08; their time follows the outputs, 0.5-0.7 ns
+# each, not the GEMM rows), with it -3..+5% and the grouped cases -8..+2%.
 ORT_INT8_QGEMM = "ort_int8_qgemm"
 QGEMM_RATE_KIND = "convgemm"
 # A dense Conv (one group) off that alignment, in practice an image stem (3 input channels): the same im2col and
@@ -186,15 +192,6 @@ ORT_INT8_SPAN = "ort_int8_span="
 # ResNet-18's 512x1000 0.084 ms, 1.8x. Its own figure (`gemm.int8gemv`), fitted by calibration on a one-row chain.
 ORT_INT8_ONE_ROW = "ort_int8_one_row"
 ONE_ROW_TAG = "int8gemv"
-# A dense Conv whose output map is one pixel (a squeeze-excite's 1x1 convs on the pooled [1, C, 1, 1] map) under static
-# int8: its QLinearConv's work is a GEMV of C_in x C_out MACs beside the kernel's fixed costs per call (ORT 1.32
-# core/providers/cpu/quantization/qlinearconv.cc Compute: per-channel output scales, buffers, MLAS's GEMM set-up, the
-# requantization pass), which calibration's conv cases (7-56 px maps) spread over many pixels. Chains of them on a Zen
-# 4 (simulator/calibration_se.py, thread CPU time, 2026-12-06): 1.3 us each at 48 -> 8, 2.8 at 440 -> 110, 9.1 at
-# 960 -> 240; the narrow ones (fewer than 16 outputs) would take the off-alignment GEMM path's figures otherwise. Own
-# figures (`conv.int8px`: a MAC rate, a setup per task, one per output channel `.out`), fitted jointly on those chains.
-ORT_INT8_ONE_PIXEL = "ort_int8_one_pixel"
-ONE_PIXEL_TAG = "int8px"
 # The first QLinearConv on an image input (a CNN's stem) under static int8: the file quantizes the fp32 NCHW input
 # (QuantizeLinear: the conversion the totals rule charges a graph input, simulator.sweep) and ORT's NHWC layout pass
 # transposes it to NHWC in uint8 before the conv, a kernel of its own that no rule priced and calibration's chains
@@ -298,17 +295,6 @@ def _image_stem(nd: Node, g: Graph) -> bool:
     if w is None or not w.shape or len(w.shape) < 3 or not isinstance(w.shape[1], int):
         return False
     return int(nd.attributes.get("group", 1) or 1) == 1 and w.shape[1] < _SYM_IN_ALIGN
-
-
-def one_pixel_conv(nd: Node, g: Graph) -> bool:
-    """A dense Conv / FusedConv whose output map is one pixel (ORT_INT8_ONE_PIXEL)."""
-    if nd.op_type not in ("Conv", "FusedConv") or not nd.outputs or int(nd.attributes.get("group", 1) or 1) != 1:
-        return False
-    v = g.values.get(nd.outputs[0])
-    if v is None or not v.is_static or not v.shape or len(v.shape) != 4:
-        return False
-    dims = [int(d) for d in v.shape]  # type: ignore[union-attr]
-    return dims[2] * dims[3] == 1 and dims[1] > 1
 
 
 def _input_convs(g: Graph) -> set[str]:
@@ -493,6 +479,8 @@ def ort_task_facts(compiled: Graph, source: Graph | None = None) -> list[frozens
                 facts.add(ORT_INT8_ONE_PIXEL)
             elif off is not None:
                 facts.add(off)
+            elif pointwise_conv(conv, g):
+                facts.add(ORT_INT8_POINTWISE)
             if _image_stem(conv, g):
                 facts.add(ORT_INT8DYN_STEM)
         out.append(frozenset(facts))
@@ -566,9 +554,7 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
     if ORT_INT8_ONE_ROW in facts and p.tag == "int8":
         p = dataclasses.replace(p, tag=ONE_ROW_TAG, note="; ".join(
             [*([p.note] if p.note else []), "one activation row: QGEMM's one-row rate"]))
-    if ORT_INT8_ONE_PIXEL in facts and p.tag == "int8":
-        p = dataclasses.replace(p, tag=ONE_PIXEL_TAG, rate_kind="conv", out_cost=True, note="; ".join(
-            [*([p.note] if p.note else []), "a one-pixel output map: QLinearConv's fixed costs per call"]))
+    p = dense_shape_path(p, facts)  # a one-pixel map's or a 1x1 unit-stride conv's own figures
     cats = [int(f[len(ORT_INT8_CONCAT):]) for f in facts if f.startswith(ORT_INT8_CONCAT)]
     if cats and cats[0] > 1 and p.tag == "int8":
         p = dataclasses.replace(p, span_elements=cats[0] / (cats[0] - 1), span_key=CONCAT_LOOKUP_KEY, note="; ".join(
@@ -584,7 +570,7 @@ def ort_fact_path(p: Path, combo: Combo, facts: frozenset[str]) -> Path:
         stem = ORT_INT8_QGEMM_DENSE in facts and ORT_INT8DYN_STEM in facts  # dense of < 4 inputs: stems' figures
         p = dataclasses.replace(p, rate_kind=STEM_RATE_KIND if stem else QGEMM_RATE_KIND, qgemm=True,
                                 setup_per_channel=False, setup_per_pixel=False, im2col=False,
-                                out_cost=stem or p.out_cost, note="; ".join(
+                                out_cost=True, note="; ".join(
                                     [*([p.note] if p.note else []), "not MLAS's symmetric conv kernel ("
                                      + ("a stem" if stem else "grouped or channels off its alignment")
                                      + "): NHWC im2col + a GEMM per group into int32"]))

@@ -1,5 +1,5 @@
 """Static int8 on ONNX Runtime's CPU: a dense 1x1 Conv on a one-pixel map (a squeeze-excite's reduce and expand convs)
-takes its own figures (`conv.int8px`, simulator/ort_int8.py ORT_INT8_ONE_PIXEL), fitted by calibration on squeeze-excite
+takes its own figures (`conv.int8px`, simulator/ort_int8_dense.py ORT_INT8_ONE_PIXEL), fitted by calibration on squeeze-excite
 blocks (simulator/calibration_se.py); convs on larger maps keep `conv.int8`. Integration tier: graphs are compiled by
 ONNX Runtime."""
 
@@ -12,7 +12,8 @@ import pytest
 from compiler.graph import Graph
 from compiler.vocabulary.options import Combo
 from compiler.vocabulary.targets import get_target
-from simulator.ort_int8 import ONE_PIXEL_TAG, ORT_INT8_ONE_PIXEL, ORT_INT8_QGEMM_DENSE, ort_task_facts
+from simulator.ort_int8 import ORT_INT8_QGEMM_DENSE, ort_task_facts
+from simulator.ort_int8_dense import ONE_PIXEL_TAG, ORT_INT8_ONE_PIXEL
 from simulator.profiles import HardwareProfile, load_profile
 
 HOST = get_target("ort-cpu/host")

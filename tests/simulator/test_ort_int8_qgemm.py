@@ -54,8 +54,10 @@ def test_the_per_group_gemm_path_under_static_int8_only() -> None:
 
 def test_a_dense_conv_off_the_alignment_that_is_no_stem_takes_the_per_group_figures(tmp_path: Path) -> None:
     """ShuffleNet v2's 58-channel 1x1 convs (ReXNet's 27..., GhostNet's 8-output ones) are one-group GEMMs of K = 58:
-    the grouped convs' figures per GEMM row and MAC (`convgemm.int8`), not the stems', whose fit can hold a setup per
-    conv (111 us on a Zen 5, 2026-12-07: each 58 x 58 1x1 at 28 px priced 142 us against 30 in fp32)."""
+    the grouped convs' figures per GEMM row, MAC and output element (`convgemm.int8`), not the stems', whose fit can
+    hold a setup per conv (111 us on a Zen 5, 2026-12-07: each 58 x 58 1x1 at 28 px priced 142 us against 30 in
+    fp32). The cost per output element (its int32 buffer requantized) tells a dense GEMM's 58 outputs per row from a
+    grouped one's 8: without it, calibration's dense cases were -21..+12% in-sample on a Zen 4 (2026-12-08)."""
     from simulator import calibration_bench
     from simulator.backends import plan
 
@@ -66,21 +68,24 @@ def test_a_dense_conv_off_the_alignment_that_is_no_stem_takes_the_per_group_figu
     assert convs and all(ORT_INT8_QGEMM_DENSE in facts[i] and ORT_INT8DYN_STEM not in facts[i] for i in convs)
     static = Combo("int8", "int8", "int8", 0)
     p = plan(HOST, HW, "FusedConv", "convnchw", static, True, True, facts=facts[convs[0]])
-    assert p.qgemm and p.rate_kind == QGEMM_RATE_KIND and not p.out_cost
+    assert p.qgemm and p.rate_kind == QGEMM_RATE_KIND and p.out_cost
 
 
-@pytest.mark.parametrize("key,kinds,n", [("convgemm.int8", {"gconvnchw"}, 6), ("stemgemm.int8", {"convsmall"}, 4)])
+@pytest.mark.parametrize("key,kinds,n", [("convgemm.int8", {"gconvnchw", "conv"}, 9),
+                                         ("stemgemm.int8", {"convsmall"}, 4)])
 def test_calibration_fits_each_gemm_path_on_its_own_cases(tmp_path: Path, key: str, kinds: set[str], n: int) -> None:
-    """Grouped convs and stems each have their cases in the bench, and the joint fit finds known figures (rate, cost
-    per GEMM row, per im2col copy) again from measurements the model makes with them."""
+    """Grouped convs (and dense 1x1 ones off the alignment) and stems each have their cases in the bench, and the joint
+    fit finds known figures (rate, cost per GEMM row, per im2col copy, per output element) again from measurements the
+    model makes with them."""
     from simulator import calibration_bench, calibration_fit
 
     cases = [c for c in calibration_bench.CASES if ("int8-static", key) in c.variants]
     assert {c.kind for c in cases} == kinds and len(cases) >= n
     graphs = [calibration_bench.compile_for_host(c.build(tmp_path / f"{c.name}.onnx"), tmp_path / f"{c.name}.opt.onnx")
               for c in cases]
+    out = 3e-10 if key == "convgemm.int8" else 0.0  # the grouped path's cost per output element (the dense cases')
     truth = HW.with_overrides({"units": {"cpu": {"efficiency": {key: 0.8}, "kind_overhead_s": {
-        key: 0.0, f"{key}.row": 4e-9, f"{key}.tap": 3e-9}}}})
+        key: 0.0, f"{key}.row": 4e-9, f"{key}.tap": 3e-9, f"{key}.out": out}}}})
     measured = [(g, "int8-static", calibration_fit._predict_ms(g, truth, "int8-static")) for g in graphs]
     eff, s = calibration_fit._fit_eff_setup(measured, HW, key)
     # (the stems also pay their image input's NHWC Transpose, a fixed share of each case the figures cannot move:
@@ -89,3 +94,4 @@ def test_calibration_fits_each_gemm_path_on_its_own_cases(tmp_path: Path, key: s
     assert eff == pytest.approx(0.8, rel=tol)
     assert s[f"{key}.row"] == pytest.approx(4e-9, rel=tol)
     assert s[f"{key}.tap"] == pytest.approx(3e-9, rel=tol)
+    assert s[f"{key}.out"] == pytest.approx(out, rel=tol, abs=2e-11)
