@@ -23,10 +23,12 @@ corpus on a Zen 5, session 61"); a tool for comparing calibrations, not a fix.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,11 +113,25 @@ def fastest_probe(caches: list[dict[str, Any]]) -> dict[str, Any] | None:
 def _time_now(models: dict[str, Any], lock: Path | None, niceness: int | None = None) -> dict[str, float]:
     """Time `models` as calibration does, holding `lock` (flock) meanwhile where one is named, at `niceness` where
     given; the CPU's speed probe (compiler.speed_probe) before and after, inside the same hold."""
-    import fcntl
     import subprocess
 
     from compiler.speed_probe import probe
     from simulator.calibration_timing import time_interleaved
+
+    with held(lock, niceness):
+        load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+        before = probe()
+        print(f"timing {len(models)} cases the stored timings lack ({load}; probe {before:.1f} GFLOP/s): "
+              f"{', '.join(models)}", flush=True)
+        out = time_interleaved(models)
+        print(f"timed: probe {before:.1f} -> {probe():.1f} GFLOP/s", flush=True)
+        return out
+
+
+@contextlib.contextmanager
+def held(lock: Path | None, niceness: int | None) -> Iterator[None]:
+    """Inside: `lock` held (flock) where one is named, this process at `niceness` where given (its children too)."""
+    import fcntl
 
     with open(lock or os.devnull, "a") as f:
         if lock:
@@ -124,13 +140,7 @@ def _time_now(models: dict[str, Any], lock: Path | None, niceness: int | None = 
         if niceness is not None:
             os.setpriority(os.PRIO_PROCESS, 0, niceness)
         try:
-            load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-            before = probe()
-            print(f"timing {len(models)} cases the stored timings lack ({load}; probe {before:.1f} GFLOP/s): "
-                  f"{', '.join(models)}", flush=True)
-            out = time_interleaved(models)
-            print(f"timed: probe {before:.1f} -> {probe():.1f} GFLOP/s", flush=True)
-            return out
+            yield
         finally:
             os.setpriority(os.PRIO_PROCESS, 0, was)
 

@@ -167,6 +167,9 @@ class Work:
     # elements of a walk whose input lines leave the cache between reads (transposes.far_walk), or of a blocked
     # Transpose / NCHWc reorder that reads or writes across lines (transposes.strided_move): `.far` per byte beyond L2
     far_walk: float = 0.0
+    # output elements of an XNNPACK Transpose whose tiles write rows a page or more apart (tflite_ops.transpose_tiles):
+    # `.farmem` per byte beyond what the last-level cache keeps (simulator.litert_layout)
+    page_walk: float = 0.0
     indexed: float = 0.0  # elements an index op looks up one at a time (simulator.index_ops; 0: none)
     # The constant table the task looks rows up in is the weight an option quantizes (a TFLite EMBEDDING_LOOKUP:
     # ai-edge-quantizer's recipes list the op): `kernel_name` names it and `kernel_out_channels` counts its rows, but

@@ -100,7 +100,9 @@ from simulator.roofline import NR2_SUFFIX, SPLIT_SUFFIX
 # (`conv.fp32.igemm`, litert_paths.F32_IGEMM_TAP_KEY) with `conv.fp32`'s rate and fixed cost.
 # 39: dynamic int8 depthwise convs of 10 to 25 taps (TFLite's hybrid kernel at 5x5) at figures of their own
 # (`dwconv.hybrid25`, simulator.litert_paths.HYBRID25_TAG), 5x5 dynamic int8 cases alone and after a 1x1 conv.
-CACHE_VERSION = 39
+# 40: a TRANSPOSE's far output bytes beyond what the LLC keeps (`layout.transpose.farmem`, simulator.litert_layout),
+# three NHWC -> NCHW cases of 17-44 MB; the cache ladder is timed before the layout cases, whose fit reads it.
+CACHE_VERSION = 40
 R = 4  # operators per chain (the first is dropped from the fit: it reads the model's input)
 # Rounds the chains are timed in (litert_cases.profile_cases: every case once a round, each round a child of its own,
 # the runs split between them, each case's fastest round kept). Timed once, a burst of other load became a case's
@@ -542,9 +544,9 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                     signal = litert_signal.calibrate(Path(tmp), hw, progress)
                     control = litert_control.calibrate(Path(tmp), hw, progress)
                     lut = litert_lut.calibrate(Path(tmp), hw, progress)
-                    layout = litert_layout.calibrate(Path(tmp), hw, progress)
+                    ladder = litert_llc.calibrate(Path(tmp), hw, progress)  # (the layout fit prices with it)
+                    layout = litert_layout.calibrate(Path(tmp), hw.with_overrides(ladder), progress)
                     elementwise = litert_elementwise.calibrate(Path(tmp), hw, progress)
-                    ladder = litert_llc.calibrate(Path(tmp), hw, progress)
                     after = probe()
                 progress(f"speed probe {before:.0f} GFLOP/s before LiteRT's timings, {after:.0f} after")
                 overrides = fit(measured, hw, l2_bytes(), int8_gemm_blocks(), f32_gemm_n_block(), f32_igemm_n_block(),
@@ -565,6 +567,12 @@ def with_litert(hw: HardwareProfile, host_calibration: str | os.PathLike[str],
                          "speed_probe": speed_record(before, after)}
                 save_cache(p, cache)
                 speed_history.record(host_calibration, (before, after), "litert calibration")
+    return applied(hw, cache)
+
+
+def applied(hw: HardwareProfile, cache: dict[str, Any]) -> HardwareProfile:
+    """`hw` (the ORT-calibrated host profile) with a LiteRT cache's figures (benchmarks/litert_refit.py applies one
+    that is not current, to fit anew on top of it)."""
     # ORT's last-level cache ramp (simulator.calibration_llc) was timed with ORT's GEMV chains, their prefetching and
     # memory rate: XNNPACK's are not (simulator.litert_llc). LiteRT takes its own ladder, else a step at the listed size.
     # Its rates stand for the CPU's speed while they were timed, not the ORT half's moment (compiler.speed_probe).

@@ -17,7 +17,8 @@ one rate per element put ShuffleNetV2's and ViT-Ti's transposes 2-3x over) is co
 `layout.transpose.run` each, its bytes at a bandwidth of its own (`layout.transpose`) while they fit in the L2 (beyond
 it at the cache's or memory's rate: on a Zen 3 that fitted its 11 cases better, median |log error| 0.13 against 0.21
 at one rate for every size), and where its tiles write far-apart rows, its output bytes beyond the L2 at
-`layout.transpose.far` (transpose_fit: the three at once).
+`layout.transpose.far`, and where those rows are a page or more apart, its output bytes beyond what the last-level
+cache keeps at `layout.transpose.farmem` (transpose_fit: the four at once).
 
 Each case is a file of R operators reading the same NHWC input (a resize's or a concatenation's output cannot feed
 the next one alike), timed per operator by LiteRT's profiler in a sandboxed child, the first dropped from the fit (it
@@ -78,7 +79,10 @@ CASES: tuple[Case, ...] = (
         ("kt3x197x64", (1, 3, 197, 64), (0, 1, 3, 2)), ("heads197x12x64", (1, 197, 12, 64), (0, 2, 1, 3)),
         ("qkv197x3x3x64", (1, 197, 3, 3, 64), (2, 0, 3, 1, 4)), ("shuffle2x58x784", (1, 2, 58, 784), (0, 2, 1, 3)),
         ("nchw512x21", (1, 512, 512, 21), (0, 3, 1, 2)), ("nchw256x32", (1, 256, 256, 32), (0, 3, 1, 2)),
-        ("nchw736x4", (1, 736, 736, 4), (0, 3, 1, 2)))),
+        ("nchw736x4", (1, 736, 736, 4), (0, 3, 1, 2)),
+        # (outputs beyond what the last-level cache keeps: `layout.transpose.farmem`)
+        ("nchw448x21", (1, 448, 448, 21), (0, 3, 1, 2)), ("nchw512x32", (1, 512, 512, 32), (0, 3, 1, 2)),
+        ("nchw724x21", (1, 724, 724, 21), (0, 3, 1, 2)))),
 )
 
 
@@ -114,13 +118,13 @@ def build(case: Case, path: Path) -> Path:
     return w.save(path, [x], outs)
 
 
-def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20
-            ) -> dict[str, tuple[Graph, list[float]]]:
+def measure(tmp: Path, progress: Callable[[str], None] = lambda s: None, runs: int = 20,
+            cases: tuple[Case, ...] = CASES, rounds: int = 1) -> dict[str, tuple[Graph, list[float]]]:
     """{case: (its graph, measured ms of each operator but the first)}."""
     from compiler.frontends import tflite
 
-    timed = profile_cases(CASES, build, lambda c: c.name, tmp, "LiteRT RESIZE and CONCATENATION cases",
-                          runs, progress=progress)
+    timed = profile_cases(cases, build, lambda c: c.name, tmp, "LiteRT RESIZE and CONCATENATION cases",
+                          runs, progress=progress, rounds=rounds)
     out: dict[str, tuple[Graph, list[float]]] = {}
     for case, path, res in timed:
         g = tflite.load(path)
@@ -165,15 +169,24 @@ def interleave_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile,
 
 
 # TRANSPOSE's figures (simulator.litert_paths.XNN_TRANSPOSE): its bytes' rate (`kind_bandwidth_bytes_per_s`), a cost
-# per kernel call and per far output byte beyond the L2 (`kind_overhead_s`).
+# per kernel call, per far output byte beyond the L2 and per far output byte beyond what the last-level cache keeps
+# (Unit.llc_keep_bytes, LiteRT's own ladder: simulator.litert_llc) (`kind_overhead_s`). The last: XNNPACK's 8 x 8
+# tiles write each output row 32 bytes at a time, rows a plane apart; once the output outgrows what the LLC keeps, the
+# lines of those rows go to memory and come back half-written. NHWC -> NCHW of 21 channels alone (LiteRT 2.3.0, 1
+# thread, Zen 4 with 32 MiB L3, 2026-12-08, probes 110 / 109 GFLOP/s): 0.19-0.31 ns per element up to a 12.4 MB
+# output (362-384 px), then 0.69 (448 px, 16.9 MB), 0.73-0.81 (500-512 px), 1.10 (724 px, 44 MB), 1.34 (1024 px,
+# 88 MB); 500 px as slow as 512 (no power-of-two aliasing): ~0.30 ns per output byte beyond ~12.7 MB. LR-ASPP's
+# 22 MB output to NCHW ran 4.0 ms alone and 5.4 in the model, priced 1.2 by the three figures before.
 TRANSPOSE_BW, TRANSPOSE_RUN, TRANSPOSE_FAR = TRANSPOSE_TAG_KEY, f"{TRANSPOSE_TAG_KEY}.run", f"{TRANSPOSE_TAG_KEY}.far"
+TRANSPOSE_FARMEM = f"{TRANSPOSE_TAG_KEY}.farmem"
 _BW_SCALE = 1e11  # bytes/s per unit of the log search (simulator.calibration_fit.best_log_efficiency's range)
 
 
 def transpose_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """TRANSPOSE's figures that bring each case's median operator closest to its measured median in relative least
-    squares (each >= 0): for each bandwidth (a search over its log), the costs per call and per far byte, which the
-    prediction is linear in (Work.copy_runs, Work.far_walk), solved at once from the sweep's own slopes."""
+    squares (each >= 0): for each bandwidth (a search over its log), the costs per call, per far byte beyond the L2
+    and per far byte beyond the LLC's keep, which the prediction is linear in (Work.copy_runs, Work.far_walk), solved
+    at once from the sweep's own slopes."""
     import itertools
 
     from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
@@ -183,24 +196,24 @@ def transpose_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -
     cpu = next(u for u in hw.units if u.name == "cpu")
     eff = {XNN_TRANSPOSE_KEY: efficiency(cpu, "layout", "fp32")}
     meas = np.array([float(np.median(ms)) for _, ms in cases])
-    uses = [list(c) for k in (2, 1) for c in itertools.combinations(range(2), k)]
+    keys = (TRANSPOSE_RUN, TRANSPOSE_FAR, TRANSPOSE_FARMEM)
+    uses = [list(c) for k in (3, 2, 1) for c in itertools.combinations(range(len(keys)), k)]
 
-    def at(bw: float, run: float, far: float) -> np.ndarray:
+    def at(bw: float, costs: dict[str, float]) -> np.ndarray:
         h = hw.with_overrides({"units": {"cpu": {
-            "efficiency": eff, "kind_overhead_s": {TRANSPOSE_RUN: run, TRANSPOSE_FAR: far},
+            "efficiency": eff, "kind_overhead_s": {**dict.fromkeys(keys, 0.0), **costs},
             "kind_bandwidth_bytes_per_s": with_bandwidths(hw, {TRANSPOSE_BW: bw})}}})
         return np.array([float(np.median(predicted_ms(g, h, "fp32"))) for g, _ in cases])
 
     def solve(x: float) -> tuple[float, np.ndarray]:
         bw = _BW_SCALE * float(np.exp(x))
-        base = at(bw, 0.0, 0.0)
-        slopes = np.stack([at(bw, 1e-9, 0.0) - base, at(bw, 0.0, 1e-9) - base], axis=1) / 1e-9
+        base = at(bw, {})
+        slopes = np.stack([at(bw, {k: 1e-9}) - base for k in keys], axis=1) / 1e-9
         return nonnegative_fit(slopes / meas[:, None], 1 - base / meas, uses)
 
     x = best_log_efficiency(lambda v: solve(v)[0])
-    run, far = solve(x)[1]
-    return {"units": {"cpu": {"efficiency": eff,
-                              "kind_overhead_s": {TRANSPOSE_RUN: float(run), TRANSPOSE_FAR: float(far)},
+    costs = {k: float(c) for k, c in zip(keys, solve(x)[1])}
+    return {"units": {"cpu": {"efficiency": eff, "kind_overhead_s": costs,
                               "kind_bandwidth_bytes_per_s": {TRANSPOSE_BW: _BW_SCALE * float(np.exp(x))}}}}
 
 

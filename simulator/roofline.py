@@ -47,9 +47,7 @@ def efficiency(unit: Unit, kind: str, path: str, op_type: str = "") -> float:
 
 @dataclass(frozen=True, slots=True)
 class Rates:
-    """One path on its unit: every figure the task formulas read. Floats for one path; `stack` makes arrays over
-    the combos of a task signature (the sweep's columns)."""
-
+    """One path on its unit: every figure the task formulas read; floats, or arrays over a signature's combos."""
     peak: Num  # ops/s the path reaches (peak of its compute format x efficiency)
     in_b: Num  # bytes per input / output activation element
     out_b: Num
@@ -119,9 +117,8 @@ class Rates:
     dw_lanes: Num = 0.0  # fp32 lanes of a depthwise tile's loads (Path.dw_tiles, Unit.f32_vector_floats; 0: none)
     peak_split: Num = 0.0  # its rate where the channels are not whole vectors of them (SPLIT_SUFFIX; 0: peak)
     reread_s: Num = 0.0  # s per byte a recurrent op reads again from the core's cache (0: at cache_bw)
-    # The Transposes ORT's fp32 Softmax runs inside its kernel over an inner axis (Counts.inner_*): s per element
-    # walked and moved blocked at the walk's and layout's rates, s per byte beyond `l2` of a far walk (`walk.<tag>.far`)
-    inner_walk_s: Num = 0.0
+    # The Transposes ORT's fp32 Softmax runs over an inner axis (Counts.inner_*): s per element walked and moved
+    inner_walk_s: Num = 0.0  # (at the walk's and layout's rates), s per byte beyond `l2` of a far walk (walk.<tag>.far)
     inner_move_s: Num = 0.0
     inner_far_s: Num = 0.0
     inner_run_s: Num = 0.0  # s per run an Einsum's Transposes copy one memcpy each (a Transpose's `layout.fp32.run`)
@@ -133,6 +130,7 @@ class Rates:
     beyond_s: Num = 0.0  # s per byte where a task's bytes exceed l2 (ELEMENTWISE_BEYOND_KEY: ORT's fp32 element-wise)
     cold_out: Num = 0.0  # 1: its output beyond l2 goes to lines the run's own traffic evicted (cold_output_s)
     alias_s: Num = 0.0  # s per MAC of an SGEMM whose rows of A share an L1 set (sgemm_alias.ALIAS_KEY)
+    farmem_s: Num = 0.0  # s per byte of a walk of rows a page apart beyond `llc_keep` (`<kind>.<tag>.farmem`)
 
 
 # MLAS's QGEMM packs a panel of A for every panel of B, StrideN columns of C at a time (microsoft/onnxruntime
@@ -146,8 +144,7 @@ INNER_MOVE_KEY = "layout.fp32.inner"  # s per element a Softmax's inner-axis swa
 PACKED_FAR_KEY, _SGEMM = "gemm.fp32.packed_far", frozenset({("gemm", "fp32"), ("matmul", "fp32")})  # ... its paths
 PACKB_KEY = "matmul.fp32.packb"  # s per B element MLAS packs each run (calibration_packb, Counts.packed_b)
 PACKCALL_KEY = "matmul.fp32.packcall"  # s per SGEMM call that packs a B (Counts.packed_calls)
-# s per byte ORT's fp32 element-wise kernels move where a task's bytes exceed the L2 (calibration_beyond), in place of
-# the weight-streaming rate (dram_bw) beyond it
+# s per byte ORT's fp32 element-wise kernels move where a task's bytes exceed the L2 (calibration_beyond), not dram_bw
 ELEMENTWISE_BEYOND_KEY = "elementwise.fp32.beyond_l2"
 # XNNPACK's F32 IGEMM runs a conv of fewer output channels than its kernels' nr (Unit.f32_igemm_n_block) on its `nr2`
 # kernels (Rates.int8_nb2), at a rate of their own where calibrated: `<kind>.<tag>` + this (`conv.fp32nr2`;
@@ -200,6 +197,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         reread_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.reread", 0.0),  # calibration_rnn
         **_inner_transposes(u, p, epilogue_pass),
         far_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.far", 0.0) if u.l2_share_bytes else 0.0,
+        farmem_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.farmem", 0.0) if u.llc_keep_bytes else 0.0,
         index_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.index.{op_type}", 0.0) if op_type else 0.0,
         col2im_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.col2im", u.kind_overhead_s.get(f"{rate}.fp32.col2im", 0.0))
         if p.col2im else 0.0, subnormal_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.subnormal", 0.0),
@@ -237,8 +235,7 @@ def rates(hw: HardwareProfile, p: Path, kind: str, epilogue_pass: bool, op_type:
         peak_split=fp32_peak * u.efficiency.get(f"{rate}.{p.tag}{SPLIT_SUFFIX}", 0.0) if p.dw_tiles else 0.0,
         # int8 Convs (ConvInteger, QLinearConv) and fp16's NCHW Conv behind a kept Cast leave NCHWc's padding
         plain=p.compute == "int8" or p.tag == CAST16NCHW,
-        lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0,
-    )
+        lanes=p.lanes, scalar_s=u.kind_overhead_s.get(f"{rate}.{p.tag}.scalar", 0.0) if p.lanes else 0.0)
 
 
 def _inner_transposes(u: Unit, p: Path, ort_cpu: bool) -> dict[str, float]:
@@ -302,7 +299,6 @@ def stack(each: Sequence[Rates]) -> Rates:
 @dataclass(frozen=True, slots=True)
 class Counts:
     """What tasks do, as numbers the formulas broadcast: columns [n, 1] against rates over combos [C]."""
-
     macs: Num
     flops: Num
     epilogue_flops: Num
@@ -326,6 +322,7 @@ class Counts:
     im2col_strided: Num = 0.0
     copy_runs: Num = 0.0
     far_walk: Num = 0.0
+    page_walk: Num = 0.0
     indexed: Num = 0.0
     bias_pass: Num = 0.0
     plain_macs: Num = 1.0
@@ -468,11 +465,11 @@ def _padded_macs(w: Counts, r: Rates) -> Num:
 
 
 def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
-    """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs.
-    Weights beyond the unit's own cache (`res`) come from the last-level cache, or from memory once evicted; a unit
-    that fetches weights ahead of the task using them (`w_exposed` < 1: the ANE) shows that share of their time
-    only. The traffic is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed
-    alone, and the totals add them)."""
+    """One task's latency on one path: a roofline with imperfect overlap, plus the path's fixed costs. Weights beyond
+    the unit's own cache (`res`) come from the last-level cache, or from memory once evicted; a unit that fetches
+    weights ahead of the task using them (`w_exposed` < 1: the ANE) shows that share of their time only. The traffic
+    is the same (dram_bytes); the run's total weight time is not a floor here (each task is costed alone, and the
+    totals add them)."""
     peak = np.where(r.peak > 0, r.peak, np.inf)
     peak = np.where((r.peak_nr2 > 0) & (w.kernel_rows < r.int8_nb), r.peak_nr2, peak)  # the IGEMM's nr2 kernels
     split = (r.peak_split > 0) & (np.mod(w.kernel_rows, np.maximum(r.dw_lanes, 1.0)) > 0)
@@ -516,14 +513,16 @@ def task_cost(w: Counts, r: Rates, res: Residency) -> TaskCost:
 
 
 def _setup_s(w: Counts, r: Rates) -> Num:
-    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM row
-    and im2col copy of a per-group GEMM, per call of a broadcasting element-wise or copy kernel (Path.call_elements),
-    per output element (Path.out_cost), per output element and tap of an integer indirect GEMM (Path.tap_cost), per run
-    a Transpose copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the cache (Counts.far_walk), per
-    element an index op looks up (Counts.indexed), per column element a ConvTranspose scatters (Counts.col2im_elements),
-    per subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode assists on some CPUs), and the
-    Transposes inside a Softmax over an inner axis or an Einsum (Counts.inner_*; a far walk's bytes beyond the L2 as a
-    Transpose's; an Einsum's runs at a Transpose's cost per run), per MAC of an SGEMM whose A aliases in the L1."""
+    """Fixed costs of the path: per task (or per group), per output pixel, per im2col element, per weight, per GEMM
+    row and im2col copy of a per-group GEMM, per call of a broadcasting element-wise or copy kernel
+    (Path.call_elements), per output element (Path.out_cost), per output element and tap of an integer indirect GEMM
+    (Path.tap_cost), per run a Transpose copies (Counts.copy_runs), per byte beyond the L2 of a walk that misses the
+    cache (Counts.far_walk) and beyond the LLC's keep of one whose rows are pages apart (Counts.page_walk), per
+    element an index op looks up (Counts.indexed), per column element a ConvTranspose scatters
+    (Counts.col2im_elements), per subnormal a Softmax writes or a MatMul multiplies (Counts.subnormals: microcode
+    assists on some CPUs), and the Transposes inside a Softmax over an inner axis or an Einsum (Counts.inner_*; a far
+    walk's bytes beyond the L2 as a Transpose's; an Einsum's runs at a Transpose's cost per run), per MAC of an SGEMM
+    whose A aliases in the L1."""
     share = np.where(r.plain, w.plain_im2col, 1.0)  # the model's own Conv where the path runs it (Rates.plain)
     setup = r.setup_s * np.where(r.setup_rows, w.groups * share, 1.0)
     # (output pixels: on the model's own output channels, of which a padded NCHWc filter has more rows)
@@ -531,8 +530,8 @@ def _setup_s(w: Counts, r: Rates) -> Num:
     own = w.kernel_rows * w.plain_macs / np.where(r.lanes, 1.0, np.maximum(w.plain_im2col, 1e-9))
     pixels = w.out_elements / np.maximum(own, 1.0)
     setup = setup + r.pixel_s * pixels
-    # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1
-    # Conv reads its input as it is (the buffer would equal the input).
+    # im2col buffer: one row per output pixel and kernel tap (MACs / output channels); a 1x1 stride-1 Conv reads its
+    # input as it is (the buffer would equal the input).
     cols = np.where(w.kernel_rows > 0, w.macs / np.maximum(w.kernel_rows, 1.0), 0.0)
     cols = np.where(w.im2col_elements > 0, w.im2col_elements, cols)
     expanded = cols > 1.01 * w.in_elements
@@ -543,6 +542,7 @@ def _setup_s(w: Counts, r: Rates) -> Num:
             + r.row_s * w.row_calls + r.tap_s * w.row_extra_calls
             + (r.span_s + r.call_s + r.out_s) * w.out_elements + r.igemm_s * w.igemm_taps + r.run_s * w.copy_runs
             + r.far_s * np.maximum(w.far_walk * r.out_b - r.l2, 0.0) + r.index_s * w.indexed
+            + r.farmem_s * np.maximum(w.page_walk * r.out_b - r.llc_keep, 0.0)
             + r.col2im_s * w.col2im_elements + r.subnormal_s * w.subnormals + r.inner_walk_s * w.inner_walked
             + r.inner_move_s * w.inner_moved + r.inner_run_s * w.inner_runs
             + r.inner_far_s * w.inner_far * np.maximum(w.out_elements * r.out_b - r.l2, 0.0)

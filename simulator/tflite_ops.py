@@ -205,7 +205,7 @@ def work_of(node: Node, graph: Graph) -> Work:
     if lookup is not None and isinstance(lookup.shape[0], int):  # type: ignore[index]
         rows = int(lookup.shape[0])  # type: ignore[index]
     moves = (_transpose_moves(node, graph, out0) if op == "TRANSPOSE"
-             else (_copy_runs(node, len(act_in), outs[0] if outs else None), 0.0))
+             else (_copy_runs(node, len(act_in), outs[0] if outs else None), 0.0, 0.0))
     return Work(kind=kind, macs=macs, flops=flops, in_elements=in_e, out_elements=out_e, gemm_k=_gemm_k(op, kernel),
                 igemm_taps=_igemm_taps(node, kernel, out0),
                 kernel_elements=float(kernel.weight.elements) if kernel is not None and kernel.weight else 0.0,
@@ -213,7 +213,7 @@ def work_of(node: Node, graph: Graph) -> Work:
                 other_const_bytes=other_const, fused_activation=act not in ("NONE", ""), shapes_known=known,
                 notes=tuple(notes), kernel_name=kernel.name if kernel is not None else lookup.name if lookup else "",
                 aux_weights=tuple(aux_names), epilogue_flops=epilogue, lookup_table=lookup is not None,
-                copy_runs=moves[0], far_walk=moves[1])
+                copy_runs=moves[0], far_walk=moves[1], page_walk=moves[2])
 
 
 def _copy_runs(node: Node, n_inputs: int, out: Value | None) -> float:
@@ -240,13 +240,25 @@ XNN_TRANSPOSE_TILE = 8
 
 
 def transpose_calls(dims: list[int], perm: list[int]) -> tuple[float, bool]:
-    """(kernel calls, whether its tiles write rows of a whole tile apart) of XNNPACK's `Transpose (ND, X32)`
+    """(kernel calls, whether its tiles write rows of a whole tile apart) of XNNPACK's `Transpose (ND, X32)`:
+    `transpose_tiles`, its row stride at least a tile."""
+    calls, stride = transpose_tiles(dims, perm)
+    return calls, stride >= XNN_TRANSPOSE_TILE
+
+
+# Output rows this far apart (bytes: a 4 KiB page) or more are written each to its own page (`Work.page_walk`).
+XNN_PAGE_BYTES = 4096
+
+
+def transpose_tiles(dims: list[int], perm: list[int]) -> tuple[float, int]:
+    """(kernel calls, elements between the output rows its tiles write; 0 where it copies runs) of XNNPACK's
+    `Transpose (ND, X32)`
     (google/XNNPACK src/operators/transpose-nd.c, reshape_transpose_nd). It normalizes the permutation (size-1 axes
     dropped, axes that stay side by side merged); where the innermost axis stays, it copies each run of it with one
     memcpy (`transposev`): elements / run; else it transposes 8 x 8 tiles of the input's innermost axis by the axis
     that becomes the output's innermost (`transposec`): the rest x ceil(a / 8) x ceil(b / 8), each tile writing 8
-    rows of up to 8 elements, far apart where the output's innermost axis has 8 or more (not an image's 3 channels).
-    (0, False) for a plain copy. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, 2026-12-06): ~5 ns per run copied and
+    rows of up to 8 elements, the output's innermost axis apart (far where it has 8 or more: not an image's 3 channels).
+    (0, 0) for a plain copy. Profiled (LiteRT 2.3.0, 1 thread, Zen 4, 2026-12-06): ~5 ns per run copied and
     ~6.5 ns per tile whether full or not (an image's [1, 3, 224, 224] to NHWC: 6,272 tiles of 3 x 8, 0.040 ms;
     [1, 56, 56, 24] to NCHW: 1,176 full tiles, 0.008 ms); beyond the L2 the far rows cost more (LR-ASPP's
     [1, 512, 512, 21] output to NCHW 4.1 ms for 98,304 tiles, [1, 3, 512, 512] to NHWC 0.21 ms for 32,768)."""
@@ -261,28 +273,29 @@ def transpose_calls(dims: list[int], perm: list[int]) -> tuple[float, bool]:
         else:
             groups.append([a])
     if len(groups) <= 1:
-        return 0.0, False
+        return 0.0, 0
     total = float(math.prod(sizes))
     by_input = sorted(groups, key=lambda g: g[0])
     inner_in = math.prod(sizes[a] for a in by_input[-1])  # the input's contiguous axis
     inner_out = math.prod(sizes[a] for a in groups[-1])  # the output's
     if groups[-1] is by_input[-1]:
-        return total / inner_in, False  # one memcpy per run
+        return total / inner_in, 0  # one memcpy per run
     tile = XNN_TRANSPOSE_TILE
     tiles = total / (inner_in * inner_out) * math.ceil(inner_in / tile) * math.ceil(inner_out / tile)
-    return tiles, inner_out >= tile
+    return tiles, int(inner_out)
 
 
-def _transpose_moves(node: Node, graph: Graph, out_e: float) -> tuple[float, float]:
-    """(copy_runs, far_walk) of a TRANSPOSE whose input shape and permutation (a constant) are known: its kernel
-    calls, and its output elements where its tiles write far-apart rows (`transpose_calls`); else zeros."""
+def _transpose_moves(node: Node, graph: Graph, out_e: float) -> tuple[float, float, float]:
+    """(copy_runs, far_walk, page_walk) of a TRANSPOSE whose input shape and permutation (a constant) are known: its
+    kernel calls, its output elements where its tiles write far-apart rows and where those rows are a page or more
+    apart (fp32: XNN_PAGE_BYTES / 4 elements; `transpose_tiles`); else zeros."""
     x = graph.values.get(node.inputs[0]) if node.inputs else None
     p = graph.values.get(node.inputs[1]) if len(node.inputs) > 1 else None
     perm = p.weight.ints if p is not None and p.weight is not None else None
     if x is None or not x.is_static or perm is None or len(perm) != len(x.shape or ()):  # type: ignore[arg-type]
-        return 0.0, 0.0
-    calls, far = transpose_calls([int(d) for d in x.shape], [int(a) for a in perm])  # type: ignore[union-attr]
-    return calls, out_e if far else 0.0
+        return 0.0, 0.0, 0.0
+    calls, stride = transpose_tiles([int(d) for d in x.shape], [int(a) for a in perm])  # type: ignore[union-attr]
+    return calls, out_e if stride >= XNN_TRANSPOSE_TILE else 0.0, out_e if stride * 4 >= XNN_PAGE_BYTES else 0.0
 
 
 def _gemm_k(op: str, kernel: Value | None) -> float:
