@@ -169,14 +169,15 @@ def interleave_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile,
 
 
 # TRANSPOSE's figures (simulator.litert_paths.XNN_TRANSPOSE): its bytes' rate (`kind_bandwidth_bytes_per_s`), a cost
-# per kernel call, per far output byte beyond the L2 and per far output byte beyond what the last-level cache keeps
-# (Unit.llc_keep_bytes, LiteRT's own ladder: simulator.litert_llc) (`kind_overhead_s`). The last: XNNPACK's 8 x 8
-# tiles write each output row 32 bytes at a time, rows a plane apart; once the output outgrows what the LLC keeps, the
-# lines of those rows go to memory and come back half-written. NHWC -> NCHW of 21 channels alone (LiteRT 2.3.0, 1
-# thread, Zen 4 with 32 MiB L3, 2026-12-08, probes 110 / 109 GFLOP/s): 0.19-0.31 ns per element up to a 12.4 MB
-# output (362-384 px), then 0.69 (448 px, 16.9 MB), 0.73-0.81 (500-512 px), 1.10 (724 px, 44 MB), 1.34 (1024 px,
-# 88 MB); 500 px as slow as 512 (no power-of-two aliasing): ~0.30 ns per output byte beyond ~12.7 MB. LR-ASPP's
-# 22 MB output to NCHW ran 4.0 ms alone and 5.4 in the model, priced 1.2 by the three figures before.
+# per kernel call, per far output byte beyond the L2, and per output byte beyond what the last-level cache keeps
+# (Unit.llc_keep_bytes, LiteRT's own ladder: simulator.litert_llc) where its tiles write rows a page or more apart
+# (Work.page_walk) (`kind_overhead_s`). The last: XNNPACK's 8 x 8 tiles write each output row 32 bytes at a time, the
+# rows a plane apart; once the output outgrows what the LLC keeps, those writes go to memory. NHWC -> NCHW of 21
+# channels alone (LiteRT 2.3.0, 1 thread, Zen 4 with 32 MiB L3, 2026-12-08, probes 110 / 109 GFLOP/s): 0.19-0.31 ns
+# per element up to a 12.4 MB output (362-384 px), then 0.69 (448 px, 16.9 MB), 0.73-0.81 (500-512 px), 1.10 (724 px,
+# 44 MB), 1.34 (1024 px, 88 MB); 500 px as slow as 512 (no power-of-two aliasing): ~0.30 ns per output byte beyond
+# ~12.7 MB. LR-ASPP's 22 MB output to NCHW ran 4.0 ms alone and 5.4 in the model, priced 1.2 by the three figures
+# before.
 TRANSPOSE_BW, TRANSPOSE_RUN, TRANSPOSE_FAR = TRANSPOSE_TAG_KEY, f"{TRANSPOSE_TAG_KEY}.run", f"{TRANSPOSE_TAG_KEY}.far"
 TRANSPOSE_FARMEM = f"{TRANSPOSE_TAG_KEY}.farmem"
 _BW_SCALE = 1e11  # bytes/s per unit of the log search (simulator.calibration_fit.best_log_efficiency's range)
@@ -185,8 +186,8 @@ _BW_SCALE = 1e11  # bytes/s per unit of the log search (simulator.calibration_fi
 def transpose_fit(cases: list[tuple[Graph, list[float]]], hw: HardwareProfile) -> dict[str, Any]:
     """TRANSPOSE's figures that bring each case's median operator closest to its measured median in relative least
     squares (each >= 0): for each bandwidth (a search over its log), the costs per call, per far byte beyond the L2
-    and per far byte beyond the LLC's keep, which the prediction is linear in (Work.copy_runs, Work.far_walk), solved
-    at once from the sweep's own slopes."""
+    and per byte of rows a page apart beyond the LLC's keep, which the prediction is linear in (Work.copy_runs,
+    Work.far_walk, Work.page_walk), solved at once from the sweep's own slopes."""
     import itertools
 
     from simulator.calibration_fit import best_log_efficiency, nonnegative_fit
