@@ -268,6 +268,12 @@ CASES: tuple[Case, ...] = (
     # ReduceL2 (ConvNeXt-V2's global response norm): 1.9 ns per element over a 56x56 map, 7x the reduce rate's figure.
     Case("reducel2-40x56", "reduce", lambda p: side_by_side("ReduceL2", [1, 40, 56, 56], [1, 40, 1, 1], p, axes=[2, 3],
                                                               keepdims=1), (("fp32", "reduce.fp32.ReduceL2"),)),
+    # ONNX STFT (an audio model's spectrogram in the graph): a radix-2 frame and a Bluestein one (n = 400, M = 1024,
+    # simulator/other_ops.py); at the default rate a Zen 4's radix-2 STFTs took 1.15-1.23x their price.
+    *(Case(f"stft-{n}h{hop}-{length}", "other", lambda p, n=n, hop=hop, length=length: side_by_side(
+        "STFT", [1, length, 1], [1, (length - n) // hop + 1, n // 2 + 1, 2], p,
+        (np.array(hop, np.int64), np.hanning(n).astype(np.float32)), onesided=1), (("fp32", "other.fp32.STFT"),))
+      for n, hop, length in ((512, 128, 8192), (400, 160, 4000))),
     # ORT's Cast between fp32 and fp16 (an fp16 export's Casts at its fp32 / fp16 kernel boundaries, priced by
     # simulator.conversions at this rate): at the element-wise rate they were charged ~2x their time (h41onnxexp).
     *(Case(f"cast-1x{n}", "quant", lambda p, n=n: cast_chain(n, p), (("fp32", "quant.fp32.Cast"),))

@@ -5,8 +5,14 @@ spotter's STFT 0.003 ms predicted against ~3.5 ms run (the model -92%), a spatia
 The counts follow ONNX Runtime's CPU kernels, and each op's rate is its own figure (`other.fp32.<op>` in host-cpu.yaml,
 measured with single-op models), as LiteRT's RFFT2D has (simulator/litert_signal.py):
 - STFT (onnxruntime/core/providers/cpu/signal/dft.cc): per frame, a radix-2 FFT where the frame length is a power of
-  two (log2 n passes over n samples, `FFT_PASS_FLOPS` per sample and pass), and otherwise a naive DFT of every output
-  bin over every sample, each term its own cos and sin (`dft_naive`): bins x n terms, `NAIVE_TERM_FLOPS` each.
+  two (log2 n passes over n samples, `FFT_PASS_FLOPS` per sample and pass), and otherwise Bluestein's chirp-z
+  transform (`dft_bluestein_z_chirp`, ORT 1.32; older releases ran a naive DFT): the frame times a chirp, padded to
+  M = the power of two at or above 2n - 1, a forward and an inverse radix-2 FFT of M, a pointwise product, the chirp
+  again (`BLUESTEIN_PASSES` passes' worth over M). So n = 400 and n = 480 cost the same (M = 1024): single STFTs over
+  16,000 samples at hop 160 ran 3.84 and 3.87 ms on a Zen 4 (ORT 1.32, 1 thread, thread CPU time, 2026-12-08 01:17
+  UTC, probe 101-105 GFLOP/s, load ~3; /work/lead/stft/probe.py), where a naive DFT would take 1.44x longer at 480.
+  The rate is the machine's own (`other.fp32.STFT`, fitted by calibration on a radix-2 and a Bluestein case): at the
+  default rate, fitted on a Xeon, the same Zen 4's radix-2 STFTs took 1.15-1.23x their price.
 - GridSample (onnxruntime/core/providers/cpu/tensor/grid_sample.cc): per output pixel its source coordinates
   (`GRID_PIXEL_FLOPS`), then per output element the taps of its mode (4 bilinear, 16 bicubic, 1 nearest).
 - NonMaxSuppression (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc): per batch and class, every
@@ -16,9 +22,10 @@ measured with single-op models), as LiteRT's RFFT2D has (simulator/litert_signal
   kept box), so it is counted from the selection the profiled run made (the output's observed [S, 3]); without a
   run the output's shape is unknown and so is the task's work. All N boxes are taken as candidates (the score
   threshold's pass rate is the data's too; random weights pass every box).
-All three are priced at the host's `default` rate (the kind `other`), the figures below fitted to it: single-op models on
-this Xeon (ORT 1.32, 1 thread, thread CPU time, load 4-6, 2026-12-05), at 0.0575 ns per FLOP:
-STFT n=400 hop 160 over 16,000 and 48,000 samples 3.42 / 10.3 ms (naive, 0.43 ns per term); radix-2 n=256, 512, 1024,
+All three are priced at the host's `default` rate (the kind `other`; STFT at its own where calibrated), the figures
+below fitted to it: single-op models on this Xeon (ORT 1.32, 1 thread, thread CPU time, load 4-6, 2026-12-05), at
+0.0575 ns per FLOP: STFT n=400 hop 160 over 16,000 and 48,000 samples 3.42 / 10.3 ms (Bluestein over M = 1024: 1.48
+ns per sample and pass, once counted as a naive DFT at 0.43 ns per term); radix-2 n=256, 512, 1024,
 2048: 1.42-1.59 ns per sample and pass (0.40, 0.68, 1.82, 2.88 ms); GridSample bilinear [1024, 1, 32, 32] by a
 [1024, 7, 7, 2] grid (RAFT's lookup) 0.87 ms, [1, 3, 192, 192] by [1, 192, 192, 2] 0.69, [1, 64, 56, 56] 0.36.
 """
@@ -29,10 +36,14 @@ import math
 
 from compiler.graph import Graph, Node, Value
 
-# FLOPs of one naive-DFT term (its cos and sin, vectorised by the compiler over the inner loop, and a complex
-# multiply-add) and of a radix-2 pass per sample (bit-reversed indexing, a complex multiply-add per half), fitted.
-NAIVE_TERM_FLOPS = 7.5
+# FLOPs of a radix-2 pass per sample (bit-reversed indexing, a complex multiply-add per half), fitted at the default
+# rate on a Xeon (the figures above); a calibrated machine prices them at its own `other.fp32.STFT` rate.
 FFT_PASS_FLOPS = 25.0
+# Bluestein's work beyond its two FFTs of M, in radix-2 passes over M: the chirp products before and after, the
+# pointwise product with the chirp's cached FFT, the inverse's scaling, the zeroed pad (Zen 4, the figures above: a
+# frame of n = 400 ran 39.2 us, two radix-2 FFTs of 1024 at 1.62 ns per sample and pass 33.9; 5.3 us over M = 1024
+# is ~3.2 passes).
+BLUESTEIN_PASSES = 3.0
 # FLOPs of a GridSample output pixel's coordinates (unnormalise, clamp or reflect, floor, weights: ~17 ns) and of
 # each tap of an output element (~1.5 ns for bilinear's 4), fitted likewise.
 GRID_PIXEL_FLOPS = 296.0
@@ -109,8 +120,14 @@ def _stft_flops(node: Node, graph: Graph, dims: list[int]) -> float:
     if n & (n - 1) == 0:
         per_frame = FFT_PASS_FLOPS * n * math.log2(max(n, 2))
     else:
-        per_frame = NAIVE_TERM_FLOPS * bins * n
+        m = bluestein_size(n)
+        per_frame = FFT_PASS_FLOPS * m * (2 * math.log2(m) + BLUESTEIN_PASSES)
     return batch * frames * per_frame
+
+
+def bluestein_size(n: int) -> int:
+    """The FFT length ORT's Bluestein transform pads a frame of n samples to: the power of two at or above 2n - 1."""
+    return 1 << max(2 * n - 2, 1).bit_length()
 
 
 def _frame_length(node: Node, graph: Graph) -> int | None:

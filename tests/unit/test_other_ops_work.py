@@ -10,7 +10,8 @@ import pytest
 from compiler.graph import Node, Value, WeightStats
 from simulator.costs import work_of
 from simulator.ort_broadcast import short_reduce_block, short_reduce_rows, short_span
-from simulator.other_ops import FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NAIVE_TERM_FLOPS, NMS_FLOPS
+from simulator.other_ops import (BLUESTEIN_PASSES, FFT_PASS_FLOPS, GRID_PIXEL_FLOPS, GRID_TAP_FLOPS, NMS_FLOPS,
+                                 bluestein_size)
 from simulator.profiles import load_profile
 from tests.simulator.helpers import act, graph, host_fp32_ms
 
@@ -26,14 +27,33 @@ def _stft(n: int, samples: int = 16000, hop: int = 160):  # type: ignore[no-unty
                  ["x"], ["y"]), frames, bins
 
 
-def test_stft_counts_a_naive_dft_or_a_radix2_fft_as_ort_runs_it() -> None:
-    g, frames, bins = _stft(400)  # not a power of two: every bin over every sample
-    assert work_of(g.nodes[0], g).flops == pytest.approx(frames * bins * 400 * NAIVE_TERM_FLOPS)
+def test_stft_counts_bluestein_or_a_radix2_fft_as_ort_runs_it() -> None:
+    g, frames, bins = _stft(400)  # not a power of two: two FFTs of 1024 and the chirp's passes (ORT 1.32)
+    assert work_of(g.nodes[0], g).flops == pytest.approx(frames * 1024 * (20 + BLUESTEIN_PASSES) * FFT_PASS_FLOPS)
+    # n = 480 pads to the same M: the same work per frame (3.84 and 3.87 ms over 98 frames on a Zen 4), where a naive
+    # DFT's count grew with bins x n (1.44x)
+    g480, frames480, _ = _stft(480)
+    assert frames480 == frames and work_of(g480.nodes[0], g480).flops == pytest.approx(work_of(g.nodes[0], g).flops)
+    assert [bluestein_size(n) for n in (3, 400, 480, 513, 1000)] == [8, 1024, 1024, 2048, 2048]
     g2, frames2, _ = _stft(512)
     assert work_of(g2.nodes[0], g2).flops == pytest.approx(frames2 * 512 * 9 * FFT_PASS_FLOPS)
     hw = load_profile("host-cpu")
     # a 16,000-sample spectrogram at n=400: milliseconds, where it was a task of no work (dispatch only)
     assert host_fp32_ms(g, hw) > 1.0 and host_fp32_ms(g, hw) > 3 * host_fp32_ms(g2, hw)
+
+
+def test_stft_takes_the_machines_own_rate_where_calibrated() -> None:
+    """Calibration fits `other.fp32.STFT` (a radix-2 and a Bluestein case): at half the default efficiency an STFT
+    takes about twice as long, and a GridSample (the kind `other` too) keeps the default rate."""
+    hw = load_profile("host-cpu")
+    own = hw.with_overrides({"units": {"cpu": {"efficiency": {
+        "other.fp32.STFT": hw.units[0].efficiency["default"] / 2}}}})
+    g, _, _ = _stft(400)
+    assert host_fp32_ms(g, own) == pytest.approx(2 * host_fp32_ms(g, hw), rel=0.05)
+    node = Node("g", "g", "GridSample", inputs=["x", "grid"], outputs=["y"])
+    gs = graph([node], [act("x", [1, 3, 64, 64]), act("grid", [1, 64, 64, 2]), act("y", [1, 3, 64, 64])],
+               ["x", "grid"], ["y"])
+    assert host_fp32_ms(gs, own) == pytest.approx(host_fp32_ms(gs, hw))
 
 
 def test_grid_sample_counts_a_pixel_cost_and_its_taps() -> None:
