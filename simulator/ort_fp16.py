@@ -5,8 +5,9 @@ SkipLayerNormalization ORT does not form in the fp16 graph). simulator.backends 
 from __future__ import annotations
 
 import dataclasses
+import math
 
-from compiler.graph import Graph
+from compiler.graph import Graph, Node
 from compiler.vocabulary.targets import Target
 from simulator.folding import fold_constants
 from simulator.kernel_path import Path
@@ -64,7 +65,13 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     it, so MLAS's SGEMM packs it on every run (backends._ort_fp16). TorchScript deduplicates equal initializers, and
     a transformer whose layers were cloned from one (nn.TransformerEncoder's deep copies, untrained) shares every
     layer's weights: torch/transformer-encoder's fp16 file keeps 12 Casts of initializers, which all its 16 Gemms
-    read (as weight or bias).
+    read (as weight or bias). A product of one row of A (M = 1: a decoder step, a batch-1 classifier head) is no such
+    case: MLAS runs its M = 1 kernel on B as it is, packing nothing (sgemm.cpp, MlasSgemmOperation: "the data from
+    matrix B is not referenced multiple times"), so the kept Cast costs it nothing per reader. A greedy decoder's 73
+    Gemms (M = 1, three weights each read by 24 steps) were priced 4.86 ms in its fp16 file, 4.6x their fp32 price,
+    and measured 0.91 against 0.92 in fp32 (Zen 4, ORT's profiler, 2026-12-08 01:52 UTC, probe 109-110, load 8;
+    benchmarks/export_ops.py). The kept Cast itself, once per shared weight and run, is not priced (0.15 ms of 1.51
+    there: three Casts of 2.6 M weights).
     Counted on the source (what the fp16 exporter converts), else on the compiled graph itself."""
     native = FP16_KERNELS.get(target.backend)
     if native is None:
@@ -87,10 +94,19 @@ def fp16_shared_casts(target: Target, compiled: Graph, source: Graph | None = No
     shared = {r for r, ns in readers.items() if len(ns) > 1}
     hit = {nd.id for nd in g.nodes if (nd.op_type in CONV_OPS
                                        and any(alias.get(v, v) in shared for v in nd.inputs[1:3] if v))
-           or (nd.op_type in GEMM_OPS and len(nd.inputs) > 1 and alias.get(nd.inputs[1], nd.inputs[1]) in shared)}
+           or (nd.op_type in GEMM_OPS and len(nd.inputs) > 1 and alias.get(nd.inputs[1], nd.inputs[1]) in shared
+               and not _one_row(nd, g))}
     if source is None:
         return [nd.id in hit for nd in compiled.nodes]
     return [nd.op_type in CONV_OPS | GEMM_OPS and any(s in hit for s in nd.source_nodes) for nd in compiled.nodes]
+
+
+def _one_row(nd: Node, g: Graph) -> bool:
+    """A Gemm / MatMul whose A has one row (M = 1, A not transposed): MLAS's M = 1 kernel, which packs no B."""
+    a = g.values.get(nd.inputs[0]) if nd.inputs else None
+    if a is None or not a.is_static or not a.shape or nd.attributes.get("transA"):
+        return False
+    return math.prod(int(d) for d in a.shape[:-1]) == 1  # type: ignore[union-attr]
 
 
 def fp16_unfused_norms(target: Target, compiled: Graph) -> list[bool]:

@@ -102,6 +102,27 @@ def _convs_sharing_a_bias() -> tuple:
     return graph(nodes, values, ["x"], ["y"]), ["c1", "c2", "c3", "c4"]
 
 
+def test_fp16_gemms_of_one_row_pack_no_shared_weight() -> None:
+    """A weight read by several Gemms stays behind a kept Cast in an fp16 file: Gemms of several rows pack it on every
+    run (MLAS's SGEMM), a Gemm of one row (a decoder step) runs MLAS's M = 1 kernel on it as it is, packing nothing
+    (a greedy decoder's fp16 Gemms were priced 4.6x their fp32 price and measured the same as fp32)."""
+    from simulator.ort_fp16 import fp16_shared_casts
+
+    values = [weight("w", [256, 768])]
+    nodes = []
+    for i, rows in enumerate((1, 1, 4, 4)):
+        values += [act(f"x{i}", [rows, 256]), act(f"y{i}", [rows, 768])]
+        nodes.append(Node(f"g{i}", f"g{i}", "Gemm", inputs=[f"x{i}", "w"], outputs=[f"y{i}"]))
+    g = graph(nodes, values, [f"x{i}" for i in range(4)], [f"y{i}" for i in range(4)])
+    assert fp16_shared_casts(HOST, g) == [False, False, True, True]
+    # a batched MatMul of one row per batch is no M = 1 call: its rows are the batch's
+    values = [weight("w", [256, 768]), act("a", [1, 1, 256]), act("b", [2, 1, 256]), act("ya", [1, 1, 768]),
+              act("yb", [2, 1, 768])]
+    nodes = [Node("ma", "ma", "MatMul", inputs=["a", "w"], outputs=["ya"]),
+             Node("mb", "mb", "MatMul", inputs=["b", "w"], outputs=["yb"])]
+    assert fp16_shared_casts(HOST, graph(nodes, values, ["a", "b"], ["ya", "yb"])) == [False, True]
+
+
 def test_fp16_convs_reading_a_shared_constant_stay_nchw() -> None:
     """ORT keeps the Cast of an fp16 constant that several fp32-only nodes read, so those Convs have a
     non-constant bias and no NCHWc form: a plain Conv with its own rate (`cast16nchw`) and no reorders."""
