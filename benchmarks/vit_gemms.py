@@ -32,6 +32,8 @@ GEMMS: tuple[tuple[str, int, int, int], ...] = (
     ("coat1-qkv", 3137, 64, 192), ("coat1-fc1", 3137, 64, 512), ("coat1-fc2", 3137, 512, 64),
     ("coat2-fc1", 785, 128, 1024), ("coat2-fc2", 785, 1024, 128), ("coat3-fc1", 197, 256, 1024),
     ("coat3-fc2", 197, 1024, 256),
+    ("xvit-s-qkv", 401, 96, 288), ("xvit-s-fc1", 401, 96, 384), ("xvit-s-fc2", 401, 384, 96),
+    ("xvit-l-qkv", 197, 192, 576), ("xvit-l-fc1", 197, 192, 768), ("xvit-l-fc2", 197, 768, 192),
 )
 # (name, batch, M, K, N, scaled): [batch, M, K] x [batch, K, N], times a scalar if scaled (ORT: FusedMatMul)
 BMMS: tuple[tuple[str, int, int, int, int, bool], ...] = (
@@ -50,6 +52,10 @@ ALIAS: tuple[tuple[str, int, int, int], ...] = tuple(
     (f"alias-m{m}-k{k}-n{n}", m, k, n) for m, n, ks in (
         (785, 256, (512, 528, 1008, 1024, 1040, 1536, 2048, 3072)), (197, 384, (1008, 1024, 1536, 2048, 3072)),
         (49, 768, (1024, 1040, 1536, 3072, 3088))) for k in ks)
+# Rows at K = N = 384 (weights 0.6 MB, kept in the L2), from the calibration's few-row gemm cases (16-128 rows) to the
+# ViTs' token counts: what the SGEMM's rate per MAC does with M alone
+ROWS: tuple[tuple[str, int, int, int], ...] = tuple((f"rows-m{m}", m, 384, 384)
+                                                    for m in (16, 32, 64, 128, 197, 401, 785, 1568, 3136))
 # (name, shape, axis): CoaT's factorized attention takes a Softmax of its keys over the tokens (axis 2, not the last)
 SOFTMAXES: tuple[tuple[str, tuple[int, ...], int], ...] = (
     ("coat1-softmax", (1, 8, 3137, 8), 2), ("coat2-softmax", (1, 8, 785, 16), 2), ("coat3-softmax", (1, 8, 197, 32), 2),
@@ -115,7 +121,7 @@ def main() -> None:
         td = args.keep or tmp
         Path(td).mkdir(parents=True, exist_ok=True)
         files = [(name, gemm_file(Path(td) / f"{name}.onnx", m, k, n), 2 * m * k * n)
-                 for name, m, k, n in GEMMS + SWEEP + ALIAS]
+                 for name, m, k, n in GEMMS + SWEEP + ALIAS + ROWS]
         files += [(name, bmm_file(Path(td) / f"{name}.onnx", b, m, k, n, s), 2 * b * m * k * n)
                   for name, b, m, k, n, s in BMMS]
         files += [(name, softmax_file(Path(td) / f"{name}.onnx", shape, axis), int(np.prod(shape)))
