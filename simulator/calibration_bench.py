@@ -57,6 +57,7 @@ class Case:
 
 Q = (("int8-static", "int8"), ("int8-dynamic", "int8dyn"))
 QF = (*Q, ("fp16", "cast16"))  # paths fitted jointly (efficiency + fixed setup per task) over several shapes
+MANY_ROWS = ((197, 384), (401, 192), (256, 512))  # (rows, K = N) of the many-row fp32 gemm cases
 # Static int8 Convs off MLAS's symmetric kernels (simulator/ort_int8.py): grouped ones and stems, each its own figures.
 QGEMM = ("int8-static", "convgemm.int8")
 QSTEM = ("int8-static", "stemgemm.int8")
@@ -204,6 +205,14 @@ CASES: tuple[Case, ...] = (
     Case("gemm-16x768", "gemm", matmul_chain(16, 768), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-64x896", "gemm", matmul_chain(64, 896), (("fp32", "fp32"), ("int4-weights", "decode.int4wrows"))),
     Case("gemm-16x128", "gemm", matmul_chain(16, 128), Q),  # few tokens: pins the int8 paths' fixed cost
+    # A ViT's tokens (197-401 rows) on weights the cache keeps: all arithmetic, the SGEMM's own rate per MAC. The
+    # few-row cases above are part weight streaming from the L3, priced beside their MACs, and fitted 3-5% faster per
+    # MAC than many rows run: alone on a Zen 4 (session 64, thread CPU time, MatMul + Add at K = N = 384) -0.1% of
+    # that price at 16 rows, -2.0% at 64, -2.4..-2.8% at 128-401; 28 Gemms at Swin-T's, CoaT-Lite's and CrossViT's
+    # own shapes -1.3..-4.8%. A's [rows, 256] and C's [rows, 128] (one MLAS step over B's packed panel) stay within
+    # half the L2 here; where they outgrow it a further shortfall grows (785 rows -3.6%, 1568 -7.1%, 3136 -14.8%).
+    # With these three, the median of the fp32 gemm cases' fits (calibration_fit) is a many-row one.
+    *(Case(f"gemm-{m}x{k}", "gemm", matmul_chain(m, k), (("fp32", "fp32"),)) for m, k in MANY_ROWS),
     # fp16 MatMuls reading 4 (2) shared weights in turn, each read again after the others evicted it: their Casts are
     # kept at run time, so every run casts them and the SGEMM packs them (backends._ort_fp16: `gemm.cast16.weights`, s
     # per weight, calibration_fit.fit_weights). One weight read 8 times in a row stays in the L2 and costs less: 0.07-

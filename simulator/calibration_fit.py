@@ -40,7 +40,7 @@ from simulator.sweep import sweep
 from simulator.totals import totals
 
 # The cache's format: bump it when the bench, the fit or the cost formulas change, so caches refit.
-CACHE_VERSION = 105  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
+CACHE_VERSION = 106  # 29: the machine's own facts (peaks, L2, description); 30: weights read from memory;
 # 31: static int8 depthwise convs on MLAS's generic kernel (dwconv.int8gen); 32: static int8 convs as per-group GEMMs
 # (convgemm.int8); 33: fp16 depthwise Convs in NCHW (dwconvnchw.cast16nchw); 34: weight eviction fitted; 35:
 # activations' own rates (elementwise.fp32.<op>); 36: LRN's (norm.fp32.LRN); 37: ReduceL2's (reduce.fp32.ReduceL2); 38:
@@ -124,6 +124,8 @@ CACHE_VERSION = 105  # 29: the machine's own facts (peaks, L2, description); 30:
 # 104: static int8 1x1 unit-stride convs on the symmetric kernel at figures of their own (conv.int8pw, ort_int8_dense;
 #     two more 1x1 cases); dense 1x1 convs off its alignment (qdense-* cases) fitted with the grouped ones (convgemm.int8)
 # 105: ONNX STFT at a rate of its own (other.fp32.STFT: a radix-2 and a Bluestein case; other_ops counts Bluestein)
+# 106: three many-row fp32 gemm cases (gemm-197x384, -401x192, -256x512: calibration_bench.MANY_ROWS), so the median
+# that sets gemm.fp32 is a ViT's rate, not the few-row weight-streaming cases'
 
 # Paths whose im2col cost per row (Work.im2col_rows) is fitted with the rest: fp16 depthwise Convs in NCHW, where 5x5
 # kernels on small maps copy many short rows (single-op chains on a Zen 5: per channel + per element alone left
